@@ -1,0 +1,133 @@
+# gpuflock — one plain Makefile for everything.
+#
+#   make             build build/bin/{gpuflock,gpuflockd,gpuflock-worker}
+#   make check       build and run every test (unit + integration), summary last
+#   make unit        build and run the unit tests only
+#   make sanitize    the unit tests under ASan + UBSan (separate build tree)
+#   make fuzz        libFuzzer targets with clang (build/fuzz/)
+#   make gpu-check   GPU tests (skip cleanly without a GPU)
+#   make deps        install the Debian packages the project needs (tools/setup-deps)
+#
+# Sources are found by wildcard: a new module is a new .c/.h pair in its
+# directory, nothing to register here. Each directory becomes one static
+# library; the three programs link the libraries they need.
+
+BUILD    ?= build
+CC       ?= gcc
+SAN      ?=
+# CUDA parts build only where nvcc exists (later stages); see NVCC_FOUND.
+NVCC     ?= $(shell command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/dev/null)
+
+PKGS     := libzmq msgpack yaml-0.1 sqlite3 sndfile soxr openblas zlib
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+
+WARN     := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
+            -Wmissing-prototypes -Wformat=2 -Wvla
+CFLAGS   ?= -O2 -g
+ALL_CFLAGS := -std=c11 $(CFLAGS) $(WARN) -D_GNU_SOURCE -I. $(PKG_CFLAGS) $(SAN) -MMD -MP
+LDLIBS   := $(PKG_LIBS) -lm -ldl -lpthread
+LDFLAGS  ?=
+
+# One static library per directory; main.c files are programs, not library code.
+COMMON_SRC := $(wildcard common/*.c)
+DIAR_SRC   := $(wildcard worker/diar/*.c) $(wildcard kernels/*.c)
+WORKER_SRC := $(filter-out worker/main.c,$(wildcard worker/*.c))
+BROKER_SRC := $(filter-out broker/main.c,$(wildcard broker/*.c))
+CLI_SRC    := $(filter-out cli/main.c,$(wildcard cli/*.c))
+
+obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
+
+LIB_COMMON := $(BUILD)/lib/libgfcommon.a
+LIB_DIAR   := $(BUILD)/lib/libgfdiar.a
+LIB_WORKER := $(BUILD)/lib/libgfworker.a
+LIB_BROKER := $(BUILD)/lib/libgfbroker.a
+LIB_CLI    := $(BUILD)/lib/libgfcli.a
+# Link order: users before what they use.
+ALL_LIBS   := $(LIB_CLI) $(LIB_BROKER) $(LIB_WORKER) $(LIB_DIAR) $(LIB_COMMON)
+
+BINS := $(BUILD)/bin/gpuflock $(BUILD)/bin/gpuflockd $(BUILD)/bin/gpuflock-worker
+
+UNIT_SRC   := $(wildcard tests/unit/test_*.c)
+UNIT_BINS  := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
+TEST_HELPERS := $(wildcard tests/helpers/*.c)
+TEST_HELPER_BINS := $(patsubst tests/helpers/%.c,$(BUILD)/tests/helpers/%,$(TEST_HELPERS))
+
+.SECONDARY:
+.PHONY: all build check unit sanitize fuzz deps clean gpu-check bench
+all: $(BINS) $(UNIT_BINS) $(TEST_HELPER_BINS)
+
+# The README's commands install what is missing first, then build in a fresh
+# make (so pkg-config sees the packages just installed).
+deps:
+	tools/setup-deps
+
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+$(LIB_COMMON): $(call obj,$(COMMON_SRC))
+$(LIB_DIAR):   $(call obj,$(DIAR_SRC))
+$(LIB_WORKER): $(call obj,$(WORKER_SRC))
+$(LIB_BROKER): $(call obj,$(BROKER_SRC))
+$(LIB_CLI):    $(call obj,$(CLI_SRC))
+$(BUILD)/lib/%.a:
+	@mkdir -p $(dir $@)
+	@rm -f $@
+	ar rcs $@ $^ $(if $^,,$(BUILD)/obj/empty.o)
+
+# An empty object keeps ar happy for a directory with no library code yet.
+$(BUILD)/obj/empty.o:
+	@mkdir -p $(dir $@)
+	echo 'typedef int gf_empty_unit;' | $(CC) -x c -c - -o $@
+$(ALL_LIBS): | $(BUILD)/obj/empty.o
+
+$(BUILD)/bin/gpuflock: $(call obj,cli/main.c) $(ALL_LIBS)
+	@mkdir -p $(dir $@)
+	$(CC) $(SAN) $(LDFLAGS) -o $@ $< $(ALL_LIBS) $(LDLIBS)
+$(BUILD)/bin/gpuflockd: $(call obj,broker/main.c) $(ALL_LIBS)
+	@mkdir -p $(dir $@)
+	$(CC) $(SAN) $(LDFLAGS) -o $@ $< $(ALL_LIBS) $(LDLIBS)
+$(BUILD)/bin/gpuflock-worker: $(call obj,worker/main.c) $(ALL_LIBS)
+	@mkdir -p $(dir $@)
+	$(CC) $(SAN) $(LDFLAGS) -o $@ $< $(ALL_LIBS) $(LDLIBS)
+
+$(BUILD)/tests/%: $(call obj,tests/unit/%.c) $(ALL_LIBS)
+	@mkdir -p $(dir $@)
+	$(CC) $(SAN) $(LDFLAGS) -o $@ $< $(ALL_LIBS) $(LDLIBS) -lcmocka
+$(BUILD)/tests/helpers/%: $(call obj,tests/helpers/%.c) $(ALL_LIBS)
+	@mkdir -p $(dir $@)
+	$(CC) $(SAN) $(LDFLAGS) -o $@ $< $(ALL_LIBS) $(LDLIBS)
+
+# Every test: unit binaries, then integration scripts; the runner prints
+# "N passed, N failed, N skipped" last.
+check: deps
+	$(MAKE) all
+	@BUILD=$(BUILD) tests/run-tests
+
+unit: all
+	@BUILD=$(BUILD) tests/run-tests --unit-only
+
+SANFLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+sanitize:
+	$(MAKE) BUILD=build/sanitize SAN="$(SANFLAGS)" CFLAGS="-O1 -g" all
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	  BUILD=build/sanitize tests/run-tests --unit-only
+
+FUZZ_SRC  := $(wildcard tests/fuzz/fuzz_*.c)
+FUZZ_BINS := $(patsubst tests/fuzz/%.c,build/fuzz/%,$(FUZZ_SRC))
+fuzz:
+	$(MAKE) BUILD=build/fuzzlib CC=clang SAN="-fsanitize=fuzzer-no-link,address,undefined" CFLAGS="-O1 -g" \
+	  build/fuzzlib/lib/libgfcommon.a
+	@mkdir -p build/fuzz
+	@for f in $(FUZZ_SRC); do \
+	  n=$$(basename $$f .c); \
+	  echo "clang fuzz $$n"; \
+	  clang -std=c11 -O1 -g -D_GNU_SOURCE -I. $(PKG_CFLAGS) -fsanitize=fuzzer,address,undefined \
+	    $$f build/fuzzlib/lib/libgfcommon.a $(LDLIBS) -o build/fuzz/$$n || exit 1; \
+	done
+
+clean:
+	rm -rf $(BUILD) build
+
+-include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)

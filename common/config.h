@@ -1,0 +1,85 @@
+/* config.h — gpuflock's configuration: one YAML file (libyaml) or defaults.
+ *
+ * Found by --config FILE, else $GPUFLOCK_CONFIG, else
+ * /etc/gpuflock/gpuflock.yaml, else built-in defaults. Parsing is strict: an
+ * unknown key, a wrong type, a duplicate device index or lock path is an
+ * error naming the file, line and key (the programs exit with
+ * GF_EXIT_CONFIG, 78). config/gpuflock.example.yaml documents every key.
+ *
+ * gf_config is plain data, read by every program; it is filled once by
+ * gf_config_load and freed by gf_config_destroy. */
+#ifndef GF_CONFIG_H
+#define GF_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#define GF_CONFIG_DEFAULT_PATH "/etc/gpuflock/gpuflock.yaml"
+
+typedef enum {
+    GF_DEVICE_CPU  = 0,   /* a declared card with no GPU behind it (CI, laptops) */
+    GF_DEVICE_CUDA = 1,   /* a CUDA card, identified through the driver */
+} gf_device_kind;
+
+typedef struct {
+    int index;            /* card number, unique; ascending order is lock order */
+    gf_device_kind kind;  /* cpu | cuda */
+    char *lock;           /* lock file path, unique per card */
+    int shared_slots;     /* how many shared holders the broker admits (>= 1) */
+} gf_device_conf;
+
+typedef struct {
+    char *path;                 /* file it was read from; NULL for built-in defaults */
+    char *run_dir;              /* sockets and pid files */
+    char *state_dir;            /* job store and spool */
+    char *bench_lock;           /* box-wide lock taken exclusively by --proof jobs */
+    char *models_dir;           /* model files (safetensors) and plda/ */
+    char *log_level;            /* debug | info | warn | error */
+
+    char **scrub_env;           /* proof.scrub_env: variables removed for --proof */
+    size_t n_scrub_env;
+
+    gf_device_conf *devices;    /* sorted by index */
+    size_t n_devices;
+    bool devices_declared;      /* false: one entry per CUDA card found was made up */
+
+    /* broker: */
+    char *client_endpoint;      /* default ipc://<run_dir>/client.sock */
+    char *worker_endpoint;      /* default ipc://<run_dir>/worker.sock */
+    char *socket_owner;         /* user name for the ipc socket files; NULL: unchanged */
+    char *socket_group;         /* group name for the ipc socket files; NULL: unchanged */
+    mode_t socket_mode;         /* mode of the ipc socket files, default 0666 */
+    char *curve_public_key;     /* Z85 server public key (required for tcp://) */
+    char *curve_secret_key;     /* Z85 server secret key (required for tcp://) */
+    int heartbeat_interval_ms;  /* default 1000 */
+    int heartbeat_liveness;     /* missed beats before a peer is dead, default 3 */
+    int max_attempts;           /* runs of a job before it fails, default 3 */
+    int shutdown_deadline_s;    /* SIGTERM: how long running jobs may finish, default 30 */
+    int kill_grace_s;           /* --time / cancel: SIGTERM to SIGKILL delay, default 10 */
+    char *worker_program;       /* path of gpuflock-worker; NULL: beside gpuflockd */
+    bool spawn_workers;         /* the broker starts one worker per device, default true */
+
+    /* worker: */
+    int batch_size;             /* windows per network batch, default 32 */
+    int cpu_threads;            /* BLAS threads, 0: one per core */
+} gf_config;
+
+/* Load the configuration. explicit_path: from --config, or NULL to look at
+ * $GPUFLOCK_CONFIG and then the default path, then fall back to defaults.
+ * Returns 0 and a new config in *out, or GF_ECONFIG after logging
+ * "FILE:LINE: key 'K': problem". The caller destroys the result. */
+int gf_config_load(const char *explicit_path, gf_config **out);
+
+/* Parse YAML text as if it came from 'name' (tests, --config -). */
+int gf_config_parse(const char *name, const char *text, size_t len, gf_config **out);
+
+/* Built-in defaults (devices: one per CUDA card found, else none). */
+gf_config *gf_config_defaults(void);
+
+/* The device with this index, or NULL. */
+const gf_device_conf *gf_config_device(const gf_config *cfg, int index);
+
+void gf_config_destroy(gf_config **self_p);
+
+#endif

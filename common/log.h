@@ -1,0 +1,39 @@
+/* log.h — one line per event on stderr, with a level and the program name.
+ *
+ * The level threshold and program name are process settings made once by
+ * main() (gf_log_init); library code only calls the GF_LOG_* macros. Formats
+ * are checked by the compiler. */
+#ifndef GF_LOG_H
+#define GF_LOG_H
+
+#include <stdarg.h>
+
+typedef enum {
+    GF_LOG_DEBUG = 0,
+    GF_LOG_INFO  = 1,
+    GF_LOG_WARN  = 2,
+    GF_LOG_ERROR = 3,
+    GF_LOG_OFF   = 4,
+} gf_log_level;
+
+/* Set the program name shown in each line and the lowest level printed. */
+void gf_log_init(const char *prog, gf_log_level level);
+
+/* Parse "debug", "info", "warn", "error", "off"; returns 0 or GF_EINVAL. */
+int gf_log_level_parse(const char *name, gf_log_level *out);
+
+/* The current threshold (GF_LOG_OFF silences everything). */
+gf_log_level gf_log_get_level(void);
+
+/* Print one event line: "<time> <prog>[pid] LEVEL: message\n". */
+void gf_log(gf_log_level level, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+void gf_vlog(gf_log_level level, const char *fmt, va_list ap)
+    __attribute__((format(printf, 2, 0)));
+
+#define GF_DEBUG(...) gf_log(GF_LOG_DEBUG, __VA_ARGS__)
+#define GF_INFO(...)  gf_log(GF_LOG_INFO, __VA_ARGS__)
+#define GF_WARN(...)  gf_log(GF_LOG_WARN, __VA_ARGS__)
+#define GF_ERROR(...) gf_log(GF_LOG_ERROR, __VA_ARGS__)
+
+#endif

@@ -18,7 +18,7 @@ SAN      ?=
 # CUDA parts build only where nvcc exists (later stages); see NVCC_FOUND.
 NVCC     ?= $(shell command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/dev/null)
 
-PKGS     := libzmq msgpack yaml-0.1 sqlite3 sndfile soxr openblas zlib
+PKGS     := libzmq msgpack yaml-0.1 sqlite3 sndfile soxr openblas zlib libcrypto json-c
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 

@@ -1,0 +1,63 @@
+/* sha256.c — SHA-256 through OpenSSL's EVP interface (see sha256.h). */
+#include "common/sha256.h"
+#include "common/error.h"
+#include "common/log.h"
+
+#include <errno.h>
+#include <openssl/evp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void to_hex(const unsigned char *md, char out[GF_SHA256_HEX_LEN])
+{
+    static const char digits[] = "0123456789abcdef";
+    for (int i = 0; i < 32; i++) {
+        out[2 * i] = digits[md[i] >> 4];
+        out[2 * i + 1] = digits[md[i] & 15];
+    }
+    out[64] = '\0';
+}
+
+void gf_sha256_hex(const void *data, size_t len, char out[GF_SHA256_HEX_LEN])
+{
+    unsigned char md[32];
+    unsigned int mdlen = 0;
+    if (!EVP_Digest(data, len, md, &mdlen, EVP_sha256(), NULL) || mdlen != 32) {
+        fprintf(stderr, "gpuflock: SHA-256 unavailable in libcrypto\n");
+        abort();
+    }
+    to_hex(md, out);
+}
+
+int gf_sha256_file_hex(const char *path, char out[GF_SHA256_HEX_LEN])
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        int e = errno;
+        GF_ERROR("%s: cannot open: %s", path, strerror(e));
+        return e == ENOENT ? GF_ENOENT : GF_EIO;
+    }
+    EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+    if (!ctx || !EVP_DigestInit_ex(ctx, EVP_sha256(), NULL)) {
+        fprintf(stderr, "gpuflock: SHA-256 unavailable in libcrypto\n");
+        abort();
+    }
+    unsigned char buf[1 << 16];
+    size_t n;
+    int rc = 0;
+    while ((n = fread(buf, 1, sizeof buf, f)) > 0)
+        EVP_DigestUpdate(ctx, buf, n);
+    if (ferror(f)) {
+        GF_ERROR("%s: read error while hashing", path);
+        rc = GF_EIO;
+    } else {
+        unsigned char md[32];
+        unsigned int mdlen = 0;
+        EVP_DigestFinal_ex(ctx, md, &mdlen);
+        to_hex(md, out);
+    }
+    EVP_MD_CTX_free(ctx);
+    fclose(f);
+    return rc;
+}

@@ -1,94 +1,28 @@
 /* card.c — card identity through the CUDA driver API, loaded with dlopen.
  *
- * Only the handful of driver entry points that identity needs are resolved
- * here; kernels and memory use their own path (worker/). The driver is
- * initialised once per process; the handle stays open until exit. */
+ * The driver comes from common/cudrv (dlopen, once per process); a machine
+ * without it has zero CUDA cards and its declared CPU cards. */
 #include "common/card.h"
+#include "common/cudrv.h"
 #include "common/error.h"
 #include "common/log.h"
 
-#include <dlfcn.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
-/* Driver API types and attribute numbers (cuda.h), restated so the build
- * needs no CUDA headers. */
-typedef int cu_result;
-typedef int cu_device;
-typedef struct { unsigned char bytes[16]; } cu_uuid;
-enum {
-    CU_ATTR_MULTIPROCESSOR_COUNT = 16,
-    CU_ATTR_L2_CACHE_SIZE = 38,
-    CU_ATTR_CC_MAJOR = 75,
-    CU_ATTR_CC_MINOR = 76,
-    CU_ATTR_SMEM_PER_BLOCK_OPTIN = 97,
-};
-
-typedef struct {
-    void *handle;                                   /* dlopen handle; NULL: no driver */
-    cu_result (*init)(unsigned);
-    cu_result (*driver_version)(int *);
-    cu_result (*device_count)(int *);
-    cu_result (*device_get)(cu_device *, int);
-    cu_result (*device_name)(char *, int, cu_device);
-    cu_result (*device_uuid)(cu_uuid *, cu_device);
-    cu_result (*device_attr)(int *, int, cu_device);
-    cu_result (*device_mem)(size_t *, cu_device);
-    int init_result;                                /* cuInit's result, 0 when ready */
-} cu_driver;
-
-static cu_driver driver;
-static pthread_once_t driver_once = PTHREAD_ONCE_INIT;
-
-static void driver_load(void)
-{
-    driver.init_result = -1;
-    void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-    if (!h)
-        return;
-#define SYM(field, name)                                   \
-    do {                                                   \
-        *(void **)(&driver.field) = dlsym(h, name);        \
-        if (!driver.field) {                               \
-            GF_WARN("CUDA driver: symbol %s missing", name); \
-            dlclose(h);                                    \
-            return;                                        \
-        }                                                  \
-    } while (0)
-    SYM(init, "cuInit");
-    SYM(driver_version, "cuDriverGetVersion");
-    SYM(device_count, "cuDeviceGetCount");
-    SYM(device_get, "cuDeviceGet");
-    SYM(device_name, "cuDeviceGetName");
-    SYM(device_uuid, "cuDeviceGetUuid_v2");
-    SYM(device_attr, "cuDeviceGetAttribute");
-    SYM(device_mem, "cuDeviceTotalMem_v2");
-#undef SYM
-    driver.handle = h;
-    driver.init_result = driver.init(0);
-}
-
-static int driver_ready(void)
-{
-    pthread_once(&driver_once, driver_load);
-    return driver.handle && driver.init_result == 0;
-}
-
 int gf_card_cuda_count(int *count)
 {
     *count = 0;
-    if (!driver_ready())
-        return 0;
+    const gf_cudrv *cu = gf_cudrv_get(NULL);
     int n = 0;
-    if (driver.device_count(&n) != 0)
+    if (!cu || cu->device_count(&n) != 0)
         return 0;
     *count = n;
     return 0;
 }
 
-static void format_uuid(const cu_uuid *u, char *out, size_t len)
+static void format_uuid(const gf_cu_uuid *u, char *out, size_t len)
 {
     const unsigned char *b = u->bytes;
     snprintf(out, len,
@@ -111,29 +45,30 @@ static int identify_cpu(const gf_device_conf *dev, gf_card_identity *out)
 
 static int identify_cuda(const gf_device_conf *dev, gf_card_identity *out)
 {
-    if (!driver_ready()) {
-        GF_ERROR("card %d: kind cuda, but the CUDA driver (libcuda.so.1) %s", dev->index,
-                 driver.handle ? "failed to initialise" : "is not installed");
+    const char *why = NULL;
+    const gf_cudrv *cu = gf_cudrv_get(&why);
+    if (!cu) {
+        GF_ERROR("card %d: kind cuda, but %s", dev->index, why);
         return GF_EDEVICE;
     }
     int n = 0;
-    if (driver.device_count(&n) != 0 || dev->index < 0 || dev->index >= n) {
+    if (cu->device_count(&n) != 0 || dev->index < 0 || dev->index >= n) {
         GF_ERROR("card %d: no such CUDA device (the driver sees %d)", dev->index, n);
         return GF_ENOENT;
     }
-    cu_device d;
-    cu_uuid u;
+    gf_cu_device d;
+    gf_cu_uuid u;
     int v = 0;
-    if (driver.device_get(&d, dev->index) != 0 ||
-        driver.device_name(out->name, (int)sizeof out->name, d) != 0 ||
-        driver.device_uuid(&u, d) != 0 ||
-        driver.device_attr(&out->cc_major, CU_ATTR_CC_MAJOR, d) != 0 ||
-        driver.device_attr(&out->cc_minor, CU_ATTR_CC_MINOR, d) != 0 ||
-        driver.device_attr(&out->sm_count, CU_ATTR_MULTIPROCESSOR_COUNT, d) != 0 ||
-        driver.device_attr(&out->l2_bytes, CU_ATTR_L2_CACHE_SIZE, d) != 0 ||
-        driver.device_attr(&out->smem_optin, CU_ATTR_SMEM_PER_BLOCK_OPTIN, d) != 0 ||
-        driver.device_mem(&out->total_mem, d) != 0 ||
-        driver.driver_version(&v) != 0) {
+    if (cu->device_get(&d, dev->index) != 0 ||
+        cu->device_name(out->name, (int)sizeof out->name, d) != 0 ||
+        cu->device_uuid(&u, d) != 0 ||
+        cu->device_attr(&out->cc_major, GF_CU_ATTR_CC_MAJOR, d) != 0 ||
+        cu->device_attr(&out->cc_minor, GF_CU_ATTR_CC_MINOR, d) != 0 ||
+        cu->device_attr(&out->sm_count, GF_CU_ATTR_MULTIPROCESSOR_COUNT, d) != 0 ||
+        cu->device_attr(&out->l2_bytes, GF_CU_ATTR_L2_CACHE_SIZE, d) != 0 ||
+        cu->device_attr(&out->smem_optin, GF_CU_ATTR_SMEM_PER_BLOCK_OPTIN, d) != 0 ||
+        cu->device_mem(&out->total_mem, d) != 0 ||
+        cu->driver_version(&v) != 0) {
         GF_ERROR("card %d: the CUDA driver failed to describe the device", dev->index);
         return GF_EDEVICE;
     }

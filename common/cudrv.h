@@ -1,0 +1,85 @@
+/* cudrv.h — the CUDA driver API, loaded at run time with dlopen.
+ *
+ * One binary runs on machines with and without CUDA: nothing links against
+ * libcuda. gf_cudrv_get() loads libcuda.so.1 once per process and returns the
+ * table of entry points gpuflock uses, or NULL (with the reason) when there is
+ * no usable driver. The types below restate the driver's ABI (cuda.h), so the
+ * build needs no CUDA headers. */
+#ifndef GF_CUDRV_H
+#define GF_CUDRV_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef int gf_cu_result;                 /* CUresult; 0 is CUDA_SUCCESS */
+typedef int gf_cu_device;                 /* CUdevice */
+typedef struct gf_cu_ctx_st *gf_cu_ctx;   /* CUcontext */
+typedef struct gf_cu_mod_st *gf_cu_module;/* CUmodule */
+typedef struct gf_cu_fn_st *gf_cu_function;/* CUfunction */
+typedef struct gf_cu_stream_st *gf_cu_stream;/* CUstream */
+typedef struct gf_cu_event_st *gf_cu_event;  /* CUevent */
+typedef uint64_t gf_cu_ptr;               /* CUdeviceptr */
+typedef struct { unsigned char bytes[16]; } gf_cu_uuid;
+
+/* Device attributes used by gpuflock (CUdevice_attribute values). */
+enum {
+    GF_CU_ATTR_MAX_SMEM_PER_BLOCK = 8,
+    GF_CU_ATTR_MULTIPROCESSOR_COUNT = 16,
+    GF_CU_ATTR_L2_CACHE_SIZE = 38,
+    GF_CU_ATTR_CC_MAJOR = 75,
+    GF_CU_ATTR_CC_MINOR = 76,
+    GF_CU_ATTR_SMEM_PER_BLOCK_OPTIN = 97,
+};
+/* cuFuncSetAttribute: CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES */
+#define GF_CU_FUNC_ATTR_MAX_DYNAMIC_SMEM 8
+/* cuEventCreate flags */
+#define GF_CU_EVENT_DEFAULT 0
+/* cuStreamCreate flags: CU_STREAM_NON_BLOCKING */
+#define GF_CU_STREAM_NON_BLOCKING 1
+
+typedef struct {
+    gf_cu_result (*init)(unsigned flags);
+    gf_cu_result (*driver_version)(int *version);
+    gf_cu_result (*device_count)(int *count);
+    gf_cu_result (*device_get)(gf_cu_device *dev, int ordinal);
+    gf_cu_result (*device_name)(char *name, int len, gf_cu_device dev);
+    gf_cu_result (*device_uuid)(gf_cu_uuid *uuid, gf_cu_device dev);
+    gf_cu_result (*device_attr)(int *value, int attr, gf_cu_device dev);
+    gf_cu_result (*device_mem)(size_t *bytes, gf_cu_device dev);
+    gf_cu_result (*primary_ctx_retain)(gf_cu_ctx *ctx, gf_cu_device dev);
+    gf_cu_result (*primary_ctx_release)(gf_cu_device dev);
+    gf_cu_result (*ctx_set_current)(gf_cu_ctx ctx);
+    gf_cu_result (*ctx_synchronize)(void);
+    gf_cu_result (*mem_alloc)(gf_cu_ptr *ptr, size_t bytes);
+    gf_cu_result (*mem_free)(gf_cu_ptr ptr);
+    gf_cu_result (*memcpy_htod_async)(gf_cu_ptr dst, const void *src, size_t n, gf_cu_stream s);
+    gf_cu_result (*memcpy_dtoh_async)(void *dst, gf_cu_ptr src, size_t n, gf_cu_stream s);
+    gf_cu_result (*memset_d32_async)(gf_cu_ptr dst, unsigned value, size_t n, gf_cu_stream s);
+    gf_cu_result (*stream_create)(gf_cu_stream *s, unsigned flags);
+    gf_cu_result (*stream_destroy)(gf_cu_stream s);
+    gf_cu_result (*stream_synchronize)(gf_cu_stream s);
+    gf_cu_result (*event_create)(gf_cu_event *e, unsigned flags);
+    gf_cu_result (*event_destroy)(gf_cu_event e);
+    gf_cu_result (*event_record)(gf_cu_event e, gf_cu_stream s);
+    gf_cu_result (*event_synchronize)(gf_cu_event e);
+    gf_cu_result (*event_elapsed)(float *ms, gf_cu_event start, gf_cu_event end);
+    gf_cu_result (*module_load_data)(gf_cu_module *m, const void *image, unsigned n_opts,
+                                     int *opts, void **values);
+    gf_cu_result (*module_unload)(gf_cu_module m);
+    gf_cu_result (*module_get_function)(gf_cu_function *f, gf_cu_module m, const char *name);
+    gf_cu_result (*func_set_attr)(gf_cu_function f, int attr, int value);
+    gf_cu_result (*launch)(gf_cu_function f, unsigned gx, unsigned gy, unsigned gz,
+                           unsigned bx, unsigned by, unsigned bz, unsigned smem,
+                           gf_cu_stream s, void **params, void **extra);
+    gf_cu_result (*error_name)(gf_cu_result r, const char **name);
+    gf_cu_result (*error_string)(gf_cu_result r, const char **text);
+} gf_cudrv;
+
+/* The driver table, loaded and initialised once; NULL when there is no
+ * usable driver, with *why (static text) saying so. */
+const gf_cudrv *gf_cudrv_get(const char **why);
+
+/* "CUDA_ERROR_OUT_OF_MEMORY (out of memory)" for a result; static text. */
+const char *gf_cudrv_errstr(gf_cu_result r);
+
+#endif

@@ -5,9 +5,11 @@
 #include <string.h>
 
 /* Subcommand entry points, defined in cli/cmd_<name>.c. */
+int gf_cmd_models(int argc, char **argv);
 int gf_cmd_version(int argc, char **argv);
 
 const gf_cli_command gf_cli_commands[] = {
+    { "models", gf_cmd_models, "check a models directory: models check DIR" },
     { "version", gf_cmd_version, "print the version" },
     { NULL, NULL, NULL },
 };

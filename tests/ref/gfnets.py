@@ -30,7 +30,7 @@ def write_safetensors(path, tensors, metadata=None):
     if metadata:
         header["__metadata__"] = {str(k): str(v) for k, v in metadata.items()}
     for name, arr in tensors.items():
-        arr = np.ascontiguousarray(arr)
+        arr = np.asarray(arr).copy(order="C")   # keeps 0-d (ascontiguousarray would not)
         raw = arr.tobytes()
         header[name] = {"dtype": _DT_NAME[arr.dtype], "shape": list(arr.shape),
                         "data_offsets": [offset, offset + len(raw)]}

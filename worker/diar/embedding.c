@@ -2,8 +2,10 @@
  *
  * The trunk is a list of convolutions (conv1, then per BasicBlock conv1,
  * conv2 and the optional 1×1 shortcut) with their batch norms folded in at
- * load time: w' = w·γ/√(σ²+ε), b' = β − μ·γ/√(σ²+ε). Each runs through
- * kernels/conv2d (im2col tiles + sgemm, epilogue fused). Activations ping-pong
+ * load time: w' = w·γ/√(σ²+ε), b' = β − μ·γ/√(σ²+ε). The 3×3 stride-1
+ * convolutions (30 of 36) run as Winograd F(2×2, 3×3) (kernels/winograd,
+ * 2.25× fewer multiplications), the others through kernels/conv2d (im2col
+ * tiles + sgemm); both fuse the epilogue (bias, residual, ReLU). Activations ping-pong
  * between four buffers sized for the largest layer; nothing is allocated
  * after gf_embedding_new. Names and conventions: MODELS.md, docs/models.md. */
 #include "worker/diar/embedding.h"
@@ -14,6 +16,7 @@
 #include "kernels/conv2d.h"
 #include "kernels/linear.h"
 #include "kernels/statspool.h"
+#include "kernels/winograd.h"
 #include "worker/diar/safetensors.h"
 
 #include <assert.h>
@@ -28,7 +31,8 @@
 #define STATS (2 * CH_OUT * MEL_OUT)
 
 typedef struct {
-    float *w;          /* folded weights [cout, cin*k*k] */
+    float *w;          /* folded weights [cout, cin*k*k]; NULL where wino is used */
+    float *wino;       /* 3×3 stride 1: Winograd-transformed weights [16, cout, cin] */
     float *b;          /* folded bias [cout] */
     int cin, cout, k, stride, pad;
     int h, w_in;       /* input extent (mel, frames) */
@@ -48,7 +52,7 @@ struct gf_embedding {
     const float *seg_w, *seg_b;   /* seg_1 [256, 5120], [256] */
     /* workspace */
     float *act[4];            /* activation buffers, largest layer */
-    float *col;               /* im2col tile */
+    float *col;               /* im2col tile, or Winograd tile buffers */
     long col_floats;          /* its size */
     float *feats;             /* trunk outputs [B, 2560, t_out] */
     float *wts;               /* resized mask [t_out] */
@@ -84,6 +88,12 @@ static int fold(gf_safetensors *st, conv *c, const char *wname, const char *bn)
         for (long i = 0; i < K; i++)
             c->w[o * K + i] = (float)(w[o * K + i] * s);
         c->b[o] = (float)(p[1][o] - p[2][o] * s);
+    }
+    if (c->k == 3 && c->stride == 1) {
+        c->wino = gf_malloc(sizeof(float) * 16 * (size_t)c->cout * (size_t)c->cin);
+        gf_winograd_pack_cpu(c->w, c->cout, c->cin, c->wino);
+        free(c->w);
+        c->w = NULL;
     }
     return 0;
 }
@@ -161,6 +171,8 @@ gf_embedding *gf_embedding_new(const char *path, const char *sha256_hex, int fra
     for (int i = 0; i < 4; i++)
         e->act[i] = gf_malloc(sizeof(float) * (size_t)act_max);
     e->col_floats = col_min > (1L << 20) ? col_min : (1L << 20);
+    if (gf_winograd_ws_size(CH_OUT, CH_OUT, e->col_floats) > e->col_floats)
+        e->col_floats = gf_winograd_ws_size(CH_OUT, CH_OUT, e->col_floats);
     e->col = gf_malloc(sizeof(float) * (size_t)e->col_floats);
     e->feats = gf_malloc(sizeof(float) * (size_t)max_batch * CH_OUT * MEL_OUT * (size_t)e->t_out);
     e->wts = gf_malloc(sizeof(float) * (size_t)e->t_out);
@@ -178,6 +190,7 @@ void gf_embedding_destroy(gf_embedding **self_p)
     gf_embedding *e = *self_p;
     for (int i = 0; i < NCONV; i++) {
         free(e->convs[i].w);
+        free(e->convs[i].wino);
         free(e->convs[i].b);
     }
     for (int i = 0; i < 4; i++)
@@ -199,6 +212,11 @@ int gf_embedding_trunk_frames(const gf_embedding *self)
 static void run_conv(gf_embedding *e, const conv *c, const float *x, const float *res, int relu,
                      float *out)
 {
+    if (c->wino) {
+        gf_winograd_cpu(x, c->cin, c->h, c->w_in, c->wino, c->b, c->cout, res, relu, out, e->col,
+                        e->col_floats);
+        return;
+    }
     gf_conv2d_ref(x, c->cin, c->h, c->w_in, c->w, c->b, c->cout, c->k, c->stride, c->pad, res,
                   relu, out, e->col, e->col_floats);
 }

@@ -24,6 +24,7 @@
 #include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #define NF 80           /* sinc filters */
 #define NP (NF / 2)     /* learned (low, band) pairs */
@@ -39,8 +40,10 @@
 #define EPS 1e-5f
 
 typedef struct {
-    const float *w_ih, *w_hh, *b_ih, *b_hh;   /* PyTorch layout, in the mapping */
-} lstm_dir;
+    float *w_ih;     /* both directions' input weights stacked [8H, In] */
+    float *bias;     /* b_ih + b_hh of both directions [8H] */
+    float *whT[2];   /* recurrent weights transposed [H, 4H], per direction */
+} lstm_layer;
 
 struct gf_segmentation {
     gf_safetensors *st;          /* the mapped file the weights point into */
@@ -53,7 +56,7 @@ struct gf_segmentation {
     float *conv1_wk, *conv2_wk;  /* packed [KC, C2, Cin] */
     const float *conv1_b, *conv2_b;
     const float *norm_w[3], *norm_b[3];
-    lstm_dir lstm[LAYERS][2];    /* [layer][forward, reverse] */
+    lstm_layer lstm[LAYERS];     /* packed at load time */
     const float *lin_w[2], *lin_b[2], *cls_w, *cls_b;
     /* workspace, one window (SincNet) */
     float *wn;                   /* normalised waveform [GF_SEG_SAMPLES] */
@@ -64,7 +67,7 @@ struct gf_segmentation {
     /* workspace, whole batch */
     float *x0;                   /* LSTM input [B, T, C2] */
     float *ha, *hb;              /* LSTM layer outputs [B, T, 2H] */
-    float *gates;                /* [B*T, 4H] */
+    float *gates;                /* [B*T, 8H]: both directions */
     float *cell;                 /* [B, H] */
     float *lin0, *lin1;          /* [B*T, L0] */
 };
@@ -93,20 +96,32 @@ static int load(gf_segmentation *s)
         s->norm_b[i] = gf_safetensors_get(st, name, 1, c);
         ok = ok && s->norm_w[i] && s->norm_b[i];
     }
-    for (int l = 0; l < LAYERS; l++)
+    for (int l = 0; l < LAYERS; l++) {
+        const int in = l == 0 ? C2 : 2 * H;
+        lstm_layer *ll = &s->lstm[l];
+        ll->w_ih = gf_malloc(sizeof(float) * 8 * H * (size_t)in);
+        ll->bias = gf_malloc(sizeof(float) * 8 * H);
         for (int d = 0; d < 2; d++) {
             const char *sfx = d ? "_reverse" : "";
-            lstm_dir *ld = &s->lstm[l][d];
             snprintf(name, sizeof name, "lstm.weight_ih_l%d%s", l, sfx);
-            ld->w_ih = gf_safetensors_get(st, name, 2, 4 * H, l == 0 ? C2 : 2 * H);
+            const float *w_ih = gf_safetensors_get(st, name, 2, 4 * H, in);
             snprintf(name, sizeof name, "lstm.weight_hh_l%d%s", l, sfx);
-            ld->w_hh = gf_safetensors_get(st, name, 2, 4 * H, H);
+            const float *w_hh = gf_safetensors_get(st, name, 2, 4 * H, H);
             snprintf(name, sizeof name, "lstm.bias_ih_l%d%s", l, sfx);
-            ld->b_ih = gf_safetensors_get(st, name, 1, 4 * H);
+            const float *b_ih = gf_safetensors_get(st, name, 1, 4 * H);
             snprintf(name, sizeof name, "lstm.bias_hh_l%d%s", l, sfx);
-            ld->b_hh = gf_safetensors_get(st, name, 1, 4 * H);
-            ok = ok && ld->w_ih && ld->w_hh && ld->b_ih && ld->b_hh;
+            const float *b_hh = gf_safetensors_get(st, name, 1, 4 * H);
+            if (!(w_ih && w_hh && b_ih && b_hh)) {
+                ok = 0;
+                continue;
+            }
+            memcpy(ll->w_ih + (size_t)d * 4 * H * in, w_ih, sizeof(float) * 4 * H * (size_t)in);
+            for (int j = 0; j < 4 * H; j++)
+                ll->bias[d * 4 * H + j] = b_ih[j] + b_hh[j];
+            ll->whT[d] = gf_malloc(sizeof(float) * 4 * H * H);
+            gf_lstm_pack_ref(w_hh, H, ll->whT[d]);
         }
+    }
     s->lin_w[0] = gf_safetensors_get(st, "linear.0.weight", 2, L0, 2 * H);
     s->lin_b[0] = gf_safetensors_get(st, "linear.0.bias", 1, L0);
     s->lin_w[1] = gf_safetensors_get(st, "linear.1.weight", 2, L0, L0);
@@ -162,7 +177,7 @@ gf_segmentation *gf_segmentation_new(const char *path, const char *sha256_hex, i
     s->x0 = gf_malloc(sizeof(float) * (size_t)(B * T * C2));
     s->ha = gf_malloc(sizeof(float) * (size_t)(B * T * 2 * H));
     s->hb = gf_malloc(sizeof(float) * (size_t)(B * T * 2 * H));
-    s->gates = gf_malloc(sizeof(float) * (size_t)(B * T * 4 * H));
+    s->gates = gf_malloc(sizeof(float) * (size_t)(B * T * 8 * H));
     s->cell = gf_malloc(sizeof(float) * (size_t)(B * H));
     s->lin0 = gf_malloc(sizeof(float) * (size_t)(B * T * L0));
     s->lin1 = gf_malloc(sizeof(float) * (size_t)(B * T * L0));
@@ -181,6 +196,12 @@ void gf_segmentation_destroy(gf_segmentation **self_p)
     free(s->filters);
     free(s->conv1_wk);
     free(s->conv2_wk);
+    for (int l = 0; l < LAYERS; l++) {
+        free(s->lstm[l].w_ih);
+        free(s->lstm[l].bias);
+        free(s->lstm[l].whT[0]);
+        free(s->lstm[l].whT[1]);
+    }
     free(s->wn);
     free(s->sinc);
     free(s->col);
@@ -234,11 +255,11 @@ int gf_segmentation_run(gf_segmentation *s, const float *wave, int B, float *log
     float *outs[2] = { s->ha, s->hb };
     for (int l = 0; l < LAYERS; l++) {
         float *out = outs[l % 2];
-        for (int d = 0; d < 2; d++) {
-            const lstm_dir *ld = &s->lstm[l][d];
-            gf_lstm_dir_ref(in, B, T, in_dim, in_dim, ld->w_ih, ld->w_hh, ld->b_ih, ld->b_hh, H,
-                            d, out, 2 * H, d * H, s->gates, s->cell);
-        }
+        const lstm_layer *ll = &s->lstm[l];
+        gf_lstm_proj_ref(in, (long)B * T, in_dim, in_dim, ll->w_ih, ll->bias, 8 * H, s->gates);
+        for (int d = 0; d < 2; d++)
+            gf_lstm_dir_ref(s->gates + d * 4 * H, 8 * H, B, T, ll->whT[d], H, d, out + d * H,
+                            2 * H, s->cell);
         in = out;
         in_dim = 2 * H;
     }

@@ -13,9 +13,9 @@
  * [Cout, Cin*9]) into u [16, Cout, Cin], once at load time. */
 void gf_winograd_pack_cpu(const float *w, int Cout, int Cin, float *u);
 
-/* Floats of workspace for tiles of this convolution (at least the budget
- * asked for, enough for one tile). */
-long gf_winograd_ws_size(int Cin, int Cout, long budget);
+/* Floats of workspace to give gf_winograd_cpu for this convolution: the
+ * budget, or what one row of tiles of a W-wide input needs if that is more. */
+long gf_winograd_ws_size(int Cin, int Cout, int W, long budget);
 
 /* x [Cin, H, W] → out [Cout, H, W] (+ bias, + residual if not NULL, ReLU if
  * relu). ws: workspace of ws_floats floats. */

@@ -50,12 +50,14 @@ BINS := $(BUILD)/bin/gpuflock $(BUILD)/bin/gpuflockd $(BUILD)/bin/gpuflock-worke
 
 UNIT_SRC   := $(wildcard tests/unit/test_*.c)
 UNIT_BINS  := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
+GPU_TEST_SRC  := $(wildcard tests/gpu/test_gpu_*.c)
+GPU_TEST_BINS := $(patsubst tests/gpu/%.c,$(BUILD)/tests/gpu/%,$(GPU_TEST_SRC))
 TEST_HELPERS := $(wildcard tests/helpers/*.c)
 TEST_HELPER_BINS := $(patsubst tests/helpers/%.c,$(BUILD)/tests/helpers/%,$(TEST_HELPERS))
 
 .SECONDARY:
 .PHONY: all build check unit sanitize fuzz deps clean gpu-check bench
-all: $(BINS) $(UNIT_BINS) $(TEST_HELPER_BINS)
+all: $(BINS) $(UNIT_BINS) $(TEST_HELPER_BINS) $(GPU_TEST_BINS)
 
 # The README's commands install what is missing first, then build in a fresh
 # make (so pkg-config sees the packages just installed).
@@ -93,6 +95,9 @@ $(BUILD)/bin/gpuflock-worker: $(call obj,worker/main.c) $(ALL_LIBS)
 	$(CC) $(SAN) $(LDFLAGS) -o $@ $< $(ALL_LIBS) $(LDLIBS)
 
 $(BUILD)/tests/%: $(call obj,tests/unit/%.c) $(ALL_LIBS)
+	@mkdir -p $(dir $@)
+	$(CC) $(SAN) $(LDFLAGS) -o $@ $< $(ALL_LIBS) $(LDLIBS) -lcmocka
+$(BUILD)/tests/gpu/%: $(call obj,tests/gpu/%.c) $(ALL_LIBS)
 	@mkdir -p $(dir $@)
 	$(CC) $(SAN) $(LDFLAGS) -o $@ $< $(ALL_LIBS) $(LDLIBS) -lcmocka
 $(BUILD)/tests/helpers/%: $(call obj,tests/helpers/%.c) $(ALL_LIBS)
@@ -134,6 +139,10 @@ $(BUILD)/obj/gen/ptx_blobs.o: $(BUILD)/gen/ptx_blobs.c
 check: deps
 	$(MAKE) all
 	@BUILD=$(BUILD) tests/run-tests
+
+# GPU tests: each skips cleanly without a CUDA device.
+gpu-check: all
+	@BUILD=$(BUILD) tests/run-tests --gpu-only
 
 unit: all
 	@BUILD=$(BUILD) tests/run-tests --unit-only

@@ -34,4 +34,10 @@ int gf_blas_gpu_gemm_batched(gf_blas_gpu *self, gf_math math, bool trans_b, int 
                              gf_cu_ptr b, int ldb, long long stride_b, float beta, gf_cu_ptr c,
                              int ldc, long long stride_c, int batch);
 
+/* Double precision, row-major, strided batched, B transposed ([n×k]):
+ * C[m×n] = A[m×k]·Bᵀ for each of `batch` problems. */
+int gf_blas_gpu_dgemm_nt_batched(gf_blas_gpu *self, int m, int n, int k, gf_cu_ptr a, int lda,
+                                 long long stride_a, gf_cu_ptr b, int ldb, long long stride_b,
+                                 gf_cu_ptr c, int ldc, long long stride_c, int batch);
+
 #endif

@@ -61,7 +61,9 @@ static void bad(pctx *c, int line, const char *fmt, ...)
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
     c->bad = true;
-    if (c->id)
+    if (line <= 0)
+        add_problem(c->ev, gf_strfmt("%s: %s", c->file, msg));
+    else if (c->id)
         add_problem(c->ev, gf_strfmt("%s:%d: binding '%s': %s", c->file, line, c->id, msg));
     else
         add_problem(c->ev, gf_strfmt("%s:%d: %s", c->file, line, msg));
@@ -927,7 +929,7 @@ static void check_binding(pctx *c, const gf_binding *b)
                 s->cc_minor);
     }
     if (b->n_proofs == 0)
-        bad(c, b->line, "proofs: a binding with no proof entries");
+        bad(c, b->line, "proofs: no entries (a binding needs at least one proof)");
     for (size_t i = 0; i < b->n_proofs; i++) {
         const gf_proof *p = &b->proofs[i];
         for (size_t j = 0; j < i; j++) {

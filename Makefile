@@ -57,7 +57,15 @@ TEST_HELPER_BINS := $(patsubst tests/helpers/%.c,$(BUILD)/tests/helpers/%,$(TEST
 
 .SECONDARY:
 .PHONY: all build check unit sanitize fuzz deps clean gpu-check bench
-all: $(BINS) $(UNIT_BINS) $(TEST_HELPER_BINS) $(GPU_TEST_BINS)
+all: $(BINS) $(UNIT_BINS) $(TEST_HELPER_BINS) $(GPU_TEST_BINS) $(BUILD)/evidence.stamp
+
+# The evidence tables are validated after every build that changes them or
+# the validator (docs/evidence.md); directories are listed too, so a removed
+# file also reruns the check.
+EVIDENCE_FILES := $(shell find evidence 2>/dev/null)
+$(BUILD)/evidence.stamp: $(BUILD)/bin/gpuflock $(EVIDENCE_FILES)
+	$(BUILD)/bin/gpuflock evidence check evidence/
+	@touch $@
 
 # The README's commands install what is missing first, then build in a fresh
 # make (so pkg-config sees the packages just installed).

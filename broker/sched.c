@@ -360,6 +360,8 @@ void gf_sched_release(gf_sched *self, uint64_t id, bool requeue)
     sj->deadline_ms = 0;
     sj->kill_at_ms = 0;
     sj->started = false;
+    sj->timed_out = false;
+    sj->cancel_asked = false;
     if (requeue) {
         sj->job.state = GF_STATE_PENDING;
         enqueue(self, sj);

@@ -46,6 +46,7 @@ typedef struct {
     uint64_t kill_at_ms;  /* kill sent: when to give up waiting, 0 none */
     bool cancel_asked;    /* cancelled while running: record it so at the end */
     bool started;         /* the worker reported the process started */
+    bool timed_out;       /* killed for its time limit */
 } gf_sched_job;
 
 /* A decision of gf_sched_next. */

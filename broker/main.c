@@ -130,9 +130,9 @@ int main(int argc, char **argv)
         if (pid > 0)
             return 0;
         setsid();
-        char pid[32];
-        int len = snprintf(pid, sizeof(pid), "%d\n", (int)getpid());
-        if (ftruncate(pidfd, 0) != 0 || pwrite(pidfd, pid, (size_t)len, 0) != len)
+        char text[32];
+        int len = snprintf(text, sizeof(text), "%d\n", (int)getpid());
+        if (ftruncate(pidfd, 0) != 0 || pwrite(pidfd, text, (size_t)len, 0) != len)
             GF_WARN("cannot write the pid file: %s", strerror(errno));
         int null = open("/dev/null", O_RDWR);
         if (null >= 0) {

@@ -7,10 +7,12 @@
 /* Subcommand entry points, defined in cli/cmd_<name>.c. */
 int gf_cmd_version(int argc, char **argv);
 int gf_cmd_evidence(int argc, char **argv);
+int gf_cmd_cluster(int argc, char **argv);
 
 const gf_cli_command gf_cli_commands[] = {
     { "version", gf_cmd_version, "print the version" },
     { "evidence", gf_cmd_evidence, "check the evidence tables (evidence check [DIR])" },
+    { "cluster", gf_cmd_cluster, "cluster saved segmentation + embeddings into speaker turns (RTTM)" },
     { NULL, NULL, NULL },
 };
 

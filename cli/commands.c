@@ -7,9 +7,11 @@
 /* Subcommand entry points, defined in cli/cmd_<name>.c. */
 int gf_cmd_version(int argc, char **argv);
 int gf_cmd_evidence(int argc, char **argv);
+int gf_cmd_plan(int argc, char **argv);
 
 const gf_cli_command gf_cli_commands[] = {
     { "version", gf_cmd_version, "print the version" },
+    { "plan", gf_cmd_plan, "the route of every layer boundary on a card (--gpu N | --card SPEC)" },
     { "evidence", gf_cmd_evidence, "check the evidence tables (evidence check [DIR])" },
     { NULL, NULL, NULL },
 };

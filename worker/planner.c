@@ -9,7 +9,9 @@
  * run. */
 #include "worker/planner.h"
 #include "common/error.h"
+#include "common/sha256.h"
 #include "common/util.h"
+#include "worker/ptx.h"
 
 #include <json-c/json.h>
 #include <stdarg.h>
@@ -31,6 +33,33 @@ static int none_identity(void *ctx, const char *area, int tier, const gf_card_id
 const gf_module_provider gf_module_provider_none = {
     .name = "none",
     .identity = none_identity,
+    .plan = NULL,
+    .ctx = NULL,
+};
+
+static int embedded_identity(void *ctx, const char *area, int tier, const gf_card_identity *card,
+                             gf_module_id *out)
+{
+    (void)ctx;
+    (void)card;
+    char want[16];
+    snprintf(want, sizeof want, "sm%d", tier);
+    for (const gf_ptx_blob *b = gf_ptx_blobs; b->area; b++) {
+        if (strcmp(b->area, area) != 0 || strcmp(b->tier, want) != 0)
+            continue;
+        memset(out, 0, sizeof *out);
+        snprintf(out->area, sizeof out->area, "%s", b->area);
+        out->tier = tier;
+        out->artifact = GF_ARTIFACT_PTX_JIT;
+        gf_sha256_hex(b->text, b->len, out->sha256);
+        return 0;
+    }
+    return GF_ENOENT;
+}
+
+const gf_module_provider gf_module_provider_embedded = {
+    .name = "embedded",
+    .identity = embedded_identity,
     .plan = NULL,
     .ctx = NULL,
 };

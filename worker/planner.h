@@ -63,6 +63,13 @@ typedef struct gf_module_provider {
 /* A build with no own modules: identity always GF_ENOENT. */
 extern const gf_module_provider gf_module_provider_none;
 
+/* The modules embedded in this binary (worker/ptx.h): identity is the
+ * ptx-jit module of (area, "sm<tier>") with the SHA-256 of its PTX text, or
+ * GF_ENOENT. Its plan step accepts every tuple: the kernels' own refusals
+ * (geometry, weights, device) belong to the GPU code, which plugs in a
+ * provider with a plan function. Without nvcc the table is empty. */
+extern const gf_module_provider gf_module_provider_embedded;
+
 typedef enum {
     GF_ROUTE_LIBRARY = 0,      /* cuBLAS (or the CPU reference on a CPU card) */
     GF_ROUTE_OWN = 1,          /* the project's own kernel */

@@ -99,10 +99,7 @@ static void print_json(const gf_card_identity *card, const char *dir, const gf_p
     json_object_object_add(o, "evidence", json_object_new_string(dir));
     json_object_object_add(o, "modules", json_object_new_string(pl->modules->name));
     json_object_object_add(o, "force_library", json_object_new_boolean(pl->force_library));
-    json_object *arr = json_object_new_array();
-    for (size_t i = 0; i < n; i++)
-        json_object_array_add(arr, gf_route_to_json(&routes[i]));
-    json_object_object_add(o, "routes", arr);
+    json_object_object_add(o, "routes", gf_plan_to_json(routes, n));
     printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY |
                                                          JSON_C_TO_STRING_NOSLASHESCAPE));
     json_object_put(o);

@@ -412,3 +412,11 @@ struct json_object *gf_route_to_json(const gf_route *r)
     }
     return o;
 }
+
+struct json_object *gf_plan_to_json(const gf_route *routes, size_t n)
+{
+    json_object *arr = json_object_new_array();
+    for (size_t i = 0; i < n; i++)
+        json_object_array_add(arr, gf_route_to_json(&routes[i]));
+    return arr;
+}

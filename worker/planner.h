@@ -142,4 +142,8 @@ const char *gf_route_why_name(gf_route_why why);
  * the records it stands on. */
 struct json_object *gf_route_to_json(const gf_route *r);
 
+/* A whole plan (from gf_plan_all) as a json-c array of routes, for the
+ * worker's registration and `gpuflock plan --json`. The caller puts it. */
+struct json_object *gf_plan_to_json(const gf_route *routes, size_t n);
+
 #endif

@@ -51,4 +51,10 @@ PY
 "$GF" plan --gpu 0 --card "NVIDIA H200:9.0:132" 2>/dev/null; [ $? -eq 64 ] || fail "both not 64"
 "$GF" plan --card "NVIDIA H200:9.0:132" --evidence /nonexistent 2>/dev/null
 [ $? -eq 66 ] || fail "missing evidence not 66"
+# A configured card: CPU cards are planned too, all on the library route.
+cpu=$("$GF" plan --gpu 1 --config config/cpu2.yaml) || fail "plan --gpu 1 (cpu card)"
+echo "$cpu" | grep -q "^card: *cpu" || fail "cpu card: $cpu"
+[ "$(echo "$cpu" | grep -c " not-cuda ")" -eq $((n_boundaries * 6)) ] || fail "cpu routes"
+"$GF" plan --gpu 7 --config config/cpu2.yaml 2>/dev/null; [ $? -eq 69 ] || fail "no card 7 not 69"
+"$GF" plan --gpu 0 --config /nonexistent.yaml 2>/dev/null; [ $? -eq 78 ] || fail "bad config not 78"
 echo "ok"

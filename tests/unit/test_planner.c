@@ -3,6 +3,7 @@
  * build would load (no GPU needed: identity is a hash, not a load). */
 #include "common/error.h"
 #include "worker/planner.h"
+#include "worker/ptx.h"
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -399,6 +400,25 @@ static void test_whole_plan_and_bad_tuples(void **state)
     world_destroy(&w);
 }
 
+static void test_embedded_provider_reports_the_embedded_ptx(void **state)
+{
+    (void)state;
+    const gf_module_provider *p = &gf_module_provider_embedded;
+    gf_card_identity h200 = card("NVIDIA H200:9.0:132");
+    gf_module_id id;
+    /* Every embedded blob is found under its area and tier, hashed as PTX. */
+    for (const gf_ptx_blob *b = gf_ptx_blobs; b->area; b++) {
+        int tier = atoi(b->tier + 2);
+        assert_int_equal(p->identity(p->ctx, b->area, tier, &h200, &id), 0);
+        char sha[GF_SHA256_HEX_LEN];
+        gf_sha256_hex(b->text, b->len, sha);
+        assert_string_equal(id.sha256, sha);
+        assert_int_equal(id.artifact, GF_ARTIFACT_PTX_JIT);
+        assert_int_equal(id.tier, tier);
+    }
+    assert_int_equal(p->identity(p->ctx, "lstm", 61, &h200, &id), GF_ENOENT);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -410,6 +430,7 @@ int main(void)
         cmocka_unit_test(test_refusal_production_versus_explicit),
         cmocka_unit_test(test_explicit_runs_exactly_the_candidate),
         cmocka_unit_test(test_whole_plan_and_bad_tuples),
+        cmocka_unit_test(test_embedded_provider_reports_the_embedded_ptx),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

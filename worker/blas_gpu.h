@@ -7,14 +7,10 @@
 #ifndef GF_BLAS_GPU_H
 #define GF_BLAS_GPU_H
 
+#include "worker/boundary.h"
 #include "worker/gpu.h"
 
 #include <stdbool.h>
-
-typedef enum {
-    GF_MATH_FP32 = 0,   /* plain float32 arithmetic */
-    GF_MATH_TF32 = 1,   /* tensor cores with tf32 inputs, float32 accumulate */
-} gf_math;
 
 typedef struct gf_blas_gpu gf_blas_gpu;
 

@@ -52,12 +52,14 @@ UNIT_SRC   := $(wildcard tests/unit/test_*.c)
 UNIT_BINS  := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
 GPU_TEST_SRC  := $(wildcard tests/gpu/test_gpu_*.c)
 GPU_TEST_BINS := $(patsubst tests/gpu/%.c,$(BUILD)/tests/gpu/%,$(GPU_TEST_SRC))
+BENCH_SRC  := $(wildcard bench/*/*.c)
+BENCH_BINS := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
 TEST_HELPERS := $(wildcard tests/helpers/*.c)
 TEST_HELPER_BINS := $(patsubst tests/helpers/%.c,$(BUILD)/tests/helpers/%,$(TEST_HELPERS))
 
 .SECONDARY:
 .PHONY: all build check unit sanitize fuzz deps clean gpu-check bench
-all: $(BINS) $(UNIT_BINS) $(TEST_HELPER_BINS) $(GPU_TEST_BINS) $(BUILD)/evidence.stamp
+all: $(BINS) $(UNIT_BINS) $(TEST_HELPER_BINS) $(GPU_TEST_BINS) $(BENCH_BINS) $(BUILD)/evidence.stamp
 
 # The evidence tables are validated after every build that changes them or
 # the validator (docs/evidence.md); directories are listed too, so a removed
@@ -108,6 +110,9 @@ $(BUILD)/tests/%: $(call obj,tests/unit/%.c) $(ALL_LIBS)
 $(BUILD)/tests/gpu/%: $(call obj,tests/gpu/%.c) $(ALL_LIBS)
 	@mkdir -p $(dir $@)
 	$(CC) $(SAN) $(LDFLAGS) -o $@ $< $(ALL_LIBS) $(LDLIBS) -lcmocka
+$(BUILD)/bench/%: $(call obj,bench/%.c) $(ALL_LIBS)
+	@mkdir -p $(dir $@)
+	$(CC) $(SAN) $(LDFLAGS) -o $@ $< $(ALL_LIBS) $(LDLIBS)
 $(BUILD)/tests/helpers/%: $(call obj,tests/helpers/%.c) $(ALL_LIBS)
 	@mkdir -p $(dir $@)
 	$(CC) $(SAN) $(LDFLAGS) -o $@ $< $(ALL_LIBS) $(LDLIBS)

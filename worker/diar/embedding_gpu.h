@@ -12,12 +12,11 @@
 
 #include "common/devstats.h"
 #include "worker/blas_gpu.h"
+#include "worker/diar/embedding.h"
+#include "worker/diar/segmentation.h"
 #include "worker/gpu.h"
 
-#define GF_EMB_FRAMES 998   /* fbank frames per 10 s window */
-#define GF_EMB_MELS 80      /* mel bins */
-#define GF_EMB_DIM 256      /* embedding size */
-#define GF_EMB_MASK 589     /* segmentation frames per window (mask length) */
+#define GF_EMB_MASK GF_SEG_FRAMES   /* mask length: segmentation frames per window */
 
 typedef struct gf_embedding_gpu gf_embedding_gpu;
 

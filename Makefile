@@ -43,7 +43,7 @@ LIB_DIAR   := $(BUILD)/lib/libgfdiar.a
 LIB_WORKER := $(BUILD)/lib/libgfworker.a
 LIB_BROKER := $(BUILD)/lib/libgfbroker.a
 LIB_CLI    := $(BUILD)/lib/libgfcli.a
-# Link order: users before what they use.
+# Libraries link as one group: they call each other (diar uses the card runtime of worker).
 ALL_LIBS   := $(LIB_CLI) $(LIB_BROKER) $(LIB_WORKER) $(LIB_DIAR) $(LIB_COMMON)
 
 BINS := $(BUILD)/bin/gpuflock $(BUILD)/bin/gpuflockd $(BUILD)/bin/gpuflock-worker
@@ -96,26 +96,26 @@ $(ALL_LIBS): | $(BUILD)/obj/empty.o
 
 $(BUILD)/bin/gpuflock: $(call obj,cli/main.c) $(ALL_LIBS)
 	@mkdir -p $(dir $@)
-	$(CC) $(SAN) $(LDFLAGS) -o $@ $< $(ALL_LIBS) $(LDLIBS)
+	$(CC) $(SAN) $(LDFLAGS) -o $@ $< -Wl,--start-group $(ALL_LIBS) -Wl,--end-group $(LDLIBS)
 $(BUILD)/bin/gpuflockd: $(call obj,broker/main.c) $(ALL_LIBS)
 	@mkdir -p $(dir $@)
-	$(CC) $(SAN) $(LDFLAGS) -o $@ $< $(ALL_LIBS) $(LDLIBS)
+	$(CC) $(SAN) $(LDFLAGS) -o $@ $< -Wl,--start-group $(ALL_LIBS) -Wl,--end-group $(LDLIBS)
 $(BUILD)/bin/gpuflock-worker: $(call obj,worker/main.c) $(ALL_LIBS)
 	@mkdir -p $(dir $@)
-	$(CC) $(SAN) $(LDFLAGS) -o $@ $< $(ALL_LIBS) $(LDLIBS)
+	$(CC) $(SAN) $(LDFLAGS) -o $@ $< -Wl,--start-group $(ALL_LIBS) -Wl,--end-group $(LDLIBS)
 
 $(BUILD)/tests/%: $(call obj,tests/unit/%.c) $(ALL_LIBS)
 	@mkdir -p $(dir $@)
-	$(CC) $(SAN) $(LDFLAGS) -o $@ $< $(ALL_LIBS) $(LDLIBS) -lcmocka
+	$(CC) $(SAN) $(LDFLAGS) -o $@ $< -Wl,--start-group $(ALL_LIBS) -Wl,--end-group $(LDLIBS) -lcmocka
 $(BUILD)/tests/gpu/%: $(call obj,tests/gpu/%.c) $(ALL_LIBS)
 	@mkdir -p $(dir $@)
-	$(CC) $(SAN) $(LDFLAGS) -o $@ $< $(ALL_LIBS) $(LDLIBS) -lcmocka
+	$(CC) $(SAN) $(LDFLAGS) -o $@ $< -Wl,--start-group $(ALL_LIBS) -Wl,--end-group $(LDLIBS) -lcmocka
 $(BUILD)/bench/%: $(call obj,bench/%.c) $(ALL_LIBS)
 	@mkdir -p $(dir $@)
-	$(CC) $(SAN) $(LDFLAGS) -o $@ $< $(ALL_LIBS) $(LDLIBS)
+	$(CC) $(SAN) $(LDFLAGS) -o $@ $< -Wl,--start-group $(ALL_LIBS) -Wl,--end-group $(LDLIBS)
 $(BUILD)/tests/helpers/%: $(call obj,tests/helpers/%.c) $(ALL_LIBS)
 	@mkdir -p $(dir $@)
-	$(CC) $(SAN) $(LDFLAGS) -o $@ $< $(ALL_LIBS) $(LDLIBS)
+	$(CC) $(SAN) $(LDFLAGS) -o $@ $< -Wl,--start-group $(ALL_LIBS) -Wl,--end-group $(LDLIBS)
 
 # CUDA: each kernels/<area>.cu becomes PTX for the sm75 baseline and sm90, embedded in
 # the worker library through a generated table (worker/ptx.h). Without nvcc

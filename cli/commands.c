@@ -12,6 +12,7 @@ int gf_cmd_exec(int argc, char **argv);
 int gf_cmd_locks(int argc, char **argv);
 int gf_cmd_cluster(int argc, char **argv);
 int gf_cmd_plan(int argc, char **argv);
+int gf_cmd_qualify(int argc, char **argv);
 
 const gf_cli_command gf_cli_commands[] = {
     { "exec", gf_cmd_exec, "run a command holding card locks (no broker needed)" },
@@ -19,6 +20,7 @@ const gf_cli_command gf_cli_commands[] = {
     { "models", gf_cmd_models, "check a models directory: models check DIR" },
     { "version", gf_cmd_version, "print the version" },
     { "plan", gf_cmd_plan, "the route of every layer boundary on a card (--gpu N | --card SPEC)" },
+    { "qualify", gf_cmd_qualify, "measure own kernels on a CUDA card, write evidence records" },
     { "evidence", gf_cmd_evidence, "check the evidence tables (evidence check [DIR])" },
     { "cluster", gf_cmd_cluster, "cluster saved segmentation + embeddings into speaker turns (RTTM)" },
     { NULL, NULL, NULL },

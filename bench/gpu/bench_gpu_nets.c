@@ -83,10 +83,10 @@ int main(int argc, char **argv)
             masks[(size_t)j * GF_SEG_FRAMES + t] = ((t / 50 + j) % 3 == 0) ? 1.0f : 0.0f;
     }
     const plan plans[] = {
-        { "library fp32", GF_MATH_FP32, GF_ROUTE_LIBRARY },
-        { "library tf32", GF_MATH_TF32, GF_ROUTE_LIBRARY },
-        { "own lstm + library fp32", GF_MATH_FP32, GF_ROUTE_OWN },
-        { "own lstm + library tf32", GF_MATH_TF32, GF_ROUTE_OWN },
+        { "library fp32", GF_MATH_FP32, GF_ROUTE_LIBRARY, false },
+        { "library tf32", GF_MATH_TF32, GF_ROUTE_LIBRARY, false },
+        { "own lstm + library fp32", GF_MATH_FP32, GF_ROUTE_OWN, false },
+        { "own lstm + library tf32", GF_MATH_TF32, GF_ROUTE_OWN, false },
         { "planned fp32 (evidence/)", GF_MATH_FP32, GF_ROUTE_LIBRARY, true },
         { "planned tf32 (evidence/)", GF_MATH_TF32, GF_ROUTE_LIBRARY, true },
     };

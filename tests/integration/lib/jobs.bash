@@ -4,8 +4,8 @@
 # real gpuflockd, which starts the real workers.
 set -u
 BUILD=${BUILD:-build}
-GF="$BUILD/bin/gpuflock"
-GFD="$BUILD/bin/gpuflockd"
+GF="$(cd "$BUILD/bin" && pwd)/gpuflock"
+GFD="$(cd "$BUILD/bin" && pwd)/gpuflockd"
 T=$(mktemp -d /tmp/gf-jobs-XXXXXX)
 chmod 755 "$T"
 CFG="$T/gpuflock.yaml"

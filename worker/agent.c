@@ -200,8 +200,8 @@ static void advance(gf_agent *self, slot *s)
             p.attempt = gf_run_attempt(s->run);
             p.message = gf_strdup(why);
             tell(self, &p);
-            gf_msg_clear(&p);
             GF_INFO("job %llu: %s", (unsigned long long)p.id, why);
+            gf_msg_clear(&p);
         }
         return;
     }

@@ -44,6 +44,17 @@ start_broker() {
     echo "broker or workers did not come up"; tail -30 "$T/broker.log"; return 1
 }
 
+# Start the broker again (after a crash) and wait until it answers.
+restart_broker() {
+    "$GFD" --config "$CFG" --foreground 2>>"$T/broker.log" &
+    BROKER_PID=$!
+    for _ in $(seq 200); do
+        gf queue >/dev/null 2>&1 && return 0
+        sleep 0.05
+    done
+    echo "broker did not come back"; return 1
+}
+
 stop_broker() {
     [ -n "$BROKER_PID" ] || return 0
     kill -TERM "$BROKER_PID" 2>/dev/null

@@ -75,4 +75,15 @@ grep -qx BLOCKED "$T/penv" || fail "card lock not held during the job"
 grep -qx BENCHBLOCKED "$T/penv" || fail "bench lock not held during the proof job"
 gf logs --stderr "$p" | grep -q 'removed CUDA_LAUNCH_BLOCKING' || fail "--proof did not say what it removed"
 gf show "$p" | grep -q 'proof.scrubbed.CUDA_LAUNCH_BLOCKING' || fail "job record lacks the scrubbed list"
-echo "ok: after, time, cancel, run, env, proof"
+# a card held by someone outside gpuflock (flock(1)) is waited for, visibly
+mkdir -p "$T/lock"
+flock -x "$T/lock/gpu0.lock" sh -c "echo held > $T/held; while [ ! -e $T/release ]; do sleep 0.05; done" &
+holder=$!
+for _ in $(seq 100); do [ -s "$T/held" ] && break; sleep 0.05; done
+w=$(gf submit --gpu 0 -- sh -c "echo ran > $T/ranafter")
+for _ in $(seq 100); do gf queue | grep -q "held outside gpuflock" && break; sleep 0.05; done
+gf queue | grep "^ *$w " | grep -q "waiting for card 0.*held outside gpuflock" || fail "queue does not show the outside holder: $(gf queue)"
+[ ! -e "$T/ranafter" ] || fail "job ran while flock(1) held the card"
+touch "$T/release"; wait "$holder"
+gf wait "$w" || fail "job after the outside holder left"
+echo "ok: after, time, cancel, run, env, proof, outside holder"

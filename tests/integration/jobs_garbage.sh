@@ -29,4 +29,10 @@ id=$(gf submit -- sh -c 'echo still serving') || fail "submit after the garbage"
 gf wait "$id" || fail "job after the garbage"
 [ "$(gf logs "$id")" = "still serving" ] || fail "output after the garbage"
 [ "$(gf workers | grep -c ' idle ')" = 2 ] || fail "workers lost: $(gf workers)"
-echo "ok: garbage refused, broker serving"
+# tcp:// without CURVE keys: refused at start, with status 78
+stop_broker
+sed -i 's|^broker:|broker:\n  client_endpoint: tcp://127.0.0.1:45999|' "$CFG"
+"$GFD" --config "$CFG" --foreground 2>"$T/tcp.err"; rc=$?
+[ "$rc" = 78 ] || fail "tcp:// without keys: status $rc"
+grep -q "tcp:// is refused without" "$T/tcp.err" || fail "tcp:// message: $(cat "$T/tcp.err")"
+echo "ok: garbage refused, broker serving; tcp:// without CURVE refused"

@@ -52,12 +52,22 @@ UNIT_SRC   := $(wildcard tests/unit/test_*.c)
 UNIT_BINS  := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
 GPU_TEST_SRC  := $(wildcard tests/gpu/test_gpu_*.c)
 GPU_TEST_BINS := $(patsubst tests/gpu/%.c,$(BUILD)/tests/gpu/%,$(GPU_TEST_SRC))
+BENCH_SRC  := $(wildcard bench/*/*.c)
+BENCH_BINS := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
 TEST_HELPERS := $(wildcard tests/helpers/*.c)
 TEST_HELPER_BINS := $(patsubst tests/helpers/%.c,$(BUILD)/tests/helpers/%,$(TEST_HELPERS))
 
 .SECONDARY:
 .PHONY: all build check unit sanitize fuzz deps clean gpu-check bench
-all: $(BINS) $(UNIT_BINS) $(TEST_HELPER_BINS) $(GPU_TEST_BINS)
+all: $(BINS) $(UNIT_BINS) $(TEST_HELPER_BINS) $(GPU_TEST_BINS) $(BENCH_BINS) $(BUILD)/evidence.stamp
+
+# The evidence tables are validated after every build that changes them or
+# the validator (docs/evidence.md); directories are listed too, so a removed
+# file also reruns the check.
+EVIDENCE_FILES := $(shell find evidence 2>/dev/null)
+$(BUILD)/evidence.stamp: $(BUILD)/bin/gpuflock $(EVIDENCE_FILES)
+	$(BUILD)/bin/gpuflock evidence check evidence/
+	@touch $@
 
 # The README's commands install what is missing first, then build in a fresh
 # make (so pkg-config sees the packages just installed).
@@ -100,6 +110,9 @@ $(BUILD)/tests/%: $(call obj,tests/unit/%.c) $(ALL_LIBS)
 $(BUILD)/tests/gpu/%: $(call obj,tests/gpu/%.c) $(ALL_LIBS)
 	@mkdir -p $(dir $@)
 	$(CC) $(SAN) $(LDFLAGS) -o $@ $< $(ALL_LIBS) $(LDLIBS) -lcmocka
+$(BUILD)/bench/%: $(call obj,bench/%.c) $(ALL_LIBS)
+	@mkdir -p $(dir $@)
+	$(CC) $(SAN) $(LDFLAGS) -o $@ $< $(ALL_LIBS) $(LDLIBS)
 $(BUILD)/tests/helpers/%: $(call obj,tests/helpers/%.c) $(ALL_LIBS)
 	@mkdir -p $(dir $@)
 	$(CC) $(SAN) $(LDFLAGS) -o $@ $< $(ALL_LIBS) $(LDLIBS)

@@ -5,6 +5,7 @@
 #include <string.h>
 
 /* Subcommand entry points, defined in cli/cmd_<name>.c. */
+int gf_cmd_models(int argc, char **argv);
 int gf_cmd_version(int argc, char **argv);
 int gf_cmd_submit(int argc, char **argv);
 int gf_cmd_run(int argc, char **argv);
@@ -14,8 +15,16 @@ int gf_cmd_wait(int argc, char **argv);
 int gf_cmd_cancel(int argc, char **argv);
 int gf_cmd_logs(int argc, char **argv);
 int gf_cmd_workers(int argc, char **argv);
+int gf_cmd_evidence(int argc, char **argv);
+int gf_cmd_exec(int argc, char **argv);
+int gf_cmd_locks(int argc, char **argv);
+int gf_cmd_cluster(int argc, char **argv);
+int gf_cmd_plan(int argc, char **argv);
 
 const gf_cli_command gf_cli_commands[] = {
+    { "exec", gf_cmd_exec, "run a command holding card locks (no broker needed)" },
+    { "locks", gf_cmd_locks, "show who holds which card" },
+    { "models", gf_cmd_models, "check a models directory: models check DIR" },
     { "version", gf_cmd_version, "print the version" },
     { "submit", gf_cmd_submit, "queue a job (or --array N, --file LIST); print its id" },
     { "run", gf_cmd_run, "run a job through the queue, streaming its output" },
@@ -25,6 +34,9 @@ const gf_cli_command gf_cli_commands[] = {
     { "cancel", gf_cmd_cancel, "cancel jobs (a running job's process group is killed)" },
     { "logs", gf_cmd_logs, "a job's captured output (-f: follow)" },
     { "workers", gf_cmd_workers, "the cards, their workers and jobs" },
+    { "plan", gf_cmd_plan, "the route of every layer boundary on a card (--gpu N | --card SPEC)" },
+    { "evidence", gf_cmd_evidence, "check the evidence tables (evidence check [DIR])" },
+    { "cluster", gf_cmd_cluster, "cluster saved segmentation + embeddings into speaker turns (RTTM)" },
     { NULL, NULL, NULL },
 };
 

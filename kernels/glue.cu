@@ -252,3 +252,35 @@ extern "C" __global__ void gf_statspool(const float *x, int R, int T, const floa
         out[(long)j * 2 * R + R + r] = (float)sqrt(q / denom);
     }
 }
+
+// The im2col of a 1-D convolution with one input channel, into float64: the
+// sinc filterbank runs in double precision (MODELS.md: a float32 251-tap sum
+// loses the bands at the quantisation floor). col[b][t][k] = x[b][t*stride + k].
+extern "C" __global__ void gf_im2col1d_f64(const float *x, int B, int Tin, int K, int stride,
+                                           int Tout, double *col)
+{
+    long i = (long)blockIdx.x * blockDim.x + threadIdx.x;
+    long n = (long)B * Tout * K;
+    if (i >= n)
+        return;
+    int k = (int)(i % K);
+    long bt = i / K;
+    int t = (int)(bt % Tout), b = (int)(bt / Tout);
+    col[i] = (double)x[(long)b * Tin + (long)t * stride + k];
+}
+
+// out[r][t] = max_j |x[r][t*k + j]| from a float64 input, rounded once.
+extern "C" __global__ void gf_pool_absmax_f64(const double *x, int rows, int Tin, int k,
+                                              int Tout, float *out)
+{
+    long i = (long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= (long)rows * Tout)
+        return;
+    long r = i / Tout;
+    int t = (int)(i % Tout);
+    const double *p = x + r * Tin + (long)t * k;
+    double m = fabs(p[0]);
+    for (int j = 1; j < k; j++)
+        m = fmax(m, fabs(p[j]));
+    out[i] = (float)m;
+}

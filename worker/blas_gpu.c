@@ -30,6 +30,9 @@ struct gf_blas_gpu {
     cublas_status (*sgemm_batched)(cublas_handle, int, int, int, int, int, const float *,
                                    const float *, int, long long, const float *, int, long long,
                                    const float *, float *, int, long long, int);
+    cublas_status (*dgemm_batched)(cublas_handle, int, int, int, int, int, const double *,
+                                   const double *, int, long long, const double *, int,
+                                   long long, const double *, double *, int, long long, int);
 };
 
 static void *open_lib(void)
@@ -57,6 +60,7 @@ int gf_blas_gpu_open(gf_gpu *gpu, gf_blas_gpu **out)
         { &self->create, "cublasCreate_v2" },   { &self->destroy, "cublasDestroy_v2" },
         { &self->set_stream, "cublasSetStream_v2" }, { &self->set_math, "cublasSetMathMode" },
         { &self->sgemm, "cublasSgemm_v2" },     { &self->sgemm_batched, "cublasSgemmStridedBatched" },
+        { &self->dgemm_batched, "cublasDgemmStridedBatched" },
     };
     for (size_t i = 0; i < GF_ARRAY_LEN(syms); i++) {
         void *fn = dlsym(self->lib, syms[i].name);
@@ -142,6 +146,23 @@ int gf_blas_gpu_gemm_batched(gf_blas_gpu *self, gf_math math, bool trans_b, int 
     if (st != 0) {
         GF_ERROR("library route: cublasSgemm%s %dx%dx%d (batch %d) failed (status %d)",
                  batch == 1 ? "" : "StridedBatched", m, n, k, batch, st);
+        return GF_EDEVICE;
+    }
+    return 0;
+}
+
+int gf_blas_gpu_dgemm_nt_batched(gf_blas_gpu *self, int m, int n, int k, gf_cu_ptr a, int lda,
+                                 long long stride_a, gf_cu_ptr b, int ldb, long long stride_b,
+                                 gf_cu_ptr c, int ldc, long long stride_c, int batch)
+{
+    const double one = 1.0, zero = 0.0;
+    cublas_status st = self->dgemm_batched(
+        self->handle, OP_T, OP_N, n, m, k, &one, (const double *)(uintptr_t)b, ldb, stride_b,
+        (const double *)(uintptr_t)a, lda, stride_a, &zero, (double *)(uintptr_t)c, ldc,
+        stride_c, batch);
+    if (st != 0) {
+        GF_ERROR("library route: cublasDgemmStridedBatched %dx%dx%d (batch %d) failed (status %d)",
+                 m, n, k, batch, st);
         return GF_EDEVICE;
     }
     return 0;

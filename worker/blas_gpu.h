@@ -7,14 +7,10 @@
 #ifndef GF_BLAS_GPU_H
 #define GF_BLAS_GPU_H
 
+#include "worker/boundary.h"
 #include "worker/gpu.h"
 
 #include <stdbool.h>
-
-typedef enum {
-    GF_MATH_FP32 = 0,   /* plain float32 arithmetic */
-    GF_MATH_TF32 = 1,   /* tensor cores with tf32 inputs, float32 accumulate */
-} gf_math;
 
 typedef struct gf_blas_gpu gf_blas_gpu;
 
@@ -33,5 +29,11 @@ int gf_blas_gpu_gemm_batched(gf_blas_gpu *self, gf_math math, bool trans_b, int 
                              int k, float alpha, gf_cu_ptr a, int lda, long long stride_a,
                              gf_cu_ptr b, int ldb, long long stride_b, float beta, gf_cu_ptr c,
                              int ldc, long long stride_c, int batch);
+
+/* Double precision, row-major, strided batched, B transposed ([n×k]):
+ * C[m×n] = A[m×k]·Bᵀ for each of `batch` problems. */
+int gf_blas_gpu_dgemm_nt_batched(gf_blas_gpu *self, int m, int n, int k, gf_cu_ptr a, int lda,
+                                 long long stride_a, gf_cu_ptr b, int ldb, long long stride_b,
+                                 gf_cu_ptr c, int ldc, long long stride_c, int batch);
 
 #endif

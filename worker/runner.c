@@ -5,7 +5,11 @@
  * and wait4 for the result. */
 #include "worker/runner.h"
 
+#include "common/env.h"
 #include "common/error.h"
+#include "common/jobenv.h"
+#include "common/lock.h"
+#include "common/lockinfo.h"
 #include "common/log.h"
 #include "common/util.h"
 
@@ -30,8 +34,8 @@ struct gf_run {
     char *bench_lock;         /* --proof: the box-wide lock file */
     char **scrub;             /* --proof: variables to remove */
     size_t n_scrub;
-    int *fds;                 /* lock descriptors, ascending cards, then bench */
-    size_t n_fds;
+    gf_lock **locks;          /* card locks, ascending cards, then the bench lock */
+    size_t n_locks;
     bool locked;              /* every lock is held */
     pid_t pid;                /* job process (group leader), 0 before start */
     int64_t started_ms;       /* wall clock at fork */
@@ -67,20 +71,17 @@ gf_run *gf_run_new(const gf_msg *job, const gf_config *cfg)
     for (size_t i = 0; i < cfg->n_scrub_env; i++)
         self->scrub[i] = gf_strdup(cfg->scrub_env[i]);
     self->n_scrub = cfg->n_scrub_env;
-    self->n_fds = job->n_locks + (job->spec.proof ? 1 : 0);
-    self->fds = gf_calloc(self->n_fds ? self->n_fds : 1, sizeof(int));
-    for (size_t i = 0; i < self->n_fds; i++)
-        self->fds[i] = -1;
+    self->n_locks = job->n_locks + (job->spec.proof ? 1 : 0);
+    self->locks = gf_calloc(self->n_locks ? self->n_locks : 1, sizeof(gf_lock *));
     return self;
 }
 
-static void close_fds(gf_run *self)
+/* Close our lock descriptors: held ones are released unless a started job
+ * inherited them (then only our copy closes and the job keeps the card). */
+static void close_locks(gf_run *self)
 {
-    for (size_t i = 0; i < self->n_fds; i++)
-        if (self->fds[i] >= 0) {
-            close(self->fds[i]);
-            self->fds[i] = -1;
-        }
+    for (size_t i = 0; i < self->n_locks; i++)
+        gf_lock_destroy(&self->locks[i]);
     self->locked = false;
 }
 
@@ -89,8 +90,8 @@ void gf_run_destroy(gf_run **self_p)
     gf_run *self = *self_p;
     if (!self)
         return;
-    close_fds(self);
-    free(self->fds);
+    close_locks(self);
+    free(self->locks);
     gf_msg_clear(&self->job);
     free(self->bench_lock);
     for (size_t i = 0; i < self->n_scrub; i++)
@@ -109,65 +110,55 @@ bool gf_run_started(const gf_run *self) { return self->pid > 0; }
 pid_t gf_run_pid(const gf_run *self) { return self->pid; }
 int64_t gf_run_started_ms(const gf_run *self) { return self->started_ms; }
 
-/* Open a lock file, creating it (0666) and its folder (01777) when missing,
- * as every gpuflock program does: the file is never unlinked. */
-static int open_lock(const char *path)
+/* "pid 1234 (exclusive, flock: flock /run/lock/gpu0.lock sleep 60)": who
+ * holds path now, from /proc/locks. */
+static void describe_holders(const char *path, char *buf, size_t len)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd >= 0 || errno != ENOENT)
-        return fd;
-    char dir[PATH_MAX];
-    snprintf(dir, sizeof(dir), "%s", path);
-    char *slash = strrchr(dir, '/');
-    if (slash && slash != dir) {
-        *slash = 0;
-        for (char *p = dir + 1; *p; p++)
-            if (*p == '/') {
-                *p = 0;
-                mkdir(dir, 0755);
-                *p = '/';
-            }
-        if (mkdir(dir, 01777) == 0)
-            chmod(dir, 01777);
+    gf_lock_holder *h = NULL;
+    size_t n = 0;
+    if (gf_lock_holders(path, &h, &n) != 0 || n == 0) {
+        snprintf(buf, len, "a process /proc/locks does not show");
+    } else {
+        gf_lock_holder_describe(&h[0], buf, len);
+        if (n > 1) {
+            size_t l = strlen(buf);
+            snprintf(buf + l, len - l, " and %zu more", n - 1);
+        }
     }
-    fd = open(path, O_RDONLY | O_CREAT | O_CLOEXEC, 0666);
-    if (fd >= 0)
-        fchmod(fd, 0666);
-    return fd;
+    gf_lock_holders_free(&h, n);
 }
 
 int gf_run_try_locks(gf_run *self, char *why, size_t len)
 {
     if (self->locked)
         return 0;
-    int op = (self->job.spec.mode == GF_MODE_SHARED ? LOCK_SH : LOCK_EX) | LOCK_NB;
+    gf_lock_mode mode = self->job.spec.mode == GF_MODE_SHARED ? GF_LOCK_SHARED : GF_LOCK_EXCLUSIVE;
     /* all or none, ascending card order, then the bench lock */
-    for (size_t i = 0; i < self->n_fds; i++) {
+    for (size_t i = 0; i < self->n_locks; i++) {
         bool bench = i >= self->job.n_locks;
         const char *path = bench ? self->bench_lock : self->job.locks[i];
-        if (self->fds[i] < 0)
-            self->fds[i] = open_lock(path);
-        if (self->fds[i] < 0) {
-            snprintf(why, len, "lock file %s: %s", path, strerror(errno));
-            close_fds(self);
+        if (!self->locks[i] && !(self->locks[i] = gf_lock_open(path))) {
+            snprintf(why, len, "lock file %s cannot be opened (see the worker's log)", path);
+            close_locks(self);
             return GF_EIO;
         }
-        if (flock(self->fds[i], bench ? (LOCK_EX | LOCK_NB) : op) != 0) {
-            int e = errno;
-            if (e == EWOULDBLOCK) {
-                if (bench)
-                    snprintf(why, len, "waiting for the bench lock %s (another proof run)", path);
-                else
-                    snprintf(why, len, "waiting for card %d: its lock %s is held outside gpuflock",
-                             self->job.cards[i], path);
-            } else {
-                snprintf(why, len, "lock file %s: %s", path, strerror(e));
-            }
-            /* release what was taken: all or none */
-            for (size_t k = 0; k < i; k++)
-                flock(self->fds[k], LOCK_UN);
-            return e == EWOULDBLOCK ? GF_EBUSY : GF_EIO;
+        int rc = gf_lock_try(self->locks[i], bench ? GF_LOCK_EXCLUSIVE : mode);
+        if (rc == 0)
+            continue;
+        char who[512];
+        if (rc == GF_EBUSY) {
+            describe_holders(path, who, sizeof(who));
+            if (bench)
+                snprintf(why, len, "waiting for the bench lock %s: held by %s", path, who);
+            else
+                snprintf(why, len, "waiting for card %d: held outside gpuflock by %s",
+                         self->job.cards[i], who);
+        } else {
+            snprintf(why, len, "lock file %s: %s", path, gf_strerror(rc));
         }
+        for (size_t k = 0; k < i; k++)
+            gf_lock_release(self->locks[k]);
+        return rc == GF_EBUSY ? GF_EBUSY : GF_EIO;
     }
     self->locked = true;
     return 0;
@@ -188,73 +179,72 @@ static int open_spool(const char *path, uid_t uid, gid_t gid, char *why, size_t 
     return fd;
 }
 
-static bool scrubbed_name(const gf_run *self, const char *entry)
+/* A comma list joined from n items printed by fmt. */
+static char *join_cards(const gf_run *self)
 {
-    for (size_t i = 0; i < self->n_scrub; i++) {
-        size_t n = strlen(self->scrub[i]);
-        if (strncmp(entry, self->scrub[i], n) == 0 && entry[n] == '=')
-            return true;
+    char *list = NULL;
+    for (size_t i = 0; i < self->job.n_cards; i++) {
+        char *next = list ? gf_strfmt("%s,%d", list, self->job.cards[i])
+                          : gf_strfmt("%d", self->job.cards[i]);
+        free(list);
+        list = next;
     }
-    return false;
+    return list ? list : gf_strdup("");
 }
 
-/* "NAME" of a "NAME=value" entry; the caller frees. */
-static char *name_of(const char *entry)
+static char *join_locks(const gf_run *self)
 {
-    size_t n = strcspn(entry, "=");
-    char *s = gf_malloc(n + 1);
-    memcpy(s, entry, n);
-    s[n] = 0;
-    return s;
+    char *list = NULL;
+    for (size_t i = 0; i < self->job.n_locks; i++) {
+        char *next = list ? gf_strfmt("%s,%s", list, self->job.locks[i])
+                          : gf_strdup(self->job.locks[i]);
+        free(list);
+        list = next;
+    }
+    return list ? list : gf_strdup("");
 }
 
-/* Entries of the job's environment that gpuflock sets itself. */
-static bool ours(const char *entry)
-{
-    static const char *const names[] = { "CUDA_VISIBLE_DEVICES=", "CUDA_DEVICE_ORDER=",
-                                         "GPUFLOCK_DEVICE=", "GPUFLOCK_LOCK_FILE=",
-                                         "GPUFLOCK_JOB_ID=", "GPUFLOCK_ARRAY_INDEX=" };
-    for (size_t i = 0; i < GF_ARRAY_LEN(names); i++)
-        if (strncmp(entry, names[i], strlen(names[i])) == 0)
-            return true;
-    return false;
-}
-
-/* The job's environment: the submitter's, minus scrubbed (--proof) and
- * our own variables, plus ours. The caller frees each string and the array. */
-static char **build_env(gf_run *self)
+/* The job's environment: the submitter's, with the card variables every
+ * gpuflock command job gets (common/jobenv), GPUFLOCK_JOB_ID and
+ * GPUFLOCK_ARRAY_INDEX; for --proof without proof.scrub_env. */
+static gf_env *build_env(gf_run *self)
 {
     const gf_job_spec *sp = &self->job.spec;
-    char **env = gf_calloc(sp->n_env + 8, sizeof(char *));
-    size_t n = 0;
-    bool have_path = false;
+    gf_env *env = gf_env_new(NULL);
     for (size_t i = 0; i < sp->n_env; i++) {
         const char *e = sp->env[i];
-        if (!strchr(e, '=') || ours(e))
+        const char *eq = strchr(e, '=');
+        if (!eq || eq == e)
             continue;
-        if (sp->proof && scrubbed_name(self, e)) {
-            self->scrubbed = gf_realloc(self->scrubbed, (self->n_scrubbed + 1) * sizeof(char *));
-            self->scrubbed[self->n_scrubbed++] = name_of(e);
-            continue;
-        }
-        have_path |= strncmp(e, "PATH=", 5) == 0;
-        env[n++] = gf_strdup(e);
+        char *name = gf_malloc((size_t)(eq - e) + 1);
+        memcpy(name, e, (size_t)(eq - e));
+        name[eq - e] = 0;
+        gf_env_set(env, name, eq + 1);
+        free(name);
     }
-    if (!have_path)
-        env[n++] = gf_strdup("PATH=/usr/local/bin:/usr/bin:/bin");
-    env[n++] = gf_strfmt("CUDA_VISIBLE_DEVICES=%s", self->job.visible ? self->job.visible : "");
-    env[n++] = gf_strdup("CUDA_DEVICE_ORDER=PCI_BUS_ID");
-    char cards[256] = "";
-    size_t cl = 0;
-    for (size_t i = 0; i < self->job.n_cards && cl < sizeof(cards); i++)
-        cl += (size_t)snprintf(cards + cl, sizeof(cards) - cl, "%s%d", i ? "," : "",
-                               self->job.cards[i]);
-    env[n++] = gf_strfmt("GPUFLOCK_DEVICE=%s", cards);
-    env[n++] = gf_strfmt("GPUFLOCK_LOCK_FILE=%s", self->job.n_locks ? self->job.locks[0] : "");
-    env[n++] = gf_strfmt("GPUFLOCK_JOB_ID=%llu", (unsigned long long)self->job.id);
-    if (sp->array_index >= 0)
-        env[n++] = gf_strfmt("GPUFLOCK_ARRAY_INDEX=%lld", (long long)sp->array_index);
-    env[n] = NULL;
+    if (!gf_env_get(env, "PATH"))
+        gf_env_set(env, "PATH", "/usr/local/bin:/usr/bin:/bin");
+    char *devices = join_cards(self), *locks = join_locks(self), *removed = NULL;
+    gf_jobenv_export(env, self->job.visible ? self->job.visible : devices, devices, locks,
+                     sp->proof, self->scrub, self->n_scrub, &removed);
+    free(devices);
+    free(locks);
+    char id[32];
+    snprintf(id, sizeof(id), "%llu", (unsigned long long)self->job.id);
+    gf_env_set(env, "GPUFLOCK_JOB_ID", id);
+    if (sp->array_index >= 0) {
+        snprintf(id, sizeof(id), "%lld", (long long)sp->array_index);
+        gf_env_set(env, "GPUFLOCK_ARRAY_INDEX", id);
+    } else {
+        gf_env_unset(env, "GPUFLOCK_ARRAY_INDEX");
+    }
+    /* the names removed, kept for the result's statistics */
+    for (char *save = NULL, *tok = removed ? strtok_r(removed, ",", &save) : NULL; tok;
+         tok = strtok_r(NULL, ",", &save)) {
+        self->scrubbed = gf_realloc(self->scrubbed, (self->n_scrubbed + 1) * sizeof(char *));
+        self->scrubbed[self->n_scrubbed++] = gf_strdup(tok);
+    }
+    free(removed);
     return env;
 }
 
@@ -283,18 +273,26 @@ int gf_run_start(gf_run *self, char *why, size_t len)
         close(out);
         return GF_EIO;
     }
-    char **env = build_env(self);
+    gf_env *env = build_env(self);
     for (size_t i = 0; i < self->n_scrubbed; i++)
         dprintf(err, "gpuflock: --proof removed %s from the environment\n", self->scrubbed[i]);
+    /* the lock descriptors stay open across the job's exec: it holds the
+     * card (our copies close right after the fork, before any other fork) */
+    for (size_t i = 0; i < self->n_locks; i++)
+        if (gf_lock_inherit(self->locks[i]) != 0) {
+            snprintf(why, len, "cannot pass the lock on to the job");
+            close(out);
+            close(err);
+            gf_env_destroy(&env);
+            return GF_EIO;
+        }
     pid_t parent = getpid();
     pid_t pid = fork();
     if (pid < 0) {
         snprintf(why, len, "fork: %s", strerror(errno));
         close(out);
         close(err);
-        for (char **e = env; *e; e++)
-            free(*e);
-        free(env);
+        gf_env_destroy(&env);
         return GF_EIO;
     }
     if (pid == 0) {
@@ -311,11 +309,6 @@ int gf_run_start(gf_run *self, char *why, size_t len)
         }
         dup2(out, 1);
         dup2(err, 2);
-        /* the lock descriptors stay open across exec: the job holds the card */
-        for (size_t i = 0; i < self->n_fds; i++) {
-            int fl = fcntl(self->fds[i], F_GETFD);
-            fcntl(self->fds[i], F_SETFD, fl & ~FD_CLOEXEC);
-        }
         if (geteuid() == 0 && uid != 0) {
             gid_t groups[GF_PROTO_MAX_GROUPS];
             size_t ng = self->job.n_groups;
@@ -337,7 +330,7 @@ int gf_run_start(gf_run *self, char *why, size_t len)
             _exit(137);
         if (sp->cwd && chdir(sp->cwd) != 0)
             child_fail(126, "cannot enter the directory", sp->cwd);
-        execvpe(sp->argv[0], sp->argv, env);
+        execvpe(sp->argv[0], sp->argv, gf_env_array(env));
         child_fail(errno == ENOENT ? 127 : 126, "cannot run", sp->argv[0]);
     }
     setpgid(pid, pid);     /* both sides, so a signal right after fork reaches it */
@@ -345,11 +338,9 @@ int gf_run_start(gf_run *self, char *why, size_t len)
     self->started_ms = gf_wall_ms();
     close(out);
     close(err);
-    for (char **e = env; *e; e++)
-        free(*e);
-    free(env);
+    gf_env_destroy(&env);
     /* our copies of the lock descriptors go: the job's tree holds the card */
-    close_fds(self);
+    close_locks(self);
     return 0;
 }
 

@@ -82,7 +82,7 @@ holder=$!
 for _ in $(seq 100); do [ -s "$T/held" ] && break; sleep 0.05; done
 w=$(gf submit --gpu 0 -- sh -c "echo ran > $T/ranafter")
 for _ in $(seq 100); do gf queue | grep -q "held outside gpuflock" && break; sleep 0.05; done
-gf queue | grep "^ *$w " | grep -q "waiting for card 0.*held outside gpuflock" || fail "queue does not show the outside holder: $(gf queue)"
+gf queue | grep "^ *$w " | grep -q "waiting for card 0: held outside gpuflock by pid $holder" || fail "queue does not show the outside holder: $(gf queue)"
 [ ! -e "$T/ranafter" ] || fail "job ran while flock(1) held the card"
 touch "$T/release"; wait "$holder"
 gf wait "$w" || fail "job after the outside holder left"

@@ -107,7 +107,7 @@ int gf_npy_check_shape(const char *name, const gf_npy_array *a, int ndim, const 
             off += (size_t)snprintf(exp + off, sizeof exp - off, "%s%zu", i ? ", " : "", want[i]);
     }
     if (off < sizeof exp)
-        snprintf(exp + off, sizeof exp - off, ")");
+        snprintf(exp + off, sizeof exp - off, ndim == 1 ? ",)" : ")");
     GF_ERROR("%s: expected shape %s, got %s", name, exp, got);
     return GF_EINVAL;
 }

@@ -51,54 +51,54 @@ static double dist1(const double *a, const double *b, size_t dim)
     return sqrt(s);
 }
 
-/* Eight pairs (xi, y0..y7) at once: each sum still runs in index order, so
- * the values equal dist1's; the eight independent additions overlap. */
-static void dist8(const double *xi, const double *y0, size_t dim, double *out)
+/* Four pairs at a time, one per lane of a 4-double vector: lanes never
+ * mix, so each lane's sum runs in index order exactly as dist1's does (no
+ * reassociation, no fused multiply-add: ISO C mode keeps
+ * -ffp-contract=off). yt holds eight rows interleaved (yt[k*8 + b]). */
+typedef double v4d __attribute__((vector_size(32)));
+
+__attribute__((target_clones("avx2", "default")))
+static void dist8(const double *xi, const double *yt, size_t dim, double *out)
 {
-    double s0 = 0, s1 = 0, s2 = 0, s3 = 0, s4 = 0, s5 = 0, s6 = 0, s7 = 0;
-    const double *y1 = y0 + dim, *y2 = y1 + dim, *y3 = y2 + dim;
-    const double *y4 = y3 + dim, *y5 = y4 + dim, *y6 = y5 + dim, *y7 = y6 + dim;
+    v4d s0 = { 0 }, s1 = { 0 };
     for (size_t k = 0; k < dim; k++) {
-        double a = xi[k], d;
-        d = a - y0[k]; s0 += d * d;
-        d = a - y1[k]; s1 += d * d;
-        d = a - y2[k]; s2 += d * d;
-        d = a - y3[k]; s3 += d * d;
-        d = a - y4[k]; s4 += d * d;
-        d = a - y5[k]; s5 += d * d;
-        d = a - y6[k]; s6 += d * d;
-        d = a - y7[k]; s7 += d * d;
+        v4d y0, y1;
+        memcpy(&y0, yt + k * 8, sizeof y0);
+        memcpy(&y1, yt + k * 8 + 4, sizeof y1);
+        double a = xi[k];
+        v4d d0 = a - y0, d1 = a - y1;
+        s0 += d0 * d0;
+        s1 += d1 * d1;
     }
-    out[0] = sqrt(s0);
-    out[1] = sqrt(s1);
-    out[2] = sqrt(s2);
-    out[3] = sqrt(s3);
-    out[4] = sqrt(s4);
-    out[5] = sqrt(s5);
-    out[6] = sqrt(s6);
-    out[7] = sqrt(s7);
+    for (int b = 0; b < 4; b++) {
+        out[b] = sqrt(s0[b]);
+        out[b + 4] = sqrt(s1[b]);
+    }
 }
 
 #define PD_ROWS 16   /* rows of a tile: each group of 8 columns is read once per tile */
 
 /* Rows [r0, r1) of the condensed Euclidean distance matrix, in tiles of
- * PD_ROWS rows so that the columns stay in cache while the rows use them. */
+ * PD_ROWS rows; each group of eight columns is interleaved once per tile
+ * and stays in cache while the tile's rows use it. */
 static void pdist_rows(const double *x, size_t n, size_t dim, double *D, size_t r0, size_t r1)
 {
+    double *yt = gf_malloc(8 * dim * sizeof *yt);
     for (size_t i0 = r0; i0 < r1; i0 += PD_ROWS) {
         size_t i1 = i0 + PD_ROWS < r1 ? i0 + PD_ROWS : r1;
-        /* the triangle inside the tile (and up to the first aligned column) */
-        size_t jstart = i1;
-        for (size_t i = i0; i < i1; i++) {
+        for (size_t i = i0; i < i1; i++) {   /* the triangle inside the tile */
             size_t base = cidx(n, i, i + 1) - (i + 1);
-            for (size_t j = i + 1; j < jstart && j < n; j++)
+            for (size_t j = i + 1; j < i1 && j < n; j++)
                 D[base + j] = dist1(x + i * dim, x + j * dim, dim);
         }
-        size_t j = jstart;
+        size_t j = i1;
         for (; j + 8 <= n; j += 8) {
+            for (size_t b = 0; b < 8; b++)
+                for (size_t k = 0; k < dim; k++)
+                    yt[k * 8 + b] = x[(j + b) * dim + k];
             for (size_t i = i0; i < i1; i++) {
                 size_t base = cidx(n, i, i + 1) - (i + 1);
-                dist8(x + i * dim, x + j * dim, dim, D + base + j);
+                dist8(x + i * dim, yt, dim, D + base + j);
             }
         }
         for (; j < n; j++)
@@ -107,6 +107,7 @@ static void pdist_rows(const double *x, size_t n, size_t dim, double *D, size_t 
                 D[base + j] = dist1(x + i * dim, x + j * dim, dim);
             }
     }
+    free(yt);
 }
 
 typedef struct {

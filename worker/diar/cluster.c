@@ -203,7 +203,8 @@ int gf_cluster_run(const float *seg, const float *emb, size_t n_chunks, size_t n
         }
         free(sq);
         int *lab = gf_malloc(n * sizeof *lab);
-        size_t kk = (size_t)want;
+        /* scikit-learn refuses more clusters than samples; we cap instead */
+        size_t kk = (size_t)want > n ? n : (size_t)want;
         gf_assign_kmeans(xn, n, dim, kk, 3, 42, lab);
         free(xn);
         double *onehot = gf_calloc(n * kk, sizeof *onehot);

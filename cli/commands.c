@@ -6,9 +6,11 @@
 
 /* Subcommand entry points, defined in cli/cmd_<name>.c. */
 int gf_cmd_version(int argc, char **argv);
+int gf_cmd_der(int argc, char **argv);
 
 const gf_cli_command gf_cli_commands[] = {
     { "version", gf_cmd_version, "print the version" },
+    { "der", gf_cmd_der, "diarization error rate of a hypothesis RTTM against a reference" },
     { NULL, NULL, NULL },
 };
 

@@ -289,7 +289,8 @@ static void score_file(const char *uri, const gf_der_turn *ref, size_t n_ref,
         lo = fmin(lo, t->start);
         hi = fmax(hi, t->end);
     }
-    qsort(ev, n_ev, sizeof(event), event_cmp);
+    if (n_ev > 1)
+        qsort(ev, n_ev, sizeof(event), event_cmp);
 
     if (opt->skip_overlap) {
         /* Where two or more reference turns are active (any speakers). */
@@ -324,7 +325,8 @@ static void score_file(const char *uri, const gf_der_turn *ref, size_t n_ref,
         PUSH(scored.v[i].e, -1, 2, 0);
     }
 #undef PUSH
-    qsort(ev, n_ev, sizeof(event), event_cmp);
+    if (n_ev > 1)
+        qsort(ev, n_ev, sizeof(event), event_cmp);
 
     sweep_ctx x = { ev, n_ev, rl.n, hl.n };
     double *cooc = gf_calloc(hl.n * rl.n + 1, sizeof(double));

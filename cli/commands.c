@@ -5,12 +5,24 @@
 #include <string.h>
 
 /* Subcommand entry points, defined in cli/cmd_<name>.c. */
+int gf_cmd_models(int argc, char **argv);
 int gf_cmd_version(int argc, char **argv);
 int gf_cmd_der(int argc, char **argv);
+int gf_cmd_evidence(int argc, char **argv);
+int gf_cmd_exec(int argc, char **argv);
+int gf_cmd_locks(int argc, char **argv);
+int gf_cmd_cluster(int argc, char **argv);
+int gf_cmd_plan(int argc, char **argv);
 
 const gf_cli_command gf_cli_commands[] = {
+    { "exec", gf_cmd_exec, "run a command holding card locks (no broker needed)" },
+    { "locks", gf_cmd_locks, "show who holds which card" },
+    { "models", gf_cmd_models, "check a models directory: models check DIR" },
     { "version", gf_cmd_version, "print the version" },
     { "der", gf_cmd_der, "diarization error rate of a hypothesis RTTM against a reference" },
+    { "plan", gf_cmd_plan, "the route of every layer boundary on a card (--gpu N | --card SPEC)" },
+    { "evidence", gf_cmd_evidence, "check the evidence tables (evidence check [DIR])" },
+    { "cluster", gf_cmd_cluster, "cluster saved segmentation + embeddings into speaker turns (RTTM)" },
     { NULL, NULL, NULL },
 };
 

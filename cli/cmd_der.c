@@ -1,14 +1,13 @@
 /* cmd_der.c — `gpuflock der REF.rttm HYP.rttm [--collar SEC] [--skip-overlap]
  * [--uem FILE] [--json]`: diarization error rate per file and in total.
  *
- * Reads the two RTTM files (and the UEM) into plain turns and hands them to
- * worker/diar/der. The RTTM reading here is a minimal private one
- * (der_read_rttm_minimal): SPEAKER lines only; it is meant to give way to the
- * shared RTTM reader of worker/diar once that lands. */
+ * Reads the two RTTM files with the shared reader (worker/diar/rttm) and the
+ * UEM here, and hands plain turns to worker/diar/der. */
 #include "common/error.h"
 #include "common/log.h"
 #include "common/util.h"
 #include "worker/diar/der.h"
+#include "worker/diar/rttm.h"
 
 #include <errno.h>
 #include <json-c/json.h>
@@ -19,27 +18,25 @@
 
 int gf_cmd_der(int argc, char **argv);
 
+/* Owned copies of the UEM's file names. */
 typedef struct {
-    gf_der_turn *turns;  /* the turns; uri and speaker point into strings */
-    size_t n;            /* how many */
-    char **strings;      /* owned copies of every uri and speaker */
+    char **strings;      /* the copies */
     size_t n_strings;    /* how many */
-} turn_file;
+} name_pool;
 
-static const char *keep(turn_file *tf, const char *s)
+static const char *keep(name_pool *np, const char *s)
 {
-    tf->strings = gf_realloc(tf->strings, (tf->n_strings + 1) * sizeof(char *));
-    tf->strings[tf->n_strings] = gf_strdup(s);
-    return tf->strings[tf->n_strings++];
+    np->strings = gf_realloc(np->strings, (np->n_strings + 1) * sizeof(char *));
+    np->strings[np->n_strings] = gf_strdup(s);
+    return np->strings[np->n_strings++];
 }
 
-static void turn_file_free(turn_file *tf)
+static void name_pool_free(name_pool *np)
 {
-    for (size_t i = 0; i < tf->n_strings; i++)
-        free(tf->strings[i]);
-    free(tf->strings);
-    free(tf->turns);
-    memset(tf, 0, sizeof *tf);
+    for (size_t i = 0; i < np->n_strings; i++)
+        free(np->strings[i]);
+    free(np->strings);
+    memset(np, 0, sizeof *np);
 }
 
 static int parse_time(const char *path, size_t line, const char *what, const char *s, double *out)
@@ -64,66 +61,18 @@ static size_t split(char *line, char **f, size_t cap)
     return n;
 }
 
-/* Minimal RTTM reader for scoring (to be replaced by the shared reader):
- * "SPEAKER uri channel start duration <NA> <NA> speaker <NA> <NA>";
- * other record types, blank lines and ';;' comments are skipped. */
-static int der_read_rttm_minimal(const char *path, turn_file *tf)
+/* Turns of an RTTM as der wants them; strings borrowed from r. */
+static gf_der_turn *der_turns(const gf_rttm *r)
 {
-    FILE *f = fopen(path, "r");
-    if (!f) {
-        GF_ERROR("cannot open RTTM %s: %s", path, strerror(errno));
-        return errno == ENOENT ? GF_ENOENT : GF_EIO;
-    }
-    char buf[4096];
-    size_t line = 0, cap = 0;
-    int rc = 0;
-    while (fgets(buf, sizeof buf, f)) {
-        line++;
-        if (!strchr(buf, '\n') && !feof(f)) {
-            GF_ERROR("%s:%zu: line longer than %zu bytes", path, line, sizeof buf - 1);
-            rc = GF_EINVAL;
-            break;
-        }
-        char *fld[12];
-        size_t n = split(buf, fld, 12);
-        if (n == 0 || fld[0][0] == ';' || fld[0][0] == '#')
-            continue;
-        if (strcmp(fld[0], "SPEAKER") != 0)
-            continue;
-        if (n < 8) {
-            GF_ERROR("%s:%zu: SPEAKER line has %zu fields, needs at least 8", path, line, n);
-            rc = GF_EINVAL;
-            break;
-        }
-        double start, dur;
-        if ((rc = parse_time(path, line, "start", fld[3], &start)) != 0 ||
-            (rc = parse_time(path, line, "duration", fld[4], &dur)) != 0)
-            break;
-        if (dur < 0) {
-            GF_ERROR("%s:%zu: negative duration %s", path, line, fld[4]);
-            rc = GF_EINVAL;
-            break;
-        }
-        if (tf->n == cap) {
-            cap = cap ? 2 * cap : 64;
-            tf->turns = gf_realloc(tf->turns, cap * sizeof(gf_der_turn));
-        }
-        gf_der_turn *t = &tf->turns[tf->n++];
-        t->uri = keep(tf, fld[1]);
-        t->speaker = keep(tf, fld[7]);
-        t->start = start;
-        t->end = start + dur;
-    }
-    if (!rc && ferror(f)) {
-        GF_ERROR("cannot read RTTM %s: %s", path, strerror(errno));
-        rc = GF_EIO;
-    }
-    fclose(f);
-    return rc;
+    gf_der_turn *t = gf_malloc((r->n + 1) * sizeof(gf_der_turn));
+    for (size_t i = 0; i < r->n; i++)
+        t[i] = (gf_der_turn){ r->turns[i].uri, r->turns[i].speaker, r->turns[i].start,
+                              r->turns[i].start + r->turns[i].duration };
+    return t;
 }
 
 /* UEM: "uri channel start end" per line. */
-static int read_uem(const char *path, gf_der_span **out, size_t *n_out, turn_file *names)
+static int read_uem(const char *path, gf_der_span **out, size_t *n_out, name_pool *names)
 {
     FILE *f = fopen(path, "r");
     if (!f) {
@@ -284,19 +233,21 @@ int gf_cmd_der(int argc, char **argv)
         return GF_EXIT_USAGE;
     }
 
-    turn_file ref = { 0 }, hyp = { 0 }, names = { 0 };
+    gf_rttm *ref = NULL, *hyp = NULL;
+    gf_der_turn *rt = NULL, *ht = NULL;
+    name_pool names = { 0 };
     gf_der_span *uem = NULL;
     size_t n_uem = 0;
     gf_der_report *rep = NULL;
     int status = 0, rc;
-    if ((rc = der_read_rttm_minimal(paths[0], &ref)) != 0 ||
-        (rc = der_read_rttm_minimal(paths[1], &hyp)) != 0 ||
+    if ((rc = gf_rttm_read(paths[0], &ref)) != 0 || (rc = gf_rttm_read(paths[1], &hyp)) != 0 ||
         (uem_path && (rc = read_uem(uem_path, &uem, &n_uem, &names)) != 0)) {
         status = (rc == GF_ENOENT || rc == GF_EIO) ? GF_EXIT_NOINPUT : GF_EXIT_DATAERR;
         goto out;
     }
-    rc = gf_der_score(ref.turns, ref.n, hyp.turns, hyp.n, uem, n_uem, uem_path != NULL, &opt,
-                      &rep);
+    rt = der_turns(ref);
+    ht = der_turns(hyp);
+    rc = gf_der_score(rt, ref->n, ht, hyp->n, uem, n_uem, uem_path != NULL, &opt, &rep);
     if (rc) {
         status = GF_EXIT_DATAERR;
         goto out;
@@ -308,8 +259,10 @@ int gf_cmd_der(int argc, char **argv)
 out:
     gf_der_report_destroy(&rep);
     free(uem);
-    turn_file_free(&ref);
-    turn_file_free(&hyp);
-    turn_file_free(&names);
+    free(rt);
+    free(ht);
+    gf_rttm_destroy(&ref);
+    gf_rttm_destroy(&hyp);
+    name_pool_free(&names);
     return status;
 }

@@ -4,8 +4,10 @@
  * check a diarization against a reference. Per file it builds the scored
  * region with interval arithmetic, then sweeps the sorted turn boundaries
  * twice: once to add up how long each (hypothesis, reference) speaker pair
- * co-occurs, which the Hungarian algorithm turns into the optimal one-to-one
- * mapping, and once to count the errors under that mapping. Definitions
+ * co-occurs, which the shared linear sum assignment (worker/diar/lsa, the
+ * algorithm and tie-breaking of scipy's linear_sum_assignment, which
+ * pyannote.metrics calls) turns into the optimal one-to-one mapping, and
+ * once to count the errors under that mapping. Definitions
  * follow pyannote.metrics (DiarizationErrorRate with its uemify/extrude and
  * IdentificationErrorRate): docs/der.md. */
 #include "worker/diar/der.h"
@@ -13,81 +15,12 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "common/util.h"
+#include "worker/diar/lsa.h"
 
 #include <assert.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* ---- the Hungarian algorithm (shortest augmenting paths with potentials) ---- */
-
-void gf_der_assign_max(const double *w, size_t rows, size_t cols, int *col_of_row)
-{
-    size_t n = rows > cols ? rows : cols;
-    for (size_t r = 0; r < rows; r++)
-        col_of_row[r] = -1;
-    if (n == 0)
-        return;
-    /* Minimise the cost -w on an n x n square (padding costs 0), rows and
-     * columns numbered from 1; column 0 is the virtual start of each path. */
-    double *u = gf_calloc(n + 1, sizeof(double)), *v = gf_calloc(n + 1, sizeof(double));
-    double *minv = gf_malloc((n + 1) * sizeof(double));
-    size_t *p = gf_calloc(n + 1, sizeof(size_t)), *way = gf_calloc(n + 1, sizeof(size_t));
-    unsigned char *used = gf_malloc(n + 1);
-#define COST(i, j) (((i) <= rows && (j) <= cols) ? -w[((i) - 1) * cols + ((j) - 1)] : 0.0)
-    for (size_t i = 1; i <= n; i++) {
-        p[0] = i;
-        size_t j0 = 0;
-        for (size_t j = 0; j <= n; j++) {
-            minv[j] = HUGE_VAL;
-            used[j] = 0;
-        }
-        do {
-            used[j0] = 1;
-            size_t i0 = p[j0], j1 = 0;
-            double delta = HUGE_VAL;
-            for (size_t j = 1; j <= n; j++) {
-                if (used[j])
-                    continue;
-                double cur = COST(i0, j) - u[i0] - v[j];
-                if (cur < minv[j]) {
-                    minv[j] = cur;
-                    way[j] = j0;
-                }
-                if (minv[j] < delta) {
-                    delta = minv[j];
-                    j1 = j;
-                }
-            }
-            assert(j1 != 0);
-            for (size_t j = 0; j <= n; j++) {
-                if (used[j]) {
-                    u[p[j]] += delta;
-                    v[j] -= delta;
-                } else {
-                    minv[j] -= delta;
-                }
-            }
-            j0 = j1;
-        } while (p[j0] != 0);
-        /* Flip the augmenting path back to its start. */
-        do {
-            size_t j1 = way[j0];
-            p[j0] = p[j1];
-            j0 = j1;
-        } while (j0 != 0);
-    }
-#undef COST
-    for (size_t j = 1; j <= n; j++)
-        if (p[j] >= 1 && p[j] <= rows && j <= cols)
-            col_of_row[p[j] - 1] = (int)(j - 1);
-    free(u);
-    free(v);
-    free(minv);
-    free(p);
-    free(way);
-    free(used);
-}
 
 /* ---- spans: sorted, disjoint [start, end) intervals ---- */
 
@@ -246,6 +179,60 @@ static void sweep(const sweep_ctx *x, double *cooc, const int *map, gf_der_compo
     free(ch);
 }
 
+/* Order of labels as pyannote sees them (Annotation.labels() is sorted). */
+static int name_cmp(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+static size_t *sorted_order(const label_set *ls)
+{
+    const char **names = gf_malloc((ls->n + 1) * sizeof(char *));
+    memcpy(names, ls->names, ls->n * sizeof(char *));
+    if (ls->n > 1)
+        qsort(names, ls->n, sizeof(char *), name_cmp);
+    size_t *order = gf_malloc((ls->n + 1) * sizeof(size_t));
+    for (size_t i = 0; i < ls->n; i++) {
+        size_t k = 0;
+        while (ls->names[k] != names[i])
+            k++;
+        order[i] = k;
+    }
+    free(names);
+    return order;
+}
+
+/* The hypothesis -> reference assignment maximising co-occurrence, solved on
+ * the matrix with rows and columns in sorted label order, as pyannote builds
+ * it, so that ties resolve as they do there. Returns col[h] (a reference
+ * index or -1) for each hypothesis index; the caller frees. */
+static int *optimal_mapping(const double *cooc, const label_set *hl, const label_set *rl)
+{
+    size_t nh = hl->n, nr = rl->n;
+    int *col = gf_malloc((nh + 1) * sizeof(int));
+    for (size_t h = 0; h < nh; h++)
+        col[h] = -1;
+    if (nh == 0 || nr == 0)
+        return col;
+    size_t *ho = sorted_order(hl), *ro = sorted_order(rl);
+    double *m = gf_malloc(nh * nr * sizeof(double));
+    for (size_t i = 0; i < nh; i++)
+        for (size_t j = 0; j < nr; j++)
+            m[i * nr + j] = cooc[ho[i] * nr + ro[j]];
+    int *c = gf_malloc(nh * sizeof(int));
+    int rc = gf_lsa_solve(m, nh, nr, true, c);
+    assert(rc == 0); /* co-occurrences are finite sums of finite durations */
+    (void)rc;
+    for (size_t i = 0; i < nh; i++)
+        if (c[i] >= 0)
+            col[ho[i]] = (int)ro[c[i]];
+    free(c);
+    free(m);
+    free(ho);
+    free(ro);
+    return col;
+}
+
 static void score_file(const char *uri, const gf_der_turn *ref, size_t n_ref,
                        const gf_der_turn *hyp, size_t n_hyp, const gf_der_span *uem,
                        size_t n_uem, bool uem_given, const gf_der_options *opt,
@@ -331,8 +318,7 @@ static void score_file(const char *uri, const gf_der_turn *ref, size_t n_ref,
     sweep_ctx x = { ev, n_ev, rl.n, hl.n };
     double *cooc = gf_calloc(hl.n * rl.n + 1, sizeof(double));
     sweep(&x, cooc, NULL, NULL);
-    int *col = gf_malloc((hl.n + 1) * sizeof(int));
-    gf_der_assign_max(cooc, hl.n, rl.n, col);
+    int *col = optimal_mapping(cooc, &hl, &rl);
     memset(&out->c, 0, sizeof out->c);
     out->uri = gf_strdup(uri);
     out->n_map = 0;

@@ -8,7 +8,7 @@
  * boundary (±collar/2), minus, with skip_overlap, every region where two
  * or more reference turns overlap. Hypothesis speakers are mapped one-to-one
  * onto reference speakers so as to maximise their co-occurring time
- * (Hungarian algorithm); then on each stretch where the active turns do not
+ * (linear sum assignment, worker/diar/lsa); then on each stretch where the active turns do not
  * change, with R reference and H hypothesis turns active and C of them
  * matched, it adds R to the total, max(0, R-H) to missed speech, max(0, H-R)
  * to false alarm and min(R, H) - C to confusion, each times the duration.
@@ -80,11 +80,5 @@ int gf_der_score(const gf_der_turn *ref, size_t n_ref, const gf_der_turn *hyp, s
                  const gf_der_options *opt, gf_der_report **out);
 
 void gf_der_report_destroy(gf_der_report **self_p);
-
-/* Optimal assignment: for a rows x cols matrix of weights (row-major),
- * assign each row at most one column and each column at most one row so as
- * to maximise the sum of the chosen weights (Hungarian algorithm, O(n^3)).
- * col_of_row[r] gets the column or -1. Exposed for its tests. */
-void gf_der_assign_max(const double *w, size_t rows, size_t cols, int *col_of_row);
 
 #endif

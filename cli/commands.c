@@ -12,6 +12,7 @@ int gf_cmd_exec(int argc, char **argv);
 int gf_cmd_locks(int argc, char **argv);
 int gf_cmd_cluster(int argc, char **argv);
 int gf_cmd_plan(int argc, char **argv);
+int gf_cmd_diarize(int argc, char **argv);
 
 const gf_cli_command gf_cli_commands[] = {
     { "exec", gf_cmd_exec, "run a command holding card locks (no broker needed)" },
@@ -21,6 +22,7 @@ const gf_cli_command gf_cli_commands[] = {
     { "plan", gf_cmd_plan, "the route of every layer boundary on a card (--gpu N | --card SPEC)" },
     { "evidence", gf_cmd_evidence, "check the evidence tables (evidence check [DIR])" },
     { "cluster", gf_cmd_cluster, "cluster saved segmentation + embeddings into speaker turns (RTTM)" },
+    { "diarize", gf_cmd_diarize, "speaker turns (RTTM) for recordings (--local: in this process)" },
     { NULL, NULL, NULL },
 };
 

@@ -135,7 +135,7 @@ int gf_cluster_run(const float *seg, const float *emb, size_t n_chunks, size_t n
                dim * sizeof *train);
     double *centroids = NULL;
     size_t K = 0;
-    bool constrained = true;
+    bool constrained = plda != NULL;  /* weight-free: local speakers may share a cluster */
     int rc = 0;
     if (n < 2) {
         /* too few embeddings to cluster: everybody is cluster 0 */

@@ -7,6 +7,7 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "common/util.h"
+#include "worker/diar/ahc.h"
 #include "worker/diar/audio.h"
 #include "worker/diar/embedding.h"
 #include "worker/diar/fbank.h"
@@ -209,34 +210,6 @@ void gf_diar_energy_vad(const float *win, size_t valid, double *noise_db, float 
                 act[k] = 1.0f;
         last = f;
     }
-}
-
-size_t gf_diar_fbank_stats(const float *fbank, size_t n_fbank, const float *act, float *out)
-{
-    double sum[GF_FBANK_BINS] = { 0 }, sq[GF_FBANK_BINS] = { 0 };
-    size_t used = 0;
-    for (size_t k = 0; k < n_fbank; k++) {
-        size_t f = k * GF_DIAR_FRAMES / n_fbank;
-        if (act[f] == 0.0f)
-            continue;
-        for (int m = 0; m < GF_FBANK_BINS; m++) {
-            double v = fbank[k * GF_FBANK_BINS + (size_t)m];
-            sum[m] += v;
-            sq[m] += v * v;
-        }
-        used++;
-    }
-    for (int m = 0; m < GF_FBANK_BINS; m++) {
-        if (!used) {
-            out[m] = out[GF_FBANK_BINS + m] = NAN;
-            continue;
-        }
-        double mean = sum[m] / (double)used;
-        double var = sq[m] / (double)used - mean * mean;
-        out[m] = (float)mean;
-        out[GF_FBANK_BINS + m] = (float)sqrt(var > 0.0 ? var : 0.0);
-    }
-    return used;
 }
 
 void gf_diar_wf_normalise(float *emb, size_t n, size_t dim)
@@ -527,7 +500,76 @@ static int run_batch_neural(gf_diar *d, int nb, float *seg, float *emb, float *l
     return 0;
 }
 
-static int run_batch_weight_free(gf_diar *d, int nb, float *seg, float *emb, double *noise_db,
+/* Weight-free mode: per-block statistics, gathered while the windows stream.
+ * Blocks are GF_DIAR_WF_BLOCK seconds on a global grid; each is computed from
+ * the first window that holds it. */
+typedef struct {
+    double noise_db;   /* running noise floor of the energy VAD */
+    float *vec;        /* [n x GF_DIAR_WF_DIM] block statistics (NaN: too little speech) */
+    size_t n;          /* blocks filled */
+    size_t cap;        /* allocated */
+} wf_blocks;
+
+#define WF_BLOCK_FBANK ((int)(GF_DIAR_WF_BLOCK * 100.0 + 0.5))  /* fbank frames per block */
+#define WF_BLOCKS_PER_STEP ((size_t)(1.0 / GF_DIAR_WF_BLOCK + 0.5))
+#define WF_BLOCKS_PER_WINDOW (10 * WF_BLOCKS_PER_STEP)
+
+/* segmentation frame (of the 589) nearest to fbank frame k, by centres */
+static int seg_frame_of_fbank(size_t k)
+{
+    long centre = (long)k * GF_FBANK_SHIFT + GF_FBANK_FRAME / 2;
+    long f = (centre - VAD_FRAME_LEN / 2 + VAD_FRAME_STEP / 2) / VAD_FRAME_STEP;
+    if (f < 0)
+        f = 0;
+    if (f >= GF_DIAR_FRAMES)
+        f = GF_DIAR_FRAMES - 1;
+    return (int)f;
+}
+
+/* Mean and std of the cepstra 1..GF_DIAR_WF_CEPS (DCT-II of the log-mel
+ * row; c0, the loudness, left out) of fbank rows k0..k1 under act; returns
+ * the rows used. */
+static size_t range_stats(const float *fbank, size_t k0, size_t k1, const float *act, float *out)
+{
+    enum { C = GF_DIAR_WF_CEPS };
+    double dct[C][GF_FBANK_BINS];
+    for (int i = 0; i < C; i++)
+        for (int m = 0; m < GF_FBANK_BINS; m++)
+            dct[i][m] = cos(M_PI * (i + 1) * (m + 0.5) / GF_FBANK_BINS);
+    double sum[C] = { 0 }, sq[C] = { 0 };
+    size_t used = 0;
+    for (size_t k = k0; k < k1; k++) {
+        if (act[seg_frame_of_fbank(k)] == 0.0f)
+            continue;
+        const float *row = fbank + k * GF_FBANK_BINS;
+        for (int i = 0; i < C; i++) {
+            double v = 0.0;
+            for (int m = 0; m < GF_FBANK_BINS; m++)
+                v += dct[i][m] * row[m];
+            sum[i] += v;
+            sq[i] += v * v;
+        }
+        used++;
+    }
+    for (int i = 0; i < C; i++) {
+        if (!used) {
+            out[i] = out[C + i] = NAN;
+            continue;
+        }
+        double mean = sum[i] / (double)used;
+        double var = sq[i] / (double)used - mean * mean;
+        out[i] = (float)mean;
+        out[C + i] = (float)sqrt(var > 0.0 ? var : 0.0);
+    }
+    return used;
+}
+
+size_t gf_diar_fbank_stats(const float *fbank, size_t n_fbank, const float *act, float *out)
+{
+    return range_stats(fbank, 0, n_fbank, act, out);
+}
+
+static int run_batch_weight_free(gf_diar *d, int nb, size_t w0, float *seg, wf_blocks *wb,
                                  gf_devstats *stats, gf_diar_result *res)
 {
     for (int b = 0; b < nb; b++) {
@@ -535,7 +577,7 @@ static int run_batch_weight_free(gf_diar *d, int nb, float *seg, float *emb, dou
         float *act = seg + (size_t)b * GF_DIAR_FRAMES * GF_DIAR_SPEAKERS;
         float vad[GF_DIAR_FRAMES];
         uint64_t t0 = gf_now_ns();
-        gf_diar_energy_vad(w, d->valid[b], noise_db, vad);
+        gf_diar_energy_vad(w, d->valid[b], &wb->noise_db, vad);
         for (int f = 0; f < GF_DIAR_FRAMES; f++) {
             act[f * GF_DIAR_SPEAKERS] = vad[f];
             act[f * GF_DIAR_SPEAKERS + 1] = 0.0f;
@@ -554,16 +596,165 @@ static int run_batch_weight_free(gf_diar *d, int nb, float *seg, float *emb, dou
         if (stats)
             gf_devstats_unavailable(stats, "fbank", "cpu", "cpu card");
 
+        /* the blocks of this window no earlier window held */
         t0 = gf_now_ns();
-        float *e = emb + (size_t)b * GF_DIAR_SPEAKERS * GF_DIAR_WF_DIM;
-        gf_diar_fbank_stats(d->feats, nf, vad, e);
-        for (size_t k = GF_DIAR_WF_DIM; k < GF_DIAR_SPEAKERS * GF_DIAR_WF_DIM; k++)
-            e[k] = NAN;
+        size_t first = (w0 + (size_t)b) * WF_BLOCKS_PER_STEP;
+        for (size_t j = 0; j < WF_BLOCKS_PER_WINDOW; j++) {
+            size_t g = first + j;
+            size_t start = j * (size_t)WF_BLOCK_FBANK * GF_FBANK_SHIFT;
+            if (g < wb->n || start >= d->valid[b])
+                continue;
+            if (g >= wb->cap) {
+                wb->cap = 2 * (g + 1);
+                wb->vec = gf_realloc(wb->vec, wb->cap * GF_DIAR_WF_DIM * sizeof *wb->vec);
+            }
+            size_t k0 = j * (size_t)WF_BLOCK_FBANK, k1 = k0 + (size_t)WF_BLOCK_FBANK;
+            if (k1 > nf)
+                k1 = nf;
+            float *v = wb->vec + g * GF_DIAR_WF_DIM;
+            if (k0 >= k1 || range_stats(d->feats, k0, k1, vad, v) < GF_DIAR_WF_MIN_FRAMES)
+                for (int k = 0; k < GF_DIAR_WF_DIM; k++)
+                    v[k] = NAN;
+            wb->n = g + 1;
+        }
         res->t_embedding += secs(t0);
         if (stats)
             gf_devstats_unavailable(stats, "embedding.fbank_stats", "cpu", "cpu card");
     }
     return 0;
+}
+
+/* After the stream: cluster the blocks (cosine AHC), give each window up to
+ * three local speakers (the block clusters present in it, most active
+ * first), activity from the VAD in column 0 of seg, and an embedding each
+ * (the mean of its blocks). Returns 0 or a GF_E*. */
+static int wf_local_speakers(wf_blocks *wb, float *seg, float *emb, size_t n_windows,
+                             double threshold)
+{
+    size_t nb = wb->n, m = 0;
+    gf_diar_wf_normalise(wb->vec, nb, GF_DIAR_WF_DIM);
+    int *label = gf_malloc((nb ? nb : 1) * sizeof *label);
+    size_t *rows = gf_malloc((nb ? nb : 1) * sizeof *rows);
+    for (size_t j = 0; j < nb; j++) {
+        label[j] = -1;
+        if (!isnan(wb->vec[j * GF_DIAR_WF_DIM]))
+            rows[m++] = j;
+    }
+    int rc = 0, K = 0;
+    if (m == 1) {
+        label[rows[0]] = 0;
+        K = 1;
+    } else if (m > 1) {
+        float *x = gf_malloc(m * GF_DIAR_WF_DIM * sizeof *x);
+        int *lab = gf_malloc(m * sizeof *lab);
+        for (size_t i = 0; i < m; i++)
+            memcpy(x + i * GF_DIAR_WF_DIM, wb->vec + rows[i] * GF_DIAR_WF_DIM,
+                   GF_DIAR_WF_DIM * sizeof *x);
+        rc = gf_ahc_cluster(x, m, GF_DIAR_WF_DIM, threshold, lab);
+        if (rc >= 0) {
+            K = rc;
+            rc = 0;
+            for (size_t i = 0; i < m; i++)
+                label[rows[i]] = lab[i];
+        }
+        free(x);
+        free(lab);
+    }
+    if (rc)
+        goto out;
+    /* blocks with too little speech take the label of the nearest labelled block */
+    if (m > 0) {
+        int *filled = gf_malloc(nb * sizeof *filled);
+        for (size_t j = 0; j < nb; j++) {
+            filled[j] = label[j];
+            for (size_t r = 1; filled[j] < 0 && r < nb; r++) {
+                if (j >= r && label[j - r] >= 0)
+                    filled[j] = label[j - r];
+                else if (j + r < nb && label[j + r] >= 0)
+                    filled[j] = label[j + r];
+            }
+        }
+        memcpy(label, filled, nb * sizeof *label);
+        free(filled);
+    }
+    /* each block cluster's centroid, unit length: the embedding of every
+     * local speaker it becomes, so that the clustering proper finds the
+     * same clusters */
+    size_t Kz = (size_t)(K ? K : 1);
+    double *cent = gf_calloc(Kz * GF_DIAR_WF_DIM, sizeof *cent);
+    for (size_t i = 0; i < m; i++)
+        for (int k = 0; k < GF_DIAR_WF_DIM; k++)
+            cent[(size_t)label[rows[i]] * GF_DIAR_WF_DIM + (size_t)k] +=
+                wb->vec[rows[i] * GF_DIAR_WF_DIM + (size_t)k];
+    for (int c = 0; c < K; c++) {
+        double *v = cent + (size_t)c * GF_DIAR_WF_DIM, norm = 0.0;
+        for (int k = 0; k < GF_DIAR_WF_DIM; k++)
+            norm += v[k] * v[k];
+        norm = sqrt(norm);
+        for (int k = 0; k < GF_DIAR_WF_DIM; k++)
+            v[k] = norm > 1e-12 ? v[k] / norm : 1.0 / sqrt((double)GF_DIAR_WF_DIM);
+    }
+    size_t *count = gf_calloc(Kz, sizeof *count);
+    for (size_t c = 0; c < n_windows; c++) {
+        float *act = seg + c * GF_DIAR_FRAMES * GF_DIAR_SPEAKERS;
+        int fl[GF_DIAR_FRAMES];  /* block cluster of each speech frame, -1: silence */
+        memset(count, 0, Kz * sizeof *count);
+        for (int f = 0; f < GF_DIAR_FRAMES; f++) {
+            fl[f] = -1;
+            if (act[f * GF_DIAR_SPEAKERS] == 0.0f)
+                continue;
+            double t = (double)c + (f * VAD_FRAME_STEP + VAD_FRAME_LEN / 2) / (double)GF_AUDIO_RATE;
+            size_t j = (size_t)(t / GF_DIAR_WF_BLOCK);
+            if (j >= nb)
+                j = nb - 1;
+            fl[f] = label[j];
+            if (fl[f] >= 0)
+                count[fl[f]]++;
+        }
+        int local[GF_DIAR_SPEAKERS];  /* block cluster of each local speaker */
+        for (int s = 0; s < GF_DIAR_SPEAKERS; s++) {
+            local[s] = -1;
+            size_t best = 0;
+            for (int k = 0; k < K; k++)
+                if (count[k] > best && (s < 1 || k != local[0]) && (s < 2 || k != local[1])) {
+                    best = count[k];
+                    local[s] = k;
+                }
+        }
+        for (int f = 0; f < GF_DIAR_FRAMES; f++) {
+            int ls = -1;
+            double best = -INFINITY;
+            for (int s = 0; fl[f] >= 0 && s < GF_DIAR_SPEAKERS && local[s] >= 0; s++) {
+                if (fl[f] == local[s]) {
+                    ls = s;
+                    break;
+                }
+                /* a fourth cluster in this window: the closest of the three */
+                double dot = 0.0;
+                for (int k = 0; k < GF_DIAR_WF_DIM; k++)
+                    dot += cent[(size_t)fl[f] * GF_DIAR_WF_DIM + (size_t)k]
+                           * cent[(size_t)local[s] * GF_DIAR_WF_DIM + (size_t)k];
+                if (dot > best) {
+                    best = dot;
+                    ls = s;
+                }
+            }
+            for (int s = 0; s < GF_DIAR_SPEAKERS; s++)
+                act[f * GF_DIAR_SPEAKERS + s] = s == ls ? 1.0f : 0.0f;
+        }
+        for (int s = 0; s < GF_DIAR_SPEAKERS; s++) {
+            float *e = emb + (c * GF_DIAR_SPEAKERS + (size_t)s) * GF_DIAR_WF_DIM;
+            for (int k = 0; k < GF_DIAR_WF_DIM; k++)
+                e[k] = local[s] >= 0 ? (float)cent[(size_t)local[s] * GF_DIAR_WF_DIM + (size_t)k]
+                                     : NAN;
+        }
+    }
+    free(cent);
+    free(count);
+out:
+    free(rows);
+    free(label);
+    return rc;
 }
 
 int gf_diar_run(gf_diar *d, const char *path, const gf_diar_run_opts *o, gf_devstats *stats,
@@ -585,7 +776,7 @@ int gf_diar_run(gf_diar *d, const char *path, const gf_diar_run_opts *o, gf_devs
     bool keep_logits = o->save_dir && !d->weight_free;
     float *logits = keep_logits ? gf_malloc(cap * GF_DIAR_FRAMES * GF_DIAR_CLASSES * sizeof *logits)
                                 : NULL;
-    double noise_db = NAN;
+    wf_blocks wb = { .noise_db = NAN };
     int64_t last_sample = 0;
     int rc = 0;
     bool done = false;
@@ -623,7 +814,7 @@ int gf_diar_run(gf_diar *d, const char *path, const gf_diar_run_opts *o, gf_devs
         float *sb = seg + n * GF_DIAR_FRAMES * GF_DIAR_SPEAKERS;
         float *eb = emb + n * GF_DIAR_SPEAKERS * dim;
         if (d->weight_free)
-            rc = run_batch_weight_free(d, nb, sb, eb, &noise_db, stats, res);
+            rc = run_batch_weight_free(d, nb, n, sb, &wb, stats, res);
         else
             rc = run_batch_neural(d, nb, sb, eb,
                                   logits ? logits + n * GF_DIAR_FRAMES * GF_DIAR_CLASSES : NULL,
@@ -644,18 +835,20 @@ int gf_diar_run(gf_diar *d, const char *path, const gf_diar_run_opts *o, gf_devs
     res->n_windows = n;
     res->duration = (double)last_sample / GF_AUDIO_RATE;
 
-    if (o->save_dir) {
-        /* saved before the weight-free normalisation: what the stages produced */
-        rc = save_intermediates(o->save_dir, logits, seg, emb, n, dim);
-        if (rc)
-            goto out;
-    }
-
     uint64_t t0 = gf_now_ns();
     gf_cluster_opts copts = o->cluster;
     if (d->weight_free) {
-        gf_diar_wf_normalise(emb, n * GF_DIAR_SPEAKERS, dim);
         copts.threshold = GF_DIAR_WF_THRESHOLD;
+        rc = wf_local_speakers(&wb, seg, emb, n, copts.threshold);
+        if (rc) {
+            GF_ERROR("%s: weight-free block clustering failed (%s)", path, gf_strerror(rc));
+            goto out;
+        }
+    }
+    if (o->save_dir) {
+        rc = save_intermediates(o->save_dir, logits, seg, emb, n, dim);
+        if (rc)
+            goto out;
     }
     gf_cluster_result cres;
     rc = gf_cluster_run(seg, emb, n, GF_DIAR_FRAMES, GF_DIAR_SPEAKERS, dim, d->plda, &copts,
@@ -687,6 +880,7 @@ out:
     free(seg);
     free(emb);
     free(logits);
+    free(wb.vec);
     if (rc)
         gf_diar_result_free(res);
     return rc;

@@ -38,9 +38,12 @@
 #define GF_DIAR_CLASSES 7         /* powerset classes */
 #define GF_DIAR_FBANK_FRAMES 998  /* fbank frames per window */
 #define GF_DIAR_EMB_DIM 256       /* neural embedding size */
-#define GF_DIAR_WF_DIM 160        /* weight-free embedding: 80 means + 80 stds */
+#define GF_DIAR_WF_CEPS 20        /* weight-free: cepstra per fbank frame */
+#define GF_DIAR_WF_DIM (2 * GF_DIAR_WF_CEPS) /* weight-free embedding: means + stds */
 #define GF_DIAR_MIN_CLEAN 2       /* overlap-excluded mask used when it keeps more frames */
-#define GF_DIAR_WF_THRESHOLD 0.8  /* weight-free AHC cut (Euclidean on unit vectors) */
+#define GF_DIAR_WF_THRESHOLD 1.0  /* weight-free AHC cut (Euclidean on unit vectors: cos 0.5) */
+#define GF_DIAR_WF_BLOCK 0.5      /* weight-free: seconds per statistics block */
+#define GF_DIAR_WF_MIN_FRAMES 10  /* weight-free: speech fbank frames for a block vector */
 
 /* The two network calls, so that another device can replace them. */
 typedef struct {

@@ -49,7 +49,7 @@ grep -q '"notice":"weight-free mode: no model files in' "$T/wf/sample.json" || f
 grep -q "windows" "$T/wf.err" || fail "no progress lines"
 ls "$T/wf" | grep -q tmp && fail "temporary file left in --out"
 der "$A/sample.rttm" "$T/wf/sample.rttm" | tee "$T/der.txt"
-d=$(grep -o 'DER[^0-9]*[0-9.]*%\?' "$T/der.txt" | head -1 | grep -o '[0-9.]*' | tail -1)
+d=$(awk '/^TOTAL/ { print $NF "%" } /^DER / { print $2 }' "$T/der.txt" | head -1)
 [ -n "$d" ] || fail "no DER in: $(cat "$T/der.txt")"
 echo "ok: weight-free RTTM, notice, DER $d"
 

@@ -7,6 +7,7 @@
 #   make fuzz        libFuzzer targets with clang (build/fuzz/)
 #   make gpu-check   GPU tests (skip cleanly without a GPU)
 #   make deps        install the Debian packages the project needs (tools/setup-deps)
+#   make demo        diarize a made-up two-voice recording, print turns and DER (tools/demo)
 #
 # Sources are found by wildcard: a new module is a new .c/.h pair in its
 # directory, nothing to register here. Each directory becomes one static
@@ -59,7 +60,7 @@ TEST_HELPERS := $(wildcard tests/helpers/*.c)
 TEST_HELPER_BINS := $(patsubst tests/helpers/%.c,$(BUILD)/tests/helpers/%,$(TEST_HELPERS))
 
 .SECONDARY:
-.PHONY: all build check unit sanitize fuzz deps clean gpu-check gpu-proof bench
+.PHONY: all build check unit sanitize fuzz deps clean gpu-check gpu-proof bench demo
 all: $(BINS) $(UNIT_BINS) $(TEST_HELPER_BINS) $(GPU_TEST_BINS) $(BENCH_BINS) $(BUILD)/evidence.stamp
 
 # The evidence tables are validated after every build that changes them or
@@ -168,6 +169,10 @@ gpu-proof: all
 	@if $(BUILD)/tests/proof/gpu_proof --probe; then \
 	  $(BUILD)/bin/gpuflock exec --proof -x --gpu $(GPU) -- $(BUILD)/tests/proof/gpu_proof $(BUILD)/tests/gpu; \
 	else echo "gpu-proof: no CUDA device on this machine: the GPU proof suite is skipped"; fi
+
+# The demo: two synthetic voices taking turns, diarized, turns and DER printed.
+demo: deps
+	@BUILD=$(BUILD) tools/demo
 
 unit: all
 	@BUILD=$(BUILD) tests/run-tests --unit-only

@@ -22,6 +22,7 @@ int gf_cmd_locks(int argc, char **argv);
 int gf_cmd_cluster(int argc, char **argv);
 int gf_cmd_plan(int argc, char **argv);
 int gf_cmd_qualify(int argc, char **argv);
+int gf_cmd_diarize(int argc, char **argv);
 
 const gf_cli_command gf_cli_commands[] = {
     { "exec", gf_cmd_exec, "run a command holding card locks (no broker needed)" },
@@ -41,6 +42,7 @@ const gf_cli_command gf_cli_commands[] = {
     { "qualify", gf_cmd_qualify, "measure own kernels on a CUDA card, write evidence records" },
     { "evidence", gf_cmd_evidence, "check the evidence tables (evidence check [DIR])" },
     { "cluster", gf_cmd_cluster, "cluster saved segmentation + embeddings into speaker turns (RTTM)" },
+    { "diarize", gf_cmd_diarize, "speaker turns (RTTM) for recordings (--local: in this process)" },
     { NULL, NULL, NULL },
 };
 

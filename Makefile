@@ -7,6 +7,7 @@
 #   make fuzz        libFuzzer targets with clang (build/fuzz/)
 #   make gpu-check   GPU tests (skip cleanly without a GPU)
 #   make deps        install the Debian packages the project needs (tools/setup-deps)
+#   make demo        diarize a made-up two-voice recording, print turns and DER (tools/demo)
 #
 # Sources are found by wildcard: a new module is a new .c/.h pair in its
 # directory, nothing to register here. Each directory becomes one static
@@ -43,19 +44,32 @@ LIB_DIAR   := $(BUILD)/lib/libgfdiar.a
 LIB_WORKER := $(BUILD)/lib/libgfworker.a
 LIB_BROKER := $(BUILD)/lib/libgfbroker.a
 LIB_CLI    := $(BUILD)/lib/libgfcli.a
-# Link order: users before what they use.
+# Libraries link as one group: they call each other (diar uses the card runtime of worker).
 ALL_LIBS   := $(LIB_CLI) $(LIB_BROKER) $(LIB_WORKER) $(LIB_DIAR) $(LIB_COMMON)
 
 BINS := $(BUILD)/bin/gpuflock $(BUILD)/bin/gpuflockd $(BUILD)/bin/gpuflock-worker
 
 UNIT_SRC   := $(wildcard tests/unit/test_*.c)
 UNIT_BINS  := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
+GPU_TEST_SRC  := $(wildcard tests/gpu/test_gpu_*.c)
+GPU_TEST_BINS := $(patsubst tests/gpu/%.c,$(BUILD)/tests/gpu/%,$(GPU_TEST_SRC)) \
+                 $(BUILD)/tests/proof/gpu_proof
+BENCH_SRC  := $(wildcard bench/*/*.c)
+BENCH_BINS := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
 TEST_HELPERS := $(wildcard tests/helpers/*.c)
 TEST_HELPER_BINS := $(patsubst tests/helpers/%.c,$(BUILD)/tests/helpers/%,$(TEST_HELPERS))
 
 .SECONDARY:
-.PHONY: all build check unit sanitize fuzz deps clean gpu-check bench
-all: $(BINS) $(UNIT_BINS) $(TEST_HELPER_BINS)
+.PHONY: all build check unit sanitize fuzz deps clean gpu-check gpu-proof bench demo
+all: $(BINS) $(UNIT_BINS) $(TEST_HELPER_BINS) $(GPU_TEST_BINS) $(BENCH_BINS) $(BUILD)/evidence.stamp
+
+# The evidence tables are validated after every build that changes them or
+# the validator (docs/evidence.md); directories are listed too, so a removed
+# file also reruns the check.
+EVIDENCE_FILES := $(shell find evidence 2>/dev/null)
+$(BUILD)/evidence.stamp: $(BUILD)/bin/gpuflock $(EVIDENCE_FILES)
+	$(BUILD)/bin/gpuflock evidence check evidence/
+	@touch $@
 
 # The README's commands install what is missing first, then build in a fresh
 # make (so pkg-config sees the packages just installed).
@@ -68,7 +82,7 @@ $(BUILD)/obj/%.o: %.c
 
 $(LIB_COMMON): $(call obj,$(COMMON_SRC))
 $(LIB_DIAR):   $(call obj,$(DIAR_SRC))
-$(LIB_WORKER): $(call obj,$(WORKER_SRC))
+$(LIB_WORKER): $(call obj,$(WORKER_SRC)) $(BUILD)/obj/gen/ptx_blobs.o
 $(LIB_BROKER): $(call obj,$(BROKER_SRC))
 $(LIB_CLI):    $(call obj,$(CLI_SRC))
 $(BUILD)/lib/%.a:
@@ -84,26 +98,81 @@ $(ALL_LIBS): | $(BUILD)/obj/empty.o
 
 $(BUILD)/bin/gpuflock: $(call obj,cli/main.c) $(ALL_LIBS)
 	@mkdir -p $(dir $@)
-	$(CC) $(SAN) $(LDFLAGS) -o $@ $< $(ALL_LIBS) $(LDLIBS)
+	$(CC) $(SAN) $(LDFLAGS) -o $@ $< -Wl,--start-group $(ALL_LIBS) -Wl,--end-group $(LDLIBS)
 $(BUILD)/bin/gpuflockd: $(call obj,broker/main.c) $(ALL_LIBS)
 	@mkdir -p $(dir $@)
-	$(CC) $(SAN) $(LDFLAGS) -o $@ $< $(ALL_LIBS) $(LDLIBS)
+	$(CC) $(SAN) $(LDFLAGS) -o $@ $< -Wl,--start-group $(ALL_LIBS) -Wl,--end-group $(LDLIBS)
 $(BUILD)/bin/gpuflock-worker: $(call obj,worker/main.c) $(ALL_LIBS)
 	@mkdir -p $(dir $@)
-	$(CC) $(SAN) $(LDFLAGS) -o $@ $< $(ALL_LIBS) $(LDLIBS)
+	$(CC) $(SAN) $(LDFLAGS) -o $@ $< -Wl,--start-group $(ALL_LIBS) -Wl,--end-group $(LDLIBS)
 
 $(BUILD)/tests/%: $(call obj,tests/unit/%.c) $(ALL_LIBS)
 	@mkdir -p $(dir $@)
-	$(CC) $(SAN) $(LDFLAGS) -o $@ $< $(ALL_LIBS) $(LDLIBS) -lcmocka
+	$(CC) $(SAN) $(LDFLAGS) -o $@ $< -Wl,--start-group $(ALL_LIBS) -Wl,--end-group $(LDLIBS) -lcmocka
+$(BUILD)/tests/proof/%: $(call obj,tests/proof/%.c) $(ALL_LIBS)
+	@mkdir -p $(dir $@)
+	$(CC) $(SAN) $(LDFLAGS) -o $@ $< -Wl,--start-group $(ALL_LIBS) -Wl,--end-group $(LDLIBS)
+$(BUILD)/tests/gpu/%: $(call obj,tests/gpu/%.c) $(ALL_LIBS)
+	@mkdir -p $(dir $@)
+	$(CC) $(SAN) $(LDFLAGS) -o $@ $< -Wl,--start-group $(ALL_LIBS) -Wl,--end-group $(LDLIBS) -lcmocka
+$(BUILD)/bench/%: $(call obj,bench/%.c) $(ALL_LIBS)
+	@mkdir -p $(dir $@)
+	$(CC) $(SAN) $(LDFLAGS) -o $@ $< -Wl,--start-group $(ALL_LIBS) -Wl,--end-group $(LDLIBS)
 $(BUILD)/tests/helpers/%: $(call obj,tests/helpers/%.c) $(ALL_LIBS)
 	@mkdir -p $(dir $@)
-	$(CC) $(SAN) $(LDFLAGS) -o $@ $< $(ALL_LIBS) $(LDLIBS)
+	$(CC) $(SAN) $(LDFLAGS) -o $@ $< -Wl,--start-group $(ALL_LIBS) -Wl,--end-group $(LDLIBS)
+
+# CUDA: each kernels/<area>.cu becomes PTX for the sm75 baseline and sm90, embedded in
+# the worker library through a generated table (worker/ptx.h). Without nvcc
+# the table is empty and the build goes on.
+CU_SRC   := $(wildcard kernels/*.cu)
+ifneq ($(NVCC),)
+PTX_TIERS := sm75 sm90
+PTX_FILES := $(foreach t,$(PTX_TIERS),$(patsubst kernels/%.cu,$(BUILD)/ptx/%.$(t).ptx,$(CU_SRC)))
+NVCC_FLAGS := -std=c++17 -O3 -I.
+$(BUILD)/ptx/%.sm75.ptx: kernels/%.cu $(wildcard kernels/*.cuh)
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVCC_FLAGS) -arch=compute_75 -ptx $< -o $@
+$(BUILD)/ptx/%.sm90.ptx: kernels/%.cu $(wildcard kernels/*.cuh)
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVCC_FLAGS) -arch=compute_90 -ptx $< -o $@
+PTX_TRIPLES = $(foreach f,$(PTX_FILES),$(basename $(basename $(notdir $(f)))) $(subst .,,$(suffix $(basename $(f)))) $(f))
+else
+PTX_FILES :=
+PTX_TRIPLES :=
+endif
+
+$(BUILD)/tools/embedgen: tools/embedgen.c
+	@mkdir -p $(dir $@)
+	$(CC) -O2 -o $@ $<
+$(BUILD)/gen/ptx_blobs.c: $(BUILD)/tools/embedgen $(PTX_FILES)
+	@mkdir -p $(dir $@)
+	$(BUILD)/tools/embedgen $@ $(PTX_TRIPLES)
+$(BUILD)/obj/gen/ptx_blobs.o: $(BUILD)/gen/ptx_blobs.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -c $< -o $@
 
 # Every test: unit binaries, then integration scripts; the runner prints
 # "N passed, N failed, N skipped" last.
 check: deps
 	$(MAKE) all
 	@BUILD=$(BUILD) tests/run-tests
+
+# GPU tests: each skips cleanly without a CUDA device.
+gpu-check: all
+	@BUILD=$(BUILD) tests/run-tests --gpu-only
+
+# The GPU proof suite, under the card's lock and the bench lock (--proof):
+# GPU=N picks the card (default 0). Skips with a message without a GPU.
+GPU ?= 0
+gpu-proof: all
+	@if $(BUILD)/tests/proof/gpu_proof --probe; then \
+	  $(BUILD)/bin/gpuflock exec --proof -x --gpu $(GPU) -- $(BUILD)/tests/proof/gpu_proof $(BUILD)/tests/gpu; \
+	else echo "gpu-proof: no CUDA device on this machine: the GPU proof suite is skipped"; fi
+
+# The demo: two synthetic voices taking turns, diarized, turns and DER printed.
+demo: deps
+	@BUILD=$(BUILD) tools/demo
 
 unit: all
 	@BUILD=$(BUILD) tests/run-tests --unit-only

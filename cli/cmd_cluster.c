@@ -1,0 +1,305 @@
+/* cmd_cluster.c — `gpuflock cluster`: run the community-1 clustering again
+ * from saved intermediates (binarized segmentation and embeddings as .npy),
+ * as pyannote users do when they tune clustering without recomputing the
+ * networks; RTTM (or JSON) out. The recipe itself is worker/diar/cluster.c. */
+#include "common/config.h"
+#include "common/error.h"
+#include "common/log.h"
+#include "common/util.h"
+#include "worker/diar/cluster.h"
+#include "worker/diar/npy.h"
+#include "worker/diar/plda.h"
+#include "worker/diar/rttm.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int gf_cmd_cluster(int argc, char **argv);
+
+/* sysexits.h EX_CANTCREAT: the output file cannot be written */
+enum { EXIT_CANTCREAT = 73 };
+
+/* frames per 10 s window of segmentation-3.0 at 16 kHz; the frame grid
+ * (duration 0.0619375 s, step 0.016875 s) belongs to that count */
+#define SEG_FRAMES 589
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: gpuflock cluster --segmentations SEG.npy --embeddings EMB.npy [--plda DIR]\n"
+            "                        [--step SEC] [--num-speakers N | --min-speakers A\n"
+            "                        --max-speakers B] [--min-duration-off SEC] [-o OUT]\n"
+            "                        [--uri NAME] [--json] [--timings] [--config FILE]\n"
+            "\n"
+            "Cluster saved intermediates with the community-1 recipe (powerset-decoded\n"
+            "segmentation, AHC 0.6, PLDA + VBx Fa 0.07 Fb 0.8) and write speaker turns.\n"
+            "  --segmentations  windows x 589 x speakers binarized activity (0/1)\n"
+            "  --embeddings     windows x speakers x 256 embeddings (NaN: inactive speaker)\n"
+            "  --plda DIR       xvec_transform.npz and plda.npz (default: models_dir/plda\n"
+            "                   of the configuration)\n"
+            "  --step SEC       window step in seconds (default 1.0; windows are 10 s)\n"
+            "  --num-speakers N, --min-speakers A, --max-speakers B: as pyannote's\n"
+            "  --min-duration-off SEC  merge a speaker's turns closer than SEC (default 0)\n"
+            "  -o OUT           output file (default: standard output)\n"
+            "  --uri NAME       recording name in the RTTM (default: SEG's base name)\n"
+            "  --json           JSON turns instead of RTTM\n"
+            "  --timings        print per-stage seconds and sizes on stderr (one JSON line)\n"
+            "Exit status: 0 ok, 64 usage, 65 bad input data or PLDA, 66 input missing,\n"
+            "73 output not writable, 78 configuration error.\n");
+}
+
+static int parse_int(const char *opt, const char *s, int *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || *end || end == s || v < 1 || v > 1000000) {
+        fprintf(stderr, "gpuflock cluster: %s '%s': expected a positive integer\n", opt, s);
+        return -1;
+    }
+    *out = (int)v;
+    return 0;
+}
+
+static int parse_sec(const char *opt, const char *s, double lo, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || *end || end == s || !isfinite(v) || v < lo) {
+        fprintf(stderr, "gpuflock cluster: %s '%s': expected a number of seconds%s\n", opt, s,
+                lo > 0 ? " > 0" : " >= 0");
+        return -1;
+    }
+    if (lo > 0 && v == 0.0) {
+        fprintf(stderr, "gpuflock cluster: %s must be > 0\n", opt);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+/* The default PLDA directory: <models_dir>/plda from the configuration.
+ * Returns a new string, or NULL after printing the configuration error. */
+static char *default_plda_dir(const char *config_path)
+{
+    gf_config *cfg = NULL;
+    if (gf_config_load(config_path, &cfg) != 0)
+        return NULL;
+    char *dir = gf_strfmt("%s/plda", cfg->models_dir);
+    gf_config_destroy(&cfg);
+    return dir;
+}
+
+static int exit_for(int rc)
+{
+    return rc == GF_ENOENT || rc == GF_EIO ? GF_EXIT_NOINPUT : GF_EXIT_DATAERR;
+}
+
+static char *base_name(const char *path)
+{
+    const char *b = strrchr(path, '/');
+    b = b ? b + 1 : path;
+    char *s = gf_strdup(b);
+    size_t n = strlen(s);
+    if (n > 4 && strcmp(s + n - 4, ".npy") == 0)
+        s[n - 4] = '\0';
+    return s;
+}
+
+int gf_cmd_cluster(int argc, char **argv)
+{
+    enum { O_SEG = 1000, O_EMB, O_PLDA, O_STEP, O_NUM, O_MIN, O_MAX, O_OFF, O_URI, O_JSON,
+           O_CONFIG, O_TIMINGS, O_HELP };
+    static const struct option opts[] = {
+        { "segmentations", required_argument, NULL, O_SEG },
+        { "embeddings", required_argument, NULL, O_EMB },
+        { "plda", required_argument, NULL, O_PLDA },
+        { "step", required_argument, NULL, O_STEP },
+        { "num-speakers", required_argument, NULL, O_NUM },
+        { "min-speakers", required_argument, NULL, O_MIN },
+        { "max-speakers", required_argument, NULL, O_MAX },
+        { "min-duration-off", required_argument, NULL, O_OFF },
+        { "output", required_argument, NULL, 'o' },
+        { "uri", required_argument, NULL, O_URI },
+        { "json", no_argument, NULL, O_JSON },
+        { "config", required_argument, NULL, O_CONFIG },
+        { "timings", no_argument, NULL, O_TIMINGS },
+        { "help", no_argument, NULL, O_HELP },
+        { NULL, 0, NULL, 0 },
+    };
+    const char *seg_path = NULL, *emb_path = NULL, *plda_arg = NULL, *out_path = "-";
+    const char *uri_arg = NULL, *config_path = NULL;
+    bool json = false, timings = false;
+    gf_cluster_opts o = gf_cluster_defaults();
+    optind = 1;
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, ":o:h", opts, NULL)) != -1) {
+        switch (c) {
+        case O_SEG: seg_path = optarg; break;
+        case O_EMB: emb_path = optarg; break;
+        case O_PLDA: plda_arg = optarg; break;
+        case O_STEP:
+            if (parse_sec("--step", optarg, 1e-9, &o.chunks.step))
+                return GF_EXIT_USAGE;
+            break;
+        case O_NUM:
+            if (parse_int("--num-speakers", optarg, &o.num_speakers))
+                return GF_EXIT_USAGE;
+            break;
+        case O_MIN:
+            if (parse_int("--min-speakers", optarg, &o.min_speakers))
+                return GF_EXIT_USAGE;
+            break;
+        case O_MAX:
+            if (parse_int("--max-speakers", optarg, &o.max_speakers))
+                return GF_EXIT_USAGE;
+            break;
+        case O_OFF:
+            if (parse_sec("--min-duration-off", optarg, 0.0, &o.min_duration_off))
+                return GF_EXIT_USAGE;
+            break;
+        case 'o': out_path = optarg; break;
+        case O_URI: uri_arg = optarg; break;
+        case O_JSON: json = true; break;
+        case O_TIMINGS: timings = true; break;
+        case O_CONFIG: config_path = optarg; break;
+        case 'h':
+        case O_HELP: usage(stdout); return 0;
+        case ':':
+            fprintf(stderr, "gpuflock cluster: %s needs a value\n", argv[optind - 1]);
+            usage(stderr);
+            return GF_EXIT_USAGE;
+        default:
+            fprintf(stderr, "gpuflock cluster: unknown option '%s'\n", argv[optind - 1]);
+            usage(stderr);
+            return GF_EXIT_USAGE;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "gpuflock cluster: unexpected argument '%s'\n", argv[optind]);
+        usage(stderr);
+        return GF_EXIT_USAGE;
+    }
+    if (!seg_path || !emb_path) {
+        fprintf(stderr, "gpuflock cluster: --segmentations and --embeddings are required\n");
+        usage(stderr);
+        return GF_EXIT_USAGE;
+    }
+    if (o.num_speakers && (o.min_speakers || o.max_speakers)) {
+        fprintf(stderr, "gpuflock cluster: --num-speakers excludes --min-speakers and "
+                        "--max-speakers\n");
+        return GF_EXIT_USAGE;
+    }
+    if (o.min_speakers && o.max_speakers && o.min_speakers > o.max_speakers) {
+        fprintf(stderr, "gpuflock cluster: --min-speakers %d is above --max-speakers %d\n",
+                o.min_speakers, o.max_speakers);
+        return GF_EXIT_USAGE;
+    }
+    if (uri_arg && (!*uri_arg || strpbrk(uri_arg, " \t\n"))) {
+        fprintf(stderr, "gpuflock cluster: --uri '%s': must be one word\n", uri_arg);
+        return GF_EXIT_USAGE;
+    }
+
+    int status = 0;
+    gf_npy_array *seg = NULL, *emb = NULL;
+    gf_plda *plda = NULL;
+    char *plda_dir = NULL, *uri = NULL;
+    float *segf = NULL, *embf = NULL;
+    int rc = gf_npy_load(seg_path, &seg);
+    if (rc) {
+        status = exit_for(rc);
+        goto out;
+    }
+    rc = gf_npy_load(emb_path, &emb);
+    if (rc) {
+        status = exit_for(rc);
+        goto out;
+    }
+    size_t want_seg[] = { (size_t)-1, SEG_FRAMES, (size_t)-1 };
+    if (gf_npy_check_shape(seg_path, seg, 3, want_seg) != 0 || seg->shape[0] == 0
+        || seg->shape[2] == 0) {
+        if (seg->ndim == 3 && (seg->shape[0] == 0 || seg->shape[2] == 0))
+            GF_ERROR("%s: no windows or no speakers", seg_path);
+        status = GF_EXIT_DATAERR;
+        goto out;
+    }
+    size_t C = seg->shape[0], F = seg->shape[1], S = seg->shape[2];
+    size_t want_emb[] = { C, S, (size_t)-1 };
+    if (gf_npy_check_shape(emb_path, emb, 3, want_emb) != 0) {
+        GF_ERROR("%s: must be windows x speakers x dim = (%zu, %zu, dim) to match %s", emb_path,
+                 C, S, seg_path);
+        status = GF_EXIT_DATAERR;
+        goto out;
+    }
+    if (emb->dtype != GF_NPY_F32 && emb->dtype != GF_NPY_F64) {
+        GF_ERROR("%s: embeddings must be float32 or float64, not %s", emb_path,
+                 gf_npy_dtype_name(emb->dtype));
+        status = GF_EXIT_DATAERR;
+        goto out;
+    }
+    size_t D = emb->shape[2];
+    if (plda_arg) {
+        plda_dir = gf_strdup(plda_arg);
+    } else {
+        plda_dir = default_plda_dir(config_path);
+        if (!plda_dir) {
+            status = GF_EXIT_CONFIG;
+            goto out;
+        }
+    }
+    rc = gf_plda_load(plda_dir, &plda);
+    if (rc) {
+        fprintf(stderr, "gpuflock cluster: PLDA in %s unusable\n", plda_dir);
+        status = exit_for(rc);
+        goto out;
+    }
+    segf = gf_npy_to_f32(seg);
+    embf = gf_npy_to_f32(emb);
+    if (gf_cluster_check(seg_path, segf, emb_path, embf, C, F, S, D, plda) != 0) {
+        status = GF_EXIT_DATAERR;
+        goto out;
+    }
+    gf_cluster_result res;
+    rc = gf_cluster_run(segf, embf, C, F, S, D, plda, &o, &res);
+    if (rc) {
+        status = rc == GF_EINVAL ? GF_EXIT_USAGE : GF_EXIT_DATAERR;
+        goto out;
+    }
+    if (timings)
+        fprintf(stderr,
+                "{\"windows\": %zu, \"embeddings\": %zu, \"ahc_clusters\": %zu, "
+                "\"clusters\": %zu, \"turns\": %zu, \"count_s\": %.6f, \"ahc_s\": %.6f, "
+                "\"plda_s\": %.6f, \"vbx_s\": %.6f, \"assign_s\": %.6f, "
+                "\"reconstruct_s\": %.6f}\n",
+                C, res.n_train, res.n_ahc, res.n_centroids, res.n_turns, res.t_count, res.t_ahc,
+                res.t_plda, res.t_vbx, res.t_assign, res.t_reconstruct);
+    uri = uri_arg ? gf_strdup(uri_arg) : base_name(seg_path);
+    gf_rttm *r = gf_rttm_new();
+    for (size_t i = 0; i < res.n_turns; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "SPEAKER_%02d", res.turns[i].label);
+        gf_rttm_add(r, uri, 1, res.turns[i].start, res.turns[i].end - res.turns[i].start, name);
+    }
+    gf_cluster_result_free(&res);
+    char *text = json ? gf_rttm_json(r) : gf_rttm_format(r);
+    if (gf_rttm_write_text(out_path, text) != 0)
+        status = EXIT_CANTCREAT;
+    free(text);
+    gf_rttm_destroy(&r);
+out:
+    free(uri);
+    free(segf);
+    free(embf);
+    free(plda_dir);
+    gf_plda_destroy(&plda);
+    gf_npy_destroy(&seg);
+    gf_npy_destroy(&emb);
+    return status;
+}

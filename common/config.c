@@ -1,0 +1,687 @@
+/* config.c — the configuration loader (see config.h).
+ *
+ * The YAML text is loaded as a libyaml document (a tree of nodes, each with
+ * its line), then walked against tables of the keys each section allows.
+ * Every value starts from its built-in default; a key in the file replaces
+ * it. Anything the tables do not know, any value of the wrong type and any
+ * duplicate (key, device index, lock path) stops the load with one message
+ * "FILE:LINE: key 'K': problem". Values derived from others (endpoints from
+ * run_dir, models_dir from state_dir, devices from the CUDA driver) are
+ * filled in last, so they follow what the file said. */
+#include "common/config.h"
+#include "common/card.h"
+#include "common/error.h"
+#include "common/log.h"
+#include "common/util.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <yaml.h>
+
+#define DEFAULT_LOCK_DIR "/run/lock/gpuflock"
+#define DEFAULT_SHARED_SLOTS 4
+#define MAX_DEVICES 1024
+
+/* How a value is read and where it goes. */
+typedef enum {
+    F_STR,      /* non-empty string */
+    F_OPTSTR,   /* string, or null for "not set" */
+    F_INT,      /* integer within [min, max] */
+    F_BOOL,     /* true | false */
+    F_MODE,     /* file mode, octal as chmod takes it */
+    F_LEVEL,    /* log level name */
+    F_KIND,     /* cpu | cuda */
+    F_SECTION,  /* a nested mapping or sequence with its own parser */
+} field_type;
+
+typedef struct parse_ctx parse_ctx;
+typedef int (*section_fn)(parse_ctx *ctx, yaml_node_t *node, const char *key);
+
+typedef struct {
+    const char *name;     /* key as written in YAML */
+    field_type type;      /* how to read the value */
+    size_t offset;        /* where it goes in the target struct */
+    long min, max;        /* F_INT bounds */
+    section_fn section;   /* F_SECTION parser */
+} field;
+
+struct parse_ctx {
+    const char *file;     /* name used in messages */
+    yaml_document_t *doc; /* the loaded document */
+    gf_config *cfg;       /* being filled */
+    size_t *device_line;  /* line of each parsed device, for duplicate messages */
+};
+
+/* ---- messages ---------------------------------------------------------- */
+
+static size_t line_of(const yaml_node_t *node)
+{
+    return node ? node->start_mark.line + 1 : 0;
+}
+
+static int fail(parse_ctx *ctx, const yaml_node_t *node, const char *key, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static int fail(parse_ctx *ctx, const yaml_node_t *node, const char *key, const char *fmt, ...)
+{
+    char problem[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(problem, sizeof problem, fmt, ap);
+    va_end(ap);
+    GF_ERROR("%s:%zu: key '%s': %s", ctx->file, line_of(node), key, problem);
+    return GF_ECONFIG;
+}
+
+/* ---- scalars ----------------------------------------------------------- */
+
+static const char *scalar(const yaml_node_t *node)
+{
+    return (const char *)node->data.scalar.value;
+}
+
+static bool is_plain(const yaml_node_t *node)
+{
+    return node->data.scalar.style == YAML_PLAIN_SCALAR_STYLE;
+}
+
+static bool is_null(const yaml_node_t *node)
+{
+    if (node->type != YAML_SCALAR_NODE || !is_plain(node))
+        return false;
+    const char *s = scalar(node);
+    return !*s || !strcmp(s, "~") || !strcmp(s, "null") || !strcmp(s, "Null") ||
+           !strcmp(s, "NULL");
+}
+
+static const char *type_name(const yaml_node_t *node)
+{
+    switch (node->type) {
+    case YAML_MAPPING_NODE:  return "a mapping";
+    case YAML_SEQUENCE_NODE: return "a list";
+    default:                 return is_null(node) ? "null" : "a scalar";
+    }
+}
+
+static int want_scalar(parse_ctx *ctx, yaml_node_t *node, const char *key, const char *what)
+{
+    if (node->type == YAML_SCALAR_NODE)
+        return 0;
+    return fail(ctx, node, key, "expected %s, found %s", what, type_name(node));
+}
+
+static int read_string(parse_ctx *ctx, yaml_node_t *node, const char *key, bool optional,
+                       char **dst)
+{
+    int rc = want_scalar(ctx, node, key, "a string");
+    if (rc)
+        return rc;
+    if (is_null(node)) {
+        if (!optional)
+            return fail(ctx, node, key, "expected a non-empty string, found null");
+        free(*dst);
+        *dst = NULL;
+        return 0;
+    }
+    free(*dst);
+    *dst = gf_strdup(scalar(node));
+    return 0;
+}
+
+static int read_int(parse_ctx *ctx, yaml_node_t *node, const char *key, long min, long max,
+                    int *dst)
+{
+    int rc = want_scalar(ctx, node, key, "an integer");
+    if (rc)
+        return rc;
+    const char *s = scalar(node);
+    char *end = NULL;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (!is_plain(node) || !*s || *end || errno)
+        return fail(ctx, node, key, "expected an integer, found '%s'", s);
+    if (v < min || v > max)
+        return fail(ctx, node, key, "%ld is out of range [%ld, %ld]", v, min, max);
+    *dst = (int)v;
+    return 0;
+}
+
+static int read_bool(parse_ctx *ctx, yaml_node_t *node, const char *key, bool *dst)
+{
+    int rc = want_scalar(ctx, node, key, "true or false");
+    if (rc)
+        return rc;
+    const char *s = scalar(node);
+    if (is_plain(node) && (!strcmp(s, "true") || !strcmp(s, "True") || !strcmp(s, "TRUE"))) {
+        *dst = true;
+        return 0;
+    }
+    if (is_plain(node) && (!strcmp(s, "false") || !strcmp(s, "False") || !strcmp(s, "FALSE"))) {
+        *dst = false;
+        return 0;
+    }
+    return fail(ctx, node, key, "expected true or false, found '%s'", s);
+}
+
+/* Modes are octal whether written 0660, 660, "0660" or 0o660, as chmod reads them. */
+static int read_mode(parse_ctx *ctx, yaml_node_t *node, const char *key, mode_t *dst)
+{
+    int rc = want_scalar(ctx, node, key, "an octal file mode");
+    if (rc)
+        return rc;
+    const char *s = scalar(node);
+    const char *digits = strncmp(s, "0o", 2) == 0 ? s + 2 : s;
+    char *end = NULL;
+    errno = 0;
+    unsigned long v = strtoul(digits, &end, 8);
+    if (!*digits || *end || errno || digits[0] == '-' || digits[0] == '+')
+        return fail(ctx, node, key, "expected an octal file mode such as 0660, found '%s'", s);
+    if (v > 07777)
+        return fail(ctx, node, key, "mode %s is larger than 07777", s);
+    *dst = (mode_t)v;
+    return 0;
+}
+
+static int read_level(parse_ctx *ctx, yaml_node_t *node, const char *key, char **dst)
+{
+    int rc = want_scalar(ctx, node, key, "a log level");
+    if (rc)
+        return rc;
+    gf_log_level lv;
+    if (gf_log_level_parse(scalar(node), &lv) != 0)
+        return fail(ctx, node, key, "expected debug, info, warn, error or off, found '%s'",
+                    scalar(node));
+    free(*dst);
+    *dst = gf_strdup(scalar(node));
+    return 0;
+}
+
+static int read_kind(parse_ctx *ctx, yaml_node_t *node, const char *key, gf_device_kind *dst)
+{
+    int rc = want_scalar(ctx, node, key, "cpu or cuda");
+    if (rc)
+        return rc;
+    if (!strcmp(scalar(node), "cpu"))
+        *dst = GF_DEVICE_CPU;
+    else if (!strcmp(scalar(node), "cuda"))
+        *dst = GF_DEVICE_CUDA;
+    else
+        return fail(ctx, node, key, "expected cpu or cuda, found '%s'", scalar(node));
+    return 0;
+}
+
+static int read_field(parse_ctx *ctx, const field *f, yaml_node_t *node, const char *key,
+                      void *base)
+{
+    void *dst = (char *)base + f->offset;
+    switch (f->type) {
+    case F_STR:     return read_string(ctx, node, key, false, dst);
+    case F_OPTSTR:  return read_string(ctx, node, key, true, dst);
+    case F_INT:     return read_int(ctx, node, key, f->min, f->max, dst);
+    case F_BOOL:    return read_bool(ctx, node, key, dst);
+    case F_MODE:    return read_mode(ctx, node, key, dst);
+    case F_LEVEL:   return read_level(ctx, node, key, dst);
+    case F_KIND:    return read_kind(ctx, node, key, dst);
+    case F_SECTION: return f->section(ctx, node, key);
+    }
+    return GF_EINVAL;
+}
+
+/* ---- mappings ---------------------------------------------------------- */
+
+static int check_duplicate_key(parse_ctx *ctx, yaml_node_t *map, yaml_node_pair_t *pair,
+                               const char *key)
+{
+    const char *name = scalar(yaml_document_get_node(ctx->doc, pair->key));
+    for (yaml_node_pair_t *p = map->data.mapping.pairs.start; p < pair; p++) {
+        yaml_node_t *k = yaml_document_get_node(ctx->doc, p->key);
+        if (k->type == YAML_SCALAR_NODE && !strcmp(scalar(k), name))
+            return fail(ctx, yaml_document_get_node(ctx->doc, pair->key), key,
+                        "duplicate key (first at line %zu)", line_of(k));
+    }
+    return 0;
+}
+
+/* Walk a mapping: each key must be in 'fields' (NULL-terminated), once. */
+static int read_mapping(parse_ctx *ctx, yaml_node_t *map, const char *prefix,
+                        const field *fields, void *base)
+{
+    if (map->type != YAML_MAPPING_NODE)
+        return fail(ctx, map, *prefix ? prefix : "(top level)", "expected a mapping, found %s",
+                    type_name(map));
+    for (yaml_node_pair_t *p = map->data.mapping.pairs.start; p < map->data.mapping.pairs.top;
+         p++) {
+        yaml_node_t *k = yaml_document_get_node(ctx->doc, p->key);
+        yaml_node_t *v = yaml_document_get_node(ctx->doc, p->value);
+        if (k->type != YAML_SCALAR_NODE)
+            return fail(ctx, k, prefix, "a key must be a plain name, found %s", type_name(k));
+        char key[160];
+        snprintf(key, sizeof key, "%s%s%s", prefix, *prefix ? "." : "", scalar(k));
+        int rc = check_duplicate_key(ctx, map, p, key);
+        if (rc)
+            return rc;
+        const field *f = fields;
+        while (f->name && strcmp(f->name, scalar(k)) != 0)
+            f++;
+        if (!f->name)
+            return fail(ctx, k, key, "unknown key");
+        if ((rc = read_field(ctx, f, v, key, base)) != 0)
+            return rc;
+    }
+    return 0;
+}
+
+/* ---- sections ---------------------------------------------------------- */
+
+static bool valid_env_name(const char *s)
+{
+    if (!(*s == '_' || (*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z')))
+        return false;
+    for (; *s; s++)
+        if (!(*s == '_' || (*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') ||
+              (*s >= '0' && *s <= '9')))
+            return false;
+    return true;
+}
+
+static void free_strings(char ***list, size_t *n)
+{
+    for (size_t i = 0; i < *n; i++)
+        free((*list)[i]);
+    free(*list);
+    *list = NULL;
+    *n = 0;
+}
+
+static int parse_scrub_env(parse_ctx *ctx, yaml_node_t *node, const char *key)
+{
+    if (node->type != YAML_SEQUENCE_NODE)
+        return fail(ctx, node, key, "expected a list of variable names, found %s",
+                    type_name(node));
+    gf_config *cfg = ctx->cfg;
+    free_strings(&cfg->scrub_env, &cfg->n_scrub_env);
+    size_t n = (size_t)(node->data.sequence.items.top - node->data.sequence.items.start);
+    cfg->scrub_env = gf_calloc(n, sizeof *cfg->scrub_env);
+    for (size_t i = 0; i < n; i++) {
+        yaml_node_t *item = yaml_document_get_node(ctx->doc, node->data.sequence.items.start[i]);
+        char ikey[160];
+        snprintf(ikey, sizeof ikey, "%s[%zu]", key, i);
+        if (item->type != YAML_SCALAR_NODE || !valid_env_name(scalar(item)))
+            return fail(ctx, item, ikey, "expected an environment variable name, found %s",
+                        item->type == YAML_SCALAR_NODE ? scalar(item) : type_name(item));
+        cfg->scrub_env[cfg->n_scrub_env++] = gf_strdup(scalar(item));
+    }
+    return 0;
+}
+
+static const field proof_fields[] = {
+    { "scrub_env", F_SECTION, 0, 0, 0, parse_scrub_env },
+    { NULL, 0, 0, 0, 0, NULL },
+};
+
+static int parse_proof(parse_ctx *ctx, yaml_node_t *node, const char *key)
+{
+    return read_mapping(ctx, node, key, proof_fields, ctx->cfg);
+}
+
+#define DEV(f) offsetof(gf_device_conf, f)
+static const field device_fields[] = {
+    { "index",        F_INT,  DEV(index), 0, MAX_DEVICES - 1, NULL },
+    { "kind",         F_KIND, DEV(kind), 0, 0, NULL },
+    { "lock",         F_STR,  DEV(lock), 0, 0, NULL },
+    { "shared_slots", F_INT,  DEV(shared_slots), 1, 1024, NULL },
+    { NULL, 0, 0, 0, 0, NULL },
+};
+#undef DEV
+
+/* The index or lock of device i already used by an earlier one: an error. */
+static int check_device_unique(parse_ctx *ctx, yaml_node_t *item, size_t i, const char *key)
+{
+    const gf_device_conf *d = &ctx->cfg->devices[i];
+    for (size_t j = 0; j < i; j++) {
+        const gf_device_conf *e = &ctx->cfg->devices[j];
+        char dkey[160];
+        if (e->index == d->index) {
+            snprintf(dkey, sizeof dkey, "%s[%zu].index", key, i);
+            return fail(ctx, item, dkey, "duplicate device index %d (also at line %zu)",
+                        d->index, ctx->device_line[j]);
+        }
+        if (!strcmp(e->lock, d->lock)) {
+            snprintf(dkey, sizeof dkey, "%s[%zu].lock", key, i);
+            return fail(ctx, item, dkey, "duplicate lock file %s (also at line %zu)", d->lock,
+                        ctx->device_line[j]);
+        }
+    }
+    return 0;
+}
+
+static int parse_device(parse_ctx *ctx, yaml_node_t *item, size_t i, const char *key)
+{
+    gf_device_conf *d = &ctx->cfg->devices[i];
+    d->index = -1;
+    d->kind = GF_DEVICE_CUDA;
+    d->shared_slots = DEFAULT_SHARED_SLOTS;
+    char ikey[160];
+    snprintf(ikey, sizeof ikey, "%s[%zu]", key, i);
+    int rc = read_mapping(ctx, item, ikey, device_fields, d);
+    if (rc)
+        return rc;
+    if (d->index < 0) {
+        char dkey[sizeof ikey + 8];
+        snprintf(dkey, sizeof dkey, "%s.index", ikey);
+        return fail(ctx, item, dkey, "required key missing");
+    }
+    if (!d->lock)
+        d->lock = gf_strfmt(DEFAULT_LOCK_DIR "/gpu%d.lock", d->index);
+    ctx->device_line[i] = line_of(item);
+    return check_device_unique(ctx, item, i, key);
+}
+
+static void free_devices(gf_config *cfg)
+{
+    for (size_t i = 0; i < cfg->n_devices; i++)
+        free(cfg->devices[i].lock);
+    free(cfg->devices);
+    cfg->devices = NULL;
+    cfg->n_devices = 0;
+}
+
+static int parse_devices(parse_ctx *ctx, yaml_node_t *node, const char *key)
+{
+    if (node->type != YAML_SEQUENCE_NODE)
+        return fail(ctx, node, key, "expected a list of devices, found %s", type_name(node));
+    gf_config *cfg = ctx->cfg;
+    size_t n = (size_t)(node->data.sequence.items.top - node->data.sequence.items.start);
+    if (n > MAX_DEVICES)
+        return fail(ctx, node, key, "%zu devices, more than %d", n, MAX_DEVICES);
+    free_devices(cfg);
+    cfg->devices = gf_calloc(n, sizeof *cfg->devices);
+    free(ctx->device_line);
+    ctx->device_line = gf_calloc(n, sizeof *ctx->device_line);
+    cfg->devices_declared = true;
+    for (size_t i = 0; i < n; i++) {
+        yaml_node_t *item = yaml_document_get_node(ctx->doc, node->data.sequence.items.start[i]);
+        cfg->n_devices = i + 1;
+        int rc = parse_device(ctx, item, i, key);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+#define CFG(f) offsetof(gf_config, f)
+static const field broker_fields[] = {
+    { "client_endpoint",       F_OPTSTR, CFG(client_endpoint), 0, 0, NULL },
+    { "worker_endpoint",       F_OPTSTR, CFG(worker_endpoint), 0, 0, NULL },
+    { "socket_owner",          F_OPTSTR, CFG(socket_owner), 0, 0, NULL },
+    { "socket_group",          F_OPTSTR, CFG(socket_group), 0, 0, NULL },
+    { "socket_mode",           F_MODE,   CFG(socket_mode), 0, 0, NULL },
+    { "curve_public_key",      F_OPTSTR, CFG(curve_public_key), 0, 0, NULL },
+    { "curve_secret_key",      F_OPTSTR, CFG(curve_secret_key), 0, 0, NULL },
+    { "heartbeat_interval_ms", F_INT,    CFG(heartbeat_interval_ms), 10, 3600000, NULL },
+    { "heartbeat_liveness",    F_INT,    CFG(heartbeat_liveness), 1, 1000, NULL },
+    { "max_attempts",          F_INT,    CFG(max_attempts), 1, 1000, NULL },
+    { "shutdown_deadline_s",   F_INT,    CFG(shutdown_deadline_s), 0, 86400, NULL },
+    { "kill_grace_s",          F_INT,    CFG(kill_grace_s), 0, 86400, NULL },
+    { "worker_program",        F_OPTSTR, CFG(worker_program), 0, 0, NULL },
+    { "spawn_workers",         F_BOOL,   CFG(spawn_workers), 0, 0, NULL },
+    { NULL, 0, 0, 0, 0, NULL },
+};
+
+static const field worker_fields[] = {
+    { "batch_size",  F_INT, CFG(batch_size), 1, 65536, NULL },
+    { "cpu_threads", F_INT, CFG(cpu_threads), 0, 4096, NULL },
+    { NULL, 0, 0, 0, 0, NULL },
+};
+
+static int parse_broker(parse_ctx *ctx, yaml_node_t *node, const char *key)
+{
+    return read_mapping(ctx, node, key, broker_fields, ctx->cfg);
+}
+
+static int parse_worker(parse_ctx *ctx, yaml_node_t *node, const char *key)
+{
+    return read_mapping(ctx, node, key, worker_fields, ctx->cfg);
+}
+
+static const field top_fields[] = {
+    { "run_dir",    F_STR,     CFG(run_dir), 0, 0, NULL },
+    { "state_dir",  F_STR,     CFG(state_dir), 0, 0, NULL },
+    { "bench_lock", F_STR,     CFG(bench_lock), 0, 0, NULL },
+    { "models_dir", F_OPTSTR,  CFG(models_dir), 0, 0, NULL },
+    { "log_level",  F_LEVEL,   CFG(log_level), 0, 0, NULL },
+    { "proof",      F_SECTION, 0, 0, 0, parse_proof },
+    { "devices",    F_SECTION, 0, 0, 0, parse_devices },
+    { "broker",     F_SECTION, 0, 0, 0, parse_broker },
+    { "worker",     F_SECTION, 0, 0, 0, parse_worker },
+    { NULL, 0, 0, 0, 0, NULL },
+};
+#undef CFG
+
+/* ---- defaults and derived values --------------------------------------- */
+
+static gf_config *base_defaults(void)
+{
+    static const char *scrub[] = { "GPUFLOCK_FORCE_LIBRARY", "CUDA_LAUNCH_BLOCKING" };
+    gf_config *c = gf_calloc(1, sizeof *c);
+    c->run_dir = gf_strdup("/run/gpuflock");
+    c->state_dir = gf_strdup("/var/lib/gpuflock");
+    c->bench_lock = gf_strdup(DEFAULT_LOCK_DIR "/bench.lock");
+    c->log_level = gf_strdup("info");
+    c->n_scrub_env = GF_ARRAY_LEN(scrub);
+    c->scrub_env = gf_calloc(c->n_scrub_env, sizeof *c->scrub_env);
+    for (size_t i = 0; i < c->n_scrub_env; i++)
+        c->scrub_env[i] = gf_strdup(scrub[i]);
+    c->socket_mode = 0666;
+    c->heartbeat_interval_ms = 1000;
+    c->heartbeat_liveness = 3;
+    c->max_attempts = 3;
+    c->shutdown_deadline_s = 30;
+    c->kill_grace_s = 10;
+    c->spawn_workers = true;
+    c->batch_size = 32;
+    c->cpu_threads = 0;
+    return c;
+}
+
+/* No devices declared: one per CUDA card the driver sees. */
+static void discover_devices(gf_config *c)
+{
+    int n = 0;
+    gf_card_cuda_count(&n);
+    if (n > MAX_DEVICES)
+        n = MAX_DEVICES;
+    c->devices = gf_calloc((size_t)n, sizeof *c->devices);
+    c->n_devices = (size_t)n;
+    for (int i = 0; i < n; i++) {
+        c->devices[i].index = i;
+        c->devices[i].kind = GF_DEVICE_CUDA;
+        c->devices[i].lock = gf_strfmt(DEFAULT_LOCK_DIR "/gpu%d.lock", i);
+        c->devices[i].shared_slots = DEFAULT_SHARED_SLOTS;
+    }
+}
+
+static int by_index(const void *a, const void *b)
+{
+    const gf_device_conf *x = a, *y = b;
+    return (x->index > y->index) - (x->index < y->index);
+}
+
+static void finish(gf_config *c)
+{
+    if (!c->client_endpoint)
+        c->client_endpoint = gf_strfmt("ipc://%s/client.sock", c->run_dir);
+    if (!c->worker_endpoint)
+        c->worker_endpoint = gf_strfmt("ipc://%s/worker.sock", c->run_dir);
+    if (!c->models_dir)
+        c->models_dir = gf_strfmt("%s/models", c->state_dir);
+    if (!c->devices_declared)
+        discover_devices(c);
+    if (c->n_devices > 1)
+        qsort(c->devices, c->n_devices, sizeof *c->devices, by_index);
+}
+
+gf_config *gf_config_defaults(void)
+{
+    gf_config *c = base_defaults();
+    finish(c);
+    return c;
+}
+
+/* ---- parsing ------------------------------------------------------------ */
+
+static int load_document(const char *name, const char *text, size_t len, yaml_document_t *doc)
+{
+    yaml_parser_t parser;
+    if (!yaml_parser_initialize(&parser)) {
+        GF_ERROR("%s: cannot start the YAML parser", name);
+        return GF_ECONFIG;
+    }
+    yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
+    int rc = 0;
+    if (!yaml_parser_load(&parser, doc)) {
+        GF_ERROR("%s:%zu: YAML syntax: %s%s%s", name, parser.problem_mark.line + 1,
+                 parser.problem ? parser.problem : "malformed",
+                 parser.context ? " " : "", parser.context ? parser.context : "");
+        rc = GF_ECONFIG;
+    } else {
+        yaml_document_t extra;
+        if (!yaml_parser_load(&parser, &extra)) {
+            GF_ERROR("%s:%zu: YAML syntax: %s", name, parser.problem_mark.line + 1,
+                     parser.problem ? parser.problem : "malformed");
+            rc = GF_ECONFIG;
+        } else {
+            yaml_node_t *root = yaml_document_get_root_node(&extra);
+            if (root) {
+                GF_ERROR("%s:%zu: more than one YAML document", name, line_of(root));
+                rc = GF_ECONFIG;
+            }
+            yaml_document_delete(&extra);
+        }
+        if (rc)
+            yaml_document_delete(doc);
+    }
+    yaml_parser_delete(&parser);
+    return rc;
+}
+
+int gf_config_parse(const char *name, const char *text, size_t len, gf_config **out)
+{
+    *out = NULL;
+    yaml_document_t doc;
+    int rc = load_document(name, text, len, &doc);
+    if (rc)
+        return rc;
+    gf_config *cfg = base_defaults();
+    cfg->path = gf_strdup(name);
+    parse_ctx ctx = { .file = name, .doc = &doc, .cfg = cfg, .device_line = NULL };
+    yaml_node_t *root = yaml_document_get_root_node(&doc);
+    if (root && !is_null(root))
+        rc = read_mapping(&ctx, root, "", top_fields, cfg);
+    free(ctx.device_line);
+    yaml_document_delete(&doc);
+    if (rc) {
+        gf_config_destroy(&cfg);
+        return rc;
+    }
+    finish(cfg);
+    *out = cfg;
+    return 0;
+}
+
+/* ---- files -------------------------------------------------------------- */
+
+static int read_stream(FILE *f, char **text, size_t *len)
+{
+    size_t cap = 4096, n = 0;
+    char *buf = gf_malloc(cap);
+    size_t got;
+    while ((got = fread(buf + n, 1, cap - n, f)) > 0) {
+        n += got;
+        if (n == cap)
+            buf = gf_realloc(buf, cap *= 2);
+    }
+    if (ferror(f)) {
+        free(buf);
+        return -1;
+    }
+    *text = buf;
+    *len = n;
+    return 0;
+}
+
+/* Read and parse one file; missing_ok: a missing file gives the defaults. */
+static int load_file(const char *path, bool missing_ok, gf_config **out)
+{
+    bool is_stdin = !strcmp(path, "-");
+    FILE *f = is_stdin ? stdin : fopen(path, "r");
+    if (!f) {
+        if (missing_ok && errno == ENOENT) {
+            *out = gf_config_defaults();
+            return 0;
+        }
+        GF_ERROR("%s: cannot open the configuration: %s", path, strerror(errno));
+        return GF_ECONFIG;
+    }
+    char *text = NULL;
+    size_t len = 0;
+    int err = read_stream(f, &text, &len);
+    int saved = errno;
+    if (!is_stdin)
+        fclose(f);
+    if (err) {
+        GF_ERROR("%s: cannot read the configuration: %s", path, strerror(saved));
+        return GF_ECONFIG;
+    }
+    int rc = gf_config_parse(is_stdin ? "<stdin>" : path, text, len, out);
+    free(text);
+    return rc;
+}
+
+int gf_config_load(const char *explicit_path, gf_config **out)
+{
+    *out = NULL;
+    if (explicit_path && *explicit_path)
+        return load_file(explicit_path, false, out);
+    const char *env = getenv("GPUFLOCK_CONFIG");
+    if (env && *env)
+        return load_file(env, false, out);
+    return load_file(GF_CONFIG_DEFAULT_PATH, true, out);
+}
+
+const gf_device_conf *gf_config_device(const gf_config *cfg, int index)
+{
+    for (size_t i = 0; i < cfg->n_devices; i++)
+        if (cfg->devices[i].index == index)
+            return &cfg->devices[i];
+    return NULL;
+}
+
+void gf_config_destroy(gf_config **self_p)
+{
+    if (!self_p || !*self_p)
+        return;
+    gf_config *c = *self_p;
+    free(c->path);
+    free(c->run_dir);
+    free(c->state_dir);
+    free(c->bench_lock);
+    free(c->models_dir);
+    free(c->log_level);
+    free_strings(&c->scrub_env, &c->n_scrub_env);
+    free_devices(c);
+    free(c->client_endpoint);
+    free(c->worker_endpoint);
+    free(c->socket_owner);
+    free(c->socket_group);
+    free(c->curve_public_key);
+    free(c->curve_secret_key);
+    free(c->worker_program);
+    free(c);
+    *self_p = NULL;
+}

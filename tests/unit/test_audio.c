@@ -1,0 +1,434 @@
+/* test_audio.c — decoding every supported format to 16 kHz mono.
+ *
+ * Each case writes a file with libsndfile itself from a known signal (a chirp
+ * on the first channel, sines on the others), at its own rate, channel count
+ * and encoding, into a temporary directory, and checks what the reader gives
+ * against the signal computed directly at 16 kHz: sample by sample for
+ * lossless encodings, by correlation for lossy ones. */
+#include "common/error.h"
+#include "common/log.h"
+#include "common/util.h"
+#include "worker/diar/audio.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <math.h>
+#include <sndfile.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define DURATION 1.5 /* seconds of test signal */
+
+static char tmpdir[64];
+
+/* Channel c of the test signal at time t: a 150 -> 3000 Hz linear chirp on
+ * channel 0, a sine of 300 + 217 c Hz on the others, all under 3.5 kHz so
+ * every rate down to 8 kHz carries them. A short fade at both ends keeps the
+ * resampler's edge effects out of the comparison. */
+static double signal_at(int c, double t)
+{
+    double fade = 1.0;
+    if (t < 0.02)
+        fade = t / 0.02;
+    else if (t > DURATION - 0.02)
+        fade = (DURATION - t) / 0.02;
+    if (fade < 0)
+        fade = 0;
+    if (c == 0) {
+        double f0 = 150, f1 = 3000;
+        double ph = 2 * M_PI * (f0 * t + 0.5 * (f1 - f0) / DURATION * t * t);
+        return 0.5 * fade * sin(ph);
+    }
+    return 0.4 * fade * sin(2 * M_PI * (300 + 217 * c) * t + c);
+}
+
+static double mono_at(int channels, double t)
+{
+    double s = 0;
+    for (int c = 0; c < channels; c++)
+        s += signal_at(c, t);
+    return s / channels;
+}
+
+/* Write the test signal; returns the file's path (caller frees). */
+static char *make_file(const char *name, int format, int rate, int channels)
+{
+    char *path = gf_strfmt("%s/%s", tmpdir, name);
+    SF_INFO si = { .samplerate = rate, .channels = channels, .format = format };
+    assert_true(sf_format_check(&si));
+    SNDFILE *sf = sf_open(path, SFM_WRITE, &si);
+    if (!sf)
+        fail_msg("cannot write %s: %s", path, sf_strerror(NULL));
+    size_t frames = (size_t)(DURATION * rate);
+    double *buf = gf_malloc(frames * (size_t)channels * sizeof(double));
+    for (size_t i = 0; i < frames; i++)
+        for (int c = 0; c < channels; c++)
+            buf[i * (size_t)channels + (size_t)c] = signal_at(c, (double)i / rate);
+    assert_int_equal(sf_writef_double(sf, buf, (sf_count_t)frames), (sf_count_t)frames);
+    sf_close(sf);
+    free(buf);
+    return path;
+}
+
+/* Largest |decoded - expected| away from the first and last 30 ms. */
+static double max_error(const float *x, size_t n, int channels)
+{
+    size_t skip = GF_AUDIO_RATE * 3 / 100;
+    double worst = 0;
+    for (size_t i = skip; i + skip < n; i++) {
+        double e = fabs(x[i] - mono_at(channels, (double)i / GF_AUDIO_RATE));
+        if (e > worst)
+            worst = e;
+    }
+    return worst;
+}
+
+/* Best normalised correlation with the expected signal over lags up to
+ * +-max_lag samples (lossy codecs may add a delay). */
+static double best_correlation(const float *x, size_t n, int channels, int max_lag)
+{
+    size_t ne = (size_t)(DURATION * GF_AUDIO_RATE);
+    double *e = gf_malloc(ne * sizeof(double));
+    for (size_t i = 0; i < ne; i++)
+        e[i] = mono_at(channels, (double)i / GF_AUDIO_RATE);
+    double best = -1;
+    for (int lag = -max_lag; lag <= max_lag; lag++) {
+        double sxy = 0, sxx = 0, syy = 0;
+        for (size_t i = 0; i < ne; i++) {
+            long j = (long)i + lag;
+            if (j < 0 || (size_t)j >= n)
+                continue;
+            sxy += e[i] * x[j];
+            sxx += e[i] * e[i];
+            syy += (double)x[j] * x[j];
+        }
+        double r = sxy / sqrt(sxx * syy + 1e-30);
+        if (r > best)
+            best = r;
+    }
+    free(e);
+    return best;
+}
+
+typedef struct {
+    const char *name;
+    int format;
+    int rate;
+    int channels;
+    double tol;       /* largest sample error allowed; 0 = lossy, use correlation */
+} format_case;
+
+static const format_case cases[] = {
+    { "u8.wav",      SF_FORMAT_WAV | SF_FORMAT_PCM_U8,  22050, 1, 1.2e-2 },
+    { "s16.wav",     SF_FORMAT_WAV | SF_FORMAT_PCM_16,  44100, 2, 1e-4 },
+    { "s24.wav",     SF_FORMAT_WAV | SF_FORMAT_PCM_24,  48000, 1, 1e-5 },
+    { "s32.wav",     SF_FORMAT_WAV | SF_FORMAT_PCM_32,   8000, 2, 1e-5 },
+    { "f32.wav",     SF_FORMAT_WAV | SF_FORMAT_FLOAT,   16000, 1, 1e-6 },
+    { "f64.wav",     SF_FORMAT_WAV | SF_FORMAT_DOUBLE,  32000, 2, 1e-5 },
+    { "ext6.wav",    SF_FORMAT_WAVEX | SF_FORMAT_PCM_16, 48000, 6, 1e-4 },
+    { "ext_f32.wav", SF_FORMAT_WAVEX | SF_FORMAT_FLOAT, 11025, 3, 1e-5 },
+    { "s16.flac",    SF_FORMAT_FLAC | SF_FORMAT_PCM_16, 44100, 2, 1e-4 },
+    { "s24.flac",    SF_FORMAT_FLAC | SF_FORMAT_PCM_24, 16000, 1, 1e-5 },
+    { "s8.flac",     SF_FORMAT_FLAC | SF_FORMAT_PCM_S8, 24000, 1, 1.2e-2 },
+    { "vorbis.ogg",  SF_FORMAT_OGG | SF_FORMAT_VORBIS,  44100, 2, 0 },
+    { "vorbis.oga",  SF_FORMAT_OGG | SF_FORMAT_VORBIS,  16000, 1, 0 },
+    { "l3.mp3",      SF_FORMAT_MPEG | SF_FORMAT_MPEG_LAYER_III, 44100, 2, 0 },
+    { "l3_22k.mp3",  SF_FORMAT_MPEG | SF_FORMAT_MPEG_LAYER_III, 22050, 1, 0 },
+};
+
+static void test_formats(void **state)
+{
+    (void)state;
+    for (size_t k = 0; k < GF_ARRAY_LEN(cases); k++) {
+        const format_case *fc = &cases[k];
+        char *path = make_file(fc->name, fc->format, fc->rate, fc->channels);
+        float *x = NULL;
+        size_t n = 0;
+        int rc = gf_audio_read_all(path, &x, &n);
+        if (rc)
+            fail_msg("%s: gf_audio_read_all gave %d", fc->name, rc);
+        size_t expect = (size_t)(DURATION * GF_AUDIO_RATE);
+        if (fc->tol > 0) {
+            /* Lossless: the length is the resampled length, +-1 sample. */
+            if (n + 1 < expect || n > expect + 1)
+                fail_msg("%s: %zu samples, expected %zu", fc->name, n, expect);
+            double err = max_error(x, n, fc->channels);
+            printf("%-12s %5d Hz x%d: %zu samples, max error %.2e (tol %.1e)\n", fc->name,
+                   fc->rate, fc->channels, n, err, fc->tol);
+            if (err > fc->tol)
+                fail_msg("%s: max error %g > %g", fc->name, err, fc->tol);
+        } else {
+            /* Lossy: the codec may pad; the signal must still be there. */
+            if (n < expect * 9 / 10 || n > expect + GF_AUDIO_RATE / 2)
+                fail_msg("%s: %zu samples, expected about %zu", fc->name, n, expect);
+            double r = best_correlation(x, n, fc->channels, 1600);
+            printf("%-12s %5d Hz x%d: %zu samples, correlation %.4f\n", fc->name, fc->rate,
+                   fc->channels, n, r);
+            if (r < 0.95)
+                fail_msg("%s: correlation %g < 0.95", fc->name, r);
+        }
+        const gf_audio_info *info;
+        gf_audio_reader *rd = gf_audio_reader_new(path, NULL);
+        assert_non_null(rd);
+        info = gf_audio_reader_info(rd);
+        assert_int_equal(info->rate, fc->rate);
+        assert_int_equal(info->channels, fc->channels);
+        gf_audio_reader_destroy(&rd);
+        gf_audio_reader_destroy(&rd); /* safe twice */
+        free(x);
+        unlink(path);
+        free(path);
+    }
+}
+
+/* Reading in odd-sized blocks gives exactly what reading all at once gives. */
+static void test_blocks_match_whole(void **state)
+{
+    (void)state;
+    char *path = make_file("blocks.flac", SF_FORMAT_FLAC | SF_FORMAT_PCM_16, 44100, 2);
+    float *all = NULL;
+    size_t n = 0;
+    assert_int_equal(gf_audio_read_all(path, &all, &n), 0);
+    gf_audio_reader *r = gf_audio_reader_new(path, NULL);
+    assert_non_null(r);
+    float *x = gf_malloc((n + 100) * sizeof(float));
+    size_t len = 0;
+    size_t sizes[] = { 1, 777, 5000, 3, 16000 };
+    for (size_t k = 0;; k++) {
+        ssize_t got = gf_audio_reader_read(r, x + len, sizes[k % 5]);
+        assert_true(got >= 0);
+        if (got == 0)
+            break;
+        len += (size_t)got;
+        assert_true(len <= n);
+        assert_int_equal(gf_audio_reader_tell(r), (int64_t)len);
+    }
+    assert_int_equal(len, n);
+    assert_memory_equal(x, all, n * sizeof(float));
+    assert_int_equal(gf_audio_reader_read(r, x, 10), 0); /* stays at the end */
+    gf_audio_reader_destroy(&r);
+    free(x);
+    free(all);
+    unlink(path);
+    free(path);
+}
+
+/* The shared sample: 30 s at 16 kHz is 480000 samples, passed through. */
+static void test_sample_wav(void **state)
+{
+    (void)state;
+    const char *path = "../shared/data/audio/sample.wav";
+    if (access(path, R_OK) != 0)
+        skip();
+    float *x = NULL;
+    size_t n = 0;
+    assert_int_equal(gf_audio_read_all(path, &x, &n), 0);
+    assert_int_equal(n, 480000);
+    double energy = 0;
+    for (size_t i = 0; i < n; i++) {
+        assert_true(x[i] >= -1.0f && x[i] <= 1.0f);
+        energy += (double)x[i] * x[i];
+    }
+    assert_true(energy > 1.0); /* real speech, not silence */
+    /* PCM16 passed through: every sample is a multiple of 2^-15. */
+    for (size_t i = 0; i < n; i += 997)
+        assert_true(x[i] * 32768.0f == floorf(x[i] * 32768.0f));
+    free(x);
+}
+
+/* Windows: as pyannote chunks, each equal to the matching slice of the whole
+ * signal, the last zero-padded; checked on several lengths around the
+ * boundaries with small windows so the edge cases are cheap. */
+static void test_windows(void **state)
+{
+    (void)state;
+    /* Short windows: size 1600 (0.1 s), step 400, at 16 kHz (pass-through). */
+    const size_t size = 1600, step = 400;
+    size_t lengths[] = { 1, 1599, 1600, 1601, 2000, 2001, 2399, 24000 };
+    for (size_t k = 0; k < GF_ARRAY_LEN(lengths); k++) {
+        size_t len = lengths[k];
+        char *path = gf_strfmt("%s/win%zu.wav", tmpdir, len);
+        SF_INFO si = { .samplerate = 16000, .channels = 1,
+                       .format = SF_FORMAT_WAV | SF_FORMAT_FLOAT };
+        SNDFILE *sf = sf_open(path, SFM_WRITE, &si);
+        assert_non_null(sf);
+        float *sig = gf_malloc(len * sizeof(float));
+        for (size_t i = 0; i < len; i++)
+            sig[i] = (float)(0.5 * sin(0.01 * (double)i) + 1e-4 * (double)(i % 7) + 0.001);
+        assert_int_equal(sf_writef_float(sf, sig, (sf_count_t)len), (sf_count_t)len);
+        sf_close(sf);
+
+        gf_audio_windows *w = gf_audio_windows_new(path, size, step, NULL);
+        assert_non_null(w);
+        size_t count = 0;
+        const float *win;
+        int64_t start;
+        size_t valid;
+        int rc;
+        while ((rc = gf_audio_windows_next(w, &win, &start, &valid)) == 1) {
+            assert_int_equal(start, (int64_t)(count * step));
+            size_t expect_valid = len - (size_t)start < size ? len - (size_t)start : size;
+            assert_int_equal(valid, expect_valid);
+            assert_memory_equal(win, sig + start, valid * sizeof(float));
+            for (size_t i = valid; i < size; i++)
+                assert_true(win[i] == 0.0f);
+            count++;
+        }
+        assert_int_equal(rc, 0);
+        assert_int_equal(gf_audio_windows_next(w, &win, &start, &valid), 0);
+        assert_int_equal(count, gf_audio_windows_count((int64_t)len, size, step));
+        gf_audio_windows_destroy(&w);
+        free(sig);
+        unlink(path);
+        free(path);
+    }
+    /* pyannote: 30 s gives 21 windows of 10 s every 1 s; 30.5 s gives 22. */
+    assert_int_equal(gf_audio_windows_count(480000, 160000, 16000), 21);
+    assert_int_equal(gf_audio_windows_count(488000, 160000, 16000), 22);
+    assert_int_equal(gf_audio_windows_count(16000, 160000, 16000), 1);
+    assert_int_equal(gf_audio_windows_count(0, 160000, 16000), 0);
+}
+
+/* The pipeline's windows over a resampled file agree with read_all. */
+static void test_windows_resampled(void **state)
+{
+    (void)state;
+    char *path = make_file("winrs.wav", SF_FORMAT_WAV | SF_FORMAT_PCM_16, 44100, 2);
+    float *all = NULL;
+    size_t n = 0;
+    assert_int_equal(gf_audio_read_all(path, &all, &n), 0);
+    gf_audio_windows *w = gf_audio_windows_new(path, 8000, 3000, NULL);
+    assert_non_null(w);
+    assert_int_equal(gf_audio_windows_info(w)->rate, 44100);
+    const float *win;
+    int64_t start;
+    size_t valid, count = 0;
+    while (gf_audio_windows_next(w, &win, &start, &valid) == 1) {
+        assert_memory_equal(win, all + start, valid * sizeof(float));
+        count++;
+    }
+    assert_int_equal(count, gf_audio_windows_count((int64_t)n, 8000, 3000));
+    gf_audio_windows_destroy(&w);
+    free(all);
+    unlink(path);
+    free(path);
+}
+
+static void write_bytes(const char *path, const void *data, size_t len)
+{
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(data, 1, len, f), len);
+    fclose(f);
+}
+
+/* Copy the first `keep` bytes of src to dst. */
+static void truncate_copy(const char *src, const char *dst, long keep)
+{
+    FILE *f = fopen(src, "rb");
+    assert_non_null(f);
+    char *buf = gf_malloc((size_t)keep);
+    assert_int_equal(fread(buf, 1, (size_t)keep, f), (size_t)keep);
+    fclose(f);
+    write_bytes(dst, buf, (size_t)keep);
+    free(buf);
+}
+
+static void test_errors(void **state)
+{
+    (void)state;
+    float *x = (float *)1;
+    size_t n = 99;
+    int err = 0;
+
+    char *missing = gf_strfmt("%s/missing.wav", tmpdir);
+    assert_int_equal(gf_audio_read_all(missing, &x, &n), GF_ENOENT);
+    assert_null(x);
+    assert_int_equal(n, 0);
+    assert_null(gf_audio_reader_new(missing, &err));
+    assert_int_equal(err, GF_ENOENT);
+
+    assert_int_equal(gf_audio_read_all(tmpdir, &x, &n), GF_EIO); /* a directory */
+
+    char *zero = gf_strfmt("%s/zero.wav", tmpdir);
+    write_bytes(zero, "", 0);
+    assert_int_equal(gf_audio_read_all(zero, &x, &n), GF_EINVAL);
+
+    char *text = gf_strfmt("%s/notes.wav", tmpdir);
+    const char *words = "These are not the samples you are looking for.\n"
+                        "Just text, long enough to look like a header and more.\n";
+    write_bytes(text, words, strlen(words));
+    assert_int_equal(gf_audio_read_all(text, &x, &n), GF_EUNSUP);
+
+    /* A valid WAV header with no frames. */
+    char *empty = gf_strfmt("%s/empty.wav", tmpdir);
+    SF_INFO si = { .samplerate = 16000, .channels = 1, .format = SF_FORMAT_WAV | SF_FORMAT_PCM_16 };
+    SNDFILE *sf = sf_open(empty, SFM_WRITE, &si);
+    assert_non_null(sf);
+    sf_close(sf);
+    assert_int_equal(gf_audio_read_all(empty, &x, &n), GF_EINVAL);
+
+    /* Truncated WAV: the data chunk claims more than the file holds. */
+    char *wav = make_file("whole.wav", SF_FORMAT_WAV | SF_FORMAT_PCM_16, 44100, 2);
+    char *cut = gf_strfmt("%s/cut.wav", tmpdir);
+    truncate_copy(wav, cut, 20000);
+    assert_int_equal(gf_audio_read_all(cut, &x, &n), GF_EINVAL);
+    /* Cut inside the header. */
+    truncate_copy(wav, cut, 30);
+    assert_true(gf_audio_read_all(cut, &x, &n) < 0);
+
+    /* Truncated FLAC: the stream info says more frames than decode. */
+    char *flac = make_file("whole.flac", SF_FORMAT_FLAC | SF_FORMAT_PCM_16, 44100, 2);
+    char *cutf = gf_strfmt("%s/cut.flac", tmpdir);
+    truncate_copy(flac, cutf, 30000);
+    gf_audio_reader *r = gf_audio_reader_new(cutf, &err);
+    assert_non_null(r);
+    float buf[4096];
+    ssize_t got;
+    while ((got = gf_audio_reader_read(r, buf, 4096)) > 0)
+        ;
+    assert_true(got == GF_EINVAL || got == GF_EIO);
+    assert_int_equal(gf_audio_reader_read(r, buf, 4096), got); /* sticky */
+    gf_audio_reader_destroy(&r);
+    assert_true(gf_audio_read_all(cutf, &x, &n) < 0);
+    assert_null(x);
+
+    char *files[] = { zero, text, empty, wav, cut, flac, cutf };
+    for (size_t i = 0; i < GF_ARRAY_LEN(files); i++) {
+        unlink(files[i]);
+        free(files[i]);
+    }
+    free(missing);
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    gf_log_init("test_audio", GF_LOG_OFF);
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/gf_audio_XXXXXX");
+    return mkdtemp(tmpdir) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    return rmdir(tmpdir);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_formats),
+        cmocka_unit_test(test_blocks_match_whole),
+        cmocka_unit_test(test_sample_wav),
+        cmocka_unit_test(test_windows),
+        cmocka_unit_test(test_windows_resampled),
+        cmocka_unit_test(test_errors),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}

@@ -1,0 +1,213 @@
+/* test_cluster.c — the whole community-1 recipe from the fixture's
+ * segmentation and embeddings: every intermediate against the reference
+ * (counts, kept embeddings, AHC, PLDA, VBx, hard clusters, frame-level
+ * diarization) and the turns against pipeline_expected.rttm; speaker-count
+ * constraints; input checks. */
+#include "tests/unit/fixtures.h"
+#include "common/log.h"
+#include "worker/diar/cluster.h"
+#include "worker/diar/rttm.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <string.h>
+
+typedef struct {
+    gf_npy_array *seg, *emb;
+    gf_plda *plda;
+} fx;
+
+static int setup(void **state)
+{
+    gf_log_init("test_cluster", GF_LOG_ERROR);
+    fx *f = calloc(1, sizeof *f);
+    f->seg = fx_load("pipeline_segmentation_data.npy");
+    f->emb = fx_load("pipeline_embeddings_data.npy");
+    if (gf_plda_load(PLDADIR, &f->plda))
+        return -1;
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fx *f = *state;
+    gf_npy_destroy(&f->seg);
+    gf_npy_destroy(&f->emb);
+    gf_plda_destroy(&f->plda);
+    free(f);
+    return 0;
+}
+
+static size_t exact_i64(const char *what, const int64_t *want, const void *got, size_t n, int kind)
+{
+    size_t bad = 0;
+    for (size_t i = 0; i < n; i++) {
+        int64_t g = kind == 0 ? ((const int64_t *)got)[i]
+                    : kind == 1 ? ((const int *)got)[i]
+                    : kind == 2 ? ((const int8_t *)got)[i]
+                                : ((const uint8_t *)got)[i];
+        if (g != want[i] && bad++ < 8)
+            fprintf(stderr, "%s: element %zu: got %lld want %lld\n", what, i, (long long)g,
+                    (long long)want[i]);
+    }
+    return bad;
+}
+
+static void test_every_stage_matches_reference(void **state)
+{
+    fx *f = *state;
+    gf_cluster_opts o = gf_cluster_defaults();
+    gf_cluster_result r;
+    assert_int_equal(gf_cluster_run(f->seg->data, f->emb->data, 18, 589, 3, 256, f->plda, &o, &r), 0);
+    struct {
+        const char *file;
+        const void *got;
+        size_t n;
+        int kind;
+    } ints[] = {
+        { "pipeline_speaker_counting_data.npy", r.count, 1601, 3 },
+        { "pipeline_train_chunk_idx.npy", r.train_chunk, 27, 0 },
+        { "pipeline_train_speaker_idx.npy", r.train_spk, 27, 0 },
+        { "pipeline_ahc_clusters.npy", r.ahc, 27, 1 },
+        { "pipeline_hard_clusters.npy", r.hard, 54, 2 },
+    };
+    assert_int_equal(r.n_total, 1601);
+    assert_int_equal(r.n_train, 27);
+    for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++) {
+        gf_npy_array *a = fx_load(ints[i].file);
+        assert_int_equal(a->count, ints[i].n);
+        int64_t *w = gf_npy_to_i64(a);
+        assert_int_equal(exact_i64(ints[i].file, w, ints[i].got, ints[i].n, ints[i].kind), 0);
+        free(w);
+        gf_npy_destroy(&a);
+    }
+    gf_npy_array *fea = fx_load("pipeline_plda_features.npy");
+    assert_int_equal(fx_compare("plda features", r.fea, fea->data, 27 * 128, 0.0, 1e-6), 0);
+    gf_npy_array *g = fx_load("pipeline_vbx_gamma.npy"), *pi = fx_load("pipeline_vbx_pi.npy");
+    assert_int_equal(r.n_ahc, 2);
+    assert_int_equal(fx_compare("vbx gamma", r.gamma, g->data, 54, 1e-4, 0.0), 0);
+    assert_int_equal(fx_compare("vbx pi", r.pi, pi->data, 2, 1e-4, 0.0), 0);
+    gf_npy_array *dd = fx_load("pipeline_discrete_diarization_data.npy");
+    assert_int_equal(r.n_clusters, 2);
+    double *got = malloc(1601 * 2 * sizeof *got), *want = gf_npy_to_f64(dd);
+    for (size_t i = 0; i < 1601 * 2; i++)
+        got[i] = r.diar[i];
+    assert_int_equal(fx_compare("discrete diarization", got, want, 1601 * 2, 0.0, 0.0), 0);
+    gf_rttm *ref = NULL;
+    assert_int_equal(gf_rttm_read(FIXDIR "pipeline_expected.rttm", &ref), 0);
+    assert_int_equal(r.n_turns, ref->n);
+    for (size_t i = 0; i < r.n_turns; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "SPEAKER_%02d", r.turns[i].label);
+        assert_string_equal(name, ref->turns[i].speaker);
+        assert_true(fabs(r.turns[i].start - ref->turns[i].start) < 1e-3);
+        assert_true(fabs((r.turns[i].end - r.turns[i].start) - ref->turns[i].duration) < 1e-3);
+    }
+    gf_rttm_destroy(&ref);
+    free(got);
+    free(want);
+    gf_npy_destroy(&fea);
+    gf_npy_destroy(&g);
+    gf_npy_destroy(&pi);
+    gf_npy_destroy(&dd);
+    gf_cluster_result_free(&r);
+}
+
+static size_t speakers_in(const gf_cluster_result *r)
+{
+    int mx = -1;
+    for (size_t i = 0; i < r->n_turns; i++)
+        mx = r->turns[i].label > mx ? r->turns[i].label : mx;
+    return (size_t)(mx + 1);
+}
+
+static void test_speaker_constraints(void **state)
+{
+    fx *f = *state;
+    gf_cluster_result r;
+    gf_cluster_opts o = gf_cluster_defaults();
+    o.num_speakers = 2;   /* what VBx finds anyway: same as automatic */
+    assert_int_equal(gf_cluster_run(f->seg->data, f->emb->data, 18, 589, 3, 256, f->plda, &o, &r), 0);
+    assert_int_equal(speakers_in(&r), 2);
+    assert_int_equal(r.n_turns, 7);
+    gf_cluster_result_free(&r);
+    o = gf_cluster_defaults();
+    o.min_speakers = 3;   /* forces k-means with 3 clusters */
+    assert_int_equal(gf_cluster_run(f->seg->data, f->emb->data, 18, 589, 3, 256, f->plda, &o, &r), 0);
+    assert_int_equal(r.n_centroids, 3);
+    assert_true(speakers_in(&r) >= 2 && speakers_in(&r) <= 3);
+    gf_cluster_result_free(&r);
+    o = gf_cluster_defaults();
+    o.max_speakers = 1;   /* one speaker, and at most one active per frame */
+    assert_int_equal(gf_cluster_run(f->seg->data, f->emb->data, 18, 589, 3, 256, f->plda, &o, &r), 0);
+    assert_int_equal(speakers_in(&r), 1);
+    for (size_t t = 0; t < r.n_total; t++)
+        assert_true(r.diar[t * r.n_clusters] <= 1.0f);
+    gf_cluster_result_free(&r);
+    o = gf_cluster_defaults();
+    o.min_speakers = 40;   /* more than the 27 kept embeddings: capped, no NaN */
+    assert_int_equal(gf_cluster_run(f->seg->data, f->emb->data, 18, 589, 3, 256, f->plda, &o, &r), 0);
+    assert_int_equal(r.n_centroids, 27);
+    for (size_t i = 0; i < 54; i++)
+        assert_true(r.hard[i] >= -2 && r.hard[i] < 27);
+    gf_cluster_result_free(&r);
+    o = gf_cluster_defaults();
+    o.min_speakers = 3;
+    o.max_speakers = 2;
+    assert_int_equal(gf_cluster_run(f->seg->data, f->emb->data, 18, 589, 3, 256, f->plda, &o, &r),
+                     GF_EINVAL);
+}
+
+static void test_input_checks(void **state)
+{
+    fx *f = *state;
+    assert_int_equal(gf_cluster_check("seg", f->seg->data, "emb", f->emb->data, 18, 589, 3, 256,
+                                      f->plda), 0);
+    assert_int_equal(gf_cluster_check("seg", f->seg->data, "emb", f->emb->data, 18, 589, 3, 255,
+                                      f->plda), GF_EINVAL);
+    float *emb = malloc(f->emb->count * sizeof *emb);
+    memcpy(emb, f->emb->data, f->emb->count * sizeof *emb);
+    /* window 0 speaker 1 is active: a NaN embedding there is an error */
+    for (int d = 0; d < 256; d++)
+        emb[(0 * 3 + 1) * 256 + d] = NAN;
+    assert_int_equal(gf_cluster_check("seg", f->seg->data, "emb", emb, 18, 589, 3, 256, f->plda),
+                     GF_EINVAL);
+    memcpy(emb, f->emb->data, f->emb->count * sizeof *emb);
+    emb[(0 * 3 + 1) * 256 + 5] = NAN;   /* partly NaN */
+    assert_int_equal(gf_cluster_check("seg", f->seg->data, "emb", emb, 18, 589, 3, 256, f->plda),
+                     GF_EINVAL);
+    free(emb);
+    float *seg = malloc(f->seg->count * sizeof *seg);
+    memcpy(seg, f->seg->data, f->seg->count * sizeof *seg);
+    seg[1000] = 0.5f;
+    assert_int_equal(gf_cluster_check("seg", seg, "emb", f->emb->data, 18, 589, 3, 256, f->plda),
+                     GF_EINVAL);
+    free(seg);
+}
+
+static void test_silence_gives_no_turns(void **state)
+{
+    fx *f = *state;
+    float *seg = calloc(f->seg->count, sizeof *seg);
+    gf_cluster_opts o = gf_cluster_defaults();
+    gf_cluster_result r;
+    assert_int_equal(gf_cluster_run(seg, f->emb->data, 18, 589, 3, 256, f->plda, &o, &r), 0);
+    assert_int_equal(r.n_turns, 0);
+    gf_cluster_result_free(&r);
+    free(seg);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_every_stage_matches_reference),
+        cmocka_unit_test(test_speaker_constraints),
+        cmocka_unit_test(test_input_checks),
+        cmocka_unit_test(test_silence_gives_no_turns),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}

@@ -1,0 +1,384 @@
+/* test_evidence.c — the evidence validator: each rejection, and what it
+ * accepts. Every table is written by the test into a fresh directory, with
+ * real records hashed to their names (fixture_evidence.h). */
+#include "common/error.h"
+#include "worker/evidence.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "tests/unit/fixture_evidence.h"
+
+#define ALL_AREAS "fbank, sincnet, segconv, lstm, resnet, pooling, embedding, dense"
+
+/* Load f's directory; return the evidence (valid or not) for inspection. */
+static gf_evidence *load(fx_dir *f, int expect_rc)
+{
+    gf_evidence *ev = gf_evidence_new();
+    int rc = gf_evidence_load(ev, f->dir);
+    for (size_t i = 0; i < gf_evidence_problem_count(ev); i++)
+        printf("    problem: %s\n", gf_evidence_problem(ev, i));
+    assert_int_equal(rc, expect_rc);
+    return ev;
+}
+
+/* Some problem contains all of the given fragments. */
+static bool has_problem(const gf_evidence *ev, const char *a, const char *b)
+{
+    for (size_t i = 0; i < gf_evidence_problem_count(ev); i++) {
+        const char *p = gf_evidence_problem(ev, i);
+        if (strstr(p, a) && (!b || strstr(p, b)))
+            return true;
+    }
+    return false;
+}
+
+/* Write 'bs' as one table, validate, and expect a problem naming 'id' and 'what'. */
+static void expect_rejected(const fx_binding *bs, size_t n, const char *precedence,
+                            const char *id, const char *what)
+{
+    fx_dir f;
+    fx_init(&f, precedence ? precedence : ALL_AREAS);
+    fx_table(&f, "t.yaml", bs, n);
+    gf_evidence *ev = load(&f, GF_EINVAL);
+    char name[96];
+    snprintf(name, sizeof name, "binding '%s'", id);
+    assert_true(has_problem(ev, name, what));
+    /* Every problem names its file and line. */
+    char file[128];
+    snprintf(file, sizeof file, "%s/bindings/t.yaml:", f.dir);
+    assert_true(has_problem(ev, file, what));
+    gf_evidence_destroy(&ev);
+    fx_cleanup(&f);
+}
+
+static void test_point_binding_is_valid(void **state)
+{
+    (void)state;
+    fx_dir f;
+    fx_init(&f, ALL_AREAS);
+    fx_binding b = fx_h200_lstm();
+    fx_table(&f, "lstm.yaml", &b, 1);
+    gf_evidence *ev = load(&f, 0);
+    assert_int_equal(gf_evidence_binding_count(ev), 1);
+    const gf_binding *got = gf_evidence_binding(ev, 0);
+    assert_string_equal(got->id, "lstm-h200");
+    assert_int_equal(got->scope.kind, GF_SCOPE_POINT);
+    assert_int_equal(got->scope.sms, 132);
+    assert_int_equal(got->module.tier, 90);
+    assert_true(got->proofs[0].measured);
+    assert_int_equal(gf_evidence_precedence(ev, "lstm"), 3);
+    gf_evidence_destroy(&ev);
+    gf_evidence_destroy(&ev);   /* safe twice */
+    fx_cleanup(&f);
+}
+
+static void test_many_proofs_on_one_binding(void **state)
+{
+    (void)state;
+    fx_dir f;
+    fx_init(&f, ALL_AREAS);
+    fx_binding b = fx_h200_lstm();
+    const int batches[3] = { 1, 8, 32 };
+    const char *maths[2] = { "fp32", "tf32" };
+    b.n_proofs = 0;
+    for (int i = 0; i < 3; i++)
+        for (int m = 0; m < 2; m++)
+            b.proofs[b.n_proofs++] = (fx_proof){ .boundary = "lstm.stack", .batch = batches[i],
+                                                 .math = maths[m], .unmeasured = i == 0,
+                                                 .value = m ? "64" : "128" };
+    fx_table(&f, "lstm.yaml", &b, 1);
+    gf_evidence *ev = load(&f, 0);
+    assert_int_equal(gf_evidence_binding(ev, 0)->n_proofs, 6);
+    gf_evidence_destroy(&ev);
+    fx_cleanup(&f);
+}
+
+static void test_broad_and_capability_bindings_are_valid(void **state)
+{
+    (void)state;
+    fx_dir f;
+    fx_init(&f, ALL_AREAS);
+    fx_binding bs[3] = {
+        { .id = "dense-all", .kind = "all-devices", .archs = { 80, 90 }, .n_archs = 2,
+          .area = "dense", .tier = "sm80", .sha = FX_SHA_A,
+          .proofs = { { .boundary = "dense.linear0" }, { .boundary = "embedding.seg_1" } },
+          .n_proofs = 2 },
+        { .id = "resnet-cc90-cubin", .kind = "capability", .name = "NVIDIA H100 80GB HBM3",
+          .cc = "9.0", .sms = 132, .area = "resnet", .tier = "sm90", .artifact = "cubin",
+          .arch = "sm90", .sha = FX_SHA_B,
+          .proofs = { { .boundary = "resnet.layer2.1.conv1", .batch = 8 } }, .n_proofs = 1 },
+        /* The same module on a narrower, overlapping scope is no conflict. */
+        { .id = "resnet-h200", .kind = "point", .name = "NVIDIA H200", .cc = "9.0", .sms = 132,
+          .area = "resnet", .tier = "sm90", .artifact = "cubin", .arch = "sm90", .sha = FX_SHA_B,
+          .proofs = { { .boundary = "resnet.conv1" } }, .n_proofs = 1 },
+    };
+    fx_table(&f, "broad.yaml", bs, 3);
+    gf_evidence *ev = load(&f, 0);
+    assert_int_equal(gf_evidence_binding_count(ev), 3);
+    gf_evidence_destroy(&ev);
+    fx_cleanup(&f);
+}
+
+static void test_the_project_evidence_is_valid(void **state)
+{
+    (void)state;
+    gf_evidence *ev = NULL;
+    assert_int_equal(gf_evidence_open("evidence", &ev), 0);
+    assert_true(gf_evidence_precedence(ev, "dense") >= 0);
+    gf_evidence_destroy(&ev);
+    assert_int_equal(gf_evidence_open("no/such/evidence", &ev), GF_ENOENT);
+    assert_null(ev);
+}
+
+static void test_two_modules_on_overlapping_scopes(void **state)
+{
+    (void)state;
+    fx_binding bs[2] = { fx_h200_lstm(), fx_h200_lstm() };
+    bs[1].id = "lstm-cc90";
+    bs[1].kind = "capability";
+    bs[1].sha = FX_SHA_B;
+    expect_rejected(bs, 2, NULL, "lstm-cc90", "two different modules for area lstm");
+    /* Two point scopes for different cards do not overlap. */
+    bs[1].kind = "point";
+    bs[1].sms = 114;
+    bs[1].name = "NVIDIA H100 PCIe";
+    fx_dir f;
+    fx_init(&f, ALL_AREAS);
+    fx_table(&f, "t.yaml", bs, 2);
+    gf_evidence *ev = load(&f, 0);
+    gf_evidence_destroy(&ev);
+    fx_cleanup(&f);
+}
+
+static void test_duplicated_proof(void **state)
+{
+    (void)state;
+    fx_binding b = fx_h200_lstm();
+    b.proofs[1] = (fx_proof){ .boundary = "lstm.stack", .value = "64" };
+    b.n_proofs = 2;
+    expect_rejected(&b, 1, NULL, "lstm-h200", "duplicated proof of (lstm.stack, 32, fp32)");
+}
+
+static void test_config_of_another_area(void **state)
+{
+    (void)state;
+    fx_binding b = fx_h200_lstm();
+    b.proofs[0].key = "tile_m";
+    expect_rejected(&b, 1, NULL, "lstm-h200", "'tile_m' belongs to area dense");
+    b.proofs[0].key = "no_such_knob";
+    expect_rejected(&b, 1, NULL, "lstm-h200", "no configuration of any area");
+}
+
+static void test_batch_outside_production(void **state)
+{
+    (void)state;
+    fx_binding b = fx_h200_lstm();
+    b.proofs[0].batch = 16;
+    expect_rejected(&b, 1, NULL, "lstm-h200", "batch 16 is outside the production batches");
+}
+
+static void test_proof_with_no_entries(void **state)
+{
+    (void)state;
+    static const char *const tables[] = {
+        "bindings:\n  - id: empty-proof\n    scope: {kind: capability, cc: \"9.0\"}\n"
+        "    module: {area: lstm, tier: sm90, artifact: {kind: ptx-jit, sha256: " FX_SHA_A "}}\n"
+        "    proofs:\n      - {}\n",
+        "bindings:\n  - id: empty-proof\n    scope: {kind: capability, cc: \"9.0\"}\n"
+        "    module: {area: lstm, tier: sm90, artifact: {kind: ptx-jit, sha256: " FX_SHA_A "}}\n"
+        "    proofs: []\n",
+    };
+    for (size_t i = 0; i < 2; i++) {
+        fx_dir f;
+        fx_init(&f, ALL_AREAS);
+        fx_write(&f, "bindings/t.yaml", tables[i]);
+        gf_evidence *ev = load(&f, GF_EINVAL);
+        assert_true(has_problem(ev, "binding 'empty-proof'", "no entries"));
+        assert_true(has_problem(ev, "t.yaml:", "no entries"));
+        gf_evidence_destroy(&ev);
+        fx_cleanup(&f);
+    }
+}
+
+static void test_speed_scope_not_the_bindings(void **state)
+{
+    (void)state;
+    fx_binding b = fx_h200_lstm();
+    b.speed_scope = "{kind: point, cc: \"9.0\", sms: 114, name: \"NVIDIA H100 PCIe\"}";
+    expect_rejected(&b, 1, NULL, "lstm-h200", "is not the binding's scope");
+    b.kind = "capability";
+    b.speed_scope = "{kind: capability, cc: \"8.0\"}";
+    expect_rejected(&b, 1, NULL, "lstm-h200", "is not the binding's scope");
+}
+
+static void test_point_backed_by_capability_evidence(void **state)
+{
+    (void)state;
+    fx_binding b = fx_h200_lstm();
+    b.speed_scope = "{kind: capability, cc: \"9.0\"}";
+    expect_rejected(&b, 1, NULL, "lstm-h200", "backed only by capability-wide evidence");
+}
+
+static void test_point_speed_record_of_another_card(void **state)
+{
+    (void)state;
+    fx_binding b = fx_h200_lstm();
+    b.record_card = "NVIDIA H100 80GB HBM3:9.0:132";
+    expect_rejected(&b, 1, NULL, "lstm-h200", "speed record names card NVIDIA H100 80GB HBM3");
+    b.record_card = "NVIDIA H200:9.0:140";
+    expect_rejected(&b, 1, NULL, "lstm-h200", "not in the binding's scope");
+}
+
+static void test_cubin_of_another_arch(void **state)
+{
+    (void)state;
+    fx_binding b = fx_h200_lstm();
+    b.kind = "capability";
+    b.artifact = "cubin";
+    b.arch = "sm80";
+    b.tier = "sm80";
+    expect_rejected(&b, 1, NULL, "lstm-h200", "cubin for sm80, but the scope is cc 9.0");
+}
+
+static void test_all_devices_with_cubin(void **state)
+{
+    (void)state;
+    fx_binding b = { .id = "dense-all", .kind = "all-devices", .archs = { 80, 90 }, .n_archs = 2,
+                     .area = "dense", .tier = "sm80", .artifact = "cubin", .arch = "sm80",
+                     .sha = FX_SHA_A, .proofs = { { .boundary = "dense.linear1" } }, .n_proofs = 1 };
+    expect_rejected(&b, 1, NULL, "dense-all", "all-devices scope with a cubin");
+}
+
+static void test_weak_or_single_architecture_broad_evidence(void **state)
+{
+    (void)state;
+    fx_binding b = { .id = "dense-all", .kind = "all-devices", .archs = { 80, 90 }, .n_archs = 2,
+                     .claim = 1.02, .area = "dense", .tier = "sm80", .sha = FX_SHA_A,
+                     .proofs = { { .boundary = "dense.linear1", .speedup = 1.03 } }, .n_proofs = 1 };
+    expect_rejected(&b, 1, NULL, "dense-all", "weak evidence on sm80");
+    b.claim = 1.2;
+    b.archs[0] = 90;
+    b.n_archs = 1;
+    b.proofs[0].speedup = 1.5;
+    expect_rejected(&b, 1, NULL, "dense-all", "backed by a single architecture");
+    /* A claim the records do not show. */
+    b.archs[0] = 80;
+    b.n_archs = 2;
+    b.claim = 1.6;
+    expect_rejected(&b, 1, NULL, "dense-all", "scope claims 1.60x on sm80");
+}
+
+static void test_area_missing_from_precedence(void **state)
+{
+    (void)state;
+    fx_binding b = fx_h200_lstm();
+    expect_rejected(&b, 1, "fbank, dense", "lstm-h200", "missing from the route precedence list");
+    fx_dir f;
+    fx_init(&f, NULL);
+    gf_evidence *ev = load(&f, GF_EINVAL);
+    assert_true(has_problem(ev, "precedence.yaml", "precedence list is missing"));
+    gf_evidence_destroy(&ev);
+    fx_cleanup(&f);
+}
+
+static void test_records_must_exist_hash_and_agree(void **state)
+{
+    (void)state;
+    /* A record whose bytes changed after it was named. */
+    fx_dir f;
+    fx_init(&f, ALL_AREAS);
+    fx_binding b = fx_h200_lstm();
+    fx_table(&f, "t.yaml", &b, 1);
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "for r in %s/records/*.json; do echo ' ' >> $r; done", f.dir);
+    assert_int_equal(system(cmd), 0);
+    gf_evidence *ev = load(&f, GF_EINVAL);
+    assert_true(has_problem(ev, "binding 'lstm-h200'", "not to its name"));
+    gf_evidence_destroy(&ev);
+    /* ...and one that is gone. */
+    snprintf(cmd, sizeof cmd, "rm %s/records/*.json", f.dir);
+    assert_int_equal(system(cmd), 0);
+    ev = load(&f, GF_EINVAL);
+    assert_true(has_problem(ev, "binding 'lstm-h200'", "accuracy record"));
+    gf_evidence_destroy(&ev);
+    fx_cleanup(&f);
+
+    /* A failed accuracy run and a slower kernel are not evidence. */
+    b.proofs[0].mismatches = 3;
+    expect_rejected(&b, 1, NULL, "lstm-h200", "not a pass");
+    b.proofs[0].mismatches = 0;
+    b.proofs[0].speedup = 0.9;
+    expect_rejected(&b, 1, NULL, "lstm-h200", "shows no speedup");
+}
+
+static void test_malformed_tables(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *text;
+        const char *what;
+    } cases[] = {
+        { "bindings:\n  - id: x\n    scope: [\n", "YAML" },
+        { "bindings:\n  - id: typo\n    scope: {kind: point, cc: \"9.0\", sms: 132, name: X}\n"
+          "    modul: {}\n    proofs: []\n", "unknown key 'modul'" },
+        { "bindings:\n  - id: badarea\n    scope: {kind: capability, cc: \"9.0\"}\n"
+          "    module: {area: gemm, tier: sm90, artifact: {kind: ptx-jit, sha256: " FX_SHA_A "}}\n"
+          "    proofs: []\n", "area 'gemm' unknown" },
+        { "bindings:\n  - id: badsha\n    scope: {kind: capability, cc: \"9.0\"}\n"
+          "    module: {area: lstm, tier: sm90, artifact: {kind: ptx-jit, sha256: 1234}}\n"
+          "    proofs: []\n", "SHA-256" },
+        { "bindings:\n  - id: foreign\n    scope: {kind: capability, cc: \"9.0\"}\n"
+          "    module: {area: lstm, tier: sm90, artifact: {kind: ptx-jit, sha256: " FX_SHA_A "}}\n"
+          "    proofs:\n      - {boundary: resnet.conv1, batch: 32, math: fp32, config: {threads: 1},"
+          " accuracy: " FX_SHA_A ", speed: unmeasured}\n", "cannot run it" },
+        { "bindings:\n  - id: hightier\n    scope: {kind: capability, cc: \"8.0\"}\n"
+          "    module: {area: lstm, tier: sm90, artifact: {kind: ptx-jit, sha256: " FX_SHA_A "}}\n"
+          "    proofs: []\n", "cannot load on cc 8.0" },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        fx_dir f;
+        fx_init(&f, ALL_AREAS);
+        fx_write(&f, "bindings/t.yaml", cases[i].text);
+        gf_evidence *ev = load(&f, GF_EINVAL);
+        assert_true(has_problem(ev, "t.yaml:", cases[i].what));
+        gf_evidence_destroy(&ev);
+        fx_cleanup(&f);
+    }
+    /* A table under another suffix would be skipped: it is an error instead. */
+    fx_dir f;
+    fx_init(&f, ALL_AREAS);
+    fx_write(&f, "bindings/lstm.yml", "bindings: []\n");
+    gf_evidence *ev = load(&f, GF_EINVAL);
+    assert_true(has_problem(ev, "lstm.yml", "not a binding table"));
+    gf_evidence_destroy(&ev);
+    fx_cleanup(&f);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_point_binding_is_valid),
+        cmocka_unit_test(test_many_proofs_on_one_binding),
+        cmocka_unit_test(test_broad_and_capability_bindings_are_valid),
+        cmocka_unit_test(test_the_project_evidence_is_valid),
+        cmocka_unit_test(test_two_modules_on_overlapping_scopes),
+        cmocka_unit_test(test_duplicated_proof),
+        cmocka_unit_test(test_config_of_another_area),
+        cmocka_unit_test(test_batch_outside_production),
+        cmocka_unit_test(test_proof_with_no_entries),
+        cmocka_unit_test(test_speed_scope_not_the_bindings),
+        cmocka_unit_test(test_point_backed_by_capability_evidence),
+        cmocka_unit_test(test_point_speed_record_of_another_card),
+        cmocka_unit_test(test_cubin_of_another_arch),
+        cmocka_unit_test(test_all_devices_with_cubin),
+        cmocka_unit_test(test_weak_or_single_architecture_broad_evidence),
+        cmocka_unit_test(test_area_missing_from_precedence),
+        cmocka_unit_test(test_records_must_exist_hash_and_agree),
+        cmocka_unit_test(test_malformed_tables),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,336 @@
+/* test_lock.c — card lock primitives against real flock(1) processes. */
+#include "common/error.h"
+#include "common/lock.h"
+#include "common/log.h"
+#include "common/util.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "tests/unit/flock_procs.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+
+static char dir[64];
+
+static int setup(void **state)
+{
+    (void)state;
+    snprintf(dir, sizeof dir, "/tmp/gf-test-lock-XXXXXX");
+    return mkdtemp(dir) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    char *cmd = gf_strfmt("rm -rf '%s'", dir);
+    int rc = system(cmd);
+    free(cmd);
+    return rc == 0 ? 0 : -1;
+}
+
+static char *lock_path(const char *name)
+{
+    return gf_strfmt("%s/%s", dir, name);
+}
+
+static void test_open_creates_folder_and_file(void **state)
+{
+    (void)state;
+    char *path = lock_path("a/b/gpu0.lock");
+    mode_t old = umask(077);
+    gf_lock *l = gf_lock_open(path);
+    umask(old);
+    assert_non_null(l);
+    struct stat st;
+    assert_int_equal(stat(path, &st), 0);
+    assert_int_equal(st.st_mode & 07777, 0666);
+    char *parent = lock_path("a/b");
+    assert_int_equal(stat(parent, &st), 0);
+    assert_int_equal(st.st_mode & 07777, 01777);
+    assert_string_equal(gf_lock_path(l), path);
+    assert_int_equal(fcntl(gf_lock_fd(l), F_GETFD) & FD_CLOEXEC, FD_CLOEXEC);
+    gf_lock_destroy(&l);
+    assert_null(l);
+    gf_lock_destroy(&l);
+    assert_int_equal(stat(path, &st), 0);   /* never unlinked */
+    l = gf_lock_open(path);                 /* an existing file opens as is */
+    assert_non_null(l);
+    gf_lock_destroy(&l);
+    free(parent);
+    free(path);
+}
+
+static void test_open_failure_names_path(void **state)
+{
+    (void)state;
+    char *blocker = lock_path("plainfile");
+    FILE *f = fopen(blocker, "w");
+    assert_non_null(f);
+    fclose(f);
+    char *path = lock_path("plainfile/gpu0.lock");   /* a file where a folder must be */
+    gf_log_init(NULL, GF_LOG_OFF);
+    assert_null(gf_lock_open(path));
+    assert_null(gf_lock_open(""));
+    gf_log_init(NULL, GF_LOG_WARN);
+    free(path);
+    free(blocker);
+}
+
+static void test_shared_holders_coexist(void **state)
+{
+    (void)state;
+    char *path = lock_path("shared.lock");
+    gf_lock *a = gf_lock_open(path), *b = gf_lock_open(path);
+    assert_int_equal(gf_lock_try(a, GF_LOCK_SHARED), 0);
+    assert_int_equal(gf_lock_try(b, GF_LOCK_SHARED), 0);
+    pid_t fl = flock_holder(path, 0);                /* and flock(1) -s with them */
+    assert_true(fl > 0);
+    assert_int_equal(flock_probe(path, 1), 1);       /* exclusive would block */
+    gf_lock_release(a);
+    gf_lock_release(b);
+    assert_int_equal(gf_lock_try(a, GF_LOCK_EXCLUSIVE), GF_EBUSY);   /* flock(1) still has it */
+    kill_wait(fl);
+    assert_int_equal(gf_lock_try(a, GF_LOCK_EXCLUSIVE), 0);
+    gf_lock_destroy(&a);
+    gf_lock_destroy(&b);
+    free(path);
+}
+
+static void test_exclusive_excludes_both_ways(void **state)
+{
+    (void)state;
+    char *path = lock_path("excl.lock");
+    gf_lock *l = gf_lock_open(path);
+
+    pid_t fl = flock_holder(path, 1);                  /* flock(1) blocks us */
+    assert_true(fl > 0);
+    assert_int_equal(gf_lock_try(l, GF_LOCK_EXCLUSIVE), GF_EBUSY);
+    assert_int_equal(gf_lock_try(l, GF_LOCK_SHARED), GF_EBUSY);
+    assert_int_equal(gf_lock_wait(l, GF_LOCK_EXCLUSIVE, 30, NULL), GF_ETIMEDOUT);
+    assert_false(gf_lock_held(l));
+    kill_wait(fl);                                     /* SIGKILL frees it at once */
+    assert_int_equal(gf_lock_try(l, GF_LOCK_EXCLUSIVE), 0);
+
+    assert_int_equal(flock_probe(path, 1), 1);         /* we block flock(1) */
+    assert_int_equal(flock_probe(path, 0), 1);
+    gf_lock_release(l);
+    assert_int_equal(flock_probe(path, 1), 0);
+    gf_lock_destroy(&l);
+    free(path);
+}
+
+static void test_no_conversion(void **state)
+{
+    (void)state;
+    char *path = lock_path("conv.lock");
+    gf_lock *l = gf_lock_open(path);
+    assert_int_equal(gf_lock_try(l, GF_LOCK_SHARED), 0);
+    assert_int_equal(gf_lock_try(l, GF_LOCK_SHARED), 0);   /* same mode: already had */
+    assert_int_equal(gf_lock_try(l, GF_LOCK_EXCLUSIVE), GF_ESTATE);
+    assert_true(gf_lock_held(l));
+    assert_int_equal(gf_lock_mode_held(l), GF_LOCK_SHARED);
+    assert_int_equal(flock_probe(path, 0), 0);   /* still shared, not dropped */
+    assert_int_equal(flock_probe(path, 1), 1);
+    gf_lock_destroy(&l);
+    assert_int_equal(flock_probe(path, 1), 0);   /* destroy released it */
+    free(path);
+}
+
+static void wait_until_holder_dies(const gf_lock *lock, void *arg)
+{
+    (void)lock;
+    int *calls = arg;
+    (*calls)++;
+}
+
+static void test_wait_returns_when_freed(void **state)
+{
+    (void)state;
+    char *path = lock_path("wait.lock");
+    gf_lock *l = gf_lock_open(path);
+    pid_t fl = flock_holder(path, 1);
+    assert_true(fl > 0);
+    pid_t killer = fork();            /* frees the card while we wait */
+    if (killer == 0) {
+        sleep_ms(50);
+        kill(fl, SIGKILL);
+        _exit(0);
+    }
+    int calls = 0;
+    gf_lock_wait_opts opts = { .stop = NULL, .on_busy = wait_until_holder_dies, .arg = &calls };
+    assert_int_equal(gf_lock_wait(l, GF_LOCK_EXCLUSIVE, -1, &opts), 0);
+    assert_int_equal(calls, 1);       /* said once, however long the wait */
+    waitpid(killer, NULL, 0);
+    waitpid(fl, NULL, 0);
+    gf_lock_destroy(&l);
+    free(path);
+}
+
+static volatile sig_atomic_t stop_flag;
+
+static void raise_stop(const gf_lock *lock, void *arg)
+{
+    (void)lock;
+    (void)arg;
+    stop_flag = 1;
+}
+
+static void test_wait_stops_on_flag(void **state)
+{
+    (void)state;
+    char *path = lock_path("stop.lock");
+    gf_lock *l = gf_lock_open(path);
+    pid_t fl = flock_holder(path, 1);
+    assert_true(fl > 0);
+    stop_flag = 0;
+    gf_lock_wait_opts opts = { .stop = &stop_flag, .on_busy = raise_stop, .arg = NULL };
+    assert_int_equal(gf_lock_wait(l, GF_LOCK_SHARED, -1, &opts), GF_EINTR);
+    assert_false(gf_lock_held(l));
+    kill_wait(fl);
+    gf_lock_destroy(&l);
+    free(path);
+}
+
+static void test_wait_any_takes_first_free(void **state)
+{
+    (void)state;
+    char *p0 = lock_path("any0.lock"), *p1 = lock_path("any1.lock");
+    gf_lock *locks[2] = { gf_lock_open(p0), gf_lock_open(p1) };
+    size_t which = 99;
+    assert_int_equal(gf_lock_wait_any(locks, 2, GF_LOCK_EXCLUSIVE, 0, NULL, &which), 0);
+    assert_int_equal(which, 0);
+    gf_lock_release(locks[0]);
+
+    pid_t h0 = flock_holder(p0, 1), h1 = flock_holder(p1, 1);
+    assert_true(h0 > 0 && h1 > 0);
+    assert_int_equal(gf_lock_wait_any(locks, 2, GF_LOCK_EXCLUSIVE, 20, NULL, &which),
+                     GF_ETIMEDOUT);
+    pid_t killer = fork();            /* card 1 frees first */
+    if (killer == 0) {
+        sleep_ms(50);
+        kill(h1, SIGKILL);
+        _exit(0);
+    }
+    assert_int_equal(gf_lock_wait_any(locks, 2, GF_LOCK_EXCLUSIVE, -1, NULL, &which), 0);
+    assert_int_equal(which, 1);
+    assert_false(gf_lock_held(locks[0]));
+    waitpid(killer, NULL, 0);
+    waitpid(h1, NULL, 0);
+    kill_wait(h0);
+    gf_lock_destroy(&locks[0]);
+    gf_lock_destroy(&locks[1]);
+    free(p0);
+    free(p1);
+}
+
+static void test_lockset_order_and_all_or_none(void **state)
+{
+    (void)state;
+    char *p[3] = { lock_path("set0.lock"), lock_path("set1.lock"), lock_path("set2.lock") };
+    gf_lockset *set = gf_lockset_new();
+    assert_int_equal(gf_lockset_add(set, 2, p[2]), 0);
+    assert_int_equal(gf_lockset_add(set, 0, p[0]), 0);
+    assert_int_equal(gf_lockset_add(set, 1, p[1]), 0);
+    gf_log_init(NULL, GF_LOG_OFF);
+    assert_int_equal(gf_lockset_add(set, 1, p[1]), GF_EINVAL);
+    gf_log_init(NULL, GF_LOG_WARN);
+    assert_int_equal(gf_lockset_count(set), 3);
+    for (size_t i = 0; i < 3; i++) {
+        assert_int_equal(gf_lockset_index(set, i), (int)i);
+        assert_string_equal(gf_lock_path(gf_lockset_lock(set, i)), p[i]);
+    }
+
+    assert_int_equal(gf_lockset_take(set, GF_LOCK_EXCLUSIVE, 0, NULL), 0);
+    for (size_t i = 0; i < 3; i++)
+        assert_int_equal(flock_probe(p[i], 0), 1);
+    gf_lockset_release(set);
+
+    pid_t h = flock_holder(p[1], 1);     /* card 1 busy: the set takes none */
+    assert_true(h > 0);
+    assert_int_equal(gf_lockset_take(set, GF_LOCK_EXCLUSIVE, 20, NULL), GF_ETIMEDOUT);
+    for (size_t i = 0; i < 3; i++)
+        assert_false(gf_lock_held(gf_lockset_lock(set, i)));
+    assert_int_equal(flock_probe(p[0], 1), 0);
+    kill_wait(h);
+    assert_int_equal(gf_lockset_take(set, GF_LOCK_SHARED, 0, NULL), 0);
+    gf_lockset_destroy(&set);
+    assert_null(set);
+    assert_int_equal(flock_probe(p[1], 1), 0);
+    for (size_t i = 0; i < 3; i++)
+        free(p[i]);
+}
+
+/* Two processes taking {0,1} and {1,0} over and over: ascending order means
+ * neither can hold one card while waiting for the other's. */
+static void test_lockset_no_deadlock(void **state)
+{
+    (void)state;
+    char *p0 = lock_path("dl0.lock"), *p1 = lock_path("dl1.lock");
+    pid_t kids[2];
+    for (int k = 0; k < 2; k++) {
+        kids[k] = fork();
+        if (kids[k] == 0) {
+            gf_lockset *set = gf_lockset_new();
+            gf_lockset_add(set, k == 0 ? 0 : 1, k == 0 ? p0 : p1);
+            gf_lockset_add(set, k == 0 ? 1 : 0, k == 0 ? p1 : p0);
+            for (int i = 0; i < 200; i++) {
+                if (gf_lockset_take(set, GF_LOCK_EXCLUSIVE, -1, NULL) != 0)
+                    _exit(1);
+                gf_lockset_release(set);
+            }
+            gf_lockset_destroy(&set);
+            _exit(0);
+        }
+    }
+    for (int k = 0; k < 2; k++) {
+        int st = 0;
+        assert_int_equal(waitpid(kids[k], &st, 0), kids[k]);
+        assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    }
+    free(p0);
+    free(p1);
+}
+
+/* An inherited descriptor keeps the card locked while the child lives, even
+ * after the parent let go of its copy. */
+static void test_inherit(void **state)
+{
+    (void)state;
+    char *path = lock_path("inherit.lock");
+    gf_lock *l = gf_lock_open(path);
+    assert_int_equal(gf_lock_try(l, GF_LOCK_EXCLUSIVE), 0);
+    assert_int_equal(gf_lock_inherit(l), 0);
+    assert_int_equal(fcntl(gf_lock_fd(l), F_GETFD) & FD_CLOEXEC, 0);
+    char *argv[] = { "sleep", "600", NULL };
+    pid_t child = spawn_argv(argv, 0);
+    assert_true(child > 0);
+    gf_lock_destroy(&l);                       /* closes, does not unlock */
+    assert_int_equal(flock_probe(path, 0), 1);  /* the child holds it */
+    kill_wait(child);
+    assert_int_equal(flock_probe(path, 1), 0);
+    free(path);
+}
+
+int main(void)
+{
+    gf_log_init("test_lock", GF_LOG_WARN);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_open_creates_folder_and_file),
+        cmocka_unit_test(test_open_failure_names_path),
+        cmocka_unit_test(test_shared_holders_coexist),
+        cmocka_unit_test(test_exclusive_excludes_both_ways),
+        cmocka_unit_test(test_no_conversion),
+        cmocka_unit_test(test_wait_returns_when_freed),
+        cmocka_unit_test(test_wait_stops_on_flag),
+        cmocka_unit_test(test_wait_any_takes_first_free),
+        cmocka_unit_test(test_lockset_order_and_all_or_none),
+        cmocka_unit_test(test_lockset_no_deadlock),
+        cmocka_unit_test(test_inherit),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}

@@ -1,0 +1,697 @@
+/* test_proto.c — the wire codec: every message round-trips, and malformed
+ * frames (truncated, wrong types, missing or unknown keys, oversize, wrong
+ * version, unknown op, trailing bytes, random corruption) are refused with a
+ * message, never a crash. */
+#include "common/error.h"
+#include "common/proto.h"
+#include "common/util.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <msgpack.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static char **strv(int n, ...)
+{
+    va_list ap;
+    va_start(ap, n);
+    char **v = gf_calloc((size_t)n + 1, sizeof(char *));
+    for (int i = 0; i < n; i++)
+        v[i] = gf_strdup(va_arg(ap, const char *));
+    va_end(ap);
+    return v;
+}
+
+static void fill_spec(gf_job_spec *s)
+{
+    gf_job_spec_init(s);
+    s->argv = strv(3, "python3", "-c", "print('héllo')");
+    s->argc = 3;
+    s->cwd = gf_strdup("/home/ana/proj");
+    s->env = strv(2, "PATH=/usr/bin:/bin", "LANG=C.UTF-8");
+    s->n_env = 2;
+    s->req = GF_REQ_GPUS;
+    s->gpu = 3;
+    s->gpus = 2;
+    s->mode = GF_MODE_SHARED;
+    s->proof = true;
+    s->priority = -7;
+    s->time_limit_s = 3600;
+    s->after = gf_calloc(2, sizeof(uint64_t));
+    s->after[0] = 41;
+    s->after[1] = 1ull << 40;
+    s->n_after = 2;
+    s->name = gf_strdup("train-run");
+    s->no_requeue = true;
+    s->array_index = 12;
+}
+
+static void fill_card(gf_card_identity *c, int index)
+{
+    memset(c, 0, sizeof(*c));
+    c->index = index;
+    c->kind = GF_DEVICE_CUDA;
+    snprintf(c->name, sizeof(c->name), "NVIDIA H200");
+    snprintf(c->uuid, sizeof(c->uuid), "GPU-0123abcd-0000-1111-2222-33334444555%d", index);
+    c->cc_major = 9;
+    c->cc_minor = 0;
+    c->sm_count = 132;
+    c->total_mem = (size_t)150 << 30;
+    c->l2_bytes = 50 << 20;
+    c->smem_optin = 232448;
+    c->driver_version = 13000;
+}
+
+static void fill_stats(gf_stat **st, size_t *n)
+{
+    *st = gf_calloc(3, sizeof(gf_stat));
+    (*st)[0].key = gf_strdup("segmentation.device_ns.total");
+    (*st)[0].i = 123456789012LL;
+    (*st)[1].key = gf_strdup("embedding.count");
+    (*st)[1].i = -3;
+    (*st)[2].key = gf_strdup("speedup");
+    (*st)[2].is_float = true;
+    (*st)[2].f = 1.375;
+    *n = 3;
+}
+
+static void fill_job(gf_job *j, uint64_t id)
+{
+    gf_job_init(j);
+    j->id = id;
+    fill_spec(&j->spec);
+    j->state = GF_STATE_FAILED;
+    j->uid = 1001;
+    j->gid = 1002;
+    j->user = gf_strdup("ana");
+    j->attempts = 2;
+    j->submitted_ms = 1764500000000LL;
+    j->started_ms = 1764500000100LL;
+    j->ended_ms = 1764500009100LL;
+    j->cards = gf_calloc(2, sizeof(int32_t));
+    j->cards[0] = 0;
+    j->cards[1] = 1;
+    j->n_cards = 2;
+    j->exit_status = 3;
+    j->term_signal = 0;
+    j->cpu_user_ms = 8000;
+    j->cpu_sys_ms = 120;
+    j->maxrss_kb = 204800;
+    j->reason = gf_strdup("exit status 3");
+    j->out_path = gf_strdup("/var/lib/gpuflock/spool/7.out");
+    j->err_path = gf_strdup("/var/lib/gpuflock/spool/7.err");
+    fill_stats(&j->stats, &j->n_stats);
+}
+
+/* A message of this op with every field it has set to something non-zero. */
+static void fill_msg(gf_msg *m, gf_op op)
+{
+    memset(m, 0, sizeof(*m));
+    m->op = op;
+    switch (op) {
+    case GF_OP_SUBMIT:
+        fill_spec(&m->spec);
+        m->array = 5;
+        m->commands = strv(2, "echo a", "echo b > out.txt");
+        m->n_commands = 2;
+        break;
+    case GF_OP_QUEUE:
+        m->all = true;
+        break;
+    case GF_OP_SHOW:
+        m->id = 77;
+        break;
+    case GF_OP_WAIT: case GF_OP_CANCEL: case GF_OP_IDS:
+        m->ids = gf_calloc(3, sizeof(uint64_t));
+        m->ids[0] = 1;
+        m->ids[1] = 2;
+        m->ids[2] = UINT64_MAX;
+        m->n_ids = 3;
+        m->timeout_ms = op == GF_OP_WAIT ? 2500 : 0;
+        break;
+    case GF_OP_LOGS:
+        m->id = 9;
+        m->stream = GF_STREAM_ERR;
+        m->offset = 4096;
+        break;
+    case GF_OP_WORKERS: case GF_OP_HEARTBEAT:
+        break;
+    case GF_OP_JOBS:
+        m->jobs = gf_calloc(2, sizeof(gf_job));
+        fill_job(&m->jobs[0], 7);
+        fill_job(&m->jobs[1], 8);
+        m->n_jobs = 2;
+        break;
+    case GF_OP_CODES:
+        m->codes = gf_calloc(2, sizeof(int32_t));
+        m->codes[0] = 0;
+        m->codes[1] = GF_EPERM;
+        m->n_codes = 2;
+        m->message = gf_strdup("job 8: not yours");
+        break;
+    case GF_OP_LOG:
+        m->data = gf_malloc(5);
+        memcpy(m->data, "a\0b\nc", 5);
+        m->data_len = 5;
+        m->offset = 5;
+        m->eof = true;
+        break;
+    case GF_OP_WORKERS_LIST:
+        m->workers = gf_calloc(2, sizeof(gf_worker_info));
+        for (int i = 0; i < 2; i++) {
+            m->workers[i].device = i;
+            fill_card(&m->workers[i].card, i);
+            m->workers[i].state = gf_strdup(i ? "busy" : "idle");
+            m->workers[i].pid = 4000 + i;
+            m->workers[i].jobs = gf_calloc(1, sizeof(uint64_t));
+            m->workers[i].jobs[0] = 100 + (uint64_t)i;
+            m->workers[i].n_jobs = 1;
+            m->workers[i].plan = gf_strdup("lstm.stack: library");
+            m->workers[i].last_seen_ms = 1764500000000LL + i;
+        }
+        m->n_workers = 2;
+        break;
+    case GF_OP_ERROR:
+        m->code = GF_EPROTO;
+        m->message = gf_strdup("unknown operation 'frobnicate'");
+        break;
+    case GF_OP_READY:
+        m->device = 1;
+        m->pid = 4242;
+        fill_card(&m->card, 1);
+        m->plan = gf_strdup("fbank.dft@32/fp32: own v2 (evidence 9f2c...)");
+        m->running = gf_calloc(1, sizeof(gf_running));
+        m->running[0] = (gf_running){ .id = 31, .attempt = 2, .pid = 5000, .started_ms = 17 };
+        m->n_running = 1;
+        break;
+    case GF_OP_JOB:
+        m->id = 31;
+        m->attempt = 2;
+        fill_spec(&m->spec);
+        m->uid = 1001;
+        m->gid = 1002;
+        m->groups = gf_calloc(2, sizeof(uint32_t));
+        m->groups[0] = 27;
+        m->groups[1] = 44;
+        m->n_groups = 2;
+        m->out_path = gf_strdup("/s/31.out");
+        m->err_path = gf_strdup("/s/31.err");
+        m->locks = strv(2, "/run/lock/gpuflock/gpu0.lock", "/run/lock/gpuflock/gpu1.lock");
+        m->n_locks = 2;
+        m->cards = gf_calloc(2, sizeof(int32_t));
+        m->cards[0] = 0;
+        m->cards[1] = 1;
+        m->n_cards = 2;
+        m->visible = gf_strdup("GPU-a,GPU-b");
+        break;
+    case GF_OP_PROGRESS:
+        m->id = 31;
+        m->attempt = 2;
+        m->pid = 5000;
+        m->started_ms = 1764500000100LL;
+        m->message = gf_strdup("chunk 4/10");
+        break;
+    case GF_OP_RESULT:
+        m->id = 31;
+        m->attempt = 2;
+        m->exit_status = -1;
+        m->term_signal = 9;
+        m->started_ms = 1764500000100LL;
+        m->ended_ms = 1764500001100LL;
+        m->cpu_user_ms = 900;
+        m->cpu_sys_ms = 40;
+        m->maxrss_kb = 10240;
+        fill_stats(&m->stats, &m->n_stats);
+        m->message = gf_strdup("killed by signal 9");
+        break;
+    case GF_OP_KILL:
+        m->id = 31;
+        m->attempt = 2;
+        m->grace_s = 10;
+        m->message = gf_strdup("time limit");
+        break;
+    case GF_OP_DISCONNECT:
+        m->message = gf_strdup("shutting down");
+        break;
+    default:
+        fail();
+    }
+}
+
+static void encode_ok(const gf_msg *m, uint8_t **buf, size_t *len)
+{
+    int rc = gf_proto_encode(m, buf, len);
+    assert_int_equal(rc, 0);
+    assert_non_null(*buf);
+    assert_true(*len > 4);
+}
+
+/* With GF_PROTO_SEED_DIR set, write each valid frame there: the seed corpus
+ * of tests/fuzz/corpus/proto comes from this. */
+static void dump_seed(const char *name, const uint8_t *buf, size_t len)
+{
+    const char *dir = getenv("GF_PROTO_SEED_DIR");
+    if (!dir)
+        return;
+    char *path = gf_strfmt("%s/%s.msgpack", dir, name);
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(buf, 1, len, f), len);
+    fclose(f);
+    free(path);
+}
+
+static void test_round_trip_every_op(void **state)
+{
+    (void)state;
+    for (int op = 1; op < GF_OP_COUNT_; op++) {
+        gf_msg m, d;
+        fill_msg(&m, (gf_op)op);
+        uint8_t *a, *b;
+        size_t alen, blen;
+        encode_ok(&m, &a, &alen);
+        char err[256];
+        int rc = gf_proto_decode(a, alen, &d, err, sizeof(err));
+        if (rc)
+            fail_msg("op %s: %s", gf_proto_op_name((gf_op)op), err);
+        assert_int_equal(d.op, op);
+        dump_seed(gf_proto_op_name((gf_op)op), a, alen);
+        /* The encoder is deterministic: equal bytes mean equal fields. */
+        encode_ok(&d, &b, &blen);
+        assert_int_equal(alen, blen);
+        assert_memory_equal(a, b, alen);
+        free(a);
+        free(b);
+        gf_msg_clear(&m);
+        gf_msg_clear(&d);
+        gf_msg_clear(&d);   /* safe twice */
+    }
+}
+
+static void test_fields_survive(void **state)
+{
+    (void)state;
+    gf_msg m, d;
+    fill_msg(&m, GF_OP_JOBS);
+    uint8_t *a;
+    size_t alen;
+    encode_ok(&m, &a, &alen);
+    assert_int_equal(gf_proto_decode(a, alen, &d, NULL, 0), 0);
+    const gf_job *j = &d.jobs[1];
+    assert_int_equal(d.n_jobs, 2);
+    assert_int_equal(j->id, 8);
+    assert_int_equal(j->spec.argc, 3);
+    assert_string_equal(j->spec.argv[2], "print('héllo')");
+    assert_null(j->spec.argv[3]);        /* argv stays NULL-terminated */
+    assert_int_equal(j->spec.req, GF_REQ_GPUS);
+    assert_int_equal(j->spec.mode, GF_MODE_SHARED);
+    assert_int_equal(j->spec.priority, -7);
+    assert_int_equal(j->spec.after[1], 1ull << 40);
+    assert_int_equal(j->spec.array_index, 12);
+    assert_int_equal(j->state, GF_STATE_FAILED);
+    assert_int_equal(j->stats[1].i, -3);
+    assert_true(j->stats[2].is_float);
+    assert_true(j->stats[2].f == 1.375);
+    assert_int_equal(j->cards[1], 1);
+    assert_string_equal(j->reason, "exit status 3");
+    free(a);
+    gf_msg_clear(&m);
+    gf_msg_clear(&d);
+
+    fill_msg(&m, GF_OP_READY);
+    encode_ok(&m, &a, &alen);
+    assert_int_equal(gf_proto_decode(a, alen, &d, NULL, 0), 0);
+    assert_string_equal(d.card.name, "NVIDIA H200");
+    assert_int_equal(d.card.total_mem, (size_t)150 << 30);
+    assert_int_equal(d.running[0].pid, 5000);
+    free(a);
+    gf_msg_clear(&m);
+    gf_msg_clear(&d);
+}
+
+/* Optional fields may be absent and get their defaults; nil strings stay NULL. */
+static void test_defaults(void **state)
+{
+    (void)state;
+    gf_msg m, d;
+    memset(&m, 0, sizeof(m));
+    m.op = GF_OP_SUBMIT;
+    gf_job_spec_init(&m.spec);
+    m.spec.argv = strv(1, "true");
+    m.spec.argc = 1;
+    uint8_t *a;
+    size_t alen;
+    encode_ok(&m, &a, &alen);
+    assert_int_equal(gf_proto_decode(a, alen, &d, NULL, 0), 0);
+    assert_null(d.spec.cwd);
+    assert_null(d.spec.name);
+    assert_int_equal(d.spec.array_index, -1);
+    assert_int_equal(d.spec.n_env, 0);
+    free(a);
+    gf_msg_clear(&m);
+    gf_msg_clear(&d);
+
+    /* A hand-made minimal submit: only argv in the spec. */
+    msgpack_sbuffer sb;
+    msgpack_packer pk;
+    msgpack_sbuffer_init(&sb);
+    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+    msgpack_pack_map(&pk, 3);
+    msgpack_pack_str_with_body(&pk, "v", 1);
+    msgpack_pack_int(&pk, GF_PROTO_VERSION);
+    msgpack_pack_str_with_body(&pk, "op", 2);
+    msgpack_pack_str_with_body(&pk, "submit", 6);
+    msgpack_pack_str_with_body(&pk, "spec", 4);
+    msgpack_pack_map(&pk, 1);
+    msgpack_pack_str_with_body(&pk, "argv", 4);
+    msgpack_pack_array(&pk, 1);
+    msgpack_pack_str_with_body(&pk, "true", 4);
+    assert_int_equal(gf_proto_decode(sb.data, sb.size, &d, NULL, 0), 0);
+    assert_int_equal(d.spec.array_index, -1);
+    assert_int_equal(d.spec.mode, GF_MODE_EXCLUSIVE);
+    assert_int_equal(d.spec.req, GF_REQ_ANY);
+    gf_msg_clear(&d);
+    msgpack_sbuffer_destroy(&sb);
+}
+
+/* Build a frame by hand: header (version, op) then `extra` packed by fn. */
+typedef void (*packfn)(msgpack_packer *pk);
+
+static int decode_built(uint64_t version, const char *op, int n_extra, packfn fn, char *err,
+                        size_t errlen)
+{
+    msgpack_sbuffer sb;
+    msgpack_packer pk;
+    msgpack_sbuffer_init(&sb);
+    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+    msgpack_pack_map(&pk, 2 + (size_t)n_extra);
+    msgpack_pack_str_with_body(&pk, "v", 1);
+    msgpack_pack_uint64(&pk, version);
+    msgpack_pack_str_with_body(&pk, "op", 2);
+    msgpack_pack_str_with_body(&pk, op, strlen(op));
+    if (fn)
+        fn(&pk);
+    gf_msg d;
+    int rc = gf_proto_decode(sb.data, sb.size, &d, err, errlen);
+    if (rc == 0)
+        gf_msg_clear(&d);
+    msgpack_sbuffer_destroy(&sb);
+    return rc;
+}
+
+static void pk_show_id_str(msgpack_packer *pk)
+{
+    msgpack_pack_str_with_body(pk, "id", 2);
+    msgpack_pack_str_with_body(pk, "7", 1);
+}
+static void pk_show_id_neg(msgpack_packer *pk)
+{
+    msgpack_pack_str_with_body(pk, "id", 2);
+    msgpack_pack_int(pk, -7);
+}
+static void pk_unknown_key(msgpack_packer *pk)
+{
+    msgpack_pack_str_with_body(pk, "id", 2);
+    msgpack_pack_int(pk, 7);
+    msgpack_pack_str_with_body(pk, "colour", 6);
+    msgpack_pack_true(pk);
+}
+static void pk_dup_key(msgpack_packer *pk)
+{
+    msgpack_pack_str_with_body(pk, "id", 2);
+    msgpack_pack_int(pk, 7);
+    msgpack_pack_str_with_body(pk, "id", 2);
+    msgpack_pack_int(pk, 8);
+}
+static void pk_big_name(msgpack_packer *pk)
+{
+    size_t n = GF_PROTO_MAX_NAME + 1;
+    char *s = gf_malloc(n);
+    memset(s, 'n', n);
+    msgpack_pack_str_with_body(pk, "spec", 4);
+    msgpack_pack_map(pk, 2);
+    msgpack_pack_str_with_body(pk, "argv", 4);
+    msgpack_pack_array(pk, 1);
+    msgpack_pack_str_with_body(pk, "x", 1);
+    msgpack_pack_str_with_body(pk, "name", 4);
+    msgpack_pack_str_with_body(pk, s, n);
+    free(s);
+}
+static void pk_nul_in_argv(msgpack_packer *pk)
+{
+    msgpack_pack_str_with_body(pk, "spec", 4);
+    msgpack_pack_map(pk, 1);
+    msgpack_pack_str_with_body(pk, "argv", 4);
+    msgpack_pack_array(pk, 1);
+    msgpack_pack_str_with_body(pk, "a\0b", 3);
+}
+static void pk_bad_mode(msgpack_packer *pk)
+{
+    msgpack_pack_str_with_body(pk, "spec", 4);
+    msgpack_pack_map(pk, 2);
+    msgpack_pack_str_with_body(pk, "argv", 4);
+    msgpack_pack_array(pk, 1);
+    msgpack_pack_str_with_body(pk, "x", 1);
+    msgpack_pack_str_with_body(pk, "mode", 4);
+    msgpack_pack_str_with_body(pk, "both", 4);
+}
+static void pk_spec_no_argv(msgpack_packer *pk)
+{
+    msgpack_pack_str_with_body(pk, "spec", 4);
+    msgpack_pack_map(pk, 1);
+    msgpack_pack_str_with_body(pk, "cwd", 3);
+    msgpack_pack_str_with_body(pk, "/", 1);
+}
+static void pk_i32_overflow(msgpack_packer *pk)
+{
+    msgpack_pack_str_with_body(pk, "code", 4);
+    msgpack_pack_int64(pk, 1LL << 33);
+    msgpack_pack_str_with_body(pk, "message", 7);
+    msgpack_pack_str_with_body(pk, "m", 1);
+}
+static void pk_ids_too_many(msgpack_packer *pk)
+{
+    /* a header claiming more entries than the limit, with no bytes behind */
+    msgpack_pack_str_with_body(pk, "ids", 3);
+    msgpack_pack_array(pk, GF_PROTO_MAX_IDS + 1);
+}
+static void pk_ids_lying(msgpack_packer *pk)
+{
+    /* within the limit, but more entries than there are bytes */
+    msgpack_pack_str_with_body(pk, "ids", 3);
+    msgpack_pack_array(pk, 1000);
+    msgpack_pack_int(pk, 1);
+}
+
+static void test_malformed_fields(void **state)
+{
+    (void)state;
+    char err[256];
+    assert_int_equal(decode_built(GF_PROTO_VERSION, "show", 0, NULL, err, sizeof(err)), GF_EPROTO);
+    assert_non_null(strstr(err, "missing key 'id'"));
+    assert_int_equal(decode_built(GF_PROTO_VERSION, "show", 1, pk_show_id_str, err, sizeof(err)),
+                     GF_EPROTO);
+    assert_non_null(strstr(err, "key 'id': expected an integer, found a string"));
+    assert_int_equal(decode_built(GF_PROTO_VERSION, "show", 1, pk_show_id_neg, err, sizeof(err)),
+                     GF_EPROTO);
+    assert_int_equal(decode_built(GF_PROTO_VERSION, "show", 2, pk_unknown_key, err, sizeof(err)),
+                     GF_EPROTO);
+    assert_non_null(strstr(err, "unknown key 'colour'"));
+    assert_int_equal(decode_built(GF_PROTO_VERSION, "show", 2, pk_dup_key, err, sizeof(err)),
+                     GF_EPROTO);
+    assert_non_null(strstr(err, "duplicate key 'id'"));
+    assert_int_equal(decode_built(GF_PROTO_VERSION, "submit", 1, pk_big_name, err, sizeof(err)),
+                     GF_ETOOBIG);
+    assert_non_null(strstr(err, "key 'spec.name'"));
+    assert_int_equal(decode_built(GF_PROTO_VERSION, "submit", 1, pk_nul_in_argv, err, sizeof(err)),
+                     GF_EPROTO);
+    assert_non_null(strstr(err, "NUL"));
+    assert_int_equal(decode_built(GF_PROTO_VERSION, "submit", 1, pk_bad_mode, err, sizeof(err)),
+                     GF_EPROTO);
+    assert_non_null(strstr(err, "key 'spec.mode': unknown value 'both'"));
+    assert_int_equal(decode_built(GF_PROTO_VERSION, "submit", 1, pk_spec_no_argv, err, sizeof(err)),
+                     GF_EPROTO);
+    assert_non_null(strstr(err, "missing key 'argv'"));
+    assert_int_equal(decode_built(GF_PROTO_VERSION, "error", 2, pk_i32_overflow, err, sizeof(err)),
+                     GF_EPROTO);
+    assert_non_null(strstr(err, "out of range"));
+    assert_int_equal(decode_built(GF_PROTO_VERSION, "cancel", 1, pk_ids_too_many, err, sizeof(err)),
+                     GF_ETOOBIG);
+    assert_int_equal(decode_built(GF_PROTO_VERSION, "cancel", 1, pk_ids_lying, err, sizeof(err)),
+                     GF_EPROTO);
+    assert_non_null(strstr(err, "truncated"));
+}
+
+static void test_header(void **state)
+{
+    (void)state;
+    char err[256];
+    assert_int_equal(decode_built(GF_PROTO_VERSION + 1, "queue", 0, NULL, err, sizeof(err)),
+                     GF_EPROTO);
+    assert_non_null(strstr(err, "unsupported protocol version"));
+    assert_int_equal(decode_built(0, "queue", 0, NULL, err, sizeof(err)), GF_EPROTO);
+    assert_int_equal(decode_built(GF_PROTO_VERSION, "frobnicate", 0, NULL, err, sizeof(err)),
+                     GF_EPROTO);
+    assert_non_null(strstr(err, "unknown operation 'frobnicate'"));
+    assert_int_equal(decode_built(GF_PROTO_VERSION, "queue", 0, NULL, err, sizeof(err)), 0);
+
+    gf_msg d;
+    /* not a map; empty; a map without the header; header in the wrong order */
+    const uint8_t arr[] = { 0x91, 0x01 };
+    assert_int_equal(gf_proto_decode(arr, sizeof(arr), &d, err, sizeof(err)), GF_EPROTO);
+    assert_non_null(strstr(err, "expected a map, found an array"));
+    assert_int_equal(gf_proto_decode(arr, 0, &d, err, sizeof(err)), GF_EPROTO);
+    const uint8_t empty_map[] = { 0x80 };
+    assert_int_equal(gf_proto_decode(empty_map, 1, &d, err, sizeof(err)), GF_EPROTO);
+    const uint8_t swapped[] = { 0x82, 0xa2, 'o', 'p', 0xa5, 'q', 'u', 'e', 'u', 'e', 0xa1, 'v', 0x01 };
+    assert_int_equal(gf_proto_decode(swapped, sizeof(swapped), &d, err, sizeof(err)), GF_EPROTO);
+    /* a string version */
+    const uint8_t strv_[] = { 0x82, 0xa1, 'v', 0xa1, '1', 0xa2, 'o', 'p', 0xa5, 'q', 'u', 'e', 'u',
+                              'e' };
+    assert_int_equal(gf_proto_decode(strv_, sizeof(strv_), &d, err, sizeof(err)), GF_EPROTO);
+    /* an extension type where a value should be */
+    const uint8_t ext[] = { 0x83, 0xa1, 'v', 0x01, 0xa2, 'o', 'p', 0xa4, 's', 'h', 'o', 'w', 0xa2,
+                            'i', 'd', 0xd4, 0x01, 0x00 };
+    assert_int_equal(gf_proto_decode(ext, sizeof(ext), &d, err, sizeof(err)), GF_EPROTO);
+    /* a frame over the limit is refused before it is read */
+    assert_int_equal(gf_proto_decode(ext, (size_t)GF_PROTO_MAX_FRAME + 1, &d, err, sizeof(err)),
+                     GF_ETOOBIG);
+}
+
+/* Every proper prefix of every valid message is refused; so is any frame
+ * with bytes after the message. */
+static void test_truncation_and_trailing(void **state)
+{
+    (void)state;
+    for (int op = 1; op < GF_OP_COUNT_; op++) {
+        gf_msg m, d;
+        fill_msg(&m, (gf_op)op);
+        uint8_t *a;
+        size_t alen;
+        encode_ok(&m, &a, &alen);
+        char err[256];
+        for (size_t n = 0; n < alen; n++) {
+            int rc = gf_proto_decode(a, n, &d, err, sizeof(err));
+            if (rc == 0)
+                fail_msg("op %s: prefix of %zu/%zu bytes accepted", gf_proto_op_name((gf_op)op),
+                         n, alen);
+            assert_true(err[0] != 0);
+        }
+        uint8_t *b = gf_malloc(alen + 1);
+        memcpy(b, a, alen);
+        b[alen] = 0xc0;
+        assert_int_equal(gf_proto_decode(b, alen + 1, &d, err, sizeof(err)), GF_EPROTO);
+        assert_non_null(strstr(err, "trailing"));
+        free(b);
+        free(a);
+        gf_msg_clear(&m);
+    }
+}
+
+/* Random corruption of valid frames: decode either succeeds (and then
+ * re-encodes) or fails with a message; never crashes or leaks (ASan). */
+static void test_random_corruption(void **state)
+{
+    (void)state;
+    uint64_t x = 0x9e3779b97f4a7c15ull;
+    int accepted = 0, refused = 0;
+    for (int round = 0; round < 4000; round++) {
+        gf_op op = (gf_op)(1 + round % (GF_OP_COUNT_ - 1));
+        gf_msg m, d;
+        fill_msg(&m, op);
+        uint8_t *a;
+        size_t alen;
+        encode_ok(&m, &a, &alen);
+        int flips = 1 + round % 4;
+        for (int i = 0; i < flips; i++) {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            a[x % alen] ^= (uint8_t)(1u << ((x >> 32) % 8));
+        }
+        char err[256];
+        int rc = gf_proto_decode(a, alen, &d, err, sizeof(err));
+        if (rc == 0) {
+            uint8_t *b;
+            size_t blen;
+            assert_int_equal(gf_proto_encode(&d, &b, &blen), 0);
+            free(b);
+            gf_msg_clear(&d);
+            accepted++;
+        } else {
+            assert_true(rc == GF_EPROTO || rc == GF_ETOOBIG);
+            assert_true(err[0] != 0);
+            refused++;
+        }
+        free(a);
+        gf_msg_clear(&m);
+    }
+    assert_true(refused > 0);
+    (void)accepted;
+}
+
+static void test_encode_limits(void **state)
+{
+    (void)state;
+    gf_msg m;
+    memset(&m, 0, sizeof(m));
+    m.op = GF_OP_SUBMIT;
+    gf_job_spec_init(&m.spec);
+    char *big = gf_malloc(GF_PROTO_MAX_NAME + 2);
+    memset(big, 'x', GF_PROTO_MAX_NAME + 1);
+    big[GF_PROTO_MAX_NAME + 1] = 0;
+    m.spec.argv = strv(1, "true");
+    m.spec.argc = 1;
+    m.spec.name = big;
+    uint8_t *a;
+    size_t alen;
+    assert_int_equal(gf_proto_encode(&m, &a, &alen), GF_ETOOBIG);
+    assert_null(a);
+    gf_msg_clear(&m);
+
+    memset(&m, 0, sizeof(m));
+    m.op = GF_OP_COUNT_;
+    assert_int_equal(gf_proto_encode(&m, &a, &alen), GF_EINVAL);
+    m.op = GF_OP_ERROR;     /* required message missing */
+    assert_int_equal(gf_proto_encode(&m, &a, &alen), GF_EINVAL);
+}
+
+static void test_copy(void **state)
+{
+    (void)state;
+    gf_job a, b;
+    fill_job(&a, 5);
+    gf_job_copy(&b, &a);
+    gf_job_clear(&a);
+    assert_string_equal(b.spec.argv[0], "python3");
+    assert_string_equal(b.stats[0].key, "segmentation.device_ns.total");
+    assert_int_equal(b.spec.after[0], 41);
+    gf_job_clear(&b);
+    gf_job_clear(&b);
+    gf_job_state st;
+    assert_int_equal(gf_job_state_parse("cancelled", &st), 0);
+    assert_int_equal(st, GF_STATE_CANCELLED);
+    assert_string_equal(gf_job_state_name(GF_STATE_RUNNING), "running");
+    assert_int_equal(gf_job_state_parse("zombie", &st), GF_EINVAL);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_round_trip_every_op),
+        cmocka_unit_test(test_fields_survive),
+        cmocka_unit_test(test_defaults),
+        cmocka_unit_test(test_malformed_fields),
+        cmocka_unit_test(test_header),
+        cmocka_unit_test(test_truncation_and_trailing),
+        cmocka_unit_test(test_random_corruption),
+        cmocka_unit_test(test_encode_limits),
+        cmocka_unit_test(test_copy),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

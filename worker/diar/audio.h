@@ -1,0 +1,86 @@
+/* audio.h — any common audio file in, 16 kHz mono float out, in blocks.
+ *
+ * Decoding goes through libsndfile (WAV PCM 8/16/24/32-bit, float 32/64,
+ * WAVE_FORMAT_EXTENSIBLE, FLAC, Ogg/Vorbis, MP3 and whatever else it reads),
+ * channels are averaged to mono, and libsoxr (high quality) resamples to
+ * 16 kHz; a file already at 16 kHz is passed through untouched. Samples are
+ * floats in [-1, 1] (integer PCM divided by 2^(bits-1), as torchaudio does).
+ *
+ * Memory does not grow with the file's length: the reader holds one decode
+ * block and the resampler's state (tens of kilobytes), the window iterator one
+ * window. Errors from outside (missing, unreadable, empty, truncated or
+ * unrecognised files) are logged once, naming the file, and returned as
+ * negative GF_E* codes. */
+#ifndef GF_DIAR_AUDIO_H
+#define GF_DIAR_AUDIO_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define GF_AUDIO_RATE 16000 /* the pipeline's sample rate */
+
+typedef struct {
+    int rate;            /* the file's sample rate, Hz */
+    int channels;        /* the file's channel count */
+    int format;          /* libsndfile SF_FORMAT_* (major | subtype) */
+    int64_t frames;      /* frames in the file as its header declares them */
+    int64_t samples;     /* expected 16 kHz samples: ceil(frames * 16000 / rate) */
+    double duration;     /* seconds, frames / rate */
+} gf_audio_info;
+
+typedef struct gf_audio_reader gf_audio_reader;
+
+/* Open an audio file for streaming at 16 kHz mono. Returns NULL on failure,
+ * after logging why, with the GF_E* code in *err when err is not NULL
+ * (GF_ENOENT missing, GF_EIO unreadable, GF_EINVAL empty or zero-length,
+ * GF_EUNSUP format not recognised). */
+gf_audio_reader *gf_audio_reader_new(const char *path, int *err);
+
+/* Close the file and free the reader; accepts NULL, sets *self_p to NULL. */
+void gf_audio_reader_destroy(gf_audio_reader **self_p);
+
+/* What the file is. Borrowed, valid until destroy. */
+const gf_audio_info *gf_audio_reader_info(const gf_audio_reader *self);
+
+/* Read up to n 16 kHz mono samples into out. Returns the number written
+ * (fewer than n only at the end of the file, 0 after it), or a negative GF_E*
+ * (GF_EIO decode error, GF_EINVAL truncated file) after logging it. */
+ssize_t gf_audio_reader_read(gf_audio_reader *self, float *out, size_t n);
+
+/* Samples returned so far. */
+int64_t gf_audio_reader_tell(const gf_audio_reader *self);
+
+/* Decode a whole file (for short files and tests). On success *out is a new
+ * array the caller frees and *n its length; on failure returns a GF_E* and
+ * leaves *out NULL. */
+int gf_audio_read_all(const char *path, float **out, size_t *n);
+
+/* Sliding windows over a file, in order, as the pipeline consumes them:
+ * windows of `size` samples every `step` samples starting at 0; whole windows
+ * while they fit, then, if samples remain after the last whole window's step
+ * (or the file is shorter than one window), one last window starting at the
+ * next step, zero-padded to full length (pyannote's chunking). Holds one
+ * window of samples whatever the file's length. */
+typedef struct gf_audio_windows gf_audio_windows;
+
+/* Open path for windows of size samples every step (0 < step <= size). NULL
+ * on failure as gf_audio_reader_new, with *err set when err is not NULL. */
+gf_audio_windows *gf_audio_windows_new(const char *path, size_t size, size_t step, int *err);
+
+void gf_audio_windows_destroy(gf_audio_windows **self_p);
+
+/* The next window: 1 with *win pointing to size samples (borrowed, valid
+ * until the next call) and *start its first sample's index; 0 when no window
+ * is left; a negative GF_E* on a decode error. *valid (optional) is how many
+ * samples of the window came from the file (the rest are zero padding). */
+int gf_audio_windows_next(gf_audio_windows *self, const float **win, int64_t *start,
+                          size_t *valid);
+
+/* The file behind the windows. Borrowed, valid until destroy. */
+const gf_audio_info *gf_audio_windows_info(const gf_audio_windows *self);
+
+/* Number of windows a file of n 16 kHz samples gives (0 for n = 0). */
+size_t gf_audio_windows_count(int64_t n, size_t size, size_t step);
+
+#endif

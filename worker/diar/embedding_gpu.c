@@ -1,0 +1,340 @@
+/* embedding_gpu.c — ResNet34 speaker embeddings on a CUDA card, library route
+ * (see embedding_gpu.h).
+ *
+ * Trunk [B,1,80,998] → conv1 32 → layer1 3×32 → layer2 4×64 (/2) → layer3
+ * 6×128 (/2) → layer4 3×256 (/2) → [B,256,10,125] = [B,2560,125]; pooling
+ * per job → [jobs, 5120] → seg_1 → [jobs, 256]. */
+#include "worker/diar/embedding_gpu.h"
+#include "worker/diar/safetensors.h"
+#include "common/error.h"
+#include "common/log.h"
+#include "common/util.h"
+
+#include <assert.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define TRUNK_T 125                   /* trunk frames after three stride-2 stages */
+#define POOL_R 2560                   /* 256 channels × 10 mel rows */
+#define BN_EPS 1e-5
+#define MAX_CONVS 40                  /* 1 + 2·16 + 3 shortcuts = 36 */
+
+typedef struct {
+    gf_cu_ptr w, b;       /* folded weights [cout, cin*k*k] and bias [cout] */
+    int cin, cout, k, stride, pad;
+} conv;
+
+typedef struct {
+    gf_cu_function im2col, epilogue, transpose, statspool, bias_act;
+} kernels;
+
+struct gf_embedding_gpu {
+    gf_gpu *gpu;                  /* borrowed */
+    gf_blas_gpu *blas;            /* borrowed */
+    gf_math math;                 /* float GEMM math mode */
+    int max_batch;                /* windows per run at most */
+    kernels k;                    /* glue kernels */
+    conv convs[MAX_CONVS];        /* conv1, then per block conv1, conv2, [shortcut] */
+    int n_convs;
+    gf_cu_ptr seg_w, seg_b;       /* [256, 5120], [256] */
+    gf_cu_ptr feats, act[4], col, masks, job_window, pooled, emb;
+    gf_cu_ptr owned[128];         /* every device allocation */
+    size_t n_owned;
+};
+
+static const int layer_blocks[4] = { 3, 4, 6, 3 };
+static const int layer_width[4] = { 32, 64, 128, 256 };
+
+static int dalloc(gf_embedding_gpu *s, size_t bytes, gf_cu_ptr *dev)
+{
+    assert(s->n_owned < GF_ARRAY_LEN(s->owned));
+    int rc = gf_gpu_alloc(s->gpu, bytes, dev);
+    if (!rc)
+        s->owned[s->n_owned++] = *dev;
+    return rc;
+}
+
+static int upload(gf_embedding_gpu *s, const void *host, size_t bytes, gf_cu_ptr *dev)
+{
+    int rc = dalloc(s, bytes, dev);
+    return rc ? rc : gf_gpu_upload(s->gpu, *dev, host, bytes);
+}
+
+/* Fold conv `wname` [cout,cin,k,k] and batch norm `bn` (prefix) into one conv. */
+static int load_conv(gf_embedding_gpu *s, gf_safetensors *st, const char *wname,
+                     const char *bn, int cin, int cout, int k, int stride)
+{
+    char name[128];
+    const float *w = gf_safetensors_get(st, wname, 4, cout, cin, k, k);
+    const float *p[4];
+    static const char *parts[4] = { "weight", "bias", "running_mean", "running_var" };
+    for (int i = 0; i < 4; i++) {
+        snprintf(name, sizeof name, "%s.%s", bn, parts[i]);
+        p[i] = gf_safetensors_get(st, name, 1, cout);
+    }
+    if (!w || !p[0] || !p[1] || !p[2] || !p[3])
+        return GF_EINVAL;
+    size_t kk = (size_t)cin * k * k;
+    float *wf = gf_malloc(sizeof(float) * cout * kk);
+    float *bf = gf_malloc(sizeof(float) * cout);
+    for (int o = 0; o < cout; o++) {
+        double scale = p[0][o] / sqrt((double)p[3][o] + BN_EPS);
+        for (size_t j = 0; j < kk; j++)
+            wf[o * kk + j] = (float)(w[o * kk + j] * scale);
+        bf[o] = (float)(p[1][o] - p[2][o] * scale);
+    }
+    assert(s->n_convs < MAX_CONVS);
+    conv *c = &s->convs[s->n_convs++];
+    *c = (conv){ .cin = cin, .cout = cout, .k = k, .stride = stride, .pad = k / 2 };
+    int rc = upload(s, wf, sizeof(float) * cout * kk, &c->w);
+    rc = rc ? rc : upload(s, bf, sizeof(float) * cout, &c->b);
+    free(wf);
+    free(bf);
+    return rc;
+}
+
+static int load_weights(gf_embedding_gpu *s, gf_safetensors *st)
+{
+    char w[128], bn[128];
+    int rc = load_conv(s, st, "resnet.conv1.weight", "resnet.bn1", 1, 32, 3, 1);
+    int cin = 32;
+    for (int l = 0; l < 4 && !rc; l++) {
+        int width = layer_width[l];
+        for (int b = 0; b < layer_blocks[l] && !rc; b++) {
+            int stride = (l > 0 && b == 0) ? 2 : 1;
+            snprintf(w, sizeof w, "resnet.layer%d.%d.conv1.weight", l + 1, b);
+            snprintf(bn, sizeof bn, "resnet.layer%d.%d.bn1", l + 1, b);
+            rc = load_conv(s, st, w, bn, cin, width, 3, stride);
+            snprintf(w, sizeof w, "resnet.layer%d.%d.conv2.weight", l + 1, b);
+            snprintf(bn, sizeof bn, "resnet.layer%d.%d.bn2", l + 1, b);
+            rc = rc ? rc : load_conv(s, st, w, bn, width, width, 3, 1);
+            if (!rc && (stride != 1 || cin != width)) {
+                snprintf(w, sizeof w, "resnet.layer%d.%d.shortcut.0.weight", l + 1, b);
+                snprintf(bn, sizeof bn, "resnet.layer%d.%d.shortcut.1", l + 1, b);
+                rc = load_conv(s, st, w, bn, cin, width, 1, stride);
+            }
+            cin = width;
+        }
+    }
+    if (rc)
+        return rc;
+    const float *sw = gf_safetensors_get(st, "resnet.seg_1.weight", 2, GF_EMB_DIM, 2 * POOL_R);
+    const float *sb = gf_safetensors_get(st, "resnet.seg_1.bias", 1, GF_EMB_DIM);
+    if (!sw || !sb)
+        return GF_EINVAL;
+    rc = upload(s, sw, sizeof(float) * GF_EMB_DIM * 2 * POOL_R, &s->seg_w);
+    rc = rc ? rc : upload(s, sb, sizeof(float) * GF_EMB_DIM, &s->seg_b);
+    if (!rc && gf_safetensors_unused(st) != 0)
+        rc = GF_EINVAL;
+    return rc;
+}
+
+static int load_kernels(gf_embedding_gpu *s)
+{
+    struct { gf_cu_function *f; const char *name; } list[] = {
+        { &s->k.im2col, "gf_im2col2d" },       { &s->k.epilogue, "gf_bias_residual_relu" },
+        { &s->k.transpose, "gf_transpose_ct" }, { &s->k.statspool, "gf_statspool" },
+        { &s->k.bias_act, "gf_bias_leaky_relu" },
+    };
+    for (size_t i = 0; i < GF_ARRAY_LEN(list); i++) {
+        int rc = gf_gpu_function(s->gpu, "glue", list[i].name, list[i].f, NULL, NULL);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+static int alloc_workspace(gf_embedding_gpu *s)
+{
+    const size_t B = (size_t)s->max_batch, f = sizeof(float);
+    const size_t act = B * 32 * GF_EMB_MELS * GF_EMB_FRAMES;      /* largest activation */
+    const size_t col = B * (size_t)GF_EMB_MELS * GF_EMB_FRAMES * 32 * 9;  /* layer1 im2col */
+    int rc = dalloc(s, B * GF_EMB_FRAMES * GF_EMB_MELS * f, &s->feats);
+    for (int i = 0; i < 4 && !rc; i++)
+        rc = dalloc(s, act * f, &s->act[i]);
+    rc = rc ? rc : dalloc(s, col * f, &s->col);
+    rc = rc ? rc : dalloc(s, 3 * B * TRUNK_T * f, &s->masks);
+    rc = rc ? rc : dalloc(s, 3 * B * sizeof(int), &s->job_window);
+    rc = rc ? rc : dalloc(s, 3 * B * 2 * POOL_R * f, &s->pooled);
+    rc = rc ? rc : dalloc(s, 3 * B * GF_EMB_DIM * f, &s->emb);
+    return rc;
+}
+
+gf_embedding_gpu *gf_embedding_gpu_new(gf_gpu *gpu, gf_blas_gpu *blas, const char *path,
+                                       const char *sha256_hex, int max_batch, gf_math math)
+{
+    assert(max_batch >= 1);
+    gf_embedding_gpu *s = gf_calloc(1, sizeof *s);
+    s->gpu = gpu;
+    s->blas = blas;
+    s->math = math;
+    s->max_batch = max_batch;
+    gf_safetensors *st = gf_safetensors_open(path, sha256_hex);
+    int rc = st ? load_weights(s, st) : GF_EINVAL;
+    if (rc == GF_EINVAL && st)
+        GF_ERROR("%s: not a ResNet34 embedding model file", path);
+    gf_safetensors_destroy(&st);
+    rc = rc ? rc : load_kernels(s);
+    rc = rc ? rc : alloc_workspace(s);
+    rc = rc ? rc : gf_gpu_sync(gpu);
+    if (rc)
+        gf_embedding_gpu_destroy(&s);
+    return s;
+}
+
+void gf_embedding_gpu_destroy(gf_embedding_gpu **self_p)
+{
+    if (!self_p || !*self_p)
+        return;
+    gf_embedding_gpu *s = *self_p;
+    for (size_t i = 0; i < s->n_owned; i++)
+        gf_gpu_free(s->gpu, s->owned[i]);
+    free(s);
+    *self_p = NULL;
+}
+
+#define TRY(x)          \
+    do {                \
+        int rc_ = (x);  \
+        if (rc_)        \
+            return rc_; \
+    } while (0)
+
+static int launch1d(gf_embedding_gpu *s, gf_cu_function f, long n, void **params)
+{
+    return gf_gpu_launch(s->gpu, f, (unsigned)((n + 255) / 256), 1, 1, 256, 1, 1, 0, params);
+}
+
+/* out = act(conv(x) + bias (+ residual)); x [B, cin, h, w] → out [B, cout, ho, wo]. */
+static int run_conv(gf_embedding_gpu *s, const conv *c, int B, gf_cu_ptr x, int h, int w,
+                    gf_cu_ptr out, gf_cu_ptr residual, int relu, int *ho_p, int *wo_p)
+{
+    int ho = (h + 2 * c->pad - c->k) / c->stride + 1;
+    int wo = (w + 2 * c->pad - c->k) / c->stride + 1;
+    int cin = c->cin, k = c->k, stride = c->stride, pad = c->pad;
+    long kk = (long)cin * k * k, hw = (long)ho * wo;
+    void *p_im[] = { &x, &B, &cin, &h, &w, &k, &stride, &pad, &ho, &wo, &s->col };
+    TRY(launch1d(s, s->k.im2col, (long)B * hw * kk, p_im));
+    TRY(gf_blas_gpu_gemm_batched(s->blas, s->math, true, c->cout, (int)hw, (int)kk, 1.0f, c->w,
+                                 (int)kk, 0, s->col, (int)kk, hw * kk, 0.0f, out, (int)hw,
+                                 (long long)c->cout * hw, B));
+    int cout = c->cout, hwi = (int)hw;
+    gf_cu_ptr bias = c->b;
+    void *p_ep[] = { &out, &bias, &residual, &B, &cout, &hwi, &relu };
+    TRY(launch1d(s, s->k.epilogue, (long)B * cout * hw, p_ep));
+    *ho_p = ho;
+    *wo_p = wo;
+    return 0;
+}
+
+static int trunk(gf_embedding_gpu *s, int B, gf_devstats *stats, gf_cu_ptr *result)
+{
+    /* [B, 998, 80] → [B, 80, 998] (mel × time, one input channel). */
+    int frames = GF_EMB_FRAMES, mels = GF_EMB_MELS;
+    void *p_tr[] = { &s->feats, &B, &frames, &mels, &s->act[0] };
+    TRY(launch1d(s, s->k.transpose, (long)B * frames * mels, p_tr));
+    int h = GF_EMB_MELS, w = GF_EMB_FRAMES, ho, wo;
+    gf_cu_ptr x = s->act[0], t = s->act[1], sc = s->act[2], out = s->act[3];
+    if (stats)
+        TRY(gf_gpu_timing_begin(s->gpu, "resnet.conv1", "library"));
+    TRY(run_conv(s, &s->convs[0], B, x, h, w, t, 0, 1, &ho, &wo));
+    if (stats)
+        TRY(gf_gpu_timing_end(s->gpu));
+    gf_cu_ptr tmp = x;
+    x = t;
+    t = tmp;
+    int ci = 1;
+    char stage[GF_DEVSTATS_NAME_MAX];
+    for (int l = 0; l < 4; l++) {
+        if (stats) {
+            snprintf(stage, sizeof stage, "resnet.layer%d", l + 1);
+            TRY(gf_gpu_timing_begin(s->gpu, stage, "library"));
+        }
+        for (int b = 0; b < layer_blocks[l]; b++) {
+            const conv *c1 = &s->convs[ci++], *c2 = &s->convs[ci++];
+            const conv *short_c = (c1->stride != 1 || c1->cin != c1->cout) ? &s->convs[ci++] : NULL;
+            int h1, w1;
+            TRY(run_conv(s, c1, B, x, h, w, t, 0, 1, &h1, &w1));
+            gf_cu_ptr res = x;
+            if (short_c) {
+                int hs, ws;
+                TRY(run_conv(s, short_c, B, x, h, w, sc, 0, 0, &hs, &ws));
+                res = sc;
+            }
+            TRY(run_conv(s, c2, B, t, h1, w1, out, res, 1, &ho, &wo));
+            h = ho;
+            w = wo;
+            tmp = x;
+            x = out;
+            out = tmp;
+        }
+        if (stats)
+            TRY(gf_gpu_timing_end(s->gpu));
+    }
+    assert(h == 10 && w == TRUNK_T);
+    *result = x;
+    return 0;
+}
+
+/* Resize each job's 589-frame mask to the trunk's 125 frames (nearest:
+ * source (i*589)/125, as the reference does). */
+static void resize_masks(const float *masks, int n_jobs, float *out)
+{
+    for (int j = 0; j < n_jobs; j++)
+        for (int i = 0; i < TRUNK_T; i++)
+            out[(size_t)j * TRUNK_T + i] = masks[(size_t)j * GF_EMB_MASK + (i * GF_EMB_MASK) / TRUNK_T];
+}
+
+int gf_embedding_gpu_run(gf_embedding_gpu *s, const float *feats, int B,
+                         const int *job_window, const float *masks, int n_jobs, float *emb,
+                         gf_devstats *stats)
+{
+    if (B < 1 || B > s->max_batch || n_jobs < 0 || n_jobs > 3 * B) {
+        GF_ERROR("embedding (gpu): batch of %d windows with %d jobs, capacity %d windows",
+                 B, n_jobs, s->max_batch);
+        return GF_EINVAL;
+    }
+    for (int j = 0; j < n_jobs; j++)
+        if (job_window[j] < 0 || job_window[j] >= B) {
+            GF_ERROR("embedding (gpu): job %d names window %d of %d", j, job_window[j], B);
+            return GF_EINVAL;
+        }
+    TRY(gf_gpu_upload(s->gpu, s->feats, feats,
+                      (size_t)B * GF_EMB_FRAMES * GF_EMB_MELS * sizeof(float)));
+    gf_cu_ptr x;
+    TRY(trunk(s, B, stats, &x));
+    if (n_jobs > 0) {
+        float *small = gf_malloc(sizeof(float) * (size_t)n_jobs * TRUNK_T);
+        resize_masks(masks, n_jobs, small);
+        int rc = gf_gpu_upload(s->gpu, s->masks, small, sizeof(float) * (size_t)n_jobs * TRUNK_T);
+        rc = rc ? rc : gf_gpu_upload(s->gpu, s->job_window, job_window, sizeof(int) * (size_t)n_jobs);
+        rc = rc ? rc : gf_gpu_sync(s->gpu);   /* the host copy is freed next */
+        free(small);
+        TRY(rc);
+        if (stats)
+            TRY(gf_gpu_timing_begin(s->gpu, "pooling.stats", "library"));
+        int r = POOL_R, t = TRUNK_T;
+        void *p_pool[] = { &x, &r, &t, &s->masks, &s->job_window, &s->pooled };
+        TRY(gf_gpu_launch(s->gpu, s->k.statspool, (unsigned)n_jobs, 1, 1, 256, 1, 1, 0, p_pool));
+        if (stats) {
+            TRY(gf_gpu_timing_end(s->gpu));
+            TRY(gf_gpu_timing_begin(s->gpu, "embedding.seg_1", "library"));
+        }
+        TRY(gf_blas_gpu_gemm(s->blas, s->math, true, n_jobs, GF_EMB_DIM, 2 * POOL_R, 1.0f,
+                             s->pooled, 2 * POOL_R, s->seg_w, 2 * POOL_R, 0.0f, s->emb,
+                             GF_EMB_DIM));
+        int dim = GF_EMB_DIM;
+        float one = 1.0f;
+        void *p_b[] = { &s->emb, &s->seg_b, &n_jobs, &dim, &one };
+        TRY(launch1d(s, s->k.bias_act, (long)n_jobs * GF_EMB_DIM, p_b));
+        if (stats)
+            TRY(gf_gpu_timing_end(s->gpu));
+        TRY(gf_gpu_download(s->gpu, emb, s->emb, sizeof(float) * (size_t)n_jobs * GF_EMB_DIM));
+    }
+    TRY(gf_gpu_sync(s->gpu));
+    if (stats)
+        gf_gpu_timing_collect(s->gpu, stats);
+    return 0;
+}

@@ -1,0 +1,36 @@
+/* embedding_gpu.h — the speaker-embedding network (WeSpeaker ResNet34 as
+ * wrapped by pyannote) on a CUDA card, library route.
+ *
+ * Input: fbank features [B, 998, 80] (time × mel, mean-normalised, as
+ * worker/diar/fbank makes them). The trunk runs once per window; then one
+ * mask-weighted statistics pooling per (window, local speaker) job and the
+ * seg_1 layer. Convolutions are im2col + cuBLAS GEMM with batch norm folded
+ * into the weights at load and bias, residual and ReLU in one epilogue.
+ * Device buffers for max_batch windows are taken once. */
+#ifndef GF_EMBEDDING_GPU_H
+#define GF_EMBEDDING_GPU_H
+
+#include "common/devstats.h"
+#include "worker/blas_gpu.h"
+#include "worker/diar/embedding.h"
+#include "worker/diar/segmentation.h"
+#include "worker/gpu.h"
+
+#define GF_EMB_MASK GF_SEG_FRAMES   /* mask length: segmentation frames per window */
+
+typedef struct gf_embedding_gpu gf_embedding_gpu;
+
+/* Load `path` (sha256_hex or NULL), fold batch norm, upload, size for
+ * max_batch windows and up to 3 jobs a window. NULL after logging why. */
+gf_embedding_gpu *gf_embedding_gpu_new(gf_gpu *gpu, gf_blas_gpu *blas, const char *path,
+                                       const char *sha256_hex, int max_batch, gf_math math);
+void gf_embedding_gpu_destroy(gf_embedding_gpu **self_p);
+
+/* feats [B, 998, 80]; n_jobs pooling jobs, job j on window job_window[j]
+ * with frame weights masks[j][589] → emb [n_jobs, 256]. 0 <= n_jobs <= 3B.
+ * Device time per boundary into stats (may be NULL). */
+int gf_embedding_gpu_run(gf_embedding_gpu *self, const float *feats, int B,
+                         const int *job_window, const float *masks, int n_jobs, float *emb,
+                         gf_devstats *stats);
+
+#endif

@@ -1,0 +1,319 @@
+/* gpu.c — the worker's CUDA card: context, stream, memory, modules, timing.
+ *
+ * Sits between the route implementations (worker/diar, kernels/) and the
+ * driver (common/cudrv). Modules come from the PTX embedded at build time
+ * (worker/ptx.h); a module is loaded once per worker and its identity is the
+ * SHA-256 of its PTX text, which the route planner compares with evidence. */
+#include "worker/gpu.h"
+#include "worker/ptx.h"
+#include "common/error.h"
+#include "common/log.h"
+#include "common/sha256.h"
+#include "common/util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_ALLOCS  512   /* device allocations a worker holds at once */
+#define MAX_MODULES 32    /* distinct areas loaded */
+#define MAX_TIMINGS 256   /* timed regions between two collects */
+
+typedef struct {
+    const gf_ptx_blob *blob;         /* embedded PTX this module came from */
+    gf_cu_module module;             /* loaded module */
+    char sha256[GF_SHA256_HEX_LEN];  /* identity: hash of the PTX text */
+} loaded_module;
+
+typedef struct {
+    char stage[GF_DEVSTATS_NAME_MAX];  /* what was timed */
+    char route[GF_DEVSTATS_NAME_MAX];  /* on which route */
+    gf_cu_event start, end;            /* bracketing events */
+    bool ended;                        /* end event recorded */
+} timing;
+
+struct gf_gpu {
+    const gf_cudrv *cu;                /* driver table */
+    gf_cu_device dev;                  /* the card */
+    int ordinal;                       /* CUDA ordinal */
+    int cc;                            /* major*10+minor */
+    int smem_optin;                    /* shared memory per block, opt-in limit */
+    gf_cu_ctx ctx;                     /* primary context, retained */
+    gf_cu_stream stream;               /* the stream jobs run on */
+    gf_cu_ptr allocs[MAX_ALLOCS];      /* owned device memory */
+    size_t n_allocs;
+    loaded_module modules[MAX_MODULES];
+    size_t n_modules;
+    timing timings[MAX_TIMINGS];       /* regions awaiting collect */
+    size_t n_timings;
+    bool debug;                        /* sync + check after each launch */
+};
+
+#define CU_CHECK(self, call, what)                                          \
+    do {                                                                    \
+        gf_cu_result r_ = (call);                                           \
+        if (r_ != 0) {                                                      \
+            GF_ERROR("cuda device %d: %s failed: %s", (self)->ordinal, what, \
+                     gf_cudrv_errstr(r_));                                  \
+            return GF_EDEVICE;                                              \
+        }                                                                   \
+    } while (0)
+
+int gf_gpu_open(int ordinal, gf_gpu **out)
+{
+    *out = NULL;
+    const char *why = NULL;
+    const gf_cudrv *cu = gf_cudrv_get(&why);
+    if (!cu) {
+        GF_ERROR("cuda device %d: %s", ordinal, why);
+        return GF_EDEVICE;
+    }
+    int n = 0;
+    if (cu->device_count(&n) != 0 || ordinal < 0 || ordinal >= n) {
+        GF_ERROR("cuda device %d: no such device (the driver sees %d)", ordinal, n);
+        return GF_ENOENT;
+    }
+    gf_gpu *self = gf_calloc(1, sizeof *self);
+    self->cu = cu;
+    self->ordinal = ordinal;
+    self->debug = getenv("GF_GPU_DEBUG") != NULL;
+    int major = 0, minor = 0;
+    int rc = GF_EDEVICE;
+    if (cu->device_get(&self->dev, ordinal) != 0 ||
+        cu->device_attr(&major, GF_CU_ATTR_CC_MAJOR, self->dev) != 0 ||
+        cu->device_attr(&minor, GF_CU_ATTR_CC_MINOR, self->dev) != 0 ||
+        cu->device_attr(&self->smem_optin, GF_CU_ATTR_SMEM_PER_BLOCK_OPTIN, self->dev) != 0) {
+        GF_ERROR("cuda device %d: cannot read its attributes", ordinal);
+        goto fail;
+    }
+    self->cc = major * 10 + minor;
+    gf_cu_result r = cu->primary_ctx_retain(&self->ctx, self->dev);
+    if (r != 0) {
+        GF_ERROR("cuda device %d: cuDevicePrimaryCtxRetain: %s", ordinal, gf_cudrv_errstr(r));
+        goto fail;
+    }
+    r = cu->ctx_set_current(self->ctx);
+    if (r == 0)
+        r = cu->stream_create(&self->stream, GF_CU_STREAM_NON_BLOCKING);
+    if (r != 0) {
+        GF_ERROR("cuda device %d: context or stream: %s", ordinal, gf_cudrv_errstr(r));
+        goto fail;
+    }
+    *out = self;
+    return 0;
+fail:
+    gf_gpu_destroy(&self);
+    return rc;
+}
+
+void gf_gpu_destroy(gf_gpu **self_p)
+{
+    if (!self_p || !*self_p)
+        return;
+    gf_gpu *self = *self_p;
+    if (self->ctx) {
+        self->cu->ctx_set_current(self->ctx);
+        self->cu->ctx_synchronize();
+        for (size_t i = 0; i < self->n_timings; i++) {
+            self->cu->event_destroy(self->timings[i].start);
+            if (self->timings[i].end)
+                self->cu->event_destroy(self->timings[i].end);
+        }
+        for (size_t i = 0; i < self->n_modules; i++)
+            self->cu->module_unload(self->modules[i].module);
+        for (size_t i = 0; i < self->n_allocs; i++)
+            self->cu->mem_free(self->allocs[i]);
+        if (self->stream)
+            self->cu->stream_destroy(self->stream);
+        self->cu->primary_ctx_release(self->dev);
+    }
+    free(self);
+    *self_p = NULL;
+}
+
+const gf_cudrv *gf_gpu_driver(const gf_gpu *self) { return self->cu; }
+gf_cu_stream gf_gpu_stream(const gf_gpu *self) { return self->stream; }
+int gf_gpu_cc(const gf_gpu *self) { return self->cc; }
+int gf_gpu_smem_optin(const gf_gpu *self) { return self->smem_optin; }
+
+int gf_gpu_func_smem(gf_gpu *self, gf_cu_function f, int bytes)
+{
+    CU_CHECK(self, self->cu->func_set_attr(f, GF_CU_FUNC_ATTR_MAX_DYNAMIC_SMEM, bytes),
+             "cuFuncSetAttribute(max dynamic shared memory)");
+    return 0;
+}
+
+int gf_gpu_alloc(gf_gpu *self, size_t bytes, gf_cu_ptr *out)
+{
+    if (self->n_allocs == MAX_ALLOCS) {
+        GF_ERROR("cuda device %d: more than %d device allocations", self->ordinal, MAX_ALLOCS);
+        return GF_EDEVICE;
+    }
+    CU_CHECK(self, self->cu->mem_alloc(out, bytes ? bytes : 4), "cuMemAlloc");
+    self->allocs[self->n_allocs++] = *out;
+    return 0;
+}
+
+void gf_gpu_free(gf_gpu *self, gf_cu_ptr ptr)
+{
+    for (size_t i = 0; i < self->n_allocs; i++) {
+        if (self->allocs[i] == ptr) {
+            self->cu->mem_free(ptr);
+            self->allocs[i] = self->allocs[--self->n_allocs];
+            return;
+        }
+    }
+}
+
+int gf_gpu_upload(gf_gpu *self, gf_cu_ptr dst, const void *src, size_t bytes)
+{
+    CU_CHECK(self, self->cu->memcpy_htod_async(dst, src, bytes, self->stream), "cuMemcpyHtoDAsync");
+    return 0;
+}
+
+int gf_gpu_download(gf_gpu *self, void *dst, gf_cu_ptr src, size_t bytes)
+{
+    CU_CHECK(self, self->cu->memcpy_dtoh_async(dst, src, bytes, self->stream), "cuMemcpyDtoHAsync");
+    CU_CHECK(self, self->cu->stream_synchronize(self->stream), "cuStreamSynchronize");
+    return 0;
+}
+
+int gf_gpu_fill32(gf_gpu *self, gf_cu_ptr dst, unsigned pattern, size_t words)
+{
+    CU_CHECK(self, self->cu->memset_d32_async(dst, pattern, words, self->stream), "cuMemsetD32Async");
+    return 0;
+}
+
+int gf_gpu_sync(gf_gpu *self)
+{
+    CU_CHECK(self, self->cu->stream_synchronize(self->stream), "cuStreamSynchronize");
+    return 0;
+}
+
+static const gf_ptx_blob *best_blob(int cc, const char *area)
+{
+    const gf_ptx_blob *best = NULL;
+    for (const gf_ptx_blob *b = gf_ptx_blobs; b->area; b++) {
+        if (strcmp(b->area, area) != 0)
+            continue;
+        int tier_cc = atoi(b->tier + 2);   /* "sm90" -> 90 */
+        if (tier_cc > cc)
+            continue;
+        if (!best || tier_cc > atoi(best->tier + 2))
+            best = b;
+    }
+    return best;
+}
+
+static int module_for(gf_gpu *self, const char *area, loaded_module **out)
+{
+    for (size_t i = 0; i < self->n_modules; i++) {
+        if (strcmp(self->modules[i].blob->area, area) == 0) {
+            *out = &self->modules[i];
+            return 0;
+        }
+    }
+    const gf_ptx_blob *blob = best_blob(self->cc, area);
+    if (!blob) {
+        GF_ERROR("cuda device %d: no embedded PTX for area '%s' at cc %d.%d (built without nvcc?)",
+                 self->ordinal, area, self->cc / 10, self->cc % 10);
+        return GF_EUNSUP;
+    }
+    if (self->n_modules == MAX_MODULES) {
+        GF_ERROR("cuda device %d: too many modules", self->ordinal);
+        return GF_EDEVICE;
+    }
+    loaded_module *m = &self->modules[self->n_modules];
+    m->blob = blob;
+    CU_CHECK(self, self->cu->module_load_data(&m->module, blob->text, 0, NULL, NULL),
+             "cuModuleLoadDataEx");
+    gf_sha256_hex(blob->text, blob->len, m->sha256);
+    self->n_modules++;
+    GF_DEBUG("cuda device %d: loaded module %s/%s sha256 %s", self->ordinal, area, blob->tier,
+             m->sha256);
+    *out = m;
+    return 0;
+}
+
+int gf_gpu_function(gf_gpu *self, const char *area, const char *name, gf_cu_function *out,
+                    const char **tier, const char **sha256)
+{
+    loaded_module *m = NULL;
+    int rc = module_for(self, area, &m);
+    if (rc)
+        return rc;
+    gf_cu_result r = self->cu->module_get_function(out, m->module, name);
+    if (r != 0) {
+        GF_ERROR("cuda device %d: module %s has no kernel '%s': %s", self->ordinal, area, name,
+                 gf_cudrv_errstr(r));
+        return GF_EDEVICE;
+    }
+    if (tier)
+        *tier = m->blob->tier;
+    if (sha256)
+        *sha256 = m->sha256;
+    return 0;
+}
+
+int gf_gpu_launch(gf_gpu *self, gf_cu_function f, unsigned gx, unsigned gy, unsigned gz,
+                  unsigned bx, unsigned by, unsigned bz, unsigned smem, void **params)
+{
+    CU_CHECK(self, self->cu->launch(f, gx, gy, gz, bx, by, bz, smem, self->stream, params, NULL),
+             "cuLaunchKernel");
+    if (self->debug)
+        CU_CHECK(self, self->cu->stream_synchronize(self->stream), "kernel (debug sync)");
+    return 0;
+}
+
+int gf_gpu_timing_begin(gf_gpu *self, const char *stage, const char *route)
+{
+    if (self->n_timings == MAX_TIMINGS) {
+        GF_ERROR("cuda device %d: more than %d timed regions before a collect", self->ordinal,
+                 MAX_TIMINGS);
+        return GF_ESTATE;
+    }
+    timing *t = &self->timings[self->n_timings];
+    memset(t, 0, sizeof *t);
+    snprintf(t->stage, sizeof t->stage, "%s", stage);
+    snprintf(t->route, sizeof t->route, "%s", route);
+    CU_CHECK(self, self->cu->event_create(&t->start, GF_CU_EVENT_DEFAULT), "cuEventCreate");
+    gf_cu_result r = self->cu->event_record(t->start, self->stream);
+    if (r != 0) {
+        self->cu->event_destroy(t->start);
+        GF_ERROR("cuda device %d: cuEventRecord: %s", self->ordinal, gf_cudrv_errstr(r));
+        return GF_EDEVICE;
+    }
+    self->n_timings++;
+    return 0;
+}
+
+int gf_gpu_timing_end(gf_gpu *self)
+{
+    if (self->n_timings == 0 || self->timings[self->n_timings - 1].ended) {
+        GF_ERROR("cuda device %d: timing end without a begin", self->ordinal);
+        return GF_ESTATE;
+    }
+    timing *t = &self->timings[self->n_timings - 1];
+    CU_CHECK(self, self->cu->event_create(&t->end, GF_CU_EVENT_DEFAULT), "cuEventCreate");
+    CU_CHECK(self, self->cu->event_record(t->end, self->stream), "cuEventRecord");
+    t->ended = true;
+    return 0;
+}
+
+void gf_gpu_timing_collect(gf_gpu *self, gf_devstats *stats)
+{
+    for (size_t i = 0; i < self->n_timings; i++) {
+        timing *t = &self->timings[i];
+        float ms = 0.0f;
+        bool ok = t->ended && self->cu->event_synchronize(t->end) == 0 &&
+                  self->cu->event_elapsed(&ms, t->start, t->end) == 0 && ms >= 0.0f;
+        if (ok)
+            gf_devstats_measured(stats, t->stage, t->route, (uint64_t)((double)ms * 1e6 + 0.5));
+        else
+            gf_devstats_failed(stats, t->stage, t->route);
+        self->cu->event_destroy(t->start);
+        if (t->end)
+            self->cu->event_destroy(t->end);
+    }
+    self->n_timings = 0;
+}

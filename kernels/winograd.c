@@ -39,7 +39,7 @@ void gf_winograd_pack_cpu(const float *w, int Cout, int Cin, float *u)
  * column 2i-1+b), so each input row splits into E[j] = x[2j-1] and
  * O[j] = x[2j] and every step is an elementwise add over i. */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
-#define CLONES __attribute__((target_clones("avx2", "default"), optimize("O3")))
+#define CLONES __attribute__((target_clones("arch=x86-64-v3", "default"), optimize("O3")))
 #else
 #define CLONES
 #endif

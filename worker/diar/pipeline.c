@@ -9,6 +9,7 @@
 #include "common/util.h"
 #include "worker/diar/ahc.h"
 #include "worker/diar/audio.h"
+#include "worker/diar/blas.h"
 #include "worker/diar/embedding.h"
 #include "worker/diar/fbank.h"
 #include "worker/diar/models.h"
@@ -102,11 +103,11 @@ int gf_diar_backend_cpu(const char *models_dir, int max_batch, gf_diar_backend *
     c = gf_calloc(1, sizeof *c);
     c->seg = gf_segmentation_new(seg_path,
                                  man ? gf_manifest_sha256(man, GF_MODELS_SEGMENTATION) : NULL,
-                                 max_batch);
+                                 max_batch, gf_blas_threads());
     if (c->seg)
         c->emb = gf_embedding_new(emb_path,
                                   man ? gf_manifest_sha256(man, GF_MODELS_EMBEDDING) : NULL,
-                                  GF_DIAR_FBANK_FRAMES, max_batch);
+                                  GF_DIAR_FBANK_FRAMES, max_batch, gf_blas_threads());
     if (!c->seg || !c->emb) {
         cpu_destroy(c);
         rc = GF_EINVAL;

@@ -1,10 +1,11 @@
-/* cmd_models.c — `gpuflock models check DIR`: verify a models directory and
- * print what it holds.
+/* cmd_models.c — `gpuflock models check [DIR]`: verify a models directory
+ * (by default the configuration's models_dir) and print what it holds.
  *
  * Every check goes through the code the worker loads models with: the
  * networks' constructors (every expected tensor, its shape, finiteness,
  * nothing unexpected, the file's digest against the manifest), the manifest
  * reader, and a look at the PLDA files (present, zip archives, digests). */
+#include "common/config.h"
 #include "common/error.h"
 #include "common/log.h"
 #include "common/sha256.h"
@@ -23,10 +24,12 @@ int gf_cmd_models(int argc, char **argv);
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: gpuflock models check DIR\n"
+    fprintf(f, "usage: gpuflock models check [--config FILE] [DIR]\n"
                "  Verify a models directory (segmentation.safetensors, embedding.safetensors,\n"
                "  plda/xvec_transform.npz, plda/plda.npz, MANIFEST.sha256) and print what it\n"
-               "  holds. Exit 0: all good; 65: a file is missing or wrong; 66: no such directory.\n");
+               "  holds. DIR defaults to the configuration's models_dir.\n"
+               "  Exit 0: all good; 65: a file is missing or wrong; 66: no such directory;\n"
+               "  78: configuration error.\n");
 }
 
 /* "1,473,265" */
@@ -176,17 +179,34 @@ static int models_check(const char *dir)
 
 int gf_cmd_models(int argc, char **argv)
 {
-    if (argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
-        usage(stdout);
-        return 0;
-    }
-    if (argc == 3 && strcmp(argv[1], "check") == 0) {
-        if (strcmp(argv[2], "--help") == 0) {
+    const char *config_path = NULL, *dir = NULL;
+    if (argc < 2 || strcmp(argv[1], "check") != 0) {
+        if (argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
             usage(stdout);
             return 0;
         }
-        return models_check(argv[2]);
+        usage(stderr);
+        return GF_EXIT_USAGE;
     }
-    usage(stderr);
-    return GF_EXIT_USAGE;
+    for (int i = 2; i < argc; i++) {
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            usage(stdout);
+            return 0;
+        } else if (strcmp(argv[i], "--config") == 0 && i + 1 < argc) {
+            config_path = argv[++i];
+        } else if (argv[i][0] != '-' && !dir) {
+            dir = argv[i];
+        } else {
+            usage(stderr);
+            return GF_EXIT_USAGE;
+        }
+    }
+    if (dir)
+        return models_check(dir);
+    gf_config *cfg = NULL;
+    if (gf_config_load(config_path, &cfg) != 0)
+        return GF_EXIT_CONFIG;
+    int rc = models_check(cfg->models_dir);
+    gf_config_destroy(&cfg);
+    return rc;
 }

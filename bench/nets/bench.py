@@ -60,6 +60,9 @@ def main():
     cases = []
     for threads in (1, 2):
         th = str(threads)
+        cases.append(("fbank (worker/diar/fbank vs torchaudio)", threads,
+                      [helper, "fbank", "-", wave_f, str(B), out, th, rep],
+                      torch_run + ["fbank", "-", wave_f, str(B), out, th, rep]))
         cases.append(("segmentation", threads,
                       [helper, "seg", seg_m, wave_f, str(B), out, th, rep],
                       torch_run + ["seg", seg_m, wave_f, str(B), out, th, rep]))

@@ -3,6 +3,7 @@ and with the same arguments as build/tests/helpers/nets_run, for bench/nets.
 
   torch_run.py seg MODEL WAVE.f32 B OUT.f32 THREADS REPEAT
   torch_run.py emb MODEL FBANK.f32 B MASKS.f32 S OUT.f32 THREADS REPEAT
+  torch_run.py fbank - WAVE.f32 B OUT.f32 THREADS REPEAT   (torchaudio's Kaldi fbank)
 
 Prints "time_s=<mean seconds per run> maxrss_kb=<peak RSS>" to stderr after
 one warm-up run, like nets_run."""
@@ -19,7 +20,12 @@ import gfnets  # noqa: E402
 
 def main():
     a = sys.argv
-    if a[1] == "seg":
+    if a[1] == "fbank":
+        wave_f, B, out_f, threads, repeat = a[3], int(a[4]), a[5], int(a[6]), int(a[7])
+        torch.set_num_threads(threads)
+        x = np.fromfile(wave_f, np.float32).reshape(B, gfnets.SEG_SAMPLES)
+        run = lambda: torch.from_numpy(np.stack([gfnets.fbank_features(w) for w in x]))
+    elif a[1] == "seg":
         model, wave_f, B, out_f, threads, repeat = a[2], a[3], int(a[4]), a[5], int(a[6]), int(a[7])
         torch.set_num_threads(threads)
         net = gfnets.Segmentation(gfnets.read_safetensors(model))

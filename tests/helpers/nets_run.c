@@ -5,6 +5,9 @@
  *       WAVE [B, 160000] → OUT [B, 589, 7] log-probabilities
  *   nets_run emb MODEL FBANK.f32 B MASKS.f32 S OUT.f32 [THREADS [REPEAT]]
  *       FBANK [B, 998, 80], MASKS [B, S, 589] → OUT [B, S, 256]
+ *   nets_run fbank - WAVE.f32 B OUT.f32 [THREADS [REPEAT]]
+ *       WAVE [B, 160000] → OUT [B, 998, 80] (worker/diar/fbank, mean-normalised;
+ *       one thread whatever THREADS says)
  *
  * With REPEAT > 1 the network runs that many times and the mean wall time per
  * run goes to stderr as "time_s=…" (the benchmark reads it), with the peak
@@ -12,6 +15,7 @@
 #include "common/util.h"
 #include "worker/diar/blas.h"
 #include "worker/diar/embedding.h"
+#include "worker/diar/fbank.h"
 #include "worker/diar/segmentation.h"
 
 #include <stdio.h>
@@ -70,6 +74,30 @@ static void report(uint64_t t0, int repeat)
 
 int main(int argc, char **argv)
 {
+    if (argc >= 6 && argv[1][0] == 'f') {
+        int B = atoi(argv[4]), repeat = argc > 7 ? atoi(argv[7]) : 1;
+        float *wave = read_f32(argv[3], (long)B * GF_SEG_SAMPLES);
+        if (!wave)
+            return 1;
+        float *out = gf_malloc(sizeof(float) * (size_t)B * GF_EMB_FRAMES * GF_EMB_MELS);
+        uint64_t t0 = 0;
+        for (int r = 0; r < repeat + (repeat > 1); r++) {
+            if (r == (repeat > 1))
+                t0 = gf_now_ns();
+            for (int b = 0; b < B; b++) {
+                size_t nf = 0;
+                if (gf_fbank_compute(wave + (long)b * GF_SEG_SAMPLES, GF_SEG_SAMPLES,
+                                     out + (long)b * GF_EMB_FRAMES * GF_EMB_MELS, &nf) != 0 ||
+                    nf != GF_EMB_FRAMES)
+                    return 1;
+            }
+        }
+        report(t0, repeat);
+        int rc = write_f32(argv[5], out, (long)B * GF_EMB_FRAMES * GF_EMB_MELS);
+        free(wave);
+        free(out);
+        return rc;
+    }
     if (argc >= 6 && argv[1][0] == 's') {
         int B = atoi(argv[4]);
         int threads = argc > 6 ? atoi(argv[6]) : 1, repeat = argc > 7 ? atoi(argv[7]) : 1;
@@ -123,6 +151,7 @@ int main(int argc, char **argv)
         return rc;
     }
     fprintf(stderr, "usage: nets_run seg MODEL WAVE.f32 B OUT.f32 [THREADS [REPEAT]]\n"
+                    "       nets_run fbank - WAVE.f32 B OUT.f32 [THREADS [REPEAT]]\n"
                     "       nets_run emb MODEL FBANK.f32 B MASKS.f32 S OUT.f32 [THREADS [REPEAT]]\n");
     return 64;
 }

@@ -84,6 +84,13 @@ truncate -s -100 "$work/d4/segmentation.safetensors"
     || { cat "$work/out"; fail "truncated file: exit $rc"; }
 "$GF" models check "$work/nonexistent" >/dev/null 2>&1; rc=$?
 [ $rc -eq 66 ] || fail "no directory: exit $rc"
+# the directory from the configuration's models_dir
+printf 'models_dir: %s\n' "$work/m" >"$work/cfg.yaml"
+"$GF" models check --config "$work/cfg.yaml" >"$work/out" 2>&1 || { cat "$work/out"; fail "models_dir from --config"; }
+grep -q '^all good' "$work/out" || fail "config summary"
+printf 'models_dri: %s\n' "$work/m" >"$work/bad.yaml"
+"$GF" models check --config "$work/bad.yaml" >"$work/out" 2>&1; rc=$?
+[ $rc -eq 78 ] && grep -q "models_dri" "$work/out" || fail "bad config: exit $rc"
 "$GF" models >/dev/null 2>&1; rc=$?
 [ $rc -eq 64 ] || fail "usage: exit $rc"
 echo "convert_checkpoints: all checks passed"

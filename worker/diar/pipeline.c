@@ -3,6 +3,7 @@
  * here), per-window results kept, then worker/diar/cluster. The weight-free
  * mode replaces the networks by energy voice activity and fbank statistics. */
 #include "worker/diar/pipeline.h"
+#include "worker/diar/blas.h"
 
 #include "common/error.h"
 #include "common/log.h"
@@ -102,11 +103,11 @@ int gf_diar_backend_cpu(const char *models_dir, int max_batch, gf_diar_backend *
     c = gf_calloc(1, sizeof *c);
     c->seg = gf_segmentation_new(seg_path,
                                  man ? gf_manifest_sha256(man, GF_MODELS_SEGMENTATION) : NULL,
-                                 max_batch);
+                                 max_batch, gf_blas_threads());
     if (c->seg)
         c->emb = gf_embedding_new(emb_path,
                                   man ? gf_manifest_sha256(man, GF_MODELS_EMBEDDING) : NULL,
-                                  GF_DIAR_FBANK_FRAMES, max_batch);
+                                  GF_DIAR_FBANK_FRAMES, max_batch, gf_blas_threads());
     if (!c->seg || !c->emb) {
         cpu_destroy(c);
         rc = GF_EINVAL;

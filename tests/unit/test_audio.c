@@ -378,6 +378,33 @@ static void test_errors(void **state)
     char *cut = gf_strfmt("%s/cut.wav", tmpdir);
     truncate_copy(wav, cut, 20000);
     assert_int_equal(gf_audio_read_all(cut, &x, &n), GF_EINVAL);
+    /* A streamed WAV (data size 0xFFFFFFFF, "length unknown") is not
+     * truncated: it decodes to its end. */
+    char *streamed = gf_strfmt("%s/streamed.wav", tmpdir);
+    {
+        FILE *f = fopen(wav, "rb");
+        assert_non_null(f);
+        fseek(f, 0, SEEK_END);
+        long len = ftell(f);
+        fseek(f, 0, SEEK_SET);
+        unsigned char *b = gf_malloc((size_t)len);
+        assert_int_equal(fread(b, 1, (size_t)len, f), (size_t)len);
+        fclose(f);
+        unsigned char *d = memmem(b, (size_t)len, "data", 4);
+        assert_non_null(d);
+        memset(d + 4, 0xFF, 4);
+        memset(b + 4, 0xFF, 4);
+        write_bytes(streamed, b, (size_t)len);
+        free(b);
+    }
+    float *whole = NULL, *str = NULL;
+    size_t n_whole = 0, n_str = 0;
+    assert_int_equal(gf_audio_read_all(wav, &whole, &n_whole), 0);
+    assert_int_equal(gf_audio_read_all(streamed, &str, &n_str), 0);
+    assert_int_equal(n_str, n_whole);
+    assert_memory_equal(str, whole, n_whole * sizeof(float));
+    free(whole);
+    free(str);
     /* Cut inside the header. */
     truncate_copy(wav, cut, 30);
     assert_true(gf_audio_read_all(cut, &x, &n) < 0);
@@ -398,7 +425,7 @@ static void test_errors(void **state)
     assert_true(gf_audio_read_all(cutf, &x, &n) < 0);
     assert_null(x);
 
-    char *files[] = { zero, text, empty, wav, cut, flac, cutf };
+    char *files[] = { zero, text, empty, wav, cut, flac, cutf, streamed };
     for (size_t i = 0; i < GF_ARRAY_LEN(files); i++) {
         unlink(files[i]);
         free(files[i]);

@@ -134,8 +134,9 @@ gf_audio_reader *gf_audio_reader_new(const char *path, int *err)
     self->info.format = si.format;
     self->info.frames = si.frames;
     self->info.duration = (double)si.frames / si.samplerate;
-    self->info.samples = (int64_t)(((__int128)si.frames * GF_AUDIO_RATE + si.samplerate - 1) /
-                                   si.samplerate);
+    /* soxr delivers round(frames * 16000 / rate) samples once drained. */
+    self->info.samples = (int64_t)(((__int128)si.frames * 2 * GF_AUDIO_RATE + si.samplerate) /
+                                   (2 * (__int128)si.samplerate));
 
     if (si.samplerate != GF_AUDIO_RATE) {
         soxr_error_t serr = NULL;

@@ -66,6 +66,13 @@ rc=$?
 grep -q -- "--local" "$T/nolocal.err" || fail "no --local suggestion"
 echo "ok: without --local exits 69"
 
+# --gpu N needs that card; --any falls back to the CPU (only where there is no GPU)
+if [ ! -e /dev/nvidia0 ]; then
+    "$G" diarize --local --gpu 0 --models "$T/models-none" "$A/sample.wav" >/dev/null 2>&1
+    [ $? -eq 0 ] || fail "--gpu 0 in weight-free mode should run on the CPU"
+    echo "ok: --gpu in weight-free mode runs on the CPU"
+fi
+
 # 3. bad inputs beside a good one; a directory argument
 mkdir -p "$T/in"
 cp "$A/sample.wav" "$T/in/good.wav"
@@ -147,3 +154,13 @@ EOF
     --plda "$T/models/plda" --uri short -o "$T/cluster.rttm" || fail "gpuflock cluster"
 cmp "$T/cluster.rttm" "$T/nn/short.rttm" || fail "cluster on the saved intermediates differs"
 echo "ok: neural pipeline on random weights; gpuflock cluster reproduces its RTTM"
+if [ ! -e /dev/nvidia0 ]; then
+    "$G" diarize --local --gpu 0 --models "$T/models" "$T/short.wav" 2>"$T/gpu.err"
+    rc=$?
+    [ $rc -eq 69 ] || fail "--gpu 0 without a card: exit $rc, want 69"
+    grep -q "no usable CUDA card 0" "$T/gpu.err" || fail "--gpu 0 message"
+    "$G" diarize --local --any --models "$T/models" --out "$T/any" "$T/short.wav" 2>"$T/any.err" \
+        || fail "--any without a card should run on the CPU"
+    cmp "$T/any/short.rttm" "$T/nn/short.rttm" || fail "--any on the CPU differs"
+    echo "ok: --gpu 0 without a card exits 69, --any falls back to the CPU"
+fi

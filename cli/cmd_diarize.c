@@ -10,6 +10,7 @@
  * puts the two networks on CUDA card N (worker/diar_gpu), --any on card 0
  * when there is one. */
 #include "common/config.h"
+#include "common/devstats.h"
 #include "common/error.h"
 #include "common/log.h"
 #include "common/util.h"
@@ -53,7 +54,7 @@ static void usage(FILE *out)
             "                   runs in weight-free mode (energy VAD, fbank statistics) and says so\n"
             "  --num-speakers N, --min-speakers A, --max-speakers B: speaker count constraints\n"
             "  --out DIR        where RTTM/JSON files go (default: beside each input)\n"
-            "  --json           also write NAME.json (turns, speakers, mode, timings)\n"
+            "  --json           also write NAME.json (turns, speakers, mode, timings, devstats)\n"
             "  --save-intermediates DIR  segmentation_logits.npy, segmentations.npy and\n"
             "                   embeddings.npy (into DIR, or DIR/NAME/ for several inputs),\n"
             "                   readable by `gpuflock cluster`\n"
@@ -216,7 +217,7 @@ static void progress(void *user, size_t done, size_t total)
 
 /* ---- one recording ------------------------------------------------------ */
 
-static char *result_json(const gf_diar_result *r, const char *models_dir)
+static char *result_json(const gf_diar_result *r, const char *models_dir, const gf_devstats *st)
 {
     char *turns = gf_rttm_json(r->rttm);
     json_object *o = json_tokener_parse(turns);
@@ -240,6 +241,11 @@ static char *result_json(const gf_diar_result *r, const char *models_dir)
     json_object_object_add(t, "clustering", json_object_new_double(r->t_clustering));
     json_object_object_add(t, "total", json_object_new_double(r->t_total));
     json_object_object_add(o, "timings", t);
+    char *ds = gf_devstats_to_json(st);
+    json_object *dj = json_tokener_parse(ds);
+    free(ds);
+    if (dj)
+        json_object_object_add(o, "devstats", dj);
     char *s = gf_strfmt("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
     json_object_put(o);
     return s;
@@ -271,7 +277,8 @@ static int diarize_one(gf_diar *d, const char *path, const run_conf *rc_conf,
     }
     o->save_dir = save;
     gf_diar_result res;
-    int rc = gf_diar_run(d, path, o, NULL, &res);
+    gf_devstats *st = gf_devstats_new();
+    int rc = gf_diar_run(d, path, o, st, &res);
     if (ps->tty)
         fprintf(stderr, "\n");
     if (rc) {
@@ -286,7 +293,7 @@ static int diarize_one(gf_diar *d, const char *path, const run_conf *rc_conf,
     free(text);
     if (!status && rc_conf->json) {
         char *json_path = gf_strfmt("%s/%s.json", dir, name);
-        char *js = result_json(&res, rc_conf->models_dir);
+        char *js = result_json(&res, rc_conf->models_dir, st);
         if (gf_rttm_write_text(json_path, js) != 0)
             status = EXIT_CANTCREAT;
         free(js);
@@ -300,6 +307,7 @@ static int diarize_one(gf_diar *d, const char *path, const run_conf *rc_conf,
     free(rttm_path);
     gf_diar_result_free(&res);
 out:
+    gf_devstats_destroy(&st);
     free(save);
     free(dir);
     free(name);

@@ -45,6 +45,7 @@ check_rttm "$T/wf/sample.rttm" sample
 grep -q "weight-free mode: no model files in $T/no-models" "$T/wf.err" || fail "no notice on stderr"
 grep -q "(weight-free mode)" "$T/wf.out" || fail "no notice in the summary line"
 grep -q '"mode":"weight-free"' "$T/wf/sample.json" || fail "JSON mode"
+grep -q '"reason":"cpu card"' "$T/wf/sample.json" || fail "JSON devstats"
 grep -q '"notice":"weight-free mode: no model files in' "$T/wf/sample.json" || fail "JSON notice"
 grep -q "windows" "$T/wf.err" || fail "no progress lines"
 ls "$T/wf" | grep -q tmp && fail "temporary file left in --out"

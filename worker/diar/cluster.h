@@ -49,6 +49,12 @@ typedef struct {
     float *diar;               /* [n_total x n_clusters] 0/1 */
     size_t n_turns;            /* turns */
     gf_segment *turns;         /* sorted; label = speaker index (SPEAKER_%02d) */
+    double t_count;            /* seconds spent: speaker counting */
+    double t_ahc;              /*   AHC (normalisation, linkage, cut) */
+    double t_plda;             /*   x-vector transform + PLDA features */
+    double t_vbx;              /*   VBx */
+    double t_assign;           /*   centroids, k-means, scores, assignment */
+    double t_reconstruct;      /*   frame-level diarization and turns */
 } gf_cluster_result;
 
 /* Check inputs: seg n_chunks x n_frames x n_spk with values 0/1, emb

@@ -432,7 +432,7 @@ int gf_cmd_diarize(int argc, char **argv)
         goto out;
     }
     bool weight_free = false;
-    d = gf_diar_new(models_dir, cfg->batch_size, &weight_free);
+    d = gf_diar_new(models_dir, cfg->batch_size, cfg->cpu_threads, &weight_free);
     if (!d) {
         fprintf(stderr, "gpuflock diarize: model files in %s unusable\n", models_dir);
         status = GF_EXIT_CONFIG;

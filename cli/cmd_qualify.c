@@ -49,7 +49,8 @@ static void usage(FILE *out)
             "  --rounds N         A/B rounds per measurement (default 10)\n"
             "  --models DIR       segmentation.safetensors for the end-to-end record\n"
             "                     (default: models_dir of the configuration)\n"
-            "  --evidence DIR     evidence folder (default: $GPUFLOCK_EVIDENCE, else ./evidence)\n"
+            "  --evidence DIR     evidence folder (default: $GPUFLOCK_EVIDENCE, else the\n"
+            "                     evidence/ folder of the tree gpuflock was built from)\n"
             "  --binding-out FILE write the binding there (default: standard output)\n"
             "\n"
             "Exit status: 0 done, 1 a measurement failed, 64 usage, 69 no such CUDA card,\n"
@@ -73,7 +74,7 @@ static int parse(int argc, char **argv, opts *o)
         { 0, 0, 0, 0 },
     };
     *o = (opts){ .rounds = 10, .math = -1, .batch = 0 };
-    o->evidence = getenv("GPUFLOCK_EVIDENCE") ? getenv("GPUFLOCK_EVIDENCE") : "evidence";
+    o->evidence = gf_evidence_default_dir();
     optind = 1;
     int c;
     while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {

@@ -9,7 +9,9 @@
 #include "worker/diar/embedding_gpu.h"
 #include "worker/diar/models.h"
 #include "worker/diar/segmentation_gpu.h"
+#include "worker/evidence.h"
 #include "worker/gpu.h"
+#include "worker/planner.h"
 
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -44,6 +46,33 @@ static void gpu_destroy(void *ctx)
     gf_blas_gpu_destroy(&c->blas);
     gf_gpu_destroy(&c->gpu);
     free(c);
+}
+
+/* Routes from the planner: own kernels where the evidence binds them on this
+ * exact card for (max_batch, math) and the module that loads is the bound
+ * one; the library route everywhere else. Missing or invalid evidence, or a
+ * batch that is not a production batch: library everywhere (logged). */
+static int apply_plan(gpu_ctx *c, int ordinal, int max_batch, gf_math math)
+{
+    if (!gf_batch_is_production(max_batch)) {
+        GF_INFO("CUDA card %d: batch %d is not a production batch (1, 8, 32): library routes",
+                ordinal, max_batch);
+        return 0;
+    }
+    gf_evidence *ev = NULL;
+    if (gf_evidence_open(gf_evidence_default_dir(), &ev) != 0) {
+        GF_WARN("CUDA card %d: no valid evidence in %s: library routes", ordinal,
+                gf_evidence_default_dir());
+        return 0;
+    }
+    gf_device_conf conf = { .index = ordinal, .kind = GF_DEVICE_CUDA };
+    gf_card_identity card;
+    int rc = gf_card_identify(&conf, &card);
+    gf_planner pl = { ev, &card, &gf_module_provider_embedded, gf_planner_force_library_env() };
+    rc = rc ? rc : gf_segmentation_gpu_apply_plan(c->seg, &pl, max_batch, math);
+    rc = rc ? rc : gf_embedding_gpu_apply_plan(c->emb, &pl, max_batch);
+    gf_evidence_destroy(&ev);
+    return rc;
 }
 
 int gf_diar_backend_gpu(int ordinal, const char *models_dir, int max_batch, gf_math math,
@@ -84,6 +113,9 @@ int gf_diar_backend_gpu(int ordinal, const char *models_dir, int max_batch, gf_m
         rc = GF_EINVAL;
         goto fail;
     }
+    rc = apply_plan(c, ordinal, max_batch, math);
+    if (rc != 0)
+        goto fail;
     *out = (gf_diar_backend){ .name = "cuda", .route = "library", .segment = gpu_segment,
                               .embed = gpu_embed, .destroy = gpu_destroy, .ctx = c };
     gf_manifest_destroy(&man);

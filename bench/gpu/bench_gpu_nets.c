@@ -96,7 +96,7 @@ int main(int argc, char **argv)
     gf_card_identity card;
     gf_device_conf conf = { .index = 0, .kind = GF_DEVICE_CUDA };
     gf_evidence *ev = NULL;
-    const char *evdir = getenv("GPUFLOCK_EVIDENCE") ? getenv("GPUFLOCK_EVIDENCE") : "evidence";
+    const char *evdir = gf_evidence_default_dir();
     if (gf_card_identify(&conf, &card) != 0 || gf_evidence_open(evdir, &ev) != 0)
         fprintf(stderr, "bench_gpu_nets: no planner (card or %s): planned plans skipped\n", evdir);
     gf_planner pl = { ev, &card, &gf_module_provider_embedded, gf_planner_force_library_env() };

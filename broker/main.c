@@ -110,6 +110,15 @@ int main(int argc, char **argv)
         return GF_EXIT_USAGE;
     }
     gf_log_init("gpuflockd", level);
+    const char *eps[2] = { cfg->client_endpoint, cfg->worker_endpoint };
+    for (int i = 0; i < 2; i++)
+        if (strncmp(eps[i], "tcp://", 6) == 0 &&
+            (!cfg->curve_public_key || !cfg->curve_secret_key)) {
+            GF_ERROR("%s: endpoint %s: tcp:// is refused without broker.curve_public_key and "
+                     "broker.curve_secret_key", cfg->path ? cfg->path : "config", eps[i]);
+            gf_config_destroy(&cfg);
+            return GF_EXIT_CONFIG;
+        }
     if (cfg->n_devices == 0)
         GF_WARN("no devices: no CUDA card found and none declared in the configuration");
 

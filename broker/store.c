@@ -76,6 +76,7 @@ static int migrate(gf_store *self)
                  v, GF_STORE_SCHEMA_VERSION);
         return GF_EUNSUP;
     }
+    int from = v;
     for (; v < GF_STORE_SCHEMA_VERSION; v++) {
         char *sql = gf_strfmt("BEGIN IMMEDIATE; %s PRAGMA user_version = %d; COMMIT;",
                               migrations[v], v + 1);
@@ -85,7 +86,7 @@ static int migrate(gf_store *self)
             exec_sql(self, "ROLLBACK");
             return rc;
         }
-        if (v > 0)
+        if (from > 0)
             GF_INFO("job store %s: schema migrated to version %d", self->path, v + 1);
     }
     return 0;

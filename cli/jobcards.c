@@ -7,6 +7,7 @@
  * before the cards, so no card sits locked and idle while a proof job waits
  * for another to finish its timing run. */
 #include "cli/jobcards.h"
+#include "common/jobenv.h"
 #include "common/card.h"
 #include "common/error.h"
 #include "common/lockinfo.h"
@@ -207,15 +208,8 @@ int gf_jobcards_inherit(gf_jobcards *self)
 
 void gf_jobcards_export(const gf_jobcards *self, gf_env *env, char **removed)
 {
-    *removed = NULL;
-    if (self->bench)
-        for (size_t i = 0; i < self->cfg->n_scrub_env; i++)
-            if (gf_env_unset(env, self->cfg->scrub_env[i]))
-                list_append(removed, self->cfg->scrub_env[i]);
-    gf_env_set(env, "CUDA_VISIBLE_DEVICES", self->visible);
-    gf_env_set(env, "CUDA_DEVICE_ORDER", "PCI_BUS_ID");
-    gf_env_set(env, "GPUFLOCK_DEVICE", self->devices);
-    gf_env_set(env, "GPUFLOCK_LOCK_FILE", self->lock_files);
+    gf_jobenv_export(env, self->visible, self->devices, self->lock_files, self->bench != NULL,
+                     self->cfg->scrub_env, self->cfg->n_scrub_env, removed);
 }
 
 const char *gf_jobcards_devices(const gf_jobcards *self)

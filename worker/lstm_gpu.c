@@ -132,6 +132,13 @@ int gf_lstm_gpu_set_route(gf_lstm_gpu *s, gf_route_kind kind, const char **modul
     return 0;
 }
 
+int gf_lstm_gpu_poison(gf_lstm_gpu *s)
+{
+    size_t words = (size_t)s->max_batch * s->T * 2 * s->hidden;
+    int rc = gf_gpu_fill32(s->gpu, s->h[0], 0x7fc00000u, words);
+    return rc ? rc : gf_gpu_fill32(s->gpu, s->h[1], 0x7fc00000u, words);
+}
+
 #define TRY(x)          \
     do {                \
         int rc_ = (x);  \

@@ -39,6 +39,10 @@ void gf_lstm_gpu_destroy(gf_lstm_gpu **self_p);
 int gf_lstm_gpu_set_route(gf_lstm_gpu *self, gf_route_kind kind, const char **module_sha256);
 gf_route_kind gf_lstm_gpu_route(const gf_lstm_gpu *self);
 
+/* Fill the layer outputs with NaN, so a check can prove every element was
+ * written by the next run. */
+int gf_lstm_gpu_poison(gf_lstm_gpu *self);
+
 /* x [B, T, in0] on the card → *out [B, T, 2H] on the card (a buffer of the
  * object, valid until the next run). Returns 0, GF_EINVAL or GF_EDEVICE. */
 int gf_lstm_gpu_run(gf_lstm_gpu *self, gf_math math, gf_cu_ptr x, int B, gf_cu_ptr *out);

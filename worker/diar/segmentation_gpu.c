@@ -301,6 +301,22 @@ int gf_segmentation_gpu_set_route(gf_segmentation_gpu *s, const char *boundary,
     return kind == GF_ROUTE_LIBRARY ? 0 : GF_ENOENT;
 }
 
+int gf_segmentation_gpu_apply_plan(gf_segmentation_gpu *s, const gf_planner *pl, int batch,
+                                   gf_math math)
+{
+    gf_route r;
+    TRY(gf_plan_route(pl, "lstm.stack", batch, math, &r));
+    if (r.kind != GF_ROUTE_OWN)
+        return gf_lstm_gpu_set_route(s->lstm, GF_ROUTE_LIBRARY, NULL);
+    const char *sha = NULL;
+    int rc = gf_lstm_gpu_set_route(s->lstm, GF_ROUTE_OWN, &sha);
+    if (rc == 0 && strcmp(sha, r.module.sha256) == 0)
+        return 0;
+    GF_WARN("lstm.stack: the planned module %.12s did not load as bound (%s): library route",
+            r.module.sha256, rc ? gf_strerror(rc) : "another module loaded");
+    return gf_lstm_gpu_set_route(s->lstm, GF_ROUTE_LIBRARY, NULL);
+}
+
 static int head(gf_segmentation_gpu *s, int B, gf_cu_ptr lstm_out)
 {
     int rows = B * T, l0 = L0, classes = CLASSES;

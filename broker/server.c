@@ -93,6 +93,7 @@ struct gf_server {
     outmsg *out;              /* the outbox */
     size_t n_out, cap_out;
     bool in_tx;               /* a store transaction is open this turn */
+    bool need_sync;           /* this turn acknowledges a client's change */
     bool store_failed;
     bool stopping;            /* SIGTERM seen: no new jobs */
     uint64_t stop_deadline;   /* monotonic ms */
@@ -184,6 +185,9 @@ static void end_turn(gf_server *self)
             self->store_failed = true;
         }
     }
+    if (self->need_sync && !self->store_failed && gf_store_sync(self->store) != 0)
+        self->store_failed = true;
+    self->need_sync = false;
     for (size_t i = 0; i < self->n_out; i++) {
         outmsg *o = &self->out[i];
         if (!self->store_failed) {
@@ -535,6 +539,7 @@ static void on_submit(gf_server *self, const gf_peer *peer, gf_msg *req)
         return;
     }
     char *user = user_name(peer->uid);
+    self->need_sync = true;
     gf_msg rep;
     memset(&rep, 0, sizeof(rep));
     rep.op = GF_OP_IDS;
@@ -639,6 +644,7 @@ static void on_cancel(gf_server *self, const gf_peer *peer, gf_msg *req)
     m.op = GF_OP_CODES;
     m.codes = gf_calloc(req->n_ids ? req->n_ids : 1, sizeof(int32_t));
     m.n_codes = req->n_ids;
+    self->need_sync = true;
     for (size_t i = 0; i < req->n_ids; i++) {
         gf_sched_job *sj = gf_sched_get(self->sched, req->ids[i]);
         if (!sj) {

@@ -34,7 +34,7 @@ static void usage(FILE *out)
             "usage: gpuflock cluster --segmentations SEG.npy --embeddings EMB.npy [--plda DIR]\n"
             "                        [--step SEC] [--num-speakers N | --min-speakers A\n"
             "                        --max-speakers B] [--min-duration-off SEC] [-o OUT]\n"
-            "                        [--uri NAME] [--json] [--config FILE]\n"
+            "                        [--uri NAME] [--json] [--timings] [--config FILE]\n"
             "\n"
             "Cluster saved intermediates with the community-1 recipe (powerset-decoded\n"
             "segmentation, AHC 0.6, PLDA + VBx Fa 0.07 Fb 0.8) and write speaker turns.\n"
@@ -48,6 +48,7 @@ static void usage(FILE *out)
             "  -o OUT           output file (default: standard output)\n"
             "  --uri NAME       recording name in the RTTM (default: SEG's base name)\n"
             "  --json           JSON turns instead of RTTM\n"
+            "  --timings        print per-stage seconds and sizes on stderr (one JSON line)\n"
             "Exit status: 0 ok, 64 usage, 65 bad input data or PLDA, 66 input missing,\n"
             "73 output not writable, 78 configuration error.\n");
 }
@@ -114,7 +115,7 @@ static char *base_name(const char *path)
 int gf_cmd_cluster(int argc, char **argv)
 {
     enum { O_SEG = 1000, O_EMB, O_PLDA, O_STEP, O_NUM, O_MIN, O_MAX, O_OFF, O_URI, O_JSON,
-           O_CONFIG, O_HELP };
+           O_CONFIG, O_TIMINGS, O_HELP };
     static const struct option opts[] = {
         { "segmentations", required_argument, NULL, O_SEG },
         { "embeddings", required_argument, NULL, O_EMB },
@@ -128,12 +129,13 @@ int gf_cmd_cluster(int argc, char **argv)
         { "uri", required_argument, NULL, O_URI },
         { "json", no_argument, NULL, O_JSON },
         { "config", required_argument, NULL, O_CONFIG },
+        { "timings", no_argument, NULL, O_TIMINGS },
         { "help", no_argument, NULL, O_HELP },
         { NULL, 0, NULL, 0 },
     };
     const char *seg_path = NULL, *emb_path = NULL, *plda_arg = NULL, *out_path = "-";
     const char *uri_arg = NULL, *config_path = NULL;
-    bool json = false;
+    bool json = false, timings = false;
     gf_cluster_opts o = gf_cluster_defaults();
     optind = 1;
     opterr = 0;
@@ -166,6 +168,7 @@ int gf_cmd_cluster(int argc, char **argv)
         case 'o': out_path = optarg; break;
         case O_URI: uri_arg = optarg; break;
         case O_JSON: json = true; break;
+        case O_TIMINGS: timings = true; break;
         case O_CONFIG: config_path = optarg; break;
         case 'h':
         case O_HELP: usage(stdout); return 0;
@@ -269,6 +272,14 @@ int gf_cmd_cluster(int argc, char **argv)
         status = rc == GF_EINVAL ? GF_EXIT_USAGE : GF_EXIT_DATAERR;
         goto out;
     }
+    if (timings)
+        fprintf(stderr,
+                "{\"windows\": %zu, \"embeddings\": %zu, \"ahc_clusters\": %zu, "
+                "\"clusters\": %zu, \"turns\": %zu, \"count_s\": %.6f, \"ahc_s\": %.6f, "
+                "\"plda_s\": %.6f, \"vbx_s\": %.6f, \"assign_s\": %.6f, "
+                "\"reconstruct_s\": %.6f}\n",
+                C, res.n_train, res.n_ahc, res.n_centroids, res.n_turns, res.t_count, res.t_ahc,
+                res.t_plda, res.t_vbx, res.t_assign, res.t_reconstruct);
     uri = uri_arg ? gf_strdup(uri_arg) : base_name(seg_path);
     gf_rttm *r = gf_rttm_new();
     for (size_t i = 0; i < res.n_turns; i++) {

@@ -66,11 +66,11 @@ static int check_net(const char *dir, const char *rel, const gf_manifest *man, i
         goto out;
     }
     if (is_seg) {
-        gf_segmentation *s = gf_segmentation_new(path, sha, 1);
+        gf_segmentation *s = gf_segmentation_new(path, sha, 1, 1);
         ok = s != NULL;
         gf_segmentation_destroy(&s);
     } else {
-        gf_embedding *e = gf_embedding_new(path, sha, GF_EMB_FRAMES, 1);
+        gf_embedding *e = gf_embedding_new(path, sha, GF_EMB_FRAMES, 1, 1);
         ok = e != NULL;
         gf_embedding_destroy(&e);
     }

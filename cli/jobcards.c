@@ -47,7 +47,7 @@ static char *holders_text(const char *path)
     size_t n = 0;
     if (gf_lock_holders(path, &h, &n) != 0 || n == 0) {
         gf_lock_holders_free(&h, n);
-        return gf_strdup("a process /proc/locks does not show");
+        return gf_strdup("a process not in /proc/locks (it may have just let go)");
     }
     char *text = NULL;
     for (size_t i = 0; i < n; i++) {

@@ -20,11 +20,17 @@
 
 static const int forwarded[] = { SIGINT, SIGTERM, SIGHUP };
 
+/* The signals we take synchronously: SIGCHLD and those we pass on. A signal
+ * we inherited as ignored (nohup, a background job of a script) stays
+ * ignored: passing it on would undo what our caller asked for. */
 static void wait_set(sigset_t *set)
 {
     sigemptyset(set);
-    for (size_t i = 0; i < sizeof forwarded / sizeof forwarded[0]; i++)
-        sigaddset(set, forwarded[i]);
+    for (size_t i = 0; i < sizeof forwarded / sizeof forwarded[0]; i++) {
+        struct sigaction sa;
+        if (sigaction(forwarded[i], NULL, &sa) == 0 && sa.sa_handler != SIG_IGN)
+            sigaddset(set, forwarded[i]);
+    }
     sigaddset(set, SIGCHLD);
 }
 

@@ -2,7 +2,8 @@
  *
  * The command gets a new process group, so a signal passed on reaches every
  * process of it (a shell script's children too) and none of ours. While it
- * runs, SIGINT, SIGTERM and SIGHUP sent to us are passed to its group. When
+ * runs, SIGINT, SIGTERM and SIGHUP sent to us are passed to its group (one
+ * we inherited as ignored, as under nohup, stays ignored for both). When
  * we run in the foreground of a terminal, the command's group gets the
  * terminal (so it can read it, and ^C / ^Z reach it directly), and a
  * command stopped by ^Z stops us too and resumes with us, as a shell would.

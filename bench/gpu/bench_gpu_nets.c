@@ -11,7 +11,11 @@
 #include "worker/diar/embedding_gpu.h"
 #include "worker/diar/segmentation.h"
 #include "worker/diar/segmentation_gpu.h"
+#include "worker/evidence.h"
 #include "worker/gpu.h"
+#include "worker/planner.h"
+
+#include <stdbool.h>
 
 #include <math.h>
 #include <stdio.h>
@@ -22,6 +26,8 @@ typedef struct {
     const char *name;     /* plan name */
     gf_math math;
     gf_route_kind lstm;
+    bool planned;         /* routes from the planner and evidence/ instead */
+    gf_route_kind resnet;
 } plan;
 
 static double stage_ms(const gf_devstats *st, double *total)
@@ -78,16 +84,35 @@ int main(int argc, char **argv)
             masks[(size_t)j * GF_SEG_FRAMES + t] = ((t / 50 + j) % 3 == 0) ? 1.0f : 0.0f;
     }
     const plan plans[] = {
-        { "library fp32", GF_MATH_FP32, GF_ROUTE_LIBRARY },
-        { "library tf32", GF_MATH_TF32, GF_ROUTE_LIBRARY },
-        { "own lstm + library fp32", GF_MATH_FP32, GF_ROUTE_OWN },
-        { "own lstm + library tf32", GF_MATH_TF32, GF_ROUTE_OWN },
+        { "library fp32", GF_MATH_FP32, GF_ROUTE_LIBRARY, false, GF_ROUTE_LIBRARY },
+        { "library tf32", GF_MATH_TF32, GF_ROUTE_LIBRARY, false, GF_ROUTE_LIBRARY },
+        { "own lstm + library fp32", GF_MATH_FP32, GF_ROUTE_OWN, false, GF_ROUTE_LIBRARY },
+        { "own lstm + library tf32", GF_MATH_TF32, GF_ROUTE_OWN, false, GF_ROUTE_LIBRARY },
+        { "own lstm + own resnet tf32", GF_MATH_TF32, GF_ROUTE_OWN, false, GF_ROUTE_OWN },
+        { "planned fp32 (evidence/)", GF_MATH_FP32, GF_ROUTE_LIBRARY, true, GF_ROUTE_LIBRARY },
+        { "planned tf32 (evidence/)", GF_MATH_TF32, GF_ROUTE_LIBRARY, true, GF_ROUTE_LIBRARY },
     };
+    /* The planner over this binary's modules and the evidence tables. */
+    gf_card_identity card;
+    gf_device_conf conf = { .index = 0, .kind = GF_DEVICE_CUDA };
+    gf_evidence *ev = NULL;
+    const char *evdir = getenv("GPUFLOCK_EVIDENCE") ? getenv("GPUFLOCK_EVIDENCE") : "evidence";
+    if (gf_card_identify(&conf, &card) != 0 || gf_evidence_open(evdir, &ev) != 0)
+        fprintf(stderr, "bench_gpu_nets: no planner (card or %s): planned plans skipped\n", evdir);
+    gf_planner pl = { ev, &card, &gf_module_provider_embedded, gf_planner_force_library_env() };
     printf("batch %d windows, %d timed repeats after one warm-up\n", B, reps);
     for (size_t p = 0; p < sizeof plans / sizeof plans[0]; p++) {
         gf_segmentation_gpu *sg = gf_segmentation_gpu_new(gpu, blas, seg, NULL, B, plans[p].math);
         gf_embedding_gpu *eg = gf_embedding_gpu_new(gpu, blas, emb, NULL, B, plans[p].math);
-        if (!sg || !eg || gf_segmentation_gpu_set_route(sg, "lstm.stack", plans[p].lstm)) {
+        int rc = !sg || !eg;
+        if (!rc && plans[p].planned) {
+            rc = ev ? gf_segmentation_gpu_apply_plan(sg, &pl, B, plans[p].math) : 1;
+            rc = rc ? rc : gf_embedding_gpu_apply_plan(eg, &pl, B);
+        } else if (!rc) {
+            rc = gf_segmentation_gpu_set_route(sg, "lstm.stack", plans[p].lstm);
+            rc = rc ? rc : gf_embedding_gpu_set_route(eg, "resnet", plans[p].resnet);
+        }
+        if (rc) {
             printf("plan %s: not available on this card\n", plans[p].name);
             gf_segmentation_gpu_destroy(&sg);
             gf_embedding_gpu_destroy(&eg);
@@ -113,6 +138,7 @@ int main(int argc, char **argv)
         gf_segmentation_gpu_destroy(&sg);
         gf_embedding_gpu_destroy(&eg);
     }
+    gf_evidence_destroy(&ev);
     gf_blas_gpu_destroy(&blas);
     gf_gpu_destroy(&gpu);
     free(wave), free(logp), free(feats), free(masks), free(out), free(jw);

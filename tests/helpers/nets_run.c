@@ -8,7 +8,7 @@
  *
  * With REPEAT > 1 the network runs that many times and the mean wall time per
  * run goes to stderr as "time_s=…" (the benchmark reads it), with the peak
- * resident memory as "maxrss_kb=…". */
+ * resident memory (VmHWM) as "maxrss_kb=…". */
 #include "common/util.h"
 #include "worker/diar/blas.h"
 #include "worker/diar/embedding.h"
@@ -16,7 +16,6 @@
 
 #include <stdio.h>
 #include <stdlib.h>
-#include <sys/resource.h>
 
 static float *read_f32(const char *path, long n)
 {
@@ -48,12 +47,25 @@ static int write_f32(const char *path, const float *buf, long n)
     return fclose(f) != 0;
 }
 
+/* Peak resident set of this process image: VmHWM (ru_maxrss would carry the
+ * high-water mark of the process that exec'd us). */
+static long peak_rss_kb(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    long kb = -1;
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "VmHWM: %ld", &kb) == 1)
+            break;
+    if (f)
+        fclose(f);
+    return kb;
+}
+
 static void report(uint64_t t0, int repeat)
 {
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-    fprintf(stderr, "time_s=%.6f maxrss_kb=%ld\n",
-            (double)(gf_now_ns() - t0) / 1e9 / repeat, ru.ru_maxrss);
+    fprintf(stderr, "time_s=%.6f maxrss_kb=%ld\n", (double)(gf_now_ns() - t0) / 1e9 / repeat,
+            peak_rss_kb());
 }
 
 int main(int argc, char **argv)
@@ -63,7 +75,7 @@ int main(int argc, char **argv)
         int threads = argc > 6 ? atoi(argv[6]) : 1, repeat = argc > 7 ? atoi(argv[7]) : 1;
         gf_blas_set_threads(threads);
         float *wave = read_f32(argv[3], (long)B * GF_SEG_SAMPLES);
-        gf_segmentation *seg = gf_segmentation_new(argv[2], NULL, B);
+        gf_segmentation *seg = gf_segmentation_new(argv[2], NULL, B, threads);
         if (!wave || !seg)
             return 1;
         float *out = gf_malloc(sizeof(float) * (size_t)B * GF_SEG_FRAMES * GF_SEG_CLASSES);
@@ -86,7 +98,7 @@ int main(int argc, char **argv)
         gf_blas_set_threads(threads);
         float *fb = read_f32(argv[3], (long)B * GF_EMB_FRAMES * GF_EMB_MELS);
         float *masks = read_f32(argv[5], (long)B * S * 589);
-        gf_embedding *emb = gf_embedding_new(argv[2], NULL, GF_EMB_FRAMES, B);
+        gf_embedding *emb = gf_embedding_new(argv[2], NULL, GF_EMB_FRAMES, B, threads);
         if (!fb || !masks || !emb)
             return 1;
         float *out = gf_malloc(sizeof(float) * (size_t)B * S * GF_EMB_DIM);

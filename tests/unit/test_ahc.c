@@ -120,6 +120,79 @@ static void test_one_and_two_points(void **state)
     assert_int_equal(gf_ahc_cluster(two, 2, 4, 1.5, lab), 1);
 }
 
+/* Naive centroid linkage: full scan for the closest pair (lowest indices
+ * first), same Lance-Williams update, merged cluster in the slot of the
+ * higher index. O(n^3), plain loops: the truth for the fast version. */
+static void naive_linkage(const double *x, size_t n, size_t dim, double *Z)
+{
+    double *D = malloc(n * n * sizeof *D);
+    int *size = malloc(n * sizeof *size), *id = malloc(n * sizeof *id);
+    for (size_t i = 0; i < n; i++) {
+        size[i] = 1;
+        id[i] = (int)i;
+        for (size_t j = 0; j < n; j++) {
+            double s = 0.0;
+            for (size_t k = 0; k < dim; k++) {
+                double d = x[i * dim + k] - x[j * dim + k];
+                s += d * d;
+            }
+            D[i * n + j] = sqrt(s);
+        }
+    }
+    for (size_t k = 0; k + 1 < n; k++) {
+        size_t a = 0, b = 0;
+        double best = INFINITY;
+        for (size_t i = 0; i < n; i++)
+            for (size_t j = i + 1; j < n; j++)
+                if (size[i] && size[j] && D[i * n + j] < best) {
+                    best = D[i * n + j];
+                    a = i;
+                    b = j;
+                }
+        int na = size[a], nb = size[b];
+        Z[k * 4] = id[a] < id[b] ? id[a] : id[b];
+        Z[k * 4 + 1] = id[a] < id[b] ? id[b] : id[a];
+        Z[k * 4 + 2] = best;
+        Z[k * 4 + 3] = na + nb;
+        size[a] = 0;
+        size[b] = na + nb;
+        id[b] = (int)(n + k);
+        for (size_t z = 0; z < n; z++) {
+            if (!size[z] || z == b)
+                continue;
+            double dxa = D[z * n + a], dxb = D[z * n + b];
+            double v = sqrt((((na * dxa * dxa) + (nb * dxb * dxb)) - (na * nb * best * best) / (na + nb))
+                            / (na + nb));
+            D[z * n + b] = D[b * n + z] = v;
+        }
+    }
+    free(D);
+    free(size);
+    free(id);
+}
+
+static void test_linkage_equals_naive_on_random_points(void **state)
+{
+    (void)state;
+    /* large enough for the threaded, tiled distance code (n >= 512) */
+    enum { N = 700, DIM = 37 };
+    double *x = malloc(N * DIM * sizeof *x);
+    srand(99);
+    for (int i = 0; i < N * DIM; i++)
+        x[i] = (double)rand() / RAND_MAX + ((i / DIM) % 5 == (i % DIM) % 5 ? 2.0 : 0.0);
+    double *Z = malloc((N - 1) * 4 * sizeof *Z), *R = malloc((N - 1) * 4 * sizeof *R);
+    assert_int_equal(gf_ahc_linkage_centroid(x, N, DIM, Z), 0);
+    naive_linkage(x, N, DIM, R);
+    size_t bad = 0;
+    for (size_t i = 0; i < (N - 1) * 4; i++)
+        if (Z[i] != R[i] && bad++ < 8)
+            fprintf(stderr, "Z[%zu][%zu]: got %.17g want %.17g\n", i / 4, i % 4, Z[i], R[i]);
+    assert_int_equal(bad, 0);
+    free(x);
+    free(Z);
+    free(R);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -127,6 +200,7 @@ int main(void)
         cmocka_unit_test(test_fcluster_numbering_matches_scipy),
         cmocka_unit_test(test_recipe_ahc_on_fixture),
         cmocka_unit_test(test_one_and_two_points),
+        cmocka_unit_test(test_linkage_equals_naive_on_random_points),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

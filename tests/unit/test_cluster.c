@@ -149,6 +149,13 @@ static void test_speaker_constraints(void **state)
         assert_true(r.diar[t * r.n_clusters] <= 1.0f);
     gf_cluster_result_free(&r);
     o = gf_cluster_defaults();
+    o.min_speakers = 40;   /* more than the 27 kept embeddings: capped, no NaN */
+    assert_int_equal(gf_cluster_run(f->seg->data, f->emb->data, 18, 589, 3, 256, f->plda, &o, &r), 0);
+    assert_int_equal(r.n_centroids, 27);
+    for (size_t i = 0; i < 54; i++)
+        assert_true(r.hard[i] >= -2 && r.hard[i] < 27);
+    gf_cluster_result_free(&r);
+    o = gf_cluster_defaults();
     o.min_speakers = 3;
     o.max_speakers = 2;
     assert_int_equal(gf_cluster_run(f->seg->data, f->emb->data, 18, 589, 3, 256, f->plda, &o, &r),

@@ -18,9 +18,11 @@
 #include "worker/diar/npsum.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static inline size_t cidx(size_t n, size_t i, size_t j)
 {
@@ -36,6 +38,131 @@ static double centroid_update(double d_xi, double d_yi, double d_xy, int nx, int
 {
     return sqrt((((nx * d_xi * d_xi) + (ny * d_yi * d_yi)) - (nx * ny * d_xy * d_xy) / (nx + ny))
                 / (nx + ny));
+}
+
+/* Distance of one pair, summed in index order (as a plain loop would). */
+static double dist1(const double *a, const double *b, size_t dim)
+{
+    double s = 0.0;
+    for (size_t k = 0; k < dim; k++) {
+        double d = a[k] - b[k];
+        s += d * d;
+    }
+    return sqrt(s);
+}
+
+/* Four pairs at a time, one per lane of a 4-double vector: lanes never
+ * mix, so each lane's sum runs in index order exactly as dist1's does (no
+ * reassociation, no fused multiply-add: ISO C mode keeps
+ * -ffp-contract=off). yt holds eight rows interleaved (yt[k*8 + b]). */
+typedef double v4d __attribute__((vector_size(32)));
+
+__attribute__((target_clones("avx2", "default")))
+static void dist8(const double *xi, const double *yt, size_t dim, double *out)
+{
+    v4d s0 = { 0 }, s1 = { 0 };
+    for (size_t k = 0; k < dim; k++) {
+        v4d y0, y1;
+        memcpy(&y0, yt + k * 8, sizeof y0);
+        memcpy(&y1, yt + k * 8 + 4, sizeof y1);
+        double a = xi[k];
+        v4d d0 = a - y0, d1 = a - y1;
+        s0 += d0 * d0;
+        s1 += d1 * d1;
+    }
+    for (int b = 0; b < 4; b++) {
+        out[b] = sqrt(s0[b]);
+        out[b + 4] = sqrt(s1[b]);
+    }
+}
+
+#define PD_ROWS 16   /* rows of a tile: each group of 8 columns is read once per tile */
+
+/* Rows [r0, r1) of the condensed Euclidean distance matrix, in tiles of
+ * PD_ROWS rows; each group of eight columns is interleaved once per tile
+ * and stays in cache while the tile's rows use it. */
+static void pdist_rows(const double *x, size_t n, size_t dim, double *D, size_t r0, size_t r1)
+{
+    double *yt = gf_malloc(8 * dim * sizeof *yt);
+    for (size_t i0 = r0; i0 < r1; i0 += PD_ROWS) {
+        size_t i1 = i0 + PD_ROWS < r1 ? i0 + PD_ROWS : r1;
+        for (size_t i = i0; i < i1; i++) {   /* the triangle inside the tile */
+            size_t base = cidx(n, i, i + 1) - (i + 1);
+            for (size_t j = i + 1; j < i1 && j < n; j++)
+                D[base + j] = dist1(x + i * dim, x + j * dim, dim);
+        }
+        size_t j = i1;
+        for (; j + 8 <= n; j += 8) {
+            for (size_t b = 0; b < 8; b++)
+                for (size_t k = 0; k < dim; k++)
+                    yt[k * 8 + b] = x[(j + b) * dim + k];
+            for (size_t i = i0; i < i1; i++) {
+                size_t base = cidx(n, i, i + 1) - (i + 1);
+                dist8(x + i * dim, yt, dim, D + base + j);
+            }
+        }
+        for (; j < n; j++)
+            for (size_t i = i0; i < i1; i++) {
+                size_t base = cidx(n, i, i + 1) - (i + 1);
+                D[base + j] = dist1(x + i * dim, x + j * dim, dim);
+            }
+    }
+    free(yt);
+}
+
+typedef struct {
+    const double *x;   /* points */
+    size_t n, dim;     /* their count and dimension */
+    double *D;         /* condensed output */
+    size_t r0, r1;     /* rows of this thread */
+} pdist_job;
+
+static void *pdist_thread(void *arg)
+{
+    pdist_job *j = arg;
+    pdist_rows(j->x, j->n, j->dim, j->D, j->r0, j->r1);
+    return NULL;
+}
+
+/* Condensed distances on up to one thread per core (rows split so that
+ * each thread gets about the same number of pairs); the values do not
+ * depend on the split. */
+static void pdist(const double *x, size_t n, size_t dim, double *D)
+{
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    size_t nt = cores < 1 ? 1 : cores > 16 ? 16 : (size_t)cores;
+    if (n < 512 || nt == 1) {
+        pdist_rows(x, n, dim, D, 0, n);
+        return;
+    }
+    pdist_job jobs[16];
+    pthread_t th[16];
+    double total = (double)n * (double)(n - 1) / 2.0;
+    size_t r = 0;
+    for (size_t t = 0; t < nt; t++) {
+        /* rows r0..r1 hold pairs sum (n-1-i); cut at equal shares */
+        double want = total * (double)(t + 1) / (double)nt, acc = 0.0;
+        size_t r1 = r;
+        if (t + 1 == nt) {
+            r1 = n;
+        } else {
+            /* pairs in rows [0, m) = m*n - m*(m+1)/2 */
+            while (r1 < n && (acc = (double)r1 * (double)n - (double)r1 * (double)(r1 + 1) / 2.0) < want)
+                r1++;
+        }
+        jobs[t] = (pdist_job){ x, n, dim, D, r, r1 };
+        r = r1;
+    }
+    size_t started = 0;
+    for (size_t t = 0; t < nt; t++) {
+        if (pthread_create(&th[t], NULL, pdist_thread, &jobs[t]) != 0)
+            break;
+        started++;
+    }
+    for (size_t t = started; t < nt; t++)   /* threads unavailable: do it here */
+        pdist_rows(x, n, dim, D, jobs[t].r0, jobs[t].r1);
+    for (size_t t = 0; t < started; t++)
+        pthread_join(th[t], NULL);
 }
 
 /* ---- an indexed binary min-heap of keys 0..n-1 ---------------------- */
@@ -136,20 +263,7 @@ int gf_ahc_linkage_centroid(const double *x, size_t n, size_t dim, double *Z)
                  (double)m * 8.0 / 1e9);
         return GF_ETOOBIG;
     }
-    /* Euclidean distances in double, summed in index order. */
-    for (size_t i = 0; i < n; i++) {
-        const double *xi = x + i * dim;
-        size_t base = cidx(n, i, i + 1) - (i + 1);
-        for (size_t j = i + 1; j < n; j++) {
-            const double *xj = x + j * dim;
-            double s = 0.0;
-            for (size_t k = 0; k < dim; k++) {
-                double d = xi[k] - xj[k];
-                s += d * d;
-            }
-            D[base + j] = sqrt(s);
-        }
-    }
+    pdist(x, n, dim, D);
     int *size = gf_malloc(n * sizeof *size);
     int *id = gf_malloc(n * sizeof *id);
     int *nbr = gf_malloc((n - 1) * sizeof *nbr);

@@ -105,10 +105,12 @@ int gf_cluster_run(const float *seg, const float *emb, size_t n_chunks, size_t n
     if (min_spk == max_spk)
         num = min_spk;
 
+    uint64_t t0 = gf_now_ns();
     r->n_total = gf_aggregate_frames(&o->chunks, n_chunks, &o->frames);
     r->count = gf_malloc((r->n_total ? r->n_total : 1) * sizeof *r->count);
     gf_speaker_count(seg, n_chunks, n_frames, n_spk, &o->chunks, &o->frames, r->count);
     size_t cells = n_chunks * n_spk;
+    r->t_count = (double)(gf_now_ns() - t0) * 1e-9;
     r->hard = gf_malloc((cells ? cells : 1) * sizeof *r->hard);
     uint8_t maxcount = 0;
     for (size_t t = 0; t < r->n_total; t++)
@@ -135,7 +137,7 @@ int gf_cluster_run(const float *seg, const float *emb, size_t n_chunks, size_t n
                dim * sizeof *train);
     double *centroids = NULL;
     size_t K = 0;
-    bool constrained = true;
+    bool constrained = plda != NULL;  /* weight-free: local speakers may share a cluster */
     int rc = 0;
     if (n < 2) {
         /* too few embeddings to cluster: everybody is cluster 0 */
@@ -144,17 +146,35 @@ int gf_cluster_run(const float *seg, const float *emb, size_t n_chunks, size_t n
         goto reconstruct;
     }
     r->ahc = gf_malloc(n * sizeof *r->ahc);
+    t0 = gf_now_ns();
     rc = gf_ahc_cluster(train, n, dim, o->threshold, r->ahc);
+    r->t_ahc = (double)(gf_now_ns() - t0) * 1e-9;
     if (rc < 0)
         goto out;
     r->n_ahc = (size_t)rc;
     rc = 0;
+    if (!plda) {
+        /* no PLDA (weight-free embeddings): the AHC clusters are the speakers */
+        K = r->n_ahc;
+        double *onehot = gf_calloc(n * K, sizeof *onehot);
+        for (size_t i = 0; i < n; i++)
+            onehot[i * K + (size_t)r->ahc[i]] = 1.0;
+        centroids = gf_malloc(K * dim * sizeof *centroids);
+        gf_assign_centroids(train, n, dim, onehot, K, centroids);
+        free(onehot);
+        goto constraints;
+    }
     size_t L = gf_plda_dim(plda);
     r->fea = gf_malloc(n * L * sizeof *r->fea);
+    t0 = gf_now_ns();
     gf_plda_features(plda, train, n, r->fea);
+    r->t_plda = (double)(gf_now_ns() - t0) * 1e-9;
+    t0 = gf_now_ns();
     r->gamma = gf_malloc(n * r->n_ahc * sizeof *r->gamma);
     r->pi = gf_malloc(r->n_ahc * sizeof *r->pi);
     gf_vbx(r->fea, n, L, gf_plda_phi(plda), r->ahc, r->n_ahc, &o->vbx, r->gamma, r->pi);
+    r->t_vbx = (double)(gf_now_ns() - t0) * 1e-9;
+    t0 = gf_now_ns();
     /* keep the speakers VBx kept (prior > 1e-7) */
     double *w = gf_malloc(n * r->n_ahc * sizeof *w);
     for (size_t j = 0; j < r->n_ahc; j++) {
@@ -174,6 +194,7 @@ int gf_cluster_run(const float *seg, const float *emb, size_t n_chunks, size_t n
     gf_assign_centroids(train, n, dim, wk, K, centroids);
     free(wk);
 
+constraints:;
     long want = num;
     if ((long)K < min_spk)
         want = min_spk;
@@ -194,7 +215,8 @@ int gf_cluster_run(const float *seg, const float *emb, size_t n_chunks, size_t n
         }
         free(sq);
         int *lab = gf_malloc(n * sizeof *lab);
-        size_t kk = (size_t)want;
+        /* scikit-learn refuses more clusters than samples; we cap instead */
+        size_t kk = (size_t)want > n ? n : (size_t)want;
         gf_assign_kmeans(xn, n, dim, kk, 3, 42, lab);
         free(xn);
         double *onehot = gf_calloc(n * kk, sizeof *onehot);
@@ -213,8 +235,10 @@ int gf_cluster_run(const float *seg, const float *emb, size_t n_chunks, size_t n
     gf_assign_scores(emb, n_chunks, n_spk, dim, centroids, K, soft);
     gf_assign_hard(soft, seg, n_chunks, n_frames, n_spk, K, constrained, r->hard);
     free(soft);
+    r->t_assign = (double)(gf_now_ns() - t0) * 1e-9;
 
 reconstruct:
+    t0 = gf_now_ns();
     /* speakers never active in a window get no cluster */
     for (size_t c = 0; c < n_chunks; c++)
         for (size_t s = 0; s < n_spk; s++) {
@@ -248,6 +272,7 @@ reconstruct:
             r->turns[i].label = rename[r->turns[i].label];
         free(rename);
     }
+    r->t_reconstruct = (double)(gf_now_ns() - t0) * 1e-9;
 out:
     free(centroids);
     free(train);

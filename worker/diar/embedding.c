@@ -2,8 +2,10 @@
  *
  * The trunk is a list of convolutions (conv1, then per BasicBlock conv1,
  * conv2 and the optional 1×1 shortcut) with their batch norms folded in at
- * load time: w' = w·γ/√(σ²+ε), b' = β − μ·γ/√(σ²+ε). Each runs through
- * kernels/conv2d (im2col tiles + sgemm, epilogue fused). Activations ping-pong
+ * load time: w' = w·γ/√(σ²+ε), b' = β − μ·γ/√(σ²+ε). The 3×3 stride-1
+ * convolutions (30 of 36) run as Winograd F(2×2, 3×3) (kernels/winograd,
+ * 2.25× fewer multiplications), the others through kernels/conv2d (im2col
+ * tiles + sgemm); both fuse the epilogue (bias, residual, ReLU). Activations ping-pong
  * between four buffers sized for the largest layer; nothing is allocated
  * after gf_embedding_new. Names and conventions: MODELS.md, docs/models.md. */
 #include "worker/diar/embedding.h"
@@ -14,6 +16,8 @@
 #include "kernels/conv2d.h"
 #include "kernels/linear.h"
 #include "kernels/statspool.h"
+#include "kernels/winograd.h"
+#include "worker/diar/par.h"
 #include "worker/diar/safetensors.h"
 
 #include <assert.h>
@@ -28,7 +32,8 @@
 #define STATS (2 * CH_OUT * MEL_OUT)
 
 typedef struct {
-    float *w;          /* folded weights [cout, cin*k*k] */
+    float *w;          /* folded weights [cout, cin*k*k]; NULL where wino is used */
+    float *wino;       /* 3×3 stride 1: Winograd-transformed weights [16, cout, cin] */
     float *b;          /* folded bias [cout] */
     int cin, cout, k, stride, pad;
     int h, w_in;       /* input extent (mel, frames) */
@@ -37,6 +42,12 @@ typedef struct {
 typedef struct {
     int c1, c2, sc;    /* conv indices; sc = -1 without shortcut */
 } block;
+
+/* Workspace for the trunk on one window. */
+typedef struct {
+    float *act[4];            /* activation buffers, largest layer */
+    float *col;               /* im2col tile, or Winograd tile buffers */
+} trunk_ws;
 
 struct gf_embedding {
     gf_safetensors *st;       /* mapped weights (seg_1 points into it) */
@@ -47,9 +58,10 @@ struct gf_embedding {
     block blocks[16];         /* in order */
     const float *seg_w, *seg_b;   /* seg_1 [256, 5120], [256] */
     /* workspace */
-    float *act[4];            /* activation buffers, largest layer */
-    float *col;               /* im2col tile */
-    long col_floats;          /* its size */
+    gf_par *par;              /* threads: windows of a batch side by side */
+    trunk_ws *tws;            /* one trunk workspace per thread */
+    long act_floats;          /* size of each activation buffer */
+    long col_floats;          /* size of each col buffer */
     float *feats;             /* trunk outputs [B, 2560, t_out] */
     float *wts;               /* resized mask [t_out] */
     float *stats;             /* [5120] */
@@ -85,6 +97,12 @@ static int fold(gf_safetensors *st, conv *c, const char *wname, const char *bn)
             c->w[o * K + i] = (float)(w[o * K + i] * s);
         c->b[o] = (float)(p[1][o] - p[2][o] * s);
     }
+    if (c->k == 3 && c->stride == 1) {
+        c->wino = gf_malloc(sizeof(float) * 16 * (size_t)c->cout * (size_t)c->cin);
+        gf_winograd_pack_cpu(c->w, c->cout, c->cin, c->wino);
+        free(c->w);
+        c->w = NULL;
+    }
     return 0;
 }
 
@@ -99,9 +117,10 @@ static void set_conv(conv *c, int cin, int cout, int k, int stride, int h, int w
     c->w_in = w;
 }
 
-gf_embedding *gf_embedding_new(const char *path, const char *sha256_hex, int frames, int max_batch)
+gf_embedding *gf_embedding_new(const char *path, const char *sha256_hex, int frames, int max_batch,
+                               int threads)
 {
-    assert(max_batch >= 1 && frames >= 8);
+    assert(max_batch >= 1 && frames >= 8 && threads >= 1);
     gf_embedding *e = gf_calloc(1, sizeof *e);
     e->frames = frames;
     e->max_batch = max_batch;
@@ -158,10 +177,19 @@ gf_embedding *gf_embedding_new(const char *path, const char *sha256_hex, int fra
         GF_ERROR("%s: not a WeSpeaker ResNet34 model file", path);
         goto fail;
     }
-    for (int i = 0; i < 4; i++)
-        e->act[i] = gf_malloc(sizeof(float) * (size_t)act_max);
+    e->act_floats = act_max;
     e->col_floats = col_min > (1L << 20) ? col_min : (1L << 20);
-    e->col = gf_malloc(sizeof(float) * (size_t)e->col_floats);
+    for (int i = 0; i < NCONV; i++)
+        if (e->convs[i].wino)
+            e->col_floats = gf_winograd_ws_size(e->convs[i].cin, e->convs[i].cout,
+                                                e->convs[i].w_in, e->col_floats);
+    e->par = gf_par_new(threads);
+    e->tws = gf_calloc((size_t)threads, sizeof *e->tws);
+    for (int t = 0; t < threads; t++) {
+        for (int i = 0; i < 4; i++)
+            e->tws[t].act[i] = gf_malloc(sizeof(float) * (size_t)e->act_floats);
+        e->tws[t].col = gf_malloc(sizeof(float) * (size_t)e->col_floats);
+    }
     e->feats = gf_malloc(sizeof(float) * (size_t)max_batch * CH_OUT * MEL_OUT * (size_t)e->t_out);
     e->wts = gf_malloc(sizeof(float) * (size_t)e->t_out);
     e->stats = gf_malloc(sizeof(float) * STATS);
@@ -178,11 +206,16 @@ void gf_embedding_destroy(gf_embedding **self_p)
     gf_embedding *e = *self_p;
     for (int i = 0; i < NCONV; i++) {
         free(e->convs[i].w);
+        free(e->convs[i].wino);
         free(e->convs[i].b);
     }
-    for (int i = 0; i < 4; i++)
-        free(e->act[i]);
-    free(e->col);
+    for (int t = 0; e->par && t < gf_par_threads(e->par); t++) {
+        for (int i = 0; i < 4; i++)
+            free(e->tws[t].act[i]);
+        free(e->tws[t].col);
+    }
+    free(e->tws);
+    gf_par_destroy(&e->par);
     free(e->feats);
     free(e->wts);
     free(e->stats);
@@ -196,11 +229,52 @@ int gf_embedding_trunk_frames(const gf_embedding *self)
     return self->t_out;
 }
 
-static void run_conv(gf_embedding *e, const conv *c, const float *x, const float *res, int relu,
-                     float *out)
+static void run_conv(const gf_embedding *e, float *col, const conv *c, const float *x,
+                     const float *res, int relu, float *out)
 {
+    if (c->wino) {
+        gf_winograd_cpu(x, c->cin, c->h, c->w_in, c->wino, c->b, c->cout, res, relu, out, col,
+                        e->col_floats);
+        return;
+    }
     gf_conv2d_ref(x, c->cin, c->h, c->w_in, c->w, c->b, c->cout, c->k, c->stride, c->pad, res,
-                  relu, out, e->col, e->col_floats);
+                  relu, out, col, e->col_floats);
+}
+
+typedef struct {
+    gf_embedding *e;      /* the network */
+    const float *fbank;   /* [B, frames, 80] */
+} trunk_ctx;
+
+/* The trunk on window b, in worker's workspace, into feats[b]. */
+static void trunk_task(void *arg, int worker, int b)
+{
+    trunk_ctx *r = arg;
+    gf_embedding *e = r->e;
+    trunk_ws *w = &e->tws[worker];
+    const int T = e->frames;
+    const long feat = (long)CH_OUT * MEL_OUT * e->t_out;
+    const float *f = r->fbank + (long)b * T * GF_EMB_MELS;
+    float *in = w->act[3];
+    for (int t = 0; t < T; t++)
+        for (int m = 0; m < GF_EMB_MELS; m++)
+            in[(long)m * T + t] = f[(long)t * GF_EMB_MELS + m];
+    float *x = w->act[0], *y = w->act[1], *s = w->act[2], *z = w->act[3];
+    run_conv(e, w->col, &e->convs[0], in, NULL, 1, x);
+    for (int i = 0; i < 16; i++) {
+        const block *bl = &e->blocks[i];
+        run_conv(e, w->col, &e->convs[bl->c1], x, NULL, 1, y);
+        const float *res = x;
+        if (bl->sc >= 0) {
+            run_conv(e, w->col, &e->convs[bl->sc], x, NULL, 0, s);
+            res = s;
+        }
+        float *dst = i == 15 ? e->feats + b * feat : z;
+        run_conv(e, w->col, &e->convs[bl->c2], y, res, 1, dst);
+        float *tmp = x;
+        x = z;
+        z = tmp;
+    }
 }
 
 int gf_embedding_trunk(gf_embedding *e, const float *fbank, int B)
@@ -209,31 +283,8 @@ int gf_embedding_trunk(gf_embedding *e, const float *fbank, int B)
         GF_ERROR("embedding: batch of %d windows (1 to %d)", B, e->max_batch);
         return GF_EINVAL;
     }
-    const int T = e->frames;
-    const long feat = (long)CH_OUT * MEL_OUT * e->t_out;
-    for (int b = 0; b < B; b++) {
-        const float *f = fbank + (long)b * T * GF_EMB_MELS;
-        float *in = e->act[3];
-        for (int t = 0; t < T; t++)
-            for (int m = 0; m < GF_EMB_MELS; m++)
-                in[(long)m * T + t] = f[(long)t * GF_EMB_MELS + m];
-        float *x = e->act[0], *y = e->act[1], *s = e->act[2], *z = e->act[3];
-        run_conv(e, &e->convs[0], in, NULL, 1, x);
-        for (int i = 0; i < 16; i++) {
-            const block *bl = &e->blocks[i];
-            run_conv(e, &e->convs[bl->c1], x, NULL, 1, y);
-            const float *res = x;
-            if (bl->sc >= 0) {
-                run_conv(e, &e->convs[bl->sc], x, NULL, 0, s);
-                res = s;
-            }
-            float *dst = i == 15 ? e->feats + b * feat : z;
-            run_conv(e, &e->convs[bl->c2], y, res, 1, dst);
-            float *tmp = x;
-            x = z;
-            z = tmp;
-        }
-    }
+    trunk_ctx r = { .e = e, .fbank = fbank };
+    gf_par_run(e->par, B, trunk_task, &r);
     e->last_batch = B;
     return 0;
 }

@@ -19,10 +19,12 @@
 typedef struct gf_embedding gf_embedding;
 
 /* Load `path` (sha256_hex: expected digest or NULL), for windows of `frames`
- * fbank frames (GF_EMB_FRAMES for 10 s) and batches of up to max_batch.
+ * fbank frames (GF_EMB_FRAMES for 10 s) and batches of up to max_batch, run
+ * on `threads` threads (the windows of a batch side by side, each thread with
+ * its own workspace; a batch of one window uses the BLAS threads instead).
  * Returns NULL after logging a message naming the file and tensor at fault. */
 gf_embedding *gf_embedding_new(const char *path, const char *sha256_hex, int frames,
-                               int max_batch);
+                               int max_batch, int threads);
 
 /* Free; accepts NULL and sets *self_p to NULL. */
 void gf_embedding_destroy(gf_embedding **self_p);

@@ -19,11 +19,13 @@
 #include "kernels/lstm.h"
 #include "kernels/maxpool1d.h"
 #include "kernels/sincconv.h"
+#include "worker/diar/par.h"
 #include "worker/diar/safetensors.h"
 
 #include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #define NF 80           /* sinc filters */
 #define NP (NF / 2)     /* learned (low, band) pairs */
@@ -39,8 +41,19 @@
 #define EPS 1e-5f
 
 typedef struct {
-    const float *w_ih, *w_hh, *b_ih, *b_hh;   /* PyTorch layout, in the mapping */
-} lstm_dir;
+    float *w_ih;     /* both directions' input weights stacked [8H, In] */
+    float *bias;     /* b_ih + b_hh of both directions [8H] */
+    float *whT[2];   /* recurrent weights transposed [H, 4H], per direction */
+} lstm_layer;
+
+/* Workspace for SincNet on one window. */
+typedef struct {
+    float *wn;                   /* normalised waveform [GF_SEG_SAMPLES] */
+    float *sinc;                 /* [NF, t_sinc] */
+    double *col;                 /* sinc im2col tile */
+    float *p1, *c2, *p2, *c3;    /* stage outputs */
+    float *p3;                   /* [C2, t_p3] */
+} sinc_ws;
 
 struct gf_segmentation {
     gf_safetensors *st;          /* the mapped file the weights point into */
@@ -53,19 +66,15 @@ struct gf_segmentation {
     float *conv1_wk, *conv2_wk;  /* packed [KC, C2, Cin] */
     const float *conv1_b, *conv2_b;
     const float *norm_w[3], *norm_b[3];
-    lstm_dir lstm[LAYERS][2];    /* [layer][forward, reverse] */
+    lstm_layer lstm[LAYERS];     /* packed at load time */
     const float *lin_w[2], *lin_b[2], *cls_w, *cls_b;
-    /* workspace, one window (SincNet) */
-    float *wn;                   /* normalised waveform [GF_SEG_SAMPLES] */
-    float *sinc;                 /* [NF, t_sinc] */
-    double *col;                 /* sinc im2col tile */
-    float *p1, *c2, *p2, *c3;    /* stage outputs */
-    float *p3;                   /* [C2, t_p3] */
+    gf_par *par;                 /* threads: windows of SincNet, LSTM directions */
+    sinc_ws *sws;                /* one SincNet workspace per thread */
     /* workspace, whole batch */
     float *x0;                   /* LSTM input [B, T, C2] */
     float *ha, *hb;              /* LSTM layer outputs [B, T, 2H] */
-    float *gates;                /* [B*T, 4H] */
-    float *cell;                 /* [B, H] */
+    float *gates;                /* [B*T, 8H]: both directions */
+    float *cell[2];              /* [B, H] per direction */
     float *lin0, *lin1;          /* [B*T, L0] */
 };
 
@@ -93,20 +102,32 @@ static int load(gf_segmentation *s)
         s->norm_b[i] = gf_safetensors_get(st, name, 1, c);
         ok = ok && s->norm_w[i] && s->norm_b[i];
     }
-    for (int l = 0; l < LAYERS; l++)
+    for (int l = 0; l < LAYERS; l++) {
+        const int in = l == 0 ? C2 : 2 * H;
+        lstm_layer *ll = &s->lstm[l];
+        ll->w_ih = gf_malloc(sizeof(float) * 8 * H * (size_t)in);
+        ll->bias = gf_malloc(sizeof(float) * 8 * H);
         for (int d = 0; d < 2; d++) {
             const char *sfx = d ? "_reverse" : "";
-            lstm_dir *ld = &s->lstm[l][d];
             snprintf(name, sizeof name, "lstm.weight_ih_l%d%s", l, sfx);
-            ld->w_ih = gf_safetensors_get(st, name, 2, 4 * H, l == 0 ? C2 : 2 * H);
+            const float *w_ih = gf_safetensors_get(st, name, 2, 4 * H, in);
             snprintf(name, sizeof name, "lstm.weight_hh_l%d%s", l, sfx);
-            ld->w_hh = gf_safetensors_get(st, name, 2, 4 * H, H);
+            const float *w_hh = gf_safetensors_get(st, name, 2, 4 * H, H);
             snprintf(name, sizeof name, "lstm.bias_ih_l%d%s", l, sfx);
-            ld->b_ih = gf_safetensors_get(st, name, 1, 4 * H);
+            const float *b_ih = gf_safetensors_get(st, name, 1, 4 * H);
             snprintf(name, sizeof name, "lstm.bias_hh_l%d%s", l, sfx);
-            ld->b_hh = gf_safetensors_get(st, name, 1, 4 * H);
-            ok = ok && ld->w_ih && ld->w_hh && ld->b_ih && ld->b_hh;
+            const float *b_hh = gf_safetensors_get(st, name, 1, 4 * H);
+            if (!(w_ih && w_hh && b_ih && b_hh)) {
+                ok = 0;
+                continue;
+            }
+            memcpy(ll->w_ih + (size_t)d * 4 * H * in, w_ih, sizeof(float) * 4 * H * (size_t)in);
+            for (int j = 0; j < 4 * H; j++)
+                ll->bias[d * 4 * H + j] = b_ih[j] + b_hh[j];
+            ll->whT[d] = gf_malloc(sizeof(float) * 4 * H * H);
+            gf_lstm_pack_ref(w_hh, H, ll->whT[d]);
         }
+    }
     s->lin_w[0] = gf_safetensors_get(st, "linear.0.weight", 2, L0, 2 * H);
     s->lin_b[0] = gf_safetensors_get(st, "linear.0.bias", 1, L0);
     s->lin_w[1] = gf_safetensors_get(st, "linear.1.weight", 2, L0, L0);
@@ -132,9 +153,10 @@ static int load(gf_segmentation *s)
     return 0;
 }
 
-gf_segmentation *gf_segmentation_new(const char *path, const char *sha256_hex, int max_batch)
+gf_segmentation *gf_segmentation_new(const char *path, const char *sha256_hex, int max_batch,
+                                     int threads)
 {
-    assert(max_batch >= 1);
+    assert(max_batch >= 1 && threads >= 1);
     gf_segmentation *s = gf_calloc(1, sizeof *s);
     s->max_batch = max_batch;
     s->st = gf_safetensors_open(path, sha256_hex);
@@ -151,19 +173,25 @@ gf_segmentation *gf_segmentation_new(const char *path, const char *sha256_hex, i
     s->t_p3 = s->t_c3 / 3;
     assert(s->t_p3 == GF_SEG_FRAMES);
     const long B = max_batch, T = GF_SEG_FRAMES;
-    s->wn = gf_malloc(sizeof(float) * GF_SEG_SAMPLES);
-    s->sinc = gf_malloc(sizeof(float) * NF * (size_t)s->t_sinc);
-    s->col = gf_malloc(sizeof(double) * (size_t)gf_sincconv_col_size(KS, NF));
-    s->p1 = gf_malloc(sizeof(float) * NF * (size_t)s->t_p1);
-    s->c2 = gf_malloc(sizeof(float) * C2 * (size_t)s->t_c2);
-    s->p2 = gf_malloc(sizeof(float) * C2 * (size_t)s->t_p2);
-    s->c3 = gf_malloc(sizeof(float) * C2 * (size_t)s->t_c3);
-    s->p3 = gf_malloc(sizeof(float) * C2 * (size_t)s->t_p3);
+    s->par = gf_par_new(threads);
+    s->sws = gf_calloc((size_t)threads, sizeof *s->sws);
+    for (int i = 0; i < threads; i++) {
+        sinc_ws *w = &s->sws[i];
+        w->wn = gf_malloc(sizeof(float) * GF_SEG_SAMPLES);
+        w->sinc = gf_malloc(sizeof(float) * NF * (size_t)s->t_sinc);
+        w->col = gf_malloc(sizeof(double) * (size_t)gf_sincconv_col_size(KS, NF));
+        w->p1 = gf_malloc(sizeof(float) * NF * (size_t)s->t_p1);
+        w->c2 = gf_malloc(sizeof(float) * C2 * (size_t)s->t_c2);
+        w->p2 = gf_malloc(sizeof(float) * C2 * (size_t)s->t_p2);
+        w->c3 = gf_malloc(sizeof(float) * C2 * (size_t)s->t_c3);
+        w->p3 = gf_malloc(sizeof(float) * C2 * (size_t)s->t_p3);
+    }
     s->x0 = gf_malloc(sizeof(float) * (size_t)(B * T * C2));
     s->ha = gf_malloc(sizeof(float) * (size_t)(B * T * 2 * H));
     s->hb = gf_malloc(sizeof(float) * (size_t)(B * T * 2 * H));
-    s->gates = gf_malloc(sizeof(float) * (size_t)(B * T * 4 * H));
-    s->cell = gf_malloc(sizeof(float) * (size_t)(B * H));
+    s->gates = gf_malloc(sizeof(float) * (size_t)(B * T * 8 * H));
+    s->cell[0] = gf_malloc(sizeof(float) * (size_t)(B * H));
+    s->cell[1] = gf_malloc(sizeof(float) * (size_t)(B * H));
     s->lin0 = gf_malloc(sizeof(float) * (size_t)(B * T * L0));
     s->lin1 = gf_malloc(sizeof(float) * (size_t)(B * T * L0));
     return s;
@@ -181,19 +209,33 @@ void gf_segmentation_destroy(gf_segmentation **self_p)
     free(s->filters);
     free(s->conv1_wk);
     free(s->conv2_wk);
-    free(s->wn);
-    free(s->sinc);
-    free(s->col);
-    free(s->p1);
-    free(s->c2);
-    free(s->p2);
-    free(s->c3);
-    free(s->p3);
+    for (int l = 0; l < LAYERS; l++) {
+        free(s->lstm[l].w_ih);
+        free(s->lstm[l].bias);
+        free(s->lstm[l].whT[0]);
+        free(s->lstm[l].whT[1]);
+    }
+    if (s->par) {
+        for (int i = 0; i < gf_par_threads(s->par); i++) {
+            sinc_ws *w = &s->sws[i];
+            free(w->wn);
+            free(w->sinc);
+            free(w->col);
+            free(w->p1);
+            free(w->c2);
+            free(w->p2);
+            free(w->c3);
+            free(w->p3);
+        }
+    }
+    free(s->sws);
+    gf_par_destroy(&s->par);
     free(s->x0);
     free(s->ha);
     free(s->hb);
     free(s->gates);
-    free(s->cell);
+    free(s->cell[0]);
+    free(s->cell[1]);
     free(s->lin0);
     free(s->lin1);
     free(s);
@@ -201,23 +243,47 @@ void gf_segmentation_destroy(gf_segmentation **self_p)
 }
 
 /* SincNet on one window: wave [GF_SEG_SAMPLES] → x [T, C2] (frame-major). */
-static void sincnet(gf_segmentation *s, const float *wave, float *x)
+static void sincnet(const gf_segmentation *s, sinc_ws *w, const float *wave, float *x)
 {
     for (int i = 0; i < GF_SEG_SAMPLES; i++)
-        s->wn[i] = wave[i];
-    gf_instnorm_ref(s->wn, 1, GF_SEG_SAMPLES, s->wav_w, s->wav_b, EPS, 1.0f);
-    gf_sincconv_ref(s->filters, NF, KS, s->wn, GF_SEG_SAMPLES, STRIDE, s->sinc, s->col);
-    gf_maxpool1d_ref(s->sinc, NF, s->t_sinc, 3, s->p1);
-    gf_instnorm_ref(s->p1, NF, s->t_p1, s->norm_w[0], s->norm_b[0], EPS, SLOPE);
-    gf_conv1d_ref(s->p1, NF, s->t_p1, s->conv1_wk, s->conv1_b, C2, KC, s->c2);
-    gf_maxpool1d_ref(s->c2, C2, s->t_c2, 3, s->p2);
-    gf_instnorm_ref(s->p2, C2, s->t_p2, s->norm_w[1], s->norm_b[1], EPS, SLOPE);
-    gf_conv1d_ref(s->p2, C2, s->t_p2, s->conv2_wk, s->conv2_b, C2, KC, s->c3);
-    gf_maxpool1d_ref(s->c3, C2, s->t_c3, 3, s->p3);
-    gf_instnorm_ref(s->p3, C2, s->t_p3, s->norm_w[2], s->norm_b[2], EPS, SLOPE);
+        w->wn[i] = wave[i];
+    gf_instnorm_ref(w->wn, 1, GF_SEG_SAMPLES, s->wav_w, s->wav_b, EPS, 1.0f);
+    gf_sincconv_ref(s->filters, NF, KS, w->wn, GF_SEG_SAMPLES, STRIDE, w->sinc, w->col);
+    gf_maxpool1d_ref(w->sinc, NF, s->t_sinc, 3, w->p1);
+    gf_instnorm_ref(w->p1, NF, s->t_p1, s->norm_w[0], s->norm_b[0], EPS, SLOPE);
+    gf_conv1d_ref(w->p1, NF, s->t_p1, s->conv1_wk, s->conv1_b, C2, KC, w->c2);
+    gf_maxpool1d_ref(w->c2, C2, s->t_c2, 3, w->p2);
+    gf_instnorm_ref(w->p2, C2, s->t_p2, s->norm_w[1], s->norm_b[1], EPS, SLOPE);
+    gf_conv1d_ref(w->p2, C2, s->t_p2, s->conv2_wk, s->conv2_b, C2, KC, w->c3);
+    gf_maxpool1d_ref(w->c3, C2, s->t_c3, 3, w->p3);
+    gf_instnorm_ref(w->p3, C2, s->t_p3, s->norm_w[2], s->norm_b[2], EPS, SLOPE);
     for (int c = 0; c < C2; c++)
         for (int t = 0; t < GF_SEG_FRAMES; t++)
-            x[t * C2 + c] = s->p3[c * GF_SEG_FRAMES + t];
+            x[t * C2 + c] = w->p3[c * GF_SEG_FRAMES + t];
+}
+
+typedef struct {
+    gf_segmentation *s;   /* the network */
+    const float *wave;    /* [B, GF_SEG_SAMPLES] */
+    const float *in;      /* LSTM layer input */
+    float *out;           /* LSTM layer output */
+    int B, layer;         /* batch, current LSTM layer */
+} run_ctx;
+
+static void sinc_task(void *arg, int worker, int b)
+{
+    run_ctx *r = arg;
+    sincnet(r->s, &r->s->sws[worker], r->wave + (long)b * GF_SEG_SAMPLES,
+            r->s->x0 + (long)b * GF_SEG_FRAMES * C2);
+}
+
+static void lstm_task(void *arg, int worker, int d)
+{
+    (void)worker;
+    run_ctx *r = arg;
+    gf_segmentation *s = r->s;
+    gf_lstm_dir_ref(s->gates + d * 4 * H, 8 * H, r->B, GF_SEG_FRAMES, s->lstm[r->layer].whT[d],
+                    H, d, r->out + d * H, 2 * H, s->cell[d]);
 }
 
 int gf_segmentation_run(gf_segmentation *s, const float *wave, int B, float *logp)
@@ -227,18 +293,18 @@ int gf_segmentation_run(gf_segmentation *s, const float *wave, int B, float *log
         return GF_EINVAL;
     }
     const int T = GF_SEG_FRAMES;
-    for (int b = 0; b < B; b++)
-        sincnet(s, wave + (long)b * GF_SEG_SAMPLES, s->x0 + (long)b * T * C2);
+    run_ctx r = { .s = s, .wave = wave, .B = B };
+    gf_par_run(s->par, B, sinc_task, &r);
     const float *in = s->x0;
     int in_dim = C2;
     float *outs[2] = { s->ha, s->hb };
     for (int l = 0; l < LAYERS; l++) {
         float *out = outs[l % 2];
-        for (int d = 0; d < 2; d++) {
-            const lstm_dir *ld = &s->lstm[l][d];
-            gf_lstm_dir_ref(in, B, T, in_dim, in_dim, ld->w_ih, ld->w_hh, ld->b_ih, ld->b_hh, H,
-                            d, out, 2 * H, d * H, s->gates, s->cell);
-        }
+        const lstm_layer *ll = &s->lstm[l];
+        gf_lstm_proj_ref(in, (long)B * T, in_dim, in_dim, ll->w_ih, ll->bias, 8 * H, s->gates);
+        r.layer = l;
+        r.out = out;
+        gf_par_run(s->par, 2, lstm_task, &r);   /* the two directions side by side */
         in = out;
         in_dim = 2 * H;
     }

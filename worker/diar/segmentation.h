@@ -15,9 +15,12 @@
 typedef struct gf_segmentation gf_segmentation;
 
 /* Load `path` (sha256_hex: its expected digest, or NULL) and allocate for
- * batches of up to max_batch windows. Returns NULL after logging a message
- * naming the file and the tensor at fault. */
-gf_segmentation *gf_segmentation_new(const char *path, const char *sha256_hex, int max_batch);
+ * batches of up to max_batch windows, run on `threads` threads (windows of a
+ * batch, and the two LSTM directions, go side by side; BLAS calls outside
+ * those use the BLAS thread count, gf_blas_set_threads). Returns NULL after
+ * logging a message naming the file and the tensor at fault. */
+gf_segmentation *gf_segmentation_new(const char *path, const char *sha256_hex, int max_batch,
+                                     int threads);
 
 /* Free; accepts NULL and sets *self_p to NULL. */
 void gf_segmentation_destroy(gf_segmentation **self_p);

@@ -7,6 +7,7 @@
  * stage is timed by device events into the job's statistics. */
 #include "worker/diar/segmentation_gpu.h"
 #include "worker/diar/safetensors.h"
+#include "worker/lstm_gpu.h"
 #include "worker/diar/segmentation.h"
 #include "kernels/sincconv.h"
 #include "common/error.h"
@@ -41,20 +42,9 @@
 #define EPS 1e-5f
 
 typedef struct {
-    gf_cu_ptr w_ih, w_hh, bias;    /* [G, In], [G, H], b_ih + b_hh [G] */
-    int in;                        /* input width */
-} lstm_dir;
-
-typedef struct {
     gf_cu_function wavnorm, im2col_f64, pool_absmax_f64, instnorm, im2col, pool_max,
-        transpose, cell, bias_act, logsoftmax;
-    gf_cu_function lstm_rec;       /* own route of lstm.stack (NULL until chosen) */
+        transpose, bias_act, logsoftmax;
 } kernels;
-
-/* Shared memory of gf_lstm_rec_v1 (kernels/lstm.cu): the W_hh columns that do
- * not fit in registers, the hidden state and the gates. */
-#define LSTM_KREG 64
-#define LSTM_REC_SMEM ((size_t)((H - LSTM_KREG) * G + H + G) * sizeof(float))
 
 struct gf_segmentation_gpu {
     gf_gpu *gpu;                   /* borrowed */
@@ -64,14 +54,11 @@ struct gf_segmentation_gpu {
     kernels k;                     /* glue kernels */
     /* weights on the card */
     gf_cu_ptr wav_w, wav_b, filters64, conv_w[2], conv_b[2], norm_w[3], norm_b[3];
-    lstm_dir lstm[LAYERS][2];
-    gf_cu_ptr w_hh_pair[LAYERS];   /* [2][G][H] per layer, for the own route */
+    gf_lstm_gpu *lstm;             /* the LSTM stack and its routes */
     gf_cu_ptr lin_w[2], lin_b[2], cls_w, cls_b;
     /* workspace */
-    gf_cu_ptr wave, wn, col64, sinc64, p1, col, c2, p2, c3, p3, x0, ha, hb, gates, cell, lin0,
-        lin1, out;
-    gf_cu_ptr lstm_out;            /* ha or hb: where the last LSTM layer wrote */
-    gf_route_kind lstm_route;      /* library or own (kernels/lstm.cu) */
+    gf_cu_ptr wave, wn, col64, sinc64, p1, col, c2, p2, c3, p3, x0, lin0, lin1, out;
+    gf_cu_ptr lstm_out;            /* the LSTM stack's output [B, T, 2H] */
     gf_cu_ptr owned[96];           /* every device allocation, freed on destroy */
     size_t n_owned;
 };
@@ -133,33 +120,27 @@ static int load_weights(gf_segmentation_gpu *s, gf_safetensors *st)
         snprintf(name, sizeof name, "sincnet.norm1d.%d.bias", i);
         rc = rc ? rc : get(st, s, &s->norm_b[i], name, i ? C2 : NF, 0, 0);
     }
+    gf_lstm_gpu_dir w[LAYERS][2];
     for (int l = 0; l < LAYERS && !rc; l++)
         for (int d = 0; d < 2 && !rc; d++) {
             const char *sfx = d ? "_reverse" : "";
-            lstm_dir *ld = &s->lstm[l][d];
-            ld->in = l ? 2 * H : C2;
+            int in = l ? 2 * H : C2;
             snprintf(name, sizeof name, "lstm.weight_ih_l%d%s", l, sfx);
-            rc = get(st, s, &ld->w_ih, name, G, ld->in, 0);
+            w[l][d].w_ih = gf_safetensors_get(st, name, 2, G, in);
             snprintf(name, sizeof name, "lstm.weight_hh_l%d%s", l, sfx);
-            rc = rc ? rc : get(st, s, &ld->w_hh, name, G, H, 0);
-            if (!rc && d == 0)
-                rc = dalloc(s, 2 * sizeof(float) * G * H, &s->w_hh_pair[l]);
-            if (!rc) {
-                const float *whh = gf_safetensors_get(st, name, 2, G, H);
-                rc = gf_gpu_upload(s->gpu, s->w_hh_pair[l] + (size_t)d * G * H * sizeof(float),
-                                   whh, sizeof(float) * G * H);
-            }
+            w[l][d].w_hh = gf_safetensors_get(st, name, 2, G, H);
             snprintf(name, sizeof name, "lstm.bias_ih_l%d%s", l, sfx);
-            const float *bi = gf_safetensors_get(st, name, 1, G);
+            w[l][d].b_ih = gf_safetensors_get(st, name, 1, G);
             snprintf(name, sizeof name, "lstm.bias_hh_l%d%s", l, sfx);
-            const float *bh = gf_safetensors_get(st, name, 1, G);
-            if (rc || !bi || !bh)
-                return GF_EINVAL;
-            float sum[G];
-            for (int j = 0; j < G; j++)
-                sum[j] = bi[j] + bh[j];
-            rc = upload(s, sum, sizeof sum, &ld->bias);
+            w[l][d].b_hh = gf_safetensors_get(st, name, 1, G);
+            if (!w[l][d].w_ih || !w[l][d].w_hh || !w[l][d].b_ih || !w[l][d].b_hh)
+                rc = GF_EINVAL;
         }
+    if (!rc) {
+        s->lstm = gf_lstm_gpu_new(s->gpu, s->blas, LAYERS, C2, H, w, s->max_batch, T);
+        if (!s->lstm)
+            rc = GF_EDEVICE;
+    }
     rc = rc ? rc : get(st, s, &s->lin_w[0], "linear.0.weight", L0, 2 * H, 0);
     rc = rc ? rc : get(st, s, &s->lin_b[0], "linear.0.bias", L0, 0, 0);
     rc = rc ? rc : get(st, s, &s->lin_w[1], "linear.1.weight", L0, L0, 0);
@@ -177,7 +158,7 @@ static int load_kernels(gf_segmentation_gpu *s)
         { &s->k.wavnorm, "gf_wavnorm" },         { &s->k.im2col_f64, "gf_im2col1d_f64" },
         { &s->k.pool_absmax_f64, "gf_pool_absmax_f64" }, { &s->k.instnorm, "gf_instnorm_lrelu" },
         { &s->k.im2col, "gf_im2col1d" },         { &s->k.pool_max, "gf_pool_max" },
-        { &s->k.transpose, "gf_transpose_ct" },  { &s->k.cell, "gf_lstm_cell" },
+        { &s->k.transpose, "gf_transpose_ct" },
         { &s->k.bias_act, "gf_bias_leaky_relu" }, { &s->k.logsoftmax, "gf_logsoftmax_rows" },
     };
     for (size_t i = 0; i < GF_ARRAY_LEN(list); i++) {
@@ -198,9 +179,7 @@ static int alloc_workspace(gf_segmentation_gpu *s)
         { &s->p1, B * NF * T_P1 * f },       { &s->col, B * T_C2 * NF * KC * f },
         { &s->c2, B * C2 * T_C2 * f },       { &s->p2, B * C2 * T_P2 * f },
         { &s->c3, B * C2 * T_C3 * f },       { &s->p3, B * C2 * T * f },
-        { &s->x0, B * T * C2 * f },          { &s->ha, B * T * 2 * H * f },
-        { &s->hb, B * T * 2 * H * f },       { &s->gates, 2 * B * T * G * f },
-        { &s->cell, B * H * f },             { &s->lin0, B * T * L0 * f },
+        { &s->x0, B * T * C2 * f },          { &s->lin0, B * T * L0 * f },
         { &s->lin1, B * T * L0 * f },        { &s->out, B * T * CLASSES * f },
     };
     for (size_t i = 0; i < GF_ARRAY_LEN(list); i++) {
@@ -241,6 +220,7 @@ void gf_segmentation_gpu_destroy(gf_segmentation_gpu **self_p)
     if (!self_p || !*self_p)
         return;
     gf_segmentation_gpu *s = *self_p;
+    gf_lstm_gpu_destroy(&s->lstm);
     for (size_t i = 0; i < s->n_owned; i++)
         gf_gpu_free(s->gpu, s->owned[i]);
     free(s);
@@ -310,102 +290,31 @@ static int lstm_stack(gf_segmentation_gpu *s, int B)
     int c2 = C2, t = T;
     void *p_tr[] = { &s->p3, &B, &c2, &t, &s->x0 };
     TRY(launch1d(s, s->k.transpose, (long)B * C2 * T, p_tr));
-    gf_cu_ptr in = s->x0, out = s->ha;
-    int ld_in = C2;
-    for (int l = 0; l < LAYERS; l++) {
-        for (int d = 0; d < 2; d++) {
-            lstm_dir *ld = &s->lstm[l][d];
-            int rows = B * T, g = G;
-            /* gates [B*T, 512] = x · W_ihᵀ + (b_ih + b_hh) */
-            TRY(gf_blas_gpu_gemm(s->blas, s->math, true, rows, G, ld->in, 1.0f, in, ld_in,
-                                 ld->w_ih, ld->in, 0.0f, s->gates, G));
-            float one = 1.0f;
-            void *p_b[] = { &s->gates, &ld->bias, &rows, &g, &one };
-            TRY(launch1d(s, s->k.bias_act, (long)rows * G, p_b));
-            TRY(gf_gpu_fill32(s->gpu, s->cell, 0, (size_t)B * H));
-            long gstride = (long)T * G, hstride = (long)T * 2 * H;
-            int h = H;
-            for (int step = 0; step < T; step++) {
-                int ti = d ? T - 1 - step : step;
-                if (step > 0) {
-                    int tp = d ? ti + 1 : ti - 1;
-                    gf_cu_ptr hprev = out + ((size_t)tp * 2 * H + (size_t)d * H) * sizeof(float);
-                    gf_cu_ptr gt = s->gates + (size_t)ti * G * sizeof(float);
-                    TRY(gf_blas_gpu_gemm(s->blas, s->math, true, B, G, H, 1.0f, hprev,
-                                         T * 2 * H, ld->w_hh, H, 1.0f, gt, T * G));
-                }
-                gf_cu_ptr gt = s->gates + (size_t)ti * G * sizeof(float);
-                gf_cu_ptr ho = out + ((size_t)ti * 2 * H + (size_t)d * H) * sizeof(float);
-                void *p_c[] = { &gt, &gstride, &s->cell, &B, &h, &ho, &hstride };
-                TRY(launch1d(s, s->k.cell, (long)B * H, p_c));
-            }
-        }
-        in = out;
-        ld_in = 2 * H;
-        out = out == s->ha ? s->hb : s->ha;
-    }
-    s->lstm_out = in;
-    return 0;
-}
-
-/* Own route: per layer, the input projections of both directions (GEMM +
- * biases) into gates [2][B][T][G], then one persistent launch runs every
- * step of both directions for all B sequences. */
-static int lstm_stack_own(gf_segmentation_gpu *s, int B)
-{
-    int c2 = C2, t = T;
-    void *p_tr[] = { &s->p3, &B, &c2, &t, &s->x0 };
-    TRY(launch1d(s, s->k.transpose, (long)B * C2 * T, p_tr));
-    gf_cu_ptr in = s->x0, out = s->ha;
-    int ld_in = C2;
-    const size_t half = (size_t)B * T * G * sizeof(float);
-    for (int l = 0; l < LAYERS; l++) {
-        for (int d = 0; d < 2; d++) {
-            lstm_dir *ld = &s->lstm[l][d];
-            gf_cu_ptr gd = s->gates + (size_t)d * half;
-            int rows = B * T, g = G;
-            TRY(gf_blas_gpu_gemm(s->blas, s->math, true, rows, G, ld->in, 1.0f, in, ld_in,
-                                 ld->w_ih, ld->in, 0.0f, gd, G));
-            float one = 1.0f;
-            void *p_b[] = { &gd, &ld->bias, &rows, &g, &one };
-            TRY(launch1d(s, s->k.bias_act, (long)rows * G, p_b));
-        }
-        /* W_hh of both directions side by side: [2][G][H]. */
-        gf_cu_ptr w = s->w_hh_pair[l];
-        int t_steps = T;
-        void *p_rec[] = { &s->gates, &w, &out, &B, &t_steps };
-        TRY(gf_gpu_launch(s->gpu, s->k.lstm_rec, (unsigned)B, 2, 1, G, 1, 1,
-                          (unsigned)LSTM_REC_SMEM, p_rec));
-        in = out;
-        ld_in = 2 * H;
-        out = out == s->ha ? s->hb : s->ha;
-    }
-    s->lstm_out = in;
-    return 0;
+    return gf_lstm_gpu_run(s->lstm, s->math, s->x0, B, &s->lstm_out);
 }
 
 int gf_segmentation_gpu_set_route(gf_segmentation_gpu *s, const char *boundary,
                                   gf_route_kind kind)
 {
-    if (kind == GF_ROUTE_LIBRARY) {
-        if (strcmp(boundary, "lstm.stack") == 0)
-            s->lstm_route = GF_ROUTE_LIBRARY;
+    if (strcmp(boundary, "lstm.stack") == 0)
+        return gf_lstm_gpu_set_route(s->lstm, kind, NULL);
+    return kind == GF_ROUTE_LIBRARY ? 0 : GF_ENOENT;
+}
+
+int gf_segmentation_gpu_apply_plan(gf_segmentation_gpu *s, const gf_planner *pl, int batch,
+                                   gf_math math)
+{
+    gf_route r;
+    TRY(gf_plan_route(pl, "lstm.stack", batch, math, &r));
+    if (r.kind != GF_ROUTE_OWN)
+        return gf_lstm_gpu_set_route(s->lstm, GF_ROUTE_LIBRARY, NULL);
+    const char *sha = NULL;
+    int rc = gf_lstm_gpu_set_route(s->lstm, GF_ROUTE_OWN, &sha);
+    if (rc == 0 && strcmp(sha, r.module.sha256) == 0)
         return 0;
-    }
-    if (strcmp(boundary, "lstm.stack") != 0)
-        return GF_ENOENT;
-    int optin = gf_gpu_smem_optin(s->gpu);
-    if ((size_t)optin < LSTM_REC_SMEM) {
-        GF_WARN("lstm.stack: own kernel needs %zu bytes of shared memory per block, this card "
-                "allows %d: refused", LSTM_REC_SMEM, optin);
-        return GF_EUNSUP;
-    }
-    if (!s->k.lstm_rec) {
-        TRY(gf_gpu_function(s->gpu, "lstm", "gf_lstm_rec_v1", &s->k.lstm_rec, NULL, NULL));
-        TRY(gf_gpu_func_smem(s->gpu, s->k.lstm_rec, (int)LSTM_REC_SMEM));
-    }
-    s->lstm_route = GF_ROUTE_OWN;
-    return 0;
+    GF_WARN("lstm.stack: the planned module %.12s did not load as bound (%s): library route",
+            r.module.sha256, rc ? gf_strerror(rc) : "another module loaded");
+    return gf_lstm_gpu_set_route(s->lstm, GF_ROUTE_LIBRARY, NULL);
 }
 
 static int head(gf_segmentation_gpu *s, int B, gf_cu_ptr lstm_out)
@@ -450,10 +359,8 @@ int gf_segmentation_gpu_run(gf_segmentation_gpu *s, const float *wave, int B, fl
     STAGE("sincnet.conv0.abs_pool", sincnet(s, B));
     STAGE("segconv.conv1", conv_stage(s, B, s->p1, NF, T_P1, 0, s->c2, s->p2));
     STAGE("segconv.conv2", conv_stage(s, B, s->p2, C2, T_P2, 1, s->c3, s->p3));
-    if (s->lstm_route == GF_ROUTE_OWN)
-        STAGE_ON("lstm.stack", "own", lstm_stack_own(s, B));
-    else
-        STAGE("lstm.stack", lstm_stack(s, B));
+    STAGE_ON("lstm.stack", gf_lstm_gpu_route(s->lstm) == GF_ROUTE_OWN ? "own" : "library",
+             lstm_stack(s, B));
     STAGE("dense.head", head(s, B, s->lstm_out));
     TRY(gf_gpu_download(s->gpu, logp, s->out, (size_t)B * T * CLASSES * sizeof(float)));
     if (stats)

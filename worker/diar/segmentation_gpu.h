@@ -32,6 +32,14 @@ void gf_segmentation_gpu_destroy(gf_segmentation_gpu **self_p);
 int gf_segmentation_gpu_set_route(gf_segmentation_gpu *self, const char *boundary,
                                   gf_route_kind kind);
 
+/* Take the planner's production routes for this network's boundaries at
+ * (batch, math): an own route is used only when the module that loads is
+ * exactly the one the route stands on; otherwise that boundary stays on the
+ * library route (logged). Returns 0, or GF_EINVAL / GF_EDEVICE from the
+ * planner. */
+int gf_segmentation_gpu_apply_plan(gf_segmentation_gpu *self, const gf_planner *pl, int batch,
+                                   gf_math math);
+
 /* wave [B, 160000] on the host → logp [B, 589, 7] on the host. Device time
  * of each boundary goes into stats (may be NULL). Returns 0, GF_EINVAL (bad
  * B) or GF_EDEVICE. */

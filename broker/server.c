@@ -280,11 +280,14 @@ static void finish(gf_server *self, gf_sched_job *sj, gf_job_state state)
 static void lost_job(gf_server *self, gf_sched_job *sj, const char *why)
 {
     gf_job *j = &sj->job;
-    bool cancel = sj->cancel_asked;
+    bool cancel = sj->cancel_asked, timed_out = sj->timed_out;
     gf_sched_release(self->sched, j->id, false);
     if (cancel) {
         set_reason(j, "cancelled (%s)", why);
         finish(self, sj, GF_STATE_CANCELLED);
+    } else if (timed_out) {
+        set_reason(j, "time limit of %lld s reached (%s)", (long long)j->spec.time_limit_s, why);
+        finish(self, sj, GF_STATE_FAILED);
     } else if (j->spec.no_requeue || j->attempts >= self->cfg->max_attempts) {
         set_reason(j, "%s (attempt %d of %d%s)", why, j->attempts, self->cfg->max_attempts,
                    j->spec.no_requeue ? ", --no-requeue" : "");
@@ -1138,8 +1141,16 @@ static void timers(gf_server *self, uint64_t now)
                     (long long)sj->job.spec.time_limit_s);
             send_kill(self, sj, "time limit reached");
         }
-        if (sj->kill_at_ms && now >= sj->kill_at_ms)
-            lost_job(self, sj, "did not stop after a kill");
+        if (sj->kill_at_ms && now >= sj->kill_at_ms) {
+            /* its worker did not report the job's end after a kill: the
+             * worker is broken; killing it kills the job (PDEATHSIG)
+             * before the job can be requeued */
+            wk *w = wk_by_device(self, sj->worker_card);
+            if (w && w->ready)
+                worker_dead(self, w, "did not stop a job after a kill", true);
+            else
+                lost_job(self, sj, "did not stop after a kill");
+        }
         else if (reclaim_over && !sj->started && sj->worker_card >= 0 &&
                  !wk_by_device(self, sj->worker_card)->ready)
             lost_job(self, sj, "not reclaimed after a broker restart");

@@ -7,6 +7,7 @@
 #   make fuzz        libFuzzer targets with clang (build/fuzz/)
 #   make gpu-check   GPU tests (skip cleanly without a GPU)
 #   make deps        install the Debian packages the project needs (tools/setup-deps)
+#   make demo        diarize a made-up two-voice recording, print turns and DER (tools/demo)
 #
 # Sources are found by wildcard: a new module is a new .c/.h pair in its
 # directory, nothing to register here. Each directory becomes one static
@@ -43,7 +44,7 @@ LIB_DIAR   := $(BUILD)/lib/libgfdiar.a
 LIB_WORKER := $(BUILD)/lib/libgfworker.a
 LIB_BROKER := $(BUILD)/lib/libgfbroker.a
 LIB_CLI    := $(BUILD)/lib/libgfcli.a
-# Link order: users before what they use.
+# Libraries link as one group: they call each other (diar uses the card runtime of worker).
 ALL_LIBS   := $(LIB_CLI) $(LIB_BROKER) $(LIB_WORKER) $(LIB_DIAR) $(LIB_COMMON)
 
 BINS := $(BUILD)/bin/gpuflock $(BUILD)/bin/gpuflockd $(BUILD)/bin/gpuflock-worker
@@ -51,13 +52,16 @@ BINS := $(BUILD)/bin/gpuflock $(BUILD)/bin/gpuflockd $(BUILD)/bin/gpuflock-worke
 UNIT_SRC   := $(wildcard tests/unit/test_*.c)
 UNIT_BINS  := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
 GPU_TEST_SRC  := $(wildcard tests/gpu/test_gpu_*.c)
-GPU_TEST_BINS := $(patsubst tests/gpu/%.c,$(BUILD)/tests/gpu/%,$(GPU_TEST_SRC))
+GPU_TEST_BINS := $(patsubst tests/gpu/%.c,$(BUILD)/tests/gpu/%,$(GPU_TEST_SRC)) \
+                 $(BUILD)/tests/proof/gpu_proof
+BENCH_SRC  := $(wildcard bench/*/*.c)
+BENCH_BINS := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
 TEST_HELPERS := $(wildcard tests/helpers/*.c)
 TEST_HELPER_BINS := $(patsubst tests/helpers/%.c,$(BUILD)/tests/helpers/%,$(TEST_HELPERS))
 
 .SECONDARY:
-.PHONY: all build check unit sanitize fuzz deps clean gpu-check bench
-all: $(BINS) $(UNIT_BINS) $(TEST_HELPER_BINS) $(GPU_TEST_BINS) $(BUILD)/evidence.stamp
+.PHONY: all build check unit sanitize fuzz deps clean gpu-check gpu-proof bench demo
+all: $(BINS) $(UNIT_BINS) $(TEST_HELPER_BINS) $(GPU_TEST_BINS) $(BENCH_BINS) $(BUILD)/evidence.stamp
 
 # The evidence tables are validated after every build that changes them or
 # the validator (docs/evidence.md); directories are listed too, so a removed
@@ -94,23 +98,29 @@ $(ALL_LIBS): | $(BUILD)/obj/empty.o
 
 $(BUILD)/bin/gpuflock: $(call obj,cli/main.c) $(ALL_LIBS)
 	@mkdir -p $(dir $@)
-	$(CC) $(SAN) $(LDFLAGS) -o $@ $< $(ALL_LIBS) $(LDLIBS)
+	$(CC) $(SAN) $(LDFLAGS) -o $@ $< -Wl,--start-group $(ALL_LIBS) -Wl,--end-group $(LDLIBS)
 $(BUILD)/bin/gpuflockd: $(call obj,broker/main.c) $(ALL_LIBS)
 	@mkdir -p $(dir $@)
-	$(CC) $(SAN) $(LDFLAGS) -o $@ $< $(ALL_LIBS) $(LDLIBS)
+	$(CC) $(SAN) $(LDFLAGS) -o $@ $< -Wl,--start-group $(ALL_LIBS) -Wl,--end-group $(LDLIBS)
 $(BUILD)/bin/gpuflock-worker: $(call obj,worker/main.c) $(ALL_LIBS)
 	@mkdir -p $(dir $@)
-	$(CC) $(SAN) $(LDFLAGS) -o $@ $< $(ALL_LIBS) $(LDLIBS)
+	$(CC) $(SAN) $(LDFLAGS) -o $@ $< -Wl,--start-group $(ALL_LIBS) -Wl,--end-group $(LDLIBS)
 
 $(BUILD)/tests/%: $(call obj,tests/unit/%.c) $(ALL_LIBS)
 	@mkdir -p $(dir $@)
-	$(CC) $(SAN) $(LDFLAGS) -o $@ $< $(ALL_LIBS) $(LDLIBS) -lcmocka
+	$(CC) $(SAN) $(LDFLAGS) -o $@ $< -Wl,--start-group $(ALL_LIBS) -Wl,--end-group $(LDLIBS) -lcmocka
+$(BUILD)/tests/proof/%: $(call obj,tests/proof/%.c) $(ALL_LIBS)
+	@mkdir -p $(dir $@)
+	$(CC) $(SAN) $(LDFLAGS) -o $@ $< -Wl,--start-group $(ALL_LIBS) -Wl,--end-group $(LDLIBS)
 $(BUILD)/tests/gpu/%: $(call obj,tests/gpu/%.c) $(ALL_LIBS)
 	@mkdir -p $(dir $@)
-	$(CC) $(SAN) $(LDFLAGS) -o $@ $< $(ALL_LIBS) $(LDLIBS) -lcmocka
+	$(CC) $(SAN) $(LDFLAGS) -o $@ $< -Wl,--start-group $(ALL_LIBS) -Wl,--end-group $(LDLIBS) -lcmocka
+$(BUILD)/bench/%: $(call obj,bench/%.c) $(ALL_LIBS)
+	@mkdir -p $(dir $@)
+	$(CC) $(SAN) $(LDFLAGS) -o $@ $< -Wl,--start-group $(ALL_LIBS) -Wl,--end-group $(LDLIBS)
 $(BUILD)/tests/helpers/%: $(call obj,tests/helpers/%.c) $(ALL_LIBS)
 	@mkdir -p $(dir $@)
-	$(CC) $(SAN) $(LDFLAGS) -o $@ $< $(ALL_LIBS) $(LDLIBS)
+	$(CC) $(SAN) $(LDFLAGS) -o $@ $< -Wl,--start-group $(ALL_LIBS) -Wl,--end-group $(LDLIBS)
 
 # CUDA: each kernels/<area>.cu becomes PTX for the sm75 baseline and sm90, embedded in
 # the worker library through a generated table (worker/ptx.h). Without nvcc
@@ -151,6 +161,18 @@ check: deps
 # GPU tests: each skips cleanly without a CUDA device.
 gpu-check: all
 	@BUILD=$(BUILD) tests/run-tests --gpu-only
+
+# The GPU proof suite, under the card's lock and the bench lock (--proof):
+# GPU=N picks the card (default 0). Skips with a message without a GPU.
+GPU ?= 0
+gpu-proof: all
+	@if $(BUILD)/tests/proof/gpu_proof --probe; then \
+	  $(BUILD)/bin/gpuflock exec --proof -x --gpu $(GPU) -- $(BUILD)/tests/proof/gpu_proof $(BUILD)/tests/gpu; \
+	else echo "gpu-proof: no CUDA device on this machine: the GPU proof suite is skipped"; fi
+
+# The demo: two synthetic voices taking turns, diarized, turns and DER printed.
+demo: deps
+	@BUILD=$(BUILD) tools/demo
 
 unit: all
 	@BUILD=$(BUILD) tests/run-tests --unit-only

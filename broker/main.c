@@ -1,10 +1,168 @@
-/* main.c — gpuflockd, the broker. Not built yet: says so and exits. */
+/* main.c — gpuflockd, the broker: arguments, configuration, pid file,
+ * signals; the work is in broker/server.c. */
+#include "broker/server.h"
+#include "common/config.h"
 #include "common/error.h"
+#include "common/log.h"
+#include "common/util.h"
+#include "common/version.h"
 
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
-int main(void)
+static volatile sig_atomic_t stop_flag;
+
+static void on_stop(int sig)
 {
-    fprintf(stderr, "gpuflockd: the broker is not implemented yet\n");
-    return GF_EXIT_SOFTWARE;
+    (void)sig;
+    stop_flag = 1;
+}
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: gpuflockd [--config FILE] [--foreground] [--log-level LEVEL]\n"
+            "\n"
+            "The gpuflock broker: queues jobs durably and runs them on one worker per card.\n"
+            "  --config FILE     configuration (default $GPUFLOCK_CONFIG, then %s)\n"
+            "  --foreground      stay in the foreground (systemd, tests); else detach\n"
+            "  --log-level L     debug | info | warn | error (default: the config's)\n",
+            GF_CONFIG_DEFAULT_PATH);
+}
+
+/* Take <run_dir>/gpuflockd.pid: one broker per run_dir. Returns the fd
+ * (kept open for the broker's life) or -1 after saying why. */
+static int take_pidfile(const char *run_dir)
+{
+    if (mkdir(run_dir, 0755) != 0 && errno != EEXIST) {
+        GF_ERROR("run_dir %s: %s", run_dir, strerror(errno));
+        return -1;
+    }
+    char *path = gf_strfmt("%s/gpuflockd.pid", run_dir);
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        GF_ERROR("%s: %s", path, strerror(errno));
+        free(path);
+        return -1;
+    }
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        char buf[32] = "";
+        ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
+        buf[n > 0 ? n : 0] = 0;
+        buf[strcspn(buf, "\n")] = 0;
+        fprintf(stderr, "gpuflockd: another gpuflockd (pid %s) already serves %s\n",
+                buf[0] ? buf : "?", run_dir);
+        close(fd);
+        free(path);
+        return -1;
+    }
+    char pid[32];
+    int len = snprintf(pid, sizeof(pid), "%d\n", (int)getpid());
+    if (ftruncate(fd, 0) != 0 || pwrite(fd, pid, (size_t)len, 0) != len)
+        GF_WARN("%s: cannot write the pid: %s", path, strerror(errno));
+    free(path);
+    return fd;
+}
+
+int main(int argc, char **argv)
+{
+    const char *config_path = NULL, *level_name = NULL;
+    bool foreground = false;
+    static const struct option opts[] = {
+        { "config", required_argument, NULL, 'c' },
+        { "foreground", no_argument, NULL, 'f' },
+        { "log-level", required_argument, NULL, 'l' },
+        { "help", no_argument, NULL, 'h' },
+        { "version", no_argument, NULL, 'V' },
+        { NULL, 0, NULL, 0 },
+    };
+    int c;
+    while ((c = getopt_long(argc, argv, "c:fl:hV", opts, NULL)) != -1) {
+        switch (c) {
+        case 'c': config_path = optarg; break;
+        case 'f': foreground = true; break;
+        case 'l': level_name = optarg; break;
+        case 'h': usage(stdout); return 0;
+        case 'V': printf("gpuflockd %s (protocol %d)\n", GF_VERSION, GF_PROTOCOL_VERSION); return 0;
+        default: usage(stderr); return GF_EXIT_USAGE;
+        }
+    }
+    if (optind != argc) {
+        usage(stderr);
+        return GF_EXIT_USAGE;
+    }
+    gf_log_init("gpuflockd", GF_LOG_INFO);
+    gf_config *cfg = NULL;
+    if (gf_config_load(config_path, &cfg) != 0)
+        return GF_EXIT_CONFIG;
+    gf_log_level level = GF_LOG_INFO;
+    if (gf_log_level_parse(level_name ? level_name : cfg->log_level, &level) != 0) {
+        fprintf(stderr, "gpuflockd: unknown log level '%s'\n", level_name);
+        gf_config_destroy(&cfg);
+        return GF_EXIT_USAGE;
+    }
+    gf_log_init("gpuflockd", level);
+    const char *eps[2] = { cfg->client_endpoint, cfg->worker_endpoint };
+    for (int i = 0; i < 2; i++)
+        if (strncmp(eps[i], "tcp://", 6) == 0 &&
+            (!cfg->curve_public_key || !cfg->curve_secret_key)) {
+            GF_ERROR("%s: endpoint %s: tcp:// is refused without broker.curve_public_key and "
+                     "broker.curve_secret_key", cfg->path ? cfg->path : "config", eps[i]);
+            gf_config_destroy(&cfg);
+            return GF_EXIT_CONFIG;
+        }
+    if (cfg->n_devices == 0)
+        GF_WARN("no devices: no CUDA card found and none declared in the configuration");
+
+    /* The pid file first: a second broker is refused in the foreground,
+     * and the lock (held by the open file) passes on to a detached child. */
+    int pidfd = take_pidfile(cfg->run_dir);
+    if (pidfd < 0) {
+        gf_config_destroy(&cfg);
+        return GF_EXIT_UNAVAIL;
+    }
+    if (!foreground) {
+        /* detach: the parent returns once the child is running */
+        pid_t pid = fork();
+        if (pid < 0) {
+            GF_ERROR("fork: %s", strerror(errno));
+            return GF_EXIT_SOFTWARE;
+        }
+        if (pid > 0)
+            return 0;
+        setsid();
+        char text[32];
+        int len = snprintf(text, sizeof(text), "%d\n", (int)getpid());
+        if (ftruncate(pidfd, 0) != 0 || pwrite(pidfd, text, (size_t)len, 0) != len)
+            GF_WARN("cannot write the pid file: %s", strerror(errno));
+        int null = open("/dev/null", O_RDWR);
+        if (null >= 0) {
+            dup2(null, 0);
+            dup2(null, 1);
+            close(null);
+        }
+    }
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_stop;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    signal(SIGHUP, SIG_IGN);
+
+    gf_server *srv = gf_server_new(cfg);
+    int rc = srv ? gf_server_run(srv, &stop_flag) : GF_EIO;
+    gf_server_destroy(&srv);
+    close(pidfd);
+    gf_config_destroy(&cfg);
+    return rc == 0 ? 0 : GF_EXIT_SOFTWARE;
 }

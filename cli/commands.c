@@ -5,14 +5,44 @@
 #include <string.h>
 
 /* Subcommand entry points, defined in cli/cmd_<name>.c. */
+int gf_cmd_models(int argc, char **argv);
 int gf_cmd_version(int argc, char **argv);
+int gf_cmd_submit(int argc, char **argv);
+int gf_cmd_run(int argc, char **argv);
+int gf_cmd_queue(int argc, char **argv);
+int gf_cmd_show(int argc, char **argv);
+int gf_cmd_wait(int argc, char **argv);
+int gf_cmd_cancel(int argc, char **argv);
+int gf_cmd_logs(int argc, char **argv);
+int gf_cmd_workers(int argc, char **argv);
+int gf_cmd_der(int argc, char **argv);
 int gf_cmd_evidence(int argc, char **argv);
+int gf_cmd_exec(int argc, char **argv);
+int gf_cmd_locks(int argc, char **argv);
 int gf_cmd_cluster(int argc, char **argv);
+int gf_cmd_plan(int argc, char **argv);
+int gf_cmd_qualify(int argc, char **argv);
+int gf_cmd_diarize(int argc, char **argv);
 
 const gf_cli_command gf_cli_commands[] = {
+    { "exec", gf_cmd_exec, "run a command holding card locks (no broker needed)" },
+    { "locks", gf_cmd_locks, "show who holds which card" },
+    { "models", gf_cmd_models, "check a models directory: models check DIR" },
     { "version", gf_cmd_version, "print the version" },
+    { "submit", gf_cmd_submit, "queue a job (or --array N, --file LIST); print its id" },
+    { "run", gf_cmd_run, "run a job through the queue, streaming its output" },
+    { "queue", gf_cmd_queue, "list pending and running jobs (--all: ended too)" },
+    { "show", gf_cmd_show, "everything about one job" },
+    { "wait", gf_cmd_wait, "wait for jobs to end; exit status of the first failure" },
+    { "cancel", gf_cmd_cancel, "cancel jobs (a running job's process group is killed)" },
+    { "logs", gf_cmd_logs, "a job's captured output (-f: follow)" },
+    { "workers", gf_cmd_workers, "the cards, their workers and jobs" },
+    { "der", gf_cmd_der, "diarization error rate of a hypothesis RTTM against a reference" },
+    { "plan", gf_cmd_plan, "the route of every layer boundary on a card (--gpu N | --card SPEC)" },
+    { "qualify", gf_cmd_qualify, "measure own kernels on a CUDA card, write evidence records" },
     { "evidence", gf_cmd_evidence, "check the evidence tables (evidence check [DIR])" },
     { "cluster", gf_cmd_cluster, "cluster saved segmentation + embeddings into speaker turns (RTTM)" },
+    { "diarize", gf_cmd_diarize, "speaker turns (RTTM) for recordings (--local: in this process)" },
     { NULL, NULL, NULL },
 };
 

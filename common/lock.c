@@ -298,22 +298,46 @@ void gf_lockset_destroy(gf_lockset **self_p)
     *self_p = NULL;
 }
 
-int gf_lockset_add(gf_lockset *self, int index, const char *path)
+/* Where card 'index' goes in the sorted set, or -1 if it is there already. */
+static long insertion_point(const gf_lockset *self, int index)
 {
     size_t at = 0;
     while (at < self->n && self->items[at].index < index)
         at++;
     if (at < self->n && self->items[at].index == index) {
         GF_ERROR("card %d named twice", index);
-        return GF_EINVAL;
+        return -1;
     }
-    gf_lock *lock = gf_lock_open(path);
-    if (!lock)
-        return GF_EIO;
+    return (long)at;
+}
+
+static void insert_at(gf_lockset *self, size_t at, int index, gf_lock *lock)
+{
     self->items = gf_realloc(self->items, (self->n + 1) * sizeof *self->items);
     memmove(&self->items[at + 1], &self->items[at], (self->n - at) * sizeof *self->items);
     self->items[at] = (set_entry){ .index = index, .lock = lock };
     self->n++;
+}
+
+int gf_lockset_add(gf_lockset *self, int index, const char *path)
+{
+    long at = insertion_point(self, index);
+    if (at < 0)
+        return GF_EINVAL;
+    gf_lock *lock = gf_lock_open(path);
+    if (!lock)
+        return GF_EIO;
+    insert_at(self, (size_t)at, index, lock);
+    return 0;
+}
+
+int gf_lockset_adopt(gf_lockset *self, int index, gf_lock **lock_p)
+{
+    long at = insertion_point(self, index);
+    if (at < 0)
+        return GF_EINVAL;
+    insert_at(self, (size_t)at, index, *lock_p);
+    *lock_p = NULL;
     return 0;
 }
 

@@ -86,6 +86,11 @@ void gf_lockset_destroy(gf_lockset **self_p);
  * an index already in the set, or GF_EIO when the file cannot be opened. */
 int gf_lockset_add(gf_lockset *self, int index, const char *path);
 
+/* Add card 'index' with a lock already open (held or not), taking it over:
+ * *lock_p becomes NULL. Returns 0 or GF_EINVAL (index already in the set;
+ * the lock stays the caller's). */
+int gf_lockset_adopt(gf_lockset *self, int index, gf_lock **lock_p);
+
 /* Take every lock, one after another in ascending index order, within one
  * deadline (timeout_ms as in gf_lock_wait). On any failure the locks taken
  * so far are released: the set is held entirely or not at all. */

@@ -66,7 +66,7 @@ typedef enum {
 
 typedef enum { GF_JOB_COMMAND = 0, GF_JOB_DIARIZE = 1 } gf_job_kind;
 typedef enum { GF_REQ_ANY = 0, GF_REQ_GPU = 1, GF_REQ_GPUS = 2 } gf_req_kind;
-typedef enum { GF_MODE_EXCLUSIVE = 0, GF_MODE_SHARED = 1 } gf_lock_mode;
+typedef enum { GF_MODE_EXCLUSIVE = 0, GF_MODE_SHARED = 1 } gf_job_mode;
 typedef enum {
     GF_STATE_PENDING = 0, GF_STATE_RUNNING = 1, GF_STATE_DONE = 2,
     GF_STATE_FAILED = 3, GF_STATE_CANCELLED = 4,
@@ -92,7 +92,7 @@ typedef struct {
     gf_req_kind req;      /* any card, one named card, or several */
     int32_t gpu;          /* GF_REQ_GPU: the card index */
     int32_t gpus;         /* GF_REQ_GPUS: how many cards, all or none */
-    gf_lock_mode mode;    /* exclusive (default) or shared */
+    gf_job_mode mode;    /* exclusive (default) or shared */
     bool proof;           /* also the bench lock; scrub proof.scrub_env */
     int32_t priority;     /* higher first */
     int64_t time_limit_s; /* 0: none; past it SIGTERM then SIGKILL */

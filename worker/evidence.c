@@ -1084,10 +1084,15 @@ out_parser:
     free(path);
 }
 
-static int yaml_name_filter(const struct dirent *d)
+static int visible_filter(const struct dirent *d)
 {
-    size_t n = strlen(d->d_name);
-    return d->d_name[0] != '.' && n > 5 && strcmp(d->d_name + n - 5, ".yaml") == 0;
+    return d->d_name[0] != '.';
+}
+
+static bool is_yaml_name(const char *name)
+{
+    size_t n = strlen(name);
+    return n > 5 && strcmp(name + n - 5, ".yaml") == 0;
 }
 
 /* ---- the evidence set -------------------------------------------------- */
@@ -1134,12 +1139,16 @@ int gf_evidence_load(gf_evidence *ev, const char *dir)
 
     char *bdir = gf_strfmt("%s/bindings", ev->dir);
     struct dirent **names = NULL;
-    int k = scandir(bdir, &names, yaml_name_filter, alphasort);
+    int k = scandir(bdir, &names, visible_filter, alphasort);
     if (k < 0 && errno != ENOENT)
         add_problem(ev, gf_strfmt("%s: cannot list (%s)", bdir, strerror(errno)));
     for (int i = 0; i < k; i++) {
         char *path = gf_strfmt("%s/%s", bdir, names[i]->d_name);
-        load_bindings_file(ev, path);
+        /* A table the validator would skip must not pass silently. */
+        if (is_yaml_name(names[i]->d_name))
+            load_bindings_file(ev, path);
+        else
+            add_problem(ev, gf_strfmt("%s: not a binding table (tables are named *.yaml)", path));
         free(path);
         free(names[i]);
     }

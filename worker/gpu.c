@@ -37,6 +37,7 @@ struct gf_gpu {
     gf_cu_device dev;                  /* the card */
     int ordinal;                       /* CUDA ordinal */
     int cc;                            /* major*10+minor */
+    int smem_optin;                    /* shared memory per block, opt-in limit */
     gf_cu_ctx ctx;                     /* primary context, retained */
     gf_cu_stream stream;               /* the stream jobs run on */
     gf_cu_ptr allocs[MAX_ALLOCS];      /* owned device memory */
@@ -80,7 +81,8 @@ int gf_gpu_open(int ordinal, gf_gpu **out)
     int rc = GF_EDEVICE;
     if (cu->device_get(&self->dev, ordinal) != 0 ||
         cu->device_attr(&major, GF_CU_ATTR_CC_MAJOR, self->dev) != 0 ||
-        cu->device_attr(&minor, GF_CU_ATTR_CC_MINOR, self->dev) != 0) {
+        cu->device_attr(&minor, GF_CU_ATTR_CC_MINOR, self->dev) != 0 ||
+        cu->device_attr(&self->smem_optin, GF_CU_ATTR_SMEM_PER_BLOCK_OPTIN, self->dev) != 0) {
         GF_ERROR("cuda device %d: cannot read its attributes", ordinal);
         goto fail;
     }
@@ -132,6 +134,14 @@ void gf_gpu_destroy(gf_gpu **self_p)
 const gf_cudrv *gf_gpu_driver(const gf_gpu *self) { return self->cu; }
 gf_cu_stream gf_gpu_stream(const gf_gpu *self) { return self->stream; }
 int gf_gpu_cc(const gf_gpu *self) { return self->cc; }
+int gf_gpu_smem_optin(const gf_gpu *self) { return self->smem_optin; }
+
+int gf_gpu_func_smem(gf_gpu *self, gf_cu_function f, int bytes)
+{
+    CU_CHECK(self, self->cu->func_set_attr(f, GF_CU_FUNC_ATTR_MAX_DYNAMIC_SMEM, bytes),
+             "cuFuncSetAttribute(max dynamic shared memory)");
+    return 0;
+}
 
 int gf_gpu_alloc(gf_gpu *self, size_t bytes, gf_cu_ptr *out)
 {

@@ -27,6 +27,11 @@ gf_cu_stream gf_gpu_stream(const gf_gpu *self);
 /* Compute capability as major*10+minor (90 for an H200). */
 int gf_gpu_cc(const gf_gpu *self);
 
+/* Shared memory per block a kernel may opt in to (bytes). */
+int gf_gpu_smem_optin(const gf_gpu *self);
+/* Let kernel f use up to `bytes` of dynamic shared memory. */
+int gf_gpu_func_smem(gf_gpu *self, gf_cu_function f, int bytes);
+
 /* Device memory owned by the gf_gpu (freed by gf_gpu_destroy or gf_gpu_free). */
 int gf_gpu_alloc(gf_gpu *self, size_t bytes, gf_cu_ptr *out);
 void gf_gpu_free(gf_gpu *self, gf_cu_ptr ptr);

@@ -1,10 +1,127 @@
-/* main.c — gpuflock-worker, one per card. Not built yet: says so and exits. */
+/* main.c — gpuflock-worker: one per card. Arguments, configuration, the
+ * card's identity and the worker's pid file; the work is in worker/agent.c. */
+#include "common/card.h"
+#include "common/config.h"
 #include "common/error.h"
+#include "common/log.h"
+#include "common/util.h"
+#include "common/version.h"
+#include "worker/agent.h"
 
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
-int main(void)
+static void usage(FILE *out)
 {
-    fprintf(stderr, "gpuflock-worker: the worker is not implemented yet\n");
-    return GF_EXIT_SOFTWARE;
+    fprintf(out,
+            "usage: gpuflock-worker --device N [--config FILE] [--log-level LEVEL]\n"
+            "\n"
+            "Serves one card for gpuflockd (which normally starts it). Started by hand\n"
+            "or by systemd it joins the broker of the same configuration.\n");
+}
+
+/* <run_dir>/worker<N>.pid: one worker per card; the broker looks at it to
+ * learn that a worker of an earlier broker is still alive. */
+static int take_pidfile(const char *run_dir, int device)
+{
+    mkdir(run_dir, 0755);
+    char *path = gf_strfmt("%s/worker%d.pid", run_dir, device);
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        GF_ERROR("%s: %s", path, strerror(errno));
+        free(path);
+        return -1;
+    }
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        char buf[32] = "";
+        ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
+        buf[n > 0 ? n : 0] = 0;
+        buf[strcspn(buf, "\n")] = 0;
+        GF_ERROR("card %d already has a worker (pid %s)", device, buf[0] ? buf : "?");
+        close(fd);
+        free(path);
+        return -1;
+    }
+    char text[32];
+    int len = snprintf(text, sizeof(text), "%d\n", (int)getpid());
+    if (ftruncate(fd, 0) != 0 || pwrite(fd, text, (size_t)len, 0) != len)
+        GF_WARN("%s: cannot write the pid", path);
+    free(path);
+    return fd;
+}
+
+int main(int argc, char **argv)
+{
+    const char *config_path = NULL, *level_name = NULL;
+    long device = -1;
+    static const struct option opts[] = {
+        { "config", required_argument, NULL, 'c' },
+        { "device", required_argument, NULL, 'd' },
+        { "log-level", required_argument, NULL, 'l' },
+        { "help", no_argument, NULL, 'h' },
+        { NULL, 0, NULL, 0 },
+    };
+    int c;
+    char *end;
+    while ((c = getopt_long(argc, argv, "c:d:l:h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'c': config_path = optarg; break;
+        case 'd':
+            device = strtol(optarg, &end, 10);
+            if (*end || device < 0 || device > 1000000) {
+                fprintf(stderr, "gpuflock-worker: --device: not a card number: %s\n", optarg);
+                return GF_EXIT_USAGE;
+            }
+            break;
+        case 'l': level_name = optarg; break;
+        case 'h': usage(stdout); return 0;
+        default: usage(stderr); return GF_EXIT_USAGE;
+        }
+    }
+    if (device < 0 || optind != argc) {
+        usage(stderr);
+        return GF_EXIT_USAGE;
+    }
+    char prog[32];
+    snprintf(prog, sizeof(prog), "worker%ld", device);
+    gf_log_init(prog, GF_LOG_INFO);
+    gf_config *cfg = NULL;
+    if (gf_config_load(config_path, &cfg) != 0)
+        return GF_EXIT_CONFIG;
+    gf_log_level level;
+    if (gf_log_level_parse(level_name ? level_name : cfg->log_level, &level) == 0)
+        gf_log_init(prog, level);
+    const gf_device_conf *dev = gf_config_device(cfg, (int)device);
+    if (!dev) {
+        GF_ERROR("no device %ld in %s", device, cfg->path ? cfg->path : "the built-in defaults");
+        gf_config_destroy(&cfg);
+        return GF_EXIT_CONFIG;
+    }
+    gf_card_identity card;
+    if (gf_card_identify(dev, &card) != 0) {
+        GF_ERROR("card %ld: cannot read its identity", device);
+        gf_config_destroy(&cfg);
+        return GF_EXIT_UNAVAIL;
+    }
+    int pidfd = take_pidfile(cfg->run_dir, (int)device);
+    if (pidfd < 0) {
+        gf_config_destroy(&cfg);
+        return GF_EXIT_UNAVAIL;
+    }
+    signal(SIGPIPE, SIG_IGN);
+    signal(SIGHUP, SIG_IGN);
+    gf_agent *agent = gf_agent_new(cfg, (int)device, &card);
+    int rc = agent ? gf_agent_run(agent) : GF_EIO;
+    gf_agent_destroy(&agent);
+    close(pidfd);
+    gf_config_destroy(&cfg);
+    return rc == 0 ? 0 : GF_EXIT_SOFTWARE;
 }

@@ -219,7 +219,7 @@ static inline char *fx_binding_yaml(fx_dir *f, const fx_binding *b)
             fx_card_of_arch(b->archs[0], &name, &cc, &sms);
         char acc[GF_SHA256_HEX_LEN], e2e[GF_SHA256_HEX_LEN];
         fx_put_record(f, fx_record(b, p, "accuracy", name, cc, sms), acc);
-        char speed[512] = "unmeasured";
+        char speed[2048] = "unmeasured";
         if (!p->unmeasured) {
             char recs[400] = "";
             size_t n = 0;

@@ -348,6 +348,14 @@ static void test_malformed_tables(void **state)
         gf_evidence_destroy(&ev);
         fx_cleanup(&f);
     }
+    /* A table under another suffix would be skipped: it is an error instead. */
+    fx_dir f;
+    fx_init(&f, ALL_AREAS);
+    fx_write(&f, "bindings/lstm.yml", "bindings: []\n");
+    gf_evidence *ev = load(&f, GF_EINVAL);
+    assert_true(has_problem(ev, "lstm.yml", "not a binding table"));
+    gf_evidence_destroy(&ev);
+    fx_cleanup(&f);
 }
 
 int main(void)

@@ -137,7 +137,7 @@ int gf_cluster_run(const float *seg, const float *emb, size_t n_chunks, size_t n
                dim * sizeof *train);
     double *centroids = NULL;
     size_t K = 0;
-    bool constrained = true;
+    bool constrained = plda != NULL;  /* weight-free: local speakers may share a cluster */
     int rc = 0;
     if (n < 2) {
         /* too few embeddings to cluster: everybody is cluster 0 */
@@ -153,6 +153,17 @@ int gf_cluster_run(const float *seg, const float *emb, size_t n_chunks, size_t n
         goto out;
     r->n_ahc = (size_t)rc;
     rc = 0;
+    if (!plda) {
+        /* no PLDA (weight-free embeddings): the AHC clusters are the speakers */
+        K = r->n_ahc;
+        double *onehot = gf_calloc(n * K, sizeof *onehot);
+        for (size_t i = 0; i < n; i++)
+            onehot[i * K + (size_t)r->ahc[i]] = 1.0;
+        centroids = gf_malloc(K * dim * sizeof *centroids);
+        gf_assign_centroids(train, n, dim, onehot, K, centroids);
+        free(onehot);
+        goto constraints;
+    }
     size_t L = gf_plda_dim(plda);
     r->fea = gf_malloc(n * L * sizeof *r->fea);
     t0 = gf_now_ns();
@@ -183,6 +194,7 @@ int gf_cluster_run(const float *seg, const float *emb, size_t n_chunks, size_t n
     gf_assign_centroids(train, n, dim, wk, K, centroids);
     free(wk);
 
+constraints:;
     long want = num;
     if ((long)K < min_spk)
         want = min_spk;

@@ -65,7 +65,9 @@ int gf_cluster_check(const char *seg_name, const float *seg, const char *emb_nam
                      const float *emb, size_t n_chunks, size_t n_frames, size_t n_spk,
                      size_t dim, const gf_plda *plda);
 
-/* Run the recipe. Returns 0 and fills *res (free with gf_cluster_result_free),
+/* Run the recipe. plda NULL: no PLDA and VBx, the AHC clusters (at
+ * opts->threshold) are the speakers and assignment is unconstrained (two
+ * local speakers of a window may get the same one: the weight-free mode). Returns 0 and fills *res (free with gf_cluster_result_free),
  * or GF_EINVAL (bad speaker constraints) / GF_ETOOBIG (AHC memory). */
 int gf_cluster_run(const float *seg, const float *emb, size_t n_chunks, size_t n_frames,
                    size_t n_spk, size_t dim, const gf_plda *plda, const gf_cluster_opts *opts,

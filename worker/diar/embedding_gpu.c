@@ -12,6 +12,7 @@
 
 #include <assert.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,10 +25,14 @@
 typedef struct {
     gf_cu_ptr w, b;       /* folded weights [cout, cin*k*k] and bias [cout] */
     int cin, cout, k, stride, pad;
+    char boundary[40];    /* "resnet.layer2.0.conv1", as the planner names it */
+    gf_route_kind route;  /* library (im2col + GEMM) or own (kernels/resnet.cu) */
 } conv;
 
 typedef struct {
     gf_cu_function im2col, epilogue, transpose, statspool, bias_act;
+    gf_cu_function own3, own1;        /* kernels/resnet.cu, loaded when chosen */
+    const char *own_sha;              /* identity of the resnet module that loaded */
 } kernels;
 
 struct gf_embedding_gpu {
@@ -63,8 +68,8 @@ static int upload(gf_embedding_gpu *s, const void *host, size_t bytes, gf_cu_ptr
 }
 
 /* Fold conv `wname` [cout,cin,k,k] and batch norm `bn` (prefix) into one conv. */
-static int load_conv(gf_embedding_gpu *s, gf_safetensors *st, const char *wname,
-                     const char *bn, int cin, int cout, int k, int stride)
+static int load_conv(gf_embedding_gpu *s, gf_safetensors *st, const char *boundary,
+                     const char *wname, const char *bn, int cin, int cout, int k, int stride)
 {
     char name[128];
     const float *w = gf_safetensors_get(st, wname, 4, cout, cin, k, k);
@@ -88,6 +93,7 @@ static int load_conv(gf_embedding_gpu *s, gf_safetensors *st, const char *wname,
     assert(s->n_convs < MAX_CONVS);
     conv *c = &s->convs[s->n_convs++];
     *c = (conv){ .cin = cin, .cout = cout, .k = k, .stride = stride, .pad = k / 2 };
+    snprintf(c->boundary, sizeof c->boundary, "%s", boundary);
     int rc = upload(s, wf, sizeof(float) * cout * kk, &c->w);
     rc = rc ? rc : upload(s, bf, sizeof(float) * cout, &c->b);
     free(wf);
@@ -97,23 +103,26 @@ static int load_conv(gf_embedding_gpu *s, gf_safetensors *st, const char *wname,
 
 static int load_weights(gf_embedding_gpu *s, gf_safetensors *st)
 {
-    char w[128], bn[128];
-    int rc = load_conv(s, st, "resnet.conv1.weight", "resnet.bn1", 1, 32, 3, 1);
+    char w[128], bn[128], name[48];
+    int rc = load_conv(s, st, "resnet.conv1", "resnet.conv1.weight", "resnet.bn1", 1, 32, 3, 1);
     int cin = 32;
     for (int l = 0; l < 4 && !rc; l++) {
         int width = layer_width[l];
         for (int b = 0; b < layer_blocks[l] && !rc; b++) {
             int stride = (l > 0 && b == 0) ? 2 : 1;
+            snprintf(name, sizeof name, "resnet.layer%d.%d.conv1", l + 1, b);
             snprintf(w, sizeof w, "resnet.layer%d.%d.conv1.weight", l + 1, b);
             snprintf(bn, sizeof bn, "resnet.layer%d.%d.bn1", l + 1, b);
-            rc = load_conv(s, st, w, bn, cin, width, 3, stride);
+            rc = load_conv(s, st, name, w, bn, cin, width, 3, stride);
+            snprintf(name, sizeof name, "resnet.layer%d.%d.conv2", l + 1, b);
             snprintf(w, sizeof w, "resnet.layer%d.%d.conv2.weight", l + 1, b);
             snprintf(bn, sizeof bn, "resnet.layer%d.%d.bn2", l + 1, b);
-            rc = rc ? rc : load_conv(s, st, w, bn, width, width, 3, 1);
+            rc = rc ? rc : load_conv(s, st, name, w, bn, width, width, 3, 1);
             if (!rc && (stride != 1 || cin != width)) {
+                snprintf(name, sizeof name, "resnet.layer%d.%d.shortcut", l + 1, b);
                 snprintf(w, sizeof w, "resnet.layer%d.%d.shortcut.0.weight", l + 1, b);
                 snprintf(bn, sizeof bn, "resnet.layer%d.%d.shortcut.1", l + 1, b);
-                rc = load_conv(s, st, w, bn, cin, width, 1, stride);
+                rc = load_conv(s, st, name, w, bn, cin, width, 1, stride);
             }
             cin = width;
         }
@@ -215,6 +224,16 @@ static int run_conv(gf_embedding_gpu *s, const conv *c, int B, gf_cu_ptr x, int 
     int wo = (w + 2 * c->pad - c->k) / c->stride + 1;
     int cin = c->cin, k = c->k, stride = c->stride, pad = c->pad;
     long kk = (long)cin * k * k, hw = (long)ho * wo;
+    *ho_p = ho;
+    *wo_p = wo;
+    if (c->route == GF_ROUTE_OWN) {
+        int cout = c->cout;
+        gf_cu_ptr wt = c->w, bias = c->b;
+        void *p[] = { &x, &wt, &bias, &residual, &out, &B, &cin, &h, &w, &cout, &stride, &pad,
+                      &ho, &wo, &relu };
+        unsigned gx = (unsigned)(((long)B * hw + 127) / 128), gy = (unsigned)((cout + 63) / 64);
+        return gf_gpu_launch(s->gpu, k == 3 ? s->k.own3 : s->k.own1, gx, gy, 1, 256, 1, 1, 0, p);
+    }
     void *p_im[] = { &x, &B, &cin, &h, &w, &k, &stride, &pad, &ho, &wo, &s->col };
     TRY(launch1d(s, s->k.im2col, (long)B * hw * kk, p_im));
     TRY(gf_blas_gpu_gemm_batched(s->blas, s->math, true, c->cout, (int)hw, (int)kk, 1.0f, c->w,
@@ -223,10 +242,66 @@ static int run_conv(gf_embedding_gpu *s, const conv *c, int B, gf_cu_ptr x, int 
     int cout = c->cout, hwi = (int)hw;
     gf_cu_ptr bias = c->b;
     void *p_ep[] = { &out, &bias, &residual, &B, &cout, &hwi, &relu };
-    TRY(launch1d(s, s->k.epilogue, (long)B * cout * hw, p_ep));
-    *ho_p = ho;
-    *wo_p = wo;
+    return launch1d(s, s->k.epilogue, (long)B * cout * hw, p_ep);
+}
+
+static int load_own(gf_embedding_gpu *s)
+{
+    if (s->k.own3)
+        return 0;
+    if (s->math != GF_MATH_TF32) {
+        GF_WARN("resnet: the own kernel is tf32 only (this network runs %s): refused",
+                gf_math_name(s->math));
+        return GF_EUNSUP;
+    }
+    if (gf_gpu_cc(s->gpu) < 80) {
+        GF_WARN("resnet: the own kernel needs cc >= 8.0 (tf32 mma), this card is %d.%d: refused",
+                gf_gpu_cc(s->gpu) / 10, gf_gpu_cc(s->gpu) % 10);
+        return GF_EUNSUP;
+    }
+    TRY(gf_gpu_function(s->gpu, "resnet", "gf_conv3_tf32_v1", &s->k.own3, NULL, &s->k.own_sha));
+    return gf_gpu_function(s->gpu, "resnet", "gf_conv1_tf32_v1", &s->k.own1, NULL, NULL);
+}
+
+int gf_embedding_gpu_set_route(gf_embedding_gpu *s, const char *boundary, gf_route_kind kind)
+{
+    bool all = strcmp(boundary, "resnet") == 0, found = false;
+    if (kind == GF_ROUTE_OWN)
+        TRY(load_own(s));
+    for (int i = 0; i < s->n_convs; i++)
+        if (all || strcmp(s->convs[i].boundary, boundary) == 0) {
+            s->convs[i].route = kind;
+            found = true;
+        }
+    return found ? 0 : GF_ENOENT;
+}
+
+int gf_embedding_gpu_apply_plan(gf_embedding_gpu *s, const gf_planner *pl, int batch)
+{
+    for (int i = 0; i < s->n_convs; i++) {
+        conv *c = &s->convs[i];
+        gf_route r;
+        TRY(gf_plan_route(pl, c->boundary, batch, s->math, &r));
+        c->route = GF_ROUTE_LIBRARY;
+        if (r.kind != GF_ROUTE_OWN)
+            continue;
+        int rc = load_own(s);
+        if (rc == 0 && strcmp(s->k.own_sha, r.module.sha256) == 0)
+            c->route = GF_ROUTE_OWN;
+        else
+            GF_WARN("%s: the planned module %.12s did not load as bound: library route",
+                    c->boundary, r.module.sha256);
+    }
     return 0;
+}
+
+/* "own" when any conv of the stage runs the own kernel. */
+static const char *stage_route(const gf_embedding_gpu *s, int first, int last)
+{
+    for (int i = first; i < last && i < s->n_convs; i++)
+        if (s->convs[i].route == GF_ROUTE_OWN)
+            return "own";
+    return "library";
 }
 
 static int trunk(gf_embedding_gpu *s, int B, gf_devstats *stats, gf_cu_ptr *result)
@@ -238,7 +313,7 @@ static int trunk(gf_embedding_gpu *s, int B, gf_devstats *stats, gf_cu_ptr *resu
     int h = GF_EMB_MELS, w = GF_EMB_FRAMES, ho, wo;
     gf_cu_ptr x = s->act[0], t = s->act[1], sc = s->act[2], out = s->act[3];
     if (stats)
-        TRY(gf_gpu_timing_begin(s->gpu, "resnet.conv1", "library"));
+        TRY(gf_gpu_timing_begin(s->gpu, "resnet.conv1", stage_route(s, 0, 1)));
     TRY(run_conv(s, &s->convs[0], B, x, h, w, t, 0, 1, &ho, &wo));
     if (stats)
         TRY(gf_gpu_timing_end(s->gpu));
@@ -250,7 +325,7 @@ static int trunk(gf_embedding_gpu *s, int B, gf_devstats *stats, gf_cu_ptr *resu
     for (int l = 0; l < 4; l++) {
         if (stats) {
             snprintf(stage, sizeof stage, "resnet.layer%d", l + 1);
-            TRY(gf_gpu_timing_begin(s->gpu, stage, "library"));
+            TRY(gf_gpu_timing_begin(s->gpu, stage, stage_route(s, ci, ci + 3 * layer_blocks[l])));
         }
         for (int b = 0; b < layer_blocks[l]; b++) {
             const conv *c1 = &s->convs[ci++], *c2 = &s->convs[ci++];

@@ -1,0 +1,424 @@
+/* sched.c — job table, ordered queue and card leases (see sched.h).
+ *
+ * Jobs live in an array indexed by id (the store hands out dense ids). The
+ * queue is an array of pending ids kept sorted by (priority desc, id asc),
+ * so one pass over it visits jobs in the order they deserve a card. Each
+ * gf_sched_next call makes one such pass from the front and stops at the
+ * first decision; cards an exclusive job waits for are marked during the
+ * pass, and later shared jobs are not admitted there. */
+#include "broker/sched.h"
+
+#include "common/error.h"
+#include "common/util.h"
+
+#include <assert.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    int index;        /* configured device index */
+    int slots;        /* shared holders admitted at once */
+    bool online;      /* a worker is ready for it */
+    uint64_t excl;    /* job holding it exclusively, 0 none */
+    int shared;       /* shared holders */
+    bool blocked;     /* this pass: an exclusive request waits for it */
+} card;
+
+struct gf_sched {
+    gf_sched_job **by_id;  /* indexed by job id; NULL where none */
+    size_t cap_id;         /* size of by_id */
+    uint64_t *queue;       /* pending ids, in service order */
+    size_t n_queue;
+    size_t cap_queue;
+    card *cards;           /* ascending index */
+    size_t n_cards;
+};
+
+gf_sched *gf_sched_new(const gf_config *cfg)
+{
+    gf_sched *self = gf_calloc(1, sizeof(*self));
+    self->n_cards = cfg->n_devices;
+    self->cards = gf_calloc(cfg->n_devices ? cfg->n_devices : 1, sizeof(card));
+    for (size_t i = 0; i < cfg->n_devices; i++) {
+        self->cards[i].index = cfg->devices[i].index;
+        self->cards[i].slots = cfg->devices[i].shared_slots > 0 ? cfg->devices[i].shared_slots : 1;
+    }
+    return self;
+}
+
+void gf_sched_destroy(gf_sched **self_p)
+{
+    gf_sched *self = *self_p;
+    if (!self)
+        return;
+    for (size_t i = 0; i < self->cap_id; i++)
+        if (self->by_id[i]) {
+            gf_job_clear(&self->by_id[i]->job);
+            free(self->by_id[i]);
+        }
+    free(self->by_id);
+    free(self->queue);
+    free(self->cards);
+    free(self);
+    *self_p = NULL;
+}
+
+static card *find_card(gf_sched *self, int index)
+{
+    for (size_t i = 0; i < self->n_cards; i++)
+        if (self->cards[i].index == index)
+            return &self->cards[i];
+    return NULL;
+}
+
+gf_sched_job *gf_sched_get(gf_sched *self, uint64_t id)
+{
+    return id < self->cap_id ? self->by_id[id] : NULL;
+}
+
+gf_sched_job *gf_sched_iter(gf_sched *self, size_t *pos)
+{
+    while (*pos < self->cap_id) {
+        gf_sched_job *sj = self->by_id[(*pos)++];
+        if (sj)
+            return sj;
+    }
+    return NULL;
+}
+
+/* Service order: higher priority first, then lower id. */
+static bool before(const gf_sched_job *a, const gf_sched_job *b)
+{
+    if (a->job.spec.priority != b->job.spec.priority)
+        return a->job.spec.priority > b->job.spec.priority;
+    return a->job.id < b->job.id;
+}
+
+static void enqueue(gf_sched *self, gf_sched_job *sj)
+{
+    size_t lo = 0, hi = self->n_queue;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (before(self->by_id[self->queue[mid]], sj))
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (self->n_queue == self->cap_queue) {
+        self->cap_queue = self->cap_queue ? self->cap_queue * 2 : 256;
+        self->queue = gf_realloc(self->queue, self->cap_queue * sizeof(uint64_t));
+    }
+    memmove(&self->queue[lo + 1], &self->queue[lo], (self->n_queue - lo) * sizeof(uint64_t));
+    self->queue[lo] = sj->job.id;
+    self->n_queue++;
+}
+
+static void dequeue_at(gf_sched *self, size_t pos)
+{
+    memmove(&self->queue[pos], &self->queue[pos + 1],
+            (self->n_queue - pos - 1) * sizeof(uint64_t));
+    self->n_queue--;
+}
+
+gf_sched_job *gf_sched_add(gf_sched *self, gf_job *job)
+{
+    assert(job->id > 0 && !gf_sched_get(self, job->id));
+    if (job->id >= self->cap_id) {
+        size_t nc = self->cap_id ? self->cap_id : 1024;
+        while (nc <= job->id)
+            nc *= 2;
+        self->by_id = gf_realloc(self->by_id, nc * sizeof(gf_sched_job *));
+        memset(self->by_id + self->cap_id, 0, (nc - self->cap_id) * sizeof(gf_sched_job *));
+        self->cap_id = nc;
+    }
+    gf_sched_job *sj = gf_calloc(1, sizeof(*sj));
+    sj->job = *job;
+    memset(job, 0, sizeof(*job));
+    sj->worker_card = -1;
+    self->by_id[sj->job.id] = sj;
+    if (sj->job.state == GF_STATE_PENDING)
+        enqueue(self, sj);
+    return sj;
+}
+
+int gf_sched_card_online(gf_sched *self, int index, bool online)
+{
+    card *c = find_card(self, index);
+    if (!c)
+        return GF_ENOENT;
+    c->online = online;
+    return 0;
+}
+
+bool gf_sched_card_is_online(const gf_sched *self, int index)
+{
+    for (size_t i = 0; i < self->n_cards; i++)
+        if (self->cards[i].index == index)
+            return self->cards[i].online;
+    return false;
+}
+
+static bool fits(const card *c, gf_job_mode mode)
+{
+    if (!c->online || c->excl)
+        return false;
+    if (mode == GF_MODE_EXCLUSIVE)
+        return c->shared == 0;
+    return !c->blocked && c->shared < c->slots;
+}
+
+static void lease(gf_sched *self, gf_sched_job *sj, card **cs, size_t n, gf_sched_decision *out)
+{
+    free(sj->job.cards);
+    sj->job.cards = gf_calloc(n, sizeof(int32_t));
+    sj->job.n_cards = n;
+    out->n_cards = n;
+    for (size_t i = 0; i < n; i++) {
+        if (sj->job.spec.mode == GF_MODE_EXCLUSIVE)
+            cs[i]->excl = sj->job.id;
+        else
+            cs[i]->shared++;
+        sj->job.cards[i] = cs[i]->index;
+        out->cards[i] = cs[i]->index;
+    }
+    (void)self;
+    sj->job.state = GF_STATE_RUNNING;
+    sj->worker_card = cs[0]->index;
+    sj->wait = GF_WAIT_NONE;
+    sj->started = false;
+}
+
+/* Mark the card an exclusive request will take when it frees: the one
+ * with the fewest holders (lowest index on ties). */
+static void block_least_loaded(gf_sched *self)
+{
+    card *best = NULL;
+    for (size_t i = 0; i < self->n_cards; i++) {
+        card *c = &self->cards[i];
+        if (!c->online)
+            continue;
+        if (!best || (c->shared + (c->excl ? 1 : 0)) < (best->shared + (best->excl ? 1 : 0)))
+            best = c;
+    }
+    if (best)
+        best->blocked = true;
+}
+
+/* Try to place one pending job. Returns 1 (decision made), 0 (it waits). */
+static int place(gf_sched *self, gf_sched_job *sj, gf_sched_decision *out)
+{
+    const gf_job_spec *sp = &sj->job.spec;
+    for (size_t i = 0; i < sp->n_after; i++) {
+        gf_sched_job *dep = gf_sched_get(self, sp->after[i]);
+        if (!dep || dep->job.state == GF_STATE_FAILED || dep->job.state == GF_STATE_CANCELLED) {
+            out->action = GF_SCHED_FAIL;
+            snprintf(out->reason, sizeof(out->reason), "dependency %llu %s",
+                     (unsigned long long)sp->after[i],
+                     !dep ? "does not exist"
+                          : dep->job.state == GF_STATE_FAILED ? "failed" : "was cancelled");
+            return 1;
+        }
+        if (dep->job.state != GF_STATE_DONE) {
+            sj->wait = GF_WAIT_DEPENDENCY;
+            sj->wait_arg = (int64_t)sp->after[i];
+            return 0;
+        }
+    }
+    card *cs[GF_PROTO_MAX_CARDS];
+    bool excl = sp->mode == GF_MODE_EXCLUSIVE;
+    switch (sp->req) {
+    case GF_REQ_GPU: {
+        card *c = find_card(self, sp->gpu);
+        if (!c) {
+            out->action = GF_SCHED_FAIL;
+            snprintf(out->reason, sizeof(out->reason), "no card %d is configured", sp->gpu);
+            return 1;
+        }
+        if (fits(c, sp->mode)) {
+            cs[0] = c;
+            lease(self, sj, cs, 1, out);
+            return 1;
+        }
+        sj->wait = c->online ? GF_WAIT_CARD : GF_WAIT_NO_WORKER;
+        sj->wait_arg = c->index;
+        if (excl)
+            c->blocked = true;
+        return 0;
+    }
+    case GF_REQ_ANY: {
+        card *best = NULL;
+        bool any_online = false;
+        for (size_t i = 0; i < self->n_cards; i++) {
+            card *c = &self->cards[i];
+            any_online |= c->online;
+            if (fits(c, sp->mode) && (!best || c->shared < best->shared))
+                best = c;
+        }
+        if (best) {
+            cs[0] = best;
+            lease(self, sj, cs, 1, out);
+            return 1;
+        }
+        sj->wait = any_online ? GF_WAIT_ANY_CARD : GF_WAIT_NO_WORKER;
+        sj->wait_arg = -1;
+        if (excl)
+            block_least_loaded(self);
+        return 0;
+    }
+    case GF_REQ_GPUS: {
+        if (sp->gpus < 1 || (size_t)sp->gpus > self->n_cards) {
+            out->action = GF_SCHED_FAIL;
+            snprintf(out->reason, sizeof(out->reason), "asks for %d cards, %zu configured",
+                     sp->gpus, self->n_cards);
+            return 1;
+        }
+        size_t n = 0;
+        for (size_t i = 0; i < self->n_cards && n < (size_t)sp->gpus; i++)
+            if (fits(&self->cards[i], sp->mode))
+                cs[n++] = &self->cards[i];
+        if (n == (size_t)sp->gpus) {
+            lease(self, sj, cs, n, out);
+            return 1;
+        }
+        sj->wait = GF_WAIT_CARDS;
+        sj->wait_arg = sp->gpus;
+        if (excl) {
+            size_t k = 0;
+            for (size_t i = 0; i < self->n_cards && k < (size_t)sp->gpus; i++)
+                if (self->cards[i].online) {
+                    self->cards[i].blocked = true;
+                    k++;
+                }
+        }
+        return 0;
+    }
+    }
+    return 0;
+}
+
+bool gf_sched_next(gf_sched *self, gf_sched_decision *out)
+{
+    memset(out, 0, sizeof(*out));
+    for (size_t i = 0; i < self->n_cards; i++)
+        self->cards[i].blocked = false;
+    /* Every pending job is visited even when no card is free, so that each
+     * gets its waiting reason and a failed dependency fails it now. */
+    for (size_t q = 0; q < self->n_queue; q++) {
+        gf_sched_job *sj = self->by_id[self->queue[q]];
+        if (place(self, sj, out)) {
+            out->id = sj->job.id;
+            dequeue_at(self, q);
+            return true;
+        }
+    }
+    return false;
+}
+
+int gf_sched_hold(gf_sched *self, uint64_t id, const int *cards, size_t n)
+{
+    gf_sched_job *sj = gf_sched_get(self, id);
+    if (!sj || n == 0 || n > GF_PROTO_MAX_CARDS)
+        return GF_EINVAL;
+    card *cs[GF_PROTO_MAX_CARDS];
+    for (size_t i = 0; i < n; i++) {
+        cs[i] = find_card(self, cards[i]);
+        if (!cs[i])
+            return GF_ENOENT;
+        bool ok = !cs[i]->excl && (sj->job.spec.mode == GF_MODE_SHARED
+                                       ? cs[i]->shared < cs[i]->slots
+                                       : cs[i]->shared == 0);
+        if (!ok)
+            return GF_EBUSY;
+    }
+    /* a pending job that is reclaimed leaves the queue */
+    for (size_t q = 0; q < self->n_queue; q++)
+        if (self->queue[q] == id) {
+            dequeue_at(self, q);
+            break;
+        }
+    gf_sched_decision d;
+    lease(self, sj, cs, n, &d);
+    return 0;
+}
+
+void gf_sched_release(gf_sched *self, uint64_t id, bool requeue)
+{
+    gf_sched_job *sj = gf_sched_get(self, id);
+    if (!sj)
+        return;
+    for (size_t i = 0; i < sj->job.n_cards && sj->worker_card >= 0; i++) {
+        card *c = find_card(self, sj->job.cards[i]);
+        if (!c)
+            continue;
+        if (c->excl == id)
+            c->excl = 0;
+        else if (sj->job.spec.mode == GF_MODE_SHARED && c->shared > 0)
+            c->shared--;
+    }
+    sj->worker_card = -1;
+    sj->deadline_ms = 0;
+    sj->kill_at_ms = 0;
+    sj->started = false;
+    sj->timed_out = false;
+    sj->cancel_asked = false;
+    if (requeue) {
+        sj->job.state = GF_STATE_PENDING;
+        enqueue(self, sj);
+    }
+}
+
+void gf_sched_unqueue(gf_sched *self, uint64_t id)
+{
+    for (size_t q = 0; q < self->n_queue; q++)
+        if (self->queue[q] == id) {
+            dequeue_at(self, q);
+            return;
+        }
+}
+
+size_t gf_sched_pending(const gf_sched *self)
+{
+    return self->n_queue;
+}
+
+void gf_sched_reason(const gf_sched_job *sj, char *buf, size_t len)
+{
+    switch (sj->wait) {
+    case GF_WAIT_DEPENDENCY:
+        snprintf(buf, len, "waiting for job %lld", (long long)sj->wait_arg);
+        break;
+    case GF_WAIT_CARD:
+        snprintf(buf, len, "card %lld busy", (long long)sj->wait_arg);
+        break;
+    case GF_WAIT_ANY_CARD:
+        snprintf(buf, len, "all cards busy");
+        break;
+    case GF_WAIT_NO_WORKER:
+        if (sj->wait_arg >= 0)
+            snprintf(buf, len, "no worker for card %lld", (long long)sj->wait_arg);
+        else
+            snprintf(buf, len, "no worker ready");
+        break;
+    case GF_WAIT_CARDS:
+        snprintf(buf, len, "fewer than %lld cards free", (long long)sj->wait_arg);
+        break;
+    case GF_WAIT_NO_SUCH_CARD:
+        snprintf(buf, len, "no card %lld", (long long)sj->wait_arg);
+        break;
+    default:
+        snprintf(buf, len, "queued");
+        break;
+    }
+}
+
+void gf_sched_card_load(const gf_sched *self, int index, int *exclusive, int *shared)
+{
+    *exclusive = 0;
+    *shared = 0;
+    for (size_t i = 0; i < self->n_cards; i++)
+        if (self->cards[i].index == index) {
+            *exclusive = self->cards[i].excl ? 1 : 0;
+            *shared = self->cards[i].shared;
+        }
+}

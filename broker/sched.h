@@ -1,0 +1,107 @@
+/* sched.h — the broker's job table, queue and card lease table.
+ *
+ * Pure bookkeeping, no sockets and no store: the server feeds it jobs and
+ * worker events and asks it, again and again, which job may start next on
+ * which cards. That keeps every scheduling rule testable on its own
+ * (tests/unit/test_sched.c):
+ *   - priority (higher first), then submission order (id);
+ *   - a job asks for one card, any card or K cards (all or none, the K
+ *     lowest free indices), exclusive or shared (up to the card's slots);
+ *   - once an exclusive request waits for a card, no new shared job is
+ *     admitted there (shared jobs cannot starve an exclusive one);
+ *   - --after: a job waits for its dependencies to end done, and fails when
+ *     one of them failed or was cancelled.
+ * The cards here are logical leases; the flock(2) lock itself is taken by
+ * the job's own process on the worker. */
+#ifndef GF_SCHED_H
+#define GF_SCHED_H
+
+#include "common/config.h"
+#include "common/proto.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct gf_sched gf_sched;
+
+/* Why a pending job is not running (formatted by gf_sched_reason). */
+typedef enum {
+    GF_WAIT_NONE = 0,
+    GF_WAIT_DEPENDENCY,   /* arg: the job id waited for */
+    GF_WAIT_CARD,         /* arg: the card index it wants, busy */
+    GF_WAIT_ANY_CARD,     /* every card it could use is busy */
+    GF_WAIT_NO_WORKER,    /* arg: card without a ready worker */
+    GF_WAIT_CARDS,        /* fewer than K cards free */
+    GF_WAIT_NO_SUCH_CARD, /* arg: no such card configured (never starts) */
+} gf_wait;
+
+/* One job as the broker holds it. */
+typedef struct {
+    gf_job job;           /* the record, as in the store */
+    gf_wait wait;         /* pending: why it waits */
+    int64_t wait_arg;
+    int worker_card;      /* running: card whose worker runs it, -1 */
+    uint64_t deadline_ms; /* running: monotonic time limit, 0 none */
+    uint64_t kill_at_ms;  /* kill sent: when to give up waiting, 0 none */
+    bool cancel_asked;    /* cancelled while running: record it so at the end */
+    bool started;         /* the worker reported the process started */
+    bool timed_out;       /* killed for its time limit */
+} gf_sched_job;
+
+/* A decision of gf_sched_next. */
+typedef struct {
+    enum { GF_SCHED_START, GF_SCHED_FAIL } action;
+    uint64_t id;
+    int cards[GF_PROTO_MAX_CARDS];  /* START: ascending */
+    size_t n_cards;
+    char reason[160];               /* FAIL: why */
+} gf_sched_decision;
+
+/* A table for the configured devices (copied). */
+gf_sched *gf_sched_new(const gf_config *cfg);
+void gf_sched_destroy(gf_sched **self_p);
+
+/* Take a job into the table (moved: *job is zeroed). A pending job joins the
+ * queue; a running one must then be given its cards with gf_sched_hold. */
+gf_sched_job *gf_sched_add(gf_sched *self, gf_job *job);
+
+/* The job with this id, or NULL. */
+gf_sched_job *gf_sched_get(gf_sched *self, uint64_t id);
+
+/* Every job in id order: call with *pos = 0 and again while it returns
+ * non-NULL. */
+gf_sched_job *gf_sched_iter(gf_sched *self, size_t *pos);
+
+/* A worker for card `index` became ready (true) or went away (false).
+ * Returns GF_ENOENT for an unconfigured card. */
+int gf_sched_card_online(gf_sched *self, int index, bool online);
+bool gf_sched_card_is_online(const gf_sched *self, int index);
+
+/* The next thing to do, or false when nothing can start now. A START has
+ * already leased the cards and marked the job running (the caller bumps
+ * attempts, stamps and persists it); a FAIL removed it from the queue (the
+ * caller records the failure). Waiting jobs get their reason updated. */
+bool gf_sched_next(gf_sched *self, gf_sched_decision *out);
+
+/* Lease cards to a job that is already running (reclaimed after a broker
+ * restart). Returns GF_EBUSY when the cards are not free for it. */
+int gf_sched_hold(gf_sched *self, uint64_t id, const int *cards, size_t n);
+
+/* The job stopped running: its cards are freed. With requeue, it goes back
+ * to the queue as pending (same place: priority, then id). */
+void gf_sched_release(gf_sched *self, uint64_t id, bool requeue);
+
+/* Remove a pending job from the queue (cancelled); no-op otherwise. */
+void gf_sched_unqueue(gf_sched *self, uint64_t id);
+
+/* Pending jobs in the queue. */
+size_t gf_sched_pending(const gf_sched *self);
+
+/* Human text for a waiting job: "waiting for job 12", "card 1 busy", ... */
+void gf_sched_reason(const gf_sched_job *sj, char *buf, size_t len);
+
+/* Holders of a card now: exclusive (0/1) and shared counts. */
+void gf_sched_card_load(const gf_sched *self, int index, int *exclusive, int *shared);
+
+#endif

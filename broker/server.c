@@ -1,0 +1,1441 @@
+/* server.c — gpuflockd's event loop (see server.h).
+ *
+ * Ownership of a job's life: the scheduler (sched.c) decides, the store
+ * (store.c) remembers, this file carries messages between clients, workers
+ * and those two. Everything a turn of the loop sends waits in the outbox
+ * until the turn's transaction has committed, so no client ever hears of a
+ * job the store could lose, and no worker runs a job the store does not
+ * know is running.
+ *
+ * Worker liveness follows the Paranoid Pirate pattern: both sides send a
+ * heartbeat every interval; a worker silent for `liveness` intervals is
+ * dead, its jobs go back to the queue (attempts permitting) and a local
+ * worker process is killed and restarted with backoff. After a broker
+ * restart, jobs the store says are running keep their cards for a grace
+ * period in which their workers reconnect and reclaim them; what is not
+ * reclaimed by then is requeued. */
+#include "broker/server.h"
+
+#include "broker/sched.h"
+#include "broker/store.h"
+#include "common/error.h"
+#include "common/log.h"
+#include "common/proto.h"
+#include "common/util.h"
+#include "common/wire.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <libgen.h>
+#include <limits.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <zmq.h>
+
+#define LOG_CHUNK (256u << 10)      /* bytes of log per "log" reply */
+#define DRAIN_MAX 2000              /* messages per socket per turn */
+#define BACKOFF_MIN_MS 500
+#define BACKOFF_MAX_MS 30000
+
+/* One configured device and the worker that serves it. */
+typedef struct {
+    int device;               /* configured index */
+    const gf_device_conf *conf;
+    bool ready;               /* registered and alive */
+    gf_peer peer;             /* its routing envelope */
+    gf_card_identity card;    /* as reported in READY */
+    bool have_card;
+    char *plan;               /* route plan text from READY */
+    int32_t pid;              /* as reported */
+    uint64_t last_seen;       /* monotonic ms of its last message */
+    pid_t child;              /* our child process, 0: none */
+    uint64_t child_started;   /* monotonic ms */
+    uint64_t spawn_at;        /* monotonic ms of the next spawn attempt */
+    int backoff_ms;           /* grows while workers keep dying young */
+} wk;
+
+/* A client waiting for jobs to end. */
+typedef struct waiter {
+    gf_peer peer;
+    uint64_t *ids;
+    size_t n;
+    uint64_t deadline;        /* monotonic ms, 0: none */
+    struct waiter *next;
+} waiter;
+
+/* A message to send once the turn's transaction committed. */
+typedef struct {
+    void *sock;
+    gf_peer peer;
+    gf_msg msg;               /* owned */
+} outmsg;
+
+struct gf_server {
+    const gf_config *cfg;     /* borrowed from main */
+    void *ctx;
+    void *clients;            /* ROUTER */
+    void *workers;            /* ROUTER */
+    gf_store *store;
+    gf_sched *sched;
+    wk *wks;                  /* one per configured device, ascending */
+    size_t n_wks;
+    waiter *waiters;
+    outmsg *out;              /* the outbox */
+    size_t n_out, cap_out;
+    bool in_tx;               /* a store transaction is open this turn */
+    bool store_failed;
+    bool stopping;            /* SIGTERM seen: no new jobs */
+    uint64_t stop_deadline;   /* monotonic ms */
+    uint64_t reclaim_until;   /* monotonic ms: unclaimed running jobs wait */
+    uint64_t next_beat;       /* monotonic ms of the next heartbeat round */
+    char *spool;              /* <state_dir>/spool */
+    char *worker_program;
+    uid_t euid;
+};
+
+/* ------------------------------------------------------------ utilities */
+
+static wk *wk_by_device(gf_server *self, int device)
+{
+    for (size_t i = 0; i < self->n_wks; i++)
+        if (self->wks[i].device == device)
+            return &self->wks[i];
+    return NULL;
+}
+
+static wk *wk_by_peer(gf_server *self, const gf_peer *p)
+{
+    for (size_t i = 0; i < self->n_wks; i++) {
+        wk *w = &self->wks[i];
+        if (w->ready && w->peer.id_len == p->id_len && memcmp(w->peer.id, p->id, p->id_len) == 0)
+            return w;
+    }
+    return NULL;
+}
+
+static void post(gf_server *self, void *sock, const gf_peer *peer, gf_msg *m)
+{
+    if (self->n_out == self->cap_out) {
+        self->cap_out = self->cap_out ? self->cap_out * 2 : 64;
+        self->out = gf_realloc(self->out, self->cap_out * sizeof(outmsg));
+    }
+    outmsg *o = &self->out[self->n_out++];
+    o->sock = sock;
+    o->peer = *peer;
+    o->msg = *m;
+    memset(m, 0, sizeof(*m));
+}
+
+static void post_error(gf_server *self, void *sock, const gf_peer *peer, int code,
+                       const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
+static void post_error(gf_server *self, void *sock, const gf_peer *peer, int code,
+                       const char *fmt, ...)
+{
+    gf_msg m;
+    memset(&m, 0, sizeof(m));
+    m.op = GF_OP_ERROR;
+    m.code = code;
+    char text[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof(text), fmt, ap);
+    va_end(ap);
+    m.message = gf_strdup(text);
+    post(self, sock, peer, &m);
+}
+
+static void tx(gf_server *self)
+{
+    if (self->in_tx || self->store_failed)
+        return;
+    if (gf_store_begin(self->store) != 0) {
+        self->store_failed = true;
+        return;
+    }
+    self->in_tx = true;
+}
+
+static void persist(gf_server *self, const gf_job *job)
+{
+    tx(self);
+    if (self->in_tx && gf_store_update(self->store, job) != 0)
+        self->store_failed = true;
+}
+
+/* Commit the turn, then send what it produced. A failed commit stops the
+ * broker: nothing of the turn is acknowledged. */
+static void end_turn(gf_server *self)
+{
+    if (self->in_tx) {
+        self->in_tx = false;
+        if (self->store_failed || gf_store_commit(self->store) != 0) {
+            gf_store_rollback(self->store);
+            self->store_failed = true;
+        }
+    }
+    for (size_t i = 0; i < self->n_out; i++) {
+        outmsg *o = &self->out[i];
+        if (!self->store_failed) {
+            int rc = gf_wire_send(o->sock, &o->peer, o->peer.delim, &o->msg);
+            if (rc == GF_ENOENT)
+                GF_DEBUG("peer gone before its '%s' reply", gf_proto_op_name(o->msg.op));
+            else if (rc)
+                GF_WARN("sending '%s': %s", gf_proto_op_name(o->msg.op), gf_strerror(rc));
+        }
+        gf_msg_clear(&o->msg);
+    }
+    self->n_out = 0;
+}
+
+static char *user_name(uint32_t uid)
+{
+    struct passwd pw, *res = NULL;
+    char buf[4096];
+    if (getpwuid_r(uid, &pw, buf, sizeof(buf), &res) == 0 && res)
+        return gf_strdup(pw.pw_name);
+    return gf_strfmt("%u", uid);
+}
+
+/* Supplementary groups of uid (its passwd entry), at least gid. */
+static void user_groups(uint32_t uid, uint32_t gid, uint32_t **out, size_t *n)
+{
+    struct passwd pw, *res = NULL;
+    char buf[4096];
+    gid_t groups[256];
+    int ng = (int)GF_ARRAY_LEN(groups);
+    if (getpwuid_r(uid, &pw, buf, sizeof(buf), &res) != 0 || !res ||
+        getgrouplist(pw.pw_name, gid, groups, &ng) < 0) {
+        groups[0] = gid;
+        ng = 1;
+    }
+    *out = gf_calloc((size_t)ng, sizeof(uint32_t));
+    for (int i = 0; i < ng; i++)
+        (*out)[i] = groups[i];
+    *n = (size_t)ng;
+}
+
+/* -------------------------------------------------------- job lifecycle */
+
+static void notify_waiters(gf_server *self);
+
+static bool ended(gf_job_state s)
+{
+    return s == GF_STATE_DONE || s == GF_STATE_FAILED || s == GF_STATE_CANCELLED;
+}
+
+static void set_reason(gf_job *j, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void set_reason(gf_job *j, const char *fmt, ...)
+{
+    free(j->reason);
+    j->reason = NULL;
+    if (!fmt)
+        return;
+    char text[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof(text), fmt, ap);
+    va_end(ap);
+    j->reason = gf_strdup(text);
+}
+
+static void finish(gf_server *self, gf_sched_job *sj, gf_job_state state)
+{
+    sj->job.state = state;
+    sj->job.ended_ms = gf_wall_ms();
+    persist(self, &sj->job);
+}
+
+/* The worker of a running job vanished: requeue it or fail it. */
+static void lost_job(gf_server *self, gf_sched_job *sj, const char *why)
+{
+    gf_job *j = &sj->job;
+    bool cancel = sj->cancel_asked;
+    gf_sched_release(self->sched, j->id, false);
+    if (cancel) {
+        set_reason(j, "cancelled (%s)", why);
+        finish(self, sj, GF_STATE_CANCELLED);
+    } else if (j->spec.no_requeue || j->attempts >= self->cfg->max_attempts) {
+        set_reason(j, "%s (attempt %d of %d%s)", why, j->attempts, self->cfg->max_attempts,
+                   j->spec.no_requeue ? ", --no-requeue" : "");
+        finish(self, sj, GF_STATE_FAILED);
+    } else {
+        set_reason(j, "requeued: %s (attempt %d of %d)", why, j->attempts,
+                   self->cfg->max_attempts);
+        j->state = GF_STATE_PENDING;
+        gf_sched_unqueue(self->sched, j->id);
+        gf_sched_release(self->sched, j->id, true);
+        persist(self, j);
+        GF_INFO("job %llu requeued: %s", (unsigned long long)j->id, why);
+        return;
+    }
+    GF_INFO("job %llu %s: %s", (unsigned long long)j->id, gf_job_state_name(j->state), j->reason);
+}
+
+/* A worker is gone (or must go). kill_it: it may still live (silent or
+ * replaced): kill the process so its jobs die with it (PDEATHSIG) and no
+ * requeued job ever runs beside its old self. */
+static void worker_dead(gf_server *self, wk *w, const char *why, bool kill_it)
+{
+    if (w->ready)
+        GF_WARN("worker of card %d: %s", w->device, why);
+    w->ready = false;
+    gf_sched_card_online(self->sched, w->device, false);
+    size_t pos = 0;
+    gf_sched_job *sj;
+    char text[128];
+    snprintf(text, sizeof(text), "worker of card %d %s", w->device, why);
+    while ((sj = gf_sched_iter(self->sched, &pos)))
+        if (sj->job.state == GF_STATE_RUNNING && sj->worker_card == w->device)
+            lost_job(self, sj, text);
+    if (kill_it && w->child > 0)
+        kill(w->child, SIGKILL);      /* reaped by supervise() */
+    else if (kill_it && w->pid > 0)
+        kill(w->pid, SIGKILL);        /* an orphan from an earlier broker */
+    notify_waiters(self);
+}
+
+static void send_kill(gf_server *self, gf_sched_job *sj, const char *why)
+{
+    wk *w = wk_by_device(self, sj->worker_card);
+    if (!w || !w->ready)
+        return;
+    gf_msg m;
+    memset(&m, 0, sizeof(m));
+    m.op = GF_OP_KILL;
+    m.id = sj->job.id;
+    m.attempt = sj->job.attempts;
+    m.grace_s = self->cfg->kill_grace_s;
+    m.message = gf_strdup(why);
+    post(self, self->workers, &w->peer, &m);
+    if (!sj->kill_at_ms)
+        sj->kill_at_ms = gf_now_ms() + (uint64_t)self->cfg->kill_grace_s * 1000 +
+                         (uint64_t)self->cfg->heartbeat_interval_ms *
+                             (uint64_t)self->cfg->heartbeat_liveness;
+}
+
+static void start_job(gf_server *self, const gf_sched_decision *d)
+{
+    gf_sched_job *sj = gf_sched_get(self->sched, d->id);
+    gf_job *j = &sj->job;
+    wk *w = wk_by_device(self, d->cards[0]);
+    j->attempts++;
+    j->started_ms = 0;
+    j->ended_ms = 0;
+    j->exit_status = -1;
+    j->term_signal = 0;
+    set_reason(j, NULL);
+    free(j->out_path);
+    free(j->err_path);
+    j->out_path = gf_strfmt("%s/%llu.out", self->spool, (unsigned long long)j->id);
+    j->err_path = gf_strfmt("%s/%llu.err", self->spool, (unsigned long long)j->id);
+    persist(self, j);
+
+    gf_msg m;
+    memset(&m, 0, sizeof(m));
+    m.op = GF_OP_JOB;
+    m.id = j->id;
+    m.attempt = j->attempts;
+    gf_job_spec_copy(&m.spec, &j->spec);
+    m.uid = j->uid;
+    m.gid = j->gid;
+    user_groups(j->uid, j->gid, &m.groups, &m.n_groups);
+    m.out_path = gf_strdup(j->out_path);
+    m.err_path = gf_strdup(j->err_path);
+    m.locks = gf_calloc(d->n_cards + 1, sizeof(char *));
+    m.cards = gf_calloc(d->n_cards, sizeof(int32_t));
+    char visible[1024] = "";
+    size_t vl = 0;
+    for (size_t i = 0; i < d->n_cards; i++) {
+        wk *cw = wk_by_device(self, d->cards[i]);
+        m.locks[i] = gf_strdup(cw->conf->lock);
+        m.cards[i] = d->cards[i];
+        if (cw->have_card && cw->card.kind == GF_DEVICE_CUDA)
+            vl += (size_t)snprintf(visible + vl, sizeof(visible) - vl, "%s%s", i ? "," : "",
+                                   cw->card.uuid);
+        else
+            vl += (size_t)snprintf(visible + vl, sizeof(visible) - vl, "%s%d", i ? "," : "",
+                                   d->cards[i]);
+        if (vl >= sizeof(visible))
+            vl = sizeof(visible) - 1;
+    }
+    m.n_locks = d->n_cards;
+    m.n_cards = d->n_cards;
+    m.visible = gf_strdup(visible);
+    post(self, self->workers, &w->peer, &m);
+    GF_DEBUG("job %llu attempt %d → card %d", (unsigned long long)j->id, j->attempts,
+             d->cards[0]);
+}
+
+static void schedule(gf_server *self)
+{
+    if (self->stopping)
+        return;
+    gf_sched_decision d;
+    bool changed = false;
+    while (gf_sched_next(self->sched, &d)) {
+        gf_sched_job *sj = gf_sched_get(self->sched, d.id);
+        if (d.action == GF_SCHED_START) {
+            start_job(self, &d);
+        } else {
+            set_reason(&sj->job, "%s", d.reason);
+            finish(self, sj, GF_STATE_FAILED);
+            GF_INFO("job %llu failed: %s", (unsigned long long)d.id, d.reason);
+            changed = true;
+        }
+    }
+    if (changed)
+        notify_waiters(self);
+}
+
+/* -------------------------------------------------------------- replies */
+
+/* A copy of a job for a reply, with its waiting reason filled in. */
+static void job_for_reply(gf_server *self, const gf_sched_job *sj, gf_job *out, bool with_env)
+{
+    (void)self;
+    gf_job_copy(out, &sj->job);
+    if (!with_env) {
+        for (size_t i = 0; i < out->spec.n_env; i++)
+            free(out->spec.env[i]);
+        free(out->spec.env);
+        out->spec.env = NULL;
+        out->spec.n_env = 0;
+    }
+    if (sj->job.state == GF_STATE_PENDING) {
+        char why[160];
+        gf_sched_reason(sj, why, sizeof(why));
+        if (sj->job.reason && strncmp(sj->job.reason, "requeued", 8) == 0) {
+            char *r = gf_strfmt("%s; %s", why, sj->job.reason);
+            free(out->reason);
+            out->reason = r;
+        } else {
+            free(out->reason);
+            out->reason = gf_strdup(why);
+        }
+    } else if (sj->job.state == GF_STATE_RUNNING && !sj->started && !out->reason) {
+        out->reason = gf_strfmt("starting on card %d", sj->worker_card);
+    }
+}
+
+static void reply_jobs(gf_server *self, const gf_peer *peer, uint64_t *ids, size_t n,
+                       bool with_env)
+{
+    gf_msg m;
+    memset(&m, 0, sizeof(m));
+    m.op = GF_OP_JOBS;
+    m.jobs = gf_calloc(n ? n : 1, sizeof(gf_job));
+    for (size_t i = 0; i < n; i++) {
+        gf_sched_job *sj = gf_sched_get(self->sched, ids[i]);
+        if (sj) {
+            job_for_reply(self, sj, &m.jobs[m.n_jobs], with_env);
+            m.n_jobs++;
+        }
+    }
+    post(self, self->clients, peer, &m);
+}
+
+static bool all_ended(gf_server *self, const uint64_t *ids, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        gf_sched_job *sj = gf_sched_get(self->sched, ids[i]);
+        if (sj && !ended(sj->job.state))
+            return false;
+    }
+    return true;
+}
+
+static void notify_waiters(gf_server *self)
+{
+    uint64_t now = gf_now_ms();
+    waiter **pp = &self->waiters;
+    while (*pp) {
+        waiter *w = *pp;
+        bool done = all_ended(self, w->ids, w->n);
+        if (done || (w->deadline && now >= w->deadline)) {
+            reply_jobs(self, &w->peer, w->ids, w->n, false);
+            *pp = w->next;
+            free(w->ids);
+            free(w);
+        } else {
+            pp = &w->next;
+        }
+    }
+}
+
+/* ------------------------------------------------------- client requests */
+
+static int check_spec(gf_server *self, const gf_job_spec *sp, char *why, size_t len)
+{
+    if (sp->argc < 1 || !sp->argv[0][0]) {
+        snprintf(why, len, "empty command");
+        return GF_EINVAL;
+    }
+    if (sp->kind != GF_JOB_COMMAND) {
+        snprintf(why, len, "only command jobs are supported by this gpuflockd");
+        return GF_EUNSUP;
+    }
+    if (sp->req == GF_REQ_GPU && !wk_by_device(self, sp->gpu)) {
+        snprintf(why, len, "no card %d is configured", sp->gpu);
+        return GF_EINVAL;
+    }
+    if (sp->req == GF_REQ_GPUS && (sp->gpus < 1 || (size_t)sp->gpus > self->n_wks)) {
+        snprintf(why, len, "--gpus %d: %zu cards are configured", sp->gpus, self->n_wks);
+        return GF_EINVAL;
+    }
+    if (sp->time_limit_s < 0) {
+        snprintf(why, len, "negative time limit");
+        return GF_EINVAL;
+    }
+    for (size_t i = 0; i < sp->n_after; i++)
+        if (!gf_sched_get(self->sched, sp->after[i])) {
+            snprintf(why, len, "--after: no job %llu", (unsigned long long)sp->after[i]);
+            return GF_ENOENT;
+        }
+    return 0;
+}
+
+static void on_submit(gf_server *self, const gf_peer *peer, gf_msg *req)
+{
+    if (self->stopping) {
+        post_error(self, self->clients, peer, GF_ESTATE, "gpuflockd is shutting down");
+        return;
+    }
+    if (!peer->has_cred) {
+        post_error(self, self->clients, peer, GF_EPERM,
+                   "submit needs a local ipc:// connection (the user is learnt from it)");
+        return;
+    }
+    if (self->euid != 0 && peer->uid != self->euid) {
+        post_error(self, self->clients, peer, GF_EPERM,
+                   "this gpuflockd runs as uid %u and cannot run jobs as uid %u",
+                   (unsigned)self->euid, peer->uid);
+        return;
+    }
+    char why[256];
+    int rc = check_spec(self, &req->spec, why, sizeof(why));
+    if (rc) {
+        post_error(self, self->clients, peer, rc, "submit: %s", why);
+        return;
+    }
+    size_t n = req->n_commands ? req->n_commands : req->array ? req->array : 1;
+    if (n > GF_PROTO_MAX_BATCH) {
+        post_error(self, self->clients, peer, GF_ETOOBIG, "submit: %zu jobs in one call", n);
+        return;
+    }
+    char *user = user_name(peer->uid);
+    gf_msg rep;
+    memset(&rep, 0, sizeof(rep));
+    rep.op = GF_OP_IDS;
+    rep.ids = gf_calloc(n, sizeof(uint64_t));
+    tx(self);
+    int64_t now = gf_wall_ms();
+    for (size_t i = 0; i < n && !self->store_failed; i++) {
+        gf_job j;
+        gf_job_init(&j);
+        gf_job_spec_copy(&j.spec, &req->spec);
+        if (req->n_commands) {
+            for (size_t a = 0; a < j.spec.argc; a++)
+                free(j.spec.argv[a]);
+            free(j.spec.argv);
+            j.spec.argv = gf_calloc(4, sizeof(char *));
+            j.spec.argv[0] = gf_strdup("/bin/sh");
+            j.spec.argv[1] = gf_strdup("-c");
+            j.spec.argv[2] = gf_strdup(req->commands[i]);
+            j.spec.argc = 3;
+        }
+        if (req->n_commands || req->array)
+            j.spec.array_index = (int64_t)i;
+        j.state = GF_STATE_PENDING;
+        j.uid = peer->uid;
+        j.gid = peer->gid;
+        j.user = gf_strdup(user);
+        j.submitted_ms = now;
+        if (gf_store_insert(self->store, &j) != 0) {
+            self->store_failed = true;
+            gf_job_clear(&j);
+            break;
+        }
+        rep.ids[rep.n_ids++] = j.id;
+        gf_sched_add(self->sched, &j);
+    }
+    free(user);
+    post(self, self->clients, peer, &rep);
+}
+
+static void on_queue(gf_server *self, const gf_peer *peer, gf_msg *req)
+{
+    gf_msg m;
+    memset(&m, 0, sizeof(m));
+    m.op = GF_OP_JOBS;
+    size_t pos = 0, cap = 0;
+    gf_sched_job *sj;
+    while ((sj = gf_sched_iter(self->sched, &pos))) {
+        if (!req->all && ended(sj->job.state))
+            continue;
+        if (m.n_jobs == cap) {
+            cap = cap ? cap * 2 : 64;
+            m.jobs = gf_realloc(m.jobs, cap * sizeof(gf_job));
+        }
+        job_for_reply(self, sj, &m.jobs[m.n_jobs++], false);
+        if (m.n_jobs >= GF_PROTO_MAX_JOBS)
+            break;
+    }
+    if (!m.jobs)
+        m.jobs = gf_calloc(1, sizeof(gf_job));
+    post(self, self->clients, peer, &m);
+}
+
+static void on_show(gf_server *self, const gf_peer *peer, gf_msg *req)
+{
+    gf_sched_job *sj = gf_sched_get(self->sched, req->id);
+    if (!sj) {
+        post_error(self, self->clients, peer, GF_ENOENT, "no job %llu",
+                   (unsigned long long)req->id);
+        return;
+    }
+    bool own = peer->has_cred && (peer->uid == 0 || peer->uid == sj->job.uid);
+    reply_jobs(self, peer, &req->id, 1, own);
+}
+
+static void on_wait(gf_server *self, const gf_peer *peer, gf_msg *req)
+{
+    for (size_t i = 0; i < req->n_ids; i++)
+        if (!gf_sched_get(self->sched, req->ids[i])) {
+            post_error(self, self->clients, peer, GF_ENOENT, "no job %llu",
+                       (unsigned long long)req->ids[i]);
+            return;
+        }
+    if (all_ended(self, req->ids, req->n_ids)) {
+        reply_jobs(self, peer, req->ids, req->n_ids, false);
+        return;
+    }
+    waiter *w = gf_calloc(1, sizeof(*w));
+    w->peer = *peer;
+    w->ids = req->ids;
+    w->n = req->n_ids;
+    req->ids = NULL;
+    req->n_ids = 0;
+    w->deadline = req->timeout_ms > 0 ? gf_now_ms() + (uint64_t)req->timeout_ms : 0;
+    w->next = self->waiters;
+    self->waiters = w;
+}
+
+static void on_cancel(gf_server *self, const gf_peer *peer, gf_msg *req)
+{
+    gf_msg m;
+    memset(&m, 0, sizeof(m));
+    m.op = GF_OP_CODES;
+    m.codes = gf_calloc(req->n_ids ? req->n_ids : 1, sizeof(int32_t));
+    m.n_codes = req->n_ids;
+    for (size_t i = 0; i < req->n_ids; i++) {
+        gf_sched_job *sj = gf_sched_get(self->sched, req->ids[i]);
+        if (!sj) {
+            m.codes[i] = GF_ENOENT;
+            continue;
+        }
+        if (!peer->has_cred || (peer->uid != 0 && peer->uid != sj->job.uid)) {
+            m.codes[i] = GF_EPERM;
+            continue;
+        }
+        gf_job *j = &sj->job;
+        char *who = user_name(peer->uid);
+        if (j->state == GF_STATE_PENDING) {
+            gf_sched_unqueue(self->sched, j->id);
+            set_reason(j, "cancelled by %s", who);
+            finish(self, sj, GF_STATE_CANCELLED);
+        } else if (j->state == GF_STATE_RUNNING) {
+            if (!sj->cancel_asked) {
+                sj->cancel_asked = true;
+                set_reason(j, "cancelled by %s", who);
+                send_kill(self, sj, "cancelled");
+                if (sj->worker_card < 0 || !wk_by_device(self, sj->worker_card)->ready)
+                    lost_job(self, sj, "cancelled while its worker was away");
+            }
+        } else {
+            m.codes[i] = GF_ESTATE;
+        }
+        free(who);
+    }
+    post(self, self->clients, peer, &m);
+    notify_waiters(self);
+}
+
+static void on_logs(gf_server *self, const gf_peer *peer, gf_msg *req)
+{
+    gf_sched_job *sj = gf_sched_get(self->sched, req->id);
+    if (!sj) {
+        post_error(self, self->clients, peer, GF_ENOENT, "no job %llu",
+                   (unsigned long long)req->id);
+        return;
+    }
+    if (!peer->has_cred || (peer->uid != 0 && peer->uid != sj->job.uid)) {
+        post_error(self, self->clients, peer, GF_EPERM, "job %llu is not yours",
+                   (unsigned long long)req->id);
+        return;
+    }
+    bool over = ended(sj->job.state);
+    const char *path = req->stream == GF_STREAM_ERR ? sj->job.err_path : sj->job.out_path;
+    gf_msg m;
+    memset(&m, 0, sizeof(m));
+    m.op = GF_OP_LOG;
+    m.offset = req->offset;
+    m.data = gf_malloc(LOG_CHUNK);
+    int fd = path ? open(path, O_RDONLY | O_CLOEXEC) : -1;
+    if (fd >= 0) {
+        ssize_t got = pread(fd, m.data, LOG_CHUNK, (off_t)req->offset);
+        if (got > 0) {
+            m.data_len = (size_t)got;
+            m.offset += (uint64_t)got;
+        }
+        close(fd);
+    }
+    m.eof = over && m.data_len == 0;
+    post(self, self->clients, peer, &m);
+}
+
+static void on_workers(gf_server *self, const gf_peer *peer)
+{
+    gf_msg m;
+    memset(&m, 0, sizeof(m));
+    m.op = GF_OP_WORKERS_LIST;
+    m.workers = gf_calloc(self->n_wks ? self->n_wks : 1, sizeof(gf_worker_info));
+    m.n_workers = self->n_wks;
+    int64_t wall = gf_wall_ms();
+    uint64_t now = gf_now_ms();
+    for (size_t i = 0; i < self->n_wks; i++) {
+        wk *w = &self->wks[i];
+        gf_worker_info *wi = &m.workers[i];
+        wi->device = w->device;
+        if (w->have_card) {
+            wi->card = w->card;
+        } else {
+            wi->card.index = w->device;
+            wi->card.kind = w->conf->kind;
+            snprintf(wi->card.name, sizeof(wi->card.name), "unknown");
+            snprintf(wi->card.uuid, sizeof(wi->card.uuid), "unknown");
+        }
+        int ex, sh;
+        gf_sched_card_load(self->sched, w->device, &ex, &sh);
+        wi->state = gf_strdup(!w->ready ? (w->child > 0 ? "starting" : "offline")
+                                        : ex ? "busy (exclusive)" : sh ? "busy (shared)" : "idle");
+        wi->pid = w->ready ? w->pid : (int32_t)w->child;
+        wi->plan = gf_strdup(w->plan);
+        wi->last_seen_ms = w->last_seen ? wall - (int64_t)(now - w->last_seen) : 0;
+        size_t pos = 0, cap = 0;
+        gf_sched_job *sj;
+        while ((sj = gf_sched_iter(self->sched, &pos))) {
+            if (sj->job.state != GF_STATE_RUNNING)
+                continue;
+            bool here = false;
+            for (size_t c = 0; c < sj->job.n_cards; c++)
+                here |= sj->job.cards[c] == w->device;
+            if (!here || sj->worker_card < 0)
+                continue;
+            if (wi->n_jobs == cap) {
+                cap = cap ? cap * 2 : 8;
+                wi->jobs = gf_realloc(wi->jobs, cap * sizeof(uint64_t));
+            }
+            wi->jobs[wi->n_jobs++] = sj->job.id;
+        }
+    }
+    post(self, self->clients, peer, &m);
+}
+
+static void on_client(gf_server *self)
+{
+    for (int k = 0; k < DRAIN_MAX; k++) {
+        gf_peer peer;
+        gf_msg m;
+        char err[256];
+        int rc = gf_wire_recv(self->clients, true, ZMQ_DONTWAIT, &peer, &m, err, sizeof(err));
+        if (rc == GF_ETIMEDOUT || rc == GF_EINTR || rc == GF_EIO)
+            return;
+        if (rc) {
+            GF_DEBUG("client message refused: %s", err);
+            if (peer.id_len)
+                post_error(self, self->clients, &peer, rc, "%s", err);
+            continue;
+        }
+        switch (m.op) {
+        case GF_OP_SUBMIT: on_submit(self, &peer, &m); break;
+        case GF_OP_QUEUE: on_queue(self, &peer, &m); break;
+        case GF_OP_SHOW: on_show(self, &peer, &m); break;
+        case GF_OP_WAIT: on_wait(self, &peer, &m); break;
+        case GF_OP_CANCEL: on_cancel(self, &peer, &m); break;
+        case GF_OP_LOGS: on_logs(self, &peer, &m); break;
+        case GF_OP_WORKERS: on_workers(self, &peer); break;
+        default:
+            post_error(self, self->clients, &peer, GF_EPROTO,
+                       "operation '%s' is not a client request", gf_proto_op_name(m.op));
+        }
+        gf_msg_clear(&m);
+    }
+}
+
+/* ------------------------------------------------------- worker messages */
+
+static void on_ready(gf_server *self, const gf_peer *peer, gf_msg *m)
+{
+    wk *w = wk_by_device(self, m->device);
+    if (!w) {
+        post_error(self, self->workers, peer, GF_EINVAL, "no card %d is configured", m->device);
+        return;
+    }
+    wk *old = wk_by_peer(self, peer);
+    if (old && old != w)
+        worker_dead(self, old, "re-registered for another card", false);
+    if (w->ready) {
+        /* The card's worker registers again (it reconnected with a new
+         * socket, or it is a newer process): jobs it no longer reports are
+         * lost; the ones it reports are reclaimed below. The pid file of
+         * each worker keeps two worker processes off one card. */
+        size_t pos = 0;
+        gf_sched_job *sj;
+        while ((sj = gf_sched_iter(self->sched, &pos))) {
+            if (sj->job.state != GF_STATE_RUNNING || sj->worker_card != w->device)
+                continue;
+            bool reported = false;
+            for (size_t i = 0; i < m->n_running; i++)
+                reported |= m->running[i].id == sj->job.id;
+            if (!reported)
+                lost_job(self, sj, "its worker re-registered without it");
+        }
+        w->ready = false;
+    }
+    w->ready = true;
+    w->peer = *peer;
+    w->card = m->card;
+    w->have_card = true;
+    free(w->plan);
+    w->plan = m->plan;
+    m->plan = NULL;
+    w->pid = m->pid;
+    w->last_seen = gf_now_ms();
+    w->backoff_ms = 0;
+    gf_sched_card_online(self->sched, w->device, true);
+    char desc[256];
+    gf_card_describe(&w->card, desc, sizeof(desc));
+    GF_INFO("worker of card %d ready (pid %d, %s, %zu running)", w->device, m->pid, desc,
+            m->n_running);
+    /* Jobs it still runs from before (a broker restart or a reconnect). */
+    for (size_t i = 0; i < m->n_running; i++) {
+        gf_running *r = &m->running[i];
+        gf_sched_job *sj = gf_sched_get(self->sched, r->id);
+        bool mine = sj && sj->job.attempts == r->attempt &&
+                    (sj->job.state == GF_STATE_RUNNING || sj->job.state == GF_STATE_PENDING) &&
+                    sj->job.n_cards > 0 && sj->job.cards[0] == w->device;
+        if (mine && sj->job.state == GF_STATE_RUNNING && sj->worker_card == w->device) {
+            sj->started = true;      /* already held and unclaimed: reclaim */
+        } else if (mine && sj->job.state == GF_STATE_PENDING &&
+                   gf_sched_hold(self->sched, r->id, sj->job.cards, sj->job.n_cards) == 0) {
+            sj->job.state = GF_STATE_RUNNING;
+            set_reason(&sj->job, NULL);
+            persist(self, &sj->job);
+            sj->started = true;
+        } else {
+            mine = false;
+        }
+        if (mine) {
+            GF_INFO("job %llu reclaimed by the worker of card %d (pid %d)",
+                    (unsigned long long)r->id, w->device, r->pid);
+            if (sj->job.spec.time_limit_s > 0 && r->started_ms > 0) {
+                int64_t left = r->started_ms + sj->job.spec.time_limit_s * 1000 - gf_wall_ms();
+                sj->deadline_ms = gf_now_ms() + (uint64_t)(left > 0 ? left : 0);
+            }
+            if (sj->cancel_asked)
+                send_kill(self, sj, "cancelled");
+        } else {
+            GF_WARN("worker of card %d runs job %llu attempt %d that is not its own: killing it",
+                    w->device, (unsigned long long)r->id, r->attempt);
+            gf_msg k;
+            memset(&k, 0, sizeof(k));
+            k.op = GF_OP_KILL;
+            k.id = r->id;
+            k.attempt = r->attempt;
+            k.grace_s = 0;
+            k.message = gf_strdup("not assigned to this worker");
+            post(self, self->workers, peer, &k);
+        }
+    }
+}
+
+static gf_sched_job *job_of(gf_server *self, wk *w, uint64_t id, int32_t attempt)
+{
+    gf_sched_job *sj = gf_sched_get(self->sched, id);
+    if (!sj || sj->job.state != GF_STATE_RUNNING || sj->job.attempts != attempt ||
+        sj->worker_card != w->device)
+        return NULL;
+    return sj;
+}
+
+static void on_progress(gf_server *self, wk *w, gf_msg *m)
+{
+    gf_sched_job *sj = job_of(self, w, m->id, m->attempt);
+    if (!sj)
+        return;
+    if (m->pid > 0 && !sj->started) {
+        sj->started = true;
+        sj->job.started_ms = m->started_ms ? m->started_ms : gf_wall_ms();
+        set_reason(&sj->job, NULL);
+        if (sj->job.spec.time_limit_s > 0)
+            sj->deadline_ms = gf_now_ms() + (uint64_t)sj->job.spec.time_limit_s * 1000;
+        persist(self, &sj->job);
+    } else if (m->message && !sj->started) {
+        /* e.g. "waiting for card 0: held outside gpuflock by pid 4242 (flock ...)" */
+        set_reason(&sj->job, "%s", m->message);
+    }
+}
+
+static void on_result(gf_server *self, wk *w, gf_msg *m)
+{
+    gf_sched_job *sj = job_of(self, w, m->id, m->attempt);
+    if (!sj) {
+        GF_DEBUG("result for job %llu attempt %d that is not running there: ignored",
+                 (unsigned long long)m->id, m->attempt);
+        return;
+    }
+    gf_job *j = &sj->job;
+    bool cancelled = sj->cancel_asked, timed_out = sj->timed_out;
+    gf_sched_release(self->sched, j->id, false);
+    j->exit_status = m->exit_status;
+    j->term_signal = m->term_signal;
+    if (m->started_ms)
+        j->started_ms = m->started_ms;
+    j->cpu_user_ms = m->cpu_user_ms;
+    j->cpu_sys_ms = m->cpu_sys_ms;
+    j->maxrss_kb = m->maxrss_kb;
+    for (size_t i = 0; i < j->n_stats; i++)
+        free(j->stats[i].key);
+    free(j->stats);
+    j->stats = m->stats;
+    j->n_stats = m->n_stats;
+    m->stats = NULL;
+    m->n_stats = 0;
+    gf_job_state st;
+    if (cancelled) {
+        st = GF_STATE_CANCELLED;
+    } else if (timed_out) {
+        st = GF_STATE_FAILED;
+        set_reason(j, "time limit of %lld s reached", (long long)j->spec.time_limit_s);
+    } else if (m->term_signal == 0 && m->exit_status == 0) {
+        st = GF_STATE_DONE;
+        set_reason(j, NULL);
+    } else {
+        st = GF_STATE_FAILED;
+        if (m->message)
+            set_reason(j, "%s", m->message);
+        else if (m->term_signal)
+            set_reason(j, "killed by signal %d (%s)", m->term_signal, strsignal(m->term_signal));
+        else
+            set_reason(j, "exit status %d", m->exit_status);
+    }
+    finish(self, sj, st);
+    j->ended_ms = m->ended_ms ? m->ended_ms : j->ended_ms;
+    GF_DEBUG("job %llu %s", (unsigned long long)j->id, gf_job_state_name(st));
+    notify_waiters(self);
+}
+
+static void on_worker(gf_server *self)
+{
+    for (int k = 0; k < DRAIN_MAX; k++) {
+        gf_peer peer;
+        gf_msg m;
+        char err[256];
+        int rc = gf_wire_recv(self->workers, true, ZMQ_DONTWAIT, &peer, &m, err, sizeof(err));
+        if (rc == GF_ETIMEDOUT || rc == GF_EINTR || rc == GF_EIO)
+            return;
+        if (rc) {
+            GF_WARN("worker message refused: %s", err);
+            if (peer.id_len)
+                post_error(self, self->workers, &peer, rc, "%s", err);
+            continue;
+        }
+        /* Only root or the broker's own user may act as a worker: a worker
+         * gets other users' commands and environments. */
+        if (peer.has_cred && peer.uid != 0 && peer.uid != self->euid) {
+            post_error(self, self->workers, &peer, GF_EPERM, "uid %u may not act as a worker",
+                       peer.uid);
+            gf_msg_clear(&m);
+            continue;
+        }
+        wk *w = wk_by_peer(self, &peer);
+        if (m.op == GF_OP_READY) {
+            on_ready(self, &peer, &m);
+        } else if (!w) {
+            if (m.op != GF_OP_DISCONNECT) {
+                /* unknown to this broker (it restarted): ask it to register */
+                gf_msg d;
+                memset(&d, 0, sizeof(d));
+                d.op = GF_OP_DISCONNECT;
+                d.message = gf_strdup("not registered: send ready");
+                post(self, self->workers, &peer, &d);
+            }
+        } else {
+            w->last_seen = gf_now_ms();
+            switch (m.op) {
+            case GF_OP_HEARTBEAT: break;
+            case GF_OP_PROGRESS: on_progress(self, w, &m); break;
+            case GF_OP_RESULT: on_result(self, w, &m); break;
+            case GF_OP_DISCONNECT: worker_dead(self, w, "disconnected", false); break;
+            default:
+                post_error(self, self->workers, &peer, GF_EPROTO,
+                           "operation '%s' is not a worker message", gf_proto_op_name(m.op));
+            }
+        }
+        gf_msg_clear(&m);
+    }
+}
+
+/* --------------------------------------------------------------- timers */
+
+static bool worker_pidfile_held(gf_server *self, int device)
+{
+    char *path = gf_strfmt("%s/worker%d.pid", self->cfg->run_dir, device);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    free(path);
+    if (fd < 0)
+        return false;
+    bool held = flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+    close(fd);
+    return held;
+}
+
+static void spawn_worker(gf_server *self, wk *w)
+{
+    char dev[16];
+    snprintf(dev, sizeof(dev), "%d", w->device);
+    pid_t pid = fork();
+    if (pid < 0) {
+        GF_ERROR("cannot start a worker for card %d: fork: %s", w->device, strerror(errno));
+        return;
+    }
+    if (pid == 0) {
+        /* its own session: a broker crash or a ^C at the broker's terminal
+         * must not take the worker and its jobs with it */
+        setsid();
+        sigset_t none;
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        if (self->cfg->path)
+            execl(self->worker_program, "gpuflock-worker", "--device", dev, "--config",
+                  self->cfg->path, (char *)NULL);
+        else
+            execl(self->worker_program, "gpuflock-worker", "--device", dev, (char *)NULL);
+        fprintf(stderr, "gpuflockd: cannot run %s: %s\n", self->worker_program, strerror(errno));
+        _exit(127);
+    }
+    w->child = pid;
+    w->child_started = gf_now_ms();
+    GF_INFO("started worker for card %d (pid %d)", w->device, (int)pid);
+}
+
+static void supervise(gf_server *self, uint64_t now)
+{
+    int status;
+    pid_t pid;
+    while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+        for (size_t i = 0; i < self->n_wks; i++) {
+            wk *w = &self->wks[i];
+            if (w->child != pid)
+                continue;
+            w->child = 0;
+            if (WIFSIGNALED(status))
+                GF_WARN("worker of card %d (pid %d) killed by signal %d", w->device, (int)pid,
+                        WTERMSIG(status));
+            else
+                GF_WARN("worker of card %d (pid %d) exited with status %d", w->device, (int)pid,
+                        WEXITSTATUS(status));
+            if (w->ready)
+                worker_dead(self, w, "exited", false);
+            /* backoff: doubles while workers die young, resets after a
+             * minute of life */
+            bool young = now - w->child_started < 60000;
+            w->backoff_ms = !young ? BACKOFF_MIN_MS
+                            : w->backoff_ms ? (w->backoff_ms * 2 > BACKOFF_MAX_MS
+                                                   ? BACKOFF_MAX_MS : w->backoff_ms * 2)
+                                            : BACKOFF_MIN_MS;
+            w->spawn_at = now + (uint64_t)w->backoff_ms;
+        }
+    }
+    if (!self->cfg->spawn_workers || self->stopping)
+        return;
+    for (size_t i = 0; i < self->n_wks; i++) {
+        wk *w = &self->wks[i];
+        if (w->child > 0 || w->ready || now < w->spawn_at)
+            continue;
+        /* a worker left from an earlier broker still holds its pid file:
+         * it will reconnect; look again later */
+        if (worker_pidfile_held(self, w->device)) {
+            w->spawn_at = now + 1000;
+            continue;
+        }
+        spawn_worker(self, w);
+    }
+}
+
+static void timers(gf_server *self, uint64_t now)
+{
+    uint64_t interval = (uint64_t)self->cfg->heartbeat_interval_ms;
+    uint64_t dead_after = interval * (uint64_t)self->cfg->heartbeat_liveness;
+    if (now >= self->next_beat) {
+        self->next_beat = now + interval;
+        for (size_t i = 0; i < self->n_wks; i++) {
+            wk *w = &self->wks[i];
+            if (!w->ready)
+                continue;
+            if (now - w->last_seen > dead_after) {
+                worker_dead(self, w, "silent (missed heartbeats)", true);
+                continue;
+            }
+            gf_msg m;
+            memset(&m, 0, sizeof(m));
+            m.op = GF_OP_HEARTBEAT;
+            post(self, self->workers, &w->peer, &m);
+        }
+    }
+    size_t pos = 0;
+    gf_sched_job *sj;
+    bool reclaim_over = self->reclaim_until && now >= self->reclaim_until;
+    while ((sj = gf_sched_iter(self->sched, &pos))) {
+        if (sj->job.state != GF_STATE_RUNNING)
+            continue;
+        if (sj->deadline_ms && now >= sj->deadline_ms && !sj->timed_out) {
+            sj->timed_out = true;
+            GF_INFO("job %llu: time limit of %lld s reached", (unsigned long long)sj->job.id,
+                    (long long)sj->job.spec.time_limit_s);
+            send_kill(self, sj, "time limit reached");
+        }
+        if (sj->kill_at_ms && now >= sj->kill_at_ms)
+            lost_job(self, sj, "did not stop after a kill");
+        else if (reclaim_over && !sj->started && sj->worker_card >= 0 &&
+                 !wk_by_device(self, sj->worker_card)->ready)
+            lost_job(self, sj, "not reclaimed after a broker restart");
+    }
+    if (reclaim_over)
+        self->reclaim_until = 0;
+    supervise(self, now);
+    notify_waiters(self);
+}
+
+/* ---------------------------------------------------------------- setup */
+
+static int secure_endpoint(gf_server *self, void *sock, const char *ep)
+{
+    if (strncmp(ep, "tcp://", 6) != 0)
+        return 0;
+    if (!self->cfg->curve_secret_key || !self->cfg->curve_public_key) {
+        GF_ERROR("endpoint %s: tcp:// needs broker.curve_public_key and curve_secret_key", ep);
+        return GF_ECONFIG;
+    }
+    int one = 1;
+    if (zmq_setsockopt(sock, ZMQ_CURVE_SERVER, &one, sizeof(one)) ||
+        zmq_setsockopt(sock, ZMQ_CURVE_SECRETKEY, self->cfg->curve_secret_key, 40)) {
+        GF_ERROR("endpoint %s: CURVE keys refused: %s", ep, zmq_strerror(errno));
+        return GF_ECONFIG;
+    }
+    return 0;
+}
+
+static void *bind_router(gf_server *self, const char *ep)
+{
+    void *s = zmq_socket(self->ctx, ZMQ_ROUTER);
+    int one = 1, zero = 0;
+    int64_t maxsz = (int64_t)GF_PROTO_MAX_FRAME + 1024;
+    zmq_setsockopt(s, ZMQ_ROUTER_MANDATORY, &one, sizeof(one));
+    zmq_setsockopt(s, ZMQ_LINGER, &zero, sizeof(zero));
+    zmq_setsockopt(s, ZMQ_MAXMSGSIZE, &maxsz, sizeof(maxsz));
+    if (secure_endpoint(self, s, ep)) {
+        zmq_close(s);
+        return NULL;
+    }
+    const char *path = gf_wire_ipc_path(ep);
+    if (path)
+        unlink(path);     /* a stale socket of a dead broker (the pid file is ours) */
+    if (zmq_bind(s, ep) != 0) {
+        GF_ERROR("cannot bind %s: %s", ep, zmq_strerror(errno));
+        zmq_close(s);
+        return NULL;
+    }
+    if (path) {
+        if (chmod(path, self->cfg->socket_mode) != 0)
+            GF_WARN("%s: chmod: %s", path, strerror(errno));
+        uid_t uid = (uid_t)-1;
+        gid_t gid = (gid_t)-1;
+        if (self->cfg->socket_owner) {
+            struct passwd *pw = getpwnam(self->cfg->socket_owner);
+            if (!pw) {
+                GF_ERROR("broker.socket_owner: no user '%s'", self->cfg->socket_owner);
+                zmq_close(s);
+                return NULL;
+            }
+            uid = pw->pw_uid;
+        }
+        if (self->cfg->socket_group) {
+            struct group *gr = getgrnam(self->cfg->socket_group);
+            if (!gr) {
+                GF_ERROR("broker.socket_group: no group '%s'", self->cfg->socket_group);
+                zmq_close(s);
+                return NULL;
+            }
+            gid = gr->gr_gid;
+        }
+        if ((uid != (uid_t)-1 || gid != (gid_t)-1) && chown(path, uid, gid) != 0) {
+            GF_ERROR("%s: chown: %s", path, strerror(errno));
+            zmq_close(s);
+            return NULL;
+        }
+    }
+    return s;
+}
+
+static int mkdir_p(const char *path, mode_t mode)
+{
+    char buf[PATH_MAX];
+    if (snprintf(buf, sizeof(buf), "%s", path) >= (int)sizeof(buf))
+        return -1;
+    for (char *p = buf + 1; *p; p++)
+        if (*p == '/') {
+            *p = 0;
+            if (mkdir(buf, mode) != 0 && errno != EEXIST)
+                return -1;
+            *p = '/';
+        }
+    if (mkdir(buf, mode) != 0 && errno != EEXIST)
+        return -1;
+    return 0;
+}
+
+static char *default_worker_program(void)
+{
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+    if (n <= 0)
+        return gf_strdup("gpuflock-worker");
+    exe[n] = 0;
+    return gf_strfmt("%s/gpuflock-worker", dirname(exe));
+}
+
+gf_server *gf_server_new(const gf_config *cfg)
+{
+    gf_server *self = gf_calloc(1, sizeof(*self));
+    self->cfg = cfg;
+    self->euid = geteuid();
+    if (mkdir_p(cfg->state_dir, 0755) != 0) {
+        GF_ERROR("state_dir %s: %s", cfg->state_dir, strerror(errno));
+        goto fail;
+    }
+    self->spool = gf_strfmt("%s/spool", cfg->state_dir);
+    if (mkdir_p(self->spool, 0711) != 0) {
+        GF_ERROR("spool %s: %s", self->spool, strerror(errno));
+        goto fail;
+    }
+    self->worker_program = cfg->worker_program ? gf_strdup(cfg->worker_program)
+                                               : default_worker_program();
+    char *db = gf_strfmt("%s/jobs.db", cfg->state_dir);
+    self->store = gf_store_open(db);
+    free(db);
+    if (!self->store)
+        goto fail;
+    self->sched = gf_sched_new(cfg);
+    self->n_wks = cfg->n_devices;
+    self->wks = gf_calloc(cfg->n_devices ? cfg->n_devices : 1, sizeof(wk));
+    for (size_t i = 0; i < cfg->n_devices; i++) {
+        self->wks[i].device = cfg->devices[i].index;
+        self->wks[i].conf = &cfg->devices[i];
+    }
+    /* The jobs of earlier runs. Running ones keep their cards until their
+     * workers reclaim them or the grace runs out. */
+    gf_job *jobs;
+    size_t n;
+    if (gf_store_load(self->store, false, &jobs, &n) != 0)
+        goto fail;
+    size_t live = 0, running = 0;
+    for (size_t i = 0; i < n; i++) {
+        bool run = jobs[i].state == GF_STATE_RUNNING;
+        live += !ended(jobs[i].state);
+        running += run;
+        int cards[GF_PROTO_MAX_CARDS];
+        size_t nc = jobs[i].n_cards;
+        for (size_t c = 0; c < nc; c++)
+            cards[c] = jobs[i].cards[c];
+        uint64_t id = jobs[i].id;
+        gf_sched_add(self->sched, &jobs[i]);
+        if (run && gf_sched_hold(self->sched, id, cards, nc) != 0) {
+            gf_sched_job *sj = gf_sched_get(self->sched, id);
+            sj->job.state = GF_STATE_PENDING;
+            gf_sched_release(self->sched, id, true);
+        }
+    }
+    free(jobs);
+    if (n)
+        GF_INFO("job store: %zu jobs, %zu pending or running (%zu running)", n, live, running);
+    uint64_t grace = (uint64_t)cfg->heartbeat_interval_ms * (uint64_t)cfg->heartbeat_liveness * 2 +
+                     2000;
+    if (running)
+        self->reclaim_until = gf_now_ms() + grace;
+
+    if (mkdir_p(cfg->run_dir, 0755) != 0) {
+        GF_ERROR("run_dir %s: %s", cfg->run_dir, strerror(errno));
+        goto fail;
+    }
+    self->ctx = zmq_ctx_new();
+    self->clients = bind_router(self, cfg->client_endpoint);
+    if (!self->clients)
+        goto fail;
+    self->workers = bind_router(self, cfg->worker_endpoint);
+    if (!self->workers)
+        goto fail;
+    return self;
+fail:
+    gf_server_destroy(&self);
+    return NULL;
+}
+
+void gf_server_destroy(gf_server **self_p)
+{
+    gf_server *self = *self_p;
+    if (!self)
+        return;
+    for (size_t i = 0; i < self->n_out; i++)
+        gf_msg_clear(&self->out[i].msg);
+    free(self->out);
+    while (self->waiters) {
+        waiter *w = self->waiters;
+        self->waiters = w->next;
+        free(w->ids);
+        free(w);
+    }
+    if (self->clients)
+        zmq_close(self->clients);
+    if (self->workers)
+        zmq_close(self->workers);
+    if (self->ctx)
+        zmq_ctx_term(self->ctx);
+    for (size_t i = 0; i < self->n_wks; i++)
+        free(self->wks[i].plan);
+    free(self->wks);
+    gf_sched_destroy(&self->sched);
+    gf_store_destroy(&self->store);
+    free(self->spool);
+    free(self->worker_program);
+    free(self);
+    *self_p = NULL;
+}
+
+/* ------------------------------------------------------------------ run */
+
+static size_t running_jobs(gf_server *self)
+{
+    size_t pos = 0, n = 0;
+    gf_sched_job *sj;
+    while ((sj = gf_sched_iter(self->sched, &pos)))
+        n += sj->job.state == GF_STATE_RUNNING;
+    return n;
+}
+
+/* Stop: local workers get SIGTERM (they stop their jobs), others are told
+ * to disconnect; jobs still running go back to pending for the next start. */
+static void shutdown_workers(gf_server *self)
+{
+    for (size_t i = 0; i < self->n_wks; i++) {
+        wk *w = &self->wks[i];
+        if (w->ready && w->child <= 0) {
+            gf_msg d;
+            memset(&d, 0, sizeof(d));
+            d.op = GF_OP_DISCONNECT;
+            d.message = gf_strdup("gpuflockd is shutting down");
+            post(self, self->workers, &w->peer, &d);
+        }
+        if (w->child > 0)
+            kill(w->child, SIGTERM);
+    }
+    size_t pos = 0;
+    gf_sched_job *sj;
+    while ((sj = gf_sched_iter(self->sched, &pos)))
+        if (sj->job.state == GF_STATE_RUNNING) {
+            gf_sched_release(self->sched, sj->job.id, false);
+            sj->job.state = GF_STATE_PENDING;
+            set_reason(&sj->job, "requeued: gpuflockd shut down while it ran");
+            persist(self, &sj->job);
+        }
+    end_turn(self);
+    /* wait a little for our children, then make sure */
+    uint64_t until = gf_now_ms() + (uint64_t)self->cfg->kill_grace_s * 1000 + 1000;
+    for (;;) {
+        bool any = false;
+        for (size_t i = 0; i < self->n_wks; i++) {
+            wk *w = &self->wks[i];
+            if (w->child > 0 && waitpid(w->child, NULL, WNOHANG) == w->child)
+                w->child = 0;
+            any |= w->child > 0;
+        }
+        if (!any)
+            break;
+        if (gf_now_ms() > until) {
+            for (size_t i = 0; i < self->n_wks; i++)
+                if (self->wks[i].child > 0) {
+                    kill(self->wks[i].child, SIGKILL);
+                    waitpid(self->wks[i].child, NULL, 0);
+                    self->wks[i].child = 0;
+                }
+            break;
+        }
+        usleep(20000);
+    }
+}
+
+int gf_server_run(gf_server *self, volatile sig_atomic_t *stop)
+{
+    GF_INFO("gpuflockd serving %s (clients) and %s (workers), %zu cards", self->cfg->client_endpoint,
+            self->cfg->worker_endpoint, self->n_wks);
+    supervise(self, gf_now_ms());
+    for (;;) {
+        if (*stop && !self->stopping) {
+            self->stopping = true;
+            self->stop_deadline = gf_now_ms() + (uint64_t)self->cfg->shutdown_deadline_s * 1000;
+            GF_INFO("stopping: no new jobs; %zu running get up to %d s", running_jobs(self),
+                    self->cfg->shutdown_deadline_s);
+        }
+        if (self->stopping && (running_jobs(self) == 0 || gf_now_ms() >= self->stop_deadline))
+            break;
+        zmq_pollitem_t items[2] = {
+            { self->clients, 0, ZMQ_POLLIN, 0 },
+            { self->workers, 0, ZMQ_POLLIN, 0 },
+        };
+        uint64_t now = gf_now_ms();
+        long timeout = self->next_beat > now ? (long)(self->next_beat - now) : 0;
+        if (timeout > 100)
+            timeout = 100;    /* timers (kills, restarts, waiters) at 100 ms grain */
+        int rc = zmq_poll(items, 2, timeout);
+        if (rc < 0 && errno != EINTR) {
+            GF_ERROR("zmq_poll: %s", zmq_strerror(errno));
+            return GF_EIO;
+        }
+        if (rc > 0 && (items[1].revents & ZMQ_POLLIN))
+            on_worker(self);
+        if (rc > 0 && (items[0].revents & ZMQ_POLLIN))
+            on_client(self);
+        timers(self, gf_now_ms());
+        schedule(self);
+        end_turn(self);
+        if (self->store_failed) {
+            GF_ERROR("the job store failed: stopping without acknowledging more");
+            return GF_EIO;
+        }
+    }
+    shutdown_workers(self);
+    GF_INFO("stopped");
+    return 0;
+}

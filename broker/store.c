@@ -1,0 +1,314 @@
+/* store.c — the SQLite job store (see store.h).
+ *
+ * Migrations are an ordered list of SQL scripts; the database's
+ * user_version says how many have run. A new schema change is a new entry
+ * at the end, never an edit of an old one. */
+#include "broker/store.h"
+
+#include "common/error.h"
+#include "common/log.h"
+#include "common/util.h"
+
+#include <assert.h>
+#include <sqlite3.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct gf_store {
+    sqlite3 *db;              /* the open database */
+    char *path;               /* for messages */
+    sqlite3_stmt *insert;     /* prepared once, reused */
+    sqlite3_stmt *update;
+    sqlite3_stmt *get;
+    bool in_tx;               /* between begin and commit/rollback */
+};
+
+/* migrations[i] takes the schema from version i to i + 1. */
+static const char *const migrations[GF_STORE_SCHEMA_VERSION] = {
+    /* 0 → 1: the jobs table */
+    "CREATE TABLE jobs ("
+    "  id INTEGER PRIMARY KEY AUTOINCREMENT,"
+    "  state TEXT NOT NULL,"
+    "  uid INTEGER NOT NULL,"
+    "  priority INTEGER NOT NULL,"
+    "  submitted_ms INTEGER NOT NULL,"
+    "  record BLOB NOT NULL);",
+    /* 1 → 2: end times as a column, and an index for the live queue */
+    "ALTER TABLE jobs ADD COLUMN ended_ms INTEGER NOT NULL DEFAULT 0;"
+    "CREATE INDEX jobs_state ON jobs(state);",
+};
+
+static int db_fail(gf_store *self, const char *what)
+{
+    GF_ERROR("job store %s: %s: %s", self->path, what, sqlite3_errmsg(self->db));
+    return GF_EIO;
+}
+
+static int exec_sql(gf_store *self, const char *sql)
+{
+    char *msg = NULL;
+    if (sqlite3_exec(self->db, sql, NULL, NULL, &msg) != SQLITE_OK) {
+        GF_ERROR("job store %s: %s", self->path, msg ? msg : "error");
+        sqlite3_free(msg);
+        return GF_EIO;
+    }
+    return 0;
+}
+
+static int user_version(gf_store *self, int *v)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(self->db, "PRAGMA user_version", -1, &st, NULL) != SQLITE_OK)
+        return db_fail(self, "reading the schema version");
+    int rc = sqlite3_step(st);
+    *v = rc == SQLITE_ROW ? sqlite3_column_int(st, 0) : -1;
+    sqlite3_finalize(st);
+    return *v < 0 ? db_fail(self, "reading the schema version") : 0;
+}
+
+static int migrate(gf_store *self)
+{
+    int v;
+    if (user_version(self, &v))
+        return GF_EIO;
+    if (v > GF_STORE_SCHEMA_VERSION) {
+        GF_ERROR("job store %s: schema version %d is newer than this gpuflockd (%d)", self->path,
+                 v, GF_STORE_SCHEMA_VERSION);
+        return GF_EUNSUP;
+    }
+    int from = v;
+    for (; v < GF_STORE_SCHEMA_VERSION; v++) {
+        char *sql = gf_strfmt("BEGIN IMMEDIATE; %s PRAGMA user_version = %d; COMMIT;",
+                              migrations[v], v + 1);
+        int rc = exec_sql(self, sql);
+        free(sql);
+        if (rc) {
+            exec_sql(self, "ROLLBACK");
+            return rc;
+        }
+        if (from > 0)
+            GF_INFO("job store %s: schema migrated to version %d", self->path, v + 1);
+    }
+    return 0;
+}
+
+gf_store *gf_store_open(const char *path)
+{
+    gf_store *self = gf_calloc(1, sizeof(*self));
+    self->path = gf_strdup(path);
+    if (sqlite3_open_v2(path, &self->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) !=
+        SQLITE_OK) {
+        db_fail(self, "open");
+        goto fail;
+    }
+    sqlite3_busy_timeout(self->db, 5000);
+    /* journal_mode answers with the mode in force: check it took */
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(self->db, "PRAGMA journal_mode=WAL", -1, &st, NULL) != SQLITE_OK) {
+        db_fail(self, "setting WAL mode");
+        goto fail;
+    }
+    bool wal = sqlite3_step(st) == SQLITE_ROW &&
+               strcmp((const char *)sqlite3_column_text(st, 0), "wal") == 0;
+    sqlite3_finalize(st);
+    if (!wal) {
+        GF_ERROR("job store %s: cannot use WAL mode (a network file system?)", path);
+        goto fail;
+    }
+    if (exec_sql(self, "PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON;"))
+        goto fail;
+    if (migrate(self))
+        goto fail;
+    if (sqlite3_prepare_v2(self->db,
+                           "INSERT INTO jobs(state, uid, priority, submitted_ms, ended_ms, record)"
+                           " VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                           -1, &self->insert, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(self->db,
+                           "UPDATE jobs SET state = ?1, ended_ms = ?2, record = ?3 WHERE id = ?4",
+                           -1, &self->update, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(self->db, "SELECT id, record FROM jobs WHERE id = ?1", -1, &self->get,
+                           NULL) != SQLITE_OK) {
+        db_fail(self, "preparing statements");
+        goto fail;
+    }
+    return self;
+fail:
+    gf_store_destroy(&self);
+    return NULL;
+}
+
+void gf_store_destroy(gf_store **self_p)
+{
+    gf_store *self = *self_p;
+    if (!self)
+        return;
+    sqlite3_finalize(self->insert);
+    sqlite3_finalize(self->update);
+    sqlite3_finalize(self->get);
+    if (self->db)
+        sqlite3_close(self->db);
+    free(self->path);
+    free(self);
+    *self_p = NULL;
+}
+
+int gf_store_schema_version(gf_store *self)
+{
+    int v;
+    return user_version(self, &v) ? -1 : v;
+}
+
+int gf_store_begin(gf_store *self)
+{
+    assert(!self->in_tx);
+    if (exec_sql(self, "BEGIN IMMEDIATE"))
+        return GF_EIO;
+    self->in_tx = true;
+    return 0;
+}
+
+int gf_store_commit(gf_store *self)
+{
+    assert(self->in_tx);
+    if (exec_sql(self, "COMMIT")) {
+        exec_sql(self, "ROLLBACK");
+        self->in_tx = false;
+        return GF_EIO;
+    }
+    self->in_tx = false;
+    return 0;
+}
+
+int gf_store_rollback(gf_store *self)
+{
+    if (!self->in_tx)
+        return 0;
+    self->in_tx = false;
+    return exec_sql(self, "ROLLBACK");
+}
+
+/* The record blob: a "jobs" message holding this one job. */
+static int encode_record(const gf_job *job, uint8_t **buf, size_t *len)
+{
+    gf_msg m;
+    memset(&m, 0, sizeof(m));
+    m.op = GF_OP_JOBS;
+    m.jobs = (gf_job *)job;   /* borrowed, never freed through m */
+    m.n_jobs = 1;
+    return gf_proto_encode(&m, buf, len);
+}
+
+static int decode_record(gf_store *self, uint64_t id, const void *blob, int len, gf_job *out)
+{
+    gf_msg m;
+    char err[256];
+    if (!blob || len <= 0 || gf_proto_decode(blob, (size_t)len, &m, err, sizeof(err)) != 0 ||
+        m.op != GF_OP_JOBS || m.n_jobs != 1) {
+        GF_ERROR("job store %s: job %llu: record does not decode%s%s", self->path,
+                 (unsigned long long)id, blob ? ": " : "", blob ? err : "");
+        if (blob)
+            gf_msg_clear(&m);
+        return GF_EIO;
+    }
+    *out = m.jobs[0];             /* move the one job out of the message */
+    free(m.jobs);
+    m.jobs = NULL;
+    m.n_jobs = 0;
+    gf_msg_clear(&m);
+    out->id = id;
+    return 0;
+}
+
+int gf_store_insert(gf_store *self, gf_job *job)
+{
+    uint8_t *buf;
+    size_t len;
+    int rc = encode_record(job, &buf, &len);
+    if (rc) {
+        GF_ERROR("job store %s: job record over the protocol limits", self->path);
+        return rc;
+    }
+    sqlite3_stmt *st = self->insert;
+    sqlite3_reset(st);
+    sqlite3_bind_text(st, 1, gf_job_state_name(job->state), -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 2, job->uid);
+    sqlite3_bind_int64(st, 3, job->spec.priority);
+    sqlite3_bind_int64(st, 4, job->submitted_ms);
+    sqlite3_bind_int64(st, 5, job->ended_ms);
+    sqlite3_bind_blob(st, 6, buf, (int)len, free);
+    if (sqlite3_step(st) != SQLITE_DONE)
+        return db_fail(self, "inserting a job");
+    job->id = (uint64_t)sqlite3_last_insert_rowid(self->db);
+    return 0;
+}
+
+int gf_store_update(gf_store *self, const gf_job *job)
+{
+    uint8_t *buf;
+    size_t len;
+    int rc = encode_record(job, &buf, &len);
+    if (rc) {
+        GF_ERROR("job store %s: job %llu: record over the protocol limits", self->path,
+                 (unsigned long long)job->id);
+        return rc;
+    }
+    sqlite3_stmt *st = self->update;
+    sqlite3_reset(st);
+    sqlite3_bind_text(st, 1, gf_job_state_name(job->state), -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 2, job->ended_ms);
+    sqlite3_bind_blob(st, 3, buf, (int)len, free);
+    sqlite3_bind_int64(st, 4, (sqlite3_int64)job->id);
+    if (sqlite3_step(st) != SQLITE_DONE)
+        return db_fail(self, "updating a job");
+    if (sqlite3_changes(self->db) == 0)
+        return GF_ENOENT;
+    return 0;
+}
+
+int gf_store_get(gf_store *self, uint64_t id, gf_job *out)
+{
+    gf_job_init(out);
+    sqlite3_stmt *st = self->get;
+    sqlite3_reset(st);
+    sqlite3_bind_int64(st, 1, (sqlite3_int64)id);
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_DONE)
+        return GF_ENOENT;
+    if (rc != SQLITE_ROW)
+        return db_fail(self, "reading a job");
+    rc = decode_record(self, id, sqlite3_column_blob(st, 1), sqlite3_column_bytes(st, 1), out);
+    sqlite3_reset(st);
+    return rc;
+}
+
+int gf_store_load(gf_store *self, bool only_live, gf_job **jobs, size_t *n)
+{
+    *jobs = NULL;
+    *n = 0;
+    const char *sql = only_live
+        ? "SELECT id, record FROM jobs WHERE state IN ('pending', 'running') ORDER BY id"
+        : "SELECT id, record FROM jobs ORDER BY id";
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(self->db, sql, -1, &st, NULL) != SQLITE_OK)
+        return db_fail(self, "listing jobs");
+    size_t cap = 0;
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        if (*n == cap) {
+            cap = cap ? cap * 2 : 64;
+            *jobs = gf_realloc(*jobs, cap * sizeof(gf_job));
+        }
+        uint64_t id = (uint64_t)sqlite3_column_int64(st, 0);
+        gf_job *j = &(*jobs)[*n];
+        gf_job_init(j);
+        if (decode_record(self, id, sqlite3_column_blob(st, 1), sqlite3_column_bytes(st, 1), j)) {
+            /* a row that does not decode is reported and skipped, not fatal */
+            continue;
+        }
+        (*n)++;
+    }
+    sqlite3_finalize(st);
+    if (rc != SQLITE_DONE)
+        return db_fail(self, "listing jobs");
+    return 0;
+}

@@ -1,0 +1,59 @@
+/* store.h — the broker's durable job store: SQLite in WAL mode.
+ *
+ * One row per job. The whole job record (gf_job) travels as a msgpack blob
+ * in the protocol's own encoding; the columns beside it (state, priority,
+ * submitter, times) are there for queries and for people with sqlite3(1).
+ * The schema carries its version in PRAGMA user_version and is migrated
+ * forward on open, one step at a time, each step in its own transaction.
+ *
+ * Durability: synchronous=FULL, so a transaction that committed survives a
+ * crash of the broker and of the machine. Callers group many changes into
+ * one transaction (gf_store_begin/commit) and acknowledge a submit only
+ * after the commit that holds it returned 0. */
+#ifndef GF_STORE_H
+#define GF_STORE_H
+
+#include "common/proto.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct gf_store gf_store;
+
+/* The schema version this code writes (PRAGMA user_version). */
+#define GF_STORE_SCHEMA_VERSION 2
+
+/* Open or create the store at path (its folder must exist), migrating an
+ * older schema forward. A schema newer than this code is refused. Returns
+ * NULL after logging why. */
+gf_store *gf_store_open(const char *path);
+
+/* Close; safe with NULL and twice. */
+void gf_store_destroy(gf_store **self_p);
+
+/* The schema version of the open database. */
+int gf_store_schema_version(gf_store *self);
+
+/* Group changes into one transaction; commit makes them durable. Each
+ * returns 0 or GF_EIO (logged). Nesting is not allowed. */
+int gf_store_begin(gf_store *self);
+int gf_store_commit(gf_store *self);
+int gf_store_rollback(gf_store *self);
+
+/* Insert a new job; sets job->id (ids only grow, never reused). */
+int gf_store_insert(gf_store *self, gf_job *job);
+
+/* Rewrite the row of job->id with the record as it is now. GF_ENOENT if
+ * there is no such row. */
+int gf_store_update(gf_store *self, const gf_job *job);
+
+/* Read one job into *out (initialised here; the caller clears it). Returns
+ * 0, GF_ENOENT or GF_EIO (a row that does not decode). */
+int gf_store_get(gf_store *self, uint64_t id, gf_job *out);
+
+/* Every job, in id order; with only_live, those pending or running. The
+ * caller clears each and frees the array. */
+int gf_store_load(gf_store *self, bool only_live, gf_job **jobs, size_t *n);
+
+#endif

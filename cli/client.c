@@ -1,0 +1,379 @@
+/* client.c — the CLI's broker connection and shared job options (see
+ * client.h). */
+#include "cli/client.h"
+
+#include "common/error.h"
+#include "common/log.h"
+#include "common/util.h"
+#include "common/wire.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <unistd.h>
+#include <zmq.h>
+
+extern char **environ;
+
+struct gf_client {
+    gf_config *cfg;
+    void *ctx;
+    void *sock;           /* DEALER, REQ-style envelope */
+    char *pidfile;
+};
+
+/* Is a broker alive on this run_dir? Its pid file is locked while it runs. */
+static bool broker_alive(const char *pidfile)
+{
+    int fd = open(pidfile, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    bool alive = flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+    close(fd);
+    return alive;
+}
+
+gf_client *gf_client_open(const char *config_path, int *status)
+{
+    gf_config *cfg = NULL;
+    if (gf_config_load(config_path, &cfg) != 0) {
+        *status = GF_EXIT_CONFIG;
+        return NULL;
+    }
+    gf_client *self = gf_calloc(1, sizeof(*self));
+    self->cfg = cfg;
+    self->pidfile = gf_strfmt("%s/gpuflockd.pid", cfg->run_dir);
+    const char *ep = cfg->client_endpoint;
+    if (gf_wire_ipc_path(ep) && !broker_alive(self->pidfile)) {
+        fprintf(stderr,
+                "gpuflock: no broker is running (nothing holds %s).\n"
+                "Start one with:  gpuflockd%s%s   (or: systemctl start gpuflockd)\n",
+                self->pidfile, cfg->path ? " --config " : "", cfg->path ? cfg->path : "");
+        *status = GF_EXIT_UNAVAIL;
+        gf_client_destroy(&self);
+        return NULL;
+    }
+    self->ctx = zmq_ctx_new();
+    self->sock = zmq_socket(self->ctx, ZMQ_DEALER);
+    int zero = 0;
+    zmq_setsockopt(self->sock, ZMQ_LINGER, &zero, sizeof(zero));
+    if (strncmp(ep, "tcp://", 6) == 0 && cfg->curve_public_key) {
+        char pub[41], sec[41];
+        zmq_curve_keypair(pub, sec);
+        zmq_setsockopt(self->sock, ZMQ_CURVE_SERVERKEY, cfg->curve_public_key, 40);
+        zmq_setsockopt(self->sock, ZMQ_CURVE_PUBLICKEY, pub, 40);
+        zmq_setsockopt(self->sock, ZMQ_CURVE_SECRETKEY, sec, 40);
+    }
+    if (zmq_connect(self->sock, ep) != 0) {
+        fprintf(stderr, "gpuflock: cannot connect to %s: %s\n", ep, zmq_strerror(errno));
+        *status = GF_EXIT_UNAVAIL;
+        gf_client_destroy(&self);
+        return NULL;
+    }
+    *status = 0;
+    return self;
+}
+
+void gf_client_destroy(gf_client **self_p)
+{
+    gf_client *self = *self_p;
+    if (!self)
+        return;
+    if (self->sock)
+        zmq_close(self->sock);
+    if (self->ctx)
+        zmq_ctx_term(self->ctx);
+    gf_config_destroy(&self->cfg);
+    free(self->pidfile);
+    free(self);
+    *self_p = NULL;
+}
+
+const gf_config *gf_client_config(const gf_client *self)
+{
+    return self->cfg;
+}
+
+int gf_client_call(gf_client *self, const gf_msg *req, gf_msg *rep, int timeout_ms)
+{
+    memset(rep, 0, sizeof(*rep));
+    int rc = gf_wire_send(self->sock, NULL, true, req);
+    if (rc) {
+        fprintf(stderr, "gpuflock: cannot send the request: %s\n", gf_strerror(rc));
+        return GF_EIO;
+    }
+    uint64_t start = gf_now_ms();
+    for (;;) {
+        zmq_pollitem_t it = { self->sock, 0, ZMQ_POLLIN, 0 };
+        int n = zmq_poll(&it, 1, 250);
+        if (n < 0 && errno == EINTR)
+            return GF_EINTR;
+        if (n > 0) {
+            char err[256];
+            rc = gf_wire_recv(self->sock, false, 0, NULL, rep, err, sizeof(err));
+            if (rc == 0)
+                return 0;
+            if (rc == GF_EINTR)
+                return GF_EINTR;
+            fprintf(stderr, "gpuflock: bad reply from the broker: %s\n", err);
+            return GF_EIO;
+        }
+        if (gf_wire_ipc_path(self->cfg->client_endpoint) && !broker_alive(self->pidfile)) {
+            fprintf(stderr, "gpuflock: the broker went away (%s is free)\n", self->pidfile);
+            return GF_EIO;
+        }
+        if (timeout_ms >= 0 && gf_now_ms() - start >= (uint64_t)timeout_ms) {
+            fprintf(stderr, "gpuflock: no answer from the broker at %s within %d ms\n",
+                    self->cfg->client_endpoint, timeout_ms);
+            return GF_EIO;
+        }
+    }
+}
+
+int gf_client_report(const char *cmd, const gf_msg *rep)
+{
+    if (rep->op == GF_OP_ERROR) {
+        fprintf(stderr, "gpuflock %s: %s\n", cmd, rep->message ? rep->message : "error");
+        switch (rep->code) {
+        case GF_EPERM: return 77;
+        case GF_ENOENT: case GF_EINVAL: return GF_EXIT_USAGE;
+        default: return GF_EXIT_SOFTWARE;
+        }
+    }
+    fprintf(stderr, "gpuflock %s: unexpected '%s' reply\n", cmd,
+            gf_proto_op_name(rep->op) ? gf_proto_op_name(rep->op) : "?");
+    return GF_EXIT_SOFTWARE;
+}
+
+void gf_jobopts_usage(FILE *out, const char *cmd)
+{
+    fprintf(out,
+            "usage: gpuflock %s [OPTIONS] -- CMD [ARG...]\n"
+            "%s"
+            "\n"
+            "  --gpu N          run on card N\n"
+            "  --any            run on any card (default)\n"
+            "  --gpus K         run on K cards at once (all or none)\n"
+            "  -x, --exclusive  hold the card(s) alone (default)\n"
+            "  -s, --shared     share the card(s) with other shared jobs\n"
+            "  --proof          also take the bench lock; scrub proof.scrub_env\n"
+            "  --priority P     higher runs first (default 0)\n"
+            "  --time SEC       time limit: SIGTERM, then SIGKILL after kill_grace_s\n"
+            "  --after IDS      start after these jobs ended successfully\n"
+            "  --name NAME      a name shown by queue and show\n"
+            "  --no-requeue     fail at once if its worker dies\n"
+            "%s"
+            "  --config FILE    configuration file\n",
+            cmd,
+            strcmp(cmd, "submit") == 0 ? "       gpuflock submit [OPTIONS] --array N -- CMD [ARG...]\n"
+                                         "       gpuflock submit [OPTIONS] --file LIST\n"
+                                       : "",
+            strcmp(cmd, "submit") == 0
+                ? "  --array N        N jobs, each with GPUFLOCK_ARRAY_INDEX=0..N-1\n"
+                  "  --file LIST      one job per line of LIST (run by /bin/sh -c)\n"
+                : "");
+}
+
+static int parse_num(const char *cmd, const char *opt, const char *s, long long lo, long long hi,
+                     long long *out)
+{
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno || *end || end == s || v < lo || v > hi) {
+        fprintf(stderr, "gpuflock %s: %s: not a number in [%lld, %lld]: %s\n", cmd, opt, lo, hi, s);
+        return GF_EXIT_USAGE;
+    }
+    *out = v;
+    return 0;
+}
+
+int gf_parse_ids(const char *cmd, int argc, char **argv, uint64_t **ids, size_t *n)
+{
+    *ids = NULL;
+    *n = 0;
+    size_t cap = 0;
+    for (int i = 0; i < argc; i++) {
+        char *copy = gf_strdup(argv[i]);
+        char *save = NULL;
+        for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+            long long v;
+            if (parse_num(cmd, "job id", tok, 1, INT64_MAX, &v)) {
+                free(copy);
+                free(*ids);
+                *ids = NULL;
+                return GF_EXIT_USAGE;
+            }
+            if (*n == cap) {
+                cap = cap ? cap * 2 : 8;
+                *ids = gf_realloc(*ids, cap * sizeof(uint64_t));
+            }
+            (*ids)[(*n)++] = (uint64_t)v;
+        }
+        free(copy);
+    }
+    return 0;
+}
+
+int gf_jobopts_parse(int argc, char **argv, gf_jobopts *o, bool allow_batch)
+{
+    memset(o, 0, sizeof(*o));
+    gf_job_spec_init(&o->spec);
+    const char *cmd = argv[0];
+    enum { O_GPU = 256, O_ANY, O_GPUS, O_PROOF, O_PRIO, O_TIME, O_AFTER, O_NAME, O_NOREQ,
+           O_ARRAY, O_FILE, O_CONFIG };
+    static const struct option opts[] = {
+        { "gpu", required_argument, NULL, O_GPU },
+        { "any", no_argument, NULL, O_ANY },
+        { "gpus", required_argument, NULL, O_GPUS },
+        { "exclusive", no_argument, NULL, 'x' },
+        { "shared", no_argument, NULL, 's' },
+        { "proof", no_argument, NULL, O_PROOF },
+        { "priority", required_argument, NULL, O_PRIO },
+        { "time", required_argument, NULL, O_TIME },
+        { "after", required_argument, NULL, O_AFTER },
+        { "name", required_argument, NULL, O_NAME },
+        { "no-requeue", no_argument, NULL, O_NOREQ },
+        { "array", required_argument, NULL, O_ARRAY },
+        { "file", required_argument, NULL, O_FILE },
+        { "config", required_argument, NULL, O_CONFIG },
+        { "help", no_argument, NULL, 'h' },
+        { NULL, 0, NULL, 0 },
+    };
+    optind = 1;
+    opterr = 1;
+    int c;
+    long long v;
+    int devices_given = 0;
+    while ((c = getopt_long(argc, argv, "+xsh", opts, NULL)) != -1) {
+        switch (c) {
+        case O_GPU:
+            if (parse_num(cmd, "--gpu", optarg, 0, INT32_MAX, &v))
+                return GF_EXIT_USAGE;
+            o->spec.req = GF_REQ_GPU;
+            o->spec.gpu = (int32_t)v;
+            devices_given++;
+            break;
+        case O_ANY:
+            o->spec.req = GF_REQ_ANY;
+            devices_given++;
+            break;
+        case O_GPUS:
+            if (parse_num(cmd, "--gpus", optarg, 1, GF_PROTO_MAX_CARDS, &v))
+                return GF_EXIT_USAGE;
+            o->spec.req = GF_REQ_GPUS;
+            o->spec.gpus = (int32_t)v;
+            devices_given++;
+            break;
+        case 'x': o->spec.mode = GF_MODE_EXCLUSIVE; break;
+        case 's': o->spec.mode = GF_MODE_SHARED; break;
+        case O_PROOF: o->spec.proof = true; break;
+        case O_PRIO:
+            if (parse_num(cmd, "--priority", optarg, -1000000, 1000000, &v))
+                return GF_EXIT_USAGE;
+            o->spec.priority = (int32_t)v;
+            break;
+        case O_TIME:
+            if (parse_num(cmd, "--time", optarg, 1, 100LL * 365 * 86400, &v))
+                return GF_EXIT_USAGE;
+            o->spec.time_limit_s = v;
+            break;
+        case O_AFTER: {
+            uint64_t *ids;
+            size_t n;
+            char *one[1] = { optarg };
+            if (gf_parse_ids(cmd, 1, one, &ids, &n))
+                return GF_EXIT_USAGE;
+            o->spec.after = gf_realloc(o->spec.after, (o->spec.n_after + n) * sizeof(uint64_t));
+            memcpy(o->spec.after + o->spec.n_after, ids, n * sizeof(uint64_t));
+            o->spec.n_after += n;
+            free(ids);
+            break;
+        }
+        case O_NAME:
+            if (strlen(optarg) > GF_PROTO_MAX_NAME) {
+                fprintf(stderr, "gpuflock %s: --name: longer than %u bytes\n", cmd,
+                        GF_PROTO_MAX_NAME);
+                return GF_EXIT_USAGE;
+            }
+            free(o->spec.name);
+            o->spec.name = gf_strdup(optarg);
+            break;
+        case O_NOREQ: o->spec.no_requeue = true; break;
+        case O_ARRAY:
+            if (!allow_batch)
+                goto bad;
+            if (parse_num(cmd, "--array", optarg, 1, GF_PROTO_MAX_BATCH, &v))
+                return GF_EXIT_USAGE;
+            o->array = (unsigned)v;
+            break;
+        case O_FILE:
+            if (!allow_batch)
+                goto bad;
+            o->file = optarg;
+            break;
+        case O_CONFIG: o->config = optarg; break;
+        case 'h': o->help = true; return 0;
+        default:
+        bad:
+            gf_jobopts_usage(stderr, cmd);
+            return GF_EXIT_USAGE;
+        }
+    }
+    if (devices_given > 1) {
+        fprintf(stderr, "gpuflock %s: --gpu, --any and --gpus exclude each other\n", cmd);
+        return GF_EXIT_USAGE;
+    }
+    if (o->file && o->array) {
+        fprintf(stderr, "gpuflock %s: --array and --file exclude each other\n", cmd);
+        return GF_EXIT_USAGE;
+    }
+    int n = argc - optind;
+    if (o->file ? n != 0 : n < 1) {
+        fprintf(stderr, o->file ? "gpuflock %s: --file takes no command\n"
+                                : "gpuflock %s: no command given (after --)\n", cmd);
+        gf_jobopts_usage(stderr, cmd);
+        return GF_EXIT_USAGE;
+    }
+    if (n > (int)GF_PROTO_MAX_ARGV) {
+        fprintf(stderr, "gpuflock %s: more than %u arguments\n", cmd, GF_PROTO_MAX_ARGV);
+        return GF_EXIT_USAGE;
+    }
+    /* the command (for --file: a placeholder, each line replaces it) */
+    o->spec.argc = o->file ? 1 : (size_t)n;
+    o->spec.argv = gf_calloc(o->spec.argc + 1, sizeof(char *));
+    for (size_t i = 0; i < o->spec.argc; i++)
+        o->spec.argv[i] = gf_strdup(o->file ? "/bin/sh" : argv[optind + (int)i]);
+    char cwd[4096];
+    if (getcwd(cwd, sizeof(cwd)))
+        o->spec.cwd = gf_strdup(cwd);
+    size_t ne = 0;
+    while (environ[ne])
+        ne++;
+    o->spec.env = gf_calloc(ne + 1, sizeof(char *));
+    for (size_t i = 0; i < ne; i++)
+        if (strlen(environ[i]) <= GF_PROTO_MAX_STR && o->spec.n_env < GF_PROTO_MAX_ENV)
+            o->spec.env[o->spec.n_env++] = gf_strdup(environ[i]);
+    return 0;
+}
+
+void gf_jobopts_clear(gf_jobopts *o)
+{
+    gf_job_spec_clear(&o->spec);
+}
+
+int gf_job_exit_status(const gf_job *j)
+{
+    if (j->state == GF_STATE_DONE)
+        return 0;
+    if (j->state == GF_STATE_FAILED) {
+        if (j->term_signal > 0)
+            return 128 + j->term_signal;
+        if (j->exit_status > 0)
+            return j->exit_status;
+    }
+    return 1;
+}

@@ -1,0 +1,58 @@
+/* client.h — the CLI's connection to gpuflockd, and what several
+ * subcommands share: the job options of submit and run, exit statuses of
+ * ended jobs, and printing.
+ *
+ * "Is a broker running?" is answered by its pid file (<run_dir>/gpuflockd.pid
+ * is flock-ed by a live broker), before any socket is touched, so a missing
+ * broker is reported at once, plainly, with how to start one. */
+#ifndef GF_CLIENT_H
+#define GF_CLIENT_H
+
+#include "common/config.h"
+#include "common/proto.h"
+
+#include <stdbool.h>
+#include <stdio.h>
+
+typedef struct gf_client gf_client;
+
+/* Load the configuration and connect. On failure prints the reason (no
+ * broker: how to start one) and returns NULL with the exit status in
+ * *status (78 config, 69 no broker). */
+gf_client *gf_client_open(const char *config_path, int *status);
+void gf_client_destroy(gf_client **self_p);
+const gf_config *gf_client_config(const gf_client *self);
+
+/* Send req, receive the reply into *rep (an "error" reply is returned as
+ * the message, op GF_OP_ERROR). timeout_ms < 0 waits as long as the broker
+ * lives. Returns 0, or GF_EIO when the broker went away / did not answer
+ * (said on stderr). */
+int gf_client_call(gf_client *self, const gf_msg *req, gf_msg *rep, int timeout_ms);
+
+/* Print an error reply as "gpuflock CMD: message" and return the exit
+ * status that fits its code. */
+int gf_client_report(const char *cmd, const gf_msg *rep);
+
+/* Options of submit and run. Parses argv from optind on (getopt_long with
+ * "+"), leaves the command in spec->argv. Returns 0, or an exit status
+ * (64 after a message) . */
+typedef struct {
+    const char *config;       /* --config */
+    gf_job_spec spec;         /* the job as asked */
+    unsigned array;           /* --array N */
+    const char *file;         /* --file LIST */
+    bool help;                /* --help was given */
+} gf_jobopts;
+
+int gf_jobopts_parse(int argc, char **argv, gf_jobopts *o, bool allow_batch);
+void gf_jobopts_clear(gf_jobopts *o);
+void gf_jobopts_usage(FILE *out, const char *cmd);
+
+/* Exit status for an ended job: 0 done; its exit status or 128+signal if
+ * it failed; 1 for other failures and cancellations. */
+int gf_job_exit_status(const gf_job *j);
+
+/* Parse "12,13,14" or separate arguments into ids. Returns 0 or 64. */
+int gf_parse_ids(const char *cmd, int argc, char **argv, uint64_t **ids, size_t *n);
+
+#endif

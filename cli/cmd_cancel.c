@@ -1,0 +1,66 @@
+/* cmd_cancel.c — `gpuflock cancel ID...`: pending jobs leave the queue,
+ * running ones get SIGTERM on their whole process group (SIGKILL after
+ * kill_grace_s). Only your own jobs, unless you are root. */
+#include "cli/client.h"
+#include "common/error.h"
+
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+
+int gf_cmd_cancel(int argc, char **argv);
+
+int gf_cmd_cancel(int argc, char **argv)
+{
+    const char *config = NULL;
+    static const struct option opts[] = {
+        { "config", required_argument, NULL, 'c' },
+        { "help", no_argument, NULL, 'h' },
+        { NULL, 0, NULL, 0 },
+    };
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'c': config = optarg; break;
+        case 'h': printf("usage: gpuflock cancel [--config FILE] ID...\n"); return 0;
+        default: return GF_EXIT_USAGE;
+        }
+    }
+    gf_msg req, rep;
+    memset(&req, 0, sizeof(req));
+    req.op = GF_OP_CANCEL;
+    if (optind == argc ||
+        gf_parse_ids("cancel", argc - optind, argv + optind, &req.ids, &req.n_ids)) {
+        fprintf(stderr, "usage: gpuflock cancel [--config FILE] ID...\n");
+        return GF_EXIT_USAGE;
+    }
+    int rc;
+    gf_client *cl = gf_client_open(config, &rc);
+    if (!cl) {
+        gf_msg_clear(&req);
+        return rc;
+    }
+    if (gf_client_call(cl, &req, &rep, 30000) != 0) {
+        rc = GF_EXIT_UNAVAIL;
+    } else if (rep.op != GF_OP_CODES || rep.n_codes != req.n_ids) {
+        rc = gf_client_report("cancel", &rep);
+    } else {
+        rc = 0;
+        for (size_t i = 0; i < rep.n_codes; i++) {
+            int code = rep.codes[i];
+            if (code == 0)
+                continue;
+            fprintf(stderr, "gpuflock cancel: job %llu: %s\n", (unsigned long long)req.ids[i],
+                    code == GF_ENOENT ? "no such job"
+                    : code == GF_EPERM ? "not your job"
+                    : code == GF_ESTATE ? "already ended" : gf_strerror(code));
+            if (!rc || code == GF_EPERM)
+                rc = code == GF_EPERM ? 77 : 1;
+        }
+    }
+    gf_msg_clear(&rep);
+    gf_msg_clear(&req);
+    gf_client_destroy(&cl);
+    return rc;
+}

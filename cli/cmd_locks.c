@@ -1,0 +1,207 @@
+/* cmd_locks.c — `gpuflock locks [--json]`: who holds which card.
+ *
+ * One row per configured card (index, kind, name, lock file) with each
+ * holder of its lock from /proc/locks (pid, mode, command, gpuflock job or
+ * someone else's flock), then the bench lock. Reads only: never takes a lock. */
+#include "common/card.h"
+#include "common/config.h"
+#include "common/error.h"
+#include "common/lockinfo.h"
+#include "common/log.h"
+#include "common/util.h"
+
+#include <getopt.h>
+#include <json-c/json.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+
+#define WHO "gpuflock locks"
+
+int gf_cmd_locks(int argc, char **argv);
+
+/* One lock file and what is known about it. */
+typedef struct {
+    const gf_device_conf *dev;   /* NULL for the bench lock */
+    const char *lock;            /* the lock file */
+    char name[160];              /* card name, or why it is unknown */
+    char uuid[48];
+    gf_lock_holder *holders;
+    size_t n_holders;
+} lock_row;
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+        "usage: gpuflock locks [--json] [--config FILE]\n"
+        "\n"
+        "For each configured card: index, kind, name, lock file and each holder of the\n"
+        "lock (pid, shared or exclusive, command, and whether it is a gpuflock job or\n"
+        "someone else's flock); then the bench lock of --proof jobs.\n"
+        "\n"
+        "  --json          one JSON object instead of the table\n"
+        "  --config FILE   configuration file\n"
+        "\n"
+        "Exit status: 0; 64 usage error; 69 /proc/locks unreadable; 78 configuration error.\n");
+}
+
+static int fill_row(lock_row *row, const gf_device_conf *dev, const char *lock)
+{
+    memset(row, 0, sizeof *row);
+    row->dev = dev;
+    row->lock = lock;
+    if (dev) {
+        gf_card_identity id;
+        gf_log_level lv = gf_log_get_level();
+        gf_log_init(NULL, GF_LOG_OFF);   /* an unnamed card is shown as such, not logged */
+        int rc = gf_card_identify(dev, &id);
+        gf_log_init(NULL, lv);
+        snprintf(row->name, sizeof row->name, "%s",
+                 rc ? "(unknown: CUDA driver or device missing)" : id.name);
+        snprintf(row->uuid, sizeof row->uuid, "%s", rc ? "" : id.uuid);
+    }
+    return gf_lock_holders(lock, &row->holders, &row->n_holders);
+}
+
+static const char *kind_name(const gf_device_conf *dev)
+{
+    return dev->kind == GF_DEVICE_CUDA ? "cuda" : "cpu";
+}
+
+static void print_holders(const lock_row *row, int indent)
+{
+    if (row->n_holders == 0) {
+        printf("free\n");
+        return;
+    }
+    for (size_t i = 0; i < row->n_holders; i++) {
+        const gf_lock_holder *h = &row->holders[i];
+        if (i)
+            printf("%*s", indent, "");
+        if (h->alive)
+            printf("pid %d %s %s: %s\n", (int)h->pid, gf_lock_mode_name(h->mode),
+                   h->gpuflock ? "gpuflock" : "flock", h->command);
+        else
+            printf("pid %d %s (exited; held by a process that inherited its descriptor)\n",
+                   (int)h->pid, gf_lock_mode_name(h->mode));
+    }
+}
+
+static void print_table(const lock_row *rows, size_t n, const lock_row *bench)
+{
+    int name_w = 4, lock_w = 4;
+    for (size_t i = 0; i < n; i++) {
+        name_w = (int)strlen(rows[i].name) > name_w ? (int)strlen(rows[i].name) : name_w;
+        lock_w = (int)strlen(rows[i].lock) > lock_w ? (int)strlen(rows[i].lock) : lock_w;
+    }
+    printf("%-4s  %-4s  %-*s  %-*s  %s\n", "CARD", "KIND", name_w, "NAME", lock_w, "LOCK",
+           "HOLDERS");
+    int indent = 4 + 2 + 4 + 2 + name_w + 2 + lock_w + 2;
+    for (size_t i = 0; i < n; i++) {
+        printf("%-4d  %-4s  %-*s  %-*s  ", rows[i].dev->index, kind_name(rows[i].dev), name_w,
+               rows[i].name, lock_w, rows[i].lock);
+        print_holders(&rows[i], indent);
+    }
+    if (n == 0)
+        printf("(no cards configured)\n");
+    printf("bench lock %s: ", bench->lock);
+    print_holders(bench, (int)strlen("bench lock : ") + (int)strlen(bench->lock));
+}
+
+static json_object *holders_json(const lock_row *row)
+{
+    json_object *arr = json_object_new_array();
+    for (size_t i = 0; i < row->n_holders; i++) {
+        const gf_lock_holder *h = &row->holders[i];
+        json_object *o = json_object_new_object();
+        json_object_object_add(o, "pid", json_object_new_int(h->pid));
+        json_object_object_add(o, "mode", json_object_new_string(gf_lock_mode_name(h->mode)));
+        json_object_object_add(o, "command", json_object_new_string(h->command));
+        json_object_object_add(o, "holder", json_object_new_string(h->gpuflock ? "gpuflock"
+                                                                                : "flock"));
+        json_object_object_add(o, "alive", json_object_new_boolean(h->alive));
+        json_object_array_add(arr, o);
+    }
+    return arr;
+}
+
+static void print_json(const lock_row *rows, size_t n, const lock_row *bench)
+{
+    json_object *root = json_object_new_object();
+    json_object *cards = json_object_new_array();
+    for (size_t i = 0; i < n; i++) {
+        json_object *o = json_object_new_object();
+        json_object_object_add(o, "index", json_object_new_int(rows[i].dev->index));
+        json_object_object_add(o, "kind", json_object_new_string(kind_name(rows[i].dev)));
+        json_object_object_add(o, "name", json_object_new_string(rows[i].name));
+        json_object_object_add(o, "uuid", json_object_new_string(rows[i].uuid));
+        json_object_object_add(o, "lock", json_object_new_string(rows[i].lock));
+        json_object_object_add(o, "holders", holders_json(&rows[i]));
+        json_object_array_add(cards, o);
+    }
+    json_object_object_add(root, "cards", cards);
+    json_object *b = json_object_new_object();
+    json_object_object_add(b, "lock", json_object_new_string(bench->lock));
+    json_object_object_add(b, "holders", holders_json(bench));
+    json_object_object_add(root, "bench_lock", b);
+    printf("%s\n", json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY |
+                                                          JSON_C_TO_STRING_NOSLASHESCAPE));
+    json_object_put(root);
+}
+
+static int parse_args(int argc, char **argv, bool *json, const char **config)
+{
+    static const struct option longopts[] = {
+        { "json", no_argument, NULL, 'j' },
+        { "config", required_argument, NULL, 'c' },
+        { "help", no_argument, NULL, 'h' },
+        { NULL, 0, NULL, 0 },
+    };
+    optind = 0;
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'j': *json = true; break;
+        case 'c': *config = optarg; break;
+        case 'h': usage(stdout); return -1;
+        default:
+            fprintf(stderr, WHO ": unknown option or missing value: '%s'\n", argv[optind - 1]);
+            return GF_EXIT_USAGE;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, WHO ": unexpected argument '%s'\n", argv[optind]);
+        return GF_EXIT_USAGE;
+    }
+    return 0;
+}
+
+int gf_cmd_locks(int argc, char **argv)
+{
+    bool json = false;
+    const char *config = NULL;
+    int rc = parse_args(argc, argv, &json, &config);
+    if (rc)
+        return rc < 0 ? 0 : rc;
+    gf_config *cfg = NULL;
+    if (gf_config_load(config, &cfg) != 0)
+        return GF_EXIT_CONFIG;
+    lock_row *rows = gf_calloc(cfg->n_devices, sizeof *rows);
+    lock_row bench;
+    for (size_t i = 0; i < cfg->n_devices && !rc; i++)
+        rc = fill_row(&rows[i], &cfg->devices[i], cfg->devices[i].lock);
+    if (!rc)
+        rc = fill_row(&bench, NULL, cfg->bench_lock);
+    if (!rc && json)
+        print_json(rows, cfg->n_devices, &bench);
+    else if (!rc)
+        print_table(rows, cfg->n_devices, &bench);
+    for (size_t i = 0; i < cfg->n_devices; i++)
+        gf_lock_holders_free(&rows[i].holders, rows[i].n_holders);
+    if (!rc)
+        gf_lock_holders_free(&bench.holders, bench.n_holders);
+    free(rows);
+    gf_config_destroy(&cfg);
+    return rc ? GF_EXIT_UNAVAIL : 0;
+}

@@ -1,0 +1,85 @@
+/* cmd_logs.c — `gpuflock logs ID [-f] [--stderr]`: a job's captured output
+ * (through the broker, which checks that it is yours). */
+#include "cli/client.h"
+#include "common/error.h"
+
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+int gf_cmd_logs(int argc, char **argv);
+
+int gf_cmd_logs(int argc, char **argv)
+{
+    const char *config = NULL;
+    bool follow = false, err = false;
+    static const struct option opts[] = {
+        { "follow", no_argument, NULL, 'f' },
+        { "stderr", no_argument, NULL, 'e' },
+        { "config", required_argument, NULL, 'c' },
+        { "help", no_argument, NULL, 'h' },
+        { NULL, 0, NULL, 0 },
+    };
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "feh", opts, NULL)) != -1) {
+        switch (c) {
+        case 'f': follow = true; break;
+        case 'e': err = true; break;
+        case 'c': config = optarg; break;
+        case 'h':
+            printf("usage: gpuflock logs [-f|--follow] [-e|--stderr] [--config FILE] ID\n"
+                   "  the job's stdout (--stderr: its stderr); -f: until the job ends\n");
+            return 0;
+        default: return GF_EXIT_USAGE;
+        }
+    }
+    uint64_t *ids;
+    size_t n;
+    if (argc - optind != 1 || gf_parse_ids("logs", 1, argv + optind, &ids, &n) || n != 1) {
+        fprintf(stderr, "usage: gpuflock logs [-f] [--stderr] ID\n");
+        return GF_EXIT_USAGE;
+    }
+    int rc;
+    gf_client *cl = gf_client_open(config, &rc);
+    if (!cl) {
+        free(ids);
+        return rc;
+    }
+    gf_msg req;
+    memset(&req, 0, sizeof(req));
+    req.op = GF_OP_LOGS;
+    req.id = ids[0];
+    req.stream = err ? GF_STREAM_ERR : GF_STREAM_OUT;
+    free(ids);
+    rc = 0;
+    for (;;) {
+        gf_msg rep;
+        if (gf_client_call(cl, &req, &rep, 30000) != 0) {
+            rc = GF_EXIT_UNAVAIL;
+            break;
+        }
+        if (rep.op != GF_OP_LOG) {
+            rc = gf_client_report("logs", &rep);
+            gf_msg_clear(&rep);
+            break;
+        }
+        if (rep.data_len && fwrite(rep.data, 1, rep.data_len, stdout) != rep.data_len) {
+            gf_msg_clear(&rep);
+            rc = GF_EXIT_SOFTWARE;
+            break;
+        }
+        fflush(stdout);
+        req.offset = rep.offset;
+        bool more = rep.data_len > 0, eof = rep.eof;
+        gf_msg_clear(&rep);
+        if (eof || (!follow && !more))
+            break;
+        if (!more)
+            usleep(100000);
+    }
+    gf_client_destroy(&cl);
+    return rc;
+}

@@ -1,0 +1,192 @@
+/* cmd_models.c — `gpuflock models check DIR`: verify a models directory and
+ * print what it holds.
+ *
+ * Every check goes through the code the worker loads models with: the
+ * networks' constructors (every expected tensor, its shape, finiteness,
+ * nothing unexpected, the file's digest against the manifest), the manifest
+ * reader, and a look at the PLDA files (present, zip archives, digests). */
+#include "common/error.h"
+#include "common/log.h"
+#include "common/sha256.h"
+#include "common/util.h"
+#include "worker/diar/embedding.h"
+#include "worker/diar/models.h"
+#include "worker/diar/safetensors.h"
+#include "worker/diar/segmentation.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+int gf_cmd_models(int argc, char **argv);
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: gpuflock models check DIR\n"
+               "  Verify a models directory (segmentation.safetensors, embedding.safetensors,\n"
+               "  plda/xvec_transform.npz, plda/plda.npz, MANIFEST.sha256) and print what it\n"
+               "  holds. Exit 0: all good; 65: a file is missing or wrong; 66: no such directory.\n");
+}
+
+/* "1,473,265" */
+static void with_commas(long long v, char *buf, size_t len)
+{
+    char raw[32];
+    snprintf(raw, sizeof raw, "%lld", v);
+    size_t n = strlen(raw), o = 0;
+    for (size_t i = 0; i < n && o + 2 < len; i++) {
+        if (i && (n - i) % 3 == 0)
+            buf[o++] = ',';
+        buf[o++] = raw[i];
+    }
+    buf[o] = '\0';
+}
+
+static int is_buffer(const char *name)
+{
+    static const char *suffixes[] = { "running_mean", "running_var", ".window_", ".n_" };
+    size_t n = strlen(name);
+    for (size_t i = 0; i < GF_ARRAY_LEN(suffixes); i++) {
+        size_t m = strlen(suffixes[i]);
+        if (n >= m && strcmp(name + n - m, suffixes[i]) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+/* Load one network file through its constructor and print a line. */
+static int check_net(const char *dir, const char *rel, const gf_manifest *man, int is_seg)
+{
+    char *path = gf_strfmt("%s/%s", dir, rel);
+    const char *sha = gf_manifest_sha256(man, rel);
+    int ok = 0;
+    if (!sha) {
+        GF_ERROR("%s: not listed in %s/%s", path, dir, GF_MODELS_MANIFEST);
+        goto out;
+    }
+    if (is_seg) {
+        gf_segmentation *s = gf_segmentation_new(path, sha, 1, 1);
+        ok = s != NULL;
+        gf_segmentation_destroy(&s);
+    } else {
+        gf_embedding *e = gf_embedding_new(path, sha, GF_EMB_FRAMES, 1, 1);
+        ok = e != NULL;
+        gf_embedding_destroy(&e);
+    }
+    if (!ok)
+        goto out;
+    gf_safetensors *st = gf_safetensors_open(path, NULL);
+    if (!st) {
+        ok = 0;
+        goto out;
+    }
+    long long params = 0;
+    for (size_t i = 0; i < gf_safetensors_count(st); i++) {
+        const gf_safetensors_tensor *t = gf_safetensors_at(st, i);
+        if (strcmp(t->dtype, "F32") == 0 && !is_buffer(t->name))
+            params += t->numel;
+    }
+    char pc[32];
+    with_commas(params, pc, sizeof pc);
+    printf("%-26s %-13s %4zu tensors  %9s parameters  sha256 %s  ok\n", rel,
+           is_seg ? "segmentation" : "embedding", gf_safetensors_count(st), pc, sha);
+    gf_safetensors_destroy(&st);
+out:
+    if (!ok)
+        printf("%-26s FAILED (see the messages above)\n", rel);
+    free(path);
+    return ok;
+}
+
+/* A file the manifest lists: present and with the listed digest. */
+static int check_file(const char *dir, const char *rel, const gf_manifest *man, int want_zip)
+{
+    char *path = gf_strfmt("%s/%s", dir, rel);
+    const char *sha = gf_manifest_sha256(man, rel);
+    int ok = 0;
+    struct stat st;
+    char got[GF_SHA256_HEX_LEN];
+    if (stat(path, &st) != 0 || !S_ISREG(st.st_mode)) {
+        GF_ERROR("%s: missing", path);
+        goto out;
+    }
+    if (!sha) {
+        GF_ERROR("%s: not listed in %s/%s", path, dir, GF_MODELS_MANIFEST);
+        goto out;
+    }
+    if (want_zip) {
+        unsigned char magic[4] = { 0 };
+        FILE *f = fopen(path, "rb");
+        size_t n = f ? fread(magic, 1, 4, f) : 0;
+        if (f)
+            fclose(f);
+        if (n != 4 || memcmp(magic, "PK\x03\x04", 4) != 0) {
+            GF_ERROR("%s: not a NumPy .npz (zip) archive", path);
+            goto out;
+        }
+    }
+    if (gf_sha256_file_hex(path, got) != 0)
+        goto out;
+    if (strcmp(got, sha) != 0) {
+        GF_ERROR("%s: SHA-256 %s does not match the manifest's %s", path, got, sha);
+        goto out;
+    }
+    ok = 1;
+    printf("%-26s %-13s %10lld bytes                       sha256 %s  ok\n", rel,
+           want_zip ? "plda" : "other", (long long)st.st_size, sha);
+out:
+    if (!ok)
+        printf("%-26s FAILED (see the messages above)\n", rel);
+    free(path);
+    return ok;
+}
+
+static int models_check(const char *dir)
+{
+    struct stat st;
+    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+        GF_ERROR("%s: no such models directory", dir);
+        return GF_EXIT_NOINPUT;
+    }
+    gf_manifest *man = NULL;
+    int rc = gf_manifest_load(dir, &man);
+    if (rc == GF_ENOENT) {
+        GF_ERROR("%s/%s: missing (tools/convert-checkpoints writes it)", dir, GF_MODELS_MANIFEST);
+        return GF_EXIT_DATAERR;
+    }
+    if (rc != 0)
+        return GF_EXIT_DATAERR;
+    printf("models directory %s (%s lists %zu files)\n", dir, GF_MODELS_MANIFEST,
+           gf_manifest_count(man));
+    int ok = check_net(dir, GF_MODELS_SEGMENTATION, man, 1);
+    ok = check_net(dir, GF_MODELS_EMBEDDING, man, 0) && ok;
+    ok = check_file(dir, GF_MODELS_XVEC, man, 1) && ok;
+    ok = check_file(dir, GF_MODELS_PLDA, man, 1) && ok;
+    for (size_t i = 0; i < gf_manifest_count(man); i++) {
+        const char *rel = gf_manifest_path_at(man, i);
+        if (strcmp(rel, GF_MODELS_SEGMENTATION) && strcmp(rel, GF_MODELS_EMBEDDING) &&
+            strcmp(rel, GF_MODELS_XVEC) && strcmp(rel, GF_MODELS_PLDA))
+            ok = check_file(dir, rel, man, 0) && ok;
+    }
+    gf_manifest_destroy(&man);
+    printf("%s\n", ok ? "all good" : "models directory has problems");
+    return ok ? 0 : GF_EXIT_DATAERR;
+}
+
+int gf_cmd_models(int argc, char **argv)
+{
+    if (argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+        usage(stdout);
+        return 0;
+    }
+    if (argc == 3 && strcmp(argv[1], "check") == 0) {
+        if (strcmp(argv[2], "--help") == 0) {
+            usage(stdout);
+            return 0;
+        }
+        return models_check(argv[2]);
+    }
+    usage(stderr);
+    return GF_EXIT_USAGE;
+}

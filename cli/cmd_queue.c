@@ -1,0 +1,94 @@
+/* cmd_queue.c — `gpuflock queue [--all] [--json]`: the jobs, like squeue. */
+#include "cli/client.h"
+#include "cli/jobfmt.h"
+#include "common/error.h"
+#include "common/util.h"
+
+#include <getopt.h>
+#include <json-c/json.h>
+#include <stdio.h>
+#include <string.h>
+
+int gf_cmd_queue(int argc, char **argv);
+
+int gf_cmd_queue(int argc, char **argv)
+{
+    const char *config = NULL;
+    bool all = false, json = false;
+    static const struct option opts[] = {
+        { "all", no_argument, NULL, 'a' },
+        { "json", no_argument, NULL, 'j' },
+        { "config", required_argument, NULL, 'c' },
+        { "help", no_argument, NULL, 'h' },
+        { NULL, 0, NULL, 0 },
+    };
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "ah", opts, NULL)) != -1) {
+        switch (c) {
+        case 'a': all = true; break;
+        case 'j': json = true; break;
+        case 'c': config = optarg; break;
+        case 'h':
+            printf("usage: gpuflock queue [--all] [--json] [--config FILE]\n"
+                   "  pending and running jobs (--all: ended ones too)\n");
+            return 0;
+        default: return GF_EXIT_USAGE;
+        }
+    }
+    if (optind != argc) {
+        fprintf(stderr, "gpuflock queue: unexpected argument '%s'\n", argv[optind]);
+        return GF_EXIT_USAGE;
+    }
+    int rc;
+    gf_client *cl = gf_client_open(config, &rc);
+    if (!cl)
+        return rc;
+    gf_msg req, rep;
+    memset(&req, 0, sizeof(req));
+    req.op = GF_OP_QUEUE;
+    req.all = all;
+    if (gf_client_call(cl, &req, &rep, 30000) != 0) {
+        gf_client_destroy(&cl);
+        return GF_EXIT_UNAVAIL;
+    }
+    rc = 0;
+    if (rep.op != GF_OP_JOBS) {
+        rc = gf_client_report("queue", &rep);
+    } else if (json) {
+        json_object *a = json_object_new_array();
+        for (size_t i = 0; i < rep.n_jobs; i++)
+            json_object_array_add(a, gf_job_json(&rep.jobs[i]));
+        printf("%s\n", json_object_to_json_string_ext(a, JSON_C_TO_STRING_PRETTY));
+        json_object_put(a);
+    } else {
+        printf("%8s %-16s %-10s %-9s %-5s %5s %s\n", "ID", "NAME", "USER", "STATE", "CARD",
+               "PRIO", "TIME/REASON");
+        int64_t now = gf_wall_ms();
+        for (size_t i = 0; i < rep.n_jobs; i++) {
+            const gf_job *j = &rep.jobs[i];
+            char cards[64], what[512];
+            gf_fmt_cards(j, cards, sizeof(cards));
+            if (j->state == GF_STATE_RUNNING && j->started_ms) {
+                gf_fmt_duration(now - j->started_ms, what, sizeof(what));
+            } else if (j->state == GF_STATE_DONE || j->state == GF_STATE_FAILED) {
+                char d[32];
+                gf_fmt_duration(j->ended_ms - j->started_ms, d, sizeof(d));
+                snprintf(what, sizeof(what), "%s%s%s", j->started_ms ? d : "",
+                         j->reason && j->started_ms ? " " : "", j->reason ? j->reason : "");
+            } else {
+                snprintf(what, sizeof(what), "%s", j->reason ? j->reason : "");
+            }
+            const char *name = j->spec.name ? j->spec.name : j->spec.argc ? j->spec.argv[0] : "-";
+            const char *base = strrchr(name, '/');
+            if (!j->spec.name && base && base[1])
+                name = base + 1;
+            printf("%8llu %-16.16s %-10.10s %-9s %-5s %5d %s\n", (unsigned long long)j->id, name,
+                   j->user ? j->user : "?", gf_job_state_name(j->state), cards, j->spec.priority,
+                   what);
+        }
+    }
+    gf_msg_clear(&rep);
+    gf_client_destroy(&cl);
+    return rc;
+}

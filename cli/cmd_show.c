@@ -1,0 +1,67 @@
+/* cmd_show.c — `gpuflock show ID [--json]`: everything about one job. */
+#include "cli/client.h"
+#include "cli/jobfmt.h"
+#include "common/error.h"
+
+#include <getopt.h>
+#include <json-c/json.h>
+#include <stdio.h>
+#include <string.h>
+
+int gf_cmd_show(int argc, char **argv);
+
+int gf_cmd_show(int argc, char **argv)
+{
+    const char *config = NULL;
+    bool json = false;
+    static const struct option opts[] = {
+        { "json", no_argument, NULL, 'j' },
+        { "config", required_argument, NULL, 'c' },
+        { "help", no_argument, NULL, 'h' },
+        { NULL, 0, NULL, 0 },
+    };
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'j': json = true; break;
+        case 'c': config = optarg; break;
+        case 'h': printf("usage: gpuflock show ID [--json] [--config FILE]\n"); return 0;
+        default: return GF_EXIT_USAGE;
+        }
+    }
+    uint64_t *ids;
+    size_t n;
+    if (argc - optind != 1 || gf_parse_ids("show", 1, argv + optind, &ids, &n) || n != 1) {
+        fprintf(stderr, "usage: gpuflock show ID [--json] [--config FILE]\n");
+        return GF_EXIT_USAGE;
+    }
+    int rc;
+    gf_client *cl = gf_client_open(config, &rc);
+    if (!cl) {
+        free(ids);
+        return rc;
+    }
+    gf_msg req, rep;
+    memset(&req, 0, sizeof(req));
+    req.op = GF_OP_SHOW;
+    req.id = ids[0];
+    free(ids);
+    if (gf_client_call(cl, &req, &rep, 30000) != 0) {
+        gf_client_destroy(&cl);
+        return GF_EXIT_UNAVAIL;
+    }
+    rc = 0;
+    if (rep.op != GF_OP_JOBS || rep.n_jobs != 1) {
+        rc = gf_client_report("show", &rep);
+    } else if (json) {
+        json_object *o = gf_job_json(&rep.jobs[0]);
+        printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY));
+        json_object_put(o);
+    } else {
+        gf_job_print(stdout, &rep.jobs[0]);
+    }
+    gf_msg_clear(&rep);
+    gf_client_destroy(&cl);
+    return rc;
+}

@@ -1,0 +1,78 @@
+/* cmd_workers.c — `gpuflock workers [--json]`: each card, its worker's
+ * state and identity, and the jobs on it. */
+#include "cli/client.h"
+#include "cli/jobfmt.h"
+#include "common/card.h"
+#include "common/error.h"
+
+#include <getopt.h>
+#include <json-c/json.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int gf_cmd_workers(int argc, char **argv);
+
+int gf_cmd_workers(int argc, char **argv)
+{
+    const char *config = NULL;
+    bool json = false;
+    static const struct option opts[] = {
+        { "json", no_argument, NULL, 'j' },
+        { "config", required_argument, NULL, 'c' },
+        { "help", no_argument, NULL, 'h' },
+        { NULL, 0, NULL, 0 },
+    };
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'j': json = true; break;
+        case 'c': config = optarg; break;
+        case 'h': printf("usage: gpuflock workers [--json] [--config FILE]\n"); return 0;
+        default: return GF_EXIT_USAGE;
+        }
+    }
+    if (optind != argc) {
+        fprintf(stderr, "usage: gpuflock workers [--json] [--config FILE]\n");
+        return GF_EXIT_USAGE;
+    }
+    int rc;
+    gf_client *cl = gf_client_open(config, &rc);
+    if (!cl)
+        return rc;
+    gf_msg req, rep;
+    memset(&req, 0, sizeof(req));
+    req.op = GF_OP_WORKERS;
+    if (gf_client_call(cl, &req, &rep, 30000) != 0) {
+        gf_client_destroy(&cl);
+        return GF_EXIT_UNAVAIL;
+    }
+    rc = 0;
+    if (rep.op != GF_OP_WORKERS_LIST) {
+        rc = gf_client_report("workers", &rep);
+    } else if (json) {
+        json_object *a = json_object_new_array();
+        for (size_t i = 0; i < rep.n_workers; i++)
+            json_object_array_add(a, gf_worker_json(&rep.workers[i]));
+        printf("%s\n", json_object_to_json_string_ext(a, JSON_C_TO_STRING_PRETTY));
+        json_object_put(a);
+    } else {
+        printf("%4s %-18s %7s %-10s %s\n", "CARD", "STATE", "PID", "JOBS", "IDENTITY");
+        for (size_t i = 0; i < rep.n_workers; i++) {
+            const gf_worker_info *w = &rep.workers[i];
+            char jobs[64] = "-";
+            size_t l = 0;
+            for (size_t k = 0; k < w->n_jobs && l < sizeof(jobs) - 1; k++)
+                l += (size_t)snprintf(jobs + l, sizeof(jobs) - l, "%s%llu", k ? "," : "",
+                                      (unsigned long long)w->jobs[k]);
+            char *id = gf_card_format(&w->card);
+            printf("%4d %-18s %7d %-10s %s\n", w->device, w->state ? w->state : "?", w->pid, jobs,
+                   id);
+            free(id);
+        }
+    }
+    gf_msg_clear(&rep);
+    gf_client_destroy(&cl);
+    return rc;
+}

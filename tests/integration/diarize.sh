@@ -1,0 +1,149 @@
+#!/bin/bash
+# diarize.sh — `gpuflock diarize --local` end to end:
+#  1. weight-free mode on ../shared/data/audio/sample.wav: a valid RTTM, the
+#     notice on stderr and in the JSON, and its DER against sample.rttm
+#     (gpuflock der when built in, else tests/ref/der_frames.py);
+#  2. without --local: broker-backed diarize is refused plainly (69);
+#  3. bad inputs (missing, empty, not audio) named with non-zero exit while
+#     the good file in the same call gets its RTTM; a DIR argument;
+#  4. the neural pipeline with random-weight model files (tests/ref/gpu_models.py)
+#     and the community-1 PLDA on a 12 s file; --save-intermediates, then
+#     `gpuflock cluster` on them gives the same RTTM;
+#  5. usage errors.
+set -u
+BUILD=${BUILD:-build}
+G="$BUILD/bin/gpuflock"
+A=../shared/data/audio
+P=../shared/data/community-1/plda
+PY=/usr/bin/python3
+[ -f "$A/sample.wav" ] || { echo "skip: no $A/sample.wav"; exit 77; }
+T=$(mktemp -d /tmp/gf_diarize_it.XXXXXX)
+trap 'rm -rf "$T"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+
+# Lines of a valid RTTM for uri $2: ten fields, SPEAKER, numbers, duration > 0.
+check_rttm() {
+    [ -s "$1" ] || fail "$1 missing or empty"
+    awk -v uri="$2" 'NF != 10 || $1 != "SPEAKER" || $2 != uri || $3 != 1 ||
+        $4 !~ /^[0-9]+\.[0-9]+$/ || $5 !~ /^[0-9]+\.[0-9]+$/ || $5 + 0 <= 0 ||
+        $6 != "<NA>" || $8 !~ /^SPEAKER_[0-9][0-9]$/ { print "bad line " NR ": " $0; bad = 1 }
+        END { exit bad }' "$1" || fail "$1 is not a valid RTTM"
+}
+
+der() {
+    if "$G" der --help >/dev/null 2>&1; then
+        "$G" der "$1" "$2"
+    else
+        "$PY" tests/ref/der_frames.py "$1" "$2"
+    fi
+}
+
+# 1. weight-free mode
+"$G" diarize --local --models "$T/no-models" --out "$T/wf" --json "$A/sample.wav" \
+    >"$T/wf.out" 2>"$T/wf.err" || { cat "$T/wf.err"; fail "weight-free run exited $?"; }
+check_rttm "$T/wf/sample.rttm" sample
+grep -q "weight-free mode: no model files in $T/no-models" "$T/wf.err" || fail "no notice on stderr"
+grep -q "(weight-free mode)" "$T/wf.out" || fail "no notice in the summary line"
+grep -q '"mode":"weight-free"' "$T/wf/sample.json" || fail "JSON mode"
+grep -q '"notice":"weight-free mode: no model files in' "$T/wf/sample.json" || fail "JSON notice"
+grep -q "windows" "$T/wf.err" || fail "no progress lines"
+ls "$T/wf" | grep -q tmp && fail "temporary file left in --out"
+der "$A/sample.rttm" "$T/wf/sample.rttm" | tee "$T/der.txt"
+d=$(awk '/^TOTAL/ { print $NF "%" } /^DER / { print $2 }' "$T/der.txt" | head -1)
+[ -n "$d" ] || fail "no DER in: $(cat "$T/der.txt")"
+echo "ok: weight-free RTTM, notice, DER $d"
+
+# forced speaker count
+"$G" diarize --local --models "$T/no-models" --out "$T/n3" --num-speakers 3 "$A/sample.wav" \
+    >/dev/null 2>&1 || fail "--num-speakers run"
+[ "$(awk '{print $8}' "$T/n3/sample.rttm" | sort -u | wc -l)" -eq 3 ] || fail "--num-speakers 3"
+echo "ok: --num-speakers"
+
+# 2. no broker diarize job kind yet
+"$G" diarize "$A/sample.wav" 2>"$T/nolocal.err"
+rc=$?
+[ $rc -eq 69 ] || fail "without --local: exit $rc, want 69"
+grep -q -- "--local" "$T/nolocal.err" || fail "no --local suggestion"
+echo "ok: without --local exits 69"
+
+# 3. bad inputs beside a good one; a directory argument
+mkdir -p "$T/in"
+cp "$A/sample.wav" "$T/in/good.wav"
+: >"$T/in/empty.wav"
+printf 'this is not audio\n' >"$T/in/notes.wav"
+"$G" diarize --local --models "$T/no-models" --out "$T/bad" "$T/in/missing.wav" \
+    "$T/in/empty.wav" "$T/in/notes.wav" "$T/in/good.wav" >"$T/bad.out" 2>"$T/bad.err"
+rc=$?
+[ $rc -ne 0 ] || fail "bad inputs: exit 0"
+check_rttm "$T/bad/good.rttm" good
+for f in missing empty notes; do
+    grep -q "$T/in/$f.wav" "$T/bad.err" || fail "$f.wav not named in errors"
+    [ ! -e "$T/bad/$f.rttm" ] || fail "RTTM written for $f.wav"
+done
+grep "$T/in/missing.wav" "$T/bad.err" | grep -qi "no such file" || fail "missing: reason"
+grep "$T/in/empty.wav" "$T/bad.err" | grep -qi "empty\|zero\|no audio\|length" || fail "empty: reason"
+grep "$T/in/notes.wav" "$T/bad.err" | grep -qi "format\|recogni" || fail "not audio: reason"
+echo "ok: bad inputs named (exit $rc), good file diarized"
+
+mkdir -p "$T/dir"
+cp "$A/sample.wav" "$T/dir/a.wav"
+cp "$A/sample.wav" "$T/dir/b.WAV"
+printf 'x\n' >"$T/dir/readme.txt"
+"$G" diarize --local --models "$T/no-models" "$T/dir" >/dev/null 2>&1 || fail "DIR run"
+check_rttm "$T/dir/a.rttm" a
+check_rttm "$T/dir/b.rttm" b
+[ ! -e "$T/dir/readme.rttm" ] || fail "non-audio file in DIR diarized"
+mkdir -p "$T/emptydir"
+"$G" diarize --local --models "$T/no-models" "$T/emptydir" 2>"$T/emptydir.err" && fail "empty DIR: exit 0"
+grep -q "no audio files" "$T/emptydir.err" || fail "empty DIR message"
+echo "ok: DIR arguments"
+
+# 5. usage errors
+"$G" diarize --local --num-speakers 2 --min-speakers 1 "$A/sample.wav" 2>/dev/null
+[ $? -eq 64 ] || fail "--num-speakers with --min-speakers"
+"$G" diarize --local 2>/dev/null
+[ $? -eq 64 ] || fail "no FILE"
+"$G" diarize --local --bogus "$A/sample.wav" 2>/dev/null
+[ $? -eq 64 ] || fail "unknown option"
+echo "ok: usage errors"
+
+# 4. the neural pipeline on random weights
+if ! "$PY" -c 'import torch, numpy' 2>/dev/null; then
+    echo "ok (part 4 not run: $PY has no torch)"
+    exit 0
+fi
+[ -d "$P" ] || { echo "ok (part 4 not run: no PLDA at $P)"; exit 0; }
+"$PY" tests/ref/gpu_models.py "$T/models" 3 >/dev/null || fail "gpu_models.py"
+cp -r "$P" "$T/models/plda"
+sox "$A/sample.wav" "$T/short.wav" trim 5 12 2>/dev/null \
+    || "$PY" -c "
+import wave, sys
+r = wave.open('$A/sample.wav'); w = wave.open('$T/short.wav', 'w')
+w.setparams(r.getparams()); r.readframes(5 * 16000); w.writeframes(r.readframes(12 * 16000))"
+"$G" diarize --local --models "$T/models" --out "$T/nn" --json --save-intermediates "$T/inter" \
+    "$T/short.wav" >"$T/nn.out" 2>"$T/nn.err" || { cat "$T/nn.err"; fail "neural run"; }
+check_rttm "$T/nn/short.rttm" short
+grep -q "weight-free" "$T/nn.err" "$T/nn.out" && fail "neural run says weight-free"
+grep -q '"mode":"neural"' "$T/nn/short.json" || fail "JSON mode neural"
+"$PY" - "$T/inter" <<'EOF' || fail "intermediate shapes"
+import sys, numpy as np
+d = sys.argv[1]
+lg = np.load(d + "/segmentation_logits.npy")
+sg = np.load(d + "/segmentations.npy")
+em = np.load(d + "/embeddings.npy")
+assert lg.shape == (3, 589, 7) and lg.dtype == np.float32, lg.shape
+assert sg.shape == (3, 589, 3) and set(np.unique(sg)) <= {0.0, 1.0}, sg.shape
+assert em.shape == (3, 3, 256), em.shape
+# hard powerset decoding of the logits is the segmentation
+ps = np.array([[0,0,0],[1,0,0],[0,1,0],[0,0,1],[1,1,0],[1,0,1],[0,1,1]], np.float32)
+assert (ps[lg.argmax(-1)] == sg).all()
+# NaN exactly where a speaker is inactive in the window
+act = sg.sum(1) > 0
+nan = np.isnan(em).all(-1)
+assert (act == ~nan).all() and np.isfinite(em[act]).all()
+print("intermediates ok:", lg.shape, sg.shape, em.shape, int(act.sum()), "embeddings")
+EOF
+"$G" cluster --segmentations "$T/inter/segmentations.npy" --embeddings "$T/inter/embeddings.npy" \
+    --plda "$T/models/plda" --uri short -o "$T/cluster.rttm" || fail "gpuflock cluster"
+cmp "$T/cluster.rttm" "$T/nn/short.rttm" || fail "cluster on the saved intermediates differs"
+echo "ok: neural pipeline on random weights; gpuflock cluster reproduces its RTTM"

@@ -1,0 +1,55 @@
+#!/bin/bash
+# Crashes: a worker killed with SIGKILL mid-job (the job runs again and
+# completes); --no-requeue fails at once instead; the broker killed with
+# SIGKILL while jobs are queued and running, then restarted: no job lost,
+# none run twice at the same time, and running jobs are reclaimed.
+. tests/integration/lib/jobs.bash
+write_config
+start_broker || exit 1
+worker_pid() { cat "$T/run/worker$1.pid"; }
+
+# worker SIGKILL mid-job → requeued, runs again, completes
+j=$(gf submit --gpu 0 -- sh -c "echo run >> $T/runs; sleep 1; echo finished >> $T/runs")
+for _ in $(seq 100); do [ -s "$T/runs" ] && break; sleep 0.05; done
+[ -s "$T/runs" ] || fail "job did not start"
+kill -KILL "$(worker_pid 0)"
+gf wait "$j" || fail "job after a worker crash did not complete: $(job_field "$j" reason)"
+[ "$(grep -c '^run$' "$T/runs")" = 2 ] || fail "expected 2 runs: $(cat "$T/runs")"
+[ "$(job_field "$j" attempts)" = 2 ] || fail "attempts $(job_field "$j" attempts)"
+# the worker was restarted
+for _ in $(seq 100); do [ "$(gf workers | grep -c ' idle ')" = 2 ] && break; sleep 0.05; done
+[ "$(gf workers | grep -c ' idle ')" = 2 ] || fail "worker not restarted: $(gf workers)"
+
+# --no-requeue: fails at once when its worker dies
+n=$(gf submit --no-requeue --gpu 1 -- sh -c "echo x > $T/nr; sleep 5")
+for _ in $(seq 100); do [ -s "$T/nr" ] && break; sleep 0.05; done
+kill -KILL "$(worker_pid 1)"
+gf wait "$n"; [ $? -ne 0 ] || fail "--no-requeue job succeeded"
+[ "$(job_field "$n" state)" = failed ] || fail "--no-requeue state"
+job_field "$n" reason | grep -q 'no-requeue' || fail "--no-requeue reason: $(job_field "$n" reason)"
+for _ in $(seq 100); do [ "$(gf workers | grep -c ' idle ')" = 2 ] && break; sleep 0.05; done
+
+# broker SIGKILL with jobs queued and running; restart
+EV="$T/events"
+ids=$(gf submit --array 12 -- sh -c "echo start \$GPUFLOCK_JOB_ID \$(date +%s%N) >> $EV; sleep 0.6; echo end \$GPUFLOCK_JOB_ID \$(date +%s%N) >> $EV") || fail submit
+for _ in $(seq 100); do [ "$(cat "$EV" 2>/dev/null | grep -c start)" -ge 2 ] && break; sleep 0.05; done
+kill -KILL "$BROKER_PID"; wait "$BROKER_PID" 2>/dev/null; BROKER_PID=
+sleep 0.3
+restart_broker || fail "restart"
+gf wait $ids || fail "jobs after a broker crash"
+/usr/bin/python3 - "$EV" $ids <<'PY' || fail "runs overlap or missing"
+import sys
+ev = [l.split() for l in open(sys.argv[1])]
+ids = sys.argv[2:]
+for i in ids:
+    mine = sorted((int(t), k) for k, j, t in ev if j == i)
+    assert mine, "job %s never ran" % i
+    depth = 0
+    for t, k in mine:
+        depth += 1 if k == 'start' else -1
+        assert depth <= 1, "job %s ran twice at the same time" % i
+    assert depth == 0 and mine[-1][1] == 'end', "job %s did not finish" % i
+print("ok", len(ids), "jobs,", sum(1 for e in ev if e[0] == 'start'), "starts")
+PY
+grep -q 'reclaimed by the worker' "$T/broker.log" || fail "no job was reclaimed after the restart"
+echo "ok: worker crash, no-requeue, broker crash"

@@ -1,0 +1,39 @@
+#!/bin/bash
+# gpuflock locks: one row per card; a flock(1) holder shown with its pid as
+# someone else's flock, a gpuflock exec holder as gpuflock; --json too.
+. tests/integration/lib/locktest.sh
+
+out=$("$GF" locks --config "$CFG") || fail "locks failed"
+echo "$out"
+echo "$out" | grep -Eq "^0 +cpu +cpu +$L0 +free$" || fail "card 0 row wrong"
+echo "$out" | grep -Eq "^1 +cpu +cpu +$L1 +free$" || fail "card 1 row wrong"
+
+flock_holder "$L1" -x
+f=$BGPID
+exec_holder -s --gpu 0
+g=$BGPID
+wait_holder "$L0" "$g"
+out=$("$GF" locks --config "$CFG") || fail "locks failed"
+echo "$out"
+echo "$out" | grep -Eq "^1 .*pid $f exclusive flock: sleep 600$" || fail "flock(1) holder not shown"
+echo "$out" | grep -Eq "^0 .*pid $g shared gpuflock: .*gpuflock exec --config" ||
+    fail "gpuflock holder not shown"
+
+"$GF" locks --json --config "$CFG" >"$T/locks.json" || fail "locks --json failed"
+/usr/bin/python3 - "$T/locks.json" "$f" "$g" "$L0" "$L1" <<'PY' || fail "JSON wrong: $(cat "$T/locks.json")"
+import json, sys
+doc = json.load(open(sys.argv[1]))
+f, g, l0, l1 = int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5]
+cards = {c["index"]: c for c in doc["cards"]}
+assert set(cards) == {0, 1}
+assert cards[0]["lock"] == l0 and cards[1]["lock"] == l1 and cards[0]["kind"] == "cpu"
+h1 = cards[1]["holders"]
+assert [(h["pid"], h["mode"], h["holder"]) for h in h1] == [(f, "exclusive", "flock")], h1
+assert h1[0]["command"] == "sleep 600"
+h0 = cards[0]["holders"]
+assert [(h["pid"], h["mode"], h["holder"]) for h in h0] == [(g, "shared", "gpuflock")], h0
+assert doc["bench_lock"]["holders"] == []
+PY
+expect_status 64 "$GF" locks --config "$CFG" extra 2>/dev/null
+expect_status 78 "$GF" locks --config "$T/missing.yaml" 2>/dev/null
+echo "locks shows flock(1) and gpuflock holders with their pids"

@@ -1,0 +1,158 @@
+/* gpu_proof.c — the GPU proof suite: `make gpu-proof` runs it through
+ * `gpuflock exec --proof` on a card.
+ *
+ * It proves where it runs before it proves anything else: under the card's
+ * lock (a fresh open of GPUFLOCK_LOCK_FILE and a non-blocking try must report
+ * "would block") and without the configuration's scrubbed override variables.
+ * Then it prints the card's identity and route plan, and runs the GPU checks
+ * (every kernel and both routes against the CPU references on random inputs:
+ * the programs under build/tests/gpu). Any failure: exit 1. Without a CUDA
+ * device it says so and exits 0 (skipped). Usage: gpu_proof [TESTS_DIR];
+ * gpu_proof --probe exits 0 when there is a CUDA device, 3 when there is none. */
+#include "common/card.h"
+#include "common/config.h"
+#include "common/error.h"
+#include "worker/evidence.h"
+#include "worker/planner.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static int failures;
+
+static void check(int ok, const char *what)
+{
+    printf("%s %s\n", ok ? "ok  " : "FAIL", what);
+    if (!ok)
+        failures++;
+}
+
+static void check_lock(void)
+{
+    const char *path = getenv("GPUFLOCK_LOCK_FILE");
+    check(path != NULL, "GPUFLOCK_LOCK_FILE is set (run through gpuflock exec --proof)");
+    if (!path)
+        return;
+    /* GPUFLOCK_LOCK_FILE may list several cards, comma-separated: the first. */
+    char first[4096];
+    snprintf(first, sizeof first, "%s", path);
+    char *comma = strchr(first, ',');
+    if (comma)
+        *comma = '\0';
+    int fd = open(first, O_RDONLY | O_CLOEXEC);
+    check(fd >= 0, "the card's lock file opens");
+    if (fd < 0)
+        return;
+    int r = flock(fd, LOCK_EX | LOCK_NB);
+    check(r != 0 && errno == EWOULDBLOCK,
+          "a fresh open + non-blocking try reports 'would block': the card is locked");
+    close(fd);
+}
+
+static void check_scrubbed(const gf_config *cfg)
+{
+    for (size_t i = 0; i < cfg->n_scrub_env; i++) {
+        char what[256];
+        snprintf(what, sizeof what, "%s is absent from the environment", cfg->scrub_env[i]);
+        check(getenv(cfg->scrub_env[i]) == NULL, what);
+    }
+}
+
+static int print_plan(const gf_card_identity *card)
+{
+    const char *dir = getenv("GPUFLOCK_EVIDENCE") ? getenv("GPUFLOCK_EVIDENCE") : "evidence";
+    gf_evidence *ev = NULL;
+    if (gf_evidence_open(dir, &ev) != 0) {
+        check(0, "the evidence tables validate");
+        return -1;
+    }
+    gf_planner pl = { ev, card, &gf_module_provider_embedded, gf_planner_force_library_env() };
+    gf_route *routes = NULL;
+    size_t n = 0;
+    int rc = gf_plan_all(&pl, &routes, &n);
+    check(rc == 0, "the route plan is made");
+    size_t own = 0;
+    for (size_t i = 0; i < n; i++)
+        if (routes[i].kind == GF_ROUTE_OWN) {
+            own++;
+            printf("     own: %s batch %d %s (%s)\n", routes[i].boundary, routes[i].batch,
+                   gf_math_name(routes[i].math), routes[i].detail);
+        }
+    printf("     plan: %zu routes, %zu own, the rest library\n", n, own);
+    free(routes);
+    gf_evidence_destroy(&ev);
+    return 0;
+}
+
+static void run_gpu_checks(const char *dir)
+{
+    DIR *d = opendir(dir);
+    check(d != NULL, "the GPU check programs are built");
+    if (!d)
+        return;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (strncmp(e->d_name, "test_gpu_", 9) != 0)
+            continue;
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        fflush(stdout);
+        pid_t pid = fork();
+        if (pid == 0) {
+            setenv("CMOCKA_MESSAGE_OUTPUT", "stdout", 1);
+            execl(path, path, (char *)NULL);
+            _exit(127);
+        }
+        int st = 0;
+        waitpid(pid, &st, 0);
+        char what[4200];
+        snprintf(what, sizeof what, "%s (kernels and routes against the CPU references)",
+                 e->d_name);
+        check(WIFEXITED(st) && WEXITSTATUS(st) == 0, what);
+    }
+    closedir(d);
+}
+
+int main(int argc, char **argv)
+{
+    int count = 0;
+    gf_card_cuda_count(&count);
+    if (argc > 1 && strcmp(argv[1], "--probe") == 0)
+        return count > 0 ? 0 : 3;   /* for the Makefile: is there a card to prove on? */
+    const char *tests = argc > 1 ? argv[1] : "build/tests/gpu";
+    if (count == 0) {
+        printf("gpu-proof: no CUDA device on this machine: the GPU proof suite is skipped\n");
+        return 0;
+    }
+    gf_config *cfg = NULL;
+    if (gf_config_load(NULL, &cfg) != 0)
+        return GF_EXIT_CONFIG;
+    check_lock();
+    check_scrubbed(cfg);
+    const char *dev = getenv("GPUFLOCK_DEVICE");
+    int index = dev ? atoi(dev) : 0;
+    gf_device_conf conf = { .index = 0, .kind = GF_DEVICE_CUDA, .lock = NULL, .shared_slots = 1 };
+    /* CUDA_VISIBLE_DEVICES names only our card: ordinal 0 inside the job. */
+    gf_card_identity card;
+    int rc = gf_card_identify(&conf, &card);
+    check(rc == 0, "the card is identified through the driver");
+    if (rc == 0) {
+        card.index = index;
+        char *text = gf_card_format(&card);
+        printf("     card %d: %s\n", index, text);
+        free(text);
+        print_plan(&card);
+    }
+    run_gpu_checks(tests);
+    gf_config_destroy(&cfg);
+    printf("gpu-proof: %s (%d failure%s)\n", failures ? "FAILED" : "passed", failures,
+           failures == 1 ? "" : "s");
+    return failures ? 1 : 0;
+}

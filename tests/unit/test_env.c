@@ -1,0 +1,77 @@
+/* test_env.c — building a command's environment. */
+#include "common/env.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <string.h>
+
+static size_t count(char *const *vars)
+{
+    size_t n = 0;
+    while (vars[n])
+        n++;
+    return n;
+}
+
+static void test_copy_set_unset(void **state)
+{
+    (void)state;
+    char *base[] = { "PATH=/usr/bin", "CUDA_LAUNCH_BLOCKING=1", "HOME=/root", "noequals", NULL };
+    gf_env *env = gf_env_new(base);
+    assert_int_equal(count(gf_env_array(env)), 3);   /* an entry without '=' is dropped */
+    assert_string_equal(gf_env_get(env, "HOME"), "/root");
+    assert_null(gf_env_get(env, "HOM"));               /* names match whole */
+
+    gf_env_set(env, "CUDA_VISIBLE_DEVICES", "GPU-1234");
+    gf_env_set(env, "HOME", "/home/x");                 /* replaced in place */
+    assert_string_equal(gf_env_array(env)[2], "HOME=/home/x");
+    assert_string_equal(gf_env_get(env, "CUDA_VISIBLE_DEVICES"), "GPU-1234");
+
+    assert_true(gf_env_unset(env, "CUDA_LAUNCH_BLOCKING"));
+    assert_false(gf_env_unset(env, "CUDA_LAUNCH_BLOCKING"));
+    assert_null(gf_env_get(env, "CUDA_LAUNCH_BLOCKING"));
+    assert_int_equal(count(gf_env_array(env)), 3);
+    assert_string_equal(gf_env_array(env)[0], "PATH=/usr/bin");
+    gf_env_destroy(&env);
+    assert_null(env);
+    gf_env_destroy(&env);
+}
+
+static void test_repeated_name_removed_entirely(void **state)
+{
+    (void)state;
+    char *base[] = { "A=1", "B=2", "A=3", NULL };
+    gf_env *env = gf_env_new(base);
+    assert_true(gf_env_unset(env, "A"));
+    assert_int_equal(count(gf_env_array(env)), 1);
+    assert_string_equal(gf_env_array(env)[0], "B=2");
+    gf_env_destroy(&env);
+}
+
+static void test_grows(void **state)
+{
+    (void)state;
+    gf_env *env = gf_env_new(NULL);
+    char name[16];
+    for (int i = 0; i < 100; i++) {
+        snprintf(name, sizeof name, "V%d", i);
+        gf_env_set(env, name, "x");
+    }
+    assert_int_equal(count(gf_env_array(env)), 100);
+    assert_string_equal(gf_env_get(env, "V99"), "x");
+    gf_env_destroy(&env);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_copy_set_unset),
+        cmocka_unit_test(test_repeated_name_removed_entirely),
+        cmocka_unit_test(test_grows),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

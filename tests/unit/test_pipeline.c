@@ -1,0 +1,384 @@
+/* test_pipeline.c — the pieces of the diarization pipeline that are its own:
+ * window count and zero padding of the last window, the overlap-excluded
+ * pooling mask, the energy voice activity, the fbank-statistics embeddings,
+ * and the weight-free pipeline end to end on a synthetic recording (two
+ * harmonic "voices" in turns over low noise), written as a real WAV file. */
+#include "common/devstats.h"
+#include "common/error.h"
+#include "common/log.h"
+#include "common/util.h"
+#include "worker/diar/audio.h"
+#include "worker/diar/fbank.h"
+#include "worker/diar/npy.h"
+#include "worker/diar/pipeline.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <math.h>
+#include <sndfile.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static char tmpdir[64];
+
+static uint64_t rng = 0x9e3779b97f4a7c15ull;
+
+/* uniform in [-1, 1) */
+static double urand(void)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (double)(rng >> 11) / (double)(1ull << 52) - 1.0;
+}
+
+/* A "voice": harmonics of f0 shaped by two formant bumps, with a slow
+ * syllable envelope so that it looks like speech to an energy detector. */
+static double voice(double t, double f0, double fa, double fb)
+{
+    double s = 0.0;
+    for (int h = 1; h * f0 < 4000.0; h++) {
+        double f = h * f0;
+        double g = exp(-pow((f - fa) / 250.0, 2)) + 0.6 * exp(-pow((f - fb) / 350.0, 2)) + 0.02;
+        s += g * sin(2 * M_PI * f * t + h);
+    }
+    double syll = 0.6 + 0.4 * sin(2 * M_PI * 3.0 * t);
+    return 0.08 * syll * s;
+}
+
+typedef struct {
+    double start, end;  /* seconds */
+    int who;            /* 0 or 1 */
+} turn;
+
+static char *write_wav(const char *name, const float *x, size_t n)
+{
+    char *path = gf_strfmt("%s/%s", tmpdir, name);
+    SF_INFO info = { .samplerate = 16000, .channels = 1,
+                     .format = SF_FORMAT_WAV | SF_FORMAT_PCM_16 };
+    SNDFILE *f = sf_open(path, SFM_WRITE, &info);
+    assert_non_null(f);
+    assert_int_equal(sf_write_float(f, x, (sf_count_t)n), (sf_count_t)n);
+    sf_close(f);
+    return path;
+}
+
+/* n samples of noise at about -66 dBFS with the turns voiced over it */
+static float *make_turns(const turn *turns, int n_turns, size_t n)
+{
+    float *x = gf_malloc(n * sizeof *x);
+    for (size_t i = 0; i < n; i++) {
+        double t = (double)i / 16000.0, s = 0.0005 * urand();
+        for (int k = 0; k < n_turns; k++)
+            if (t >= turns[k].start && t < turns[k].end)
+                s += turns[k].who ? voice(t, 210.0, 800.0, 2300.0) : voice(t, 105.0, 500.0, 1500.0);
+        x[i] = (float)s;
+    }
+    return x;
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/gf_pipeline_test.XXXXXX");
+    assert_non_null(mkdtemp(tmpdir));
+    gf_log_init("test_pipeline", GF_LOG_ERROR);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    char *cmd = gf_strfmt("rm -rf '%s'", tmpdir);
+    int rc = system(cmd);
+    free(cmd);
+    return rc == 0 ? 0 : -1;
+}
+
+/* 10 s windows every 1 s; the last one starts at the next step and is
+ * padded when samples remain after the last whole window */
+static void test_window_count(void **state)
+{
+    (void)state;
+    const size_t W = GF_DIAR_WINDOW, S = GF_DIAR_STEP;
+    assert_int_equal(gf_audio_windows_count(0, W, S), 0);
+    assert_int_equal(gf_audio_windows_count(1, W, S), 1);
+    assert_int_equal(gf_audio_windows_count(100000, W, S), 1);
+    assert_int_equal(gf_audio_windows_count(160000, W, S), 1);
+    assert_int_equal(gf_audio_windows_count(160001, W, S), 2);
+    assert_int_equal(gf_audio_windows_count(176000, W, S), 2);
+    assert_int_equal(gf_audio_windows_count(200000, W, S), 4);
+    assert_int_equal(gf_audio_windows_count(480000, W, S), 21);
+}
+
+static void set_run(float *act, int s, int from, int to)
+{
+    for (int f = from; f < to; f++)
+        act[f * GF_DIAR_SPEAKERS + s] = 1.0f;
+}
+
+static size_t ones(const float *mask, int from, int to)
+{
+    size_t n = 0;
+    for (int f = from; f < to; f++)
+        n += mask[f] == 1.0f;
+    return n;
+}
+
+/* the overlap-excluded mask when it keeps more than 2 frames, else the full
+ * mask; nothing for an inactive speaker */
+static void test_pool_mask(void **state)
+{
+    (void)state;
+    float act[GF_DIAR_FRAMES * GF_DIAR_SPEAKERS] = { 0 };
+    float mask[GF_DIAR_FRAMES];
+    set_run(act, 0, 0, 100);
+    set_run(act, 1, 50, 150);
+    /* speaker 0: 50 clean frames of 100 */
+    assert_int_equal(gf_diar_pool_mask(act, 0, mask), 50);
+    assert_int_equal(ones(mask, 0, 50), 50);
+    assert_int_equal(ones(mask, 50, GF_DIAR_FRAMES), 0);
+    /* speaker 1: clean 100..149 */
+    assert_int_equal(gf_diar_pool_mask(act, 1, mask), 50);
+    assert_int_equal(ones(mask, 100, 150), 50);
+    /* speaker 2 never speaks */
+    assert_int_equal(gf_diar_pool_mask(act, 2, mask), 0);
+    assert_int_equal(ones(mask, 0, GF_DIAR_FRAMES), 0);
+
+    /* speaker 2 on 300..305, overlapped on 300..303: 2 clean frames -> full */
+    set_run(act, 2, 300, 305);
+    set_run(act, 0, 300, 303);
+    assert_int_equal(gf_diar_pool_mask(act, 2, mask), 5);
+    assert_int_equal(ones(mask, 300, 305), 5);
+    /* 3 clean frames is more than 2: the clean mask */
+    set_run(act, 2, 305, 306);
+    assert_int_equal(gf_diar_pool_mask(act, 2, mask), 3);
+    assert_int_equal(ones(mask, 303, 306), 3);
+    assert_int_equal(ones(mask, 300, 303), 0);
+}
+
+/* frame f of the 589 covers [f*270, f*270+991) samples */
+static int frame_at(double sec)
+{
+    return (int)((sec * 16000.0 - 495.0) / 270.0 + 0.5);
+}
+
+static void test_energy_vad(void **state)
+{
+    (void)state;
+    const turn turns[] = { { 2.0, 4.0, 0 }, { 6.0, 7.5, 1 } };
+    float *x = make_turns(turns, 2, GF_DIAR_WINDOW);
+    float act[GF_DIAR_FRAMES];
+    double noise = NAN;
+    gf_diar_energy_vad(x, GF_DIAR_WINDOW, &noise, act);
+    assert_true(noise < -50.0);
+    for (double t = 2.1; t < 3.9; t += 0.05)
+        assert_true(act[frame_at(t)] == 1.0f);
+    for (double t = 6.1; t < 7.4; t += 0.05)
+        assert_true(act[frame_at(t)] == 1.0f);
+    for (double t = 0.1; t < 1.8; t += 0.05)
+        assert_true(act[frame_at(t)] == 0.0f);
+    for (double t = 4.3; t < 5.7; t += 0.05)
+        assert_true(act[frame_at(t)] == 0.0f);
+    for (double t = 7.8; t < 9.9; t += 0.05)
+        assert_true(act[frame_at(t)] == 0.0f);
+
+    /* the same window where only the first 7 s are audio: speech after that
+     * is padding and stays inactive */
+    noise = NAN;
+    gf_diar_energy_vad(x, 7 * 16000, &noise, act);
+    assert_true(act[frame_at(6.5)] == 1.0f);
+    for (double t = 7.1; t < 10.0; t += 0.05)
+        assert_true(act[frame_at(t)] == 0.0f);
+    free(x);
+}
+
+/* mean and std of the cepstra over the active frames */
+static void test_fbank_stats(void **state)
+{
+    (void)state;
+    const turn turns[] = { { 0.0, 10.0, 0 } };
+    float *x = make_turns(turns, 1, GF_DIAR_WINDOW);
+    gf_fbank *fb = gf_fbank_new();
+    size_t nf = 0;
+    float *feats = gf_malloc(GF_DIAR_FBANK_FRAMES * GF_FBANK_BINS * sizeof *feats);
+    assert_int_equal(gf_fbank_run(fb, x, GF_DIAR_WINDOW, feats, &nf, 0), 0);
+    assert_int_equal(nf, GF_DIAR_FBANK_FRAMES);
+    float act[GF_DIAR_FRAMES], out[GF_DIAR_WF_DIM];
+    for (int f = 0; f < GF_DIAR_FRAMES; f++)
+        act[f] = 0.0f;
+    assert_int_equal(gf_diar_fbank_stats(feats, nf, act, out), 0);
+    for (int k = 0; k < GF_DIAR_WF_DIM; k++)
+        assert_true(isnan(out[k]));
+
+    /* frames 100..199 of the 589 active: compute the first cepstrum's mean
+     * and std directly over the fbank frames the stats say they used */
+    for (int f = 100; f < 200; f++)
+        act[f] = 1.0f;
+    size_t used = gf_diar_fbank_stats(feats, nf, act, out);
+    assert_true(used > 160 && used < 180);   /* ~ 100 * 998 / 589 */
+    double sum = 0.0, sq = 0.0;
+    size_t n = 0;
+    for (size_t k = 0; k < nf; k++) {
+        long centre = (long)k * 160 + 200;
+        long f = (centre - 495 + 135) / 270;
+        if (f < 100 || f >= 200)
+            continue;
+        double c1 = 0.0;
+        for (int m = 0; m < GF_FBANK_BINS; m++)
+            c1 += cos(M_PI * (m + 0.5) / GF_FBANK_BINS) * feats[k * GF_FBANK_BINS + (size_t)m];
+        sum += c1;
+        sq += c1 * c1;
+        n++;
+    }
+    assert_int_equal(n, used);
+    double mean = sum / (double)n, sd = sqrt(sq / (double)n - mean * mean);
+    assert_true(fabs(out[0] - mean) <= 1e-3 * (1.0 + fabs(mean)));
+    assert_true(fabs(out[GF_DIAR_WF_CEPS] - sd) <= 1e-3 * (1.0 + sd));
+    assert_true(sd > 0.0);
+
+    /* normalisation: unit rows, NaN rows left alone */
+    float rows[3 * GF_DIAR_WF_DIM];
+    memcpy(rows, out, sizeof out);
+    for (int k = 0; k < GF_DIAR_WF_DIM; k++) {
+        rows[GF_DIAR_WF_DIM + k] = NAN;
+        rows[2 * GF_DIAR_WF_DIM + k] = out[k] * 0.5f + (float)k;
+    }
+    gf_diar_wf_normalise(rows, 3, GF_DIAR_WF_DIM);
+    for (int r = 0; r < 3; r += 2) {
+        double norm = 0.0;
+        for (int k = 0; k < GF_DIAR_WF_DIM; k++)
+            norm += (double)rows[r * GF_DIAR_WF_DIM + k] * rows[r * GF_DIAR_WF_DIM + k];
+        assert_true(fabs(norm - 1.0) < 1e-5);
+    }
+    assert_true(isnan(rows[GF_DIAR_WF_DIM]));
+    free(feats);
+    gf_fbank_destroy(&fb);
+    free(x);
+}
+
+/* the weight-free pipeline on 21.3 s of two voices in turns: one padded
+ * last window, intermediates saved with their shapes, padding inactive, two
+ * speakers found, each turn's speaker consistent with the voice */
+static void test_weight_free_run(void **state)
+{
+    (void)state;
+    const turn turns[] = { { 0.5, 4.5, 0 }, { 5.0, 9.0, 1 }, { 9.5, 13.0, 0 },
+                           { 13.5, 17.0, 1 }, { 17.5, 21.0, 0 } };
+    size_t n = 340800;  /* 21.3 s */
+    float *x = make_turns(turns, 5, n);
+    char *path = write_wav("turns.wav", x, n);
+    free(x);
+    gf_diar *d = gf_diar_new("/nonexistent/models", 4, NULL);
+    assert_non_null(d);
+    assert_true(gf_diar_weight_free(d));
+    gf_diar_run_opts o = gf_diar_run_defaults();
+    char *save = gf_strfmt("%s/inter", tmpdir);
+    o.save_dir = save;
+    gf_devstats *st = gf_devstats_new();
+    gf_diar_result res;
+    assert_int_equal(gf_diar_run(d, path, &o, st, &res), 0);
+    assert_true(res.weight_free);
+    assert_int_equal(res.n_windows, gf_audio_windows_count((int64_t)n, GF_DIAR_WINDOW,
+                                                           GF_DIAR_STEP));
+    assert_int_equal(res.n_windows, 13);
+    assert_true(fabs(res.duration - 21.3) < 1e-6);
+    assert_int_equal(res.n_speakers, 2);
+
+    /* every reference turn's middle is covered by one hypothesis speaker,
+     * and the two voices get different labels */
+    const char *who[2] = { NULL, NULL };
+    for (int k = 0; k < 5; k++) {
+        double mid = 0.5 * (turns[k].start + turns[k].end);
+        const char *spk = NULL;
+        for (size_t i = 0; i < res.rttm->n; i++) {
+            const gf_turn *t = &res.rttm->turns[i];
+            if (t->start <= mid && mid < t->start + t->duration)
+                spk = t->speaker;
+        }
+        assert_non_null(spk);
+        if (!who[turns[k].who])
+            who[turns[k].who] = spk;
+        assert_string_equal(who[turns[k].who], spk);
+    }
+    assert_string_not_equal(who[0], who[1]);
+
+    /* intermediates: no logits in weight-free mode; padding frames of the
+     * last window (it starts at 12 s, audio ends at 21.3 s) inactive */
+    char *p = gf_strfmt("%s/segmentations.npy", save);
+    gf_npy_array *a = NULL;
+    assert_int_equal(gf_npy_load(p, &a), 0);
+    size_t want[] = { 13, GF_DIAR_FRAMES, GF_DIAR_SPEAKERS };
+    assert_int_equal(gf_npy_check_shape(p, a, 3, want), 0);
+    const float *seg = a->data;
+    for (int f = frame_at(9.5); f < GF_DIAR_FRAMES; f++)
+        for (int s = 0; s < GF_DIAR_SPEAKERS; s++)
+            assert_true(seg[((size_t)12 * GF_DIAR_FRAMES + (size_t)f) * GF_DIAR_SPEAKERS
+                            + (size_t)s] == 0.0f);
+    gf_npy_destroy(&a);
+    free(p);
+    p = gf_strfmt("%s/embeddings.npy", save);
+    assert_int_equal(gf_npy_load(p, &a), 0);
+    size_t want_e[] = { 13, GF_DIAR_SPEAKERS, GF_DIAR_WF_DIM };
+    assert_int_equal(gf_npy_check_shape(p, a, 3, want_e), 0);
+    gf_npy_destroy(&a);
+    free(p);
+    p = gf_strfmt("%s/segmentation_logits.npy", save);
+    assert_int_not_equal(access(p, F_OK), 0);
+    free(p);
+
+    /* per-stage rows, all "unavailable: cpu card" */
+    const gf_devstats_row *rows;
+    size_t nr = gf_devstats_rows(st, &rows);
+    assert_true(nr >= 4);
+    for (size_t i = 0; i < nr; i++) {
+        assert_int_equal(rows[i].count, 0);
+        assert_true(rows[i].unavailable > 0);
+        assert_string_equal(rows[i].reason, "cpu card");
+    }
+    gf_diar_result_free(&res);
+    gf_devstats_destroy(&st);
+    free(save);
+    free(path);
+    gf_diar_destroy(&d);
+    gf_diar_destroy(&d);
+}
+
+/* bad files: an error naming the problem, nothing else */
+static void test_bad_inputs(void **state)
+{
+    (void)state;
+    gf_diar *d = gf_diar_new_weight_free(2);
+    gf_diar_run_opts o = gf_diar_run_defaults();
+    gf_diar_result res;
+    char *missing = gf_strfmt("%s/missing.wav", tmpdir);
+    assert_int_equal(gf_diar_run(d, missing, &o, NULL, &res), GF_ENOENT);
+    assert_null(res.rttm);
+    char *text = gf_strfmt("%s/notes.wav", tmpdir);
+    FILE *f = fopen(text, "w");
+    fputs("these are not samples\n", f);
+    fclose(f);
+    assert_true(gf_diar_run(d, text, &o, NULL, &res) < 0);
+    assert_null(res.rttm);
+    free(missing);
+    free(text);
+    gf_diar_destroy(&d);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_window_count),
+        cmocka_unit_test(test_pool_mask),
+        cmocka_unit_test(test_energy_vad),
+        cmocka_unit_test(test_fbank_stats),
+        cmocka_unit_test(test_weight_free_run),
+        cmocka_unit_test(test_bad_inputs),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}

@@ -1,0 +1,269 @@
+/* test_sched.c — the scheduling rules, on the job table alone: priority
+ * then submission order, named/any/K cards, exclusive vs shared slots, the
+ * exclusive waiter blocking new shared jobs, --after, requeue, reclaim. */
+#include "broker/sched.h"
+#include "common/config.h"
+#include "common/error.h"
+#include "common/util.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char yaml[] =
+    "run_dir: /tmp/gf-sched-test/run\n"
+    "state_dir: /tmp/gf-sched-test/state\n"
+    "devices:\n"
+    "  - {index: 0, kind: cpu, lock: /tmp/gf-sched-test/gpu0.lock, shared_slots: 2}\n"
+    "  - {index: 1, kind: cpu, lock: /tmp/gf-sched-test/gpu1.lock, shared_slots: 2}\n"
+    "  - {index: 2, kind: cpu, lock: /tmp/gf-sched-test/gpu2.lock, shared_slots: 2}\n";
+
+static gf_sched *make(int online_cards)
+{
+    gf_config *cfg = NULL;
+    assert_int_equal(gf_config_parse("test.yaml", yaml, strlen(yaml), &cfg), 0);
+    gf_sched *s = gf_sched_new(cfg);
+    gf_config_destroy(&cfg);
+    for (int i = 0; i < online_cards; i++)
+        assert_int_equal(gf_sched_card_online(s, i, true), 0);
+    return s;
+}
+
+static uint64_t add(gf_sched *s, uint64_t id, gf_req_kind req, int n, gf_job_mode mode, int prio)
+{
+    gf_job j;
+    gf_job_init(&j);
+    j.id = id;
+    j.spec.argv = gf_calloc(2, sizeof(char *));
+    j.spec.argv[0] = gf_strdup("true");
+    j.spec.argc = 1;
+    j.spec.req = req;
+    if (req == GF_REQ_GPU)
+        j.spec.gpu = n;
+    if (req == GF_REQ_GPUS)
+        j.spec.gpus = n;
+    j.spec.mode = mode;
+    j.spec.priority = prio;
+    gf_sched_add(s, &j);
+    return id;
+}
+
+/* The next start, or 0 when nothing starts. */
+static uint64_t next(gf_sched *s, int *card0)
+{
+    gf_sched_decision d;
+    if (!gf_sched_next(s, &d))
+        return 0;
+    assert_int_equal(d.action, GF_SCHED_START);
+    if (card0)
+        *card0 = d.cards[0];
+    return d.id;
+}
+
+static void test_priority_then_order(void **state)
+{
+    (void)state;
+    gf_sched *s = make(1);
+    add(s, 1, GF_REQ_ANY, 0, GF_MODE_EXCLUSIVE, 0);
+    add(s, 2, GF_REQ_ANY, 0, GF_MODE_EXCLUSIVE, 5);
+    add(s, 3, GF_REQ_ANY, 0, GF_MODE_EXCLUSIVE, 5);
+    add(s, 4, GF_REQ_ANY, 0, GF_MODE_EXCLUSIVE, -1);
+    uint64_t order[4];
+    for (int i = 0; i < 4; i++) {
+        order[i] = next(s, NULL);
+        assert_int_equal(next(s, NULL), 0);   /* one card, exclusive: one at a time */
+        gf_sched_get(s, order[i])->job.state = GF_STATE_DONE;
+        gf_sched_release(s, order[i], false);
+    }
+    assert_int_equal(order[0], 2);
+    assert_int_equal(order[1], 3);
+    assert_int_equal(order[2], 1);
+    assert_int_equal(order[3], 4);
+    gf_sched_destroy(&s);
+}
+
+static void test_shared_slots_and_exclusive(void **state)
+{
+    (void)state;
+    gf_sched *s = make(1);
+    add(s, 1, GF_REQ_GPU, 0, GF_MODE_SHARED, 0);
+    add(s, 2, GF_REQ_GPU, 0, GF_MODE_SHARED, 0);
+    add(s, 3, GF_REQ_GPU, 0, GF_MODE_SHARED, 0);
+    assert_int_equal(next(s, NULL), 1);
+    assert_int_equal(next(s, NULL), 2);
+    assert_int_equal(next(s, NULL), 0);     /* two slots */
+    int ex, sh;
+    gf_sched_card_load(s, 0, &ex, &sh);
+    assert_int_equal(sh, 2);
+    char why[80];
+    gf_sched_reason(gf_sched_get(s, 3), why, sizeof(why));
+    assert_string_equal(why, "card 0 busy");
+    gf_sched_release(s, 1, false);
+    assert_int_equal(next(s, NULL), 3);
+    /* an exclusive job waits for both shared holders */
+    add(s, 4, GF_REQ_GPU, 0, GF_MODE_EXCLUSIVE, 0);
+    assert_int_equal(next(s, NULL), 0);
+    gf_sched_release(s, 2, false);
+    assert_int_equal(next(s, NULL), 0);
+    gf_sched_release(s, 3, false);
+    assert_int_equal(next(s, NULL), 4);
+    gf_sched_card_load(s, 0, &ex, &sh);
+    assert_int_equal(ex, 1);
+    gf_sched_destroy(&s);
+}
+
+/* Shared jobs keep arriving while an exclusive one waits: none of those
+ * that came after it starts on its card before it. */
+static void test_exclusive_not_starved(void **state)
+{
+    (void)state;
+    gf_sched *s = make(1);
+    add(s, 1, GF_REQ_GPU, 0, GF_MODE_SHARED, 0);
+    assert_int_equal(next(s, NULL), 1);
+    add(s, 2, GF_REQ_GPU, 0, GF_MODE_EXCLUSIVE, 0);
+    uint64_t id = 3;
+    for (int round = 0; round < 5; round++) {
+        add(s, id++, GF_REQ_GPU, 0, GF_MODE_SHARED, 0);
+        assert_int_equal(next(s, NULL), 0);   /* a free shared slot, but 2 waits */
+    }
+    gf_sched_release(s, 1, false);
+    assert_int_equal(next(s, NULL), 2);
+    assert_int_equal(next(s, NULL), 0);
+    gf_sched_release(s, 2, false);
+    assert_int_equal(next(s, NULL), 3);
+    assert_int_equal(next(s, NULL), 4);
+    gf_sched_destroy(&s);
+}
+
+static void test_any_and_gpus(void **state)
+{
+    (void)state;
+    gf_sched *s = make(3);
+    int c;
+    add(s, 1, GF_REQ_ANY, 0, GF_MODE_EXCLUSIVE, 0);
+    assert_int_equal(next(s, &c), 1);
+    assert_int_equal(c, 0);
+    add(s, 2, GF_REQ_GPUS, 2, GF_MODE_EXCLUSIVE, 0);
+    gf_sched_decision d;
+    assert_true(gf_sched_next(s, &d));
+    assert_int_equal(d.id, 2);
+    assert_int_equal(d.n_cards, 2);
+    assert_int_equal(d.cards[0], 1);
+    assert_int_equal(d.cards[1], 2);
+    /* K cards all or none: 2 cards wanted, one free after job 1 ends */
+    add(s, 3, GF_REQ_GPUS, 2, GF_MODE_EXCLUSIVE, 0);
+    gf_sched_release(s, 1, false);
+    assert_int_equal(next(s, NULL), 0);
+    char why[80];
+    gf_sched_reason(gf_sched_get(s, 3), why, sizeof(why));
+    assert_string_equal(why, "fewer than 2 cards free");
+    gf_sched_release(s, 2, false);
+    assert_true(gf_sched_next(s, &d));
+    assert_int_equal(d.id, 3);
+    assert_int_equal(d.cards[0], 0);
+    assert_int_equal(d.cards[1], 1);
+    /* more cards than configured, or an unknown card: fail at once */
+    add(s, 4, GF_REQ_GPUS, 4, GF_MODE_EXCLUSIVE, 0);
+    assert_true(gf_sched_next(s, &d));
+    assert_int_equal(d.action, GF_SCHED_FAIL);
+    add(s, 5, GF_REQ_GPU, 9, GF_MODE_EXCLUSIVE, 0);
+    assert_true(gf_sched_next(s, &d));
+    assert_int_equal(d.action, GF_SCHED_FAIL);
+    assert_non_null(strstr(d.reason, "no card 9"));
+    gf_sched_destroy(&s);
+}
+
+static void test_offline_cards(void **state)
+{
+    (void)state;
+    gf_sched *s = make(0);
+    add(s, 1, GF_REQ_GPU, 1, GF_MODE_EXCLUSIVE, 0);
+    assert_int_equal(next(s, NULL), 0);
+    char why[80];
+    gf_sched_reason(gf_sched_get(s, 1), why, sizeof(why));
+    assert_string_equal(why, "no worker for card 1");
+    gf_sched_card_online(s, 0, true);
+    assert_int_equal(next(s, NULL), 0);
+    gf_sched_card_online(s, 1, true);
+    assert_int_equal(next(s, NULL), 1);
+    assert_int_equal(gf_sched_card_online(s, 7, true), GF_ENOENT);
+    gf_sched_destroy(&s);
+}
+
+static void test_after(void **state)
+{
+    (void)state;
+    gf_sched *s = make(2);
+    add(s, 1, GF_REQ_ANY, 0, GF_MODE_EXCLUSIVE, 0);
+    add(s, 2, GF_REQ_ANY, 0, GF_MODE_EXCLUSIVE, 0);
+    gf_sched_job *sj = gf_sched_get(s, 2);
+    sj->job.spec.after = gf_calloc(1, sizeof(uint64_t));
+    sj->job.spec.after[0] = 1;
+    sj->job.spec.n_after = 1;
+    add(s, 3, GF_REQ_ANY, 0, GF_MODE_EXCLUSIVE, 0);
+    sj = gf_sched_get(s, 3);
+    sj->job.spec.after = gf_calloc(1, sizeof(uint64_t));
+    sj->job.spec.after[0] = 2;
+    sj->job.spec.n_after = 1;
+    assert_int_equal(next(s, NULL), 1);
+    assert_int_equal(next(s, NULL), 0);   /* a free card, but 2 waits for 1 */
+    char why[80];
+    gf_sched_reason(gf_sched_get(s, 2), why, sizeof(why));
+    assert_string_equal(why, "waiting for job 1");
+    gf_sched_get(s, 1)->job.state = GF_STATE_DONE;
+    gf_sched_release(s, 1, false);
+    assert_int_equal(next(s, NULL), 2);
+    gf_sched_get(s, 2)->job.state = GF_STATE_FAILED;
+    gf_sched_release(s, 2, false);
+    gf_sched_decision d;
+    assert_true(gf_sched_next(s, &d));
+    assert_int_equal(d.id, 3);
+    assert_int_equal(d.action, GF_SCHED_FAIL);
+    assert_string_equal(d.reason, "dependency 2 failed");
+    assert_int_equal(gf_sched_pending(s), 0);
+    gf_sched_destroy(&s);
+}
+
+static void test_requeue_and_hold(void **state)
+{
+    (void)state;
+    gf_sched *s = make(1);
+    add(s, 1, GF_REQ_ANY, 0, GF_MODE_EXCLUSIVE, 0);
+    add(s, 2, GF_REQ_ANY, 0, GF_MODE_EXCLUSIVE, 0);
+    assert_int_equal(next(s, NULL), 1);
+    gf_sched_release(s, 1, true);           /* its worker died */
+    assert_int_equal(gf_sched_get(s, 1)->job.state, GF_STATE_PENDING);
+    assert_int_equal(next(s, NULL), 1);     /* back in its place, before 2 */
+    gf_sched_release(s, 1, false);
+    /* a reclaimed running job holds its card: 2 cannot start */
+    int cards[1] = { 0 };
+    assert_int_equal(gf_sched_hold(s, 1, cards, 1), 0);
+    assert_int_equal(next(s, NULL), 0);
+    gf_sched_unqueue(s, 2);
+    assert_int_equal(gf_sched_pending(s), 0);
+    add(s, 3, GF_REQ_ANY, 0, GF_MODE_EXCLUSIVE, 0);
+    assert_int_equal(gf_sched_hold(s, 3, cards, 1), GF_EBUSY);
+    size_t pos = 0, n = 0;
+    while (gf_sched_iter(s, &pos))
+        n++;
+    assert_int_equal(n, 3);
+    gf_sched_destroy(&s);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_priority_then_order),
+        cmocka_unit_test(test_shared_slots_and_exclusive),
+        cmocka_unit_test(test_exclusive_not_starved),
+        cmocka_unit_test(test_any_and_gpus),
+        cmocka_unit_test(test_offline_cards),
+        cmocka_unit_test(test_after),
+        cmocka_unit_test(test_requeue_and_hold),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,326 @@
+/* test_store.c — the SQLite job store on real files in a fresh folder:
+ * insert/get/update, ids, live listing, durability across a process that
+ * dies without closing, forward migration from schema 1, refusal of a newer
+ * schema, and a damaged row. */
+#include "broker/store.h"
+#include "common/error.h"
+#include "common/log.h"
+#include "common/proto.h"
+#include "common/util.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+typedef struct {
+    char dir[64];
+    char *path;
+} fixture;
+
+static int setup(void **state)
+{
+    fixture *f = gf_calloc(1, sizeof(*f));
+    snprintf(f->dir, sizeof(f->dir), "/tmp/gf-store-XXXXXX");
+    if (!mkdtemp(f->dir))
+        return -1;
+    f->path = gf_strfmt("%s/jobs.db", f->dir);
+    gf_log_init("test_store", GF_LOG_ERROR);
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fixture *f = *state;
+    char *cmd = gf_strfmt("rm -rf '%s'", f->dir);
+    int rc = system(cmd);
+    (void)rc;
+    free(cmd);
+    free(f->path);
+    free(f);
+    return 0;
+}
+
+static void make_job(gf_job *j, const char *word, int priority)
+{
+    gf_job_init(j);
+    j->spec.argv = gf_calloc(3, sizeof(char *));
+    j->spec.argv[0] = gf_strdup("echo");
+    j->spec.argv[1] = gf_strdup(word);
+    j->spec.argc = 2;
+    j->spec.cwd = gf_strdup("/tmp");
+    j->spec.priority = priority;
+    j->uid = 1000;
+    j->gid = 1000;
+    j->submitted_ms = gf_wall_ms();
+}
+
+static void test_insert_get_update(void **state)
+{
+    fixture *f = *state;
+    gf_store *s = gf_store_open(f->path);
+    assert_non_null(s);
+    assert_int_equal(gf_store_schema_version(s), GF_STORE_SCHEMA_VERSION);
+    gf_job a, b, got;
+    make_job(&a, "alpha", 5);
+    make_job(&b, "beta", -1);
+    assert_int_equal(gf_store_begin(s), 0);
+    assert_int_equal(gf_store_insert(s, &a), 0);
+    assert_int_equal(gf_store_insert(s, &b), 0);
+    assert_int_equal(gf_store_commit(s), 0);
+    assert_true(a.id > 0);
+    assert_true(b.id > a.id);
+
+    assert_int_equal(gf_store_get(s, b.id, &got), 0);
+    assert_string_equal(got.spec.argv[1], "beta");
+    assert_int_equal(got.spec.priority, -1);
+    assert_int_equal(got.state, GF_STATE_PENDING);
+    gf_job_clear(&got);
+
+    /* a finished run: state, result, statistics */
+    a.state = GF_STATE_DONE;
+    a.attempts = 1;
+    a.exit_status = 0;
+    a.ended_ms = gf_wall_ms();
+    a.cpu_user_ms = 12;
+    a.stats = gf_calloc(1, sizeof(gf_stat));
+    a.stats[0].key = gf_strdup("chunks");
+    a.stats[0].i = 42;
+    a.n_stats = 1;
+    assert_int_equal(gf_store_begin(s), 0);
+    assert_int_equal(gf_store_update(s, &a), 0);
+    assert_int_equal(gf_store_commit(s), 0);
+    assert_int_equal(gf_store_get(s, a.id, &got), 0);
+    assert_int_equal(got.state, GF_STATE_DONE);
+    assert_int_equal(got.stats[0].i, 42);
+    assert_int_equal(got.cpu_user_ms, 12);
+    gf_job_clear(&got);
+
+    assert_int_equal(gf_store_get(s, 9999, &got), GF_ENOENT);
+    gf_job_clear(&got);
+    gf_job ghost;
+    make_job(&ghost, "ghost", 0);
+    ghost.id = 9999;
+    assert_int_equal(gf_store_update(s, &ghost), GF_ENOENT);
+    gf_job_clear(&ghost);
+
+    gf_job *all;
+    size_t n;
+    assert_int_equal(gf_store_load(s, true, &all, &n), 0);
+    assert_int_equal(n, 1);                 /* only beta is live */
+    assert_int_equal(all[0].id, b.id);
+    gf_job_clear(&all[0]);
+    free(all);
+    assert_int_equal(gf_store_load(s, false, &all, &n), 0);
+    assert_int_equal(n, 2);
+    for (size_t i = 0; i < n; i++)
+        gf_job_clear(&all[i]);
+    free(all);
+
+    /* a rolled-back insert leaves nothing */
+    gf_job c;
+    make_job(&c, "gamma", 0);
+    assert_int_equal(gf_store_begin(s), 0);
+    assert_int_equal(gf_store_insert(s, &c), 0);
+    assert_int_equal(gf_store_rollback(s), 0);
+    assert_int_equal(gf_store_get(s, c.id, &got), GF_ENOENT);
+    gf_job_clear(&got);
+    gf_job_clear(&c);
+
+    gf_job_clear(&a);
+    gf_job_clear(&b);
+    gf_store_destroy(&s);
+    gf_store_destroy(&s);
+    /* WAL mode: the -wal file is used */
+    char *wal = gf_strfmt("%s-wal", f->path);
+    struct stat stt;
+    s = gf_store_open(f->path);
+    assert_int_equal(stat(wal, &stt), 0);
+    gf_store_destroy(&s);
+    free(wal);
+}
+
+/* A child commits jobs and dies with SIGKILL, never closing the database:
+ * every committed job is there for the next process. */
+static void test_durable_across_crash(void **state)
+{
+    fixture *f = *state;
+    int pipefd[2];
+    assert_int_equal(pipe(pipefd), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        gf_store *s = gf_store_open(f->path);
+        if (!s)
+            _exit(1);
+        for (int i = 0; i < 50; i++) {
+            gf_job j;
+            make_job(&j, "crash", i);
+            if (gf_store_begin(s) || gf_store_insert(s, &j) || gf_store_commit(s))
+                _exit(2);
+            gf_job_clear(&j);
+        }
+        /* an uncommitted one, lost with the process */
+        gf_job j;
+        make_job(&j, "uncommitted", 0);
+        if (gf_store_begin(s) || gf_store_insert(s, &j))
+            _exit(3);
+        if (write(pipefd[1], "x", 1) != 1)
+            _exit(4);
+        pause();
+        _exit(0);
+    }
+    close(pipefd[1]);
+    char c;
+    assert_int_equal(read(pipefd[0], &c, 1), 1);
+    close(pipefd[0]);
+    kill(pid, SIGKILL);
+    int st;
+    waitpid(pid, &st, 0);
+    assert_true(WIFSIGNALED(st));
+
+    gf_store *s = gf_store_open(f->path);
+    assert_non_null(s);
+    gf_job *all;
+    size_t n;
+    assert_int_equal(gf_store_load(s, false, &all, &n), 0);
+    assert_int_equal(n, 50);
+    for (size_t i = 0; i < n; i++) {
+        assert_string_equal(all[i].spec.argv[1], "crash");
+        assert_int_equal(all[i].spec.priority, (int)i);
+        gf_job_clear(&all[i]);
+    }
+    free(all);
+    /* ids keep growing after the lost insert */
+    gf_job j;
+    make_job(&j, "after", 0);
+    assert_int_equal(gf_store_begin(s), 0);
+    assert_int_equal(gf_store_insert(s, &j), 0);
+    assert_int_equal(gf_store_commit(s), 0);
+    assert_true(j.id >= 51);
+    gf_job_clear(&j);
+    gf_store_destroy(&s);
+}
+
+/* A database written by schema 1 (by hand here) opens, migrates to the
+ * current schema, and keeps its jobs. */
+static void test_migration(void **state)
+{
+    fixture *f = *state;
+    gf_job j;
+    make_job(&j, "old", 3);
+    j.id = 7;
+    gf_msg m;
+    memset(&m, 0, sizeof(m));
+    m.op = GF_OP_JOBS;
+    m.jobs = &j;
+    m.n_jobs = 1;
+    uint8_t *buf;
+    size_t len;
+    assert_int_equal(gf_proto_encode(&m, &buf, &len), 0);
+
+    sqlite3 *db;
+    assert_int_equal(sqlite3_open(f->path, &db), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(db,
+                                  "CREATE TABLE jobs (id INTEGER PRIMARY KEY AUTOINCREMENT,"
+                                  " state TEXT NOT NULL, uid INTEGER NOT NULL,"
+                                  " priority INTEGER NOT NULL, submitted_ms INTEGER NOT NULL,"
+                                  " record BLOB NOT NULL); PRAGMA user_version = 1;",
+                                  NULL, NULL, NULL),
+                     SQLITE_OK);
+    sqlite3_stmt *st;
+    assert_int_equal(sqlite3_prepare_v2(db,
+                                        "INSERT INTO jobs VALUES (7, 'pending', 1000, 3, 1, ?1)",
+                                        -1, &st, NULL),
+                     SQLITE_OK);
+    sqlite3_bind_blob(st, 1, buf, (int)len, SQLITE_TRANSIENT);
+    assert_int_equal(sqlite3_step(st), SQLITE_DONE);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    free(buf);
+    gf_job_clear(&j);
+
+    gf_store *s = gf_store_open(f->path);
+    assert_non_null(s);
+    assert_int_equal(gf_store_schema_version(s), GF_STORE_SCHEMA_VERSION);
+    gf_job got;
+    assert_int_equal(gf_store_get(s, 7, &got), 0);
+    assert_string_equal(got.spec.argv[1], "old");
+    got.state = GF_STATE_DONE;
+    got.ended_ms = 99;
+    assert_int_equal(gf_store_begin(s), 0);
+    assert_int_equal(gf_store_update(s, &got), 0);   /* the v2 column exists */
+    assert_int_equal(gf_store_commit(s), 0);
+    gf_job_clear(&got);
+    gf_store_destroy(&s);
+}
+
+static void test_newer_schema_refused(void **state)
+{
+    fixture *f = *state;
+    sqlite3 *db;
+    assert_int_equal(sqlite3_open(f->path, &db), SQLITE_OK);
+    char *sql = gf_strfmt("PRAGMA user_version = %d;", GF_STORE_SCHEMA_VERSION + 1);
+    assert_int_equal(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
+    free(sql);
+    sqlite3_close(db);
+    assert_null(gf_store_open(f->path));
+    /* and a folder that is not there */
+    char *bad = gf_strfmt("%s/no/such/dir/jobs.db", f->dir);
+    assert_null(gf_store_open(bad));
+    free(bad);
+}
+
+static void test_damaged_row_skipped(void **state)
+{
+    fixture *f = *state;
+    gf_store *s = gf_store_open(f->path);
+    gf_job a;
+    make_job(&a, "fine", 0);
+    assert_int_equal(gf_store_begin(s), 0);
+    assert_int_equal(gf_store_insert(s, &a), 0);
+    assert_int_equal(gf_store_commit(s), 0);
+    gf_store_destroy(&s);
+    sqlite3 *db;
+    assert_int_equal(sqlite3_open(f->path, &db), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(db,
+                                  "INSERT INTO jobs(state, uid, priority, submitted_ms, record)"
+                                  " VALUES ('pending', 0, 0, 0, x'c1c1c1')",
+                                  NULL, NULL, NULL),
+                     SQLITE_OK);
+    sqlite3_close(db);
+    s = gf_store_open(f->path);
+    gf_job *all;
+    size_t n;
+    assert_int_equal(gf_store_load(s, false, &all, &n), 0);
+    assert_int_equal(n, 1);
+    assert_int_equal(all[0].id, a.id);
+    gf_job_clear(&all[0]);
+    free(all);
+    gf_job got;
+    assert_int_equal(gf_store_get(s, a.id + 1, &got), GF_EIO);
+    gf_job_clear(&got);
+    gf_job_clear(&a);
+    gf_store_destroy(&s);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_insert_get_update, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_durable_across_crash, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_migration, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_newer_schema_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_damaged_row_skipped, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

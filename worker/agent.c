@@ -1,0 +1,428 @@
+/* agent.c — the worker's event loop (see agent.h).
+ *
+ * One thread: a zmq_poll over the broker socket and a signalfd (SIGCHLD for
+ * ended jobs, SIGTERM/SIGINT to stop), with a short timeout while a job
+ * waits for a lock held by someone else (its lock is tried again each
+ * round, never blocking the loop). */
+#include "worker/agent.h"
+
+#include "common/error.h"
+#include "common/log.h"
+#include "common/proto.h"
+#include "common/util.h"
+#include "common/wire.h"
+#include "worker/runner.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+#include <zmq.h>
+
+#define LOCK_RETRY_MS 10
+
+/* A job on this worker: waiting for its lock, running, or ended with its
+ * result not yet known to be safe with the broker. */
+typedef struct slot {
+    gf_run *run;
+    char said[512];           /* last waiting message sent */
+    uint64_t kill_at;         /* monotonic ms of the SIGKILL, 0: none */
+    bool done;                /* ended; result kept for a resend */
+    gf_msg result;
+    uint64_t sent_at;         /* monotonic ms the result was last sent */
+    struct slot *next;
+} slot;
+
+struct gf_agent {
+    const gf_config *cfg;
+    int device;
+    gf_card_identity card;
+    void *ctx;
+    void *sock;               /* DEALER to the broker */
+    int sigfd;
+    slot *slots;
+    uint64_t last_heard;      /* monotonic ms of the broker's last message */
+    uint64_t next_beat;
+    bool stopping;
+};
+
+static void *connect_broker(gf_agent *self)
+{
+    void *s = zmq_socket(self->ctx, ZMQ_DEALER);
+    int zero = 0;
+    int64_t maxsz = (int64_t)GF_PROTO_MAX_FRAME + 1024;
+    zmq_setsockopt(s, ZMQ_LINGER, &zero, sizeof(zero));
+    zmq_setsockopt(s, ZMQ_MAXMSGSIZE, &maxsz, sizeof(maxsz));
+    const char *ep = self->cfg->worker_endpoint;
+    if (strncmp(ep, "tcp://", 6) == 0 && self->cfg->curve_public_key) {
+        char pub[41], sec[41];
+        zmq_curve_keypair(pub, sec);
+        zmq_setsockopt(s, ZMQ_CURVE_SERVERKEY, self->cfg->curve_public_key, 40);
+        zmq_setsockopt(s, ZMQ_CURVE_PUBLICKEY, pub, 40);
+        zmq_setsockopt(s, ZMQ_CURVE_SECRETKEY, sec, 40);
+    }
+    if (zmq_connect(s, ep) != 0) {
+        GF_ERROR("cannot connect to %s: %s", ep, zmq_strerror(errno));
+        zmq_close(s);
+        return NULL;
+    }
+    return s;
+}
+
+gf_agent *gf_agent_new(const gf_config *cfg, int device, const gf_card_identity *card)
+{
+    gf_agent *self = gf_calloc(1, sizeof(*self));
+    self->cfg = cfg;
+    self->device = device;
+    self->card = *card;
+    self->ctx = zmq_ctx_new();
+    self->sock = connect_broker(self);
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGCHLD);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    sigprocmask(SIG_BLOCK, &set, NULL);
+    self->sigfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+    if (!self->sock || self->sigfd < 0) {
+        if (self->sigfd < 0)
+            GF_ERROR("signalfd: %s", strerror(errno));
+        gf_agent_destroy(&self);
+        return NULL;
+    }
+    return self;
+}
+
+void gf_agent_destroy(gf_agent **self_p)
+{
+    gf_agent *self = *self_p;
+    if (!self)
+        return;
+    while (self->slots) {
+        slot *s = self->slots;
+        self->slots = s->next;
+        gf_run_destroy(&s->run);
+        gf_msg_clear(&s->result);
+        free(s);
+    }
+    if (self->sock)
+        zmq_close(self->sock);
+    if (self->ctx)
+        zmq_ctx_term(self->ctx);
+    if (self->sigfd >= 0)
+        close(self->sigfd);
+    free(self);
+    *self_p = NULL;
+}
+
+static void tell(gf_agent *self, gf_msg *m)
+{
+    int rc = gf_wire_send(self->sock, NULL, false, m);
+    if (rc)
+        GF_WARN("sending '%s' to the broker: %s", gf_proto_op_name(m->op), gf_strerror(rc));
+}
+
+static void send_ready(gf_agent *self)
+{
+    gf_msg m;
+    memset(&m, 0, sizeof(m));
+    m.op = GF_OP_READY;
+    m.device = self->device;
+    m.pid = (int32_t)getpid();
+    m.card = self->card;
+    size_t n = 0;
+    for (slot *s = self->slots; s; s = s->next)
+        n++;
+    m.running = gf_calloc(n ? n : 1, sizeof(gf_running));
+    for (slot *s = self->slots; s; s = s->next) {
+        gf_running *r = &m.running[m.n_running++];
+        r->id = gf_run_id(s->run);
+        r->attempt = gf_run_attempt(s->run);
+        r->pid = s->done ? 0 : gf_run_pid(s->run) > 0 ? gf_run_pid(s->run) : 0;
+        r->started_ms = gf_run_started_ms(s->run);
+    }
+    tell(self, &m);
+    gf_msg_clear(&m);
+    /* and the results the broker may not have */
+    for (slot *s = self->slots; s; s = s->next)
+        if (s->done) {
+            tell(self, &s->result);
+            s->sent_at = gf_now_ms();
+        }
+}
+
+static slot *find(gf_agent *self, uint64_t id, int32_t attempt)
+{
+    for (slot *s = self->slots; s; s = s->next)
+        if (gf_run_id(s->run) == id && gf_run_attempt(s->run) == attempt)
+            return s;
+    return NULL;
+}
+
+static void unlink_slot(gf_agent *self, slot *x)
+{
+    for (slot **pp = &self->slots; *pp; pp = &(*pp)->next)
+        if (*pp == x) {
+            *pp = x->next;
+            break;
+        }
+    gf_run_destroy(&x->run);
+    gf_msg_clear(&x->result);
+    free(x);
+}
+
+static void finish_slot(gf_agent *self, slot *s, gf_msg *result)
+{
+    s->done = true;
+    s->result = *result;
+    memset(result, 0, sizeof(*result));
+    tell(self, &s->result);
+    s->sent_at = gf_now_ms();
+}
+
+/* Try the locks of a waiting job; start it when they are had. */
+static void advance(gf_agent *self, slot *s)
+{
+    if (s->done || gf_run_started(s->run))
+        return;
+    char why[512];
+    int rc = gf_run_try_locks(s->run, why, sizeof(why));
+    if (rc == GF_EBUSY) {
+        if (strcmp(why, s->said) != 0) {
+            snprintf(s->said, sizeof(s->said), "%s", why);
+            gf_msg p;
+            memset(&p, 0, sizeof(p));
+            p.op = GF_OP_PROGRESS;
+            p.id = gf_run_id(s->run);
+            p.attempt = gf_run_attempt(s->run);
+            p.message = gf_strdup(why);
+            tell(self, &p);
+            GF_INFO("job %llu: %s", (unsigned long long)p.id, why);
+            gf_msg_clear(&p);
+        }
+        return;
+    }
+    if (rc == 0)
+        rc = gf_run_start(s->run, why, sizeof(why));
+    if (rc) {
+        GF_WARN("job %llu cannot start: %s", (unsigned long long)gf_run_id(s->run), why);
+        gf_msg r;
+        gf_run_result_unstarted(s->run, why, &r);
+        finish_slot(self, s, &r);
+        return;
+    }
+    gf_msg p;
+    memset(&p, 0, sizeof(p));
+    p.op = GF_OP_PROGRESS;
+    p.id = gf_run_id(s->run);
+    p.attempt = gf_run_attempt(s->run);
+    p.pid = (int32_t)gf_run_pid(s->run);
+    p.started_ms = gf_run_started_ms(s->run);
+    tell(self, &p);
+}
+
+static void on_job(gf_agent *self, gf_msg *m)
+{
+    if (find(self, m->id, m->attempt))
+        return;     /* a duplicate assignment: never two runs of one job */
+    slot *s = gf_calloc(1, sizeof(*s));
+    s->run = gf_run_new(m, self->cfg);
+    s->next = self->slots;
+    self->slots = s;
+    if (self->stopping) {
+        gf_msg r;
+        gf_run_result_unstarted(s->run, "worker stopping", &r);
+        finish_slot(self, s, &r);
+        return;
+    }
+    advance(self, s);
+}
+
+static void on_kill(gf_agent *self, gf_msg *m)
+{
+    slot *s = find(self, m->id, m->attempt);
+    if (!s || s->done)
+        return;
+    if (!gf_run_started(s->run)) {
+        gf_msg r;
+        gf_run_result_unstarted(s->run, m->message ? m->message : "killed before it started", &r);
+        finish_slot(self, s, &r);
+        return;
+    }
+    if (m->grace_s <= 0) {
+        gf_run_signal(s->run, SIGKILL);
+    } else {
+        gf_run_signal(s->run, SIGTERM);
+        gf_run_signal(s->run, SIGCONT);
+        s->kill_at = gf_now_ms() + (uint64_t)m->grace_s * 1000;
+    }
+}
+
+static void reap(gf_agent *self)
+{
+    for (slot *s = self->slots; s; s = s->next) {
+        gf_msg r;
+        if (!s->done && gf_run_reap(s->run, &r))
+            finish_slot(self, s, &r);
+    }
+}
+
+static void reconnect(gf_agent *self, const char *why)
+{
+    GF_WARN("broker %s: reconnecting to %s", why, self->cfg->worker_endpoint);
+    zmq_close(self->sock);
+    self->sock = connect_broker(self);
+    self->last_heard = gf_now_ms();
+    if (self->sock)
+        send_ready(self);
+}
+
+static void on_broker(gf_agent *self)
+{
+    for (;;) {
+        gf_msg m;
+        char err[256];
+        int rc = gf_wire_recv(self->sock, false, ZMQ_DONTWAIT, NULL, &m, err, sizeof(err));
+        if (rc == GF_ETIMEDOUT || rc == GF_EINTR || rc == GF_EIO)
+            return;
+        uint64_t now = gf_now_ms();
+        self->last_heard = now;
+        if (rc) {
+            GF_WARN("message from the broker refused: %s", err);
+            continue;
+        }
+        switch (m.op) {
+        case GF_OP_HEARTBEAT: {
+            /* results sent well before this beat are safe with the broker */
+            uint64_t settled = 2 * (uint64_t)self->cfg->heartbeat_interval_ms;
+            slot *s = self->slots;
+            while (s) {
+                slot *next = s->next;
+                if (s->done && now - s->sent_at > settled)
+                    unlink_slot(self, s);
+                s = next;
+            }
+            break;
+        }
+        case GF_OP_JOB: on_job(self, &m); break;
+        case GF_OP_KILL: on_kill(self, &m); break;
+        case GF_OP_DISCONNECT:
+            if (m.message && strncmp(m.message, "not registered", 14) == 0) {
+                send_ready(self);
+            } else {
+                /* the broker shuts down (it requeued our jobs) or replaced
+                 * us: our jobs must stop; then register again */
+                GF_INFO("broker says: %s", m.message ? m.message : "disconnect");
+                for (slot *s = self->slots; s; s = s->next)
+                    if (!s->done && gf_run_started(s->run)) {
+                        gf_run_signal(s->run, SIGTERM);
+                        s->kill_at = now + (uint64_t)self->cfg->kill_grace_s * 1000;
+                    }
+                send_ready(self);
+            }
+            break;
+        case GF_OP_ERROR:
+            GF_WARN("broker error %d: %s", m.code, m.message ? m.message : "");
+            break;
+        default:
+            GF_WARN("unexpected '%s' from the broker", gf_proto_op_name(m.op));
+        }
+        gf_msg_clear(&m);
+    }
+}
+
+static bool any_running(gf_agent *self)
+{
+    for (slot *s = self->slots; s; s = s->next)
+        if (!s->done && gf_run_started(s->run))
+            return true;
+    return false;
+}
+
+static void begin_stop(gf_agent *self)
+{
+    self->stopping = true;
+    uint64_t now = gf_now_ms();
+    for (slot *s = self->slots; s; s = s->next) {
+        if (s->done)
+            continue;
+        if (gf_run_started(s->run)) {
+            gf_run_signal(s->run, SIGTERM);
+            gf_run_signal(s->run, SIGCONT);
+            s->kill_at = now + (uint64_t)self->cfg->kill_grace_s * 1000;
+        } else {
+            gf_msg r;
+            gf_run_result_unstarted(s->run, "worker stopping", &r);
+            finish_slot(self, s, &r);
+        }
+    }
+}
+
+int gf_agent_run(gf_agent *self)
+{
+    self->last_heard = gf_now_ms();
+    send_ready(self);
+    uint64_t interval = (uint64_t)self->cfg->heartbeat_interval_ms;
+    uint64_t dead_after = interval * (uint64_t)self->cfg->heartbeat_liveness;
+    for (;;) {
+        uint64_t now = gf_now_ms();
+        if (self->stopping && !any_running(self))
+            break;
+        long timeout = self->next_beat > now ? (long)(self->next_beat - now) : 0;
+        for (slot *s = self->slots; s; s = s->next) {
+            if (!s->done && !gf_run_started(s->run) && timeout > LOCK_RETRY_MS)
+                timeout = LOCK_RETRY_MS;
+            if (s->kill_at && timeout > 50)
+                timeout = 50;
+        }
+        zmq_pollitem_t items[2] = {
+            { self->sock, 0, ZMQ_POLLIN, 0 },
+            { NULL, self->sigfd, ZMQ_POLLIN, 0 },
+        };
+        int rc = zmq_poll(items, 2, timeout);
+        if (rc < 0 && errno != EINTR) {
+            GF_ERROR("zmq_poll: %s", zmq_strerror(errno));
+            return GF_EIO;
+        }
+        if (rc > 0 && (items[1].revents & ZMQ_POLLIN)) {
+            struct signalfd_siginfo si;
+            while (read(self->sigfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+                if ((si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT) && !self->stopping) {
+                    GF_INFO("stopping: %s", strsignal((int)si.ssi_signo));
+                    begin_stop(self);
+                }
+            }
+            reap(self);
+        }
+        if (rc > 0 && (items[0].revents & ZMQ_POLLIN))
+            on_broker(self);
+        now = gf_now_ms();
+        for (slot *s = self->slots; s; s = s->next) {
+            advance(self, s);
+            if (!s->done && s->kill_at && now >= s->kill_at) {
+                gf_run_signal(s->run, SIGKILL);
+                s->kill_at = 0;
+            }
+        }
+        reap(self);
+        if (now >= self->next_beat) {
+            self->next_beat = now + interval;
+            gf_msg hb;
+            memset(&hb, 0, sizeof(hb));
+            hb.op = GF_OP_HEARTBEAT;
+            tell(self, &hb);
+            if (now - self->last_heard > dead_after)
+                reconnect(self, "silent");
+        }
+    }
+    gf_msg d;
+    memset(&d, 0, sizeof(d));
+    d.op = GF_OP_DISCONNECT;
+    d.message = gf_strdup("worker stopped");
+    tell(self, &d);
+    gf_msg_clear(&d);
+    return 0;
+}

@@ -1,0 +1,37 @@
+/* models.h — a models directory: its file names and its manifest.
+ *
+ * Layout (docs/models.md): segmentation.safetensors, embedding.safetensors,
+ * plda/xvec_transform.npz, plda/plda.npz and MANIFEST.sha256, the manifest in
+ * sha256sum(1) format ("<64 hex>  <path relative to the directory>"), so that
+ * `sha256sum -c MANIFEST.sha256` checks it too. tools/convert-checkpoints
+ * writes such a directory; `gpuflock models check` verifies one. */
+#ifndef GF_MODELS_H
+#define GF_MODELS_H
+
+#include <stddef.h>
+
+#define GF_MODELS_SEGMENTATION "segmentation.safetensors"
+#define GF_MODELS_EMBEDDING "embedding.safetensors"
+#define GF_MODELS_XVEC "plda/xvec_transform.npz"
+#define GF_MODELS_PLDA "plda/plda.npz"
+#define GF_MODELS_MANIFEST "MANIFEST.sha256"
+
+typedef struct gf_manifest gf_manifest;
+
+/* Read DIR/MANIFEST.sha256. Returns 0 and *out; GF_ENOENT when there is no
+ * manifest (nothing logged); GF_EINVAL after logging "FILE:LINE: problem" for
+ * a malformed line (bad digest, absolute path, "..", duplicate). */
+int gf_manifest_load(const char *dir, gf_manifest **out);
+
+/* Free; accepts NULL and sets *self_p to NULL. */
+void gf_manifest_destroy(gf_manifest **self_p);
+
+/* The digest listed for `relpath` (borrowed), or NULL if it is not listed. */
+const char *gf_manifest_sha256(const gf_manifest *self, const char *relpath);
+
+/* Number of entries, and the path and digest of the i-th (borrowed). */
+size_t gf_manifest_count(const gf_manifest *self);
+const char *gf_manifest_path_at(const gf_manifest *self, size_t i);
+const char *gf_manifest_sha256_at(const gf_manifest *self, size_t i);
+
+#endif

@@ -1,0 +1,146 @@
+/* pipeline.h — one recording in, speaker turns out: the community-1 recipe.
+ *
+ * Windows of 10 s every 1 s stream from the audio file (the last one
+ * zero-padded to full length; the whole waveform is never held). Batches of
+ * windows go through the segmentation network, hard powerset decoding gives
+ * binary activity [589, 3] per window; the Kaldi fbank of each window feeds
+ * the embedding network, whose trunk runs once per window and is pooled once
+ * per active local speaker, with the overlap-excluded mask when it keeps
+ * more than 2 frames, else the speaker's full mask (embedding_exclude_overlap);
+ * inactive speakers get NaN. Then gf_cluster_run (the same clustering as
+ * `gpuflock cluster`) turns the per-window results into RTTM turns. Memory
+ * beyond those per-window results is flat in the file's length.
+ *
+ * The two network calls go through a backend table (gf_diar_backend): the CPU
+ * networks are built in; a GPU backend plugs in the same way.
+ *
+ * Without model files the pipeline runs in weight-free mode: energy-based
+ * voice activity (one local speaker per window, active where there is
+ * speech), filterbank-statistics embeddings (mean and standard deviation of
+ * the log-mel fbank over the active frames), cosine AHC with its own
+ * threshold (PLDA and VBx are trained for the neural embeddings and do not
+ * apply). The result says so. */
+#ifndef GF_DIAR_PIPELINE_H
+#define GF_DIAR_PIPELINE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/devstats.h"
+#include "worker/diar/cluster.h"
+#include "worker/diar/rttm.h"
+
+#define GF_DIAR_WINDOW 160000     /* samples per window (10 s at 16 kHz) */
+#define GF_DIAR_STEP 16000        /* samples between windows (1 s) */
+#define GF_DIAR_FRAMES 589        /* segmentation frames per window */
+#define GF_DIAR_SPEAKERS 3        /* local speakers per window */
+#define GF_DIAR_CLASSES 7         /* powerset classes */
+#define GF_DIAR_FBANK_FRAMES 998  /* fbank frames per window */
+#define GF_DIAR_EMB_DIM 256       /* neural embedding size */
+#define GF_DIAR_WF_CEPS 20        /* weight-free: cepstra per fbank frame */
+#define GF_DIAR_WF_DIM (2 * GF_DIAR_WF_CEPS) /* weight-free embedding: means + stds */
+#define GF_DIAR_MIN_CLEAN 2       /* overlap-excluded mask used when it keeps more frames */
+#define GF_DIAR_WF_THRESHOLD 1.0  /* weight-free AHC cut (Euclidean on unit vectors: cos 0.5) */
+#define GF_DIAR_WF_BLOCK 0.5      /* weight-free: seconds per statistics block */
+#define GF_DIAR_WF_MIN_FRAMES 10  /* weight-free: speech fbank frames for a block vector */
+
+/* The two network calls, so that another device can replace them. */
+typedef struct {
+    const char *name;   /* "cpu", "cuda" */
+    const char *route;  /* devstats route name of its launches */
+    /* wave [B, 160000] → logp [B, 589, 7]. Returns 0 or a negative GF_E*. */
+    int (*segment)(void *ctx, const float *wave, int B, float *logp, gf_devstats *stats);
+    /* fbank [B, 998, 80]; job j pools window job_window[j] with
+     * masks[j * 589 ..] into emb[j * 256 ..]. Returns 0 or a GF_E*. */
+    int (*embed)(void *ctx, const float *fbank, int B, const int *job_window,
+                 const float *masks, int n_jobs, float *emb, gf_devstats *stats);
+    void (*destroy)(void *ctx);  /* frees ctx */
+    void *ctx;                   /* owned by the table */
+} gf_diar_backend;
+
+/* The CPU networks from models_dir, for batches of up to max_batch windows.
+ * Returns 0 and fills *out; GF_ENOENT when a model file is missing (nothing
+ * logged: the caller falls back to weight-free mode); GF_EINVAL after
+ * logging the file and tensor at fault. */
+int gf_diar_backend_cpu(const char *models_dir, int max_batch, gf_diar_backend *out);
+
+/* Windows done / total of a recording (total may grow by one if the
+ * header undercounts). */
+typedef void (*gf_diar_progress_fn)(void *user, size_t done, size_t total);
+
+typedef struct {
+    gf_cluster_opts cluster;       /* constraints and recipe parameters */
+    const char *save_dir;          /* write the intermediates here, or NULL */
+    gf_diar_progress_fn progress;  /* may be NULL */
+    void *progress_user;           /* passed to progress */
+} gf_diar_run_opts;
+
+/* Defaults: gf_cluster_defaults(), nothing saved, no progress. */
+gf_diar_run_opts gf_diar_run_defaults(void);
+
+typedef struct {
+    gf_rttm *rttm;           /* speaker turns, uri = the file's base name */
+    bool weight_free;        /* true: produced in weight-free mode */
+    size_t n_windows;        /* windows processed */
+    size_t n_speakers;       /* distinct speakers in the turns */
+    double duration;         /* seconds of audio */
+    double t_decode;         /* wall seconds: decoding and resampling */
+    double t_segmentation;   /* wall seconds: segmentation (or energy VAD) */
+    double t_fbank;          /* wall seconds: fbank */
+    double t_embedding;      /* wall seconds: embeddings */
+    double t_clustering;     /* wall seconds: clustering and turns */
+    double t_total;          /* wall seconds, all of it */
+} gf_diar_result;
+
+void gf_diar_result_free(gf_diar_result *r);
+
+typedef struct gf_diar gf_diar;
+
+/* A pipeline with models from models_dir (batch_size windows per network
+ * call; <= 0: 32). When the two network files are missing it is built in
+ * weight-free mode and logs so once; *weight_free (optional) tells which.
+ * Returns NULL after logging when a model file or the PLDA is unusable. */
+gf_diar *gf_diar_new(const char *models_dir, int batch_size, bool *weight_free);
+
+/* Weight-free pipeline regardless of the models directory. */
+gf_diar *gf_diar_new_weight_free(int batch_size);
+
+/* Take over a backend (e.g. a GPU one); the pipeline destroys it. Not in
+ * weight-free mode. */
+void gf_diar_set_backend(gf_diar *self, gf_diar_backend *backend);
+
+void gf_diar_destroy(gf_diar **self_p);
+
+bool gf_diar_weight_free(const gf_diar *self);
+
+/* Diarize one recording. Returns 0 and fills *res (free with
+ * gf_diar_result_free), or a negative GF_E* after logging a message naming
+ * the file (missing, empty, not audio, unreadable) or the stage. Timings
+ * per stage go into stats (may be NULL) as "unavailable: cpu card" rows. */
+int gf_diar_run(gf_diar *self, const char *path, const gf_diar_run_opts *opts,
+                gf_devstats *stats, gf_diar_result *res);
+
+/* Pieces, exposed for tests. */
+
+/* Activity of local speaker s over the 589 frames of one window (act
+ * [589 x 3]) for pooling: the frames where s alone is active when there are
+ * more than GF_DIAR_MIN_CLEAN of them, else all frames where s is active.
+ * Returns the number of nonzero frames of mask (0: inactive speaker). */
+size_t gf_diar_pool_mask(const float *act, int s, float *mask);
+
+/* Energy voice activity on one window (GF_DIAR_WINDOW samples of which the
+ * first `valid` are audio): act [589] 0/1. *noise_db is a running noise
+ * floor carried from window to window (start it at NAN). */
+void gf_diar_energy_vad(const float *win, size_t valid, double *noise_db, float *act);
+
+/* Weight-free embedding: mean and std of each fbank bin ([n_fbank x 80],
+ * not mean-normalised) over the fbank frames under the 589-frame activity
+ * act; out [GF_DIAR_WF_DIM], unnormalised. Returns frames used (0: out NaN). */
+size_t gf_diar_fbank_stats(const float *fbank, size_t n_fbank, const float *act, float *out);
+
+/* Centre the non-NaN rows of emb (n x dim) on their mean and divide by each
+ * dimension's std, then L2-normalise each row (the weight-free embeddings). */
+void gf_diar_wf_normalise(float *emb, size_t n, size_t dim);
+
+#endif

@@ -1,0 +1,369 @@
+/* segmentation_gpu.c — segmentation-3.0 forward pass on a CUDA card, library
+ * route (see segmentation_gpu.h).
+ *
+ * Shapes per window: 160000 samples → sinc |conv| [80, 15975] → pool
+ * [80, 5325] → conv [60, 5321] → pool [60, 1773] → conv [60, 1769] → pool
+ * [60, 589] → LSTM [589, 256] ×4 → linear [589, 128] ×2 → [589, 7]. Each
+ * stage is timed by device events into the job's statistics. */
+#include "worker/diar/segmentation_gpu.h"
+#include "worker/diar/safetensors.h"
+#include "worker/lstm_gpu.h"
+#include "worker/diar/segmentation.h"
+#include "kernels/sincconv.h"
+#include "common/error.h"
+#include "common/log.h"
+#include "common/util.h"
+
+#include <assert.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NF 80
+#define NP 40
+#define KS 251
+#define HK 125
+#define STRIDE 10
+#define C2 60
+#define KC 5
+#define H 128
+#define G (4 * H)
+#define LAYERS 4
+#define L0 128
+#define T GF_SEG_FRAMES
+#define N_IN GF_SEG_SAMPLES
+#define CLASSES GF_SEG_CLASSES
+#define T_SINC ((N_IN - KS) / STRIDE + 1)   /* 15975 */
+#define T_P1 (T_SINC / 3)                   /* 5325 */
+#define T_C2 (T_P1 - KC + 1)                /* 5321 */
+#define T_P2 (T_C2 / 3)                     /* 1773 */
+#define T_C3 (T_P2 - KC + 1)                /* 1769 */
+#define SLOPE 0.01f
+#define EPS 1e-5f
+
+typedef struct {
+    gf_cu_function wavnorm, im2col_f64, pool_absmax_f64, instnorm, im2col, pool_max,
+        transpose, bias_act, logsoftmax;
+} kernels;
+
+struct gf_segmentation_gpu {
+    gf_gpu *gpu;                   /* borrowed */
+    gf_blas_gpu *blas;             /* borrowed */
+    gf_math math;                  /* float GEMM math mode */
+    int max_batch;                 /* workspace capacity */
+    kernels k;                     /* glue kernels */
+    /* weights on the card */
+    gf_cu_ptr wav_w, wav_b, filters64, conv_w[2], conv_b[2], norm_w[3], norm_b[3];
+    gf_lstm_gpu *lstm;             /* the LSTM stack and its routes */
+    gf_cu_ptr lin_w[2], lin_b[2], cls_w, cls_b;
+    /* workspace */
+    gf_cu_ptr wave, wn, col64, sinc64, p1, col, c2, p2, c3, p3, x0, lin0, lin1, out;
+    gf_cu_ptr lstm_out;            /* the LSTM stack's output [B, T, 2H] */
+    gf_cu_ptr owned[96];           /* every device allocation, freed on destroy */
+    size_t n_owned;
+};
+
+static int dalloc(gf_segmentation_gpu *s, size_t bytes, gf_cu_ptr *dev)
+{
+    assert(s->n_owned < GF_ARRAY_LEN(s->owned));
+    int rc = gf_gpu_alloc(s->gpu, bytes, dev);
+    if (!rc)
+        s->owned[s->n_owned++] = *dev;
+    return rc;
+}
+
+static int upload(gf_segmentation_gpu *s, const void *host, size_t bytes, gf_cu_ptr *dev)
+{
+    int rc = dalloc(s, bytes, dev);
+    return rc ? rc : gf_gpu_upload(s->gpu, *dev, host, bytes);
+}
+
+static int get(gf_safetensors *st, gf_segmentation_gpu *s, gf_cu_ptr *dev, const char *name,
+               int d0, int d1, int d2)
+{
+    const float *w = d2 ? gf_safetensors_get(st, name, 3, d0, d1, d2)
+                   : d1 ? gf_safetensors_get(st, name, 2, d0, d1)
+                        : gf_safetensors_get(st, name, 1, d0);
+    if (!w)
+        return GF_EINVAL;
+    size_t n = (size_t)d0 * (d1 ? d1 : 1) * (d2 ? d2 : 1);
+    return upload(s, w, n * sizeof(float), dev);
+}
+
+static int load_weights(gf_segmentation_gpu *s, gf_safetensors *st)
+{
+    char name[96];
+    int rc = 0;
+    rc = rc ? rc : get(st, s, &s->wav_w, "sincnet.wav_norm1d.weight", 1, 0, 0);
+    rc = rc ? rc : get(st, s, &s->wav_b, "sincnet.wav_norm1d.bias", 1, 0, 0);
+    const float *low = gf_safetensors_get(st, "sincnet.conv1d.0.filterbank.low_hz_", 2, NP, 1);
+    const float *band = gf_safetensors_get(st, "sincnet.conv1d.0.filterbank.band_hz_", 2, NP, 1);
+    const float *win = gf_safetensors_get(st, "sincnet.conv1d.0.filterbank.window_", 1, HK);
+    const float *n = gf_safetensors_get(st, "sincnet.conv1d.0.filterbank.n_", 2, 1, HK);
+    if (rc || !low || !band || !win || !n)
+        return GF_EINVAL;
+    float *f = gf_malloc(sizeof(float) * NF * KS);
+    double *fd = gf_malloc(sizeof(double) * NF * KS);
+    gf_sincfb_build_ref(low, band, win, n, NP, HK, 16000.0f, f);
+    for (int i = 0; i < NF * KS; i++)
+        fd[i] = f[i];
+    rc = upload(s, fd, sizeof(double) * NF * KS, &s->filters64);
+    free(f);
+    free(fd);
+    rc = rc ? rc : get(st, s, &s->conv_w[0], "sincnet.conv1d.1.weight", C2, NF, KC);
+    rc = rc ? rc : get(st, s, &s->conv_b[0], "sincnet.conv1d.1.bias", C2, 0, 0);
+    rc = rc ? rc : get(st, s, &s->conv_w[1], "sincnet.conv1d.2.weight", C2, C2, KC);
+    rc = rc ? rc : get(st, s, &s->conv_b[1], "sincnet.conv1d.2.bias", C2, 0, 0);
+    for (int i = 0; i < 3 && !rc; i++) {
+        snprintf(name, sizeof name, "sincnet.norm1d.%d.weight", i);
+        rc = get(st, s, &s->norm_w[i], name, i ? C2 : NF, 0, 0);
+        snprintf(name, sizeof name, "sincnet.norm1d.%d.bias", i);
+        rc = rc ? rc : get(st, s, &s->norm_b[i], name, i ? C2 : NF, 0, 0);
+    }
+    gf_lstm_gpu_dir w[LAYERS][2];
+    for (int l = 0; l < LAYERS && !rc; l++)
+        for (int d = 0; d < 2 && !rc; d++) {
+            const char *sfx = d ? "_reverse" : "";
+            int in = l ? 2 * H : C2;
+            snprintf(name, sizeof name, "lstm.weight_ih_l%d%s", l, sfx);
+            w[l][d].w_ih = gf_safetensors_get(st, name, 2, G, in);
+            snprintf(name, sizeof name, "lstm.weight_hh_l%d%s", l, sfx);
+            w[l][d].w_hh = gf_safetensors_get(st, name, 2, G, H);
+            snprintf(name, sizeof name, "lstm.bias_ih_l%d%s", l, sfx);
+            w[l][d].b_ih = gf_safetensors_get(st, name, 1, G);
+            snprintf(name, sizeof name, "lstm.bias_hh_l%d%s", l, sfx);
+            w[l][d].b_hh = gf_safetensors_get(st, name, 1, G);
+            if (!w[l][d].w_ih || !w[l][d].w_hh || !w[l][d].b_ih || !w[l][d].b_hh)
+                rc = GF_EINVAL;
+        }
+    if (!rc) {
+        s->lstm = gf_lstm_gpu_new(s->gpu, s->blas, LAYERS, C2, H, w, s->max_batch, T);
+        if (!s->lstm)
+            rc = GF_EDEVICE;
+    }
+    rc = rc ? rc : get(st, s, &s->lin_w[0], "linear.0.weight", L0, 2 * H, 0);
+    rc = rc ? rc : get(st, s, &s->lin_b[0], "linear.0.bias", L0, 0, 0);
+    rc = rc ? rc : get(st, s, &s->lin_w[1], "linear.1.weight", L0, L0, 0);
+    rc = rc ? rc : get(st, s, &s->lin_b[1], "linear.1.bias", L0, 0, 0);
+    rc = rc ? rc : get(st, s, &s->cls_w, "classifier.weight", CLASSES, L0, 0);
+    rc = rc ? rc : get(st, s, &s->cls_b, "classifier.bias", CLASSES, 0, 0);
+    if (!rc && gf_safetensors_unused(st) != 0)
+        rc = GF_EINVAL;
+    return rc;
+}
+
+static int load_kernels(gf_segmentation_gpu *s)
+{
+    struct { gf_cu_function *f; const char *name; } list[] = {
+        { &s->k.wavnorm, "gf_wavnorm" },         { &s->k.im2col_f64, "gf_im2col1d_f64" },
+        { &s->k.pool_absmax_f64, "gf_pool_absmax_f64" }, { &s->k.instnorm, "gf_instnorm_lrelu" },
+        { &s->k.im2col, "gf_im2col1d" },         { &s->k.pool_max, "gf_pool_max" },
+        { &s->k.transpose, "gf_transpose_ct" },
+        { &s->k.bias_act, "gf_bias_leaky_relu" }, { &s->k.logsoftmax, "gf_logsoftmax_rows" },
+    };
+    for (size_t i = 0; i < GF_ARRAY_LEN(list); i++) {
+        int rc = gf_gpu_function(s->gpu, "glue", list[i].name, list[i].f, NULL, NULL);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+static int alloc_workspace(gf_segmentation_gpu *s)
+{
+    const size_t B = (size_t)s->max_batch, f = sizeof(float);
+    struct { gf_cu_ptr *p; size_t bytes; } list[] = {
+        { &s->wave, B * N_IN * f },          { &s->wn, B * N_IN * f },
+        { &s->col64, B * T_SINC * KS * sizeof(double) },
+        { &s->sinc64, B * NF * T_SINC * sizeof(double) },
+        { &s->p1, B * NF * T_P1 * f },       { &s->col, B * T_C2 * NF * KC * f },
+        { &s->c2, B * C2 * T_C2 * f },       { &s->p2, B * C2 * T_P2 * f },
+        { &s->c3, B * C2 * T_C3 * f },       { &s->p3, B * C2 * T * f },
+        { &s->x0, B * T * C2 * f },          { &s->lin0, B * T * L0 * f },
+        { &s->lin1, B * T * L0 * f },        { &s->out, B * T * CLASSES * f },
+    };
+    for (size_t i = 0; i < GF_ARRAY_LEN(list); i++) {
+        int rc = dalloc(s, list[i].bytes, list[i].p);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+gf_segmentation_gpu *gf_segmentation_gpu_new(gf_gpu *gpu, gf_blas_gpu *blas, const char *path,
+                                             const char *sha256_hex, int max_batch, gf_math math)
+{
+    assert(max_batch >= 1);
+    gf_segmentation_gpu *s = gf_calloc(1, sizeof *s);
+    s->gpu = gpu;
+    s->blas = blas;
+    s->math = math;
+    s->max_batch = max_batch;
+    gf_safetensors *st = gf_safetensors_open(path, sha256_hex);
+    int rc = st ? load_weights(s, st) : GF_EINVAL;
+    if (rc == GF_EINVAL && st)
+        GF_ERROR("%s: not a segmentation-3.0 model file", path);
+    gf_safetensors_destroy(&st);
+    if (!rc)
+        rc = load_kernels(s);
+    if (!rc)
+        rc = alloc_workspace(s);
+    if (!rc)
+        rc = gf_gpu_sync(gpu);
+    if (rc)
+        gf_segmentation_gpu_destroy(&s);
+    return s;
+}
+
+void gf_segmentation_gpu_destroy(gf_segmentation_gpu **self_p)
+{
+    if (!self_p || !*self_p)
+        return;
+    gf_segmentation_gpu *s = *self_p;
+    gf_lstm_gpu_destroy(&s->lstm);
+    for (size_t i = 0; i < s->n_owned; i++)
+        gf_gpu_free(s->gpu, s->owned[i]);
+    free(s);
+    *self_p = NULL;
+}
+
+static unsigned blocks_for(long n, unsigned threads)
+{
+    return (unsigned)((n + threads - 1) / threads);
+}
+
+#define TRY(x)              \
+    do {                    \
+        int rc_ = (x);      \
+        if (rc_)            \
+            return rc_;     \
+    } while (0)
+
+static int launch1d(gf_segmentation_gpu *s, gf_cu_function f, long n, void **params)
+{
+    return gf_gpu_launch(s->gpu, f, blocks_for(n, 256), 1, 1, 256, 1, 1, 0, params);
+}
+
+/* A 1-D convolution stage: im2col, GEMM, bias + max-pool 3, instance norm. */
+static int conv_stage(gf_segmentation_gpu *s, int B, gf_cu_ptr in, int cin, int tin, int idx,
+                      gf_cu_ptr conv_out, gf_cu_ptr pool_out)
+{
+    int k = KC, one = 1, tout = tin - KC + 1, tp = tout / 3, three = 3, zero = 0, c2 = C2;
+    void *p_im[] = { &in, &B, &cin, &tin, &k, &one, &tout, &s->col };
+    TRY(launch1d(s, s->k.im2col, (long)B * tout * cin * KC, p_im));
+    /* conv_out[b] [60, tout] = W [60, cin*5] · col[b]ᵀ */
+    TRY(gf_blas_gpu_gemm_batched(s->blas, s->math, true, C2, tout, cin * KC, 1.0f,
+                                 s->conv_w[idx], cin * KC, 0, s->col, cin * KC,
+                                 (long long)tout * cin * KC, 0.0f, conv_out, tout,
+                                 (long long)C2 * tout, B));
+    int rows = B * C2;
+    void *p_pool[] = { &conv_out, &rows, &tout, &three, &tp, &zero, &s->conv_b[idx], &c2,
+                       &pool_out };
+    TRY(launch1d(s, s->k.pool_max, (long)rows * tp, p_pool));
+    float eps = EPS, slope = SLOPE;
+    void *p_norm[] = { &pool_out, &tp, &c2, &s->norm_w[idx + 1], &s->norm_b[idx + 1], &eps,
+                       &slope };
+    return gf_gpu_launch(s->gpu, s->k.instnorm, (unsigned)rows, 1, 1, 256, 1, 1, 0, p_norm);
+}
+
+static int sincnet(gf_segmentation_gpu *s, int B)
+{
+    int n = N_IN;
+    float eps = EPS, slope = SLOPE;
+    void *p_wn[] = { &s->wave, &s->wn, &n, &s->wav_w, &s->wav_b, &eps };
+    TRY(gf_gpu_launch(s->gpu, s->k.wavnorm, (unsigned)B, 1, 1, 512, 1, 1, 0, p_wn));
+    int ks = KS, stride = STRIDE, tsinc = T_SINC;
+    void *p_im[] = { &s->wn, &B, &n, &ks, &stride, &tsinc, &s->col64 };
+    TRY(launch1d(s, s->k.im2col_f64, (long)B * T_SINC * KS, p_im));
+    TRY(gf_blas_gpu_dgemm_nt_batched(s->blas, NF, T_SINC, KS, s->filters64, KS, 0, s->col64,
+                                     KS, (long long)T_SINC * KS, s->sinc64, T_SINC,
+                                     (long long)NF * T_SINC, B));
+    int rows = B * NF, three = 3, tp1 = T_P1, nf = NF;
+    void *p_pool[] = { &s->sinc64, &rows, &tsinc, &three, &tp1, &s->p1 };
+    TRY(launch1d(s, s->k.pool_absmax_f64, (long)rows * T_P1, p_pool));
+    void *p_norm[] = { &s->p1, &tp1, &nf, &s->norm_w[0], &s->norm_b[0], &eps, &slope };
+    return gf_gpu_launch(s->gpu, s->k.instnorm, (unsigned)rows, 1, 1, 256, 1, 1, 0, p_norm);
+}
+
+static int lstm_stack(gf_segmentation_gpu *s, int B)
+{
+    int c2 = C2, t = T;
+    void *p_tr[] = { &s->p3, &B, &c2, &t, &s->x0 };
+    TRY(launch1d(s, s->k.transpose, (long)B * C2 * T, p_tr));
+    return gf_lstm_gpu_run(s->lstm, s->math, s->x0, B, &s->lstm_out);
+}
+
+int gf_segmentation_gpu_set_route(gf_segmentation_gpu *s, const char *boundary,
+                                  gf_route_kind kind)
+{
+    if (strcmp(boundary, "lstm.stack") == 0)
+        return gf_lstm_gpu_set_route(s->lstm, kind, NULL);
+    return kind == GF_ROUTE_LIBRARY ? 0 : GF_ENOENT;
+}
+
+int gf_segmentation_gpu_apply_plan(gf_segmentation_gpu *s, const gf_planner *pl, int batch,
+                                   gf_math math)
+{
+    gf_route r;
+    TRY(gf_plan_route(pl, "lstm.stack", batch, math, &r));
+    if (r.kind != GF_ROUTE_OWN)
+        return gf_lstm_gpu_set_route(s->lstm, GF_ROUTE_LIBRARY, NULL);
+    const char *sha = NULL;
+    int rc = gf_lstm_gpu_set_route(s->lstm, GF_ROUTE_OWN, &sha);
+    if (rc == 0 && strcmp(sha, r.module.sha256) == 0)
+        return 0;
+    GF_WARN("lstm.stack: the planned module %.12s did not load as bound (%s): library route",
+            r.module.sha256, rc ? gf_strerror(rc) : "another module loaded");
+    return gf_lstm_gpu_set_route(s->lstm, GF_ROUTE_LIBRARY, NULL);
+}
+
+static int head(gf_segmentation_gpu *s, int B, gf_cu_ptr lstm_out)
+{
+    int rows = B * T, l0 = L0, classes = CLASSES;
+    float slope = SLOPE, one = 1.0f;
+    TRY(gf_blas_gpu_gemm(s->blas, s->math, true, rows, L0, 2 * H, 1.0f, lstm_out, 2 * H,
+                         s->lin_w[0], 2 * H, 0.0f, s->lin0, L0));
+    void *p0[] = { &s->lin0, &s->lin_b[0], &rows, &l0, &slope };
+    TRY(launch1d(s, s->k.bias_act, (long)rows * L0, p0));
+    TRY(gf_blas_gpu_gemm(s->blas, s->math, true, rows, L0, L0, 1.0f, s->lin0, L0, s->lin_w[1],
+                         L0, 0.0f, s->lin1, L0));
+    void *p1[] = { &s->lin1, &s->lin_b[1], &rows, &l0, &slope };
+    TRY(launch1d(s, s->k.bias_act, (long)rows * L0, p1));
+    TRY(gf_blas_gpu_gemm(s->blas, s->math, true, rows, CLASSES, L0, 1.0f, s->lin1, L0,
+                         s->cls_w, L0, 0.0f, s->out, CLASSES));
+    void *p2[] = { &s->out, &s->cls_b, &rows, &classes, &one };
+    TRY(launch1d(s, s->k.bias_act, (long)rows * CLASSES, p2));
+    void *p3[] = { &s->out, &rows, &classes };
+    return launch1d(s, s->k.logsoftmax, (long)rows * 32, p3);
+}
+
+/* Run one timed stage: begin/end events bracket the call's launches. */
+#define STAGE_ON(name, route, call)                                    \
+    do {                                                               \
+        if (stats)                                                     \
+            TRY(gf_gpu_timing_begin(s->gpu, name, route));             \
+        TRY(call);                                                     \
+        if (stats)                                                     \
+            TRY(gf_gpu_timing_end(s->gpu));                            \
+    } while (0)
+#define STAGE(name, call) STAGE_ON(name, "library", call)
+
+int gf_segmentation_gpu_run(gf_segmentation_gpu *s, const float *wave, int B, float *logp,
+                            gf_devstats *stats)
+{
+    if (B < 1 || B > s->max_batch) {
+        GF_ERROR("segmentation (gpu): batch of %d windows, capacity %d", B, s->max_batch);
+        return GF_EINVAL;
+    }
+    TRY(gf_gpu_upload(s->gpu, s->wave, wave, (size_t)B * N_IN * sizeof(float)));
+    STAGE("sincnet.conv0.abs_pool", sincnet(s, B));
+    STAGE("segconv.conv1", conv_stage(s, B, s->p1, NF, T_P1, 0, s->c2, s->p2));
+    STAGE("segconv.conv2", conv_stage(s, B, s->p2, C2, T_P2, 1, s->c3, s->p3));
+    STAGE_ON("lstm.stack", gf_lstm_gpu_route(s->lstm) == GF_ROUTE_OWN ? "own" : "library",
+             lstm_stack(s, B));
+    STAGE("dense.head", head(s, B, s->lstm_out));
+    TRY(gf_gpu_download(s->gpu, logp, s->out, (size_t)B * T * CLASSES * sizeof(float)));
+    if (stats)
+        gf_gpu_timing_collect(s->gpu, stats);
+    return 0;
+}

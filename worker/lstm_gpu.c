@@ -1,0 +1,220 @@
+/* lstm_gpu.c — stacked bidirectional LSTM on the card, library and own
+ * routes (see lstm_gpu.h). */
+#include "worker/lstm_gpu.h"
+#include "common/error.h"
+#include "common/log.h"
+#include "common/util.h"
+
+#include <assert.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_LAYERS 8
+#define OWN_HIDDEN 128   /* the hidden size kernels/lstm.cu is built for */
+#define OWN_KREG 64      /* W_hh columns the own kernel keeps in registers */
+
+typedef struct {
+    gf_cu_ptr w_ih, w_hh, bias;   /* [G, in], [G, H], b_ih + b_hh [G] */
+    int in;                       /* input width of this layer */
+} dir_weights;
+
+struct gf_lstm_gpu {
+    gf_gpu *gpu;                          /* borrowed */
+    gf_blas_gpu *blas;                    /* borrowed */
+    int layers, hidden, in0, T, max_batch;
+    dir_weights w[MAX_LAYERS][2];
+    gf_cu_ptr w_hh_pair[MAX_LAYERS];      /* [2][G][H]: both directions, own route */
+    gf_cu_ptr gates;                      /* [2][B][T][G] */
+    gf_cu_ptr cell;                       /* [B, H] (library route) */
+    gf_cu_ptr h[2];                       /* layer outputs [B, T, 2H], ping-pong */
+    gf_route_kind route;                  /* library or own */
+    gf_cu_function bias_act, cell_fn, rec;
+    size_t rec_smem;                      /* own kernel's dynamic shared memory */
+    gf_cu_ptr owned[4 * MAX_LAYERS + 8];  /* every device allocation */
+    size_t n_owned;
+};
+
+static int dalloc(gf_lstm_gpu *s, size_t bytes, gf_cu_ptr *dev)
+{
+    assert(s->n_owned < GF_ARRAY_LEN(s->owned));
+    int rc = gf_gpu_alloc(s->gpu, bytes, dev);
+    if (!rc)
+        s->owned[s->n_owned++] = *dev;
+    return rc;
+}
+
+static int upload(gf_lstm_gpu *s, const float *host, size_t n, gf_cu_ptr *dev)
+{
+    int rc = dalloc(s, n * sizeof(float), dev);
+    return rc ? rc : gf_gpu_upload(s->gpu, *dev, host, n * sizeof(float));
+}
+
+gf_lstm_gpu *gf_lstm_gpu_new(gf_gpu *gpu, gf_blas_gpu *blas, int layers, int in0, int hidden,
+                             const gf_lstm_gpu_dir (*w)[2], int max_batch, int T)
+{
+    assert(layers >= 1 && layers <= MAX_LAYERS && hidden >= 1 && max_batch >= 1 && T >= 1);
+    gf_lstm_gpu *s = gf_calloc(1, sizeof *s);
+    *s = (gf_lstm_gpu){ .gpu = gpu, .blas = blas, .layers = layers, .hidden = hidden,
+                        .in0 = in0, .T = T, .max_batch = max_batch };
+    const size_t H = (size_t)hidden, G = 4 * H, B = (size_t)max_batch;
+    int rc = 0;
+    float *bias = gf_malloc(sizeof(float) * G);
+    for (int l = 0; l < layers && !rc; l++) {
+        rc = dalloc(s, 2 * G * H * sizeof(float), &s->w_hh_pair[l]);
+        for (int d = 0; d < 2 && !rc; d++) {
+            dir_weights *dw = &s->w[l][d];
+            dw->in = l ? 2 * hidden : in0;
+            for (size_t j = 0; j < G; j++)
+                bias[j] = w[l][d].b_ih[j] + w[l][d].b_hh[j];
+            rc = upload(s, w[l][d].w_ih, G * (size_t)dw->in, &dw->w_ih);
+            rc = rc ? rc : upload(s, w[l][d].w_hh, G * H, &dw->w_hh);
+            rc = rc ? rc : upload(s, bias, G, &dw->bias);
+            rc = rc ? rc : gf_gpu_upload(gpu, s->w_hh_pair[l] + (size_t)d * G * H * sizeof(float),
+                                         w[l][d].w_hh, G * H * sizeof(float));
+        }
+    }
+    rc = rc ? rc : dalloc(s, 2 * B * (size_t)T * G * sizeof(float), &s->gates);
+    rc = rc ? rc : dalloc(s, B * H * sizeof(float), &s->cell);
+    rc = rc ? rc : dalloc(s, B * (size_t)T * 2 * H * sizeof(float), &s->h[0]);
+    rc = rc ? rc : dalloc(s, B * (size_t)T * 2 * H * sizeof(float), &s->h[1]);
+    rc = rc ? rc : gf_gpu_function(gpu, "glue", "gf_bias_leaky_relu", &s->bias_act, NULL, NULL);
+    rc = rc ? rc : gf_gpu_function(gpu, "glue", "gf_lstm_cell", &s->cell_fn, NULL, NULL);
+    rc = rc ? rc : gf_gpu_sync(gpu);   /* the host bias buffer is freed next */
+    free(bias);
+    if (rc)
+        gf_lstm_gpu_destroy(&s);
+    return s;
+}
+
+void gf_lstm_gpu_destroy(gf_lstm_gpu **self_p)
+{
+    if (!self_p || !*self_p)
+        return;
+    gf_lstm_gpu *s = *self_p;
+    for (size_t i = 0; i < s->n_owned; i++)
+        gf_gpu_free(s->gpu, s->owned[i]);
+    free(s);
+    *self_p = NULL;
+}
+
+gf_route_kind gf_lstm_gpu_route(const gf_lstm_gpu *self)
+{
+    return self->route;
+}
+
+int gf_lstm_gpu_set_route(gf_lstm_gpu *s, gf_route_kind kind, const char **module_sha256)
+{
+    if (kind == GF_ROUTE_LIBRARY) {
+        s->route = GF_ROUTE_LIBRARY;
+        return 0;
+    }
+    if (s->hidden != OWN_HIDDEN) {
+        GF_WARN("lstm.stack: own kernel is built for hidden size %d, not %d: refused",
+                OWN_HIDDEN, s->hidden);
+        return GF_EUNSUP;
+    }
+    size_t G = 4 * OWN_HIDDEN;
+    size_t smem = ((size_t)(OWN_HIDDEN - OWN_KREG) * G + OWN_HIDDEN + G) * sizeof(float);
+    if ((size_t)gf_gpu_smem_optin(s->gpu) < smem) {
+        GF_WARN("lstm.stack: own kernel needs %zu bytes of shared memory per block, this card "
+                "allows %d: refused", smem, gf_gpu_smem_optin(s->gpu));
+        return GF_EUNSUP;
+    }
+    const char *sha = NULL;
+    int rc = gf_gpu_function(s->gpu, "lstm", "gf_lstm_rec_v1", &s->rec, NULL, &sha);
+    rc = rc ? rc : gf_gpu_func_smem(s->gpu, s->rec, (int)smem);
+    if (rc)
+        return rc;
+    s->rec_smem = smem;
+    s->route = GF_ROUTE_OWN;
+    if (module_sha256)
+        *module_sha256 = sha;
+    return 0;
+}
+
+int gf_lstm_gpu_poison(gf_lstm_gpu *s)
+{
+    size_t words = (size_t)s->max_batch * s->T * 2 * s->hidden;
+    int rc = gf_gpu_fill32(s->gpu, s->h[0], 0x7fc00000u, words);
+    return rc ? rc : gf_gpu_fill32(s->gpu, s->h[1], 0x7fc00000u, words);
+}
+
+#define TRY(x)          \
+    do {                \
+        int rc_ = (x);  \
+        if (rc_)        \
+            return rc_; \
+    } while (0)
+
+static int launch1d(gf_lstm_gpu *s, gf_cu_function f, long n, void **params)
+{
+    return gf_gpu_launch(s->gpu, f, (unsigned)((n + 255) / 256), 1, 1, 256, 1, 1, 0, params);
+}
+
+/* gates_d [B*T, G] = x · W_ihᵀ + (b_ih + b_hh) for one direction. */
+static int project(gf_lstm_gpu *s, gf_math math, const dir_weights *dw, gf_cu_ptr x, int ldx,
+                   int B, gf_cu_ptr gates_d)
+{
+    int rows = B * s->T, g = 4 * s->hidden;
+    TRY(gf_blas_gpu_gemm(s->blas, math, true, rows, g, dw->in, 1.0f, x, ldx, dw->w_ih, dw->in,
+                         0.0f, gates_d, g));
+    float one = 1.0f;
+    gf_cu_ptr bias = dw->bias;
+    void *p[] = { &gates_d, &bias, &rows, &g, &one };
+    return launch1d(s, s->bias_act, (long)rows * g, p);
+}
+
+static int recur_library(gf_lstm_gpu *s, gf_math math, const dir_weights *dw, int d, int B,
+                         gf_cu_ptr gates_d, gf_cu_ptr out)
+{
+    const int T = s->T, H = s->hidden, G = 4 * H;
+    const size_t f = sizeof(float);
+    TRY(gf_gpu_fill32(s->gpu, s->cell, 0, (size_t)B * H));
+    long gstride = (long)T * G, hstride = (long)T * 2 * H;
+    int h = H;
+    for (int step = 0; step < T; step++) {
+        int t = d ? T - 1 - step : step;
+        gf_cu_ptr gt = gates_d + (size_t)t * G * f;
+        if (step > 0) {
+            int tp = d ? t + 1 : t - 1;
+            gf_cu_ptr hprev = out + ((size_t)tp * 2 * H + (size_t)d * H) * f;
+            TRY(gf_blas_gpu_gemm(s->blas, math, true, B, G, H, 1.0f, hprev, T * 2 * H, dw->w_hh,
+                                 H, 1.0f, gt, T * G));
+        }
+        gf_cu_ptr ho = out + ((size_t)t * 2 * H + (size_t)d * H) * f;
+        gf_cu_ptr cell = s->cell;
+        void *p[] = { &gt, &gstride, &cell, &B, &h, &ho, &hstride };
+        TRY(launch1d(s, s->cell_fn, (long)B * H, p));
+    }
+    return 0;
+}
+
+int gf_lstm_gpu_run(gf_lstm_gpu *s, gf_math math, gf_cu_ptr x, int B, gf_cu_ptr *out)
+{
+    if (B < 1 || B > s->max_batch) {
+        GF_ERROR("lstm.stack (gpu): batch of %d sequences, capacity %d", B, s->max_batch);
+        return GF_EINVAL;
+    }
+    const size_t half = (size_t)B * s->T * 4 * s->hidden * sizeof(float);
+    gf_cu_ptr in = x;
+    int ldx = s->in0;
+    for (int l = 0; l < s->layers; l++) {
+        gf_cu_ptr o = s->h[l % 2];
+        for (int d = 0; d < 2; d++)
+            TRY(project(s, math, &s->w[l][d], in, ldx, B, s->gates + (size_t)d * half));
+        if (s->route == GF_ROUTE_OWN) {
+            gf_cu_ptr gates = s->gates, w = s->w_hh_pair[l];
+            int t = s->T;
+            void *p[] = { &gates, &w, &o, &B, &t };
+            TRY(gf_gpu_launch(s->gpu, s->rec, (unsigned)B, 2, 1, 4 * OWN_HIDDEN, 1, 1,
+                              (unsigned)s->rec_smem, p));
+        } else {
+            for (int d = 0; d < 2; d++)
+                TRY(recur_library(s, math, &s->w[l][d], d, B, s->gates + (size_t)d * half, o));
+        }
+        in = o;
+        ldx = 2 * s->hidden;
+    }
+    *out = in;
+    return 0;
+}

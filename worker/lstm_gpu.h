@@ -1,0 +1,50 @@
+/* lstm_gpu.h — a stacked bidirectional LSTM on a CUDA card, with its two
+ * routes for the boundary lstm.stack.
+ *
+ * Both routes compute each layer's input projections for all time steps as
+ * one cuBLAS GEMM (plus both biases). The library route then runs, per time
+ * step and direction, one GEMM [B, H]·[H, 4H] and one cell kernel (2·T
+ * launches per direction and layer); the own route runs all steps of both
+ * directions for all sequences in one launch of the persistent recurrent
+ * kernel of kernels/lstm.cu. PyTorch conventions: gate order i, f, g, o; zero
+ * initial state; each layer's output is [forward, reverse] (2H wide). */
+#ifndef GF_LSTM_GPU_H
+#define GF_LSTM_GPU_H
+
+#include "worker/blas_gpu.h"
+#include "worker/gpu.h"
+#include "worker/planner.h"
+
+typedef struct {
+    const float *w_ih;   /* [4H, in] */
+    const float *w_hh;   /* [4H, H] */
+    const float *b_ih;   /* [4H] */
+    const float *b_hh;   /* [4H] */
+} gf_lstm_gpu_dir;
+
+typedef struct gf_lstm_gpu gf_lstm_gpu;
+
+/* Upload `layers` layers of weights (w[l][0] forward, w[l][1] reverse; host
+ * memory, copied) for sequences of T steps with in0 inputs at layer 0, and
+ * take device buffers for up to max_batch sequences. NULL on a device error. */
+gf_lstm_gpu *gf_lstm_gpu_new(gf_gpu *gpu, gf_blas_gpu *blas, int layers, int in0, int hidden,
+                             const gf_lstm_gpu_dir (*w)[2], int max_batch, int T);
+void gf_lstm_gpu_destroy(gf_lstm_gpu **self_p);
+
+/* Choose the route. The own route is refused (GF_EUNSUP, reason logged) for a
+ * hidden size other than 128 (valid but unimplemented geometry) or a card
+ * whose shared memory per block is too small; GF_EDEVICE on a driver error.
+ * On success with the own route, *module_sha256 (may be NULL) is the identity
+ * of the module that loaded. */
+int gf_lstm_gpu_set_route(gf_lstm_gpu *self, gf_route_kind kind, const char **module_sha256);
+gf_route_kind gf_lstm_gpu_route(const gf_lstm_gpu *self);
+
+/* Fill the layer outputs with NaN, so a check can prove every element was
+ * written by the next run. */
+int gf_lstm_gpu_poison(gf_lstm_gpu *self);
+
+/* x [B, T, in0] on the card → *out [B, T, 2H] on the card (a buffer of the
+ * object, valid until the next run). Returns 0, GF_EINVAL or GF_EDEVICE. */
+int gf_lstm_gpu_run(gf_lstm_gpu *self, gf_math math, gf_cu_ptr x, int B, gf_cu_ptr *out);
+
+#endif

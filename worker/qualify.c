@@ -1,0 +1,498 @@
+/* qualify.c — accuracy, speed and end-to-end records for own kernels (see
+ * qualify.h). The only candidate so far is the persistent LSTM kernel
+ * (kernels/lstm.cu) for lstm.stack; a new candidate adds a row to the table
+ * and a function that runs its boundary on both routes. */
+#include "worker/qualify.h"
+#include "worker/diar/segmentation_gpu.h"
+#include "worker/lstm_gpu.h"
+#include "common/devstats.h"
+#include "common/error.h"
+#include "common/log.h"
+#include "common/sha256.h"
+#include "common/util.h"
+
+#include <errno.h>
+#include <json-c/json.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define LSTM_T 589      /* the segmentation's frames: the production sequence length */
+#define LSTM_IN 60
+#define LSTM_H 128
+#define LSTM_LAYERS 4
+#define REF_SEQS 3      /* sequences checked against the float64 reference per batch */
+
+static const gf_pin lstm_pins[] = {
+    { "hidden_per_block", "128" },
+    { "persistent", "1" },
+    { "directions_fused", "1" },
+    { "threads", "512" },
+};
+
+static const gf_candidate candidates[] = {
+    { "lstm", "lstm.stack", lstm_pins, GF_ARRAY_LEN(lstm_pins) },
+};
+
+const gf_candidate *gf_qualify_candidates(size_t *count)
+{
+    *count = GF_ARRAY_LEN(candidates);
+    return candidates;
+}
+
+/* ---- random inputs ------------------------------------------------------ */
+
+static uint64_t next_u64(uint64_t *s)
+{
+    /* splitmix64: well mixed from any seed */
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+/* Uniform in [-a, a], never exactly zero. */
+static float uniform(uint64_t *s, float a)
+{
+    double u = ((double)(next_u64(s) >> 11) + 0.5) / 9007199254740992.0;
+    return (float)((2.0 * u - 1.0) * a);
+}
+
+/* ---- the float64 reference of the LSTM stack ---------------------------- */
+
+static double sigm(double v) { return 1.0 / (1.0 + exp(-v)); }
+
+/* One sequence through the whole stack: x [T, in0] → out [T, 2H]. */
+static void lstm_stack_f64(const gf_lstm_gpu_dir (*w)[2], const float *x, double *out)
+{
+    const int T = LSTM_T, H = LSTM_H, G = 4 * H;
+    double *in = gf_malloc(sizeof(double) * T * 2 * H);
+    double *gates = gf_malloc(sizeof(double) * G), h[LSTM_H], c[LSTM_H];
+    int in_w = LSTM_IN;
+    for (int t = 0; t < T; t++)
+        for (int i = 0; i < LSTM_IN; i++)
+            in[t * LSTM_IN + i] = x[t * LSTM_IN + i];
+    for (int l = 0; l < LSTM_LAYERS; l++) {
+        for (int d = 0; d < 2; d++) {
+            const gf_lstm_gpu_dir *dw = &w[l][d];
+            memset(h, 0, sizeof h);
+            memset(c, 0, sizeof c);
+            for (int s = 0; s < T; s++) {
+                int t = d ? T - 1 - s : s;
+                for (int g = 0; g < G; g++) {
+                    double acc = (double)dw->b_ih[g] + dw->b_hh[g];
+                    for (int i = 0; i < in_w; i++)
+                        acc += (double)dw->w_ih[(size_t)g * in_w + i] * in[t * in_w + i];
+                    for (int k = 0; k < H; k++)
+                        acc += (double)dw->w_hh[(size_t)g * H + k] * h[k];
+                    gates[g] = acc;
+                }
+                for (int j = 0; j < H; j++) {
+                    double ig = sigm(gates[j]), fg = sigm(gates[H + j]);
+                    double gg = tanh(gates[2 * H + j]), og = sigm(gates[3 * H + j]);
+                    c[j] = fg * c[j] + ig * gg;
+                    h[j] = og * tanh(c[j]);
+                    out[(size_t)t * 2 * H + d * H + j] = h[j];
+                }
+            }
+        }
+        in_w = 2 * H;
+        memcpy(in, out, sizeof(double) * T * 2 * H);
+    }
+    free(in);
+    free(gates);
+}
+
+/* ---- records ------------------------------------------------------------- */
+
+static const char *tier_name(int tier, char *buf, size_t len)
+{
+    snprintf(buf, len, "sm%d", tier);
+    return buf;
+}
+
+static json_object *record_base(const gf_qualify_ctx *ctx, const char *kind,
+                                const gf_candidate *cand, int batch, gf_math math,
+                                const gf_module_id *m)
+{
+    char tier[16];
+    json_object *r = json_object_new_object();
+    json_object_object_add(r, "format", json_object_new_int(1));
+    json_object_object_add(r, "kind", json_object_new_string(kind));
+    json_object *t = json_object_new_object();
+    json_object_object_add(t, "boundary", json_object_new_string(cand->boundary));
+    json_object_object_add(t, "batch", json_object_new_int(batch));
+    json_object_object_add(t, "math", json_object_new_string(gf_math_name(math)));
+    json_object_object_add(r, "tuple", t);
+    json_object *mo = json_object_new_object();
+    json_object_object_add(mo, "area", json_object_new_string(m->area));
+    json_object_object_add(mo, "tier", json_object_new_string(tier_name(m->tier, tier, sizeof tier)));
+    json_object_object_add(mo, "artifact", json_object_new_string("ptx-jit"));
+    json_object_object_add(mo, "sha256", json_object_new_string(m->sha256));
+    json_object_object_add(r, "module", mo);
+    json_object *cfg = json_object_new_object();
+    for (size_t i = 0; i < cand->n_config; i++)
+        json_object_object_add(cfg, cand->config[i].key,
+                               json_object_new_string(cand->config[i].value));
+    json_object_object_add(r, "config", cfg);
+    json_object_object_add(r, "card", gf_card_to_json(ctx->card));
+    return r;
+}
+
+/* Write r as records_dir/<sha256>.json (temp file + rename); name in out. */
+static int record_write(const gf_qualify_ctx *ctx, json_object *r, char out[GF_SHA256_HEX_LEN])
+{
+    const char *text = json_object_to_json_string_ext(r, JSON_C_TO_STRING_PRETTY |
+                                                          JSON_C_TO_STRING_SPACED);
+    size_t len = strlen(text);
+    gf_sha256_hex(text, len, out);
+    if (mkdir(ctx->records_dir, 0755) != 0 && errno != EEXIST) {
+        GF_ERROR("%s: cannot create: %s", ctx->records_dir, strerror(errno));
+        return GF_EIO;
+    }
+    char *path = gf_strfmt("%s/%s.json", ctx->records_dir, out);
+    char *tmp = gf_strfmt("%s.tmp", path);
+    FILE *f = fopen(tmp, "wb");
+    int rc = 0;
+    if (!f || fwrite(text, 1, len, f) != len || fclose(f) != 0 || rename(tmp, path) != 0) {
+        GF_ERROR("%s: cannot write record: %s", path, strerror(errno));
+        rc = GF_EIO;
+        unlink(tmp);
+    }
+    free(tmp);
+    free(path);
+    return rc;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static json_object *timing_json(double *v, int n, double *median, double *lo, double *hi)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    *median = n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+    *lo = v[0];
+    *hi = v[n - 1];
+    json_object *o = json_object_new_object();
+    json_object_object_add(o, "median", json_object_new_double(*median));
+    json_object_object_add(o, "spread", json_object_new_double(*hi - *lo));
+    json_object_object_add(o, "runs", json_object_new_int(n));
+    json_object_object_add(o, "min", json_object_new_double(*lo));
+    json_object_object_add(o, "max", json_object_new_double(*hi));
+    return o;
+}
+
+/* ---- the LSTM candidate --------------------------------------------------- */
+
+typedef struct {
+    float *w_ih[LSTM_LAYERS][2], *w_hh[LSTM_LAYERS][2], *b_ih[LSTM_LAYERS][2],
+        *b_hh[LSTM_LAYERS][2];
+    gf_lstm_gpu_dir dirs[LSTM_LAYERS][2];
+} lstm_weights;
+
+static void lstm_weights_random(lstm_weights *w, uint64_t *seed)
+{
+    const int G = 4 * LSTM_H;
+    const float k = 1.0f / sqrtf((float)LSTM_H);   /* PyTorch's initialisation range */
+    for (int l = 0; l < LSTM_LAYERS; l++)
+        for (int d = 0; d < 2; d++) {
+            int in = l ? 2 * LSTM_H : LSTM_IN;
+            w->w_ih[l][d] = gf_malloc(sizeof(float) * G * in);
+            w->w_hh[l][d] = gf_malloc(sizeof(float) * G * LSTM_H);
+            w->b_ih[l][d] = gf_malloc(sizeof(float) * G);
+            w->b_hh[l][d] = gf_malloc(sizeof(float) * G);
+            for (int i = 0; i < G * in; i++)
+                w->w_ih[l][d][i] = uniform(seed, k);
+            for (int i = 0; i < G * LSTM_H; i++)
+                w->w_hh[l][d][i] = uniform(seed, k);
+            for (int i = 0; i < G; i++) {
+                w->b_ih[l][d][i] = uniform(seed, k);
+                w->b_hh[l][d][i] = uniform(seed, k);
+            }
+            w->dirs[l][d] = (gf_lstm_gpu_dir){ w->w_ih[l][d], w->w_hh[l][d], w->b_ih[l][d],
+                                               w->b_hh[l][d] };
+        }
+}
+
+static void lstm_weights_free(lstm_weights *w)
+{
+    for (int l = 0; l < LSTM_LAYERS; l++)
+        for (int d = 0; d < 2; d++) {
+            free(w->w_ih[l][d]);
+            free(w->w_hh[l][d]);
+            free(w->b_ih[l][d]);
+            free(w->b_hh[l][d]);
+        }
+}
+
+/* Device time of one LSTM run on the current route, ms. */
+static int time_lstm(gf_gpu *gpu, gf_lstm_gpu *l, gf_math math, gf_cu_ptr x, int B, double *ms)
+{
+    gf_devstats *st = gf_devstats_new();
+    gf_cu_ptr out;
+    int rc = gf_gpu_timing_begin(gpu, "lstm.stack", "qualify");
+    rc = rc ? rc : gf_lstm_gpu_run(l, math, x, B, &out);
+    rc = rc ? rc : gf_gpu_timing_end(gpu);
+    gf_gpu_timing_collect(gpu, st);
+    const gf_devstats_row *rows;
+    if (!rc && (gf_devstats_rows(st, &rows) != 1 || rows[0].count != 1))
+        rc = GF_EDEVICE;
+    if (!rc)
+        *ms = (double)rows[0].total_ns / 1e6;
+    gf_devstats_destroy(&st);
+    return rc;
+}
+
+static int lstm_accuracy(const gf_qualify_ctx *ctx, const gf_candidate *cand, int B,
+                         gf_math math, const lstm_weights *w, const float *x, gf_lstm_gpu *l,
+                         gf_cu_ptr dx, gf_qualify_result *res, uint64_t seed)
+{
+    const size_t per = (size_t)LSTM_T * 2 * LSTM_H;
+    float *got = gf_malloc(sizeof(float) * (size_t)B * per);
+    double *ref = gf_malloc(sizeof(double) * per);
+    gf_cu_ptr out;
+    int rc = gf_lstm_gpu_poison(l);
+    rc = rc ? rc : gf_lstm_gpu_run(l, math, dx, B, &out);
+    rc = rc ? rc : gf_gpu_download(ctx->gpu, got, out, sizeof(float) * (size_t)B * per);
+    if (rc)
+        goto out;
+    /* Tolerances by math mode: fp32 end to end, or tf32 input projections. */
+    const double atol = math == GF_MATH_TF32 ? 2e-2 : 1e-4;
+    const double rtol = math == GF_MATH_TF32 ? 2e-2 : 1e-3;
+    long mismatches = 0, elements = 0, unwritten = 0;
+    double max_abs = 0, max_rel = 0, num = 0, den = 0;
+    for (size_t i = 0; i < (size_t)B * per; i++)
+        if (!isfinite(got[i]))
+            unwritten++;
+    int seqs[REF_SEQS] = { 0, B / 2, B - 1 };
+    for (int q = 0; q < REF_SEQS; q++) {
+        if (q > 0 && seqs[q] == seqs[q - 1])
+            continue;
+        int b = seqs[q];
+        lstm_stack_f64(w->dirs, x + (size_t)b * LSTM_T * LSTM_IN, ref);
+        for (size_t i = 0; i < per; i++) {
+            double a = got[(size_t)b * per + i], e = fabs(a - ref[i]);
+            elements++;
+            if (!(e <= atol + rtol * fabs(ref[i]))) {
+                if (mismatches < 5)
+                    fprintf(ctx->report, "    mismatch: sequence %d element %zu: %.9g vs %.9g\n",
+                            b, i, a, ref[i]);
+                mismatches++;
+            }
+            max_abs = fmax(max_abs, e);
+            if (fabs(ref[i]) > 1e-3)
+                max_rel = fmax(max_rel, e / fabs(ref[i]));
+            num += e * e;
+            den += ref[i] * ref[i];
+        }
+    }
+    mismatches += unwritten;
+    double norm_err = sqrt(num / (den > 0 ? den : 1));
+    fprintf(ctx->report, "  accuracy: %ld elements vs float64, max abs %.3g, max rel %.3g, "
+            "normalised %.3g, %ld mismatches (atol %g, rtol %g), %ld unwritten\n",
+            elements, max_abs, max_rel, norm_err, mismatches, atol, rtol, unwritten);
+    res->accurate = mismatches == 0;
+    json_object *r = record_base(ctx, "accuracy", cand, B, math, &res->module);
+    json_object_object_add(r, "reference", json_object_new_string("float64"));
+    json_object_object_add(r, "seed", json_object_new_int64((int64_t)(seed & 0x7fffffffffffLL)));
+    json_object_object_add(r, "elements", json_object_new_int64(elements));
+    json_object_object_add(r, "max_abs_err", json_object_new_double(max_abs));
+    json_object_object_add(r, "max_rel_err", json_object_new_double(max_rel));
+    json_object_object_add(r, "normalised_err", json_object_new_double(norm_err));
+    json_object_object_add(r, "atol", json_object_new_double(atol));
+    json_object_object_add(r, "rtol", json_object_new_double(rtol));
+    json_object_object_add(r, "mismatches", json_object_new_int64(mismatches));
+    json_object_object_add(r, "sequences_checked", json_object_new_int(REF_SEQS));
+    rc = record_write(ctx, r, res->accuracy);
+    json_object_put(r);
+out:
+    free(got);
+    free(ref);
+    return rc;
+}
+
+/* Interleaved A/B rounds; a[i], b[i] in ms. */
+static int lstm_speed(const gf_qualify_ctx *ctx, gf_lstm_gpu *l, gf_math math, gf_cu_ptr dx,
+                      int B, double *a, double *b)
+{
+    double ms;
+    for (int warm = 0; warm < 2; warm++) {   /* warm-up both routes */
+        if (gf_lstm_gpu_set_route(l, GF_ROUTE_OWN, NULL) || time_lstm(ctx->gpu, l, math, dx, B, &ms) ||
+            gf_lstm_gpu_set_route(l, GF_ROUTE_LIBRARY, NULL) || time_lstm(ctx->gpu, l, math, dx, B, &ms))
+            return GF_EDEVICE;
+    }
+    for (int r = 0; r < ctx->rounds; r++) {
+        if (gf_lstm_gpu_set_route(l, GF_ROUTE_OWN, NULL) || time_lstm(ctx->gpu, l, math, dx, B, &a[r]) ||
+            gf_lstm_gpu_set_route(l, GF_ROUTE_LIBRARY, NULL) || time_lstm(ctx->gpu, l, math, dx, B, &b[r]))
+            return GF_EDEVICE;
+    }
+    return 0;
+}
+
+/* The whole segmentation network, A (own lstm) / B (library) rounds, seconds. */
+static int e2e_speed(const gf_qualify_ctx *ctx, int B, gf_math math, uint64_t *seed, double *a,
+                     double *b)
+{
+    gf_segmentation_gpu *s = gf_segmentation_gpu_new(ctx->gpu, ctx->blas,
+                                                     ctx->segmentation_model, NULL, B, math);
+    if (!s)
+        return GF_EINVAL;
+    float *wave = gf_malloc(sizeof(float) * (size_t)B * 160000);
+    float *logp = gf_malloc(sizeof(float) * (size_t)B * 589 * 7);
+    for (size_t i = 0; i < (size_t)B * 160000; i++)
+        wave[i] = uniform(seed, 0.3f);
+    int rc = 0;
+    for (int r = -1; r < ctx->rounds && !rc; r++) {
+        for (int route = 0; route < 2 && !rc; route++) {
+            gf_devstats *st = gf_devstats_new();
+            rc = gf_segmentation_gpu_set_route(s, "lstm.stack",
+                                               route == 0 ? GF_ROUTE_OWN : GF_ROUTE_LIBRARY);
+            rc = rc ? rc : gf_segmentation_gpu_run(s, wave, B, logp, st);
+            const gf_devstats_row *rows;
+            size_t n = gf_devstats_rows(st, &rows);
+            double total = 0;
+            for (size_t i = 0; i < n; i++)
+                total += (double)rows[i].total_ns / 1e9;
+            if (r >= 0)
+                (route == 0 ? a : b)[r] = total;
+            gf_devstats_destroy(&st);
+        }
+    }
+    free(wave);
+    free(logp);
+    gf_segmentation_gpu_destroy(&s);
+    return rc;
+}
+
+static int qualify_lstm(const gf_qualify_ctx *ctx, const gf_candidate *cand, int B, gf_math math,
+                        gf_qualify_result *res)
+{
+    uint64_t seed = ctx->seed ^ ((uint64_t)B << 32) ^ (uint64_t)math;
+    uint64_t rng = seed;
+    lstm_weights w;
+    lstm_weights_random(&w, &rng);
+    float *x = gf_malloc(sizeof(float) * (size_t)B * LSTM_T * LSTM_IN);
+    for (size_t i = 0; i < (size_t)B * LSTM_T * LSTM_IN; i++)
+        x[i] = uniform(&rng, 1.0f);
+    double *a = gf_calloc((size_t)ctx->rounds, sizeof(double));
+    double *b = gf_calloc((size_t)ctx->rounds, sizeof(double));
+    gf_cu_ptr dx = 0;
+    const char *sha = NULL;
+    gf_lstm_gpu *l = gf_lstm_gpu_new(ctx->gpu, ctx->blas, LSTM_LAYERS, LSTM_IN, LSTM_H, w.dirs,
+                                     B, LSTM_T);
+    int rc = l ? 0 : GF_EDEVICE;
+    rc = rc ? rc : gf_lstm_gpu_set_route(l, GF_ROUTE_OWN, &sha);
+    if (!rc && strcmp(sha, res->module.sha256) != 0) {
+        GF_ERROR("lstm.stack: the module that loaded (%s) is not the candidate (%s)", sha,
+                 res->module.sha256);
+        rc = GF_ESTATE;
+    }
+    rc = rc ? rc : gf_gpu_alloc(ctx->gpu, sizeof(float) * (size_t)B * LSTM_T * LSTM_IN, &dx);
+    rc = rc ? rc : gf_gpu_upload(ctx->gpu, dx, x, sizeof(float) * (size_t)B * LSTM_T * LSTM_IN);
+    rc = rc ? rc : lstm_accuracy(ctx, cand, B, math, &w, x, l, dx, res, seed);
+    if (!rc && res->accurate) {
+        rc = lstm_speed(ctx, l, math, dx, B, a, b);
+        double am, alo, ahi, bm, blo, bhi;
+        json_object *r = NULL;
+        if (!rc) {
+            r = record_base(ctx, "speed", cand, B, math, &res->module);
+            json_object_object_add(r, "unit", json_object_new_string("ms"));
+            json_object_object_add(r, "order", json_object_new_string("ABAB"));
+            json_object_object_add(r, "candidate", timing_json(a, ctx->rounds, &am, &alo, &ahi));
+            json_object_object_add(r, "library", timing_json(b, ctx->rounds, &bm, &blo, &bhi));
+            res->speedup = bm / am;
+            res->win = ahi < blo && res->speedup > 1.0;   /* outside the noise */
+            fprintf(ctx->report, "  speed: own %.3f ms [%.3f..%.3f], library %.3f ms [%.3f..%.3f]: "
+                    "%.2fx%s\n", am, alo, ahi, bm, blo, bhi, res->speedup,
+                    res->win ? "" : " (no win outside the spread of the runs)");
+            if (res->win)
+                rc = record_write(ctx, r, res->speed);
+            json_object_put(r);
+        }
+        if (!rc && res->win && ctx->segmentation_model) {
+            rc = e2e_speed(ctx, B, math, &rng, a, b);
+            if (!rc) {
+                r = record_base(ctx, "end-to-end", cand, B, math, &res->module);
+                json_object_object_add(r, "unit", json_object_new_string("s"));
+                json_object_object_add(r, "order", json_object_new_string("ABAB"));
+                json_object_object_add(r, "pipeline",
+                                       json_object_new_string("segmentation network on the card"));
+                json_object_object_add(r, "candidate", timing_json(a, ctx->rounds, &am, &alo, &ahi));
+                json_object_object_add(r, "library", timing_json(b, ctx->rounds, &bm, &blo, &bhi));
+                res->e2e_speedup = bm / am;
+                fprintf(ctx->report, "  end to end (segmentation network): %.3f ms with, %.3f ms "
+                        "without: %.2fx\n", am * 1e3, bm * 1e3, res->e2e_speedup);
+                if (am <= bm)
+                    rc = record_write(ctx, r, res->end_to_end);
+                else
+                    res->win = false;
+                json_object_put(r);
+            }
+        } else if (!rc && res->win) {
+            fprintf(ctx->report, "  end to end: no segmentation model given, not measured\n");
+        }
+    }
+    if (dx)
+        gf_gpu_free(ctx->gpu, dx);
+    gf_lstm_gpu_destroy(&l);
+    lstm_weights_free(&w);
+    free(x);
+    free(a);
+    free(b);
+    return rc;
+}
+
+int gf_qualify_run(const gf_qualify_ctx *ctx, const gf_candidate *cand, int batch, gf_math math,
+                   gf_qualify_result *out)
+{
+    gf_module_id module = out->module;   /* set by the caller from the explicit plan */
+    memset(out, 0, sizeof *out);
+    out->module = module;
+    fprintf(ctx->report, "%s (%s) batch %d %s on %s:\n", cand->boundary, cand->area, batch,
+            gf_math_name(math), ctx->card->name);
+    if (strcmp(cand->area, "lstm") == 0)
+        return qualify_lstm(ctx, cand, batch, math, out);
+    return GF_EUNSUP;
+}
+
+int gf_qualify_write_binding(FILE *f, const gf_card_identity *card, const gf_candidate *cand,
+                             const int *batches, const gf_math *maths,
+                             const gf_qualify_result *results, size_t n)
+{
+    int proofs = 0;
+    const gf_qualify_result *first = NULL;
+    for (size_t i = 0; i < n; i++)
+        if (results[i].win && results[i].end_to_end[0] && !first)
+            first = &results[i];
+    if (!first)
+        return 0;
+    char scope[256];
+    snprintf(scope, sizeof scope, "{kind: point, cc: \"%d.%d\", sms: %d, name: \"%s\"}",
+             card->cc_major, card->cc_minor, card->sm_count, card->name);
+    fprintf(f, "# Written by gpuflock qualify on %s (%s).\nbindings:\n", card->name, card->uuid);
+    fprintf(f, "  - id: %s-sm%d%d-%d-%.12s\n", cand->area, card->cc_major, card->cc_minor,
+            card->sm_count, first->module.sha256);
+    fprintf(f, "    scope: %s\n", scope);
+    fprintf(f, "    module:\n      area: %s\n      tier: sm%d\n", cand->area, first->module.tier);
+    fprintf(f, "      artifact: {kind: ptx-jit, sha256: %s}\n    proofs:\n", first->module.sha256);
+    for (size_t i = 0; i < n; i++) {
+        const gf_qualify_result *r = &results[i];
+        if (!r->win || !r->end_to_end[0])
+            continue;
+        fprintf(f, "      - boundary: %s\n        batch: %d\n        math: %s\n", cand->boundary,
+                batches[i], gf_math_name(maths[i]));
+        fprintf(f, "        config: {");
+        for (size_t k = 0; k < cand->n_config; k++)
+            fprintf(f, "%s%s: %s", k ? ", " : "", cand->config[k].key, cand->config[k].value);
+        fprintf(f, "}\n        accuracy: %s\n", r->accuracy);
+        fprintf(f, "        speed:\n          kind: measured\n          scope: %s\n", scope);
+        fprintf(f, "          record: %s\n          end_to_end: %s\n", r->speed, r->end_to_end);
+        proofs++;
+    }
+    return proofs;
+}

@@ -1,0 +1,69 @@
+/* qualify.h — qualification of the project's own kernels on one card: the
+ * measurements that evidence bindings stand on (docs/evidence.md).
+ *
+ * For a candidate (area, boundary, pinned configuration) and a tuple (batch,
+ * math) it writes three records, each named by its SHA-256, into a records
+ * folder: accuracy against a float64 CPU reference on fresh random inputs
+ * (never zeros; every output poisoned first), speed against the library route
+ * in interleaved A/B/A/B rounds timed by device events after warm-up, and the
+ * end-to-end segmentation network with and without the route. A speed win is
+ * claimed only outside the noise: the candidate's slowest round must beat the
+ * library's fastest. */
+#ifndef GF_QUALIFY_H
+#define GF_QUALIFY_H
+
+#include "common/card.h"
+#include "worker/blas_gpu.h"
+#include "worker/evidence.h"
+#include "worker/gpu.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+typedef struct {
+    gf_gpu *gpu;                      /* the card, open (borrowed) */
+    gf_blas_gpu *blas;                /* the library route (borrowed) */
+    const gf_card_identity *card;     /* written into every record */
+    const char *records_dir;          /* where records go (created if missing) */
+    const char *segmentation_model;   /* for the end-to-end record; NULL: none made */
+    int rounds;                       /* A/B rounds, at least 2 */
+    uint64_t seed;                    /* random inputs; recorded */
+    FILE *report;                     /* progress and results, for people */
+} gf_qualify_ctx;
+
+typedef struct {
+    const char *area;                 /* "lstm" */
+    const char *boundary;             /* "lstm.stack" */
+    const gf_pin *config;             /* the configuration it pins */
+    size_t n_config;
+} gf_candidate;
+
+typedef struct {
+    bool accurate;                        /* no element outside the tolerance */
+    bool win;                             /* faster than the library outside the noise */
+    double speedup;                       /* library median / candidate median */
+    double e2e_speedup;                   /* the same for the whole network; 0: not measured */
+    gf_module_id module;                  /* what was measured */
+    char accuracy[GF_SHA256_HEX_LEN];     /* record names; "" when not written */
+    char speed[GF_SHA256_HEX_LEN];
+    char end_to_end[GF_SHA256_HEX_LEN];
+} gf_qualify_result;
+
+/* The own kernels this build can qualify; n in *count. */
+const gf_candidate *gf_qualify_candidates(size_t *count);
+
+/* Qualify one candidate on one tuple. Returns 0 (whatever the verdict, in
+ * *out), GF_EUNSUP when the kernel refuses this card or tuple, GF_EDEVICE,
+ * GF_EIO (records could not be written). */
+int gf_qualify_run(const gf_qualify_ctx *ctx, const gf_candidate *cand, int batch, gf_math math,
+                   gf_qualify_result *out);
+
+/* A binding (YAML) for the card's point scope with one proof per winning
+ * result; results that did not win are left out. Returns the number of proofs
+ * written. */
+int gf_qualify_write_binding(FILE *f, const gf_card_identity *card, const gf_candidate *cand,
+                             const int *batches, const gf_math *maths,
+                             const gf_qualify_result *results, size_t n);
+
+#endif

@@ -1,0 +1,401 @@
+/* runner.c — one run of a command job (see runner.h).
+ *
+ * Sits between the worker's event loop (worker/agent.c) and the job's
+ * processes: locks, spool files, fork/exec with the submitter's identity,
+ * and wait4 for the result. */
+#include "worker/runner.h"
+
+#include "common/env.h"
+#include "common/error.h"
+#include "common/jobenv.h"
+#include "common/lock.h"
+#include "common/lockinfo.h"
+#include "common/log.h"
+#include "common/util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+struct gf_run {
+    gf_msg job;               /* the "job" message, owned */
+    char *bench_lock;         /* --proof: the box-wide lock file */
+    char **scrub;             /* --proof: variables to remove */
+    size_t n_scrub;
+    gf_lock **locks;          /* card locks, ascending cards, then the bench lock */
+    size_t n_locks;
+    bool locked;              /* every lock is held */
+    pid_t pid;                /* job process (group leader), 0 before start */
+    int64_t started_ms;       /* wall clock at fork */
+    char **scrubbed;          /* variables actually removed */
+    size_t n_scrubbed;
+};
+
+gf_run *gf_run_new(const gf_msg *job, const gf_config *cfg)
+{
+    gf_run *self = gf_calloc(1, sizeof(*self));
+    /* deep copy through the codec's own copy of the spec, plus the rest */
+    self->job.op = job->op;
+    self->job.id = job->id;
+    self->job.attempt = job->attempt;
+    gf_job_spec_copy(&self->job.spec, &job->spec);
+    self->job.uid = job->uid;
+    self->job.gid = job->gid;
+    self->job.groups = gf_calloc(job->n_groups ? job->n_groups : 1, sizeof(uint32_t));
+    memcpy(self->job.groups, job->groups, job->n_groups * sizeof(uint32_t));
+    self->job.n_groups = job->n_groups;
+    self->job.out_path = gf_strdup(job->out_path);
+    self->job.err_path = gf_strdup(job->err_path);
+    self->job.locks = gf_calloc(job->n_locks + 1, sizeof(char *));
+    for (size_t i = 0; i < job->n_locks; i++)
+        self->job.locks[i] = gf_strdup(job->locks[i]);
+    self->job.n_locks = job->n_locks;
+    self->job.cards = gf_calloc(job->n_cards ? job->n_cards : 1, sizeof(int32_t));
+    memcpy(self->job.cards, job->cards, job->n_cards * sizeof(int32_t));
+    self->job.n_cards = job->n_cards;
+    self->job.visible = gf_strdup(job->visible);
+    self->bench_lock = gf_strdup(cfg->bench_lock);
+    self->scrub = gf_calloc(cfg->n_scrub_env + 1, sizeof(char *));
+    for (size_t i = 0; i < cfg->n_scrub_env; i++)
+        self->scrub[i] = gf_strdup(cfg->scrub_env[i]);
+    self->n_scrub = cfg->n_scrub_env;
+    self->n_locks = job->n_locks + (job->spec.proof ? 1 : 0);
+    self->locks = gf_calloc(self->n_locks ? self->n_locks : 1, sizeof(gf_lock *));
+    return self;
+}
+
+/* Close our lock descriptors: held ones are released unless a started job
+ * inherited them (then only our copy closes and the job keeps the card). */
+static void close_locks(gf_run *self)
+{
+    for (size_t i = 0; i < self->n_locks; i++)
+        gf_lock_destroy(&self->locks[i]);
+    self->locked = false;
+}
+
+void gf_run_destroy(gf_run **self_p)
+{
+    gf_run *self = *self_p;
+    if (!self)
+        return;
+    close_locks(self);
+    free(self->locks);
+    gf_msg_clear(&self->job);
+    free(self->bench_lock);
+    for (size_t i = 0; i < self->n_scrub; i++)
+        free(self->scrub[i]);
+    free(self->scrub);
+    for (size_t i = 0; i < self->n_scrubbed; i++)
+        free(self->scrubbed[i]);
+    free(self->scrubbed);
+    free(self);
+    *self_p = NULL;
+}
+
+uint64_t gf_run_id(const gf_run *self) { return self->job.id; }
+int32_t gf_run_attempt(const gf_run *self) { return self->job.attempt; }
+bool gf_run_started(const gf_run *self) { return self->pid > 0; }
+pid_t gf_run_pid(const gf_run *self) { return self->pid; }
+int64_t gf_run_started_ms(const gf_run *self) { return self->started_ms; }
+
+/* "pid 1234 (exclusive, flock: flock /run/lock/gpu0.lock sleep 60)": who
+ * holds path now, from /proc/locks. */
+static void describe_holders(const char *path, char *buf, size_t len)
+{
+    gf_lock_holder *h = NULL;
+    size_t n = 0;
+    if (gf_lock_holders(path, &h, &n) != 0 || n == 0) {
+        snprintf(buf, len, "a process /proc/locks does not show");
+    } else {
+        gf_lock_holder_describe(&h[0], buf, len);
+        if (n > 1) {
+            size_t l = strlen(buf);
+            snprintf(buf + l, len - l, " and %zu more", n - 1);
+        }
+    }
+    gf_lock_holders_free(&h, n);
+}
+
+int gf_run_try_locks(gf_run *self, char *why, size_t len)
+{
+    if (self->locked)
+        return 0;
+    gf_lock_mode mode = self->job.spec.mode == GF_MODE_SHARED ? GF_LOCK_SHARED : GF_LOCK_EXCLUSIVE;
+    /* all or none, ascending card order, then the bench lock */
+    for (size_t i = 0; i < self->n_locks; i++) {
+        bool bench = i >= self->job.n_locks;
+        const char *path = bench ? self->bench_lock : self->job.locks[i];
+        if (!self->locks[i] && !(self->locks[i] = gf_lock_open(path))) {
+            snprintf(why, len, "lock file %s cannot be opened (see the worker's log)", path);
+            close_locks(self);
+            return GF_EIO;
+        }
+        int rc = gf_lock_try(self->locks[i], bench ? GF_LOCK_EXCLUSIVE : mode);
+        if (rc == 0)
+            continue;
+        char who[512];
+        if (rc == GF_EBUSY) {
+            describe_holders(path, who, sizeof(who));
+            if (bench)
+                snprintf(why, len, "waiting for the bench lock %s: held by %s", path, who);
+            else
+                snprintf(why, len, "waiting for card %d: held outside gpuflock by %s",
+                         self->job.cards[i], who);
+        } else {
+            snprintf(why, len, "lock file %s: %s", path, gf_strerror(rc));
+        }
+        for (size_t k = 0; k < i; k++)
+            gf_lock_release(self->locks[k]);
+        return rc == GF_EBUSY ? GF_EBUSY : GF_EIO;
+    }
+    self->locked = true;
+    return 0;
+}
+
+static int open_spool(const char *path, uid_t uid, gid_t gid, char *why, size_t len)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0) {
+        snprintf(why, len, "spool file %s: %s", path, strerror(errno));
+        return -1;
+    }
+    if (geteuid() == 0 && fchown(fd, uid, gid) != 0) {
+        snprintf(why, len, "spool file %s: chown: %s", path, strerror(errno));
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/* A comma list joined from n items printed by fmt. */
+static char *join_cards(const gf_run *self)
+{
+    char *list = NULL;
+    for (size_t i = 0; i < self->job.n_cards; i++) {
+        char *next = list ? gf_strfmt("%s,%d", list, self->job.cards[i])
+                          : gf_strfmt("%d", self->job.cards[i]);
+        free(list);
+        list = next;
+    }
+    return list ? list : gf_strdup("");
+}
+
+static char *join_locks(const gf_run *self)
+{
+    char *list = NULL;
+    for (size_t i = 0; i < self->job.n_locks; i++) {
+        char *next = list ? gf_strfmt("%s,%s", list, self->job.locks[i])
+                          : gf_strdup(self->job.locks[i]);
+        free(list);
+        list = next;
+    }
+    return list ? list : gf_strdup("");
+}
+
+/* The job's environment: the submitter's, with the card variables every
+ * gpuflock command job gets (common/jobenv), GPUFLOCK_JOB_ID and
+ * GPUFLOCK_ARRAY_INDEX; for --proof without proof.scrub_env. */
+static gf_env *build_env(gf_run *self)
+{
+    const gf_job_spec *sp = &self->job.spec;
+    gf_env *env = gf_env_new(NULL);
+    for (size_t i = 0; i < sp->n_env; i++) {
+        const char *e = sp->env[i];
+        const char *eq = strchr(e, '=');
+        if (!eq || eq == e)
+            continue;
+        char *name = gf_malloc((size_t)(eq - e) + 1);
+        memcpy(name, e, (size_t)(eq - e));
+        name[eq - e] = 0;
+        gf_env_set(env, name, eq + 1);
+        free(name);
+    }
+    if (!gf_env_get(env, "PATH"))
+        gf_env_set(env, "PATH", "/usr/local/bin:/usr/bin:/bin");
+    char *devices = join_cards(self), *locks = join_locks(self), *removed = NULL;
+    gf_jobenv_export(env, self->job.visible ? self->job.visible : devices, devices, locks,
+                     sp->proof, self->scrub, self->n_scrub, &removed);
+    free(devices);
+    free(locks);
+    char id[32];
+    snprintf(id, sizeof(id), "%llu", (unsigned long long)self->job.id);
+    gf_env_set(env, "GPUFLOCK_JOB_ID", id);
+    if (sp->array_index >= 0) {
+        snprintf(id, sizeof(id), "%lld", (long long)sp->array_index);
+        gf_env_set(env, "GPUFLOCK_ARRAY_INDEX", id);
+    } else {
+        gf_env_unset(env, "GPUFLOCK_ARRAY_INDEX");
+    }
+    /* the names removed, kept for the result's statistics */
+    for (char *save = NULL, *tok = removed ? strtok_r(removed, ",", &save) : NULL; tok;
+         tok = strtok_r(NULL, ",", &save)) {
+        self->scrubbed = gf_realloc(self->scrubbed, (self->n_scrubbed + 1) * sizeof(char *));
+        self->scrubbed[self->n_scrubbed++] = gf_strdup(tok);
+    }
+    free(removed);
+    return env;
+}
+
+/* In the child: say why it cannot run, on the job's stderr, and exit. */
+static void child_fail(int status, const char *what, const char *arg)
+{
+    dprintf(2, "gpuflock: %s%s%s: %s\n", what, arg ? " " : "", arg ? arg : "", strerror(errno));
+    _exit(status);
+}
+
+int gf_run_start(gf_run *self, char *why, size_t len)
+{
+    const gf_job_spec *sp = &self->job.spec;
+    uid_t uid = self->job.uid;
+    gid_t gid = self->job.gid;
+    if (geteuid() != 0 && uid != geteuid()) {
+        snprintf(why, len, "this worker runs as uid %u and cannot run a job as uid %u",
+                 (unsigned)geteuid(), (unsigned)uid);
+        return GF_EPERM;
+    }
+    int out = open_spool(self->job.out_path, uid, gid, why, len);
+    if (out < 0)
+        return GF_EIO;
+    int err = open_spool(self->job.err_path, uid, gid, why, len);
+    if (err < 0) {
+        close(out);
+        return GF_EIO;
+    }
+    gf_env *env = build_env(self);
+    for (size_t i = 0; i < self->n_scrubbed; i++)
+        dprintf(err, "gpuflock: --proof removed %s from the environment\n", self->scrubbed[i]);
+    /* the lock descriptors stay open across the job's exec: it holds the
+     * card (our copies close right after the fork, before any other fork) */
+    for (size_t i = 0; i < self->n_locks; i++)
+        if (gf_lock_inherit(self->locks[i]) != 0) {
+            snprintf(why, len, "cannot pass the lock on to the job");
+            close(out);
+            close(err);
+            gf_env_destroy(&env);
+            return GF_EIO;
+        }
+    pid_t parent = getpid();
+    pid_t pid = fork();
+    if (pid < 0) {
+        snprintf(why, len, "fork: %s", strerror(errno));
+        close(out);
+        close(err);
+        gf_env_destroy(&env);
+        return GF_EIO;
+    }
+    if (pid == 0) {
+        setpgid(0, 0);
+        sigset_t none;
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        for (int s = 1; s < NSIG; s++)
+            signal(s, SIG_DFL);
+        int null = open("/dev/null", O_RDONLY);
+        if (null >= 0 && null != 0) {
+            dup2(null, 0);
+            close(null);
+        }
+        dup2(out, 1);
+        dup2(err, 2);
+        if (geteuid() == 0 && uid != 0) {
+            gid_t groups[GF_PROTO_MAX_GROUPS];
+            size_t ng = self->job.n_groups;
+            for (size_t i = 0; i < ng; i++)
+                groups[i] = self->job.groups[i];
+            if (setgroups(ng, groups) != 0)
+                child_fail(126, "setgroups", NULL);
+            if (setgid(gid) != 0)
+                child_fail(126, "setgid", NULL);
+            if (setuid(uid) != 0)
+                child_fail(126, "setuid", NULL);
+        } else if (geteuid() == 0) {
+            if (setgid(gid) != 0)
+                child_fail(126, "setgid", NULL);
+        }
+        /* after the identity change: a credential change clears it */
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent)
+            _exit(137);
+        if (sp->cwd && chdir(sp->cwd) != 0)
+            child_fail(126, "cannot enter the directory", sp->cwd);
+        execvpe(sp->argv[0], sp->argv, gf_env_array(env));
+        child_fail(errno == ENOENT ? 127 : 126, "cannot run", sp->argv[0]);
+    }
+    setpgid(pid, pid);     /* both sides, so a signal right after fork reaches it */
+    self->pid = pid;
+    self->started_ms = gf_wall_ms();
+    close(out);
+    close(err);
+    gf_env_destroy(&env);
+    /* our copies of the lock descriptors go: the job's tree holds the card */
+    close_locks(self);
+    return 0;
+}
+
+static void add_stat(gf_msg *r, const char *key, int64_t v)
+{
+    r->stats = gf_realloc(r->stats, (r->n_stats + 1) * sizeof(gf_stat));
+    gf_stat *s = &r->stats[r->n_stats++];
+    memset(s, 0, sizeof(*s));
+    s->key = gf_strdup(key);
+    s->i = v;
+}
+
+bool gf_run_reap(gf_run *self, gf_msg *r)
+{
+    if (self->pid <= 0)
+        return false;
+    int status;
+    struct rusage ru;
+    pid_t got = wait4(self->pid, &status, WNOHANG, &ru);
+    if (got != self->pid)
+        return false;
+    memset(r, 0, sizeof(*r));
+    r->op = GF_OP_RESULT;
+    r->id = self->job.id;
+    r->attempt = self->job.attempt;
+    r->exit_status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    r->term_signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+    r->started_ms = self->started_ms;
+    r->ended_ms = gf_wall_ms();
+    r->cpu_user_ms = (int64_t)ru.ru_utime.tv_sec * 1000 + ru.ru_utime.tv_usec / 1000;
+    r->cpu_sys_ms = (int64_t)ru.ru_stime.tv_sec * 1000 + ru.ru_stime.tv_usec / 1000;
+    r->maxrss_kb = ru.ru_maxrss;
+    add_stat(r, "wall_ms", r->ended_ms - r->started_ms);
+    for (size_t i = 0; i < self->n_scrubbed; i++) {
+        char *k = gf_strfmt("proof.scrubbed.%s", self->scrubbed[i]);
+        add_stat(r, k, 1);
+        free(k);
+    }
+    self->pid = -1;
+    return true;
+}
+
+void gf_run_signal(gf_run *self, int sig)
+{
+    if (self->pid > 0)
+        kill(-self->pid, sig);
+}
+
+void gf_run_result_unstarted(const gf_run *self, const char *why, gf_msg *r)
+{
+    memset(r, 0, sizeof(*r));
+    r->op = GF_OP_RESULT;
+    r->id = self->job.id;
+    r->attempt = self->job.attempt;
+    r->exit_status = -1;
+    r->ended_ms = gf_wall_ms();
+    r->message = gf_strdup(why);
+}

@@ -1,0 +1,62 @@
+/* runner.h — one run of a command job on a worker.
+ *
+ * The worker takes the job's card locks (flock(2), all or none, ascending;
+ * plus the bench lock for --proof) with non-blocking tries, so its event
+ * loop never blocks; once they are had it forks the job, which inherits the
+ * lock descriptors (as under flock(1)); the worker then closes its own
+ * copies, so the card stays locked exactly while some process of the job
+ * lives. The job runs in its own process group, as the submitter (uid,
+ * gid, groups), in the submitter's directory and environment plus
+ * CUDA_VISIBLE_DEVICES, CUDA_DEVICE_ORDER, GPUFLOCK_DEVICE,
+ * GPUFLOCK_LOCK_FILE, GPUFLOCK_JOB_ID (and GPUFLOCK_ARRAY_INDEX), with
+ * stdout and stderr in its spool files, and dies with the worker
+ * (PR_SET_PDEATHSIG). The result comes from wait4: exit status or signal,
+ * CPU time and peak RSS. */
+#ifndef GF_RUNNER_H
+#define GF_RUNNER_H
+
+#include "common/config.h"
+#include "common/proto.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+typedef struct gf_run gf_run;
+
+/* A run for a "job" message (deep-copied). scrub: proof.scrub_env;
+ * bench_lock: the box-wide lock of --proof jobs. */
+gf_run *gf_run_new(const gf_msg *job, const gf_config *cfg);
+void gf_run_destroy(gf_run **self_p);
+
+uint64_t gf_run_id(const gf_run *self);
+int32_t gf_run_attempt(const gf_run *self);
+
+/* Try to take every lock now. Returns 0 (all held), GF_EBUSY (some lock is
+ * held elsewhere: `why` says which card and who holds it), or another
+ * error (why says what; the job cannot run). */
+int gf_run_try_locks(gf_run *self, char *why, size_t len);
+
+/* Start the job (locks held). Returns 0, or an error with why filled (the
+ * spool could not be opened, fork failed). Failures inside the child (no
+ * such directory or command, setuid refused) end the job with status 126
+ * or 127 and a line on its stderr. */
+int gf_run_start(gf_run *self, char *why, size_t len);
+
+bool gf_run_started(const gf_run *self);
+pid_t gf_run_pid(const gf_run *self);
+int64_t gf_run_started_ms(const gf_run *self);
+
+/* Reap the job if it ended (non-blocking). Returns true and fills a
+ * "result" message (op, id, attempt, exit/signal, times, CPU, peak RSS,
+ * statistics) when it did. */
+bool gf_run_reap(gf_run *self, gf_msg *result);
+
+/* Signal the job's whole process group (no-op before start). */
+void gf_run_signal(gf_run *self, int sig);
+
+/* A result message for a run that never started (cancelled while waiting
+ * for its lock, or failed to start): exit -1, with the reason. */
+void gf_run_result_unstarted(const gf_run *self, const char *why, gf_msg *result);
+
+#endif

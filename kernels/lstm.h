@@ -16,7 +16,8 @@
 void gf_lstm_proj_ref(const float *x, long rows, int In, int ldx, const float *w_ih,
                       const float *bias, int G, float *gates);
 
-/* Transpose w_hh [4H, H] into whT [H, 4H] for gf_lstm_dir_ref. */
+/* Pack w_hh [4H, H] for gf_lstm_dir_ref: transposed, in blocks of 32 gate
+ * columns ([4H/32][H][32]); 4H must be a multiple of 32. */
 void gf_lstm_pack_ref(const float *w_hh, int H, float *whT);
 
 /* The recurrence of one direction. gates: [B*T rows of stride ldg], this

@@ -4,7 +4,10 @@
  * taps agree to the last bit or two. The convolution itself runs as im2col
  * tiles times the filter matrix (dgemm): a 251-tap float32 dot product loses
  * the small outputs of bands where the signal sits at the quantisation floor,
- * and instance norm then blows that error up; float64 keeps them. */
+ * and instance norm then blows that error up; float64 keeps them. The cosine
+ * filters are even and the sine filters odd about the centre tap, so the
+ * tiles hold x[j] + x[K-1-j] and x[j] - x[K-1-j] and each filter needs only
+ * its first half: half the multiplications. */
 #include "kernels/sincconv.h"
 
 #include <cblas.h>
@@ -42,30 +45,48 @@ void gf_sincfb_build_ref(const float *low_hz, const float *band_hz, const float 
     }
 }
 
-int gf_sincconv_col_size(int K, int F)
+void gf_sincfb_halves_ref(const float *filters, int P, int H, double *hc, double *hs)
 {
-    return (K + F) * TILE;
+    const int K = 2 * H + 1;
+    for (int p = 0; p < P; p++)
+        for (int j = 0; j <= H; j++) {
+            hc[(long)p * (H + 1) + j] = filters[(long)p * K + j];
+            if (j < H)
+                hs[(long)p * H + j] = filters[(long)(P + p) * K + j];
+        }
 }
 
-void gf_sincconv_ref(const double *fd, int F, int K, const float *x, int n_in, int stride,
-                     float *out, double *col)
+int gf_sincconv_col_size(int P, int H)
 {
+    return (2 * H + 1 + 2 * P) * TILE;
+}
+
+void gf_sincconv_ref(const double *hc, const double *hs, int P, int H, const float *x, int n_in,
+                     int stride, float *out, double *col)
+{
+    const int K = 2 * H + 1;
     const int n_out = (n_in - K) / stride + 1;
-    double *acc = col + (size_t)K * TILE;   /* [F, nt] results of one tile */
+    double *S = col;                              /* [nt, H+1]: x[j] + x[K-1-j], centre once */
+    double *D = S + (long)(H + 1) * TILE;         /* [nt, H]:   x[j] - x[K-1-j] */
+    double *acc = D + (long)H * TILE;             /* [2P, nt] */
     for (int t0 = 0; t0 < n_out; t0 += TILE) {
         int nt = n_out - t0 < TILE ? n_out - t0 : TILE;
-        /* col [nt, K]: row t is the input seen by output t0 + t. */
         for (int t = 0; t < nt; t++) {
-            const float *src = x + (size_t)(t0 + t) * stride;
-            double *dst = col + (size_t)t * K;
-            for (int k = 0; k < K; k++)
-                dst[k] = src[k];
+            const float *src = x + (long)(t0 + t) * stride;
+            double *s = S + (long)t * (H + 1), *d = D + (long)t * H;
+            for (int j = 0; j < H; j++) {
+                s[j] = (double)src[j] + src[K - 1 - j];
+                d[j] = (double)src[j] - src[K - 1 - j];
+            }
+            s[H] = src[H];
         }
-        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, F, nt, K, 1.0, fd, K, col, K,
-                    0.0, acc, nt);
-        for (int f = 0; f < F; f++) {
-            float *o = out + (size_t)f * n_out + t0;
-            const double *a = acc + (size_t)f * nt;
+        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, P, nt, H + 1, 1.0, hc, H + 1, S,
+                    H + 1, 0.0, acc, nt);
+        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, P, nt, H, 1.0, hs, H, D, H, 0.0,
+                    acc + (long)P * nt, nt);
+        for (int f = 0; f < 2 * P; f++) {
+            float *o = out + (long)f * n_out + t0;
+            const double *a = acc + (long)f * nt;
             for (int t = 0; t < nt; t++)
                 o[t] = (float)fabs(a[t]);
         }

@@ -13,12 +13,18 @@
 void gf_sincfb_build_ref(const float *low_hz, const float *band_hz, const float *window,
                          const float *n, int P, int H, float sample_rate, float *filters);
 
-/* |conv1d(x, filters)| with stride `stride`, no padding: x [n_in], out
- * [F, n_out] with n_out = (n_in - K) / stride + 1. Accumulates in float64
- * (see MODELS.md on bands at the quantisation floor). col: workspace of
- * gf_sincconv_col_size(K, F) doubles; fd: the filters as doubles [F, K]. */
-void gf_sincconv_ref(const double *fd, int F, int K, const float *x, int n_in, int stride,
-                     float *out, double *col);
-int gf_sincconv_col_size(int K, int F);
+/* The half filters the convolution uses, in float64: hc [P, H+1] (cosine
+ * filters, taps 0..H, the centre last) and hs [P, H] (sine filters, taps
+ * 0..H-1); the other halves follow by symmetry. */
+void gf_sincfb_halves_ref(const float *filters, int P, int H, double *hc, double *hs);
+
+/* |conv1d(x, filters)| with stride `stride`, no padding, for the 2P filters
+ * of gf_sincfb_build_ref given as halves: x [n_in] → out [2P, n_out] with
+ * n_out = (n_in - 2H - 1) / stride + 1. Accumulates in float64 (see
+ * MODELS.md on bands at the quantisation floor). col: workspace of
+ * gf_sincconv_col_size(P, H) doubles. */
+void gf_sincconv_ref(const double *hc, const double *hs, int P, int H, const float *x, int n_in,
+                     int stride, float *out, double *col);
+int gf_sincconv_col_size(int P, int H);
 
 #endif

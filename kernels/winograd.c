@@ -39,7 +39,7 @@ void gf_winograd_pack_cpu(const float *w, int Cout, int Cin, float *u)
  * column 2i-1+b), so each input row splits into E[j] = x[2j-1] and
  * O[j] = x[2j] and every step is an elementwise add over i. */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
-#define CLONES __attribute__((target_clones("avx2", "default"), optimize("O3")))
+#define CLONES __attribute__((target_clones("arch=x86-64-v3", "default"), optimize("O3")))
 #else
 #define CLONES
 #endif
@@ -73,11 +73,20 @@ static void input_row(const float *restrict xc, int H, int W, int ty, int tw, fl
                 E[a][j] = O[a][j] = 0.0f;
             continue;
         }
+        /* E[j] = x[2j-1], O[j] = x[2j], zero outside [0, W): the ends apart,
+         * the interior as branch-free stride-2 loads */
         const float *r = xc + (long)y * W;
-        for (int j = 0; j <= tw; j++) {
-            int xe = 2 * j - 1, xo = 2 * j;
-            E[a][j] = (xe >= 0 && xe < W) ? r[xe] : 0.0f;
-            O[a][j] = xo < W ? r[xo] : 0.0f;
+        float *restrict e = E[a], *restrict o = O[a];
+        const int inner = (W - 1) / 2;   /* j = 1 .. inner: 2j-1 and 2j both inside */
+        for (int j = 1; j <= inner; j++) {
+            e[j] = r[2 * j - 1];
+            o[j] = r[2 * j];
+        }
+        e[0] = 0.0f;
+        o[0] = r[0];
+        for (int j = inner + 1; j <= tw; j++) {
+            e[j] = 2 * j - 1 < W ? r[2 * j - 1] : 0.0f;
+            o[j] = 2 * j < W ? r[2 * j] : 0.0f;
         }
     }
     /* Bᵀ d along the rows a, in place: rows become t0..t3 */

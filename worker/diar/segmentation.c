@@ -43,7 +43,7 @@
 typedef struct {
     float *w_ih;     /* both directions' input weights stacked [8H, In] */
     float *bias;     /* b_ih + b_hh of both directions [8H] */
-    float *whT[2];   /* recurrent weights transposed [H, 4H], per direction */
+    float *whT[2];   /* recurrent weights packed by gf_lstm_pack_ref, per direction */
 } lstm_layer;
 
 /* Workspace for SincNet on one window. */
@@ -62,7 +62,7 @@ struct gf_segmentation {
     int t_sinc, t_p1, t_c2, t_p2, t_c3, t_p3;
     /* weights */
     const float *wav_w, *wav_b;  /* waveform instance norm [1] */
-    double *filters;             /* sinc filterbank [NF, KS], built at load */
+    double *fb_cos, *fb_sin;     /* sinc filterbank halves [NP, HK+1], [NP, HK] */
     float *conv1_wk, *conv2_wk;  /* packed [KC, C2, Cin] */
     const float *conv1_b, *conv2_b;
     const float *norm_w[3], *norm_b[3];
@@ -142,9 +142,9 @@ static int load(gf_segmentation *s)
 
     float *f = gf_malloc(sizeof(float) * NF * KS);
     gf_sincfb_build_ref(low, band, win, n, NP, HK, 16000.0f, f);
-    s->filters = gf_malloc(sizeof(double) * NF * KS);
-    for (int i = 0; i < NF * KS; i++)
-        s->filters[i] = f[i];
+    s->fb_cos = gf_malloc(sizeof(double) * NP * (HK + 1));
+    s->fb_sin = gf_malloc(sizeof(double) * NP * HK);
+    gf_sincfb_halves_ref(f, NP, HK, s->fb_cos, s->fb_sin);
     free(f);
     s->conv1_wk = gf_malloc(sizeof(float) * KC * C2 * NF);
     gf_conv1d_pack_ref(w1, C2, NF, KC, s->conv1_wk);
@@ -179,7 +179,7 @@ gf_segmentation *gf_segmentation_new(const char *path, const char *sha256_hex, i
         sinc_ws *w = &s->sws[i];
         w->wn = gf_malloc(sizeof(float) * GF_SEG_SAMPLES);
         w->sinc = gf_malloc(sizeof(float) * NF * (size_t)s->t_sinc);
-        w->col = gf_malloc(sizeof(double) * (size_t)gf_sincconv_col_size(KS, NF));
+        w->col = gf_malloc(sizeof(double) * (size_t)gf_sincconv_col_size(NP, HK));
         w->p1 = gf_malloc(sizeof(float) * NF * (size_t)s->t_p1);
         w->c2 = gf_malloc(sizeof(float) * C2 * (size_t)s->t_c2);
         w->p2 = gf_malloc(sizeof(float) * C2 * (size_t)s->t_p2);
@@ -206,7 +206,8 @@ void gf_segmentation_destroy(gf_segmentation **self_p)
         return;
     gf_segmentation *s = *self_p;
     gf_safetensors_destroy(&s->st);
-    free(s->filters);
+    free(s->fb_cos);
+    free(s->fb_sin);
     free(s->conv1_wk);
     free(s->conv2_wk);
     for (int l = 0; l < LAYERS; l++) {
@@ -248,7 +249,7 @@ static void sincnet(const gf_segmentation *s, sinc_ws *w, const float *wave, flo
     for (int i = 0; i < GF_SEG_SAMPLES; i++)
         w->wn[i] = wave[i];
     gf_instnorm_ref(w->wn, 1, GF_SEG_SAMPLES, s->wav_w, s->wav_b, EPS, 1.0f);
-    gf_sincconv_ref(s->filters, NF, KS, w->wn, GF_SEG_SAMPLES, STRIDE, w->sinc, w->col);
+    gf_sincconv_ref(s->fb_cos, s->fb_sin, NP, HK, w->wn, GF_SEG_SAMPLES, STRIDE, w->sinc, w->col);
     gf_maxpool1d_ref(w->sinc, NF, s->t_sinc, 3, w->p1);
     gf_instnorm_ref(w->p1, NF, s->t_p1, s->norm_w[0], s->norm_b[0], EPS, SLOPE);
     gf_conv1d_ref(w->p1, NF, s->t_p1, s->conv1_wk, s->conv1_b, C2, KC, w->c2);

@@ -81,8 +81,8 @@ static void test_signals_passed_on(void **state)
         char *script = NULL;
         if (asprintf(&script,
                      "cd %s; (trap 'echo child > got; exit 0' TERM; touch ready; "
-                     "while :; do sleep 0.05; done) & trap '' TERM; wait; "
-                     "[ -f got ] && exit 33; exit 1", dir) < 0)
+                     "while :; do sleep 0.05; done) & trap '' TERM; touch parent_ready; "
+                     "wait; [ -f got ] && exit 33; exit 1", dir) < 0)
             _exit(99);
         char *argv[] = { "sh", "-c", script, NULL };
         int status = -1;
@@ -90,11 +90,14 @@ static void test_signals_passed_on(void **state)
             _exit(98);
         _exit(status);
     }
-    char ready[64];
+    /* Both the child's trap and the parent's ignore must be in place. */
+    char ready[64], parent_ready[64];
     snprintf(ready, sizeof ready, "%s/ready", dir);
-    for (int i = 0; i < 4000 && access(ready, F_OK) != 0; i++)
+    snprintf(parent_ready, sizeof parent_ready, "%s/parent_ready", dir);
+    for (int i = 0; i < 4000 && (access(ready, F_OK) != 0 || access(parent_ready, F_OK) != 0); i++)
         usleep(5000);
     assert_int_equal(access(ready, F_OK), 0);
+    assert_int_equal(access(parent_ready, F_OK), 0);
     kill(runner, SIGTERM);
     int st = 0;
     assert_int_equal(waitpid(runner, &st, 0), runner);

@@ -276,7 +276,7 @@ struct gf_diar {
     float *wave;               /* [batch x 160000] */
     size_t *valid;             /* [batch] audio samples of each window */
     float *logp;               /* [batch x 589 x 7] */
-    float *feats;              /* [batch x 998 x 80] */
+    float *feats;              /* [batch x 998 x 80]; one window in weight-free mode */
     float *masks;              /* [batch x 3 x 589] pooling masks */
     int *job_window;           /* [batch x 3] window of each pooling job */
     int *job_slot;             /* [batch x 3] (window, speaker) cell of each job */
@@ -291,7 +291,9 @@ static gf_diar *diar_alloc(int batch, bool weight_free)
     size_t B = (size_t)d->batch;
     d->wave = gf_malloc(B * GF_DIAR_WINDOW * sizeof *d->wave);
     d->valid = gf_malloc(B * sizeof *d->valid);
-    d->feats = gf_malloc(B * GF_DIAR_FBANK_FRAMES * GF_FBANK_BINS * sizeof *d->feats);
+    /* weight-free mode takes the fbank one window at a time */
+    d->feats = gf_malloc((weight_free ? 1 : B) * GF_DIAR_FBANK_FRAMES * GF_FBANK_BINS
+                         * sizeof *d->feats);
     if (weight_free) {
         d->fbank = gf_fbank_new();
     } else {

@@ -26,7 +26,10 @@ PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 WARN     := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
             -Wmissing-prototypes -Wformat=2 -Wvla
 CFLAGS   ?= -O2 -g
-ALL_CFLAGS := -std=c11 $(CFLAGS) $(WARN) -D_GNU_SOURCE -I. $(PKG_CFLAGS) $(SAN) -MMD -MP
+# Where a worker finds the evidence tables by default: this tree's evidence/
+# ($GPUFLOCK_EVIDENCE overrides it at run time).
+EVIDENCE_DEFINE := -DGF_EVIDENCE_DIR='"$(abspath evidence)"'
+ALL_CFLAGS := -std=c11 $(CFLAGS) $(WARN) -D_GNU_SOURCE -I. $(PKG_CFLAGS) $(SAN) -MMD -MP $(EVIDENCE_DEFINE)
 LDLIBS   := $(PKG_LIBS) -lm -ldl -lpthread
 LDFLAGS  ?=
 

@@ -33,9 +33,13 @@ for _ in $(seq 100); do [ "$(gf workers | grep -c ' idle ')" = 2 ] && break; sle
 EV="$T/events"
 ids=$(gf submit --array 12 -- sh -c "echo start \$GPUFLOCK_JOB_ID \$(date +%s%N) >> $EV; sleep 0.6; echo end \$GPUFLOCK_JOB_ID \$(date +%s%N) >> $EV") || fail submit
 for _ in $(seq 100); do [ "$(cat "$EV" 2>/dev/null | grep -c start)" -ge 2 ] && break; sleep 0.05; done
+# a `gpuflock wait` that is waiting when the broker dies asks the next one again
+gf wait $ids > "$T/wait.out" 2>&1 &
+waiter=$!
+sleep 0.2
 kill -KILL "$BROKER_PID"; wait "$BROKER_PID" 2>/dev/null; BROKER_PID=
-sleep 0.3
 restart_broker || fail "restart"
+wait "$waiter" || fail "the wait across the restart: $(cat "$T/wait.out")"
 gf wait $ids || fail "jobs after a broker crash"
 /usr/bin/python3 - "$EV" $ids <<'PY' || fail "runs overlap or missing"
 import sys

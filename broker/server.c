@@ -93,6 +93,7 @@ struct gf_server {
     outmsg *out;              /* the outbox */
     size_t n_out, cap_out;
     bool in_tx;               /* a store transaction is open this turn */
+    bool need_sync;           /* this turn acknowledges a client's change */
     bool store_failed;
     bool stopping;            /* SIGTERM seen: no new jobs */
     uint64_t stop_deadline;   /* monotonic ms */
@@ -173,8 +174,30 @@ static void persist(gf_server *self, const gf_job *job)
         self->store_failed = true;
 }
 
-/* Commit the turn, then send what it produced. A failed commit stops the
- * broker: nothing of the turn is acknowledged. */
+/* Commit the turn, then send what it produced. Workers get their messages
+ * right after the commit (a job the store records as running may start:
+ * that survives a broker crash); clients hear back only after the WAL is
+ * synced too, when the turn acknowledges a change of theirs (a submit, a
+ * cancel), so an acknowledged job survives a machine crash as well. A
+ * failed commit or sync stops the broker: nothing of the turn is sent. */
+static void flush_outbox(gf_server *self, void *only)
+{
+    for (size_t i = 0; i < self->n_out; i++) {
+        outmsg *o = &self->out[i];
+        if (!o->sock || o->sock != only)
+            continue;
+        if (!self->store_failed) {
+            int rc = gf_wire_send(o->sock, &o->peer, o->peer.delim, &o->msg);
+            if (rc == GF_ENOENT)
+                GF_DEBUG("peer gone before its '%s' message", gf_proto_op_name(o->msg.op));
+            else if (rc)
+                GF_WARN("sending '%s': %s", gf_proto_op_name(o->msg.op), gf_strerror(rc));
+        }
+        gf_msg_clear(&o->msg);
+        o->sock = NULL;
+    }
+}
+
 static void end_turn(gf_server *self)
 {
     if (self->in_tx) {
@@ -184,17 +207,13 @@ static void end_turn(gf_server *self)
             self->store_failed = true;
         }
     }
-    for (size_t i = 0; i < self->n_out; i++) {
-        outmsg *o = &self->out[i];
-        if (!self->store_failed) {
-            int rc = gf_wire_send(o->sock, &o->peer, o->peer.delim, &o->msg);
-            if (rc == GF_ENOENT)
-                GF_DEBUG("peer gone before its '%s' reply", gf_proto_op_name(o->msg.op));
-            else if (rc)
-                GF_WARN("sending '%s': %s", gf_proto_op_name(o->msg.op), gf_strerror(rc));
-        }
-        gf_msg_clear(&o->msg);
-    }
+    flush_outbox(self, self->workers);
+    if (self->need_sync && !self->store_failed && gf_store_sync(self->store) != 0)
+        self->store_failed = true;
+    self->need_sync = false;
+    flush_outbox(self, self->clients);
+    for (size_t i = 0; i < self->n_out; i++)
+        gf_msg_clear(&self->out[i].msg);
     self->n_out = 0;
 }
 
@@ -535,6 +554,7 @@ static void on_submit(gf_server *self, const gf_peer *peer, gf_msg *req)
         return;
     }
     char *user = user_name(peer->uid);
+    self->need_sync = true;
     gf_msg rep;
     memset(&rep, 0, sizeof(rep));
     rep.op = GF_OP_IDS;
@@ -639,6 +659,7 @@ static void on_cancel(gf_server *self, const gf_peer *peer, gf_msg *req)
     m.op = GF_OP_CODES;
     m.codes = gf_calloc(req->n_ids ? req->n_ids : 1, sizeof(int32_t));
     m.n_codes = req->n_ids;
+    self->need_sync = true;
     for (size_t i = 0; i < req->n_ids; i++) {
         gf_sched_job *sj = gf_sched_get(self->sched, req->ids[i]);
         if (!sj) {

@@ -11,7 +11,11 @@
 #include "common/proto.h"
 #include "common/util.h"
 #include "common/wire.h"
+#include "worker/evidence.h"
+#include "worker/planner.h"
 #include "worker/runner.h"
+
+#include <json-c/json.h>
 
 #include <errno.h>
 #include <signal.h>
@@ -47,7 +51,53 @@ struct gf_agent {
     uint64_t last_heard;      /* monotonic ms of the broker's last message */
     uint64_t next_beat;
     bool stopping;
+    char *plan;               /* route plan as JSON text, sent in READY */
 };
+
+/* The card's route plan (worker/planner.h) from the evidence tables in
+ * $GPUFLOCK_EVIDENCE, else ./evidence: {"evidence", "own", "library",
+ * "routes"}. Evidence that is missing or rejected plans the library route
+ * everywhere, and says why in "evidence_problem". */
+static char *make_plan(const gf_card_identity *card)
+{
+    const char *dir = getenv("GPUFLOCK_EVIDENCE");
+    if (!dir || !*dir)
+        dir = "evidence";
+    gf_evidence *ev = gf_evidence_new();
+    const char *problem = NULL;
+    if (gf_evidence_load(ev, dir) != 0) {
+        problem = "evidence missing or rejected: library route everywhere";
+        gf_evidence_destroy(&ev);
+    }
+    gf_planner pl = {
+        .evidence = ev,
+        .card = card,
+        .modules = &gf_module_provider_embedded,
+        .force_library = gf_planner_force_library_env(),
+    };
+    gf_route *routes = NULL;
+    size_t n = 0;
+    char *text = NULL;
+    if (gf_plan_all(&pl, &routes, &n) == 0) {
+        size_t own = 0;
+        for (size_t i = 0; i < n; i++)
+            own += routes[i].kind == GF_ROUTE_OWN;
+        json_object *o = json_object_new_object();
+        json_object_object_add(o, "evidence", json_object_new_string(dir));
+        if (problem)
+            json_object_object_add(o, "evidence_problem", json_object_new_string(problem));
+        json_object_object_add(o, "own", json_object_new_int64((int64_t)own));
+        json_object_object_add(o, "library", json_object_new_int64((int64_t)(n - own)));
+        json_object_object_add(o, "routes", gf_plan_to_json(routes, n));
+        const char *s = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
+        if (strlen(s) <= GF_PROTO_MAX_PLAN)
+            text = gf_strdup(s);
+        json_object_put(o);
+    }
+    free(routes);
+    gf_evidence_destroy(&ev);
+    return text;
+}
 
 static void *connect_broker(gf_agent *self)
 {
@@ -78,6 +128,7 @@ gf_agent *gf_agent_new(const gf_config *cfg, int device, const gf_card_identity 
     self->cfg = cfg;
     self->device = device;
     self->card = *card;
+    self->plan = make_plan(card);
     self->ctx = zmq_ctx_new();
     self->sock = connect_broker(self);
     sigset_t set;
@@ -114,6 +165,7 @@ void gf_agent_destroy(gf_agent **self_p)
         zmq_ctx_term(self->ctx);
     if (self->sigfd >= 0)
         close(self->sigfd);
+    free(self->plan);
     free(self);
     *self_p = NULL;
 }
@@ -133,6 +185,7 @@ static void send_ready(gf_agent *self)
     m.device = self->device;
     m.pid = (int32_t)getpid();
     m.card = self->card;
+    m.plan = gf_strdup(self->plan);
     size_t n = 0;
     for (slot *s = self->slots; s; s = s->next)
         n++;

@@ -297,11 +297,14 @@ int gf_run_start(gf_run *self, char *why, size_t len)
     }
     if (pid == 0) {
         setpgid(0, 0);
+        /* exec resets caught signals; ignored and blocked ones it keeps:
+         * undo the worker's (it ignores SIGPIPE and SIGHUP, and blocks
+         * SIGCHLD, SIGTERM and SIGINT for its signalfd) */
+        signal(SIGPIPE, SIG_DFL);
+        signal(SIGHUP, SIG_DFL);
         sigset_t none;
         sigemptyset(&none);
         sigprocmask(SIG_SETMASK, &none, NULL);
-        for (int s = 1; s < NSIG; s++)
-            signal(s, SIG_DFL);
         int null = open("/dev/null", O_RDONLY);
         if (null >= 0 && null != 0) {
             dup2(null, 0);

@@ -77,6 +77,8 @@ static void test_insert_get_update(void **state)
     assert_int_equal(gf_store_insert(s, &a), 0);
     assert_int_equal(gf_store_insert(s, &b), 0);
     assert_int_equal(gf_store_commit(s), 0);
+    assert_int_equal(gf_store_sync(s), 0);
+    assert_int_equal(gf_store_sync(s), 0);
     assert_true(a.id > 0);
     assert_true(b.id > a.id);
 

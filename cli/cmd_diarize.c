@@ -6,14 +6,18 @@
  * into place. A file that fails is named with the reason and the others go
  * on; the exit status says whether any failed. Without --local the job would
  * go through gpuflockd; the broker has no diarize job kind yet, so that is
- * refused plainly (exit 69) rather than pretended. */
+ * refused plainly (exit 69) rather than pretended. With --local, --gpu N
+ * puts the two networks on CUDA card N (worker/diar_gpu), --any on card 0
+ * when there is one. */
 #include "common/config.h"
+#include "common/devstats.h"
 #include "common/error.h"
 #include "common/log.h"
 #include "common/util.h"
 #include "worker/diar/blas.h"
 #include "worker/diar/pipeline.h"
 #include "worker/diar/rttm.h"
+#include "worker/diar_gpu.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -43,19 +47,20 @@ static void usage(FILE *out)
             "Who spoke when: an RTTM of speaker turns per recording (pyannote community-1\n"
             "recipe). A DIR stands for the audio files in it.\n"
             "  --local          run the pipeline in this process (no broker)\n"
-            "  --gpu N, --any   card to run on through the broker (not with --local yet)\n"
+            "  --gpu N, --any   CUDA card for the networks (--local: in this process; --any\n"
+            "                   falls back to the CPU when there is no card)\n"
             "  --models DIR     model files (default: models_dir of the configuration); without\n"
             "                   segmentation.safetensors and embedding.safetensors the pipeline\n"
             "                   runs in weight-free mode (energy VAD, fbank statistics) and says so\n"
             "  --num-speakers N, --min-speakers A, --max-speakers B: speaker count constraints\n"
             "  --out DIR        where RTTM/JSON files go (default: beside each input)\n"
-            "  --json           also write NAME.json (turns, speakers, mode, timings)\n"
+            "  --json           also write NAME.json (turns, speakers, mode, timings, devstats)\n"
             "  --save-intermediates DIR  segmentation_logits.npy, segmentations.npy and\n"
             "                   embeddings.npy (into DIR, or DIR/NAME/ for several inputs),\n"
             "                   readable by `gpuflock cluster`\n"
             "Exit status: 0 ok, 64 usage, 65 a recording failed (bad audio, failed stage),\n"
-            "66 an input missing, 69 broker-backed diarize unavailable, 73 output not\n"
-            "writable, 78 configuration or model files unusable.\n");
+            "66 an input missing, 69 broker-backed diarize unavailable or --gpu card\n"
+            "unusable, 73 output not writable, 78 configuration or model files unusable.\n");
 }
 
 static int parse_int(const char *opt, const char *s, int lo, int *out)
@@ -212,7 +217,7 @@ static void progress(void *user, size_t done, size_t total)
 
 /* ---- one recording ------------------------------------------------------ */
 
-static char *result_json(const gf_diar_result *r, const char *models_dir)
+static char *result_json(const gf_diar_result *r, const char *models_dir, const gf_devstats *st)
 {
     char *turns = gf_rttm_json(r->rttm);
     json_object *o = json_tokener_parse(turns);
@@ -236,6 +241,11 @@ static char *result_json(const gf_diar_result *r, const char *models_dir)
     json_object_object_add(t, "clustering", json_object_new_double(r->t_clustering));
     json_object_object_add(t, "total", json_object_new_double(r->t_total));
     json_object_object_add(o, "timings", t);
+    char *ds = gf_devstats_to_json(st);
+    json_object *dj = json_tokener_parse(ds);
+    free(ds);
+    if (dj)
+        json_object_object_add(o, "devstats", dj);
     char *s = gf_strfmt("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
     json_object_put(o);
     return s;
@@ -267,7 +277,8 @@ static int diarize_one(gf_diar *d, const char *path, const run_conf *rc_conf,
     }
     o->save_dir = save;
     gf_diar_result res;
-    int rc = gf_diar_run(d, path, o, NULL, &res);
+    gf_devstats *st = gf_devstats_new();
+    int rc = gf_diar_run(d, path, o, st, &res);
     if (ps->tty)
         fprintf(stderr, "\n");
     if (rc) {
@@ -282,7 +293,7 @@ static int diarize_one(gf_diar *d, const char *path, const run_conf *rc_conf,
     free(text);
     if (!status && rc_conf->json) {
         char *json_path = gf_strfmt("%s/%s.json", dir, name);
-        char *js = result_json(&res, rc_conf->models_dir);
+        char *js = result_json(&res, rc_conf->models_dir, st);
         if (gf_rttm_write_text(json_path, js) != 0)
             status = EXIT_CANTCREAT;
         free(js);
@@ -296,6 +307,7 @@ static int diarize_one(gf_diar *d, const char *path, const run_conf *rc_conf,
     free(rttm_path);
     gf_diar_result_free(&res);
 out:
+    gf_devstats_destroy(&st);
     free(save);
     free(dir);
     free(name);
@@ -393,11 +405,6 @@ int gf_cmd_diarize(int argc, char **argv)
                 "process\n");
         return GF_EXIT_UNAVAIL;
     }
-    if (gpu >= 0 || any)
-        fprintf(stderr, "gpuflock diarize: note: --local runs the networks on the CPU (the GPU "
-                        "backend is not wired into the pipeline yet); %s ignored\n",
-                any ? "--any" : "--gpu");
-
     gf_config *cfg = NULL;
     if (gf_config_load(config_path, &cfg) != 0)
         return GF_EXIT_CONFIG;
@@ -425,16 +432,36 @@ int gf_cmd_diarize(int argc, char **argv)
         goto out;
     }
     bool weight_free = false;
-    d = gf_diar_new(models_dir, cfg->batch_size, &weight_free);
+    d = gf_diar_new(models_dir, cfg->batch_size, cfg->cpu_threads, &weight_free);
     if (!d) {
         fprintf(stderr, "gpuflock diarize: model files in %s unusable\n", models_dir);
         status = GF_EXIT_CONFIG;
         goto out;
     }
-    if (weight_free)
+    if (weight_free) {
         fprintf(stderr, "gpuflock diarize: weight-free mode: no model files in %s (energy voice "
                         "activity and filterbank statistics; expect a much higher DER)\n",
                 models_dir);
+        if (gpu >= 0 || any)
+            fprintf(stderr, "gpuflock diarize: note: the weight-free mode runs on the CPU; %s "
+                            "ignored\n", any ? "--any" : "--gpu");
+    } else if (gpu >= 0 || any) {
+        /* the networks on a CUDA card: --gpu N must get card N, --any takes
+         * card 0 when there is one and stays on the CPU otherwise */
+        gf_diar_backend be;
+        int brc = gf_diar_backend_gpu(gpu >= 0 ? gpu : 0, models_dir, cfg->batch_size,
+                                      GF_MATH_FP32, &be);
+        if (brc == 0) {
+            gf_diar_set_backend(d, &be);
+            fprintf(stderr, "gpuflock diarize: networks on CUDA card %d\n", gpu >= 0 ? gpu : 0);
+        } else if (gpu >= 0) {
+            fprintf(stderr, "gpuflock diarize: --gpu %d: no usable CUDA card %d\n", gpu, gpu);
+            status = GF_EXIT_UNAVAIL;
+            goto out;
+        } else {
+            fprintf(stderr, "gpuflock diarize: --any: no usable CUDA card; running on the CPU\n");
+        }
+    }
     progress_state ps = { .tty = isatty(STDERR_FILENO) == 1, .n_files = inputs.n };
     ro.progress = progress;
     ro.progress_user = &ps;

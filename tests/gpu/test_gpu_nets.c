@@ -103,7 +103,7 @@ static void test_segmentation_routes(void **state)
     size_t n = (size_t)B * GF_SEG_FRAMES * GF_SEG_CLASSES;
     float *ref = malloc(n * sizeof(float)), *got = malloc(n * sizeof(float));
     random_audio(wave, B);
-    gf_segmentation *cpu = gf_segmentation_new(seg_path, NULL, B, 2);
+    gf_segmentation *cpu = gf_segmentation_new(seg_path, NULL, B, 1);
     assert_non_null(cpu);
     assert_int_equal(gf_segmentation_run(cpu, wave, B, ref), 0);
     gf_segmentation_destroy(&cpu);
@@ -160,7 +160,7 @@ static void test_embedding_routes(void **state)
     for (int t = 0; t < GF_SEG_FRAMES; t++)   /* an all-zero mask: the bias alone */
         masks[5 * GF_SEG_FRAMES + t] = 0.0f;
     float ref[JOBS][GF_EMB_DIM], got[JOBS][GF_EMB_DIM];
-    gf_embedding *cpu = gf_embedding_new(emb_path, NULL, GF_EMB_FRAMES, B, 2);
+    gf_embedding *cpu = gf_embedding_new(emb_path, NULL, GF_EMB_FRAMES, B, 1);
     assert_non_null(cpu);
     assert_int_equal(gf_embedding_trunk(cpu, feats, B), 0);
     for (int j = 0; j < JOBS; j++)

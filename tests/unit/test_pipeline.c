@@ -274,7 +274,7 @@ static void test_weight_free_run(void **state)
     float *x = make_turns(turns, 5, n);
     char *path = write_wav("turns.wav", x, n);
     free(x);
-    gf_diar *d = gf_diar_new("/nonexistent/models", 4, NULL);
+    gf_diar *d = gf_diar_new("/nonexistent/models", 4, 1, NULL);
     assert_non_null(d);
     assert_true(gf_diar_weight_free(d));
     gf_diar_run_opts o = gf_diar_run_defaults();

@@ -3,7 +3,6 @@
  * here), per-window results kept, then worker/diar/cluster. The weight-free
  * mode replaces the networks by energy voice activity and fbank statistics. */
 #include "worker/diar/pipeline.h"
-#include "worker/diar/blas.h"
 
 #include "common/error.h"
 #include "common/log.h"
@@ -84,8 +83,12 @@ static int file_exists(const char *path)
     return stat(path, &st) == 0;
 }
 
-int gf_diar_backend_cpu(const char *models_dir, int max_batch, gf_diar_backend *out)
+int gf_diar_backend_cpu(const char *models_dir, int max_batch, int threads, gf_diar_backend *out)
 {
+    if (threads <= 0) {
+        long n = sysconf(_SC_NPROCESSORS_ONLN);
+        threads = n > 0 ? (int)n : 1;
+    }
     char *seg_path = gf_strfmt("%s/%s", models_dir, GF_MODELS_SEGMENTATION);
     char *emb_path = gf_strfmt("%s/%s", models_dir, GF_MODELS_EMBEDDING);
     int rc = 0;
@@ -103,11 +106,11 @@ int gf_diar_backend_cpu(const char *models_dir, int max_batch, gf_diar_backend *
     c = gf_calloc(1, sizeof *c);
     c->seg = gf_segmentation_new(seg_path,
                                  man ? gf_manifest_sha256(man, GF_MODELS_SEGMENTATION) : NULL,
-                                 max_batch, gf_blas_threads());
+                                 max_batch, threads);
     if (c->seg)
         c->emb = gf_embedding_new(emb_path,
                                   man ? gf_manifest_sha256(man, GF_MODELS_EMBEDDING) : NULL,
-                                  GF_DIAR_FBANK_FRAMES, max_batch, gf_blas_threads());
+                                  GF_DIAR_FBANK_FRAMES, max_batch, threads);
     if (!c->seg || !c->emb) {
         cpu_destroy(c);
         rc = GF_EINVAL;
@@ -308,11 +311,11 @@ gf_diar *gf_diar_new_weight_free(int batch_size)
     return diar_alloc(batch_size, true);
 }
 
-gf_diar *gf_diar_new(const char *models_dir, int batch_size, bool *weight_free)
+gf_diar *gf_diar_new(const char *models_dir, int batch_size, int threads, bool *weight_free)
 {
     gf_diar_backend be;
     int bs = batch_size > 0 ? batch_size : 32;
-    int rc = gf_diar_backend_cpu(models_dir, bs, &be);
+    int rc = gf_diar_backend_cpu(models_dir, bs, threads, &be);
     if (rc == GF_ENOENT) {
         GF_WARN("weight-free mode: no model files in %s (%s, %s)", models_dir,
                 GF_MODELS_SEGMENTATION, GF_MODELS_EMBEDDING);

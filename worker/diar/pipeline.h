@@ -59,11 +59,11 @@ typedef struct {
     void *ctx;                   /* owned by the table */
 } gf_diar_backend;
 
-/* The CPU networks from models_dir, for batches of up to max_batch windows.
- * Returns 0 and fills *out; GF_ENOENT when a model file is missing (nothing
+/* The CPU networks from models_dir, for batches of up to max_batch windows,
+ * on `threads` threads (<= 0: one per online core). Returns 0 and fills *out; GF_ENOENT when a model file is missing (nothing
  * logged: the caller falls back to weight-free mode); GF_EINVAL after
  * logging the file and tensor at fault. */
-int gf_diar_backend_cpu(const char *models_dir, int max_batch, gf_diar_backend *out);
+int gf_diar_backend_cpu(const char *models_dir, int max_batch, int threads, gf_diar_backend *out);
 
 /* Windows done / total of a recording (total may grow by one if the
  * header undercounts). */
@@ -98,10 +98,10 @@ void gf_diar_result_free(gf_diar_result *r);
 typedef struct gf_diar gf_diar;
 
 /* A pipeline with models from models_dir (batch_size windows per network
- * call; <= 0: 32). When the two network files are missing it is built in
+ * call, <= 0: 32; threads for the CPU networks, <= 0: one per core). When the two network files are missing it is built in
  * weight-free mode and logs so once; *weight_free (optional) tells which.
  * Returns NULL after logging when a model file or the PLDA is unusable. */
-gf_diar *gf_diar_new(const char *models_dir, int batch_size, bool *weight_free);
+gf_diar *gf_diar_new(const char *models_dir, int batch_size, int threads, bool *weight_free);
 
 /* Weight-free pipeline regardless of the models directory. */
 gf_diar *gf_diar_new_weight_free(int batch_size);

@@ -791,6 +791,11 @@ int gf_diar_run(gf_diar *d, const char *path, const gf_diar_run_opts *o, gf_devs
             const float *win;
             int64_t start;
             size_t valid;
+            if (o->cancel && o->cancel(o->cancel_user)) {
+                GF_INFO("%s: stopped after %zu windows (cancelled)", path, n + (size_t)nb);
+                rc = GF_EINTR;
+                goto out;
+            }
             int k = gf_audio_windows_next(it, &win, &start, &valid);
             if (k < 0) {
                 rc = k;

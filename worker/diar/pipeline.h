@@ -74,6 +74,10 @@ typedef struct {
     const char *save_dir;          /* write the intermediates here, or NULL */
     gf_diar_progress_fn progress;  /* may be NULL */
     void *progress_user;           /* passed to progress */
+    /* Asked before each window is read: non-zero stops the run there with
+     * GF_EINTR (a cancelled job). May be NULL. */
+    int (*cancel)(void *user);
+    void *cancel_user;             /* passed to cancel */
 } gf_diar_run_opts;
 
 /* Defaults: gf_cluster_defaults(), nothing saved, no progress. */

@@ -217,40 +217,6 @@ static void progress(void *user, size_t done, size_t total)
 
 /* ---- one recording ------------------------------------------------------ */
 
-static char *result_json(const gf_diar_result *r, const char *models_dir, const gf_devstats *st)
-{
-    char *turns = gf_rttm_json(r->rttm);
-    json_object *o = json_tokener_parse(turns);
-    free(turns);
-    if (!o)
-        o = json_object_new_object();
-    json_object_object_add(o, "mode", json_object_new_string(r->weight_free ? "weight-free"
-                                                                             : "neural"));
-    if (r->weight_free) {
-        char *msg = gf_strfmt("weight-free mode: no model files in %s", models_dir);
-        json_object_object_add(o, "notice", json_object_new_string(msg));
-        free(msg);
-    }
-    json_object_object_add(o, "duration", json_object_new_double(r->duration));
-    json_object_object_add(o, "windows", json_object_new_int64((int64_t)r->n_windows));
-    json_object *t = json_object_new_object();
-    json_object_object_add(t, "decode", json_object_new_double(r->t_decode));
-    json_object_object_add(t, "segmentation", json_object_new_double(r->t_segmentation));
-    json_object_object_add(t, "fbank", json_object_new_double(r->t_fbank));
-    json_object_object_add(t, "embedding", json_object_new_double(r->t_embedding));
-    json_object_object_add(t, "clustering", json_object_new_double(r->t_clustering));
-    json_object_object_add(t, "total", json_object_new_double(r->t_total));
-    json_object_object_add(o, "timings", t);
-    char *ds = gf_devstats_to_json(st);
-    json_object *dj = json_tokener_parse(ds);
-    free(ds);
-    if (dj)
-        json_object_object_add(o, "devstats", dj);
-    char *s = gf_strfmt("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
-    json_object_put(o);
-    return s;
-}
-
 static int exit_for(int rc)
 {
     return rc == GF_ENOENT ? GF_EXIT_NOINPUT : GF_EXIT_DATAERR;
@@ -293,7 +259,7 @@ static int diarize_one(gf_diar *d, const char *path, const run_conf *rc_conf,
     free(text);
     if (!status && rc_conf->json) {
         char *json_path = gf_strfmt("%s/%s.json", dir, name);
-        char *js = result_json(&res, rc_conf->models_dir, st);
+        char *js = gf_diar_result_json(&res, rc_conf->models_dir, st);
         if (gf_rttm_write_text(json_path, js) != 0)
             status = EXIT_CANTCREAT;
         free(js);

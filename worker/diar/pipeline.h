@@ -99,6 +99,12 @@ typedef struct {
 
 void gf_diar_result_free(gf_diar_result *r);
 
+/* The JSON form of a result (`diarize --json`): turns, speakers, "mode"
+ * (neural | weight-free, with a notice naming models_dir), duration,
+ * windows, per-stage timings and the devstats table st (may be NULL). The
+ * caller frees; ends with a newline. */
+char *gf_diar_result_json(const gf_diar_result *r, const char *models_dir, const gf_devstats *st);
+
 typedef struct gf_diar gf_diar;
 
 /* A pipeline with models from models_dir (batch_size windows per network

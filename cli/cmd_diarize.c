@@ -1,14 +1,16 @@
 /* cmd_diarize.c — `gpuflock diarize`: speaker turns (RTTM) for recordings.
  *
- * --local runs worker/diar/pipeline in this process: each FILE (a DIR gives
- * the audio files in it) is diarized in turn, its RTTM (and JSON with
- * --json) written beside it or into --out, through a temporary file renamed
- * into place. A file that fails is named with the reason and the others go
- * on; the exit status says whether any failed. Without --local the job would
- * go through gpuflockd; the broker has no diarize job kind yet, so that is
- * refused plainly (exit 69) rather than pretended. With --local, --gpu N
- * puts the two networks on CUDA card N (worker/diar_gpu), --any on card 0
- * when there is one. */
+ * Each FILE (a DIR gives the audio files in it) gets its RTTM (and JSON with
+ * --json) beside it or in --out, written through a temporary file renamed
+ * into place. By default every recording becomes one diarize job of
+ * gpuflockd (cli/diarsubmit.c), run by the workers with their models
+ * loaded, in shared lock mode, followed with progress bars until all have
+ * ended. --local runs worker/diar/pipeline in this process instead, one
+ * file after the other; there --gpu N puts the two networks on CUDA card N
+ * (worker/diar_gpu), --any on card 0 when there is one. Either way a file
+ * that fails is named with the reason, the others go on, and the exit
+ * status says whether any failed. */
+#include "cli/diarsubmit.h"
 #include "common/config.h"
 #include "common/devstats.h"
 #include "common/error.h"
@@ -46,10 +48,14 @@ static void usage(FILE *out)
             "\n"
             "Who spoke when: an RTTM of speaker turns per recording (pyannote community-1\n"
             "recipe). A DIR stands for the audio files in it.\n"
+            "Without --local, one job per recording goes to gpuflockd (shared lock mode) and\n"
+            "the command follows them with a progress bar per file and for all.\n"
             "  --local          run the pipeline in this process (no broker)\n"
-            "  --gpu N, --any   CUDA card for the networks (--local: in this process; --any\n"
-            "                   falls back to the CPU when there is no card)\n"
-            "  --models DIR     model files (default: models_dir of the configuration); without\n"
+            "  --gpu N, --any   the card: through the broker, its worker runs the job (--any,\n"
+            "                   the default: any card); with --local, the CUDA card for the\n"
+            "                   networks (--any falls back to the CPU when there is no card)\n"
+            "  --models DIR     model files (default: models_dir of the configuration, the\n"
+            "                   worker's through the broker); without\n"
             "                   segmentation.safetensors and embedding.safetensors the pipeline\n"
             "                   runs in weight-free mode (energy VAD, fbank statistics) and says so\n"
             "  --num-speakers N, --min-speakers A, --max-speakers B: speaker count constraints\n"
@@ -59,8 +65,9 @@ static void usage(FILE *out)
             "                   embeddings.npy (into DIR, or DIR/NAME/ for several inputs),\n"
             "                   readable by `gpuflock cluster`\n"
             "Exit status: 0 ok, 64 usage, 65 a recording failed (bad audio, failed stage),\n"
-            "66 an input missing, 69 broker-backed diarize unavailable or --gpu card\n"
-            "unusable, 73 output not writable, 78 configuration or model files unusable.\n");
+            "66 an input missing, 69 no broker running (use --local or start gpuflockd) or\n"
+            "--gpu card unusable, 73 output not writable, 78 configuration or model files\n"
+            "unusable; through the broker also 1 when a job was cancelled.\n");
 }
 
 static int parse_int(const char *opt, const char *s, int lo, int *out)
@@ -280,6 +287,41 @@ out:
     return status;
 }
 
+/* Without --local: one job per recording through gpuflockd (cli/diarsubmit). */
+static int via_broker(int argc, char **argv, const char *config_path, const char *models_arg,
+                      const run_conf *conf, int gpu, const gf_diar_run_opts *ro)
+{
+    int status = 0;
+    path_list inputs = { 0 };
+    for (int i = optind; i < argc; i++) {
+        int rc = expand(argv[i], &inputs);
+        if (rc)
+            status = exit_for(rc);
+    }
+    if (inputs.n) {
+        gf_diarsubmit_opts o = {
+            .config = config_path,
+            .inputs = inputs.paths,
+            .n_inputs = inputs.n,
+            .out_dir = conf->out_dir,
+            .save_dir = conf->save_dir,
+            .models = models_arg,
+            .json = conf->json,
+            .gpu = gpu,
+            .num_speakers = ro->cluster.num_speakers,
+            .min_speakers = ro->cluster.min_speakers,
+            .max_speakers = ro->cluster.max_speakers,
+        };
+        int st = gf_diarsubmit_run(&o);
+        if (st && (!status || st == GF_EXIT_UNAVAIL))
+            status = st;
+    }
+    for (size_t i = 0; i < inputs.n; i++)
+        free(inputs.paths[i]);
+    free(inputs.paths);
+    return status;
+}
+
 int gf_cmd_diarize(int argc, char **argv)
 {
     enum { O_GPU = 1000, O_ANY, O_MODELS, O_NUM, O_MIN, O_MAX, O_OUT, O_JSON, O_SAVE, O_LOCAL,
@@ -364,13 +406,8 @@ int gf_cmd_diarize(int argc, char **argv)
                 ro.cluster.min_speakers, ro.cluster.max_speakers);
         return GF_EXIT_USAGE;
     }
-    if (!local) {
-        fprintf(stderr,
-                "gpuflock diarize: broker-backed diarize needs gpuflockd with a diarize job "
-                "kind, which this build does not have yet; use --local to diarize in this "
-                "process\n");
-        return GF_EXIT_UNAVAIL;
-    }
+    if (!local)
+        return via_broker(argc, argv, config_path, models_arg, &conf, gpu, &ro);
     gf_config *cfg = NULL;
     if (gf_config_load(config_path, &cfg) != 0)
         return GF_EXIT_CONFIG;

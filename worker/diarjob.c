@@ -337,7 +337,8 @@ static void *job_main(void *arg)
 out:
     if (why[0]) {
         dprintf(self->err_fd, "gpuflock: %s\n", why);
-        r->message = gf_strfmt("%s: %s", ds->audio, why);
+        /* the pipeline's own messages already name the file */
+        r->message = strstr(why, ds->audio) ? gf_strdup(why) : gf_strfmt("%s: %s", ds->audio, why);
         if (strlen(r->message) > GF_PROTO_MAX_TEXT)
             r->message[GF_PROTO_MAX_TEXT] = 0;
     }

@@ -328,32 +328,38 @@ static void on_kill(gf_agent *self, gf_msg *m)
     }
 }
 
+/* PROGRESS for a diarize job whose windows moved since the last one. */
+static void report_one(gf_agent *self, slot *s)
+{
+    int64_t done, total;
+    if (s->done || !gf_run_progress(s->run, &done, &total))
+        return;
+    gf_msg p;
+    memset(&p, 0, sizeof(p));
+    p.op = GF_OP_PROGRESS;
+    p.id = gf_run_id(s->run);
+    p.attempt = gf_run_attempt(s->run);
+    p.pid = gf_run_pid(s->run) > 0 ? (int32_t)gf_run_pid(s->run) : 0;
+    p.started_ms = gf_run_started_ms(s->run);
+    p.done = done;
+    p.total = total;
+    tell(self, &p);
+}
+
+static void report_progress(gf_agent *self)
+{
+    for (slot *s = self->slots; s; s = s->next)
+        report_one(self, s);
+}
+
 static void reap(gf_agent *self)
 {
     for (slot *s = self->slots; s; s = s->next) {
         gf_msg r;
-        if (!s->done && gf_run_reap(s->run, &r))
+        if (!s->done && gf_run_reap(s->run, &r)) {
+            report_one(self, s);     /* a diarize job's last windows, before its result */
             finish_slot(self, s, &r);
-    }
-}
-
-/* PROGRESS for diarize jobs whose windows moved since the last one. */
-static void report_progress(gf_agent *self)
-{
-    for (slot *s = self->slots; s; s = s->next) {
-        int64_t done, total;
-        if (s->done || !gf_run_progress(s->run, &done, &total))
-            continue;
-        gf_msg p;
-        memset(&p, 0, sizeof(p));
-        p.op = GF_OP_PROGRESS;
-        p.id = gf_run_id(s->run);
-        p.attempt = gf_run_attempt(s->run);
-        p.pid = (int32_t)gf_run_pid(s->run);
-        p.started_ms = gf_run_started_ms(s->run);
-        p.done = done;
-        p.total = total;
-        tell(self, &p);
+        }
     }
 }
 

@@ -439,6 +439,9 @@ bool gf_djob_reap(gf_djob *self, gf_msg *result)
         return false;
     pthread_join(self->thread, NULL);
     self->joined = true;
+    close(self->out_fd);
+    close(self->err_fd);
+    self->out_fd = self->err_fd = -1;
     *result = self->result;
     memset(&self->result, 0, sizeof(self->result));
     return true;

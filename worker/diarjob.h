@@ -43,7 +43,8 @@ typedef struct gf_djob gf_djob;
 int gf_djob_start(const gf_msg *job, gf_diar_pool *pool, int out_fd, int err_fd, int wake_fd,
                   gf_djob **out, char *why, size_t len);
 
-/* Windows done and total; true when they changed since the last call. */
+/* Windows done and total; true when they changed since the last call
+ * (also after gf_djob_reap: the final count). */
 bool gf_djob_progress(gf_djob *self, int64_t *done, int64_t *total);
 
 /* Ask the pipeline to stop at the next window boundary. */

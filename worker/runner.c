@@ -88,7 +88,7 @@ void gf_run_set_diar(gf_run *self, gf_diar_pool *pool, int wake_fd)
 
 bool gf_run_progress(gf_run *self, int64_t *done, int64_t *total)
 {
-    return self->djob && self->pid > 0 && gf_djob_progress(self->djob, done, total);
+    return self->djob && gf_djob_progress(self->djob, done, total);
 }
 
 /* Close our lock descriptors: held ones are released unless a started job
@@ -396,7 +396,8 @@ bool gf_run_reap(gf_run *self, gf_msg *r)
     if (self->djob) {
         if (!gf_djob_reap(self->djob, r))
             return false;
-        gf_djob_destroy(&self->djob);
+        /* the joined job stays until destroy: its last progress may still
+         * have to be read (gf_run_progress) */
         close_locks(self);           /* the card is free once the thread is done */
         self->pid = -1;
         return true;
@@ -430,7 +431,8 @@ bool gf_run_reap(gf_run *self, gf_msg *r)
 void gf_run_signal(gf_run *self, int sig)
 {
     if (self->djob) {
-        /* our own pid: never kill(); TERM, KILL, INT stop the pipeline */
+        /* our own pid: never kill(); TERM, KILL, INT stop the pipeline
+         * (a no-op once it has ended) */
         if (self->pid > 0 && sig != SIGCONT && sig != 0)
             gf_djob_cancel(self->djob);
         return;

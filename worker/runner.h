@@ -40,7 +40,8 @@ void gf_run_destroy(gf_run **self_p);
 void gf_run_set_diar(gf_run *self, gf_diar_pool *pool, int wake_fd);
 
 /* A diarize job's windows done and total; true when they changed since
- * the last call (always false for command jobs). */
+ * the last call (always false for command jobs). Still answers after
+ * gf_run_reap, so the last progress can go out before the result. */
 bool gf_run_progress(gf_run *self, int64_t *done, int64_t *total);
 
 uint64_t gf_run_id(const gf_run *self);

@@ -49,8 +49,9 @@ grep -q "^stat devstats.fbank.cpu.unavailable: [1-9]" "$T/show" || fail "show: d
 job_field "$jbad" reason | grep -q "bad.wav: unsupported or unrecognised format" || fail "bad file reason: $(job_field "$jbad" reason)"
 gf logs "$ja" | grep -q "a.wav: .* turns" || fail "job stdout: $(gf logs "$ja")"
 
-# --out, --json, a speaker constraint, on card 0 twice: the second job finds the pipeline loaded
-gf diarize --gpu 0 --out "$T/out" --json --num-speakers 2 "$T/rec/a.wav" >/dev/null 2>"$T/err2" || fail "--out --json: $(cat "$T/err2")"
+# --out, --json, a speaker constraint, intermediates, on card 0 twice: the second job finds the pipeline loaded
+gf diarize --gpu 0 --out "$T/out" --json --num-speakers 2 --save-intermediates "$T/inter" "$T/rec/a.wav" >/dev/null 2>"$T/err2" || fail "--out --json: $(cat "$T/err2")"
+[ -s "$T/inter/segmentations.npy" ] && [ -s "$T/inter/embeddings.npy" ] || fail "--save-intermediates: $(ls "$T/inter" 2>&1)"
 gf diarize --gpu 0 --out "$T/out" "$T/rec/b.wav" >/dev/null 2>"$T/err3" || fail "second job on card 0: $(cat "$T/err3")"
 [ -s "$T/out/a.rttm" ] && [ -s "$T/out/b.rttm" ] || fail "--out RTTMs: $(ls "$T/out")"
 grep -q '"mode":"weight-free"' "$T/out/a.json" || fail "--json: $(head -c 300 "$T/out/a.json")"

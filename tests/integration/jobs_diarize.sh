@@ -5,7 +5,8 @@
 # turns as --local; a bad file fails with a message naming it while the
 # others succeed; `show` reports weight-free mode and progress 100%; the
 # worker keeps its pipeline between jobs; a running job holds its card's
-# lock shared, and a cancel stops it at a window boundary without an RTTM;
+# lock shared, is requeued when its worker dies, and a cancel stops it at a
+# window boundary without an RTTM;
 # the output belongs to the submitter (as root: to a second user); with no
 # broker the command says so and points at --local.
 # Inputs are copies in the test's folder: nothing is written beside ../shared.
@@ -60,7 +61,7 @@ jb=$(sed -n 's|^.*/b.wav: job \([0-9]*\)$|\1|p' "$T/err3")
 gf show "$jb" | grep -q "^stat diarize.pipeline_reused: 1" || fail "pipeline not kept between jobs: $(gf show "$jb")"
 [ "$(gf diarize --models relative/dir "$T/rec/a.wav" 2>&1 >/dev/null | grep -c 'job ')" -ge 1 ] || fail "relative --models not made absolute"
 
-# a long recording: the running job holds card 1 shared; cancel stops it
+# a long recording: requeued when its worker dies; the running job holds card 1 shared; cancel stops it
 /usr/bin/python3 - "$SAMPLE" "$T/long.wav" <<'PY' || fail "cannot make the long recording"
 import sys, wave
 src = wave.open(sys.argv[1], "rb"); frames = src.readframes(src.getnframes())
@@ -77,6 +78,14 @@ for _ in $(seq 400); do
     sleep 0.05
 done
 [ -n "$jl" ] && [ "$(job_field "$jl" progress_done)" -gt 0 ] || fail "long job shows no progress: $(gf show "$jl")"
+# its worker dies: the job goes back to the queue and starts again from its first window
+kill -KILL "$(cat "$T/run/worker1.pid")"
+for _ in $(seq 400); do
+    [ "$(job_field "$jl" attempts)" = 2 ] && [ "$(job_field "$jl" progress_done)" -gt 0 ] 2>/dev/null && break
+    sleep 0.05
+done
+[ "$(job_field "$jl" attempts)" = 2 ] && [ "$(job_field "$jl" state)" = running ] \
+    || fail "diarize job not requeued after its worker died: $(gf show "$jl")"
 gf queue | grep -E "^ *$jl .*running .*%" >/dev/null || fail "queue shows no percent: $(gf queue)"
 flock -n -s "$T/lock/gpu1.lock" true || fail "card 1 not shareable during a diarize job"
 flock -n -x "$T/lock/gpu1.lock" true && fail "card 1 not locked during a diarize job"

@@ -229,8 +229,9 @@ static int submit_one(gf_client *cl, const gf_diarsubmit_opts *o, item *it, cons
     if (gf_client_call(cl, &req, &rep, 60000) != 0) {
         rc = GF_EXIT_UNAVAIL;
     } else if (rep.op != GF_OP_IDS || rep.n_ids != 1) {
-        fprintf(stderr, "gpuflock diarize: %s: ", it->input);
-        rc = gf_client_report("diarize", &rep);
+        char *cmd = gf_strfmt("diarize: %s", it->input);
+        rc = gf_client_report(cmd, &rep);
+        free(cmd);
     } else {
         it->id = rep.ids[0];
     }

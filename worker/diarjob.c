@@ -390,7 +390,8 @@ int gf_djob_start(const gf_msg *job, gf_diar_pool *pool, int out_fd, int err_fd,
     self->job.uid = job->uid;
     self->job.gid = job->gid;
     self->job.groups = gf_calloc(job->n_groups ? job->n_groups : 1, sizeof(uint32_t));
-    memcpy(self->job.groups, job->groups, job->n_groups * sizeof(uint32_t));
+    if (job->n_groups)
+        memcpy(self->job.groups, job->groups, job->n_groups * sizeof(uint32_t));
     self->job.n_groups = job->n_groups;
     self->pool = pool;
     self->out_fd = out_fd;

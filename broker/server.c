@@ -296,6 +296,7 @@ static void lost_job(gf_server *self, gf_sched_job *sj, const char *why)
         set_reason(j, "requeued: %s (attempt %d of %d)", why, j->attempts,
                    self->cfg->max_attempts);
         j->state = GF_STATE_PENDING;
+        j->progress_done = j->progress_total = 0;
         gf_sched_unqueue(self->sched, j->id);
         gf_sched_release(self->sched, j->id, true);
         persist(self, j);
@@ -357,6 +358,7 @@ static void start_job(gf_server *self, const gf_sched_decision *d)
     j->ended_ms = 0;
     j->exit_status = -1;
     j->term_signal = 0;
+    j->progress_done = j->progress_total = 0;
     set_reason(j, NULL);
     free(j->out_path);
     free(j->err_path);
@@ -498,15 +500,51 @@ static void notify_waiters(gf_server *self)
 
 /* ------------------------------------------------------- client requests */
 
+/* A diarize job runs inside a worker, which has its own working directory:
+ * every path must be absolute; the speaker constraints must make sense. */
+static int check_diar(const gf_job_spec *sp, char *why, size_t len)
+{
+    const gf_diar_spec *d = sp->diar;
+    if (!d) {
+        snprintf(why, len, "a diarize job without its parameters (spec.diar)");
+        return GF_EINVAL;
+    }
+    const char *paths[][2] = { { "audio", d->audio }, { "rttm", d->rttm },
+                               { "intermediates", d->intermediates },
+                               { "models", d->models } };
+    for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++)
+        if (paths[i][1] && paths[i][1][0] != '/') {
+            snprintf(why, len, "diarize: %s path '%.200s' is not absolute", paths[i][0],
+                     paths[i][1]);
+            return GF_EINVAL;
+        }
+    if (d->num_speakers < 0 || d->min_speakers < 0 || d->max_speakers < 0 ||
+        (d->num_speakers && (d->min_speakers || d->max_speakers)) ||
+        (d->min_speakers && d->max_speakers && d->min_speakers > d->max_speakers)) {
+        snprintf(why, len, "diarize: speaker constraints num %d, min %d, max %d do not fit",
+                 d->num_speakers, d->min_speakers, d->max_speakers);
+        return GF_EINVAL;
+    }
+    if (sp->req == GF_REQ_GPUS && sp->gpus != 1) {
+        snprintf(why, len, "diarize: a recording runs on one card, not %d", sp->gpus);
+        return GF_EINVAL;
+    }
+    return 0;
+}
+
 static int check_spec(gf_server *self, const gf_job_spec *sp, char *why, size_t len)
 {
     if (sp->argc < 1 || !sp->argv[0][0]) {
         snprintf(why, len, "empty command");
         return GF_EINVAL;
     }
-    if (sp->kind != GF_JOB_COMMAND) {
-        snprintf(why, len, "only command jobs are supported by this gpuflockd");
-        return GF_EUNSUP;
+    if (sp->kind == GF_JOB_DIARIZE) {
+        int rc = check_diar(sp, why, len);
+        if (rc)
+            return rc;
+    } else if (sp->diar) {
+        snprintf(why, len, "a command job with diarize parameters");
+        return GF_EINVAL;
     }
     if (sp->req == GF_REQ_GPU && !wk_by_device(self, sp->gpu)) {
         snprintf(why, len, "no card %d is configured", sp->gpu);
@@ -919,6 +957,12 @@ static void on_progress(gf_server *self, wk *w, gf_msg *m)
     } else if (m->message && !sj->started) {
         /* e.g. "waiting for card 0: held outside gpuflock by pid 4242 (flock ...)" */
         set_reason(&sj->job, "%s", m->message);
+    }
+    /* diarize: windows done of total, kept in memory (the record reaches
+     * the store with the job's next change, at the latest when it ends) */
+    if (m->total > 0 && m->done >= 0 && m->done <= m->total) {
+        sj->job.progress_done = m->done;
+        sj->job.progress_total = m->total;
     }
 }
 

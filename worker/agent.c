@@ -3,7 +3,10 @@
  * One thread: a zmq_poll over the broker socket and a signalfd (SIGCHLD for
  * ended jobs, SIGTERM/SIGINT to stop), with a short timeout while a job
  * waits for a lock held by someone else (its lock is tried again each
- * round, never blocking the loop). */
+ * round, never blocking the loop). Diarize jobs run on threads of this
+ * process (worker/diarjob.h) and wake the loop through an eventfd when they
+ * have progress to report or end; their pipelines stay loaded in a pool
+ * between jobs. */
 #include "worker/agent.h"
 
 #include "common/error.h"
@@ -22,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/signalfd.h>
 #include <unistd.h>
 #include <zmq.h>
@@ -52,6 +56,8 @@ struct gf_agent {
     uint64_t next_beat;
     bool stopping;
     char *plan;               /* route plan as JSON text, sent in READY */
+    gf_diar_pool *pool;       /* diarize pipelines kept between jobs */
+    int wakefd;               /* eventfd: a diarize thread has news */
 };
 
 /* The card's route plan (worker/planner.h) from the evidence tables in
@@ -131,6 +137,8 @@ gf_agent *gf_agent_new(const gf_config *cfg, int device, const gf_card_identity 
     self->plan = make_plan(card);
     self->ctx = zmq_ctx_new();
     self->sock = connect_broker(self);
+    self->pool = gf_diar_pool_new(cfg, card);
+    self->wakefd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     sigset_t set;
     sigemptyset(&set);
     sigaddset(&set, SIGCHLD);
@@ -138,9 +146,9 @@ gf_agent *gf_agent_new(const gf_config *cfg, int device, const gf_card_identity 
     sigaddset(&set, SIGINT);
     sigprocmask(SIG_BLOCK, &set, NULL);
     self->sigfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
-    if (!self->sock || self->sigfd < 0) {
-        if (self->sigfd < 0)
-            GF_ERROR("signalfd: %s", strerror(errno));
+    if (!self->sock || self->sigfd < 0 || self->wakefd < 0) {
+        if (self->sigfd < 0 || self->wakefd < 0)
+            GF_ERROR("%s: %s", self->sigfd < 0 ? "signalfd" : "eventfd", strerror(errno));
         gf_agent_destroy(&self);
         return NULL;
     }
@@ -165,6 +173,9 @@ void gf_agent_destroy(gf_agent **self_p)
         zmq_ctx_term(self->ctx);
     if (self->sigfd >= 0)
         close(self->sigfd);
+    gf_diar_pool_destroy(&self->pool);    /* after the slots: their threads are joined */
+    if (self->wakefd >= 0)
+        close(self->wakefd);
     free(self->plan);
     free(self);
     *self_p = NULL;
@@ -283,6 +294,9 @@ static void on_job(gf_agent *self, gf_msg *m)
         return;     /* a duplicate assignment: never two runs of one job */
     slot *s = gf_calloc(1, sizeof(*s));
     s->run = gf_run_new(m, self->cfg);
+    gf_run_set_diar(s->run, self->pool, self->wakefd);
+    if (m->spec.kind == GF_JOB_DIARIZE && m->spec.diar)
+        GF_INFO("job %llu: diarize %s", (unsigned long long)m->id, m->spec.diar->audio);
     s->next = self->slots;
     self->slots = s;
     if (self->stopping) {
@@ -314,12 +328,38 @@ static void on_kill(gf_agent *self, gf_msg *m)
     }
 }
 
+/* PROGRESS for a diarize job whose windows moved since the last one. */
+static void report_one(gf_agent *self, slot *s)
+{
+    int64_t done, total;
+    if (s->done || !gf_run_progress(s->run, &done, &total))
+        return;
+    gf_msg p;
+    memset(&p, 0, sizeof(p));
+    p.op = GF_OP_PROGRESS;
+    p.id = gf_run_id(s->run);
+    p.attempt = gf_run_attempt(s->run);
+    p.pid = gf_run_pid(s->run) > 0 ? (int32_t)gf_run_pid(s->run) : 0;
+    p.started_ms = gf_run_started_ms(s->run);
+    p.done = done;
+    p.total = total;
+    tell(self, &p);
+}
+
+static void report_progress(gf_agent *self)
+{
+    for (slot *s = self->slots; s; s = s->next)
+        report_one(self, s);
+}
+
 static void reap(gf_agent *self)
 {
     for (slot *s = self->slots; s; s = s->next) {
         gf_msg r;
-        if (!s->done && gf_run_reap(s->run, &r))
+        if (!s->done && gf_run_reap(s->run, &r)) {
+            report_one(self, s);     /* a diarize job's last windows, before its result */
             finish_slot(self, s, &r);
+        }
     }
 }
 
@@ -431,11 +471,12 @@ int gf_agent_run(gf_agent *self)
             if (s->kill_at && timeout > 50)
                 timeout = 50;
         }
-        zmq_pollitem_t items[2] = {
+        zmq_pollitem_t items[3] = {
             { self->sock, 0, ZMQ_POLLIN, 0 },
             { NULL, self->sigfd, ZMQ_POLLIN, 0 },
+            { NULL, self->wakefd, ZMQ_POLLIN, 0 },
         };
-        int rc = zmq_poll(items, 2, timeout);
+        int rc = zmq_poll(items, 3, timeout);
         if (rc < 0 && errno != EINTR) {
             GF_ERROR("zmq_poll: %s", zmq_strerror(errno));
             return GF_EIO;
@@ -450,6 +491,11 @@ int gf_agent_run(gf_agent *self)
             }
             reap(self);
         }
+        if (rc > 0 && (items[2].revents & ZMQ_POLLIN)) {
+            uint64_t count;
+            ssize_t got = read(self->wakefd, &count, sizeof(count));
+            (void)got;      /* drained; the slots say what happened */
+        }
         if (rc > 0 && (items[0].revents & ZMQ_POLLIN))
             on_broker(self);
         now = gf_now_ms();
@@ -460,6 +506,7 @@ int gf_agent_run(gf_agent *self)
                 s->kill_at = 0;
             }
         }
+        report_progress(self);
         reap(self);
         if (now >= self->next_beat) {
             self->next_beat = now + interval;

@@ -18,6 +18,7 @@
 #include "worker/diar/segmentation.h"
 
 #include <assert.h>
+#include <json-c/json.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -380,6 +381,42 @@ void gf_diar_destroy(gf_diar **self_p)
 bool gf_diar_weight_free(const gf_diar *self)
 {
     return self->weight_free;
+}
+
+char *gf_diar_result_json(const gf_diar_result *r, const char *models_dir, const gf_devstats *st)
+{
+    char *turns = gf_rttm_json(r->rttm);
+    json_object *o = json_tokener_parse(turns);
+    free(turns);
+    if (!o)
+        o = json_object_new_object();
+    json_object_object_add(o, "mode", json_object_new_string(r->weight_free ? "weight-free"
+                                                                             : "neural"));
+    if (r->weight_free) {
+        char *msg = gf_strfmt("weight-free mode: no model files in %s", models_dir);
+        json_object_object_add(o, "notice", json_object_new_string(msg));
+        free(msg);
+    }
+    json_object_object_add(o, "duration", json_object_new_double(r->duration));
+    json_object_object_add(o, "windows", json_object_new_int64((int64_t)r->n_windows));
+    json_object *t = json_object_new_object();
+    json_object_object_add(t, "decode", json_object_new_double(r->t_decode));
+    json_object_object_add(t, "segmentation", json_object_new_double(r->t_segmentation));
+    json_object_object_add(t, "fbank", json_object_new_double(r->t_fbank));
+    json_object_object_add(t, "embedding", json_object_new_double(r->t_embedding));
+    json_object_object_add(t, "clustering", json_object_new_double(r->t_clustering));
+    json_object_object_add(t, "total", json_object_new_double(r->t_total));
+    json_object_object_add(o, "timings", t);
+    if (st) {
+        char *ds = gf_devstats_to_json(st);
+        json_object *dj = json_tokener_parse(ds);
+        free(ds);
+        if (dj)
+            json_object_object_add(o, "devstats", dj);
+    }
+    char *s = gf_strfmt("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
+    json_object_put(o);
+    return s;
 }
 
 gf_diar_run_opts gf_diar_run_defaults(void)
@@ -793,6 +830,11 @@ int gf_diar_run(gf_diar *d, const char *path, const gf_diar_run_opts *o, gf_devs
             const float *win;
             int64_t start;
             size_t valid;
+            if (o->cancel && o->cancel(o->cancel_user)) {
+                GF_INFO("%s: stopped after %zu windows (cancelled)", path, n + (size_t)nb);
+                rc = GF_EINTR;
+                goto out;
+            }
             int k = gf_audio_windows_next(it, &win, &start, &valid);
             if (k < 0) {
                 rc = k;

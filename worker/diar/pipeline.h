@@ -74,6 +74,10 @@ typedef struct {
     const char *save_dir;          /* write the intermediates here, or NULL */
     gf_diar_progress_fn progress;  /* may be NULL */
     void *progress_user;           /* passed to progress */
+    /* Asked before each window is read: non-zero stops the run there with
+     * GF_EINTR (a cancelled job). May be NULL. */
+    int (*cancel)(void *user);
+    void *cancel_user;             /* passed to cancel */
 } gf_diar_run_opts;
 
 /* Defaults: gf_cluster_defaults(), nothing saved, no progress. */
@@ -94,6 +98,12 @@ typedef struct {
 } gf_diar_result;
 
 void gf_diar_result_free(gf_diar_result *r);
+
+/* The JSON form of a result (`diarize --json`): turns, speakers, "mode"
+ * (neural | weight-free, with a notice naming models_dir), duration,
+ * windows, per-stage timings and the devstats table st (may be NULL). The
+ * caller frees; ends with a newline. */
+char *gf_diar_result_json(const gf_diar_result *r, const char *models_dir, const gf_devstats *st);
 
 typedef struct gf_diar gf_diar;
 

@@ -875,6 +875,20 @@ static void on_ready(gf_server *self, const gf_peer *peer, gf_msg *m)
                 lost_job(self, sj, "its worker re-registered without it");
         }
         w->ready = false;
+    } else {
+        /* first registration with this broker: jobs the store says run
+         * here and that this worker does not report are not running */
+        size_t pos = 0;
+        gf_sched_job *sj;
+        while ((sj = gf_sched_iter(self->sched, &pos))) {
+            if (!sj->unclaimed || sj->worker_card != w->device)
+                continue;
+            bool reported = false;
+            for (size_t i = 0; i < m->n_running; i++)
+                reported |= m->running[i].id == sj->job.id;
+            if (!reported)
+                lost_job(self, sj, "its worker came back without it after a broker restart");
+        }
     }
     w->ready = true;
     w->peer = *peer;
@@ -900,6 +914,7 @@ static void on_ready(gf_server *self, const gf_peer *peer, gf_msg *m)
                     sj->job.n_cards > 0 && sj->job.cards[0] == w->device;
         if (mine && sj->job.state == GF_STATE_RUNNING && sj->worker_card == w->device) {
             sj->started = true;      /* already held and unclaimed: reclaim */
+            sj->unclaimed = false;
         } else if (mine && sj->job.state == GF_STATE_PENDING &&
                    gf_sched_hold(self->sched, r->id, sj->job.cards, sj->job.n_cards) == 0) {
             sj->job.state = GF_STATE_RUNNING;
@@ -1195,8 +1210,7 @@ static void timers(gf_server *self, uint64_t now)
             else
                 lost_job(self, sj, "did not stop after a kill");
         }
-        else if (reclaim_over && !sj->started && sj->worker_card >= 0 &&
-                 !wk_by_device(self, sj->worker_card)->ready)
+        else if (reclaim_over && sj->unclaimed)
             lost_job(self, sj, "not reclaimed after a broker restart");
     }
     if (reclaim_over)
@@ -1348,10 +1362,12 @@ gf_server *gf_server_new(const gf_config *cfg)
             cards[c] = jobs[i].cards[c];
         uint64_t id = jobs[i].id;
         gf_sched_add(self->sched, &jobs[i]);
+        gf_sched_job *sj = gf_sched_get(self->sched, id);
         if (run && gf_sched_hold(self->sched, id, cards, nc) != 0) {
-            gf_sched_job *sj = gf_sched_get(self->sched, id);
             sj->job.state = GF_STATE_PENDING;
             gf_sched_release(self->sched, id, true);
+        } else if (run) {
+            sj->unclaimed = true;
         }
     }
     free(jobs);

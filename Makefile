@@ -26,7 +26,10 @@ PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 WARN     := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
             -Wmissing-prototypes -Wformat=2 -Wvla
 CFLAGS   ?= -O2 -g
-ALL_CFLAGS := -std=c11 $(CFLAGS) $(WARN) -D_GNU_SOURCE -I. $(PKG_CFLAGS) $(SAN) -MMD -MP
+# Where a worker finds the evidence tables by default: this tree's evidence/
+# ($GPUFLOCK_EVIDENCE overrides it at run time).
+EVIDENCE_DEFINE := -DGF_EVIDENCE_DIR='"$(abspath evidence)"'
+ALL_CFLAGS := -std=c11 $(CFLAGS) $(WARN) -D_GNU_SOURCE -I. $(PKG_CFLAGS) $(SAN) -MMD -MP $(EVIDENCE_DEFINE)
 LDLIBS   := $(PKG_LIBS) -lm -ldl -lpthread
 LDFLAGS  ?=
 
@@ -47,7 +50,7 @@ LIB_CLI    := $(BUILD)/lib/libgfcli.a
 # Libraries link as one group: they call each other (diar uses the card runtime of worker).
 ALL_LIBS   := $(LIB_CLI) $(LIB_BROKER) $(LIB_WORKER) $(LIB_DIAR) $(LIB_COMMON)
 
-BINS := $(BUILD)/bin/gpuflock $(BUILD)/bin/gpuflockd $(BUILD)/bin/gpuflock-worker
+BINS := $(BUILD)/bin/gpuflock $(BUILD)/bin/gpuflock-cli $(BUILD)/bin/gpuflockd $(BUILD)/bin/gpuflock-worker
 
 UNIT_SRC   := $(wildcard tests/unit/test_*.c)
 UNIT_BINS  := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
@@ -96,7 +99,13 @@ $(BUILD)/obj/empty.o:
 	echo 'typedef int gf_empty_unit;' | $(CC) -x c -c - -o $@
 $(ALL_LIBS): | $(BUILD)/obj/empty.o
 
-$(BUILD)/bin/gpuflock: $(call obj,cli/main.c) $(ALL_LIBS)
+# gpuflock is a light front (cli/front/main.c): `exec` and `locks` run in it
+# with only libyaml and json-c loaded, as fast as flock(1) (bench/lock);
+# every other subcommand is exec'd in gpuflock-cli, the full command.
+$(BUILD)/bin/gpuflock: $(call obj,cli/front/main.c) $(ALL_LIBS) | $(BUILD)/bin/gpuflock-cli
+	@mkdir -p $(dir $@)
+	$(CC) $(SAN) $(LDFLAGS) -Wl,--as-needed -o $@ $< -Wl,--start-group $(ALL_LIBS) -Wl,--end-group $(LDLIBS)
+$(BUILD)/bin/gpuflock-cli: $(call obj,cli/main.c) $(ALL_LIBS)
 	@mkdir -p $(dir $@)
 	$(CC) $(SAN) $(LDFLAGS) -o $@ $< -Wl,--start-group $(ALL_LIBS) -Wl,--end-group $(LDLIBS)
 $(BUILD)/bin/gpuflockd: $(call obj,broker/main.c) $(ALL_LIBS)

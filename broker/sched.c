@@ -362,6 +362,7 @@ void gf_sched_release(gf_sched *self, uint64_t id, bool requeue)
     sj->started = false;
     sj->timed_out = false;
     sj->cancel_asked = false;
+    sj->unclaimed = false;
     if (requeue) {
         sj->job.state = GF_STATE_PENDING;
         enqueue(self, sj);

@@ -47,6 +47,7 @@ typedef struct {
     bool cancel_asked;    /* cancelled while running: record it so at the end */
     bool started;         /* the worker reported the process started */
     bool timed_out;       /* killed for its time limit */
+    bool unclaimed;       /* running per the store at start-up, no worker has claimed it yet */
 } gf_sched_job;
 
 /* A decision of gf_sched_next. */

@@ -93,6 +93,7 @@ struct gf_server {
     outmsg *out;              /* the outbox */
     size_t n_out, cap_out;
     bool in_tx;               /* a store transaction is open this turn */
+    bool need_sync;           /* this turn acknowledges a client's change */
     bool store_failed;
     bool stopping;            /* SIGTERM seen: no new jobs */
     uint64_t stop_deadline;   /* monotonic ms */
@@ -173,8 +174,30 @@ static void persist(gf_server *self, const gf_job *job)
         self->store_failed = true;
 }
 
-/* Commit the turn, then send what it produced. A failed commit stops the
- * broker: nothing of the turn is acknowledged. */
+/* Commit the turn, then send what it produced. Workers get their messages
+ * right after the commit (a job the store records as running may start:
+ * that survives a broker crash); clients hear back only after the WAL is
+ * synced too, when the turn acknowledges a change of theirs (a submit, a
+ * cancel), so an acknowledged job survives a machine crash as well. A
+ * failed commit or sync stops the broker: nothing of the turn is sent. */
+static void flush_outbox(gf_server *self, void *only)
+{
+    for (size_t i = 0; i < self->n_out; i++) {
+        outmsg *o = &self->out[i];
+        if (!o->sock || o->sock != only)
+            continue;
+        if (!self->store_failed) {
+            int rc = gf_wire_send(o->sock, &o->peer, o->peer.delim, &o->msg);
+            if (rc == GF_ENOENT)
+                GF_DEBUG("peer gone before its '%s' message", gf_proto_op_name(o->msg.op));
+            else if (rc)
+                GF_WARN("sending '%s': %s", gf_proto_op_name(o->msg.op), gf_strerror(rc));
+        }
+        gf_msg_clear(&o->msg);
+        o->sock = NULL;
+    }
+}
+
 static void end_turn(gf_server *self)
 {
     if (self->in_tx) {
@@ -184,17 +207,13 @@ static void end_turn(gf_server *self)
             self->store_failed = true;
         }
     }
-    for (size_t i = 0; i < self->n_out; i++) {
-        outmsg *o = &self->out[i];
-        if (!self->store_failed) {
-            int rc = gf_wire_send(o->sock, &o->peer, o->peer.delim, &o->msg);
-            if (rc == GF_ENOENT)
-                GF_DEBUG("peer gone before its '%s' reply", gf_proto_op_name(o->msg.op));
-            else if (rc)
-                GF_WARN("sending '%s': %s", gf_proto_op_name(o->msg.op), gf_strerror(rc));
-        }
-        gf_msg_clear(&o->msg);
-    }
+    flush_outbox(self, self->workers);
+    if (self->need_sync && !self->store_failed && gf_store_sync(self->store) != 0)
+        self->store_failed = true;
+    self->need_sync = false;
+    flush_outbox(self, self->clients);
+    for (size_t i = 0; i < self->n_out; i++)
+        gf_msg_clear(&self->out[i].msg);
     self->n_out = 0;
 }
 
@@ -261,11 +280,14 @@ static void finish(gf_server *self, gf_sched_job *sj, gf_job_state state)
 static void lost_job(gf_server *self, gf_sched_job *sj, const char *why)
 {
     gf_job *j = &sj->job;
-    bool cancel = sj->cancel_asked;
+    bool cancel = sj->cancel_asked, timed_out = sj->timed_out;
     gf_sched_release(self->sched, j->id, false);
     if (cancel) {
         set_reason(j, "cancelled (%s)", why);
         finish(self, sj, GF_STATE_CANCELLED);
+    } else if (timed_out) {
+        set_reason(j, "time limit of %lld s reached (%s)", (long long)j->spec.time_limit_s, why);
+        finish(self, sj, GF_STATE_FAILED);
     } else if (j->spec.no_requeue || j->attempts >= self->cfg->max_attempts) {
         set_reason(j, "%s (attempt %d of %d%s)", why, j->attempts, self->cfg->max_attempts,
                    j->spec.no_requeue ? ", --no-requeue" : "");
@@ -274,6 +296,7 @@ static void lost_job(gf_server *self, gf_sched_job *sj, const char *why)
         set_reason(j, "requeued: %s (attempt %d of %d)", why, j->attempts,
                    self->cfg->max_attempts);
         j->state = GF_STATE_PENDING;
+        j->progress_done = j->progress_total = 0;
         gf_sched_unqueue(self->sched, j->id);
         gf_sched_release(self->sched, j->id, true);
         persist(self, j);
@@ -335,6 +358,7 @@ static void start_job(gf_server *self, const gf_sched_decision *d)
     j->ended_ms = 0;
     j->exit_status = -1;
     j->term_signal = 0;
+    j->progress_done = j->progress_total = 0;
     set_reason(j, NULL);
     free(j->out_path);
     free(j->err_path);
@@ -476,15 +500,51 @@ static void notify_waiters(gf_server *self)
 
 /* ------------------------------------------------------- client requests */
 
+/* A diarize job runs inside a worker, which has its own working directory:
+ * every path must be absolute; the speaker constraints must make sense. */
+static int check_diar(const gf_job_spec *sp, char *why, size_t len)
+{
+    const gf_diar_spec *d = sp->diar;
+    if (!d) {
+        snprintf(why, len, "a diarize job without its parameters (spec.diar)");
+        return GF_EINVAL;
+    }
+    const char *paths[][2] = { { "audio", d->audio }, { "rttm", d->rttm },
+                               { "intermediates", d->intermediates },
+                               { "models", d->models } };
+    for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++)
+        if (paths[i][1] && paths[i][1][0] != '/') {
+            snprintf(why, len, "diarize: %s path '%.200s' is not absolute", paths[i][0],
+                     paths[i][1]);
+            return GF_EINVAL;
+        }
+    if (d->num_speakers < 0 || d->min_speakers < 0 || d->max_speakers < 0 ||
+        (d->num_speakers && (d->min_speakers || d->max_speakers)) ||
+        (d->min_speakers && d->max_speakers && d->min_speakers > d->max_speakers)) {
+        snprintf(why, len, "diarize: speaker constraints num %d, min %d, max %d do not fit",
+                 d->num_speakers, d->min_speakers, d->max_speakers);
+        return GF_EINVAL;
+    }
+    if (sp->req == GF_REQ_GPUS && sp->gpus != 1) {
+        snprintf(why, len, "diarize: a recording runs on one card, not %d", sp->gpus);
+        return GF_EINVAL;
+    }
+    return 0;
+}
+
 static int check_spec(gf_server *self, const gf_job_spec *sp, char *why, size_t len)
 {
     if (sp->argc < 1 || !sp->argv[0][0]) {
         snprintf(why, len, "empty command");
         return GF_EINVAL;
     }
-    if (sp->kind != GF_JOB_COMMAND) {
-        snprintf(why, len, "only command jobs are supported by this gpuflockd");
-        return GF_EUNSUP;
+    if (sp->kind == GF_JOB_DIARIZE) {
+        int rc = check_diar(sp, why, len);
+        if (rc)
+            return rc;
+    } else if (sp->diar) {
+        snprintf(why, len, "a command job with diarize parameters");
+        return GF_EINVAL;
     }
     if (sp->req == GF_REQ_GPU && !wk_by_device(self, sp->gpu)) {
         snprintf(why, len, "no card %d is configured", sp->gpu);
@@ -535,6 +595,7 @@ static void on_submit(gf_server *self, const gf_peer *peer, gf_msg *req)
         return;
     }
     char *user = user_name(peer->uid);
+    self->need_sync = true;
     gf_msg rep;
     memset(&rep, 0, sizeof(rep));
     rep.op = GF_OP_IDS;
@@ -639,6 +700,7 @@ static void on_cancel(gf_server *self, const gf_peer *peer, gf_msg *req)
     m.op = GF_OP_CODES;
     m.codes = gf_calloc(req->n_ids ? req->n_ids : 1, sizeof(int32_t));
     m.n_codes = req->n_ids;
+    self->need_sync = true;
     for (size_t i = 0; i < req->n_ids; i++) {
         gf_sched_job *sj = gf_sched_get(self->sched, req->ids[i]);
         if (!sj) {
@@ -813,6 +875,20 @@ static void on_ready(gf_server *self, const gf_peer *peer, gf_msg *m)
                 lost_job(self, sj, "its worker re-registered without it");
         }
         w->ready = false;
+    } else {
+        /* first registration with this broker: jobs the store says run
+         * here and that this worker does not report are not running */
+        size_t pos = 0;
+        gf_sched_job *sj;
+        while ((sj = gf_sched_iter(self->sched, &pos))) {
+            if (!sj->unclaimed || sj->worker_card != w->device)
+                continue;
+            bool reported = false;
+            for (size_t i = 0; i < m->n_running; i++)
+                reported |= m->running[i].id == sj->job.id;
+            if (!reported)
+                lost_job(self, sj, "its worker came back without it after a broker restart");
+        }
     }
     w->ready = true;
     w->peer = *peer;
@@ -838,6 +914,7 @@ static void on_ready(gf_server *self, const gf_peer *peer, gf_msg *m)
                     sj->job.n_cards > 0 && sj->job.cards[0] == w->device;
         if (mine && sj->job.state == GF_STATE_RUNNING && sj->worker_card == w->device) {
             sj->started = true;      /* already held and unclaimed: reclaim */
+            sj->unclaimed = false;
         } else if (mine && sj->job.state == GF_STATE_PENDING &&
                    gf_sched_hold(self->sched, r->id, sj->job.cards, sj->job.n_cards) == 0) {
             sj->job.state = GF_STATE_RUNNING;
@@ -895,6 +972,12 @@ static void on_progress(gf_server *self, wk *w, gf_msg *m)
     } else if (m->message && !sj->started) {
         /* e.g. "waiting for card 0: held outside gpuflock by pid 4242 (flock ...)" */
         set_reason(&sj->job, "%s", m->message);
+    }
+    /* diarize: windows done of total, kept in memory (the record reaches
+     * the store with the job's next change, at the latest when it ends) */
+    if (m->total > 0 && m->done >= 0 && m->done <= m->total) {
+        sj->job.progress_done = m->done;
+        sj->job.progress_total = m->total;
     }
 }
 
@@ -1117,10 +1200,17 @@ static void timers(gf_server *self, uint64_t now)
                     (long long)sj->job.spec.time_limit_s);
             send_kill(self, sj, "time limit reached");
         }
-        if (sj->kill_at_ms && now >= sj->kill_at_ms)
-            lost_job(self, sj, "did not stop after a kill");
-        else if (reclaim_over && !sj->started && sj->worker_card >= 0 &&
-                 !wk_by_device(self, sj->worker_card)->ready)
+        if (sj->kill_at_ms && now >= sj->kill_at_ms) {
+            /* its worker did not report the job's end after a kill: the
+             * worker is broken; killing it kills the job (PDEATHSIG)
+             * before the job can be requeued */
+            wk *w = wk_by_device(self, sj->worker_card);
+            if (w && w->ready)
+                worker_dead(self, w, "did not stop a job after a kill", true);
+            else
+                lost_job(self, sj, "did not stop after a kill");
+        }
+        else if (reclaim_over && sj->unclaimed)
             lost_job(self, sj, "not reclaimed after a broker restart");
     }
     if (reclaim_over)
@@ -1272,10 +1362,12 @@ gf_server *gf_server_new(const gf_config *cfg)
             cards[c] = jobs[i].cards[c];
         uint64_t id = jobs[i].id;
         gf_sched_add(self->sched, &jobs[i]);
+        gf_sched_job *sj = gf_sched_get(self->sched, id);
         if (run && gf_sched_hold(self->sched, id, cards, nc) != 0) {
-            gf_sched_job *sj = gf_sched_get(self->sched, id);
             sj->job.state = GF_STATE_PENDING;
             gf_sched_release(self->sched, id, true);
+        } else if (run) {
+            sj->unclaimed = true;
         }
     }
     free(jobs);

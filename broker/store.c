@@ -10,6 +10,9 @@
 #include "common/util.h"
 
 #include <assert.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <unistd.h>
 #include <sqlite3.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +24,7 @@ struct gf_store {
     sqlite3_stmt *update;
     sqlite3_stmt *get;
     bool in_tx;               /* between begin and commit/rollback */
+    int wal_fd;               /* the -wal file, for gf_store_sync; -1 until used */
 };
 
 /* migrations[i] takes the schema from version i to i + 1. */
@@ -96,6 +100,7 @@ gf_store *gf_store_open(const char *path)
 {
     gf_store *self = gf_calloc(1, sizeof(*self));
     self->path = gf_strdup(path);
+    self->wal_fd = -1;
     if (sqlite3_open_v2(path, &self->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) !=
         SQLITE_OK) {
         db_fail(self, "open");
@@ -115,7 +120,7 @@ gf_store *gf_store_open(const char *path)
         GF_ERROR("job store %s: cannot use WAL mode (a network file system?)", path);
         goto fail;
     }
-    if (exec_sql(self, "PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON;"))
+    if (exec_sql(self, "PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;"))
         goto fail;
     if (migrate(self))
         goto fail;
@@ -147,6 +152,8 @@ void gf_store_destroy(gf_store **self_p)
     sqlite3_finalize(self->get);
     if (self->db)
         sqlite3_close(self->db);
+    if (self->wal_fd >= 0)
+        close(self->wal_fd);
     free(self->path);
     free(self);
     *self_p = NULL;
@@ -185,6 +192,24 @@ int gf_store_rollback(gf_store *self)
         return 0;
     self->in_tx = false;
     return exec_sql(self, "ROLLBACK");
+}
+
+int gf_store_sync(gf_store *self)
+{
+    if (self->wal_fd < 0) {
+        char *wal = gf_strfmt("%s-wal", self->path);
+        self->wal_fd = open(wal, O_RDONLY | O_CLOEXEC);
+        free(wal);
+        if (self->wal_fd < 0) {
+            GF_ERROR("job store %s: opening its WAL: %s", self->path, strerror(errno));
+            return GF_EIO;
+        }
+    }
+    if (fdatasync(self->wal_fd) != 0) {
+        GF_ERROR("job store %s: fdatasync of its WAL: %s", self->path, strerror(errno));
+        return GF_EIO;
+    }
+    return 0;
 }
 
 /* The record blob: a "jobs" message holding this one job. */

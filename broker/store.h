@@ -6,10 +6,13 @@
  * The schema carries its version in PRAGMA user_version and is migrated
  * forward on open, one step at a time, each step in its own transaction.
  *
- * Durability: synchronous=FULL, so a transaction that committed survives a
- * crash of the broker and of the machine. Callers group many changes into
- * one transaction (gf_store_begin/commit) and acknowledge a submit only
- * after the commit that holds it returned 0. */
+ * Durability: synchronous=NORMAL in WAL mode, so every committed
+ * transaction survives a crash of the broker; gf_store_sync then makes all
+ * of them survive a crash of the machine (an fdatasync of the WAL). The
+ * broker syncs before it acknowledges anything a client asked (a submit, a
+ * cancel), and lets job state changes ride on the next sync: after a power
+ * loss a job may run again, but no acknowledged job is lost. Callers group
+ * many changes into one transaction (gf_store_begin/commit). */
 #ifndef GF_STORE_H
 #define GF_STORE_H
 
@@ -40,6 +43,10 @@ int gf_store_schema_version(gf_store *self);
 int gf_store_begin(gf_store *self);
 int gf_store_commit(gf_store *self);
 int gf_store_rollback(gf_store *self);
+
+/* Make every committed transaction durable against a machine crash.
+ * Returns 0 or GF_EIO (logged). */
+int gf_store_sync(gf_store *self);
 
 /* Insert a new job; sets job->id (ids only grow, never reused). */
 int gf_store_insert(gf_store *self, gf_job *job);

@@ -92,6 +92,19 @@ void gf_client_destroy(gf_client **self_p)
     *self_p = NULL;
 }
 
+/* The pid the broker wrote into its pid file, 0 if unreadable. */
+static long broker_pid(const char *pidfile)
+{
+    FILE *f = fopen(pidfile, "r");
+    long pid = 0;
+    if (f) {
+        if (fscanf(f, "%ld", &pid) != 1)
+            pid = 0;
+        fclose(f);
+    }
+    return pid;
+}
+
 const gf_config *gf_client_config(const gf_client *self)
 {
     return self->cfg;
@@ -106,6 +119,8 @@ int gf_client_call(gf_client *self, const gf_msg *req, gf_msg *rep, int timeout_
         return GF_EIO;
     }
     uint64_t start = gf_now_ms();
+    bool ipc = gf_wire_ipc_path(self->cfg->client_endpoint) != NULL;
+    long pid = ipc ? broker_pid(self->pidfile) : 0;
     for (;;) {
         zmq_pollitem_t it = { self->sock, 0, ZMQ_POLLIN, 0 };
         int n = zmq_poll(&it, 1, 250);
@@ -121,9 +136,20 @@ int gf_client_call(gf_client *self, const gf_msg *req, gf_msg *rep, int timeout_
             fprintf(stderr, "gpuflock: bad reply from the broker: %s\n", err);
             return GF_EIO;
         }
-        if (gf_wire_ipc_path(self->cfg->client_endpoint) && !broker_alive(self->pidfile)) {
-            fprintf(stderr, "gpuflock: the broker went away (%s is free)\n", self->pidfile);
-            return GF_EIO;
+        if (ipc && !broker_alive(self->pidfile)) {
+            /* a restart may be under way: give the next broker a moment */
+            usleep(500000);
+            if (!broker_alive(self->pidfile)) {
+                fprintf(stderr, "gpuflock: the broker went away (%s is free)\n", self->pidfile);
+                return GF_EIO;
+            }
+        }
+        long now_pid = ipc ? broker_pid(self->pidfile) : 0;
+        if (now_pid && pid && now_pid != pid) {
+            /* a new broker: the old one took the request with it; ask again */
+            pid = now_pid;
+            if (gf_wire_send(self->sock, NULL, true, req) != 0)
+                return GF_EIO;
         }
         if (timeout_ms >= 0 && gf_now_ms() - start >= (uint64_t)timeout_ms) {
             fprintf(stderr, "gpuflock: no answer from the broker at %s within %d ms\n",

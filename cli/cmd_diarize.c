@@ -1,19 +1,25 @@
 /* cmd_diarize.c — `gpuflock diarize`: speaker turns (RTTM) for recordings.
  *
- * --local runs worker/diar/pipeline in this process: each FILE (a DIR gives
- * the audio files in it) is diarized in turn, its RTTM (and JSON with
- * --json) written beside it or into --out, through a temporary file renamed
- * into place. A file that fails is named with the reason and the others go
- * on; the exit status says whether any failed. Without --local the job would
- * go through gpuflockd; the broker has no diarize job kind yet, so that is
- * refused plainly (exit 69) rather than pretended. */
+ * Each FILE (a DIR gives the audio files in it) gets its RTTM (and JSON with
+ * --json) beside it or in --out, written through a temporary file renamed
+ * into place. By default every recording becomes one diarize job of
+ * gpuflockd (cli/diarsubmit.c), run by the workers with their models
+ * loaded, in shared lock mode, followed with progress bars until all have
+ * ended. --local runs worker/diar/pipeline in this process instead, one
+ * file after the other; there --gpu N puts the two networks on CUDA card N
+ * (worker/diar_gpu), --any on card 0 when there is one. Either way a file
+ * that fails is named with the reason, the others go on, and the exit
+ * status says whether any failed. */
+#include "cli/diarsubmit.h"
 #include "common/config.h"
+#include "common/devstats.h"
 #include "common/error.h"
 #include "common/log.h"
 #include "common/util.h"
 #include "worker/diar/blas.h"
 #include "worker/diar/pipeline.h"
 #include "worker/diar/rttm.h"
+#include "worker/diar_gpu.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -42,20 +48,26 @@ static void usage(FILE *out)
             "\n"
             "Who spoke when: an RTTM of speaker turns per recording (pyannote community-1\n"
             "recipe). A DIR stands for the audio files in it.\n"
+            "Without --local, one job per recording goes to gpuflockd (shared lock mode) and\n"
+            "the command follows them with a progress bar per file and for all.\n"
             "  --local          run the pipeline in this process (no broker)\n"
-            "  --gpu N, --any   card to run on through the broker (not with --local yet)\n"
-            "  --models DIR     model files (default: models_dir of the configuration); without\n"
+            "  --gpu N, --any   the card: through the broker, its worker runs the job (--any,\n"
+            "                   the default: any card); with --local, the CUDA card for the\n"
+            "                   networks (--any falls back to the CPU when there is no card)\n"
+            "  --models DIR     model files (default: models_dir of the configuration, the\n"
+            "                   worker's through the broker); without\n"
             "                   segmentation.safetensors and embedding.safetensors the pipeline\n"
             "                   runs in weight-free mode (energy VAD, fbank statistics) and says so\n"
             "  --num-speakers N, --min-speakers A, --max-speakers B: speaker count constraints\n"
             "  --out DIR        where RTTM/JSON files go (default: beside each input)\n"
-            "  --json           also write NAME.json (turns, speakers, mode, timings)\n"
+            "  --json           also write NAME.json (turns, speakers, mode, timings, devstats)\n"
             "  --save-intermediates DIR  segmentation_logits.npy, segmentations.npy and\n"
             "                   embeddings.npy (into DIR, or DIR/NAME/ for several inputs),\n"
             "                   readable by `gpuflock cluster`\n"
             "Exit status: 0 ok, 64 usage, 65 a recording failed (bad audio, failed stage),\n"
-            "66 an input missing, 69 broker-backed diarize unavailable, 73 output not\n"
-            "writable, 78 configuration or model files unusable.\n");
+            "66 an input missing, 69 no broker running (use --local or start gpuflockd) or\n"
+            "--gpu card unusable, 73 output not writable, 78 configuration or model files\n"
+            "unusable; through the broker also 1 when a job was cancelled.\n");
 }
 
 static int parse_int(const char *opt, const char *s, int lo, int *out)
@@ -212,35 +224,6 @@ static void progress(void *user, size_t done, size_t total)
 
 /* ---- one recording ------------------------------------------------------ */
 
-static char *result_json(const gf_diar_result *r, const char *models_dir)
-{
-    char *turns = gf_rttm_json(r->rttm);
-    json_object *o = json_tokener_parse(turns);
-    free(turns);
-    if (!o)
-        o = json_object_new_object();
-    json_object_object_add(o, "mode", json_object_new_string(r->weight_free ? "weight-free"
-                                                                             : "neural"));
-    if (r->weight_free) {
-        char *msg = gf_strfmt("weight-free mode: no model files in %s", models_dir);
-        json_object_object_add(o, "notice", json_object_new_string(msg));
-        free(msg);
-    }
-    json_object_object_add(o, "duration", json_object_new_double(r->duration));
-    json_object_object_add(o, "windows", json_object_new_int64((int64_t)r->n_windows));
-    json_object *t = json_object_new_object();
-    json_object_object_add(t, "decode", json_object_new_double(r->t_decode));
-    json_object_object_add(t, "segmentation", json_object_new_double(r->t_segmentation));
-    json_object_object_add(t, "fbank", json_object_new_double(r->t_fbank));
-    json_object_object_add(t, "embedding", json_object_new_double(r->t_embedding));
-    json_object_object_add(t, "clustering", json_object_new_double(r->t_clustering));
-    json_object_object_add(t, "total", json_object_new_double(r->t_total));
-    json_object_object_add(o, "timings", t);
-    char *s = gf_strfmt("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
-    json_object_put(o);
-    return s;
-}
-
 static int exit_for(int rc)
 {
     return rc == GF_ENOENT ? GF_EXIT_NOINPUT : GF_EXIT_DATAERR;
@@ -267,7 +250,8 @@ static int diarize_one(gf_diar *d, const char *path, const run_conf *rc_conf,
     }
     o->save_dir = save;
     gf_diar_result res;
-    int rc = gf_diar_run(d, path, o, NULL, &res);
+    gf_devstats *st = gf_devstats_new();
+    int rc = gf_diar_run(d, path, o, st, &res);
     if (ps->tty)
         fprintf(stderr, "\n");
     if (rc) {
@@ -282,7 +266,7 @@ static int diarize_one(gf_diar *d, const char *path, const run_conf *rc_conf,
     free(text);
     if (!status && rc_conf->json) {
         char *json_path = gf_strfmt("%s/%s.json", dir, name);
-        char *js = result_json(&res, rc_conf->models_dir);
+        char *js = gf_diar_result_json(&res, rc_conf->models_dir, st);
         if (gf_rttm_write_text(json_path, js) != 0)
             status = EXIT_CANTCREAT;
         free(js);
@@ -296,9 +280,45 @@ static int diarize_one(gf_diar *d, const char *path, const run_conf *rc_conf,
     free(rttm_path);
     gf_diar_result_free(&res);
 out:
+    gf_devstats_destroy(&st);
     free(save);
     free(dir);
     free(name);
+    return status;
+}
+
+/* Without --local: one job per recording through gpuflockd (cli/diarsubmit). */
+static int via_broker(int argc, char **argv, const char *config_path, const char *models_arg,
+                      const run_conf *conf, int gpu, const gf_diar_run_opts *ro)
+{
+    int status = 0;
+    path_list inputs = { 0 };
+    for (int i = optind; i < argc; i++) {
+        int rc = expand(argv[i], &inputs);
+        if (rc)
+            status = exit_for(rc);
+    }
+    if (inputs.n) {
+        gf_diarsubmit_opts o = {
+            .config = config_path,
+            .inputs = inputs.paths,
+            .n_inputs = inputs.n,
+            .out_dir = conf->out_dir,
+            .save_dir = conf->save_dir,
+            .models = models_arg,
+            .json = conf->json,
+            .gpu = gpu,
+            .num_speakers = ro->cluster.num_speakers,
+            .min_speakers = ro->cluster.min_speakers,
+            .max_speakers = ro->cluster.max_speakers,
+        };
+        int st = gf_diarsubmit_run(&o);
+        if (st && (!status || st == GF_EXIT_UNAVAIL))
+            status = st;
+    }
+    for (size_t i = 0; i < inputs.n; i++)
+        free(inputs.paths[i]);
+    free(inputs.paths);
     return status;
 }
 
@@ -386,18 +406,8 @@ int gf_cmd_diarize(int argc, char **argv)
                 ro.cluster.min_speakers, ro.cluster.max_speakers);
         return GF_EXIT_USAGE;
     }
-    if (!local) {
-        fprintf(stderr,
-                "gpuflock diarize: broker-backed diarize needs gpuflockd with a diarize job "
-                "kind, which this build does not have yet; use --local to diarize in this "
-                "process\n");
-        return GF_EXIT_UNAVAIL;
-    }
-    if (gpu >= 0 || any)
-        fprintf(stderr, "gpuflock diarize: note: --local runs the networks on the CPU (the GPU "
-                        "backend is not wired into the pipeline yet); %s ignored\n",
-                any ? "--any" : "--gpu");
-
+    if (!local)
+        return via_broker(argc, argv, config_path, models_arg, &conf, gpu, &ro);
     gf_config *cfg = NULL;
     if (gf_config_load(config_path, &cfg) != 0)
         return GF_EXIT_CONFIG;
@@ -425,16 +435,36 @@ int gf_cmd_diarize(int argc, char **argv)
         goto out;
     }
     bool weight_free = false;
-    d = gf_diar_new(models_dir, cfg->batch_size, &weight_free);
+    d = gf_diar_new(models_dir, cfg->batch_size, cfg->cpu_threads, &weight_free);
     if (!d) {
         fprintf(stderr, "gpuflock diarize: model files in %s unusable\n", models_dir);
         status = GF_EXIT_CONFIG;
         goto out;
     }
-    if (weight_free)
+    if (weight_free) {
         fprintf(stderr, "gpuflock diarize: weight-free mode: no model files in %s (energy voice "
                         "activity and filterbank statistics; expect a much higher DER)\n",
                 models_dir);
+        if (gpu >= 0 || any)
+            fprintf(stderr, "gpuflock diarize: note: the weight-free mode runs on the CPU; %s "
+                            "ignored\n", any ? "--any" : "--gpu");
+    } else if (gpu >= 0 || any) {
+        /* the networks on a CUDA card: --gpu N must get card N, --any takes
+         * card 0 when there is one and stays on the CPU otherwise */
+        gf_diar_backend be;
+        int brc = gf_diar_backend_gpu(gpu >= 0 ? gpu : 0, models_dir, cfg->batch_size,
+                                      GF_MATH_FP32, &be);
+        if (brc == 0) {
+            gf_diar_set_backend(d, &be);
+            fprintf(stderr, "gpuflock diarize: networks on CUDA card %d\n", gpu >= 0 ? gpu : 0);
+        } else if (gpu >= 0) {
+            fprintf(stderr, "gpuflock diarize: --gpu %d: no usable CUDA card %d\n", gpu, gpu);
+            status = GF_EXIT_UNAVAIL;
+            goto out;
+        } else {
+            fprintf(stderr, "gpuflock diarize: --any: no usable CUDA card; running on the CPU\n");
+        }
+    }
     progress_state ps = { .tty = isatty(STDERR_FILENO) == 1, .n_files = inputs.n };
     ro.progress = progress;
     ro.progress_user = &ps;

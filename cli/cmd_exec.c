@@ -61,7 +61,7 @@ static void usage(FILE *out)
         "CMD sees CUDA_VISIBLE_DEVICES (card UUIDs; indices for cpu cards),\n"
         "CUDA_DEVICE_ORDER=PCI_BUS_ID, GPUFLOCK_DEVICE and GPUFLOCK_LOCK_FILE.\n"
         "Exit status: CMD's own; 128+N if it died of signal N; 75 when --timeout ran\n"
-        "out; 64 usage error; 69 card unavailable; 78 configuration error;\n"
+        "out; 64 usage error; 69 card unavailable; 78 configuration error (or no card);\n"
         "126/127 CMD could not be run / found.\n");
 }
 
@@ -166,6 +166,8 @@ static int exit_for(int rc, const exec_opts *o)
         return GF_EXIT_TEMPFAIL;
     case GF_ENOENT:
         return GF_EXIT_USAGE;
+    case GF_ECONFIG:
+        return GF_EXIT_CONFIG;
     default:
         return GF_EXIT_UNAVAIL;
     }

@@ -36,7 +36,8 @@ static void usage(FILE *out)
             "  --card SPEC      a described card, e.g. \"NVIDIA H200:9.0:132\" (name, compute\n"
             "                   capability, multiprocessor count); no GPU needed\n"
             "  --json           one JSON object: card, evidence, routes\n"
-            "  --evidence DIR   evidence tables (default: $GPUFLOCK_EVIDENCE, else ./evidence)\n"
+            "  --evidence DIR   evidence tables (default: $GPUFLOCK_EVIDENCE, else the\n"
+            "                   evidence/ folder of the tree gpuflock was built from)\n"
             "  --config FILE    configuration file (for --gpu)\n"
             "\n"
             "GPUFLOCK_FORCE_LIBRARY=1 puts every boundary on the library route.\n"
@@ -117,7 +118,7 @@ int gf_cmd_plan(int argc, char **argv)
         { NULL, 0, NULL, 0 },
     };
     const char *card_spec = NULL, *config_path = NULL;
-    const char *dir = getenv("GPUFLOCK_EVIDENCE");
+    const char *dir = gf_evidence_default_dir();
     int gpu = 0;
     bool have_gpu = false, json = false;
     optind = 1;
@@ -149,8 +150,6 @@ int gf_cmd_plan(int argc, char **argv)
         usage(stderr);
         return GF_EXIT_USAGE;
     }
-    if (!dir || !*dir)
-        dir = "evidence";
 
     gf_card_identity card;
     if (card_spec) {

@@ -18,10 +18,12 @@
 #include "worker/qualify.h"
 
 #include <getopt.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <unistd.h>
 
 int gf_cmd_qualify(int argc, char **argv);
 
@@ -47,7 +49,8 @@ static void usage(FILE *out)
             "  --rounds N         A/B rounds per measurement (default 10)\n"
             "  --models DIR       segmentation.safetensors for the end-to-end record\n"
             "                     (default: models_dir of the configuration)\n"
-            "  --evidence DIR     evidence folder (default: $GPUFLOCK_EVIDENCE, else ./evidence)\n"
+            "  --evidence DIR     evidence folder (default: $GPUFLOCK_EVIDENCE, else the\n"
+            "                     evidence/ folder of the tree gpuflock was built from)\n"
             "  --binding-out FILE write the binding there (default: standard output)\n"
             "\n"
             "Exit status: 0 done, 1 a measurement failed, 64 usage, 69 no such CUDA card,\n"
@@ -71,7 +74,7 @@ static int parse(int argc, char **argv, opts *o)
         { 0, 0, 0, 0 },
     };
     *o = (opts){ .rounds = 10, .math = -1, .batch = 0 };
-    o->evidence = getenv("GPUFLOCK_EVIDENCE") ? getenv("GPUFLOCK_EVIDENCE") : "evidence";
+    o->evidence = gf_evidence_default_dir();
     optind = 1;
     int c;
     while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
@@ -137,13 +140,10 @@ static int take_locks(const gf_config *cfg, const gf_device_conf *dev, gf_lock *
     return 0;
 }
 
+/* Measure one candidate on every selected tuple, appending to entries. */
 static int run_candidate(const gf_qualify_ctx *ctx, const gf_planner *pl, const opts *o,
-                         const gf_candidate *cand, FILE *binding)
+                         const gf_candidate *cand, gf_qualify_entry *entries, size_t *n)
 {
-    int batches[GF_N_PRODUCTION_BATCHES * GF_N_MATH];
-    gf_math maths[GF_N_PRODUCTION_BATCHES * GF_N_MATH];
-    gf_qualify_result results[GF_N_PRODUCTION_BATCHES * GF_N_MATH];
-    size_t n = 0;
     int failures = 0;
     int tier = gf_gpu_cc(ctx->gpu) >= 90 ? 90 : 75;
     gf_module_id module;
@@ -169,24 +169,27 @@ static int run_candidate(const gf_qualify_ctx *ctx, const gf_planner *pl, const 
                 failures++;
                 continue;
             }
-            gf_qualify_result *r = &results[n];
-            memset(r, 0, sizeof *r);
-            r->module = module;
-            rc = gf_qualify_run(ctx, cand, batch, (gf_math)m, r);
+            gf_qualify_entry *e = &entries[*n];
+            memset(e, 0, sizeof *e);
+            e->cand = cand;
+            e->batch = batch;
+            e->math = (gf_math)m;
+            e->result.module = module;
+            rc = gf_qualify_run(ctx, cand, batch, (gf_math)m, &e->result);
+            if (rc == GF_EUNSUP) {
+                fprintf(stderr, "gpuflock qualify: %s batch %d %s: refused on this card\n",
+                        cand->boundary, batch, gf_math_name((gf_math)m));
+                continue;
+            }
             if (rc != 0) {
                 fprintf(stderr, "gpuflock qualify: %s batch %d %s failed: %s\n", cand->boundary,
                         batch, gf_math_name((gf_math)m), gf_strerror(rc));
                 failures++;
                 continue;
             }
-            batches[n] = batch;
-            maths[n] = (gf_math)m;
-            n++;
+            (*n)++;
         }
     }
-    int proofs = gf_qualify_write_binding(binding, ctx->card, cand, batches, maths, results, n);
-    fprintf(stderr, "gpuflock qualify: %s: %zu tuples measured, %d won (binding written)\n",
-            cand->area, n, proofs);
     return failures ? 1 : 0;
 }
 
@@ -206,6 +209,7 @@ int gf_cmd_qualify(int argc, char **argv)
     FILE *binding = stdout;
     char *records = gf_strfmt("%s/records", o.evidence);
     char *seg = gf_strfmt("%s/segmentation.safetensors", o.models ? o.models : cfg->models_dir);
+    char *emb = gf_strfmt("%s/embedding.safetensors", o.models ? o.models : cfg->models_dir);
     const gf_device_conf *dev = gf_config_device(cfg, o.gpu);
     gf_card_identity card;
     if (!dev || dev->kind != GF_DEVICE_CUDA) {
@@ -229,21 +233,33 @@ int gf_cmd_qualify(int argc, char **argv)
     uint64_t seed = 0;
     if (getrandom(&seed, sizeof seed, 0) != sizeof seed)
         seed = gf_now_ns();
-    FILE *probe = fopen(seg, "rb");
-    if (probe)
-        fclose(probe);
-    gf_qualify_ctx ctx = { gpu, blas, &card, records, probe ? seg : NULL, o.rounds, seed, stderr };
+    bool have_seg = access(seg, R_OK) == 0, have_emb = access(emb, R_OK) == 0;
+    gf_qualify_ctx ctx = { gpu, blas, &card, records, have_seg ? seg : NULL,
+                           have_emb ? emb : NULL, o.rounds, seed, stderr };
     gf_planner pl = { NULL, &card, &gf_module_provider_embedded, gf_planner_force_library_env() };
     size_t nc = 0;
     const gf_candidate *cands = gf_qualify_candidates(&nc);
-    size_t ran = 0;
+    gf_qualify_entry *entries = gf_calloc(nc * GF_N_PRODUCTION_BATCHES * GF_N_MATH,
+                                          sizeof *entries);
+    size_t ran = 0, n = 0, area_start = 0;
+    fprintf(binding, "# Written by gpuflock qualify on %s (%s): review, then promote into\n"
+            "# evidence/bindings/ (docs/evidence.md).\nbindings:\n", card.name, card.uuid);
     for (size_t i = 0; i < nc; i++) {
         if (o.area && strcmp(o.area, cands[i].area) != 0)
             continue;
         ran++;
-        if (run_candidate(&ctx, &pl, &o, &cands[i], binding) != 0)
+        if (run_candidate(&ctx, &pl, &o, &cands[i], entries, &n) != 0)
             status = 1;
+        bool area_ends = i + 1 == nc || strcmp(cands[i + 1].area, cands[i].area) != 0;
+        if (area_ends) {   /* one binding per area: every proof of its module */
+            int proofs = gf_qualify_write_binding(binding, &card, entries + area_start,
+                                                  n - area_start);
+            fprintf(stderr, "gpuflock qualify: %s: %zu tuples measured, %d won\n",
+                    cands[i].area, n - area_start, proofs);
+            area_start = n;
+        }
     }
+    free(entries);
     if (ran == 0) {
         fprintf(stderr, "gpuflock qualify: no candidate of area '%s'\n", o.area ? o.area : "?");
         status = GF_EXIT_USAGE;
@@ -258,5 +274,6 @@ out:
     gf_config_destroy(&cfg);
     free(records);
     free(seg);
+    free(emb);
     return status;
 }

@@ -71,6 +71,11 @@ int gf_cmd_queue(int argc, char **argv)
             gf_fmt_cards(j, cards, sizeof(cards));
             if (j->state == GF_STATE_RUNNING && j->started_ms) {
                 gf_fmt_duration(now - j->started_ms, what, sizeof(what));
+                int pct = gf_job_progress_percent(j);
+                if (pct >= 0) {     /* diarize: windows done */
+                    size_t l = strlen(what);
+                    snprintf(what + l, sizeof(what) - l, " %d%%", pct);
+                }
             } else if (j->state == GF_STATE_DONE || j->state == GF_STATE_FAILED) {
                 char d[32];
                 gf_fmt_duration(j->ended_ms - j->started_ms, d, sizeof(d));

@@ -58,7 +58,7 @@ int gf_cmd_workers(int argc, char **argv)
         printf("%s\n", json_object_to_json_string_ext(a, JSON_C_TO_STRING_PRETTY));
         json_object_put(a);
     } else {
-        printf("%4s %-18s %7s %-10s %s\n", "CARD", "STATE", "PID", "JOBS", "IDENTITY");
+        printf("%4s %-18s %7s %-10s %-22s %s\n", "CARD", "STATE", "PID", "JOBS", "PLAN", "IDENTITY");
         for (size_t i = 0; i < rep.n_workers; i++) {
             const gf_worker_info *w = &rep.workers[i];
             char jobs[64] = "-";
@@ -67,8 +67,16 @@ int gf_cmd_workers(int argc, char **argv)
                 l += (size_t)snprintf(jobs + l, sizeof(jobs) - l, "%s%llu", k ? "," : "",
                                       (unsigned long long)w->jobs[k]);
             char *id = gf_card_format(&w->card);
-            printf("%4d %-18s %7d %-10s %s\n", w->device, w->state ? w->state : "?", w->pid, jobs,
-                   id);
+            char plan[64] = "-";
+            json_object *p = w->plan ? json_tokener_parse(w->plan) : NULL;
+            json_object *own, *lib;
+            if (p && json_object_object_get_ex(p, "own", &own) &&
+                json_object_object_get_ex(p, "library", &lib))
+                snprintf(plan, sizeof(plan), "%d own, %d library", json_object_get_int(own),
+                         json_object_get_int(lib));
+            json_object_put(p);
+            printf("%4d %-18s %7d %-10s %-22s %s\n", w->device, w->state ? w->state : "?", w->pid,
+                   jobs, plan, id);
             free(id);
         }
     }

@@ -121,7 +121,7 @@ static int take_any(gf_jobcards *self, const gf_jobcards_request *req, int timeo
     if (cfg->n_devices == 0) {
         GF_ERROR("no cards configured (no devices in %s and no CUDA card found)",
                  cfg->path ? cfg->path : "the built-in defaults");
-        return GF_ENOENT;
+        return GF_ECONFIG;
     }
     gf_lock **locks = gf_calloc(cfg->n_devices, sizeof *locks);
     int rc = 0;

@@ -30,7 +30,8 @@ typedef struct {
 typedef struct gf_jobcards gf_jobcards;
 
 /* Take the cards of 'req' under 'cfg'. Returns 0 and the held cards in *out,
- * or: GF_ENOENT (a card not in the configuration, or none configured),
+ * or: GF_ENOENT (a card not in the configuration), GF_ECONFIG (no card
+ * configured at all),
  * GF_ETIMEDOUT, GF_EIO (a lock file unusable), GF_EDEVICE (a CUDA card the
  * driver cannot name); each logged. On failure nothing stays held. */
 int gf_jobcards_take(const gf_config *cfg, const gf_jobcards_request *req, gf_jobcards **out);

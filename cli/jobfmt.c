@@ -103,6 +103,25 @@ json_object *gf_job_json(const gf_job *j)
     json_object_object_add(o, "reason", j->reason ? json_object_new_string(j->reason) : NULL);
     json_object_object_add(o, "stdout", j->out_path ? json_object_new_string(j->out_path) : NULL);
     json_object_object_add(o, "stderr", j->err_path ? json_object_new_string(j->err_path) : NULL);
+    json_object_object_add(o, "kind", json_object_new_string(
+        sp->kind == GF_JOB_DIARIZE ? "diarize" : "command"));
+    if (sp->diar) {
+        const gf_diar_spec *d = sp->diar;
+        json_object *dj = json_object_new_object();
+        json_object_object_add(dj, "audio", json_object_new_string(d->audio));
+        json_object_object_add(dj, "rttm", json_object_new_string(d->rttm));
+        json_object_object_add(dj, "json", json_object_new_boolean(d->json));
+        json_object_object_add(dj, "intermediates", d->intermediates ? json_object_new_string(d->intermediates) : NULL);
+        json_object_object_add(dj, "models", d->models ? json_object_new_string(d->models) : NULL);
+        json_object_object_add(dj, "num_speakers", d->num_speakers ? json_object_new_int(d->num_speakers) : NULL);
+        json_object_object_add(dj, "min_speakers", d->min_speakers ? json_object_new_int(d->min_speakers) : NULL);
+        json_object_object_add(dj, "max_speakers", d->max_speakers ? json_object_new_int(d->max_speakers) : NULL);
+        json_object_object_add(o, "diarize", dj);
+        json_object_object_add(o, "progress_done", json_object_new_int64(j->progress_done));
+        json_object_object_add(o, "progress_total", json_object_new_int64(j->progress_total));
+        int pct = gf_job_progress_percent(j);
+        json_object_object_add(o, "progress_percent", pct >= 0 ? json_object_new_int(pct) : NULL);
+    }
     json_object *st = json_object_new_object();
     for (size_t i = 0; i < j->n_stats; i++)
         json_object_object_add(st, j->stats[i].key, j->stats[i].is_float
@@ -110,6 +129,13 @@ json_object *gf_job_json(const gf_job *j)
                                                         : json_object_new_int64(j->stats[i].i));
     json_object_object_add(o, "stats", st);
     return o;
+}
+
+int gf_job_progress_percent(const gf_job *j)
+{
+    if (j->progress_total <= 0)
+        return -1;
+    return (int)(100 * j->progress_done / j->progress_total);
 }
 
 json_object *gf_worker_json(const gf_worker_info *w)
@@ -123,7 +149,8 @@ json_object *gf_worker_json(const gf_worker_info *w)
     for (size_t i = 0; i < w->n_jobs; i++)
         json_object_array_add(jobs, json_object_new_int64((int64_t)w->jobs[i]));
     json_object_object_add(o, "jobs", jobs);
-    json_object_object_add(o, "plan", w->plan ? json_object_new_string(w->plan) : NULL);
+    json_object *plan = w->plan ? json_tokener_parse(w->plan) : NULL;
+    json_object_object_add(o, "plan", plan ? plan : w->plan ? json_object_new_string(w->plan) : NULL);
     json_object_object_add(o, "last_seen_ms", w->last_seen_ms ? json_object_new_int64(w->last_seen_ms) : NULL);
     return o;
 }
@@ -156,6 +183,29 @@ void gf_job_print(FILE *out, const gf_job *j)
     for (size_t i = 0; i < sp->argc; i++)
         fprintf(out, " %s", sp->argv[i]);
     fprintf(out, "\n%-12s %s\n", "cwd:", sp->cwd ? sp->cwd : "-");
+    if (sp->diar) {
+        const gf_diar_spec *d = sp->diar;
+        fprintf(out, "%-12s %s -> %s%s\n", "diarize:", d->audio, d->rttm, d->json ? " (+ .json)" : "");
+        if (d->models)
+            fprintf(out, "%-12s %s\n", "models:", d->models);
+        if (d->num_speakers)
+            fprintf(out, "%-12s %d\n", "speakers:", d->num_speakers);
+        else if (d->min_speakers || d->max_speakers)
+            fprintf(out, "%-12s %d..%d\n", "speakers:", d->min_speakers, d->max_speakers);
+        if (d->intermediates)
+            fprintf(out, "%-12s %s\n", "saved in:", d->intermediates);
+        int pct = gf_job_progress_percent(j);
+        if (pct >= 0)
+            fprintf(out, "%-12s %d%% (%lld/%lld windows)\n", "progress:", pct,
+                    (long long)j->progress_done, (long long)j->progress_total);
+        else
+            fprintf(out, "%-12s -\n", "progress:");
+        for (size_t i = 0; i < j->n_stats; i++)
+            if (strcmp(j->stats[i].key, "diarize.weight_free") == 0)
+                fprintf(out, "%-12s %s\n", "mode:", j->stats[i].i
+                        ? "weight-free (no model files: energy voice activity, fbank statistics)"
+                        : "neural");
+    }
     gf_fmt_request(sp, buf, sizeof(buf));
     fprintf(out, "%-12s %s%s\n", "request:", buf, sp->proof ? ", proof" : "");
     gf_fmt_cards(j, buf, sizeof(buf));

@@ -24,6 +24,9 @@ void gf_fmt_cards(const gf_job *j, char *buf, size_t len);
 /* The device request: "any", "gpu 1", "2 gpus", plus mode. */
 void gf_fmt_request(const gf_job_spec *sp, char *buf, size_t len);
 
+/* A diarize job's progress in percent (windows done / total), -1: none yet. */
+int gf_job_progress_percent(const gf_job *j);
+
 /* `gpuflock show`: one "key: value" line each. */
 void gf_job_print(FILE *out, const gf_job *j);
 

@@ -62,16 +62,20 @@ static int make_parents(const char *path)
     return rc;
 }
 
-/* Open, creating the file with mode 0666 whatever the umask when it is new. */
+/* Open the lock file, creating it with mode 0666 whatever the umask when it
+ * is new. The file nearly always exists: one open(2) then. */
 static int open_lock_file(const char *path)
 {
-    int fd = open(path, O_RDONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOCTTY, LOCK_FILE_MODE);
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+    if (fd >= 0 || errno != ENOENT)
+        return fd;
+    fd = open(path, O_RDONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOCTTY, LOCK_FILE_MODE);
     if (fd >= 0) {
         if (fchmod(fd, LOCK_FILE_MODE) != 0)
             GF_WARN("lock file %s: cannot set mode 0666: %s", path, strerror(errno));
         return fd;
     }
-    if (errno == EEXIST)
+    if (errno == EEXIST)   /* created by someone else meanwhile */
         fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
     return fd;
 }

@@ -14,6 +14,18 @@
 
 static gf_log_level log_threshold = GF_LOG_INFO;
 static char log_prog[32] = "gpuflock";
+/* per thread, so concurrent jobs of one worker each keep their own */
+static _Thread_local char last_error[512];
+
+const char *gf_log_last_error(void)
+{
+    return last_error;
+}
+
+void gf_log_clear_last_error(void)
+{
+    last_error[0] = 0;
+}
 
 void gf_log_init(const char *prog, gf_log_level level)
 {
@@ -44,6 +56,12 @@ int gf_log_level_parse(const char *name, gf_log_level *out)
 void gf_vlog(gf_log_level level, const char *fmt, va_list ap)
 {
     static const char *tags[] = { "debug", "info", "warn", "error" };
+    if (level == GF_LOG_ERROR) {
+        va_list cp;
+        va_copy(cp, ap);
+        vsnprintf(last_error, sizeof last_error, fmt, cp);
+        va_end(cp);
+    }
     if (level < log_threshold || level >= GF_LOG_OFF)
         return;
     char line[2048];

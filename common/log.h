@@ -31,6 +31,13 @@ void gf_log(gf_log_level level, const char *fmt, ...)
 void gf_vlog(gf_log_level level, const char *fmt, va_list ap)
     __attribute__((format(printf, 2, 0)));
 
+/* The message of the calling thread's last GF_ERROR (whatever the
+ * threshold), "" when there was none since gf_log_clear_last_error.
+ * Thread-local and borrowed: a worker thread running a job reports why the
+ * job failed with the error its library code logged. */
+const char *gf_log_last_error(void);
+void gf_log_clear_last_error(void);
+
 #define GF_DEBUG(...) gf_log(GF_LOG_DEBUG, __VA_ARGS__)
 #define GF_INFO(...)  gf_log(GF_LOG_INFO, __VA_ARGS__)
 #define GF_WARN(...)  gf_log(GF_LOG_WARN, __VA_ARGS__)

@@ -41,6 +41,7 @@ typedef enum {
     F_STRUCT,   /* nested record inside this one */
     F_STRUCTV,  /* pointer to an array of records + count */
     F_STATS,    /* gf_stat * + count: a map of name → integer or float */
+    F_OPTREC,   /* pointer to one nested record, NULL: the key is left out */
 } ftype;
 
 typedef struct field {
@@ -55,10 +56,13 @@ typedef struct field {
     const struct field *sub;    /* F_STRUCT(V): the record's table */
     const char *const *names;   /* F_ENUM: value names, NULL-terminated */
     int64_t def;                /* numbers: value when the key is absent */
+    bool omit;                  /* encoder leaves the key out while it holds
+                                 * its default (0/def, false, NULL): keys added
+                                 * after version 1 (see proto.h) */
 } field;
 
 #define AT(st, m) offsetof(st, m)
-#define END { NULL, 0, false, 0, 0, 0, 0, 0, NULL, NULL, 0 }
+#define END { NULL, 0, false, 0, 0, 0, 0, 0, NULL, NULL, 0, false }
 
 static const char *const kind_names[] = { "command", "diarize", NULL };
 static const char *const req_names[] = { "any", "gpu", "gpus", NULL };
@@ -67,6 +71,21 @@ static const char *const state_names[] = { "pending", "running", "done", "failed
                                            "cancelled", NULL };
 static const char *const stream_names[] = { "out", "err", NULL };
 static const char *const devkind_names[] = { "cpu", "cuda", NULL };
+
+static const field diar_fields[] = {
+    { .key = "audio", .type = F_STR, .required = true, .off = AT(gf_diar_spec, audio),
+      .limit = GF_PROTO_MAX_PATH },
+    { .key = "rttm", .type = F_STR, .required = true, .off = AT(gf_diar_spec, rttm),
+      .limit = GF_PROTO_MAX_PATH },
+    { .key = "json", .type = F_BOOL, .off = AT(gf_diar_spec, json) },
+    { .key = "intermediates", .type = F_STR, .off = AT(gf_diar_spec, intermediates),
+      .limit = GF_PROTO_MAX_PATH },
+    { .key = "models", .type = F_STR, .off = AT(gf_diar_spec, models), .limit = GF_PROTO_MAX_PATH },
+    { .key = "num_speakers", .type = F_I32, .off = AT(gf_diar_spec, num_speakers) },
+    { .key = "min_speakers", .type = F_I32, .off = AT(gf_diar_spec, min_speakers) },
+    { .key = "max_speakers", .type = F_I32, .off = AT(gf_diar_spec, max_speakers) },
+    END,
+};
 
 static const field spec_fields[] = {
     { .key = "kind", .type = F_ENUM, .off = AT(gf_job_spec, kind), .names = kind_names },
@@ -87,6 +106,8 @@ static const field spec_fields[] = {
     { .key = "name", .type = F_STR, .off = AT(gf_job_spec, name), .limit = GF_PROTO_MAX_NAME },
     { .key = "no_requeue", .type = F_BOOL, .off = AT(gf_job_spec, no_requeue) },
     { .key = "array_index", .type = F_I64, .off = AT(gf_job_spec, array_index), .def = -1 },
+    { .key = "diar", .type = F_OPTREC, .off = AT(gf_job_spec, diar), .omit = true,
+      .elem_size = sizeof(gf_diar_spec), .sub = diar_fields },
     END,
 };
 
@@ -115,6 +136,8 @@ static const field job_fields[] = {
     { .key = "err", .type = F_STR, .off = AT(gf_job, err_path), .limit = GF_PROTO_MAX_PATH },
     { .key = "stats", .type = F_STATS, .off = AT(gf_job, stats), .count_off = AT(gf_job, n_stats),
       .limit = GF_PROTO_MAX_STATS },
+    { .key = "progress_done", .type = F_I64, .off = AT(gf_job, progress_done), .omit = true },
+    { .key = "progress_total", .type = F_I64, .off = AT(gf_job, progress_total), .omit = true },
     END,
 };
 
@@ -256,6 +279,8 @@ static const field progress_fields[] = {
     { .key = "pid", .type = F_I32, .off = M(pid) },
     MF_I64("started", started_ms),
     MF_MESSAGE(false),
+    { .key = "done", .type = F_I64, .off = M(done), .omit = true },
+    { .key = "total", .type = F_I64, .off = M(total), .omit = true },
     END,
 };
 static const field result_fields[] = {
@@ -367,6 +392,14 @@ static void free_field(const field *f, void *base)
     case F_STRUCT:
         free_record(f->sub, PTR(base, f->off, char));
         break;
+    case F_OPTREC: {
+        void *v = *PTR(base, f->off, void *);
+        if (v)
+            free_record(f->sub, v);
+        free(v);
+        *PTR(base, f->off, void *) = NULL;
+        break;
+    }
     case F_STRUCTV: {
         char *v = *PTR(base, f->off, char *);
         size_t n = *PTR(base, f->count_off, size_t);
@@ -483,6 +516,17 @@ static void copy_field(const field *f, void *dst, const void *src)
     case F_STRUCT:
         copy_record(f->sub, PTR(dst, f->off, char), CPTR(src, f->off, char));
         break;
+    case F_OPTREC: {
+        const void *s = *CPTR(src, f->off, void *);
+        void *v = NULL;
+        if (s) {
+            v = gf_malloc(f->elem_size);
+            memcpy(v, s, f->elem_size);
+            copy_record(f->sub, v, s);
+        }
+        *PTR(dst, f->off, void *) = v;
+        break;
+    }
     case F_STRUCTV: {
         const char *s = *CPTR(src, f->off, char *);
         char *v = s ? gf_calloc(n, f->elem_size) : NULL;
@@ -657,6 +701,10 @@ static void pack_field(enc *e, const field *f, const void *base)
     case F_STRUCT:
         pack_record(e, f->sub, CPTR(base, f->off, char));
         break;
+    case F_OPTREC:
+        /* only reached when present (field_present) */
+        pack_record(e, f->sub, *CPTR(base, f->off, void *));
+        break;
     case F_STRUCTV: {
         const char *v = *CPTR(base, f->off, char *);
         if (!v)
@@ -683,18 +731,36 @@ static void pack_field(enc *e, const field *f, const void *base)
     }
 }
 
-static size_t count_fields(const field *fs)
+/* Is the key written? Every key is, except an omittable one at its default. */
+static bool field_present(const field *f, const void *base)
+{
+    if (f->type == F_OPTREC)
+        return *CPTR(base, f->off, void *) != NULL;
+    if (!f->omit)
+        return true;
+    switch (f->type) {
+    case F_BOOL: return *CPTR(base, f->off, bool);
+    case F_I32: return *CPTR(base, f->off, int32_t) != (int32_t)f->def;
+    case F_I64: return *CPTR(base, f->off, int64_t) != f->def;
+    case F_STR: return *CPTR(base, f->off, char *) != NULL;
+    default: return true;
+    }
+}
+
+static size_t count_present(const field *fs, const void *base)
 {
     size_t n = 0;
-    while (fs[n].key)
-        n++;
+    for (const field *f = fs; f->key; f++)
+        n += field_present(f, base);
     return n;
 }
 
 static void pack_record(enc *e, const field *fs, const void *base)
 {
-    msgpack_pack_map(&e->pk, count_fields(fs));
+    msgpack_pack_map(&e->pk, count_present(fs, base));
     for (const field *f = fs; f->key; f++) {
+        if (!field_present(f, base))
+            continue;
         pack_cstr(e, f->key, strlen(f->key));
         pack_field(e, f, base);
     }
@@ -712,12 +778,14 @@ int gf_proto_encode(const gf_msg *msg, uint8_t **buf, size_t *len)
     enc e = { .rc = 0 };
     msgpack_packer_init(&e.pk, &sb, msgpack_sbuffer_write);
     const field *fs = ops[msg->op].fields;
-    msgpack_pack_map(&e.pk, 2 + count_fields(fs));
+    msgpack_pack_map(&e.pk, 2 + count_present(fs, msg));
     pack_cstr(&e, "v", 1);
     msgpack_pack_uint64(&e.pk, GF_PROTO_VERSION);
     pack_cstr(&e, "op", 2);
     pack_cstr(&e, name, strlen(name));
     for (const field *f = fs; f->key; f++) {
+        if (!field_present(f, msg))
+            continue;
         pack_cstr(&e, f->key, strlen(f->key));
         pack_field(&e, f, msg);
     }
@@ -1160,6 +1228,12 @@ static int rd_field(rd *r, const field *f, void *base)
     }
     case F_STRUCT:
         return rd_record(r, f->sub, PTR(base, f->off, char));
+    case F_OPTREC: {
+        /* attached before it decodes, so a failing one is freed with the rest */
+        void *v = gf_calloc(1, f->elem_size);
+        *PTR(base, f->off, void *) = v;
+        return rd_record(r, f->sub, v);
+    }
     case F_STRUCTV: {
         if ((rc = rd_container(r, false, f->limit, &n)))
             return rc;

@@ -18,7 +18,11 @@
  * gigabytes.
  *
  * gf_msg is one flat struct for all operations (each operation uses the
- * fields its table names; the rest stay zero). Strings and arrays in a
+ * fields its table names; the rest stay zero). Keys added after version 1
+ * (the diarize record "diar" of a spec, a job's "progress_done"/"progress_total",
+ * a progress message's "done"/"total") are optional and written only when
+ * set, so command jobs travel and are stored exactly as before; a peer
+ * without them refuses such a message naming the key. Strings and arrays in a
  * decoded gf_msg are owned by it and freed by gf_msg_clear. */
 #ifndef GF_PROTO_H
 #define GF_PROTO_H
@@ -81,9 +85,23 @@ typedef struct {
     double f;
 } gf_stat;
 
-/* What a submitter asks for: one command job. */
+/* The parameters of a diarize job: one recording through the built-in
+ * pipeline (worker/diar/pipeline.h), run inside the worker. Paths are
+ * absolute (the broker refuses relative ones): the worker has its own cwd. */
 typedef struct {
-    gf_job_kind kind;     /* command (diarize: later) */
+    char *audio;          /* the recording */
+    char *rttm;           /* the RTTM to write (temporary file + rename) */
+    bool json;            /* also NAME.json beside the RTTM (turns, mode, timings) */
+    char *intermediates;  /* --save-intermediates DIR, NULL: none */
+    char *models;         /* models directory, NULL: the worker's models_dir */
+    int32_t num_speakers; /* 0: not fixed */
+    int32_t min_speakers; /* 0: no lower bound */
+    int32_t max_speakers; /* 0: no upper bound */
+} gf_diar_spec;
+
+/* What a submitter asks for: one command or diarize job. */
+typedef struct {
+    gf_job_kind kind;     /* command, or diarize (then diar is set) */
     char **argv;          /* the command and its arguments, argc >= 1 */
     size_t argc;
     char *cwd;            /* submitter's working directory */
@@ -101,6 +119,7 @@ typedef struct {
     char *name;           /* display name, may be NULL */
     bool no_requeue;      /* fail at once when its worker dies */
     int64_t array_index;  /* GPUFLOCK_ARRAY_INDEX, -1: not an array job */
+    gf_diar_spec *diar;   /* kind diarize: its parameters (owned); NULL otherwise */
 } gf_job_spec;
 
 /* A job as the broker knows it (store rows, queue/show replies). */
@@ -127,6 +146,8 @@ typedef struct {
     char *err_path;       /* spool file for stderr */
     gf_stat *stats;       /* statistics reported by the worker */
     size_t n_stats;
+    int64_t progress_done;  /* diarize: windows done (last PROGRESS), 0: none yet */
+    int64_t progress_total; /* diarize: windows in the recording, 0: unknown */
 } gf_job;
 
 /* A job a worker already runs (ready, after a broker restart). */
@@ -208,6 +229,8 @@ typedef struct {
     int64_t maxrss_kb;
     gf_stat *stats;
     size_t n_stats;
+    int64_t done;         /* progress: diarize windows done, 0: none */
+    int64_t total;        /* progress: diarize windows in all, 0: none */
 } gf_msg;
 
 /* Operation name ("submit") or NULL for an unknown op. */

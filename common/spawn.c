@@ -79,13 +79,23 @@ static int exec_result(int report_fd)
     return got == (ssize_t)sizeof err ? err : 0;
 }
 
+/* Take the terminal back from the command's group, but only if it has it:
+ * after `bg` the shell owns the terminal, not us. */
+static void take_terminal_back(pid_t pid)
+{
+    if (tcgetpgrp(STDIN_FILENO) == pid)
+        give_terminal(getpgrp());
+}
+
 /* The command stopped (^Z): take the terminal back, stop ourselves so the
- * shell sees the job stopped, and on `fg` resume it in the foreground. */
+ * shell sees the job stopped, and when continued pass SIGCONT on, with the
+ * terminal if the shell gave it to us (`fg`), without it for `bg`. */
 static void follow_stop(pid_t pid)
 {
-    give_terminal(getpgrp());
+    take_terminal_back(pid);
     kill(getpid(), SIGSTOP);
-    give_terminal(pid);
+    if (tcgetpgrp(STDIN_FILENO) == getpgrp())
+        give_terminal(pid);
     kill(-pid, SIGCONT);
 }
 
@@ -159,7 +169,7 @@ int gf_spawn_run(char *const argv[], char *const envp[], int *status)
         GF_ERROR("cannot run %s: %s", argv[0], strerror(err));
     int st = supervise(pid, &set, terminal && !err);
     if (terminal)
-        give_terminal(getpgrp());
+        take_terminal_back(pid);
     drain(&set);
     sigprocmask(SIG_SETMASK, &old, NULL);
     *status = decode_status(st);

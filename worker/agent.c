@@ -3,7 +3,10 @@
  * One thread: a zmq_poll over the broker socket and a signalfd (SIGCHLD for
  * ended jobs, SIGTERM/SIGINT to stop), with a short timeout while a job
  * waits for a lock held by someone else (its lock is tried again each
- * round, never blocking the loop). */
+ * round, never blocking the loop). Diarize jobs run on threads of this
+ * process (worker/diarjob.h) and wake the loop through an eventfd when they
+ * have progress to report or end; their pipelines stay loaded in a pool
+ * between jobs. */
 #include "worker/agent.h"
 
 #include "common/error.h"
@@ -11,13 +14,18 @@
 #include "common/proto.h"
 #include "common/util.h"
 #include "common/wire.h"
+#include "worker/evidence.h"
+#include "worker/planner.h"
 #include "worker/runner.h"
+
+#include <json-c/json.h>
 
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/signalfd.h>
 #include <unistd.h>
 #include <zmq.h>
@@ -47,7 +55,55 @@ struct gf_agent {
     uint64_t last_heard;      /* monotonic ms of the broker's last message */
     uint64_t next_beat;
     bool stopping;
+    char *plan;               /* route plan as JSON text, sent in READY */
+    gf_diar_pool *pool;       /* diarize pipelines kept between jobs */
+    int wakefd;               /* eventfd: a diarize thread has news */
 };
+
+/* The card's route plan (worker/planner.h) from the evidence tables in
+ * $GPUFLOCK_EVIDENCE, else ./evidence: {"evidence", "own", "library",
+ * "routes"}. Evidence that is missing or rejected plans the library route
+ * everywhere, and says why in "evidence_problem". */
+static char *make_plan(const gf_card_identity *card)
+{
+    const char *dir = getenv("GPUFLOCK_EVIDENCE");
+    if (!dir || !*dir)
+        dir = "evidence";
+    gf_evidence *ev = gf_evidence_new();
+    const char *problem = NULL;
+    if (gf_evidence_load(ev, dir) != 0) {
+        problem = "evidence missing or rejected: library route everywhere";
+        gf_evidence_destroy(&ev);
+    }
+    gf_planner pl = {
+        .evidence = ev,
+        .card = card,
+        .modules = &gf_module_provider_embedded,
+        .force_library = gf_planner_force_library_env(),
+    };
+    gf_route *routes = NULL;
+    size_t n = 0;
+    char *text = NULL;
+    if (gf_plan_all(&pl, &routes, &n) == 0) {
+        size_t own = 0;
+        for (size_t i = 0; i < n; i++)
+            own += routes[i].kind == GF_ROUTE_OWN;
+        json_object *o = json_object_new_object();
+        json_object_object_add(o, "evidence", json_object_new_string(dir));
+        if (problem)
+            json_object_object_add(o, "evidence_problem", json_object_new_string(problem));
+        json_object_object_add(o, "own", json_object_new_int64((int64_t)own));
+        json_object_object_add(o, "library", json_object_new_int64((int64_t)(n - own)));
+        json_object_object_add(o, "routes", gf_plan_to_json(routes, n));
+        const char *s = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
+        if (strlen(s) <= GF_PROTO_MAX_PLAN)
+            text = gf_strdup(s);
+        json_object_put(o);
+    }
+    free(routes);
+    gf_evidence_destroy(&ev);
+    return text;
+}
 
 static void *connect_broker(gf_agent *self)
 {
@@ -78,8 +134,11 @@ gf_agent *gf_agent_new(const gf_config *cfg, int device, const gf_card_identity 
     self->cfg = cfg;
     self->device = device;
     self->card = *card;
+    self->plan = make_plan(card);
     self->ctx = zmq_ctx_new();
     self->sock = connect_broker(self);
+    self->pool = gf_diar_pool_new(cfg, card);
+    self->wakefd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     sigset_t set;
     sigemptyset(&set);
     sigaddset(&set, SIGCHLD);
@@ -87,9 +146,9 @@ gf_agent *gf_agent_new(const gf_config *cfg, int device, const gf_card_identity 
     sigaddset(&set, SIGINT);
     sigprocmask(SIG_BLOCK, &set, NULL);
     self->sigfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
-    if (!self->sock || self->sigfd < 0) {
-        if (self->sigfd < 0)
-            GF_ERROR("signalfd: %s", strerror(errno));
+    if (!self->sock || self->sigfd < 0 || self->wakefd < 0) {
+        if (self->sigfd < 0 || self->wakefd < 0)
+            GF_ERROR("%s: %s", self->sigfd < 0 ? "signalfd" : "eventfd", strerror(errno));
         gf_agent_destroy(&self);
         return NULL;
     }
@@ -114,6 +173,10 @@ void gf_agent_destroy(gf_agent **self_p)
         zmq_ctx_term(self->ctx);
     if (self->sigfd >= 0)
         close(self->sigfd);
+    gf_diar_pool_destroy(&self->pool);    /* after the slots: their threads are joined */
+    if (self->wakefd >= 0)
+        close(self->wakefd);
+    free(self->plan);
     free(self);
     *self_p = NULL;
 }
@@ -133,6 +196,7 @@ static void send_ready(gf_agent *self)
     m.device = self->device;
     m.pid = (int32_t)getpid();
     m.card = self->card;
+    m.plan = gf_strdup(self->plan);
     size_t n = 0;
     for (slot *s = self->slots; s; s = s->next)
         n++;
@@ -230,6 +294,9 @@ static void on_job(gf_agent *self, gf_msg *m)
         return;     /* a duplicate assignment: never two runs of one job */
     slot *s = gf_calloc(1, sizeof(*s));
     s->run = gf_run_new(m, self->cfg);
+    gf_run_set_diar(s->run, self->pool, self->wakefd);
+    if (m->spec.kind == GF_JOB_DIARIZE && m->spec.diar)
+        GF_INFO("job %llu: diarize %s", (unsigned long long)m->id, m->spec.diar->audio);
     s->next = self->slots;
     self->slots = s;
     if (self->stopping) {
@@ -261,12 +328,38 @@ static void on_kill(gf_agent *self, gf_msg *m)
     }
 }
 
+/* PROGRESS for a diarize job whose windows moved since the last one. */
+static void report_one(gf_agent *self, slot *s)
+{
+    int64_t done, total;
+    if (s->done || !gf_run_progress(s->run, &done, &total))
+        return;
+    gf_msg p;
+    memset(&p, 0, sizeof(p));
+    p.op = GF_OP_PROGRESS;
+    p.id = gf_run_id(s->run);
+    p.attempt = gf_run_attempt(s->run);
+    p.pid = gf_run_pid(s->run) > 0 ? (int32_t)gf_run_pid(s->run) : 0;
+    p.started_ms = gf_run_started_ms(s->run);
+    p.done = done;
+    p.total = total;
+    tell(self, &p);
+}
+
+static void report_progress(gf_agent *self)
+{
+    for (slot *s = self->slots; s; s = s->next)
+        report_one(self, s);
+}
+
 static void reap(gf_agent *self)
 {
     for (slot *s = self->slots; s; s = s->next) {
         gf_msg r;
-        if (!s->done && gf_run_reap(s->run, &r))
+        if (!s->done && gf_run_reap(s->run, &r)) {
+            report_one(self, s);     /* a diarize job's last windows, before its result */
             finish_slot(self, s, &r);
+        }
     }
 }
 
@@ -378,11 +471,12 @@ int gf_agent_run(gf_agent *self)
             if (s->kill_at && timeout > 50)
                 timeout = 50;
         }
-        zmq_pollitem_t items[2] = {
+        zmq_pollitem_t items[3] = {
             { self->sock, 0, ZMQ_POLLIN, 0 },
             { NULL, self->sigfd, ZMQ_POLLIN, 0 },
+            { NULL, self->wakefd, ZMQ_POLLIN, 0 },
         };
-        int rc = zmq_poll(items, 2, timeout);
+        int rc = zmq_poll(items, 3, timeout);
         if (rc < 0 && errno != EINTR) {
             GF_ERROR("zmq_poll: %s", zmq_strerror(errno));
             return GF_EIO;
@@ -397,6 +491,11 @@ int gf_agent_run(gf_agent *self)
             }
             reap(self);
         }
+        if (rc > 0 && (items[2].revents & ZMQ_POLLIN)) {
+            uint64_t count;
+            ssize_t got = read(self->wakefd, &count, sizeof(count));
+            (void)got;      /* drained; the slots say what happened */
+        }
         if (rc > 0 && (items[0].revents & ZMQ_POLLIN))
             on_broker(self);
         now = gf_now_ms();
@@ -407,6 +506,7 @@ int gf_agent_run(gf_agent *self)
                 s->kill_at = 0;
             }
         }
+        report_progress(self);
         reap(self);
         if (now >= self->next_beat) {
             self->next_beat = now + interval;

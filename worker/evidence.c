@@ -1222,3 +1222,13 @@ int gf_evidence_open(const char *dir, gf_evidence **out)
     *out = ev;
     return 0;
 }
+
+#ifndef GF_EVIDENCE_DIR
+#define GF_EVIDENCE_DIR "evidence"
+#endif
+
+const char *gf_evidence_default_dir(void)
+{
+    const char *env = getenv("GPUFLOCK_EVIDENCE");
+    return env && env[0] ? env : GF_EVIDENCE_DIR;
+}

@@ -122,4 +122,9 @@ void gf_scope_describe(const gf_scope *scope, char *buf, size_t len);
 void gf_module_describe(const gf_module_id *m, char *buf, size_t len);
 bool gf_module_equal(const gf_module_id *a, const gf_module_id *b);
 
+/* The evidence folder a worker or command plans from when none is named:
+ * $GPUFLOCK_EVIDENCE, else the evidence/ folder of the source tree the
+ * binary was built from (GF_EVIDENCE_DIR, set by the Makefile). Borrowed. */
+const char *gf_evidence_default_dir(void);
+
 #endif

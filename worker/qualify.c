@@ -5,6 +5,8 @@
 #include "worker/qualify.h"
 #include "worker/diar/segmentation_gpu.h"
 #include "worker/lstm_gpu.h"
+#include "worker/conv_gpu.h"
+#include "worker/diar/embedding_gpu.h"
 #include "common/devstats.h"
 #include "common/error.h"
 #include "common/log.h"
@@ -14,6 +16,9 @@
 #include <errno.h>
 #include <json-c/json.h>
 #include <math.h>
+#include <stdbool.h>
+#include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -32,14 +37,84 @@ static const gf_pin lstm_pins[] = {
     { "threads", "512" },
 };
 
-static const gf_candidate candidates[] = {
-    { "lstm", "lstm.stack", lstm_pins, GF_ARRAY_LEN(lstm_pins) },
+static const gf_pin resnet_pins[] = {
+    { "tile_m", "64" },
+    { "tile_n", "128" },
+    { "tile_k", "16" },
+    { "warps", "8" },
+    { "implicit_gemm", "1" },
 };
+
+/* The ResNet34 trunk's convolutions, in network order, with their shapes and
+ * input extents (80 mel rows x 998 frames at the trunk's input). */
+typedef struct {
+    char boundary[48];
+    gf_conv_shape shape;
+    int h, w;            /* input extent */
+    int residual, relu;  /* epilogue as the network runs it */
+} conv_layer;
+
+#define MAX_CONV_LAYERS 40
+static conv_layer conv_layers[MAX_CONV_LAYERS];
+static size_t n_conv_layers;
+static gf_candidate candidates[1 + MAX_CONV_LAYERS];
+static size_t n_candidates;
+static pthread_once_t candidates_once = PTHREAD_ONCE_INIT;
+
+static void add_conv(const char *name, int cin, int cout, int k, int stride, int h, int w,
+                     int residual, int relu)
+{
+    conv_layer *c = &conv_layers[n_conv_layers++];
+    snprintf(c->boundary, sizeof c->boundary, "%s", name);
+    c->shape = (gf_conv_shape){ cin, cout, k, stride };
+    c->h = h;
+    c->w = w;
+    c->residual = residual;
+    c->relu = relu;
+}
+
+static void build_candidates(void)
+{
+    static const int blocks[4] = { 3, 4, 6, 3 }, widths[4] = { 32, 64, 128, 256 };
+    char name[48];
+    int h = 80, w = 998, cin = 32;
+    add_conv("resnet.conv1", 1, 32, 3, 1, h, w, 0, 1);
+    for (int l = 0; l < 4; l++)
+        for (int b = 0; b < blocks[l]; b++) {
+            int stride = (l > 0 && b == 0) ? 2 : 1, width = widths[l];
+            int ho = (h + 2 - 3) / stride + 1, wo = (w + 2 - 3) / stride + 1;
+            snprintf(name, sizeof name, "resnet.layer%d.%d.conv1", l + 1, b);
+            add_conv(name, cin, width, 3, stride, h, w, 0, 1);
+            snprintf(name, sizeof name, "resnet.layer%d.%d.conv2", l + 1, b);
+            add_conv(name, width, width, 3, 1, ho, wo, 1, 1);
+            if (stride != 1 || cin != width) {
+                snprintf(name, sizeof name, "resnet.layer%d.%d.shortcut", l + 1, b);
+                add_conv(name, cin, width, 1, stride, h, w, 0, 0);
+            }
+            h = ho;
+            w = wo;
+            cin = width;
+        }
+    candidates[n_candidates++] = (gf_candidate){ "lstm", "lstm.stack", lstm_pins,
+                                                 GF_ARRAY_LEN(lstm_pins) };
+    for (size_t i = 0; i < n_conv_layers; i++)
+        candidates[n_candidates++] = (gf_candidate){ "resnet", conv_layers[i].boundary,
+                                                     resnet_pins, GF_ARRAY_LEN(resnet_pins) };
+}
 
 const gf_candidate *gf_qualify_candidates(size_t *count)
 {
-    *count = GF_ARRAY_LEN(candidates);
+    pthread_once(&candidates_once, build_candidates);
+    *count = n_candidates;
     return candidates;
+}
+
+static const conv_layer *conv_layer_find(const char *boundary)
+{
+    for (size_t i = 0; i < n_conv_layers; i++)
+        if (strcmp(conv_layers[i].boundary, boundary) == 0)
+            return &conv_layers[i];
+    return NULL;
 }
 
 /* ---- random inputs ------------------------------------------------------ */
@@ -369,6 +444,62 @@ static int e2e_speed(const gf_qualify_ctx *ctx, int B, gf_math math, uint64_t *s
     return rc;
 }
 
+static int e2e_embedding(const gf_qualify_ctx *ctx, const char *boundary, int B, gf_math math,
+                         uint64_t *seed, double *a, double *b);
+
+/* From the A/B rounds (a: candidate, b: library, ms): the speed record when
+ * the candidate wins outside the noise, then the end-to-end network with and
+ * without it (segmentation for the LSTM, embedding for the ResNet), whose
+ * record is written only when the network did not get slower. */
+static int speed_and_e2e(const gf_qualify_ctx *ctx, const gf_candidate *cand, int B,
+                         gf_math math, gf_qualify_result *res, double *a, double *b,
+                         uint64_t *rng)
+{
+    double am, alo, ahi, bm, blo, bhi;
+    json_object *r = record_base(ctx, "speed", cand, B, math, &res->module);
+    json_object_object_add(r, "unit", json_object_new_string("ms"));
+    json_object_object_add(r, "order", json_object_new_string("ABAB"));
+    json_object_object_add(r, "candidate", timing_json(a, ctx->rounds, &am, &alo, &ahi));
+    json_object_object_add(r, "library", timing_json(b, ctx->rounds, &bm, &blo, &bhi));
+    res->speedup = bm / am;
+    res->win = ahi < blo && res->speedup > 1.0;   /* outside the noise */
+    fprintf(ctx->report, "  speed: own %.3f ms [%.3f..%.3f], library %.3f ms [%.3f..%.3f]: "
+            "%.2fx%s\n", am, alo, ahi, bm, blo, bhi, res->speedup,
+            res->win ? "" : " (no win outside the spread of the runs)");
+    int rc = res->win ? record_write(ctx, r, res->speed) : 0;
+    json_object_put(r);
+    if (rc || !res->win)
+        return rc;
+    bool lstm = strcmp(cand->area, "lstm") == 0;
+    const char *model = lstm ? ctx->segmentation_model : ctx->embedding_model;
+    if (!model) {
+        fprintf(ctx->report, "  end to end: no %s model given, not measured\n",
+                lstm ? "segmentation" : "embedding");
+        res->win = false;
+        return 0;
+    }
+    rc = lstm ? e2e_speed(ctx, B, math, rng, a, b)
+              : e2e_embedding(ctx, cand->boundary, B, math, rng, a, b);
+    if (rc)
+        return rc;
+    r = record_base(ctx, "end-to-end", cand, B, math, &res->module);
+    json_object_object_add(r, "unit", json_object_new_string("s"));
+    json_object_object_add(r, "order", json_object_new_string("ABAB"));
+    json_object_object_add(r, "pipeline", json_object_new_string(
+        lstm ? "segmentation network on the card" : "embedding network on the card"));
+    json_object_object_add(r, "candidate", timing_json(a, ctx->rounds, &am, &alo, &ahi));
+    json_object_object_add(r, "library", timing_json(b, ctx->rounds, &bm, &blo, &bhi));
+    res->e2e_speedup = bm / am;
+    fprintf(ctx->report, "  end to end (%s network): %.3f ms with, %.3f ms without: %.2fx\n",
+            lstm ? "segmentation" : "embedding", am * 1e3, bm * 1e3, res->e2e_speedup);
+    if (am <= bm)
+        rc = record_write(ctx, r, res->end_to_end);
+    else
+        res->win = false;
+    json_object_put(r);
+    return rc;
+}
+
 static int qualify_lstm(const gf_qualify_ctx *ctx, const gf_candidate *cand, int B, gf_math math,
                         gf_qualify_result *res)
 {
@@ -395,48 +526,10 @@ static int qualify_lstm(const gf_qualify_ctx *ctx, const gf_candidate *cand, int
     rc = rc ? rc : gf_gpu_alloc(ctx->gpu, sizeof(float) * (size_t)B * LSTM_T * LSTM_IN, &dx);
     rc = rc ? rc : gf_gpu_upload(ctx->gpu, dx, x, sizeof(float) * (size_t)B * LSTM_T * LSTM_IN);
     rc = rc ? rc : lstm_accuracy(ctx, cand, B, math, &w, x, l, dx, res, seed);
-    if (!rc && res->accurate) {
+    if (!rc && res->accurate)
         rc = lstm_speed(ctx, l, math, dx, B, a, b);
-        double am, alo, ahi, bm, blo, bhi;
-        json_object *r = NULL;
-        if (!rc) {
-            r = record_base(ctx, "speed", cand, B, math, &res->module);
-            json_object_object_add(r, "unit", json_object_new_string("ms"));
-            json_object_object_add(r, "order", json_object_new_string("ABAB"));
-            json_object_object_add(r, "candidate", timing_json(a, ctx->rounds, &am, &alo, &ahi));
-            json_object_object_add(r, "library", timing_json(b, ctx->rounds, &bm, &blo, &bhi));
-            res->speedup = bm / am;
-            res->win = ahi < blo && res->speedup > 1.0;   /* outside the noise */
-            fprintf(ctx->report, "  speed: own %.3f ms [%.3f..%.3f], library %.3f ms [%.3f..%.3f]: "
-                    "%.2fx%s\n", am, alo, ahi, bm, blo, bhi, res->speedup,
-                    res->win ? "" : " (no win outside the spread of the runs)");
-            if (res->win)
-                rc = record_write(ctx, r, res->speed);
-            json_object_put(r);
-        }
-        if (!rc && res->win && ctx->segmentation_model) {
-            rc = e2e_speed(ctx, B, math, &rng, a, b);
-            if (!rc) {
-                r = record_base(ctx, "end-to-end", cand, B, math, &res->module);
-                json_object_object_add(r, "unit", json_object_new_string("s"));
-                json_object_object_add(r, "order", json_object_new_string("ABAB"));
-                json_object_object_add(r, "pipeline",
-                                       json_object_new_string("segmentation network on the card"));
-                json_object_object_add(r, "candidate", timing_json(a, ctx->rounds, &am, &alo, &ahi));
-                json_object_object_add(r, "library", timing_json(b, ctx->rounds, &bm, &blo, &bhi));
-                res->e2e_speedup = bm / am;
-                fprintf(ctx->report, "  end to end (segmentation network): %.3f ms with, %.3f ms "
-                        "without: %.2fx\n", am * 1e3, bm * 1e3, res->e2e_speedup);
-                if (am <= bm)
-                    rc = record_write(ctx, r, res->end_to_end);
-                else
-                    res->win = false;
-                json_object_put(r);
-            }
-        } else if (!rc && res->win) {
-            fprintf(ctx->report, "  end to end: no segmentation model given, not measured\n");
-        }
-    }
+    if (!rc && res->accurate)
+        rc = speed_and_e2e(ctx, cand, B, math, res, a, b, &rng);
     if (dx)
         gf_gpu_free(ctx->gpu, dx);
     gf_lstm_gpu_destroy(&l);
@@ -444,6 +537,204 @@ static int qualify_lstm(const gf_qualify_ctx *ctx, const gf_candidate *cand, int
     free(x);
     free(a);
     free(b);
+    return rc;
+}
+
+/* ---- the ResNet convolution candidates ------------------------------------ */
+
+#define CONV_SAMPLES 4096   /* output elements checked against float64 per tuple */
+
+static double conv_ref_at(const conv_layer *L, const float *x, const float *w, const float *bias,
+                          const float *res, int B, size_t o)
+{
+    const gf_conv_shape *sh = &L->shape;
+    int pad = sh->k / 2;
+    int ho = (L->h + 2 * pad - sh->k) / sh->stride + 1, wo = (L->w + 2 * pad - sh->k) / sh->stride + 1;
+    size_t hw = (size_t)ho * wo;
+    size_t b = o / ((size_t)sh->cout * hw), rem = o % ((size_t)sh->cout * hw);
+    int m = (int)(rem / hw), q = (int)(rem % hw), oy = q / wo, ox = q % wo;
+    double acc = bias[m];
+    (void)B;
+    for (int c = 0; c < sh->cin; c++)
+        for (int ky = 0; ky < sh->k; ky++)
+            for (int kx = 0; kx < sh->k; kx++) {
+                int iy = oy * sh->stride - pad + ky, ix = ox * sh->stride - pad + kx;
+                if (iy < 0 || iy >= L->h || ix < 0 || ix >= L->w)
+                    continue;
+                acc += (double)w[((size_t)m * sh->cin + c) * sh->k * sh->k + ky * sh->k + kx] *
+                       x[(((size_t)b * sh->cin + c) * L->h + iy) * L->w + ix];
+            }
+    if (res)
+        acc += res[o];
+    return L->relu && acc < 0 ? 0.0 : acc;
+}
+
+static int time_conv(gf_gpu *gpu, gf_conv_gpu *c, gf_math math, int B, const conv_layer *L,
+                     gf_cu_ptr x, gf_cu_ptr out, gf_cu_ptr res, gf_cu_ptr col, double *ms)
+{
+    gf_devstats *st = gf_devstats_new();
+    int rc = gf_gpu_timing_begin(gpu, L->boundary, "qualify");
+    rc = rc ? rc : gf_conv_gpu_run(c, math, B, x, L->h, L->w, out, res, L->relu, col);
+    rc = rc ? rc : gf_gpu_timing_end(gpu);
+    gf_gpu_timing_collect(gpu, st);
+    const gf_devstats_row *rows;
+    if (!rc && (gf_devstats_rows(st, &rows) != 1 || rows[0].count != 1))
+        rc = GF_EDEVICE;
+    if (!rc)
+        *ms = (double)rows[0].total_ns / 1e6;
+    gf_devstats_destroy(&st);
+    return rc;
+}
+
+/* The embedding network end to end with `boundary` own (A) or library (B). */
+static int e2e_embedding(const gf_qualify_ctx *ctx, const char *boundary, int B, gf_math math,
+                         uint64_t *seed, double *a, double *b)
+{
+    gf_embedding_gpu *e = gf_embedding_gpu_new(ctx->gpu, ctx->blas, ctx->embedding_model, NULL,
+                                               B, math);
+    if (!e)
+        return GF_EINVAL;
+    size_t nf = (size_t)B * GF_EMB_FRAMES * GF_EMB_MELS;
+    float *feats = gf_malloc(sizeof(float) * nf), *masks = gf_malloc(sizeof(float) * 589);
+    float *emb = gf_malloc(sizeof(float) * GF_EMB_DIM);
+    int jw[1] = { 0 };
+    for (size_t i = 0; i < nf; i++)
+        feats[i] = uniform(seed, 1.0f);
+    for (int t = 0; t < 589; t++)
+        masks[t] = (t / 40) % 2 ? 1.0f : 0.0f;
+    int rc = 0;
+    for (int r = -1; r < ctx->rounds && !rc; r++)
+        for (int route = 0; route < 2 && !rc; route++) {
+            gf_devstats *st = gf_devstats_new();
+            rc = gf_embedding_gpu_set_route(e, boundary, route == 0 ? GF_ROUTE_OWN : GF_ROUTE_LIBRARY);
+            rc = rc ? rc : gf_embedding_gpu_run(e, feats, B, jw, masks, 1, emb, st);
+            const gf_devstats_row *rows;
+            size_t n = gf_devstats_rows(st, &rows);
+            double total = 0;
+            for (size_t i = 0; i < n; i++)
+                total += (double)rows[i].total_ns / 1e9;
+            if (r >= 0)
+                (route == 0 ? a : b)[r] = total;
+            gf_devstats_destroy(&st);
+        }
+    free(feats);
+    free(masks);
+    free(emb);
+    gf_embedding_gpu_destroy(&e);
+    return rc;
+}
+
+static int qualify_conv(const gf_qualify_ctx *ctx, const gf_candidate *cand, int B, gf_math math,
+                        gf_qualify_result *res)
+{
+    const conv_layer *L = conv_layer_find(cand->boundary);
+    if (!L)
+        return GF_EINVAL;
+    const gf_conv_shape *sh = &L->shape;
+    uint64_t seed = ctx->seed ^ ((uint64_t)B << 32) ^ (uint64_t)math ^ (uint64_t)(L - conv_layers);
+    uint64_t rng = seed;
+    int pad = sh->k / 2;
+    int ho = (L->h + 2 * pad - sh->k) / sh->stride + 1, wo = (L->w + 2 * pad - sh->k) / sh->stride + 1;
+    size_t nx = (size_t)B * sh->cin * L->h * L->w, no = (size_t)B * sh->cout * ho * wo;
+    size_t nw = (size_t)sh->cout * sh->cin * sh->k * sh->k;
+    float *x = gf_malloc(sizeof(float) * nx), *w = gf_malloc(sizeof(float) * nw);
+    float *bias = gf_malloc(sizeof(float) * sh->cout), *r = NULL, *got = gf_malloc(sizeof(float) * no);
+    float wk = 1.0f / sqrtf((float)(sh->cin * sh->k * sh->k));
+    for (size_t i = 0; i < nx; i++)
+        x[i] = uniform(&rng, 1.0f);
+    for (size_t i = 0; i < nw; i++)
+        w[i] = uniform(&rng, wk);
+    for (int i = 0; i < sh->cout; i++)
+        bias[i] = uniform(&rng, 0.1f);
+    if (L->residual) {
+        r = gf_malloc(sizeof(float) * no);
+        for (size_t i = 0; i < no; i++)
+            r[i] = uniform(&rng, 0.5f);
+    }
+    double *a = gf_calloc((size_t)ctx->rounds, sizeof(double));
+    double *bt = gf_calloc((size_t)ctx->rounds, sizeof(double));
+    gf_cu_ptr dx = 0, dout = 0, dres = 0, dcol = 0;
+    const char *sha = NULL;
+    gf_conv_gpu *c = gf_conv_gpu_new(ctx->gpu, ctx->blas, L->boundary, *sh, w, bias);
+    int rc = c ? 0 : GF_EDEVICE;
+    rc = rc ? rc : gf_conv_gpu_set_route(c, GF_ROUTE_OWN, math, &sha);
+    if (!rc && strcmp(sha, res->module.sha256) != 0) {
+        GF_ERROR("%s: the module that loaded (%s) is not the candidate (%s)", L->boundary, sha,
+                 res->module.sha256);
+        rc = GF_ESTATE;
+    }
+    rc = rc ? rc : gf_gpu_alloc(ctx->gpu, sizeof(float) * nx, &dx);
+    rc = rc ? rc : gf_gpu_alloc(ctx->gpu, sizeof(float) * no, &dout);
+    rc = rc ? rc : gf_gpu_alloc(ctx->gpu, sizeof(float) * gf_conv_gpu_col_floats(c, B, L->h, L->w), &dcol);
+    rc = rc ? rc : gf_gpu_upload(ctx->gpu, dx, x, sizeof(float) * nx);
+    if (!rc && r) {
+        rc = gf_gpu_alloc(ctx->gpu, sizeof(float) * no, &dres);
+        rc = rc ? rc : gf_gpu_upload(ctx->gpu, dres, r, sizeof(float) * no);
+    }
+    rc = rc ? rc : gf_gpu_fill32(ctx->gpu, dout, 0x7fc00000u, no);   /* NaN poison */
+    rc = rc ? rc : gf_conv_gpu_run(c, math, B, dx, L->h, L->w, dout, dres, L->relu, dcol);
+    rc = rc ? rc : gf_gpu_download(ctx->gpu, got, dout, sizeof(float) * no);
+    if (!rc) {
+        const double atol = 5e-3, rtol = 1e-2;
+        long mismatches = 0, unwritten = 0;
+        double max_abs = 0, max_rel = 0, num = 0, den = 0;
+        for (size_t i = 0; i < no; i++)
+            if (!isfinite(got[i]))
+                unwritten++;
+        for (int sidx = 0; sidx < CONV_SAMPLES; sidx++) {
+            size_t o = (size_t)(next_u64(&rng) % no);
+            double ref = conv_ref_at(L, x, w, bias, r, B, o), e = fabs(got[o] - ref);
+            if (!(e <= atol + rtol * fabs(ref)))
+                mismatches++;
+            max_abs = fmax(max_abs, e);
+            if (fabs(ref) > 1e-3)
+                max_rel = fmax(max_rel, e / fabs(ref));
+            num += e * e;
+            den += ref * ref;
+        }
+        mismatches += unwritten;
+        double norm_err = sqrt(num / (den > 0 ? den : 1));
+        fprintf(ctx->report, "  accuracy: %d sampled outputs vs float64, max abs %.3g, max rel %.3g, "
+                "normalised %.3g, %ld mismatches, %ld unwritten of %zu\n", CONV_SAMPLES, max_abs,
+                max_rel, norm_err, mismatches, unwritten, no);
+        res->accurate = mismatches == 0;
+        json_object *j = record_base(ctx, "accuracy", cand, B, math, &res->module);
+        json_object_object_add(j, "reference", json_object_new_string("float64"));
+        json_object_object_add(j, "seed", json_object_new_int64((int64_t)(seed & 0x7fffffffffffLL)));
+        json_object_object_add(j, "elements", json_object_new_int(CONV_SAMPLES));
+        json_object_object_add(j, "outputs_written_checked", json_object_new_int64((int64_t)no));
+        json_object_object_add(j, "max_abs_err", json_object_new_double(max_abs));
+        json_object_object_add(j, "max_rel_err", json_object_new_double(max_rel));
+        json_object_object_add(j, "normalised_err", json_object_new_double(norm_err));
+        json_object_object_add(j, "atol", json_object_new_double(atol));
+        json_object_object_add(j, "rtol", json_object_new_double(rtol));
+        json_object_object_add(j, "mismatches", json_object_new_int64(mismatches));
+        rc = record_write(ctx, j, res->accuracy);
+        json_object_put(j);
+    }
+    if (!rc && res->accurate) {
+        double ms;
+        for (int warm = 0; warm < 2 && !rc; warm++) {
+            rc = gf_conv_gpu_set_route(c, GF_ROUTE_OWN, math, NULL);
+            rc = rc ? rc : time_conv(ctx->gpu, c, math, B, L, dx, dout, dres, dcol, &ms);
+            rc = rc ? rc : gf_conv_gpu_set_route(c, GF_ROUTE_LIBRARY, math, NULL);
+            rc = rc ? rc : time_conv(ctx->gpu, c, math, B, L, dx, dout, dres, dcol, &ms);
+        }
+        for (int k = 0; k < ctx->rounds && !rc; k++) {
+            rc = gf_conv_gpu_set_route(c, GF_ROUTE_OWN, math, NULL);
+            rc = rc ? rc : time_conv(ctx->gpu, c, math, B, L, dx, dout, dres, dcol, &a[k]);
+            rc = rc ? rc : gf_conv_gpu_set_route(c, GF_ROUTE_LIBRARY, math, NULL);
+            rc = rc ? rc : time_conv(ctx->gpu, c, math, B, L, dx, dout, dres, dcol, &bt[k]);
+        }
+        if (!rc)
+            rc = speed_and_e2e(ctx, cand, B, math, res, a, bt, &rng);
+    }
+    if (dx) gf_gpu_free(ctx->gpu, dx);
+    if (dout) gf_gpu_free(ctx->gpu, dout);
+    if (dres) gf_gpu_free(ctx->gpu, dres);
+    if (dcol) gf_gpu_free(ctx->gpu, dcol);
+    gf_conv_gpu_destroy(&c);
+    free(x), free(w), free(bias), free(r), free(got), free(a), free(bt);
     return rc;
 }
 
@@ -457,38 +748,40 @@ int gf_qualify_run(const gf_qualify_ctx *ctx, const gf_candidate *cand, int batc
             gf_math_name(math), ctx->card->name);
     if (strcmp(cand->area, "lstm") == 0)
         return qualify_lstm(ctx, cand, batch, math, out);
+    if (strcmp(cand->area, "resnet") == 0)
+        return qualify_conv(ctx, cand, batch, math, out);
     return GF_EUNSUP;
 }
 
-int gf_qualify_write_binding(FILE *f, const gf_card_identity *card, const gf_candidate *cand,
-                             const int *batches, const gf_math *maths,
-                             const gf_qualify_result *results, size_t n)
+int gf_qualify_write_binding(FILE *f, const gf_card_identity *card,
+                             const gf_qualify_entry *entries, size_t n)
 {
-    int proofs = 0;
-    const gf_qualify_result *first = NULL;
-    for (size_t i = 0; i < n; i++)
-        if (results[i].win && results[i].end_to_end[0] && !first)
-            first = &results[i];
+    const gf_qualify_entry *first = NULL;
+    for (size_t i = 0; i < n && !first; i++)
+        if (entries[i].result.win && entries[i].result.end_to_end[0])
+            first = &entries[i];
     if (!first)
         return 0;
     char scope[256];
     snprintf(scope, sizeof scope, "{kind: point, cc: \"%d.%d\", sms: %d, name: \"%s\"}",
              card->cc_major, card->cc_minor, card->sm_count, card->name);
-    fprintf(f, "# Written by gpuflock qualify on %s (%s).\nbindings:\n", card->name, card->uuid);
-    fprintf(f, "  - id: %s-sm%d%d-%d-%.12s\n", cand->area, card->cc_major, card->cc_minor,
-            card->sm_count, first->module.sha256);
+    const gf_module_id *m = &first->result.module;
+    fprintf(f, "  - id: %s-sm%d%d-%d-%.12s\n", first->cand->area, card->cc_major, card->cc_minor,
+            card->sm_count, m->sha256);
     fprintf(f, "    scope: %s\n", scope);
-    fprintf(f, "    module:\n      area: %s\n      tier: sm%d\n", cand->area, first->module.tier);
-    fprintf(f, "      artifact: {kind: ptx-jit, sha256: %s}\n    proofs:\n", first->module.sha256);
+    fprintf(f, "    module:\n      area: %s\n      tier: sm%d\n", first->cand->area, m->tier);
+    fprintf(f, "      artifact: {kind: ptx-jit, sha256: %s}\n    proofs:\n", m->sha256);
+    int proofs = 0;
     for (size_t i = 0; i < n; i++) {
-        const gf_qualify_result *r = &results[i];
+        const gf_qualify_entry *e = &entries[i];
+        const gf_qualify_result *r = &e->result;
         if (!r->win || !r->end_to_end[0])
             continue;
-        fprintf(f, "      - boundary: %s\n        batch: %d\n        math: %s\n", cand->boundary,
-                batches[i], gf_math_name(maths[i]));
+        fprintf(f, "      - boundary: %s\n        batch: %d\n        math: %s\n", e->cand->boundary,
+                e->batch, gf_math_name(e->math));
         fprintf(f, "        config: {");
-        for (size_t k = 0; k < cand->n_config; k++)
-            fprintf(f, "%s%s: %s", k ? ", " : "", cand->config[k].key, cand->config[k].value);
+        for (size_t k = 0; k < e->cand->n_config; k++)
+            fprintf(f, "%s%s: %s", k ? ", " : "", e->cand->config[k].key, e->cand->config[k].value);
         fprintf(f, "}\n        accuracy: %s\n", r->accuracy);
         fprintf(f, "        speed:\n          kind: measured\n          scope: %s\n", scope);
         fprintf(f, "          record: %s\n          end_to_end: %s\n", r->speed, r->end_to_end);

@@ -15,6 +15,7 @@
 #include "common/card.h"
 #include "worker/blas_gpu.h"
 #include "worker/evidence.h"
+#include "worker/conv_gpu.h"
 #include "worker/gpu.h"
 
 #include <stdbool.h>
@@ -26,7 +27,8 @@ typedef struct {
     gf_blas_gpu *blas;                /* the library route (borrowed) */
     const gf_card_identity *card;     /* written into every record */
     const char *records_dir;          /* where records go (created if missing) */
-    const char *segmentation_model;   /* for the end-to-end record; NULL: none made */
+    const char *segmentation_model;   /* end-to-end record of the LSTM; NULL: none made */
+    const char *embedding_model;      /* end-to-end record of the ResNet convs; NULL: none */
     int rounds;                       /* A/B rounds, at least 2 */
     uint64_t seed;                    /* random inputs; recorded */
     FILE *report;                     /* progress and results, for people */
@@ -59,11 +61,19 @@ const gf_candidate *gf_qualify_candidates(size_t *count);
 int gf_qualify_run(const gf_qualify_ctx *ctx, const gf_candidate *cand, int batch, gf_math math,
                    gf_qualify_result *out);
 
-/* A binding (YAML) for the card's point scope with one proof per winning
- * result; results that did not win are left out. Returns the number of proofs
- * written. */
-int gf_qualify_write_binding(FILE *f, const gf_card_identity *card, const gf_candidate *cand,
-                             const int *batches, const gf_math *maths,
-                             const gf_qualify_result *results, size_t n);
+/* One measured tuple of a candidate. */
+typedef struct {
+    const gf_candidate *cand;
+    int batch;
+    gf_math math;
+    gf_qualify_result result;
+} gf_qualify_entry;
+
+/* One binding (a YAML list item under `bindings:`) for the card's point scope
+ * and the module measured, with one proof per winning entry (entries that did
+ * not win are left out; all entries must be of one area). Returns the number
+ * of proofs written; nothing is written when there are none. */
+int gf_qualify_write_binding(FILE *f, const gf_card_identity *card,
+                             const gf_qualify_entry *entries, size_t n);
 
 #endif

@@ -41,6 +41,9 @@ struct gf_run {
     int64_t started_ms;       /* wall clock at fork */
     char **scrubbed;          /* variables actually removed */
     size_t n_scrubbed;
+    gf_diar_pool *pool;       /* diarize: pipelines, borrowed from the agent */
+    int wake_fd;              /* diarize: the agent's eventfd, -1 none */
+    gf_djob *djob;            /* diarize: the running thread */
 };
 
 gf_run *gf_run_new(const gf_msg *job, const gf_config *cfg)
@@ -73,7 +76,19 @@ gf_run *gf_run_new(const gf_msg *job, const gf_config *cfg)
     self->n_scrub = cfg->n_scrub_env;
     self->n_locks = job->n_locks + (job->spec.proof ? 1 : 0);
     self->locks = gf_calloc(self->n_locks ? self->n_locks : 1, sizeof(gf_lock *));
+    self->wake_fd = -1;
     return self;
+}
+
+void gf_run_set_diar(gf_run *self, gf_diar_pool *pool, int wake_fd)
+{
+    self->pool = pool;
+    self->wake_fd = wake_fd;
+}
+
+bool gf_run_progress(gf_run *self, int64_t *done, int64_t *total)
+{
+    return self->djob && gf_djob_progress(self->djob, done, total);
 }
 
 /* Close our lock descriptors: held ones are released unless a started job
@@ -90,6 +105,7 @@ void gf_run_destroy(gf_run **self_p)
     gf_run *self = *self_p;
     if (!self)
         return;
+    gf_djob_destroy(&self->djob);     /* stops and joins a diarize thread */
     close_locks(self);
     free(self->locks);
     gf_msg_clear(&self->job);
@@ -273,6 +289,23 @@ int gf_run_start(gf_run *self, char *why, size_t len)
         close(out);
         return GF_EIO;
     }
+    if (sp->kind == GF_JOB_DIARIZE) {
+        /* in this process, on a thread that keeps our lock descriptors */
+        if (!self->pool || !sp->diar) {
+            snprintf(why, len, "diarize job without %s", self->pool ? "its parameters"
+                                                                   : "a pipeline pool");
+            close(out);
+            close(err);
+            return GF_EINVAL;
+        }
+        int rc = gf_djob_start(&self->job, self->pool, out, err, self->wake_fd, &self->djob,
+                               why, len);
+        if (rc)
+            return rc;       /* the spool descriptors went with the job */
+        self->pid = getpid();
+        self->started_ms = gf_wall_ms();
+        return 0;
+    }
     gf_env *env = build_env(self);
     for (size_t i = 0; i < self->n_scrubbed; i++)
         dprintf(err, "gpuflock: --proof removed %s from the environment\n", self->scrubbed[i]);
@@ -297,11 +330,14 @@ int gf_run_start(gf_run *self, char *why, size_t len)
     }
     if (pid == 0) {
         setpgid(0, 0);
+        /* exec resets caught signals; ignored and blocked ones it keeps:
+         * undo the worker's (it ignores SIGPIPE and SIGHUP, and blocks
+         * SIGCHLD, SIGTERM and SIGINT for its signalfd) */
+        signal(SIGPIPE, SIG_DFL);
+        signal(SIGHUP, SIG_DFL);
         sigset_t none;
         sigemptyset(&none);
         sigprocmask(SIG_SETMASK, &none, NULL);
-        for (int s = 1; s < NSIG; s++)
-            signal(s, SIG_DFL);
         int null = open("/dev/null", O_RDONLY);
         if (null >= 0 && null != 0) {
             dup2(null, 0);
@@ -357,6 +393,15 @@ bool gf_run_reap(gf_run *self, gf_msg *r)
 {
     if (self->pid <= 0)
         return false;
+    if (self->djob) {
+        if (!gf_djob_reap(self->djob, r))
+            return false;
+        /* the joined job stays until destroy: its last progress may still
+         * have to be read (gf_run_progress) */
+        close_locks(self);           /* the card is free once the thread is done */
+        self->pid = -1;
+        return true;
+    }
     int status;
     struct rusage ru;
     pid_t got = wait4(self->pid, &status, WNOHANG, &ru);
@@ -385,6 +430,13 @@ bool gf_run_reap(gf_run *self, gf_msg *r)
 
 void gf_run_signal(gf_run *self, int sig)
 {
+    if (self->djob) {
+        /* our own pid: never kill(); TERM, KILL, INT stop the pipeline
+         * (a no-op once it has ended) */
+        if (self->pid > 0 && sig != SIGCONT && sig != 0)
+            gf_djob_cancel(self->djob);
+        return;
+    }
     if (self->pid > 0)
         kill(-self->pid, sig);
 }

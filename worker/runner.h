@@ -11,12 +11,18 @@
  * GPUFLOCK_LOCK_FILE, GPUFLOCK_JOB_ID (and GPUFLOCK_ARRAY_INDEX), with
  * stdout and stderr in its spool files, and dies with the worker
  * (PR_SET_PDEATHSIG). The result comes from wait4: exit status or signal,
- * CPU time and peak RSS. */
+ * CPU time and peak RSS. *
+ * A diarize job (spec.kind diarize) takes its lock the same way but runs
+ * inside the worker on a thread (worker/diarjob.h), which holds the lock
+ * descriptor until it ends: "started" then means the thread runs, the pid
+ * is the worker's own, a signal asks the pipeline to stop at the next
+ * window, and reap joins the thread. */
 #ifndef GF_RUNNER_H
 #define GF_RUNNER_H
 
 #include "common/config.h"
 #include "common/proto.h"
+#include "worker/diarjob.h"
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -28,6 +34,15 @@ typedef struct gf_run gf_run;
  * bench_lock: the box-wide lock of --proof jobs. */
 gf_run *gf_run_new(const gf_msg *job, const gf_config *cfg);
 void gf_run_destroy(gf_run **self_p);
+
+/* Diarize jobs: the pipelines to run them with (borrowed) and an eventfd
+ * the job's thread writes when it has progress or ended (-1: none). */
+void gf_run_set_diar(gf_run *self, gf_diar_pool *pool, int wake_fd);
+
+/* A diarize job's windows done and total; true when they changed since
+ * the last call (always false for command jobs). Still answers after
+ * gf_run_reap, so the last progress can go out before the result. */
+bool gf_run_progress(gf_run *self, int64_t *done, int64_t *total);
 
 uint64_t gf_run_id(const gf_run *self);
 int32_t gf_run_attempt(const gf_run *self);

@@ -16,9 +16,7 @@ MIN=${1:-10}
 OUT=bench/out/audio
 mkdir -p "$OUT"
 make -s all >/dev/null
-BIN=$OUT/audio_bench
-cc -std=c11 -O2 -D_GNU_SOURCE -I. bench/audio/audio_bench.c -o "$BIN" \
-   build/lib/libgfdiar.a build/lib/libgfcommon.a $(pkg-config --libs sndfile soxr) -lm
+BIN=build/bench/audio/audio_bench   # built by `make all` from bench/audio/audio_bench.c
 
 secs=$((MIN * 60))
 for f in wav flac mp3; do

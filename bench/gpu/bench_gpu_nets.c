@@ -27,6 +27,7 @@ typedef struct {
     gf_math math;
     gf_route_kind lstm;
     bool planned;         /* routes from the planner and evidence/ instead */
+    gf_route_kind resnet;
 } plan;
 
 static double stage_ms(const gf_devstats *st, double *total)
@@ -83,18 +84,19 @@ int main(int argc, char **argv)
             masks[(size_t)j * GF_SEG_FRAMES + t] = ((t / 50 + j) % 3 == 0) ? 1.0f : 0.0f;
     }
     const plan plans[] = {
-        { "library fp32", GF_MATH_FP32, GF_ROUTE_LIBRARY, false },
-        { "library tf32", GF_MATH_TF32, GF_ROUTE_LIBRARY, false },
-        { "own lstm + library fp32", GF_MATH_FP32, GF_ROUTE_OWN, false },
-        { "own lstm + library tf32", GF_MATH_TF32, GF_ROUTE_OWN, false },
-        { "planned fp32 (evidence/)", GF_MATH_FP32, GF_ROUTE_LIBRARY, true },
-        { "planned tf32 (evidence/)", GF_MATH_TF32, GF_ROUTE_LIBRARY, true },
+        { "library fp32", GF_MATH_FP32, GF_ROUTE_LIBRARY, false, GF_ROUTE_LIBRARY },
+        { "library tf32", GF_MATH_TF32, GF_ROUTE_LIBRARY, false, GF_ROUTE_LIBRARY },
+        { "own lstm + library fp32", GF_MATH_FP32, GF_ROUTE_OWN, false, GF_ROUTE_LIBRARY },
+        { "own lstm + library tf32", GF_MATH_TF32, GF_ROUTE_OWN, false, GF_ROUTE_LIBRARY },
+        { "own lstm + own resnet tf32", GF_MATH_TF32, GF_ROUTE_OWN, false, GF_ROUTE_OWN },
+        { "planned fp32 (evidence/)", GF_MATH_FP32, GF_ROUTE_LIBRARY, true, GF_ROUTE_LIBRARY },
+        { "planned tf32 (evidence/)", GF_MATH_TF32, GF_ROUTE_LIBRARY, true, GF_ROUTE_LIBRARY },
     };
     /* The planner over this binary's modules and the evidence tables. */
     gf_card_identity card;
     gf_device_conf conf = { .index = 0, .kind = GF_DEVICE_CUDA };
     gf_evidence *ev = NULL;
-    const char *evdir = getenv("GPUFLOCK_EVIDENCE") ? getenv("GPUFLOCK_EVIDENCE") : "evidence";
+    const char *evdir = gf_evidence_default_dir();
     if (gf_card_identify(&conf, &card) != 0 || gf_evidence_open(evdir, &ev) != 0)
         fprintf(stderr, "bench_gpu_nets: no planner (card or %s): planned plans skipped\n", evdir);
     gf_planner pl = { ev, &card, &gf_module_provider_embedded, gf_planner_force_library_env() };
@@ -103,10 +105,13 @@ int main(int argc, char **argv)
         gf_segmentation_gpu *sg = gf_segmentation_gpu_new(gpu, blas, seg, NULL, B, plans[p].math);
         gf_embedding_gpu *eg = gf_embedding_gpu_new(gpu, blas, emb, NULL, B, plans[p].math);
         int rc = !sg || !eg;
-        if (!rc && plans[p].planned)
+        if (!rc && plans[p].planned) {
             rc = ev ? gf_segmentation_gpu_apply_plan(sg, &pl, B, plans[p].math) : 1;
-        else if (!rc)
+            rc = rc ? rc : gf_embedding_gpu_apply_plan(eg, &pl, B);
+        } else if (!rc) {
             rc = gf_segmentation_gpu_set_route(sg, "lstm.stack", plans[p].lstm);
+            rc = rc ? rc : gf_embedding_gpu_set_route(eg, "resnet", plans[p].resnet);
+        }
         if (rc) {
             printf("plan %s: not available on this card\n", plans[p].name);
             gf_segmentation_gpu_destroy(&sg);

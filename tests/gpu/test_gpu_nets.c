@@ -103,7 +103,7 @@ static void test_segmentation_routes(void **state)
     size_t n = (size_t)B * GF_SEG_FRAMES * GF_SEG_CLASSES;
     float *ref = malloc(n * sizeof(float)), *got = malloc(n * sizeof(float));
     random_audio(wave, B);
-    gf_segmentation *cpu = gf_segmentation_new(seg_path, NULL, B, 1);
+    gf_segmentation *cpu = gf_segmentation_new(seg_path, NULL, B, 2);
     assert_non_null(cpu);
     assert_int_equal(gf_segmentation_run(cpu, wave, B, ref), 0);
     gf_segmentation_destroy(&cpu);
@@ -160,20 +160,22 @@ static void test_embedding_routes(void **state)
     for (int t = 0; t < GF_SEG_FRAMES; t++)   /* an all-zero mask: the bias alone */
         masks[5 * GF_SEG_FRAMES + t] = 0.0f;
     float ref[JOBS][GF_EMB_DIM], got[JOBS][GF_EMB_DIM];
-    gf_embedding *cpu = gf_embedding_new(emb_path, NULL, GF_EMB_FRAMES, B, 1);
+    gf_embedding *cpu = gf_embedding_new(emb_path, NULL, GF_EMB_FRAMES, B, 2);
     assert_non_null(cpu);
     assert_int_equal(gf_embedding_trunk(cpu, feats, B), 0);
     for (int j = 0; j < JOBS; j++)
         assert_int_equal(gf_embedding_pool(cpu, job_window[j], masks + j * GF_SEG_FRAMES,
                                            GF_SEG_FRAMES, ref[j]), 0);
     gf_embedding_destroy(&cpu);
-    struct { const char *name; gf_math math; double min_cos; } runs[] = {
-        { "fp32 library", GF_MATH_FP32, 0.99999 },
-        { "tf32 library", GF_MATH_TF32, 0.999 },
+    struct { const char *name; gf_math math; gf_route_kind resnet; double min_cos; } runs[] = {
+        { "fp32 library", GF_MATH_FP32, GF_ROUTE_LIBRARY, 0.99999 },
+        { "tf32 library", GF_MATH_TF32, GF_ROUTE_LIBRARY, 0.999 },
+        { "tf32 own resnet", GF_MATH_TF32, GF_ROUTE_OWN, 0.999 },
     };
     for (size_t r = 0; r < sizeof runs / sizeof runs[0]; r++) {
         gf_embedding_gpu *g = gf_embedding_gpu_new(gpu, blas, emb_path, NULL, B, runs[r].math);
         assert_non_null(g);
+        assert_int_equal(gf_embedding_gpu_set_route(g, "resnet", runs[r].resnet), 0);
         memset(got, 0xff, sizeof got);   /* NaN poison */
         assert_int_equal(gf_embedding_gpu_run(g, feats, B, job_window, masks, JOBS, &got[0][0],
                                               NULL), 0);
@@ -183,7 +185,7 @@ static void test_embedding_routes(void **state)
             if (!(c >= worst))
                 worst = c;
         }
-        printf("embedding %-12s min cosine(gpu, cpu) %.8f (at least %.5f)\n", runs[r].name,
+        printf("embedding %-16s min cosine(gpu, cpu) %.8f (at least %.5f)\n", runs[r].name,
                worst, runs[r].min_cos);
         assert_true(worst >= runs[r].min_cos);
         gf_embedding_gpu_destroy(&g);

@@ -18,6 +18,12 @@ P=../shared/data/community-1/plda
 PY=/usr/bin/python3
 [ -f "$A/sample.wav" ] || { echo "skip: no $A/sample.wav"; exit 77; }
 T=$(mktemp -d /tmp/gf_diarize_it.XXXXXX)
+# the shared test data must come out untouched (every run below writes into $T)
+shared_before=$(ls -la "$A" | md5sum; md5sum "$A"/*)
+check_shared() {
+    [ "$(ls -la "$A" | md5sum; md5sum "$A"/*)" = "$shared_before" ] \
+        || { echo "FAIL: $A was modified"; exit 1; }
+}
 trap 'rm -rf "$T"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 
@@ -45,6 +51,7 @@ check_rttm "$T/wf/sample.rttm" sample
 grep -q "weight-free mode: no model files in $T/no-models" "$T/wf.err" || fail "no notice on stderr"
 grep -q "(weight-free mode)" "$T/wf.out" || fail "no notice in the summary line"
 grep -q '"mode":"weight-free"' "$T/wf/sample.json" || fail "JSON mode"
+grep -q '"reason":"cpu card"' "$T/wf/sample.json" || fail "JSON devstats"
 grep -q '"notice":"weight-free mode: no model files in' "$T/wf/sample.json" || fail "JSON notice"
 grep -q "windows" "$T/wf.err" || fail "no progress lines"
 ls "$T/wf" | grep -q tmp && fail "temporary file left in --out"
@@ -60,11 +67,18 @@ echo "ok: weight-free RTTM, notice, DER $d"
 echo "ok: --num-speakers"
 
 # 2. no broker diarize job kind yet
-"$G" diarize "$A/sample.wav" 2>"$T/nolocal.err"
+"$G" diarize --out "$T/u" "$A/sample.wav" 2>"$T/nolocal.err"
 rc=$?
 [ $rc -eq 69 ] || fail "without --local: exit $rc, want 69"
 grep -q -- "--local" "$T/nolocal.err" || fail "no --local suggestion"
 echo "ok: without --local exits 69"
+
+# --gpu N needs that card; --any falls back to the CPU (only where there is no GPU)
+if [ ! -e /dev/nvidia0 ]; then
+    "$G" diarize --local --gpu 0 --models "$T/models-none" --out "$T/gpu-wf" "$A/sample.wav" >/dev/null 2>&1
+    [ $? -eq 0 ] || fail "--gpu 0 in weight-free mode should run on the CPU"
+    echo "ok: --gpu in weight-free mode runs on the CPU"
+fi
 
 # 3. bad inputs beside a good one; a directory argument
 mkdir -p "$T/in"
@@ -99,20 +113,21 @@ grep -q "no audio files" "$T/emptydir.err" || fail "empty DIR message"
 echo "ok: DIR arguments"
 
 # 5. usage errors
-"$G" diarize --local --num-speakers 2 --min-speakers 1 "$A/sample.wav" 2>/dev/null
+"$G" diarize --local --out "$T/u" --num-speakers 2 --min-speakers 1 "$A/sample.wav" 2>/dev/null
 [ $? -eq 64 ] || fail "--num-speakers with --min-speakers"
 "$G" diarize --local 2>/dev/null
 [ $? -eq 64 ] || fail "no FILE"
-"$G" diarize --local --bogus "$A/sample.wav" 2>/dev/null
+"$G" diarize --local --out "$T/u" --bogus "$A/sample.wav" 2>/dev/null
 [ $? -eq 64 ] || fail "unknown option"
 echo "ok: usage errors"
 
 # 4. the neural pipeline on random weights
 if ! "$PY" -c 'import torch, numpy' 2>/dev/null; then
     echo "ok (part 4 not run: $PY has no torch)"
+    check_shared
     exit 0
 fi
-[ -d "$P" ] || { echo "ok (part 4 not run: no PLDA at $P)"; exit 0; }
+[ -d "$P" ] || { echo "ok (part 4 not run: no PLDA at $P)"; check_shared; exit 0; }
 "$PY" tests/ref/gpu_models.py "$T/models" 3 >/dev/null || fail "gpu_models.py"
 cp -r "$P" "$T/models/plda"
 sox "$A/sample.wav" "$T/short.wav" trim 5 12 2>/dev/null \
@@ -147,3 +162,14 @@ EOF
     --plda "$T/models/plda" --uri short -o "$T/cluster.rttm" || fail "gpuflock cluster"
 cmp "$T/cluster.rttm" "$T/nn/short.rttm" || fail "cluster on the saved intermediates differs"
 echo "ok: neural pipeline on random weights; gpuflock cluster reproduces its RTTM"
+if [ ! -e /dev/nvidia0 ]; then
+    "$G" diarize --local --gpu 0 --models "$T/models" "$T/short.wav" 2>"$T/gpu.err"
+    rc=$?
+    [ $rc -eq 69 ] || fail "--gpu 0 without a card: exit $rc, want 69"
+    grep -q "no usable CUDA card 0" "$T/gpu.err" || fail "--gpu 0 message"
+    "$G" diarize --local --any --models "$T/models" --out "$T/any" "$T/short.wav" 2>"$T/any.err" \
+        || fail "--any without a card should run on the CPU"
+    cmp "$T/any/short.rttm" "$T/nn/short.rttm" || fail "--any on the CPU differs"
+    echo "ok: --gpu 0 without a card exits 69, --any falls back to the CPU"
+fi
+check_shared

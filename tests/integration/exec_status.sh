@@ -32,6 +32,8 @@ printf 'run_dir: /tmp\nrundir: /tmp\n' >"$T/unknown.yaml"
 GPUFLOCK_CONFIG="$T/unknown.yaml" expect_status 78 "$GF" exec -- true 2>"$T/err"
 grep -q "unknown.yaml:2: key 'rundir': unknown key" "$T/err" || fail "$(cat "$T/err")"
 expect_status 78 "$GF" exec --config "$T/missing.yaml" -- true 2>/dev/null
+printf 'devices: []\n' >"$T/nocards.yaml"   # no card at all: nothing --any could take
+expect_status 78 "$GF" exec --config "$T/nocards.yaml" -- true 2>/dev/null
 # $GPUFLOCK_CONFIG is used when --config is absent.
 GPUFLOCK_CONFIG="$CFG" expect_status 0 "$GF" exec --gpu 1 -- sh -c '[ "$GPUFLOCK_LOCK_FILE" = "$0" ]' "$L1"
 

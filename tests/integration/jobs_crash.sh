@@ -33,9 +33,13 @@ for _ in $(seq 100); do [ "$(gf workers | grep -c ' idle ')" = 2 ] && break; sle
 EV="$T/events"
 ids=$(gf submit --array 12 -- sh -c "echo start \$GPUFLOCK_JOB_ID \$(date +%s%N) >> $EV; sleep 0.6; echo end \$GPUFLOCK_JOB_ID \$(date +%s%N) >> $EV") || fail submit
 for _ in $(seq 100); do [ "$(cat "$EV" 2>/dev/null | grep -c start)" -ge 2 ] && break; sleep 0.05; done
+# a `gpuflock wait` that is waiting when the broker dies asks the next one again
+gf wait $ids > "$T/wait.out" 2>&1 &
+waiter=$!
+sleep 0.2
 kill -KILL "$BROKER_PID"; wait "$BROKER_PID" 2>/dev/null; BROKER_PID=
-sleep 0.3
 restart_broker || fail "restart"
+wait "$waiter" || fail "the wait across the restart: $(cat "$T/wait.out")"
 gf wait $ids || fail "jobs after a broker crash"
 /usr/bin/python3 - "$EV" $ids <<'PY' || fail "runs overlap or missing"
 import sys
@@ -52,4 +56,15 @@ for i in ids:
 print("ok", len(ids), "jobs,", sum(1 for e in ev if e[0] == 'start'), "starts")
 PY
 grep -q 'reclaimed by the worker' "$T/broker.log" || fail "no job was reclaimed after the restart"
+
+# broker and worker both killed while a job runs: the next broker's fresh
+# worker comes back without the job, which runs again and completes
+z=$(gf submit --gpu 0 -- sh -c "echo run >> $T/zruns; sleep 0.5")
+for _ in $(seq 100); do [ -s "$T/zruns" ] && break; sleep 0.05; done
+kill -KILL "$BROKER_PID" "$(cat "$T/run/worker0.pid")"; wait "$BROKER_PID" 2>/dev/null; BROKER_PID=
+sleep 0.6     # the job's own sleep (an orphan holding the card) ends too
+restart_broker || fail "restart 2"
+gf wait "$z" || fail "job lost with its worker and broker: $(job_field "$z" reason)"
+[ "$(grep -c run "$T/zruns")" = 2 ] || fail "expected a second run: $(cat "$T/zruns")"
+grep -q "came back without it" "$T/broker.log" || fail "not requeued at the worker's registration"
 echo "ok: worker crash, no-requeue, broker crash"

@@ -67,7 +67,7 @@ static void check_scrubbed(const gf_config *cfg)
 
 static int print_plan(const gf_card_identity *card)
 {
-    const char *dir = getenv("GPUFLOCK_EVIDENCE") ? getenv("GPUFLOCK_EVIDENCE") : "evidence";
+    const char *dir = gf_evidence_default_dir();
     gf_evidence *ev = NULL;
     if (gf_evidence_open(dir, &ev) != 0) {
         check(0, "the evidence tables validate");

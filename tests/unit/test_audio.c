@@ -178,12 +178,44 @@ static void test_formats(void **state)
         info = gf_audio_reader_info(rd);
         assert_int_equal(info->rate, fc->rate);
         assert_int_equal(info->channels, fc->channels);
+        if (fc->tol > 0) /* the announced length is the delivered one */
+            assert_int_equal(info->samples, (int64_t)n);
         gf_audio_reader_destroy(&rd);
         gf_audio_reader_destroy(&rd); /* safe twice */
         free(x);
         unlink(path);
         free(path);
     }
+}
+
+/* A file from another writer: sox's 24-bit stereo WAV (it writes
+ * WAVE_FORMAT_EXTENSIBLE for 24-bit) of two sines, against the sines
+ * computed at 16 kHz. Skipped where sox is missing. */
+static void test_sox_file(void **state)
+{
+    (void)state;
+    if (system("command -v sox >/dev/null 2>&1") != 0)
+        skip();
+    char *path = gf_strfmt("%s/sox24.wav", tmpdir);
+    char *cmd = gf_strfmt("sox -D -n -r 44100 -c 2 -b 24 -e signed-integer '%s' "
+                          "synth 1.5 sine 440 sine 1000 vol 0.5 2>/dev/null", path);
+    assert_int_equal(system(cmd), 0);
+    float *x = NULL;
+    size_t n = 0;
+    assert_int_equal(gf_audio_read_all(path, &x, &n), 0);
+    assert_int_equal(n, 24000);
+    double worst = 0;
+    for (size_t i = 480; i + 480 < n; i++) {
+        double t = (double)i / GF_AUDIO_RATE;
+        double e = 0.25 * sin(2 * M_PI * 440 * t) + 0.25 * sin(2 * M_PI * 1000 * t);
+        worst = fmax(worst, fabs(x[i] - e));
+    }
+    printf("sox 24-bit WAVE_FORMAT_EXTENSIBLE 44100 Hz x2: max error %.2e\n", worst);
+    assert_true(worst < 1e-4);
+    free(x);
+    unlink(path);
+    free(path);
+    free(cmd);
 }
 
 /* Reading in odd-sized blocks gives exactly what reading all at once gives. */
@@ -378,6 +410,33 @@ static void test_errors(void **state)
     char *cut = gf_strfmt("%s/cut.wav", tmpdir);
     truncate_copy(wav, cut, 20000);
     assert_int_equal(gf_audio_read_all(cut, &x, &n), GF_EINVAL);
+    /* A streamed WAV (data size 0xFFFFFFFF, "length unknown") is not
+     * truncated: it decodes to its end. */
+    char *streamed = gf_strfmt("%s/streamed.wav", tmpdir);
+    {
+        FILE *f = fopen(wav, "rb");
+        assert_non_null(f);
+        fseek(f, 0, SEEK_END);
+        long len = ftell(f);
+        fseek(f, 0, SEEK_SET);
+        unsigned char *b = gf_malloc((size_t)len);
+        assert_int_equal(fread(b, 1, (size_t)len, f), (size_t)len);
+        fclose(f);
+        unsigned char *d = memmem(b, (size_t)len, "data", 4);
+        assert_non_null(d);
+        memset(d + 4, 0xFF, 4);
+        memset(b + 4, 0xFF, 4);
+        write_bytes(streamed, b, (size_t)len);
+        free(b);
+    }
+    float *whole = NULL, *str = NULL;
+    size_t n_whole = 0, n_str = 0;
+    assert_int_equal(gf_audio_read_all(wav, &whole, &n_whole), 0);
+    assert_int_equal(gf_audio_read_all(streamed, &str, &n_str), 0);
+    assert_int_equal(n_str, n_whole);
+    assert_memory_equal(str, whole, n_whole * sizeof(float));
+    free(whole);
+    free(str);
     /* Cut inside the header. */
     truncate_copy(wav, cut, 30);
     assert_true(gf_audio_read_all(cut, &x, &n) < 0);
@@ -398,7 +457,7 @@ static void test_errors(void **state)
     assert_true(gf_audio_read_all(cutf, &x, &n) < 0);
     assert_null(x);
 
-    char *files[] = { zero, text, empty, wav, cut, flac, cutf };
+    char *files[] = { zero, text, empty, wav, cut, flac, cutf, streamed };
     for (size_t i = 0; i < GF_ARRAY_LEN(files); i++) {
         unlink(files[i]);
         free(files[i]);
@@ -424,6 +483,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_formats),
+        cmocka_unit_test(test_sox_file),
         cmocka_unit_test(test_blocks_match_whole),
         cmocka_unit_test(test_sample_wav),
         cmocka_unit_test(test_windows),

@@ -297,6 +297,63 @@ static void test_check_shape_names_the_problem(void **state)
     gf_npy_destroy(&a);
 }
 
+/* Mutated and truncated inputs: every outcome is an error code or a valid
+ * array, never a crash (run under ASan/UBSan by make sanitize). */
+static void test_mutations_never_crash(void **state)
+{
+    (void)state;
+    gf_log_level saved = gf_log_get_level();
+    gf_log_init("test_npy", GF_LOG_OFF);
+    size_t shape[] = { 6, 5 };
+    gf_npy_array *a = filled(GF_NPY_I16, 2, shape);
+    size_t len;
+    unsigned char *good = gf_npy_serialize(a, &len);
+    unsigned char *buf = malloc(len);
+    srand(4242);
+    for (int it = 0; it < 3000; it++) {
+        memcpy(buf, good, len);
+        int flips = 1 + rand() % 4;
+        for (int f = 0; f < flips; f++)
+            buf[(size_t)rand() % (it % 2 ? len : 128)] = (unsigned char)rand();
+        size_t n = it % 3 == 0 ? (size_t)rand() % (len + 1) : len;
+        gf_npy_array *b = NULL;
+        if (gf_npy_parse("mutant", buf, n, &b) == 0) {
+            assert_non_null(b);
+            assert_true(b->count * gf_npy_itemsize(b->dtype) <= n);
+            gf_npy_destroy(&b);
+        } else {
+            assert_null(b);
+        }
+    }
+    const char *names[] = { "m" };
+    const gf_npy_array *arrs[] = { a };
+    for (int comp = 0; comp < 2; comp++) {
+        assert_int_equal(gf_npz_save(tmp("m.npz"), names, arrs, 1, comp), 0);
+        FILE *f = fopen(tmp("m.npz"), "rb");
+        unsigned char z[8192];
+        size_t zn = fread(z, 1, sizeof z, f);
+        fclose(f);
+        for (int it = 0; it < 400; it++) {
+            unsigned char m[8192];
+            memcpy(m, z, zn);
+            for (int k = 0; k < 1 + rand() % 3; k++)
+                m[(size_t)rand() % zn] = (unsigned char)rand();
+            size_t n = it % 4 == 0 ? (size_t)rand() % (zn + 1) : zn;
+            f = fopen(tmp("mut.npz"), "wb");
+            fwrite(m, 1, n, f);
+            fclose(f);
+            gf_npz *zz = NULL;
+            if (gf_npz_load(tmp("mut.npz"), &zz) == 0)
+                gf_npz_destroy(&zz);
+            assert_null(zz);
+        }
+    }
+    free(buf);
+    free(good);
+    gf_npy_destroy(&a);
+    gf_log_init("test_npy", saved);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -307,6 +364,7 @@ int main(void)
         cmocka_unit_test(test_plda_archives_load),
         cmocka_unit_test(test_malformed_inputs),
         cmocka_unit_test(test_check_shape_names_the_problem),
+        cmocka_unit_test(test_mutations_never_crash),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -274,7 +274,7 @@ static void test_weight_free_run(void **state)
     float *x = make_turns(turns, 5, n);
     char *path = write_wav("turns.wav", x, n);
     free(x);
-    gf_diar *d = gf_diar_new("/nonexistent/models", 4, NULL);
+    gf_diar *d = gf_diar_new("/nonexistent/models", 4, 1, NULL);
     assert_non_null(d);
     assert_true(gf_diar_weight_free(d));
     gf_diar_run_opts o = gf_diar_run_defaults();
@@ -349,6 +349,39 @@ static void test_weight_free_run(void **state)
     gf_diar_destroy(&d);
 }
 
+static int stop_after_five(void *user)
+{
+    int *asked = user;
+    return ++*asked > 5;
+}
+
+/* a cancel hook stops the run at a window boundary: GF_EINTR, no result */
+static void test_cancel(void **state)
+{
+    (void)state;
+    const turn turns[] = { { 0.5, 4.5, 0 }, { 5.0, 9.0, 1 }, { 9.5, 13.0, 0 } };
+    size_t n = 240000;  /* 15 s: 6 windows */
+    float *x = make_turns(turns, 3, n);
+    char *path = write_wav("cancel.wav", x, n);
+    free(x);
+    gf_diar *d = gf_diar_new_weight_free(2);
+    gf_diar_run_opts o = gf_diar_run_defaults();
+    int asked = 0;
+    o.cancel = stop_after_five;
+    o.cancel_user = &asked;
+    gf_diar_result res;
+    assert_int_equal(gf_diar_run(d, path, &o, NULL, &res), GF_EINTR);
+    assert_null(res.rttm);
+    assert_int_equal(asked, 6);
+    /* the same pipeline runs the next recording to the end */
+    o.cancel = NULL;
+    assert_int_equal(gf_diar_run(d, path, &o, NULL, &res), 0);
+    assert_int_equal(res.n_windows, 6);
+    gf_diar_result_free(&res);
+    free(path);
+    gf_diar_destroy(&d);
+}
+
 /* bad files: an error naming the problem, nothing else */
 static void test_bad_inputs(void **state)
 {
@@ -363,7 +396,10 @@ static void test_bad_inputs(void **state)
     FILE *f = fopen(text, "w");
     fputs("these are not samples\n", f);
     fclose(f);
+    gf_log_clear_last_error();
     assert_true(gf_diar_run(d, text, &o, NULL, &res) < 0);
+    /* the message a worker puts in the job's result names the file */
+    assert_non_null(strstr(gf_log_last_error(), "notes.wav"));
     assert_null(res.rttm);
     free(missing);
     free(text);
@@ -374,6 +410,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_window_count),
+        cmocka_unit_test(test_cancel),
         cmocka_unit_test(test_pool_mask),
         cmocka_unit_test(test_energy_vad),
         cmocka_unit_test(test_fbank_stats),

@@ -51,6 +51,21 @@ static void fill_spec(gf_job_spec *s)
     s->array_index = 12;
 }
 
+/* A diarize job's parameters, every field set. */
+static gf_diar_spec *make_diar(void)
+{
+    gf_diar_spec *d = gf_calloc(1, sizeof(*d));
+    d->audio = gf_strdup("/data/meet/ES2004a.wav");
+    d->rttm = gf_strdup("/data/out/ES2004a.rttm");
+    d->json = true;
+    d->intermediates = gf_strdup("/data/inter/ES2004a");
+    d->models = gf_strdup("/opt/gpuflock/models");
+    d->num_speakers = 0;
+    d->min_speakers = 2;
+    d->max_speakers = 5;
+    return d;
+}
+
 static void fill_card(gf_card_identity *c, int index)
 {
     memset(c, 0, sizeof(*c));
@@ -208,6 +223,8 @@ static void fill_msg(gf_msg *m, gf_op op)
         m->cards[1] = 1;
         m->n_cards = 2;
         m->visible = gf_strdup("GPU-a,GPU-b");
+        m->spec.kind = GF_JOB_DIARIZE;
+        m->spec.diar = make_diar();
         break;
     case GF_OP_PROGRESS:
         m->id = 31;
@@ -215,6 +232,8 @@ static void fill_msg(gf_msg *m, gf_op op)
         m->pid = 5000;
         m->started_ms = 1764500000100LL;
         m->message = gf_strdup("chunk 4/10");
+        m->done = 4;
+        m->total = 10;
         break;
     case GF_OP_RESULT:
         m->id = 31;
@@ -527,6 +546,201 @@ static void test_malformed_fields(void **state)
     assert_non_null(strstr(err, "truncated"));
 }
 
+/* Diarize jobs: the "diar" record and the progress keys travel; command
+ * jobs carry none of them (their bytes are those of version 1), and a
+ * deep copy owns its own record. */
+static void test_diarize_fields(void **state)
+{
+    (void)state;
+    gf_msg m, d;
+    fill_msg(&m, GF_OP_JOB);
+    uint8_t *a;
+    size_t alen;
+    encode_ok(&m, &a, &alen);
+    assert_int_equal(gf_proto_decode(a, alen, &d, NULL, 0), 0);
+    assert_int_equal(d.spec.kind, GF_JOB_DIARIZE);
+    assert_non_null(d.spec.diar);
+    assert_string_equal(d.spec.diar->audio, "/data/meet/ES2004a.wav");
+    assert_string_equal(d.spec.diar->rttm, "/data/out/ES2004a.rttm");
+    assert_true(d.spec.diar->json);
+    assert_string_equal(d.spec.diar->intermediates, "/data/inter/ES2004a");
+    assert_string_equal(d.spec.diar->models, "/opt/gpuflock/models");
+    assert_int_equal(d.spec.diar->num_speakers, 0);
+    assert_int_equal(d.spec.diar->min_speakers, 2);
+    assert_int_equal(d.spec.diar->max_speakers, 5);
+    gf_job_spec cp;
+    gf_job_spec_copy(&cp, &d.spec);
+    assert_ptr_not_equal(cp.diar, d.spec.diar);
+    assert_ptr_not_equal(cp.diar->audio, d.spec.diar->audio);
+    assert_string_equal(cp.diar->models, "/opt/gpuflock/models");
+    gf_job_spec_clear(&cp);
+    assert_null(cp.diar);
+    free(a);
+    gf_msg_clear(&d);
+
+    /* only the mandatory paths: the rest takes defaults */
+    free(m.spec.diar->intermediates);
+    free(m.spec.diar->models);
+    m.spec.diar->intermediates = m.spec.diar->models = NULL;
+    m.spec.diar->json = false;
+    m.spec.diar->min_speakers = m.spec.diar->max_speakers = 0;
+    encode_ok(&m, &a, &alen);
+    assert_int_equal(gf_proto_decode(a, alen, &d, NULL, 0), 0);
+    assert_null(d.spec.diar->intermediates);
+    assert_null(d.spec.diar->models);
+    assert_false(d.spec.diar->json);
+    free(a);
+    gf_msg_clear(&d);
+    gf_msg_clear(&m);
+
+    /* a command job, a job record and a progress without them: no new key */
+    gf_job j;
+    fill_job(&j, 9);
+    memset(&m, 0, sizeof(m));
+    m.op = GF_OP_JOBS;
+    m.jobs = &j;
+    m.n_jobs = 1;
+    encode_ok(&m, &a, &alen);
+    assert_null(memmem(a, alen, "diar", 4));
+    assert_null(memmem(a, alen, "progress_", 9));
+    free(a);
+    j.progress_done = 12;
+    j.progress_total = 40;
+    encode_ok(&m, &a, &alen);
+    assert_int_equal(gf_proto_decode(a, alen, &d, NULL, 0), 0);
+    assert_int_equal(d.jobs[0].progress_done, 12);
+    assert_int_equal(d.jobs[0].progress_total, 40);
+    free(a);
+    gf_msg_clear(&d);
+    gf_job_clear(&j);
+    fill_msg(&m, GF_OP_PROGRESS);
+    m.done = m.total = 0;
+    encode_ok(&m, &a, &alen);
+    assert_null(memmem(a, alen, "total", 5));
+    assert_int_equal(gf_proto_decode(a, alen, &d, NULL, 0), 0);
+    assert_int_equal(d.total, 0);
+    free(a);
+    gf_msg_clear(&d);
+    gf_msg_clear(&m);
+}
+
+/* A submit whose spec holds "diar" = the map packed by fn (n entries). */
+static int diar_n;
+static packfn diar_fn;
+static void pk_spec_with_diar(msgpack_packer *pk)
+{
+    msgpack_pack_str_with_body(pk, "spec", 4);
+    msgpack_pack_map(pk, 3);
+    msgpack_pack_str_with_body(pk, "argv", 4);
+    msgpack_pack_array(pk, 1);
+    msgpack_pack_str_with_body(pk, "diarize", 7);
+    msgpack_pack_str_with_body(pk, "kind", 4);
+    msgpack_pack_str_with_body(pk, "diarize", 7);
+    msgpack_pack_str_with_body(pk, "diar", 4);
+    if (diar_n < 0)
+        msgpack_pack_nil(pk);
+    else
+        msgpack_pack_map(pk, (size_t)diar_n);
+    if (diar_fn)
+        diar_fn(pk);
+}
+static void pk_diar_paths(msgpack_packer *pk)
+{
+    msgpack_pack_str_with_body(pk, "audio", 5);
+    msgpack_pack_str_with_body(pk, "/a.wav", 6);
+    msgpack_pack_str_with_body(pk, "rttm", 4);
+    msgpack_pack_str_with_body(pk, "/a.rttm", 7);
+}
+static void pk_diar_no_rttm(msgpack_packer *pk)
+{
+    msgpack_pack_str_with_body(pk, "audio", 5);
+    msgpack_pack_str_with_body(pk, "/a.wav", 6);
+}
+static void pk_diar_unknown(msgpack_packer *pk)
+{
+    pk_diar_paths(pk);
+    msgpack_pack_str_with_body(pk, "speed", 5);
+    msgpack_pack_int(pk, 2);
+}
+static void pk_diar_bad_speakers(msgpack_packer *pk)
+{
+    pk_diar_paths(pk);
+    msgpack_pack_str_with_body(pk, "num_speakers", 12);
+    msgpack_pack_str_with_body(pk, "2", 1);
+}
+static void pk_diar_big_speakers(msgpack_packer *pk)
+{
+    pk_diar_paths(pk);
+    msgpack_pack_str_with_body(pk, "max_speakers", 12);
+    msgpack_pack_int64(pk, 1LL << 40);
+}
+static void pk_diar_nil_audio(msgpack_packer *pk)
+{
+    msgpack_pack_str_with_body(pk, "audio", 5);
+    msgpack_pack_nil(pk);
+    msgpack_pack_str_with_body(pk, "rttm", 4);
+    msgpack_pack_str_with_body(pk, "/a.rttm", 7);
+}
+static void pk_diar_nul_path(msgpack_packer *pk)
+{
+    msgpack_pack_str_with_body(pk, "audio", 5);
+    msgpack_pack_str_with_body(pk, "/a\0.wav", 7);
+    msgpack_pack_str_with_body(pk, "rttm", 4);
+    msgpack_pack_str_with_body(pk, "/a.rttm", 7);
+}
+static void pk_diar_json_int(msgpack_packer *pk)
+{
+    pk_diar_paths(pk);
+    msgpack_pack_str_with_body(pk, "json", 4);
+    msgpack_pack_int(pk, 1);
+}
+static void pk_progress_done_str(msgpack_packer *pk)
+{
+    msgpack_pack_str_with_body(pk, "id", 2);
+    msgpack_pack_int(pk, 3);
+    msgpack_pack_str_with_body(pk, "attempt", 7);
+    msgpack_pack_int(pk, 1);
+    msgpack_pack_str_with_body(pk, "done", 4);
+    msgpack_pack_str_with_body(pk, "4", 1);
+}
+
+static int decode_diar(int n, packfn fn, char *err, size_t len)
+{
+    diar_n = n;
+    diar_fn = fn;
+    return decode_built(GF_PROTO_VERSION, "submit", 1, pk_spec_with_diar, err, len);
+}
+
+/* The diarize record is decoded as strictly as the rest. */
+static void test_diarize_malformed(void **state)
+{
+    (void)state;
+    char err[256];
+    assert_int_equal(decode_diar(2, pk_diar_paths, err, sizeof(err)), 0);
+    assert_int_equal(decode_diar(-1, NULL, err, sizeof(err)), GF_EPROTO);
+    assert_non_null(strstr(err, "key 'spec.diar': expected a map, found nil"));
+    assert_int_equal(decode_diar(1, pk_diar_no_rttm, err, sizeof(err)), GF_EPROTO);
+    assert_non_null(strstr(err, "missing key 'rttm'"));
+    assert_int_equal(decode_diar(3, pk_diar_unknown, err, sizeof(err)), GF_EPROTO);
+    assert_non_null(strstr(err, "key 'spec.diar': unknown key 'speed'"));
+    assert_int_equal(decode_diar(3, pk_diar_bad_speakers, err, sizeof(err)), GF_EPROTO);
+    assert_non_null(strstr(err, "key 'spec.diar.num_speakers': expected an integer, found a string"));
+    assert_int_equal(decode_diar(3, pk_diar_big_speakers, err, sizeof(err)), GF_EPROTO);
+    assert_non_null(strstr(err, "key 'spec.diar.max_speakers': integer"));
+    assert_int_equal(decode_diar(2, pk_diar_nil_audio, err, sizeof(err)), GF_EPROTO);
+    assert_non_null(strstr(err, "key 'spec.diar.audio': expected a string, found nil"));
+    assert_int_equal(decode_diar(2, pk_diar_nul_path, err, sizeof(err)), GF_EPROTO);
+    assert_non_null(strstr(err, "NUL"));
+    assert_int_equal(decode_diar(3, pk_diar_json_int, err, sizeof(err)), GF_EPROTO);
+    assert_non_null(strstr(err, "key 'spec.diar.json': expected a boolean"));
+    /* a map header claiming entries that are not there */
+    assert_int_equal(decode_diar(5, pk_diar_paths, err, sizeof(err)), GF_EPROTO);
+    assert_non_null(strstr(err, "truncated"));
+    assert_int_equal(decode_built(GF_PROTO_VERSION, "progress", 3, pk_progress_done_str, err,
+                                  sizeof(err)), GF_EPROTO);
+    assert_non_null(strstr(err, "key 'done': expected an integer"));
+}
+
 static void test_header(void **state)
 {
     (void)state;
@@ -687,6 +901,8 @@ int main(void)
         cmocka_unit_test(test_fields_survive),
         cmocka_unit_test(test_defaults),
         cmocka_unit_test(test_malformed_fields),
+        cmocka_unit_test(test_diarize_fields),
+        cmocka_unit_test(test_diarize_malformed),
         cmocka_unit_test(test_header),
         cmocka_unit_test(test_truncation_and_trailing),
         cmocka_unit_test(test_random_corruption),

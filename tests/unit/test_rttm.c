@@ -98,12 +98,39 @@ static void test_malformed(void **state)
     assert_int_equal(gf_rttm_read("/nonexistent/x.rttm", &r), GF_ENOENT);
 }
 
+/* Mutated RTTM text: an error or a list of sane turns, never a crash. */
+static void test_mutations_never_crash(void **state)
+{
+    (void)state;
+    gf_log_level saved = gf_log_get_level();
+    gf_log_init("test_rttm", GF_LOG_OFF);
+    const char *src = "SPEAKER rec 1 0.500 1.250 <NA> <NA> A <NA> <NA>\n"
+                      "SPEAKER rec 1 2.000 0.750 <NA> <NA> B <NA> <NA>\n";
+    size_t len = strlen(src);
+    char buf[256];
+    srand(77);
+    for (int it = 0; it < 5000; it++) {
+        memcpy(buf, src, len);
+        for (int k = 0; k < 1 + rand() % 3; k++)
+            buf[(size_t)rand() % len] = (char)(rand() % 256);
+        gf_rttm *r = NULL;
+        if (gf_rttm_parse("mutant", buf, (size_t)rand() % (len + 1), &r) == 0) {
+            for (size_t i = 0; i < r->n; i++)
+                assert_true(r->turns[i].duration >= 0 && isfinite(r->turns[i].start));
+            gf_rttm_destroy(&r);
+        }
+        assert_null(r);
+    }
+    gf_log_init("test_rttm", saved);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_read_fixture),
         cmocka_unit_test(test_write_read_roundtrip_and_json),
         cmocka_unit_test(test_malformed),
+        cmocka_unit_test(test_mutations_never_crash),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -77,6 +77,8 @@ static void test_insert_get_update(void **state)
     assert_int_equal(gf_store_insert(s, &a), 0);
     assert_int_equal(gf_store_insert(s, &b), 0);
     assert_int_equal(gf_store_commit(s), 0);
+    assert_int_equal(gf_store_sync(s), 0);
+    assert_int_equal(gf_store_sync(s), 0);
     assert_true(a.id > 0);
     assert_true(b.id > a.id);
 
@@ -151,6 +153,49 @@ static void test_insert_get_update(void **state)
 
 /* A child commits jobs and dies with SIGKILL, never closing the database:
  * every committed job is there for the next process. */
+/* A diarize job keeps its parameters and last progress in the record blob,
+ * across a close and reopen (no schema change: the blob is the protocol's
+ * own encoding, where these keys are optional). */
+static void test_diarize_record(void **state)
+{
+    fixture *f = *state;
+    gf_store *s = gf_store_open(f->path);
+    assert_non_null(s);
+    gf_job j, got;
+    make_job(&j, "ignored", 0);
+    j.spec.kind = GF_JOB_DIARIZE;
+    j.spec.mode = GF_MODE_SHARED;
+    j.spec.diar = gf_calloc(1, sizeof(gf_diar_spec));
+    j.spec.diar->audio = gf_strdup("/data/a.wav");
+    j.spec.diar->rttm = gf_strdup("/out/a.rttm");
+    j.spec.diar->json = true;
+    j.spec.diar->min_speakers = 2;
+    j.spec.diar->max_speakers = 4;
+    assert_int_equal(gf_store_begin(s), 0);
+    assert_int_equal(gf_store_insert(s, &j), 0);
+    j.state = GF_STATE_DONE;
+    j.progress_done = j.progress_total = 21;
+    assert_int_equal(gf_store_update(s, &j), 0);
+    assert_int_equal(gf_store_commit(s), 0);
+    gf_store_destroy(&s);
+    s = gf_store_open(f->path);
+    assert_non_null(s);
+    assert_int_equal(gf_store_get(s, j.id, &got), 0);
+    assert_int_equal(got.spec.kind, GF_JOB_DIARIZE);
+    assert_int_equal(got.spec.mode, GF_MODE_SHARED);
+    assert_non_null(got.spec.diar);
+    assert_string_equal(got.spec.diar->audio, "/data/a.wav");
+    assert_string_equal(got.spec.diar->rttm, "/out/a.rttm");
+    assert_true(got.spec.diar->json);
+    assert_null(got.spec.diar->models);
+    assert_int_equal(got.spec.diar->max_speakers, 4);
+    assert_int_equal(got.progress_done, 21);
+    assert_int_equal(got.progress_total, 21);
+    gf_job_clear(&got);
+    gf_job_clear(&j);
+    gf_store_destroy(&s);
+}
+
 static void test_durable_across_crash(void **state)
 {
     fixture *f = *state;
@@ -317,6 +362,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_insert_get_update, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_diarize_record, setup, teardown),
         cmocka_unit_test_setup_teardown(test_durable_across_crash, setup, teardown),
         cmocka_unit_test_setup_teardown(test_migration, setup, teardown),
         cmocka_unit_test_setup_teardown(test_newer_schema_refused, setup, teardown),

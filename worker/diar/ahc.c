@@ -306,23 +306,29 @@ int gf_ahc_linkage_centroid(const double *x, size_t n, size_t dim, double *Z)
         size[a] = 0;
         size[b] = na + nb;
         id[b] = (int)(n + k);
+        /* One pass over the clusters, in increasing order, doing what
+         * scipy does in three: the centroid update of D(z, b), moving
+         * candidates from a to b, and lowering bounds to D(z, b). Heap
+         * changes happen in the same order, so ties resolve the same way;
+         * the column entries (z < b) are fetched ahead of use. */
+        enum { PF = 16 };
         for (size_t z = 0; z < n; z++) {
+            if (z + PF < (size_t)b) {
+                __builtin_prefetch(&D[cidx(n, z + PF, (size_t)b)], 1);
+                if (z + PF < (size_t)a)
+                    __builtin_prefetch(&D[cidx(n, z + PF, (size_t)a)], 0);
+            }
             if (size[z] == 0 || z == (size_t)b)
                 continue;
-            D[cidx(n, z, (size_t)b)] = centroid_update(D[cidx(n, z, (size_t)a)],
-                                                       D[cidx(n, z, (size_t)b)], dist, na, nb);
-        }
-        for (int z = 0; z < a; z++)
-            if (size[z] > 0 && nbr[z] == a)
+            size_t zb = cidx(n, z, (size_t)b);
+            double d = centroid_update(D[cidx(n, z, (size_t)a)], D[zb], dist, na, nb);
+            D[zb] = d;
+            if (z < (size_t)a && nbr[z] == a)
                 nbr[z] = b;
-        for (int z = 0; z < b; z++) {
-            if (size[z] == 0)
-                continue;
-            double d = D[cidx(n, (size_t)z, (size_t)b)];
-            if (d < lb[z]) {
+            if (z < (size_t)b && d < lb[z]) {
                 nbr[z] = b;
                 lb[z] = d;
-                heap_change(&h, z, d);
+                heap_change(&h, (int)z, d);
             }
         }
         if ((size_t)b < n - 1) {

@@ -17,6 +17,7 @@
 #include <sndfile.h>
 #include <soxr.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -42,7 +43,9 @@ struct gf_audio_reader {
 };
 
 /* A data chunk longer than the file: libsndfile shortens it silently and
- * notes "data : N (should be M)" in its log; we call that truncation. */
+ * notes "data : N (should be M)" in its log; we call that truncation, unless
+ * N is one of the "length unknown" placeholders that streaming writers put
+ * there (0xFFFFFFFF and the like, from a pipe). */
 static bool wav_log_says_truncated(SNDFILE *sf)
 {
     char log[8192];
@@ -50,11 +53,10 @@ static bool wav_log_says_truncated(SNDFILE *sf)
     sf_command(sf, SFC_GET_LOG_INFO, log, sizeof log);
     for (char *line = log; line && *line; ) {
         char *nl = strchr(line, '\n');
-        if (strncmp(line, "data", 4) == 0) {
-            char *s = strstr(line, "(should be");
-            if (s && (!nl || s < nl))
-                return true;
-        }
+        unsigned long long declared, actual;
+        if (sscanf(line, "data : %llu (should be %llu)", &declared, &actual) == 2 &&
+            declared > actual && declared < 0x7FFF0000ull)
+            return true;
         line = nl ? nl + 1 : NULL;
     }
     return false;
@@ -132,8 +134,9 @@ gf_audio_reader *gf_audio_reader_new(const char *path, int *err)
     self->info.format = si.format;
     self->info.frames = si.frames;
     self->info.duration = (double)si.frames / si.samplerate;
-    self->info.samples = (int64_t)(((__int128)si.frames * GF_AUDIO_RATE + si.samplerate - 1) /
-                                   si.samplerate);
+    /* soxr delivers round(frames * 16000 / rate) samples once drained. */
+    self->info.samples = (int64_t)(((__int128)si.frames * 2 * GF_AUDIO_RATE + si.samplerate) /
+                                   (2 * (__int128)si.samplerate));
 
     if (si.samplerate != GF_AUDIO_RATE) {
         soxr_error_t serr = NULL;

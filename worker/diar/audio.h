@@ -25,7 +25,9 @@ typedef struct {
     int channels;        /* the file's channel count */
     int format;          /* libsndfile SF_FORMAT_* (major | subtype) */
     int64_t frames;      /* frames in the file as its header declares them */
-    int64_t samples;     /* expected 16 kHz samples: ceil(frames * 16000 / rate) */
+    int64_t samples;     /* 16 kHz samples the reader will deliver: round(frames *
+                            16000 / rate), exact where the header's frame count is
+                            (not MP3, whose count is an estimate) */
     double duration;     /* seconds, frames / rate */
 } gf_audio_info;
 

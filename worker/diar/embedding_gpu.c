@@ -6,12 +6,14 @@
  * per job → [jobs, 5120] → seg_1 → [jobs, 256]. */
 #include "worker/diar/embedding_gpu.h"
 #include "worker/diar/safetensors.h"
+#include "worker/conv_gpu.h"
 #include "common/error.h"
 #include "common/log.h"
 #include "common/util.h"
 
 #include <assert.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,12 +24,7 @@
 #define MAX_CONVS 40                  /* 1 + 2·16 + 3 shortcuts = 36 */
 
 typedef struct {
-    gf_cu_ptr w, b;       /* folded weights [cout, cin*k*k] and bias [cout] */
-    int cin, cout, k, stride, pad;
-} conv;
-
-typedef struct {
-    gf_cu_function im2col, epilogue, transpose, statspool, bias_act;
+    gf_cu_function transpose, statspool, bias_act;
 } kernels;
 
 struct gf_embedding_gpu {
@@ -36,7 +33,7 @@ struct gf_embedding_gpu {
     gf_math math;                 /* float GEMM math mode */
     int max_batch;                /* windows per run at most */
     kernels k;                    /* glue kernels */
-    conv convs[MAX_CONVS];        /* conv1, then per block conv1, conv2, [shortcut] */
+    gf_conv_gpu *convs[MAX_CONVS];/* conv1, then per block conv1, conv2, [shortcut] */
     int n_convs;
     gf_cu_ptr seg_w, seg_b;       /* [256, 5120], [256] */
     gf_cu_ptr feats, act[4], col, masks, job_window, pooled, emb;
@@ -63,8 +60,8 @@ static int upload(gf_embedding_gpu *s, const void *host, size_t bytes, gf_cu_ptr
 }
 
 /* Fold conv `wname` [cout,cin,k,k] and batch norm `bn` (prefix) into one conv. */
-static int load_conv(gf_embedding_gpu *s, gf_safetensors *st, const char *wname,
-                     const char *bn, int cin, int cout, int k, int stride)
+static int load_conv(gf_embedding_gpu *s, gf_safetensors *st, const char *boundary,
+                     const char *wname, const char *bn, int cin, int cout, int k, int stride)
 {
     char name[128];
     const float *w = gf_safetensors_get(st, wname, 4, cout, cin, k, k);
@@ -86,34 +83,38 @@ static int load_conv(gf_embedding_gpu *s, gf_safetensors *st, const char *wname,
         bf[o] = (float)(p[1][o] - p[2][o] * scale);
     }
     assert(s->n_convs < MAX_CONVS);
-    conv *c = &s->convs[s->n_convs++];
-    *c = (conv){ .cin = cin, .cout = cout, .k = k, .stride = stride, .pad = k / 2 };
-    int rc = upload(s, wf, sizeof(float) * cout * kk, &c->w);
-    rc = rc ? rc : upload(s, bf, sizeof(float) * cout, &c->b);
+    gf_conv_shape shape = { .cin = cin, .cout = cout, .k = k, .stride = stride };
+    gf_conv_gpu *c = gf_conv_gpu_new(s->gpu, s->blas, boundary, shape, wf, bf);
     free(wf);
     free(bf);
-    return rc;
+    if (!c)
+        return GF_EDEVICE;
+    s->convs[s->n_convs++] = c;
+    return 0;
 }
 
 static int load_weights(gf_embedding_gpu *s, gf_safetensors *st)
 {
-    char w[128], bn[128];
-    int rc = load_conv(s, st, "resnet.conv1.weight", "resnet.bn1", 1, 32, 3, 1);
+    char w[128], bn[128], name[48];
+    int rc = load_conv(s, st, "resnet.conv1", "resnet.conv1.weight", "resnet.bn1", 1, 32, 3, 1);
     int cin = 32;
     for (int l = 0; l < 4 && !rc; l++) {
         int width = layer_width[l];
         for (int b = 0; b < layer_blocks[l] && !rc; b++) {
             int stride = (l > 0 && b == 0) ? 2 : 1;
+            snprintf(name, sizeof name, "resnet.layer%d.%d.conv1", l + 1, b);
             snprintf(w, sizeof w, "resnet.layer%d.%d.conv1.weight", l + 1, b);
             snprintf(bn, sizeof bn, "resnet.layer%d.%d.bn1", l + 1, b);
-            rc = load_conv(s, st, w, bn, cin, width, 3, stride);
+            rc = load_conv(s, st, name, w, bn, cin, width, 3, stride);
+            snprintf(name, sizeof name, "resnet.layer%d.%d.conv2", l + 1, b);
             snprintf(w, sizeof w, "resnet.layer%d.%d.conv2.weight", l + 1, b);
             snprintf(bn, sizeof bn, "resnet.layer%d.%d.bn2", l + 1, b);
-            rc = rc ? rc : load_conv(s, st, w, bn, width, width, 3, 1);
+            rc = rc ? rc : load_conv(s, st, name, w, bn, width, width, 3, 1);
             if (!rc && (stride != 1 || cin != width)) {
+                snprintf(name, sizeof name, "resnet.layer%d.%d.shortcut", l + 1, b);
                 snprintf(w, sizeof w, "resnet.layer%d.%d.shortcut.0.weight", l + 1, b);
                 snprintf(bn, sizeof bn, "resnet.layer%d.%d.shortcut.1", l + 1, b);
-                rc = load_conv(s, st, w, bn, cin, width, 1, stride);
+                rc = load_conv(s, st, name, w, bn, cin, width, 1, stride);
             }
             cin = width;
         }
@@ -134,7 +135,6 @@ static int load_weights(gf_embedding_gpu *s, gf_safetensors *st)
 static int load_kernels(gf_embedding_gpu *s)
 {
     struct { gf_cu_function *f; const char *name; } list[] = {
-        { &s->k.im2col, "gf_im2col2d" },       { &s->k.epilogue, "gf_bias_residual_relu" },
         { &s->k.transpose, "gf_transpose_ct" }, { &s->k.statspool, "gf_statspool" },
         { &s->k.bias_act, "gf_bias_leaky_relu" },
     };
@@ -189,6 +189,8 @@ void gf_embedding_gpu_destroy(gf_embedding_gpu **self_p)
     if (!self_p || !*self_p)
         return;
     gf_embedding_gpu *s = *self_p;
+    for (int i = 0; i < s->n_convs; i++)
+        gf_conv_gpu_destroy(&s->convs[i]);
     for (size_t i = 0; i < s->n_owned; i++)
         gf_gpu_free(s->gpu, s->owned[i]);
     free(s);
@@ -207,26 +209,52 @@ static int launch1d(gf_embedding_gpu *s, gf_cu_function f, long n, void **params
     return gf_gpu_launch(s->gpu, f, (unsigned)((n + 255) / 256), 1, 1, 256, 1, 1, 0, params);
 }
 
-/* out = act(conv(x) + bias (+ residual)); x [B, cin, h, w] → out [B, cout, ho, wo]. */
-static int run_conv(gf_embedding_gpu *s, const conv *c, int B, gf_cu_ptr x, int h, int w,
+static int run_conv(gf_embedding_gpu *s, gf_conv_gpu *c, int B, gf_cu_ptr x, int h, int w,
                     gf_cu_ptr out, gf_cu_ptr residual, int relu, int *ho_p, int *wo_p)
 {
-    int ho = (h + 2 * c->pad - c->k) / c->stride + 1;
-    int wo = (w + 2 * c->pad - c->k) / c->stride + 1;
-    int cin = c->cin, k = c->k, stride = c->stride, pad = c->pad;
-    long kk = (long)cin * k * k, hw = (long)ho * wo;
-    void *p_im[] = { &x, &B, &cin, &h, &w, &k, &stride, &pad, &ho, &wo, &s->col };
-    TRY(launch1d(s, s->k.im2col, (long)B * hw * kk, p_im));
-    TRY(gf_blas_gpu_gemm_batched(s->blas, s->math, true, c->cout, (int)hw, (int)kk, 1.0f, c->w,
-                                 (int)kk, 0, s->col, (int)kk, hw * kk, 0.0f, out, (int)hw,
-                                 (long long)c->cout * hw, B));
-    int cout = c->cout, hwi = (int)hw;
-    gf_cu_ptr bias = c->b;
-    void *p_ep[] = { &out, &bias, &residual, &B, &cout, &hwi, &relu };
-    TRY(launch1d(s, s->k.epilogue, (long)B * cout * hw, p_ep));
-    *ho_p = ho;
-    *wo_p = wo;
+    *ho_p = gf_conv_gpu_out(c, h);
+    *wo_p = gf_conv_gpu_out(c, w);
+    return gf_conv_gpu_run(c, s->math, B, x, h, w, out, residual, relu, s->col);
+}
+
+int gf_embedding_gpu_set_route(gf_embedding_gpu *s, const char *boundary, gf_route_kind kind)
+{
+    bool all = strcmp(boundary, "resnet") == 0, found = false;
+    for (int i = 0; i < s->n_convs; i++)
+        if (all || strcmp(gf_conv_gpu_boundary(s->convs[i]), boundary) == 0) {
+            TRY(gf_conv_gpu_set_route(s->convs[i], kind, s->math, NULL));
+            found = true;
+        }
+    return found ? 0 : GF_ENOENT;
+}
+
+int gf_embedding_gpu_apply_plan(gf_embedding_gpu *s, const gf_planner *pl, int batch)
+{
+    for (int i = 0; i < s->n_convs; i++) {
+        gf_conv_gpu *c = s->convs[i];
+        gf_route r;
+        TRY(gf_plan_route(pl, gf_conv_gpu_boundary(c), batch, s->math, &r));
+        TRY(gf_conv_gpu_set_route(c, GF_ROUTE_LIBRARY, s->math, NULL));
+        if (r.kind != GF_ROUTE_OWN)
+            continue;
+        const char *sha = NULL;
+        int rc = gf_conv_gpu_set_route(c, GF_ROUTE_OWN, s->math, &sha);
+        if (rc == 0 && strcmp(sha, r.module.sha256) == 0)
+            continue;
+        GF_WARN("%s: the planned module %.12s did not load as bound: library route",
+                gf_conv_gpu_boundary(c), r.module.sha256);
+        TRY(gf_conv_gpu_set_route(c, GF_ROUTE_LIBRARY, s->math, NULL));
+    }
     return 0;
+}
+
+/* "own" when any conv of the stage runs the own kernel. */
+static const char *stage_route(const gf_embedding_gpu *s, int first, int last)
+{
+    for (int i = first; i < last && i < s->n_convs; i++)
+        if (gf_conv_gpu_route(s->convs[i]) == GF_ROUTE_OWN)
+            return "own";
+    return "library";
 }
 
 static int trunk(gf_embedding_gpu *s, int B, gf_devstats *stats, gf_cu_ptr *result)
@@ -238,8 +266,8 @@ static int trunk(gf_embedding_gpu *s, int B, gf_devstats *stats, gf_cu_ptr *resu
     int h = GF_EMB_MELS, w = GF_EMB_FRAMES, ho, wo;
     gf_cu_ptr x = s->act[0], t = s->act[1], sc = s->act[2], out = s->act[3];
     if (stats)
-        TRY(gf_gpu_timing_begin(s->gpu, "resnet.conv1", "library"));
-    TRY(run_conv(s, &s->convs[0], B, x, h, w, t, 0, 1, &ho, &wo));
+        TRY(gf_gpu_timing_begin(s->gpu, "resnet.conv1", stage_route(s, 0, 1)));
+    TRY(run_conv(s, s->convs[0], B, x, h, w, t, 0, 1, &ho, &wo));
     if (stats)
         TRY(gf_gpu_timing_end(s->gpu));
     gf_cu_ptr tmp = x;
@@ -250,11 +278,12 @@ static int trunk(gf_embedding_gpu *s, int B, gf_devstats *stats, gf_cu_ptr *resu
     for (int l = 0; l < 4; l++) {
         if (stats) {
             snprintf(stage, sizeof stage, "resnet.layer%d", l + 1);
-            TRY(gf_gpu_timing_begin(s->gpu, stage, "library"));
+            TRY(gf_gpu_timing_begin(s->gpu, stage, stage_route(s, ci, ci + 3 * layer_blocks[l])));
         }
         for (int b = 0; b < layer_blocks[l]; b++) {
-            const conv *c1 = &s->convs[ci++], *c2 = &s->convs[ci++];
-            const conv *short_c = (c1->stride != 1 || c1->cin != c1->cout) ? &s->convs[ci++] : NULL;
+            gf_conv_gpu *c1 = s->convs[ci++], *c2 = s->convs[ci++];
+            gf_conv_shape sh = gf_conv_gpu_shape(c1);
+            gf_conv_gpu *short_c = (sh.stride != 1 || sh.cin != sh.cout) ? s->convs[ci++] : NULL;
             int h1, w1;
             TRY(run_conv(s, c1, B, x, h, w, t, 0, 1, &h1, &w1));
             gf_cu_ptr res = x;

@@ -15,6 +15,7 @@
 #include "worker/diar/embedding.h"
 #include "worker/diar/segmentation.h"
 #include "worker/gpu.h"
+#include "worker/planner.h"
 
 #define GF_EMB_MASK GF_SEG_FRAMES   /* mask length: segmentation frames per window */
 
@@ -25,6 +26,16 @@ typedef struct gf_embedding_gpu gf_embedding_gpu;
 gf_embedding_gpu *gf_embedding_gpu_new(gf_gpu *gpu, gf_blas_gpu *blas, const char *path,
                                        const char *sha256_hex, int max_batch, gf_math math);
 void gf_embedding_gpu_destroy(gf_embedding_gpu **self_p);
+
+/* Put a ResNet boundary ("resnet.layer2.0.conv1", ...) or all of them
+ * ("resnet") on the library route or the own implicit-GEMM kernel
+ * (kernels/resnet.cu). The own kernel is tf32 only and needs cc >= 8.0:
+ * otherwise GF_EUNSUP (refused, logged). GF_ENOENT for an unknown boundary. */
+int gf_embedding_gpu_set_route(gf_embedding_gpu *self, const char *boundary, gf_route_kind kind);
+
+/* Take the planner's production routes for every ResNet boundary at (batch,
+ * math); own only where the loaded module is exactly the bound one. */
+int gf_embedding_gpu_apply_plan(gf_embedding_gpu *self, const gf_planner *pl, int batch);
 
 /* feats [B, 998, 80]; n_jobs pooling jobs, job j on window job_window[j]
  * with frame weights masks[j][589] → emb [n_jobs, 256]. 0 <= n_jobs <= 3B.

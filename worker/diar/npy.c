@@ -589,6 +589,13 @@ int gf_npz_load(const char *path, gf_npz **out)
             }
             data = buf + doff;
         } else if (method == 8) {
+            /* deflate expands at most about 1032:1; a larger claim is corrupt
+             * (and must not make us allocate gigabytes) */
+            if (usize > csize * 1032 + 1024) {
+                GF_ERROR("%s: implausible uncompressed size %llu for %llu compressed bytes",
+                         member, (unsigned long long)usize, (unsigned long long)csize);
+                goto fail;
+            }
             data = gf_malloc(usize ? (size_t)usize : 1);
             own = true;
             if (inflate_raw(buf + doff, (size_t)csize, data, (size_t)usize) != 0) {

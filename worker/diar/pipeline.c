@@ -9,7 +9,6 @@
 #include "common/util.h"
 #include "worker/diar/ahc.h"
 #include "worker/diar/audio.h"
-#include "worker/diar/blas.h"
 #include "worker/diar/embedding.h"
 #include "worker/diar/fbank.h"
 #include "worker/diar/models.h"
@@ -19,6 +18,7 @@
 #include "worker/diar/segmentation.h"
 
 #include <assert.h>
+#include <json-c/json.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -84,8 +84,12 @@ static int file_exists(const char *path)
     return stat(path, &st) == 0;
 }
 
-int gf_diar_backend_cpu(const char *models_dir, int max_batch, gf_diar_backend *out)
+int gf_diar_backend_cpu(const char *models_dir, int max_batch, int threads, gf_diar_backend *out)
 {
+    if (threads <= 0) {
+        long n = sysconf(_SC_NPROCESSORS_ONLN);
+        threads = n > 0 ? (int)n : 1;
+    }
     char *seg_path = gf_strfmt("%s/%s", models_dir, GF_MODELS_SEGMENTATION);
     char *emb_path = gf_strfmt("%s/%s", models_dir, GF_MODELS_EMBEDDING);
     int rc = 0;
@@ -103,11 +107,11 @@ int gf_diar_backend_cpu(const char *models_dir, int max_batch, gf_diar_backend *
     c = gf_calloc(1, sizeof *c);
     c->seg = gf_segmentation_new(seg_path,
                                  man ? gf_manifest_sha256(man, GF_MODELS_SEGMENTATION) : NULL,
-                                 max_batch, gf_blas_threads());
+                                 max_batch, threads);
     if (c->seg)
         c->emb = gf_embedding_new(emb_path,
                                   man ? gf_manifest_sha256(man, GF_MODELS_EMBEDDING) : NULL,
-                                  GF_DIAR_FBANK_FRAMES, max_batch, gf_blas_threads());
+                                  GF_DIAR_FBANK_FRAMES, max_batch, threads);
     if (!c->seg || !c->emb) {
         cpu_destroy(c);
         rc = GF_EINVAL;
@@ -273,7 +277,7 @@ struct gf_diar {
     float *wave;               /* [batch x 160000] */
     size_t *valid;             /* [batch] audio samples of each window */
     float *logp;               /* [batch x 589 x 7] */
-    float *feats;              /* [batch x 998 x 80] */
+    float *feats;              /* [batch x 998 x 80]; one window in weight-free mode */
     float *masks;              /* [batch x 3 x 589] pooling masks */
     int *job_window;           /* [batch x 3] window of each pooling job */
     int *job_slot;             /* [batch x 3] (window, speaker) cell of each job */
@@ -288,7 +292,9 @@ static gf_diar *diar_alloc(int batch, bool weight_free)
     size_t B = (size_t)d->batch;
     d->wave = gf_malloc(B * GF_DIAR_WINDOW * sizeof *d->wave);
     d->valid = gf_malloc(B * sizeof *d->valid);
-    d->feats = gf_malloc(B * GF_DIAR_FBANK_FRAMES * GF_FBANK_BINS * sizeof *d->feats);
+    /* weight-free mode takes the fbank one window at a time */
+    d->feats = gf_malloc((weight_free ? 1 : B) * GF_DIAR_FBANK_FRAMES * GF_FBANK_BINS
+                         * sizeof *d->feats);
     if (weight_free) {
         d->fbank = gf_fbank_new();
     } else {
@@ -308,11 +314,11 @@ gf_diar *gf_diar_new_weight_free(int batch_size)
     return diar_alloc(batch_size, true);
 }
 
-gf_diar *gf_diar_new(const char *models_dir, int batch_size, bool *weight_free)
+gf_diar *gf_diar_new(const char *models_dir, int batch_size, int threads, bool *weight_free)
 {
     gf_diar_backend be;
     int bs = batch_size > 0 ? batch_size : 32;
-    int rc = gf_diar_backend_cpu(models_dir, bs, &be);
+    int rc = gf_diar_backend_cpu(models_dir, bs, threads, &be);
     if (rc == GF_ENOENT) {
         GF_WARN("weight-free mode: no model files in %s (%s, %s)", models_dir,
                 GF_MODELS_SEGMENTATION, GF_MODELS_EMBEDDING);
@@ -375,6 +381,42 @@ void gf_diar_destroy(gf_diar **self_p)
 bool gf_diar_weight_free(const gf_diar *self)
 {
     return self->weight_free;
+}
+
+char *gf_diar_result_json(const gf_diar_result *r, const char *models_dir, const gf_devstats *st)
+{
+    char *turns = gf_rttm_json(r->rttm);
+    json_object *o = json_tokener_parse(turns);
+    free(turns);
+    if (!o)
+        o = json_object_new_object();
+    json_object_object_add(o, "mode", json_object_new_string(r->weight_free ? "weight-free"
+                                                                             : "neural"));
+    if (r->weight_free) {
+        char *msg = gf_strfmt("weight-free mode: no model files in %s", models_dir);
+        json_object_object_add(o, "notice", json_object_new_string(msg));
+        free(msg);
+    }
+    json_object_object_add(o, "duration", json_object_new_double(r->duration));
+    json_object_object_add(o, "windows", json_object_new_int64((int64_t)r->n_windows));
+    json_object *t = json_object_new_object();
+    json_object_object_add(t, "decode", json_object_new_double(r->t_decode));
+    json_object_object_add(t, "segmentation", json_object_new_double(r->t_segmentation));
+    json_object_object_add(t, "fbank", json_object_new_double(r->t_fbank));
+    json_object_object_add(t, "embedding", json_object_new_double(r->t_embedding));
+    json_object_object_add(t, "clustering", json_object_new_double(r->t_clustering));
+    json_object_object_add(t, "total", json_object_new_double(r->t_total));
+    json_object_object_add(o, "timings", t);
+    if (st) {
+        char *ds = gf_devstats_to_json(st);
+        json_object *dj = json_tokener_parse(ds);
+        free(ds);
+        if (dj)
+            json_object_object_add(o, "devstats", dj);
+    }
+    char *s = gf_strfmt("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
+    json_object_put(o);
+    return s;
 }
 
 gf_diar_run_opts gf_diar_run_defaults(void)
@@ -788,6 +830,11 @@ int gf_diar_run(gf_diar *d, const char *path, const gf_diar_run_opts *o, gf_devs
             const float *win;
             int64_t start;
             size_t valid;
+            if (o->cancel && o->cancel(o->cancel_user)) {
+                GF_INFO("%s: stopped after %zu windows (cancelled)", path, n + (size_t)nb);
+                rc = GF_EINTR;
+                goto out;
+            }
             int k = gf_audio_windows_next(it, &win, &start, &valid);
             if (k < 0) {
                 rc = k;

@@ -59,11 +59,11 @@ typedef struct {
     void *ctx;                   /* owned by the table */
 } gf_diar_backend;
 
-/* The CPU networks from models_dir, for batches of up to max_batch windows.
- * Returns 0 and fills *out; GF_ENOENT when a model file is missing (nothing
+/* The CPU networks from models_dir, for batches of up to max_batch windows,
+ * on `threads` threads (<= 0: one per online core). Returns 0 and fills *out; GF_ENOENT when a model file is missing (nothing
  * logged: the caller falls back to weight-free mode); GF_EINVAL after
  * logging the file and tensor at fault. */
-int gf_diar_backend_cpu(const char *models_dir, int max_batch, gf_diar_backend *out);
+int gf_diar_backend_cpu(const char *models_dir, int max_batch, int threads, gf_diar_backend *out);
 
 /* Windows done / total of a recording (total may grow by one if the
  * header undercounts). */
@@ -74,6 +74,10 @@ typedef struct {
     const char *save_dir;          /* write the intermediates here, or NULL */
     gf_diar_progress_fn progress;  /* may be NULL */
     void *progress_user;           /* passed to progress */
+    /* Asked before each window is read: non-zero stops the run there with
+     * GF_EINTR (a cancelled job). May be NULL. */
+    int (*cancel)(void *user);
+    void *cancel_user;             /* passed to cancel */
 } gf_diar_run_opts;
 
 /* Defaults: gf_cluster_defaults(), nothing saved, no progress. */
@@ -95,13 +99,19 @@ typedef struct {
 
 void gf_diar_result_free(gf_diar_result *r);
 
+/* The JSON form of a result (`diarize --json`): turns, speakers, "mode"
+ * (neural | weight-free, with a notice naming models_dir), duration,
+ * windows, per-stage timings and the devstats table st (may be NULL). The
+ * caller frees; ends with a newline. */
+char *gf_diar_result_json(const gf_diar_result *r, const char *models_dir, const gf_devstats *st);
+
 typedef struct gf_diar gf_diar;
 
 /* A pipeline with models from models_dir (batch_size windows per network
- * call; <= 0: 32). When the two network files are missing it is built in
+ * call, <= 0: 32; threads for the CPU networks, <= 0: one per core). When the two network files are missing it is built in
  * weight-free mode and logs so once; *weight_free (optional) tells which.
  * Returns NULL after logging when a model file or the PLDA is unusable. */
-gf_diar *gf_diar_new(const char *models_dir, int batch_size, bool *weight_free);
+gf_diar *gf_diar_new(const char *models_dir, int batch_size, int threads, bool *weight_free);
 
 /* Weight-free pipeline regardless of the models directory. */
 gf_diar *gf_diar_new_weight_free(int batch_size);

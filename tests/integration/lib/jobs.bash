@@ -36,7 +36,7 @@ start_broker() {
     "$GFD" --config "$CFG" --foreground 2>>"$T/broker.log" &
     BROKER_PID=$!
     for _ in $(seq 200); do
-        if [ "$(gf workers 2>/dev/null | grep -c ' idle ')" = 2 ]; then
+        if [ "$(gf workers 2>/dev/null | grep -cE ' (idle|busy) ')" = 2 ]; then
             return 0
         fi
         sleep 0.05

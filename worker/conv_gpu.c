@@ -1,0 +1,132 @@
+/* conv_gpu.c — a convolution layer on the card, library and own routes (see
+ * conv_gpu.h). */
+#include "worker/conv_gpu.h"
+#include "common/error.h"
+#include "common/log.h"
+#include "common/util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+struct gf_conv_gpu {
+    gf_gpu *gpu;                  /* borrowed */
+    gf_blas_gpu *blas;            /* borrowed */
+    char boundary[48];            /* planner name */
+    gf_conv_shape shape;
+    int pad;                      /* k / 2 */
+    gf_cu_ptr w, b;               /* folded weights and bias on the card */
+    gf_route_kind route;
+    gf_cu_function im2col, epilogue, own;   /* own: loaded when chosen */
+};
+
+gf_conv_gpu *gf_conv_gpu_new(gf_gpu *gpu, gf_blas_gpu *blas, const char *boundary,
+                             gf_conv_shape shape, const float *w, const float *bias)
+{
+    gf_conv_gpu *c = gf_calloc(1, sizeof *c);
+    c->gpu = gpu;
+    c->blas = blas;
+    c->shape = shape;
+    c->pad = shape.k / 2;
+    snprintf(c->boundary, sizeof c->boundary, "%s", boundary);
+    size_t kk = (size_t)shape.cin * shape.k * shape.k;
+    int rc = gf_gpu_alloc(gpu, sizeof(float) * shape.cout * kk, &c->w);
+    rc = rc ? rc : gf_gpu_upload(gpu, c->w, w, sizeof(float) * shape.cout * kk);
+    rc = rc ? rc : gf_gpu_alloc(gpu, sizeof(float) * shape.cout, &c->b);
+    rc = rc ? rc : gf_gpu_upload(gpu, c->b, bias, sizeof(float) * shape.cout);
+    rc = rc ? rc : gf_gpu_function(gpu, "glue", "gf_im2col2d", &c->im2col, NULL, NULL);
+    rc = rc ? rc : gf_gpu_function(gpu, "glue", "gf_bias_residual_relu", &c->epilogue, NULL, NULL);
+    rc = rc ? rc : gf_gpu_sync(gpu);   /* the caller may free its host copies next */
+    if (rc)
+        gf_conv_gpu_destroy(&c);
+    return c;
+}
+
+void gf_conv_gpu_destroy(gf_conv_gpu **self_p)
+{
+    if (!self_p || !*self_p)
+        return;
+    gf_conv_gpu *c = *self_p;
+    if (c->w)
+        gf_gpu_free(c->gpu, c->w);
+    if (c->b)
+        gf_gpu_free(c->gpu, c->b);
+    free(c);
+    *self_p = NULL;
+}
+
+const char *gf_conv_gpu_boundary(const gf_conv_gpu *self) { return self->boundary; }
+gf_conv_shape gf_conv_gpu_shape(const gf_conv_gpu *self) { return self->shape; }
+gf_route_kind gf_conv_gpu_route(const gf_conv_gpu *self) { return self->route; }
+
+int gf_conv_gpu_out(const gf_conv_gpu *self, int n)
+{
+    return (n + 2 * self->pad - self->shape.k) / self->shape.stride + 1;
+}
+
+size_t gf_conv_gpu_col_floats(const gf_conv_gpu *self, int B, int h, int w)
+{
+    return (size_t)B * gf_conv_gpu_out(self, h) * gf_conv_gpu_out(self, w) * self->shape.cin *
+           self->shape.k * self->shape.k;
+}
+
+int gf_conv_gpu_set_route(gf_conv_gpu *c, gf_route_kind kind, gf_math math,
+                          const char **module_sha256)
+{
+    if (kind == GF_ROUTE_LIBRARY) {
+        c->route = GF_ROUTE_LIBRARY;
+        return 0;
+    }
+    if (math != GF_MATH_TF32) {
+        GF_WARN("%s: the own kernel is tf32 only (asked for %s): refused", c->boundary,
+                gf_math_name(math));
+        return GF_EUNSUP;
+    }
+    if (gf_gpu_cc(c->gpu) < 80) {
+        GF_WARN("%s: the own kernel needs cc >= 8.0 (tf32 mma), this card is %d.%d: refused",
+                c->boundary, gf_gpu_cc(c->gpu) / 10, gf_gpu_cc(c->gpu) % 10);
+        return GF_EUNSUP;
+    }
+    if (c->shape.k != 3 && c->shape.k != 1) {
+        GF_WARN("%s: the own kernel has no %dx%d variant: refused", c->boundary, c->shape.k,
+                c->shape.k);
+        return GF_EUNSUP;
+    }
+    const char *sha = NULL;
+    int rc = gf_gpu_function(c->gpu, "resnet", c->shape.k == 3 ? "gf_conv3_tf32_v1"
+                                                               : "gf_conv1_tf32_v1",
+                             &c->own, NULL, &sha);
+    if (rc)
+        return rc;
+    c->route = GF_ROUTE_OWN;
+    if (module_sha256)
+        *module_sha256 = sha;
+    return 0;
+}
+
+int gf_conv_gpu_run(gf_conv_gpu *c, gf_math math, int B, gf_cu_ptr x, int h, int w,
+                    gf_cu_ptr out, gf_cu_ptr residual, int relu, gf_cu_ptr col)
+{
+    int ho = gf_conv_gpu_out(c, h), wo = gf_conv_gpu_out(c, w);
+    int cin = c->shape.cin, cout = c->shape.cout, k = c->shape.k, stride = c->shape.stride;
+    int pad = c->pad;
+    long kk = (long)cin * k * k, hw = (long)ho * wo;
+    gf_cu_ptr wt = c->w, bias = c->b;
+    if (c->route == GF_ROUTE_OWN) {
+        void *p[] = { &x, &wt, &bias, &residual, &out, &B, &cin, &h, &w, &cout, &stride, &pad,
+                      &ho, &wo, &relu };
+        unsigned gx = (unsigned)(((long)B * hw + 127) / 128), gy = (unsigned)((cout + 63) / 64);
+        return gf_gpu_launch(c->gpu, c->own, gx, gy, 1, 256, 1, 1, 0, p);
+    }
+    long n = (long)B * hw * kk;
+    void *p_im[] = { &x, &B, &cin, &h, &w, &k, &stride, &pad, &ho, &wo, &col };
+    int rc = gf_gpu_launch(c->gpu, c->im2col, (unsigned)((n + 255) / 256), 1, 1, 256, 1, 1, 0,
+                           p_im);
+    rc = rc ? rc : gf_blas_gpu_gemm_batched(c->blas, math, true, cout, (int)hw, (int)kk, 1.0f,
+                                            wt, (int)kk, 0, col, (int)kk, hw * kk, 0.0f, out,
+                                            (int)hw, (long long)cout * hw, B);
+    int hwi = (int)hw;
+    void *p_ep[] = { &out, &bias, &residual, &B, &cout, &hwi, &relu };
+    long m = (long)B * cout * hw;
+    return rc ? rc : gf_gpu_launch(c->gpu, c->epilogue, (unsigned)((m + 255) / 256), 1, 1, 256,
+                                   1, 1, 0, p_ep);
+}

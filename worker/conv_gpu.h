@@ -1,0 +1,51 @@
+/* conv_gpu.h — one 2-D convolution layer of the embedding network on a CUDA
+ * card, with its two routes.
+ *
+ * The weights arrive with batch norm already folded in (w [cout, cin·k·k],
+ * bias [cout]). Library route: im2col into a workspace, cuBLAS batched GEMM,
+ * then the bias + residual + ReLU epilogue kernel. Own route: the
+ * implicit-GEMM tf32 kernel of kernels/resnet.cu, epilogue fused, no im2col
+ * matrix in device memory. */
+#ifndef GF_CONV_GPU_H
+#define GF_CONV_GPU_H
+
+#include "worker/blas_gpu.h"
+#include "worker/gpu.h"
+#include "worker/planner.h"
+
+typedef struct {
+    int cin, cout;   /* channels */
+    int k;           /* square kernel: 3 (pad 1) or 1 (pad 0) */
+    int stride;      /* both axes */
+} gf_conv_shape;
+
+typedef struct gf_conv_gpu gf_conv_gpu;
+
+/* Upload one layer. boundary: its planner name ("resnet.layer2.0.conv1").
+ * NULL on a device error (logged). */
+gf_conv_gpu *gf_conv_gpu_new(gf_gpu *gpu, gf_blas_gpu *blas, const char *boundary,
+                             gf_conv_shape shape, const float *w, const float *bias);
+void gf_conv_gpu_destroy(gf_conv_gpu **self_p);
+
+const char *gf_conv_gpu_boundary(const gf_conv_gpu *self);
+gf_conv_shape gf_conv_gpu_shape(const gf_conv_gpu *self);
+gf_route_kind gf_conv_gpu_route(const gf_conv_gpu *self);
+
+/* Choose the route. The own kernel is tf32 only and needs cc >= 8.0:
+ * otherwise GF_EUNSUP (refused, logged). On success with the own route,
+ * *module_sha256 (may be NULL) is the identity of the module that loaded. */
+int gf_conv_gpu_set_route(gf_conv_gpu *self, gf_route_kind kind, gf_math math,
+                          const char **module_sha256);
+
+/* Output extent of an input extent n. */
+int gf_conv_gpu_out(const gf_conv_gpu *self, int n);
+/* Floats of library-route workspace for a batch of B inputs of h x w. */
+size_t gf_conv_gpu_col_floats(const gf_conv_gpu *self, int B, int h, int w);
+
+/* out [B, cout, ho, wo] = act(conv(x [B, cin, h, w]) + bias (+ residual));
+ * residual 0 for none; col: the library route's workspace (ignored by the
+ * own route). Returns 0 or GF_EDEVICE. */
+int gf_conv_gpu_run(gf_conv_gpu *self, gf_math math, int B, gf_cu_ptr x, int h, int w,
+                    gf_cu_ptr out, gf_cu_ptr residual, int relu, gf_cu_ptr col);
+
+#endif

@@ -1,0 +1,131 @@
+/* diar_gpu.c — the pipeline's GPU backend (diar_gpu.h): one card, its cuBLAS
+ * handle and the two GPU networks, taken once and kept for every recording. */
+#include "worker/diar_gpu.h"
+
+#include "common/error.h"
+#include "common/log.h"
+#include "common/util.h"
+#include "worker/blas_gpu.h"
+#include "worker/diar/embedding_gpu.h"
+#include "worker/diar/models.h"
+#include "worker/diar/segmentation_gpu.h"
+#include "worker/evidence.h"
+#include "worker/gpu.h"
+#include "worker/planner.h"
+
+#include <stdlib.h>
+#include <sys/stat.h>
+
+typedef struct {
+    gf_gpu *gpu;                  /* the card */
+    gf_blas_gpu *blas;            /* its cuBLAS handle */
+    gf_segmentation_gpu *seg;     /* segmentation network on the card */
+    gf_embedding_gpu *emb;        /* embedding network on the card */
+} gpu_ctx;
+
+static int gpu_segment(void *ctx, const float *wave, int B, float *logp, gf_devstats *stats)
+{
+    gpu_ctx *c = ctx;
+    return gf_segmentation_gpu_run(c->seg, wave, B, logp, stats);
+}
+
+static int gpu_embed(void *ctx, const float *fbank, int B, const int *job_window,
+                     const float *masks, int n_jobs, float *emb, gf_devstats *stats)
+{
+    gpu_ctx *c = ctx;
+    return gf_embedding_gpu_run(c->emb, fbank, B, job_window, masks, n_jobs, emb, stats);
+}
+
+static void gpu_destroy(void *ctx)
+{
+    gpu_ctx *c = ctx;
+    if (!c)
+        return;
+    gf_segmentation_gpu_destroy(&c->seg);
+    gf_embedding_gpu_destroy(&c->emb);
+    gf_blas_gpu_destroy(&c->blas);
+    gf_gpu_destroy(&c->gpu);
+    free(c);
+}
+
+/* Routes from the planner: own kernels where the evidence binds them on this
+ * exact card for (max_batch, math) and the module that loads is the bound
+ * one; the library route everywhere else. Missing or invalid evidence, or a
+ * batch that is not a production batch: library everywhere (logged). */
+static int apply_plan(gpu_ctx *c, int ordinal, int max_batch, gf_math math)
+{
+    if (!gf_batch_is_production(max_batch)) {
+        GF_INFO("CUDA card %d: batch %d is not a production batch (1, 8, 32): library routes",
+                ordinal, max_batch);
+        return 0;
+    }
+    gf_evidence *ev = NULL;
+    if (gf_evidence_open(gf_evidence_default_dir(), &ev) != 0) {
+        GF_WARN("CUDA card %d: no valid evidence in %s: library routes", ordinal,
+                gf_evidence_default_dir());
+        return 0;
+    }
+    gf_device_conf conf = { .index = ordinal, .kind = GF_DEVICE_CUDA };
+    gf_card_identity card;
+    int rc = gf_card_identify(&conf, &card);
+    gf_planner pl = { ev, &card, &gf_module_provider_embedded, gf_planner_force_library_env() };
+    rc = rc ? rc : gf_segmentation_gpu_apply_plan(c->seg, &pl, max_batch, math);
+    rc = rc ? rc : gf_embedding_gpu_apply_plan(c->emb, &pl, max_batch);
+    gf_evidence_destroy(&ev);
+    return rc;
+}
+
+int gf_diar_backend_gpu(int ordinal, const char *models_dir, int max_batch, gf_math math,
+                        gf_diar_backend *out)
+{
+    char *seg_path = gf_strfmt("%s/%s", models_dir, GF_MODELS_SEGMENTATION);
+    char *emb_path = gf_strfmt("%s/%s", models_dir, GF_MODELS_EMBEDDING);
+    gf_manifest *man = NULL;
+    gpu_ctx *c = gf_calloc(1, sizeof *c);
+    struct stat st;
+    int rc = 0;
+    if (stat(seg_path, &st) != 0 || stat(emb_path, &st) != 0) {
+        GF_ERROR("%s: no model files (%s, %s) for the GPU backend", models_dir,
+                 GF_MODELS_SEGMENTATION, GF_MODELS_EMBEDDING);
+        rc = GF_ENOENT;
+        goto fail;
+    }
+    rc = gf_manifest_load(models_dir, &man);
+    if (rc != 0 && rc != GF_ENOENT)
+        goto fail;
+    rc = gf_gpu_open(ordinal, &c->gpu);
+    if (rc != 0) {
+        GF_ERROR("CUDA card %d: cannot be opened (%s)", ordinal, gf_strerror(rc));
+        goto fail;
+    }
+    rc = gf_blas_gpu_open(c->gpu, &c->blas);
+    if (rc != 0)
+        goto fail;
+    c->seg = gf_segmentation_gpu_new(c->gpu, c->blas, seg_path,
+                                     man ? gf_manifest_sha256(man, GF_MODELS_SEGMENTATION) : NULL,
+                                     max_batch, math);
+    c->emb = c->seg ? gf_embedding_gpu_new(c->gpu, c->blas, emb_path,
+                                           man ? gf_manifest_sha256(man, GF_MODELS_EMBEDDING)
+                                               : NULL,
+                                           max_batch, math)
+                    : NULL;
+    if (!c->seg || !c->emb) {
+        rc = GF_EINVAL;
+        goto fail;
+    }
+    rc = apply_plan(c, ordinal, max_batch, math);
+    if (rc != 0)
+        goto fail;
+    *out = (gf_diar_backend){ .name = "cuda", .route = "library", .segment = gpu_segment,
+                              .embed = gpu_embed, .destroy = gpu_destroy, .ctx = c };
+    gf_manifest_destroy(&man);
+    free(seg_path);
+    free(emb_path);
+    return 0;
+fail:
+    gpu_destroy(c);
+    gf_manifest_destroy(&man);
+    free(seg_path);
+    free(emb_path);
+    return rc;
+}

@@ -1,0 +1,60 @@
+/* diarjob.h — a diarize job inside the worker process.
+ *
+ * A diarize job is not a program to exec: the worker runs the built-in
+ * pipeline (worker/diar/pipeline.h) on a thread of its own, so its event
+ * loop keeps heartbeating. The runner (worker/runner.c) takes the card's
+ * lock first and keeps its descriptor for the job's duration; this module
+ * does the rest:
+ *   - pipelines stay loaded between jobs in a pool keyed by models directory
+ *     and batch size (one pipeline serves one job at a time; shared jobs
+ *     running side by side on one card get one each, kept for later);
+ *   - the thread reads and writes files as the submitter (per-thread
+ *     filesystem uid, gid and groups when the worker is root), so the RTTM
+ *     it writes is the submitter's, and a path the submitter may not touch
+ *     fails as it would for them;
+ *   - windows done / total are published for PROGRESS messages, and a
+ *     cancel stops the pipeline at the next window boundary;
+ *   - the RTTM (and the JSON with --json) go through a temporary file
+ *     renamed into place; the result carries the mode (weight-free or
+ *     neural), per-stage timings and the devstats table as statistics. */
+#ifndef GF_DIARJOB_H
+#define GF_DIARJOB_H
+
+#include "common/card.h"
+#include "common/config.h"
+#include "common/proto.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* Pipelines kept across jobs. cfg (borrowed) gives models_dir,
+ * batch_size and cpu_threads; card says whether the networks may go on a
+ * CUDA card. Thread-safe. */
+typedef struct gf_diar_pool gf_diar_pool;
+gf_diar_pool *gf_diar_pool_new(const gf_config *cfg, const gf_card_identity *card);
+void gf_diar_pool_destroy(gf_diar_pool **self_p);
+
+typedef struct gf_djob gf_djob;
+
+/* Start the thread for the "job" message job (deep-copied). out_fd and
+ * err_fd (taken over) are its spool files: a summary line, or why it
+ * failed. wake_fd (an eventfd, or -1) is written when there is progress to
+ * report or the job ended. Returns 0 and *out, or GF_EIO with why. */
+int gf_djob_start(const gf_msg *job, gf_diar_pool *pool, int out_fd, int err_fd, int wake_fd,
+                  gf_djob **out, char *why, size_t len);
+
+/* Windows done and total; true when they changed since the last call
+ * (also after gf_djob_reap: the final count). */
+bool gf_djob_progress(gf_djob *self, int64_t *done, int64_t *total);
+
+/* Ask the pipeline to stop at the next window boundary. */
+void gf_djob_cancel(gf_djob *self);
+
+/* When the thread has ended: join it, fill a "result" message (exit 0, or
+ * -1 with the error text in message; statistics) and return true. */
+bool gf_djob_reap(gf_djob *self, gf_msg *result);
+
+/* Cancel, wait for the thread, free. Safe with NULL and twice. */
+void gf_djob_destroy(gf_djob **self_p);
+
+#endif

@@ -35,6 +35,7 @@ typedef enum {
     F_BOOL,     /* true | false */
     F_MODE,     /* file mode, octal as chmod takes it */
     F_LEVEL,    /* log level name */
+    F_MATH,     /* math mode name: fp32 | tf32 */
     F_KIND,     /* cpu | cuda */
     F_SECTION,  /* a nested mapping or sequence with its own parser */
 } field_type;
@@ -201,6 +202,20 @@ static int read_level(parse_ctx *ctx, yaml_node_t *node, const char *key, char *
     return 0;
 }
 
+static int read_math(parse_ctx *ctx, yaml_node_t *node, const char *key, bool *dst)
+{
+    int rc = want_scalar(ctx, node, key, "fp32 or tf32");
+    if (rc)
+        return rc;
+    if (!strcmp(scalar(node), "fp32"))
+        *dst = false;
+    else if (!strcmp(scalar(node), "tf32"))
+        *dst = true;
+    else
+        return fail(ctx, node, key, "expected fp32 or tf32, found '%s'", scalar(node));
+    return 0;
+}
+
 static int read_kind(parse_ctx *ctx, yaml_node_t *node, const char *key, gf_device_kind *dst)
 {
     int rc = want_scalar(ctx, node, key, "cpu or cuda");
@@ -226,6 +241,7 @@ static int read_field(parse_ctx *ctx, const field *f, yaml_node_t *node, const c
     case F_BOOL:    return read_bool(ctx, node, key, dst);
     case F_MODE:    return read_mode(ctx, node, key, dst);
     case F_LEVEL:   return read_level(ctx, node, key, dst);
+    case F_MATH:    return read_math(ctx, node, key, dst);
     case F_KIND:    return read_kind(ctx, node, key, dst);
     case F_SECTION: return f->section(ctx, node, key);
     }
@@ -436,6 +452,7 @@ static const field broker_fields[] = {
 static const field worker_fields[] = {
     { "batch_size",  F_INT, CFG(batch_size), 1, 65536, NULL },
     { "cpu_threads", F_INT, CFG(cpu_threads), 0, 4096, NULL },
+    { "math",        F_MATH, CFG(tf32), 0, 0, NULL },
     { NULL, 0, 0, 0, 0, NULL },
 };
 

@@ -63,6 +63,7 @@ typedef struct {
     /* worker: */
     int batch_size;             /* windows per network batch, default 32 */
     int cpu_threads;            /* BLAS threads, 0: one per core */
+    bool tf32;                  /* worker.math: tf32 (true) or fp32 (false, default) on CUDA cards */
 } gf_config;
 
 /* Load the configuration. explicit_path: from --config, or NULL to look at

@@ -73,6 +73,7 @@ static void assert_defaults_except_devices(const gf_config *c)
     assert_true(c->spawn_workers);
     assert_int_equal(c->batch_size, 32);
     assert_int_equal(c->cpu_threads, 0);
+    assert_false(c->tf32);
 }
 
 static void test_defaults(void **state)
@@ -147,7 +148,7 @@ static void test_values_and_derived(void **state)
         "  heartbeat_interval_ms: 250\n"
         "  spawn_workers: false\n"
         "  worker_program: /opt/gf/worker\n"
-        "worker: {batch_size: 8, cpu_threads: 2}\n";
+        "worker: {batch_size: 8, cpu_threads: 2, math: tf32}\n";
     gf_config *c = NULL;
     char *logged = NULL;
     assert_int_equal(parse_capture(text, &c, &logged), 0);
@@ -173,6 +174,7 @@ static void test_values_and_derived(void **state)
     assert_string_equal(c->worker_program, "/opt/gf/worker");
     assert_int_equal(c->batch_size, 8);
     assert_int_equal(c->cpu_threads, 2);
+    assert_true(c->tf32);
     gf_config_destroy(&c);
 }
 
@@ -230,6 +232,7 @@ static const bad_case bad_cases[] = {
     { "broker:\n  socket_mode: 0999\n", "t.yaml:2: key 'broker.socket_mode':", "octal" },
     { "broker:\n  socket_mode: 017777\n", "t.yaml:2: key 'broker.socket_mode':", "07777" },
     { "log_level: loud\n", "t.yaml:1: key 'log_level':", "expected debug" },
+    { "worker:\n  math: tf16\n", "t.yaml:2: key 'worker.math':", "expected fp32 or tf32" },
     { "proof:\n  scrub_env: CUDA_LAUNCH_BLOCKING\n", "t.yaml:2: key 'proof.scrub_env':",
       "expected a list" },
     { "proof:\n  scrub_env:\n    - OK\n    - 'NOT-OK'\n", "t.yaml:4: key 'proof.scrub_env[1]':",

@@ -284,3 +284,59 @@ extern "C" __global__ void gf_pool_absmax_f64(const double *x, int rows, int Tin
         m = fmax(m, fabs(p[j]));
     out[i] = (float)m;
 }
+
+// The fbank's frames, ready for a DFT as a matrix product: out[f][j] =
+// window[j] * pre-emphasised, mean-removed (32768 * wave[b][t*160 + j]) for
+// frame f = b*frames + t (kernels/../worker/diar/fbank.c is the reference).
+// One block of 128 threads per frame; the frame mean in float64.
+extern "C" __global__ void gf_fbank_frames(const float *wave, int n_samples, int frames,
+                                           const float *window, float *out)
+{
+    __shared__ double scratch[32];
+    __shared__ float x[400];
+    const int f = blockIdx.x, b = f / frames, t = f - b * frames;
+    const float *w = wave + (long)b * n_samples + (long)t * 160;
+    double s = 0.0;
+    for (int j = threadIdx.x; j < 400; j += blockDim.x) {
+        x[j] = w[j] * 32768.0f;
+        s += x[j];
+    }
+    float mean = (float)(block_sum(s, scratch) / 400.0);
+    __syncthreads();
+    float *o = out + (long)f * 400;
+    for (int j = threadIdx.x; j < 400; j += blockDim.x) {
+        float cur = x[j] - mean, prev = (j ? x[j - 1] : x[0]) - mean;
+        o[j] = (cur - 0.97f * prev) * window[j];
+    }
+}
+
+// power[f][k] = re^2 + im^2 from spec[f] = [re 0..255, im 0..255].
+extern "C" __global__ void gf_fbank_power(const float *spec, long rows, float *power)
+{
+    long i = (long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= rows * 256)
+        return;
+    long r = i >> 8;
+    int k = (int)(i & 255);
+    float re = spec[r * 512 + k], im = spec[r * 512 + 256 + k];
+    power[i] = re * re + im * im;
+}
+
+// In place on mel [B][frames][80]: log(max(x, FLT_EPSILON)), then each bin's
+// mean over the window's frames subtracted (float64). One block per (b, bin).
+extern "C" __global__ void gf_fbank_log_norm(float *mel, int frames)
+{
+    __shared__ double scratch[32];
+    const int b = blockIdx.x / 80, bin = blockIdx.x % 80;
+    float *m = mel + (long)b * frames * 80 + bin;
+    double s = 0.0;
+    for (int t = threadIdx.x; t < frames; t += blockDim.x) {
+        float v = m[(long)t * 80];
+        v = logf(v > 1.1920929e-7f ? v : 1.1920929e-7f);
+        m[(long)t * 80] = v;
+        s += v;
+    }
+    float mean = (float)(block_sum(s, scratch) / frames);
+    for (int t = threadIdx.x; t < frames; t += blockDim.x)
+        m[(long)t * 80] = m[(long)t * 80] - mean;
+}

@@ -7,6 +7,7 @@
 #include "common/util.h"
 #include "worker/blas_gpu.h"
 #include "worker/diar/embedding_gpu.h"
+#include "worker/diar/fbank_gpu.h"
 #include "worker/diar/models.h"
 #include "worker/diar/segmentation_gpu.h"
 #include "worker/evidence.h"
@@ -21,6 +22,7 @@ typedef struct {
     gf_blas_gpu *blas;            /* its cuBLAS handle */
     gf_segmentation_gpu *seg;     /* segmentation network on the card */
     gf_embedding_gpu *emb;        /* embedding network on the card */
+    gf_fbank_gpu *fbank;          /* its features, on the card */
 } gpu_ctx;
 
 static int gpu_segment(void *ctx, const float *wave, int B, float *logp, gf_devstats *stats)
@@ -36,6 +38,12 @@ static int gpu_embed(void *ctx, const float *fbank, int B, const int *job_window
     return gf_embedding_gpu_run(c->emb, fbank, B, job_window, masks, n_jobs, emb, stats);
 }
 
+static int gpu_fbank(void *ctx, const float *wave, int B, float *feats, gf_devstats *stats)
+{
+    gpu_ctx *c = ctx;
+    return gf_fbank_gpu_run(c->fbank, wave, B, feats, stats);
+}
+
 static void gpu_destroy(void *ctx)
 {
     gpu_ctx *c = ctx;
@@ -43,6 +51,7 @@ static void gpu_destroy(void *ctx)
         return;
     gf_segmentation_gpu_destroy(&c->seg);
     gf_embedding_gpu_destroy(&c->emb);
+    gf_fbank_gpu_destroy(&c->fbank);
     gf_blas_gpu_destroy(&c->blas);
     gf_gpu_destroy(&c->gpu);
     free(c);
@@ -109,7 +118,8 @@ int gf_diar_backend_gpu(int ordinal, const char *models_dir, int max_batch, gf_m
                                                : NULL,
                                            max_batch, math)
                     : NULL;
-    if (!c->seg || !c->emb) {
+    c->fbank = c->emb ? gf_fbank_gpu_new(c->gpu, c->blas, max_batch) : NULL;
+    if (!c->seg || !c->emb || !c->fbank) {
         rc = GF_EINVAL;
         goto fail;
     }
@@ -117,7 +127,8 @@ int gf_diar_backend_gpu(int ordinal, const char *models_dir, int max_batch, gf_m
     if (rc != 0)
         goto fail;
     *out = (gf_diar_backend){ .name = "cuda", .route = "library", .segment = gpu_segment,
-                              .embed = gpu_embed, .destroy = gpu_destroy, .ctx = c };
+                              .embed = gpu_embed, .fbank = gpu_fbank, .destroy = gpu_destroy,
+                              .ctx = c };
     gf_manifest_destroy(&man);
     free(seg_path);
     free(emb_path);

@@ -7,6 +7,8 @@
 #include "worker/blas_gpu.h"
 #include "worker/diar/embedding.h"
 #include "worker/diar/embedding_gpu.h"
+#include "worker/diar/fbank.h"
+#include "worker/diar/fbank_gpu.h"
 #include "worker/diar/segmentation.h"
 #include "worker/diar/segmentation_gpu.h"
 #include "worker/gpu.h"
@@ -193,9 +195,49 @@ static void test_embedding_routes(void **state)
     free(feats), free(masks);
 }
 
+/* The GPU fbank (DFT and mel banks as GEMMs) against the CPU reference
+ * (worker/diar/fbank.c, itself within 1e-3 of torchaudio). */
+static void test_fbank_gpu(void **state)
+{
+    (void)state;
+    NEED_GPU();
+    enum { B = 3 };
+    rng_state = 777;
+    float *wave = malloc(sizeof(float) * B * GF_SEG_SAMPLES);
+    random_audio(wave, B);
+    size_t nf = (size_t)B * GF_EMB_FRAMES * GF_EMB_MELS;
+    float *ref = malloc(sizeof(float) * nf), *got = malloc(sizeof(float) * nf);
+    for (int b = 0; b < B; b++) {
+        size_t frames = 0;
+        assert_int_equal(gf_fbank_compute(wave + (size_t)b * GF_SEG_SAMPLES, GF_SEG_SAMPLES,
+                                          ref + (size_t)b * GF_EMB_FRAMES * GF_EMB_MELS,
+                                          &frames), 0);
+        assert_int_equal(frames, GF_EMB_FRAMES);
+    }
+    gf_fbank_gpu *g = gf_fbank_gpu_new(gpu, blas, B);
+    assert_non_null(g);
+    for (size_t i = 0; i < nf; i++)
+        got[i] = NAN;
+    assert_int_equal(gf_fbank_gpu_run(g, wave, B, got, NULL), 0);
+    double worst = 0;
+    size_t at = 0;
+    for (size_t i = 0; i < nf; i++) {
+        double d = fabs((double)ref[i] - got[i]);
+        if (!(d <= worst)) {
+            worst = d;
+            at = i;
+        }
+    }
+    printf("fbank gpu vs cpu: max |diff| %.3g at %zu (tolerance 2e-3)\n", worst, at);
+    assert_true(worst <= 2e-3);
+    gf_fbank_gpu_destroy(&g);
+    free(wave), free(ref), free(got);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_fbank_gpu),
         cmocka_unit_test(test_segmentation_routes),
         cmocka_unit_test(test_embedding_routes),
     };

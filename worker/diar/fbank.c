@@ -228,6 +228,19 @@ int gf_fbank_run(const gf_fbank *self, const float *wave, size_t n, float *out,
     return 0;
 }
 
+const float *gf_fbank_window(const gf_fbank *self)
+{
+    return self->window;
+}
+
+void gf_fbank_mel_dense(const gf_fbank *self, float out[GF_FBANK_BINS * GF_FBANK_FFT / 2])
+{
+    memset(out, 0, sizeof(float) * GF_FBANK_BINS * NBINS);
+    for (int b = 0; b < GF_FBANK_BINS; b++)
+        for (int j = 0; j < self->mel_len[b]; j++)
+            out[b * NBINS + self->mel_first[b] + j] = self->mel_w[self->mel_off[b] + j];
+}
+
 static pthread_once_t default_once = PTHREAD_ONCE_INIT;
 static gf_fbank *default_ctx; /* written once under default_once, then read-only */
 

@@ -40,6 +40,12 @@ size_t gf_fbank_frames(size_t n_samples);
 int gf_fbank_run(const gf_fbank *self, const float *wave, size_t n, float *out,
                  size_t *n_frames, unsigned flags);
 
+/* The context's tables, for another device computing the same features:
+ * the symmetric Hamming window [400] (borrowed), and the mel banks as a dense
+ * matrix [80 x 256] over power bins 0..255 (the Nyquist bin is weighted 0). */
+const float *gf_fbank_window(const gf_fbank *self);
+void gf_fbank_mel_dense(const gf_fbank *self, float out[GF_FBANK_BINS * GF_FBANK_FFT / 2]);
+
 /* gf_fbank_run with mean normalisation on a process-wide context built once
  * (thread-safe): the embedding network's input. */
 int gf_fbank_compute(const float *wave16k, size_t n_samples, float *out, size_t *n_frames);

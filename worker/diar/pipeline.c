@@ -502,7 +502,14 @@ static int run_batch_neural(gf_diar *d, int nb, float *seg, float *emb, float *l
     res->t_segmentation += secs(t0);
 
     t0 = gf_now_ns();
-    for (int b = 0; b < nb; b++) {
+    if (d->backend.fbank) {
+        rc = d->backend.fbank(d->backend.ctx, d->wave, nb, d->feats, stats);
+        if (rc) {
+            GF_ERROR("fbank (%s) failed on a batch of %d windows", d->backend.name, nb);
+            return rc;
+        }
+    }
+    for (int b = 0; b < nb && !d->backend.fbank; b++) {
         size_t nf = 0;
         rc = gf_fbank_compute(d->wave + (size_t)b * GF_DIAR_WINDOW, GF_DIAR_WINDOW,
                               d->feats + (size_t)b * GF_DIAR_FBANK_FRAMES * GF_FBANK_BINS, &nf);

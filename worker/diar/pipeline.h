@@ -55,6 +55,9 @@ typedef struct {
      * masks[j * 589 ..] into emb[j * 256 ..]. Returns 0 or a GF_E*. */
     int (*embed)(void *ctx, const float *fbank, int B, const int *job_window,
                  const float *masks, int n_jobs, float *emb, gf_devstats *stats);
+    /* wave [B, 160000] → mean-normalised fbank [B, 998, 80]; NULL: the
+     * pipeline computes the fbank on the CPU (worker/diar/fbank.c). */
+    int (*fbank)(void *ctx, const float *wave, int B, float *feats, gf_devstats *stats);
     void (*destroy)(void *ctx);  /* frees ctx */
     void *ctx;                   /* owned by the table */
 } gf_diar_backend;

@@ -27,6 +27,14 @@ enum {
 /* Short name for an error code ("invalid input", ...); never NULL. */
 const char *gf_strerror(int code);
 
+/* Return the error code of x from the enclosing function when it is not 0. */
+#define GF_TRY(x)           \
+    do {                    \
+        int gf_try_rc_ = (x); \
+        if (gf_try_rc_)     \
+            return gf_try_rc_; \
+    } while (0)
+
 /* Exit statuses shared by the programs (sysexits.h numbering). */
 enum {
     GF_EXIT_USAGE   = 64,   /* command line usage error */

@@ -317,3 +317,44 @@ void gf_gpu_timing_collect(gf_gpu *self, gf_devstats *stats)
     }
     self->n_timings = 0;
 }
+
+int gf_gpu_allocs_take(gf_gpu_allocs *a, size_t bytes, gf_cu_ptr *out)
+{
+    if (a->n == GF_GPU_ALLOCS_MAX) {
+        GF_ERROR("cuda device: more than %d allocations in one set", GF_GPU_ALLOCS_MAX);
+        return GF_EDEVICE;
+    }
+    int rc = gf_gpu_alloc(a->gpu, bytes, out);
+    if (!rc)
+        a->ptrs[a->n++] = *out;
+    return rc;
+}
+
+int gf_gpu_allocs_upload(gf_gpu_allocs *a, const void *host, size_t bytes, gf_cu_ptr *out)
+{
+    int rc = gf_gpu_allocs_take(a, bytes, out);
+    return rc ? rc : gf_gpu_upload(a->gpu, *out, host, bytes);
+}
+
+void gf_gpu_allocs_release(gf_gpu_allocs *a)
+{
+    for (size_t i = 0; i < a->n; i++)
+        gf_gpu_free(a->gpu, a->ptrs[i]);
+    a->n = 0;
+}
+
+int gf_gpu_functions(gf_gpu *self, const char *area, const char *const *names,
+                     gf_cu_function *const *fns, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        int rc = gf_gpu_function(self, area, names[i], fns[i], NULL, NULL);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+int gf_gpu_launch1d(gf_gpu *self, gf_cu_function f, long n, void **params)
+{
+    return gf_gpu_launch(self, f, (unsigned)((n + 255) / 256), 1, 1, 256, 1, 1, 0, params);
+}

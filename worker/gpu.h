@@ -42,6 +42,29 @@ int gf_gpu_download(gf_gpu *self, void *dst, gf_cu_ptr src, size_t bytes);
 int gf_gpu_fill32(gf_gpu *self, gf_cu_ptr dst, unsigned pattern, size_t words);
 int gf_gpu_sync(gf_gpu *self);
 
+/* A set of device allocations released together: each network object keeps
+ * one, so its destructor frees exactly what it took. */
+#define GF_GPU_ALLOCS_MAX 128
+typedef struct {
+    gf_gpu *gpu;                          /* the card they live on (borrowed) */
+    gf_cu_ptr ptrs[GF_GPU_ALLOCS_MAX];    /* taken so far */
+    size_t n;
+} gf_gpu_allocs;
+
+/* Take bytes (and record them); 0 or GF_EDEVICE. */
+int gf_gpu_allocs_take(gf_gpu_allocs *a, size_t bytes, gf_cu_ptr *out);
+/* Take bytes and copy host data into them. */
+int gf_gpu_allocs_upload(gf_gpu_allocs *a, const void *host, size_t bytes, gf_cu_ptr *out);
+/* Free everything taken; the set can be used again. */
+void gf_gpu_allocs_release(gf_gpu_allocs *a);
+
+/* Look up several kernels of one area's module: names[i] into fns[i]. */
+int gf_gpu_functions(gf_gpu *self, const char *area, const char *const *names,
+                     gf_cu_function *const *fns, size_t n);
+
+/* A one-dimensional launch over n elements, 256 threads a block. */
+int gf_gpu_launch1d(gf_gpu *self, gf_cu_function f, long n, void **params);
+
 /* The kernel `name` of the embedded module for `area`, at the best PTX tier
  * this card runs (sm90 on cc >= 9.0, else sm75); modules load once. On
  * success *sha256 (may be NULL) points at the module's identity hash. */

@@ -30,23 +30,17 @@ struct gf_lstm_gpu {
     gf_route_kind route;                  /* library or own */
     gf_cu_function bias_act, cell_fn, rec;
     size_t rec_smem;                      /* own kernel's dynamic shared memory */
-    gf_cu_ptr owned[4 * MAX_LAYERS + 8];  /* every device allocation */
-    size_t n_owned;
+    gf_gpu_allocs mem;                    /* every device allocation */
 };
 
 static int dalloc(gf_lstm_gpu *s, size_t bytes, gf_cu_ptr *dev)
 {
-    assert(s->n_owned < GF_ARRAY_LEN(s->owned));
-    int rc = gf_gpu_alloc(s->gpu, bytes, dev);
-    if (!rc)
-        s->owned[s->n_owned++] = *dev;
-    return rc;
+    return gf_gpu_allocs_take(&s->mem, bytes, dev);
 }
 
 static int upload(gf_lstm_gpu *s, const float *host, size_t n, gf_cu_ptr *dev)
 {
-    int rc = dalloc(s, n * sizeof(float), dev);
-    return rc ? rc : gf_gpu_upload(s->gpu, *dev, host, n * sizeof(float));
+    return gf_gpu_allocs_upload(&s->mem, host, n * sizeof(float), dev);
 }
 
 gf_lstm_gpu *gf_lstm_gpu_new(gf_gpu *gpu, gf_blas_gpu *blas, int layers, int in0, int hidden,
@@ -56,6 +50,7 @@ gf_lstm_gpu *gf_lstm_gpu_new(gf_gpu *gpu, gf_blas_gpu *blas, int layers, int in0
     gf_lstm_gpu *s = gf_calloc(1, sizeof *s);
     *s = (gf_lstm_gpu){ .gpu = gpu, .blas = blas, .layers = layers, .hidden = hidden,
                         .in0 = in0, .T = T, .max_batch = max_batch };
+    s->mem.gpu = gpu;
     const size_t H = (size_t)hidden, G = 4 * H, B = (size_t)max_batch;
     int rc = 0;
     float *bias = gf_malloc(sizeof(float) * G);
@@ -91,8 +86,7 @@ void gf_lstm_gpu_destroy(gf_lstm_gpu **self_p)
     if (!self_p || !*self_p)
         return;
     gf_lstm_gpu *s = *self_p;
-    for (size_t i = 0; i < s->n_owned; i++)
-        gf_gpu_free(s->gpu, s->owned[i]);
+    gf_gpu_allocs_release(&s->mem);
     free(s);
     *self_p = NULL;
 }
@@ -139,16 +133,10 @@ int gf_lstm_gpu_poison(gf_lstm_gpu *s)
     return rc ? rc : gf_gpu_fill32(s->gpu, s->h[1], 0x7fc00000u, words);
 }
 
-#define TRY(x)          \
-    do {                \
-        int rc_ = (x);  \
-        if (rc_)        \
-            return rc_; \
-    } while (0)
 
 static int launch1d(gf_lstm_gpu *s, gf_cu_function f, long n, void **params)
 {
-    return gf_gpu_launch(s->gpu, f, (unsigned)((n + 255) / 256), 1, 1, 256, 1, 1, 0, params);
+    return gf_gpu_launch1d(s->gpu, f, n, params);
 }
 
 /* gates_d [B*T, G] = x · W_ihᵀ + (b_ih + b_hh) for one direction. */
@@ -156,7 +144,7 @@ static int project(gf_lstm_gpu *s, gf_math math, const dir_weights *dw, gf_cu_pt
                    int B, gf_cu_ptr gates_d)
 {
     int rows = B * s->T, g = 4 * s->hidden;
-    TRY(gf_blas_gpu_gemm(s->blas, math, true, rows, g, dw->in, 1.0f, x, ldx, dw->w_ih, dw->in,
+    GF_TRY(gf_blas_gpu_gemm(s->blas, math, true, rows, g, dw->in, 1.0f, x, ldx, dw->w_ih, dw->in,
                          0.0f, gates_d, g));
     float one = 1.0f;
     gf_cu_ptr bias = dw->bias;
@@ -169,7 +157,7 @@ static int recur_library(gf_lstm_gpu *s, gf_math math, const dir_weights *dw, in
 {
     const int T = s->T, H = s->hidden, G = 4 * H;
     const size_t f = sizeof(float);
-    TRY(gf_gpu_fill32(s->gpu, s->cell, 0, (size_t)B * H));
+    GF_TRY(gf_gpu_fill32(s->gpu, s->cell, 0, (size_t)B * H));
     long gstride = (long)T * G, hstride = (long)T * 2 * H;
     int h = H;
     for (int step = 0; step < T; step++) {
@@ -178,13 +166,13 @@ static int recur_library(gf_lstm_gpu *s, gf_math math, const dir_weights *dw, in
         if (step > 0) {
             int tp = d ? t + 1 : t - 1;
             gf_cu_ptr hprev = out + ((size_t)tp * 2 * H + (size_t)d * H) * f;
-            TRY(gf_blas_gpu_gemm(s->blas, math, true, B, G, H, 1.0f, hprev, T * 2 * H, dw->w_hh,
+            GF_TRY(gf_blas_gpu_gemm(s->blas, math, true, B, G, H, 1.0f, hprev, T * 2 * H, dw->w_hh,
                                  H, 1.0f, gt, T * G));
         }
         gf_cu_ptr ho = out + ((size_t)t * 2 * H + (size_t)d * H) * f;
         gf_cu_ptr cell = s->cell;
         void *p[] = { &gt, &gstride, &cell, &B, &h, &ho, &hstride };
-        TRY(launch1d(s, s->cell_fn, (long)B * H, p));
+        GF_TRY(launch1d(s, s->cell_fn, (long)B * H, p));
     }
     return 0;
 }
@@ -201,16 +189,16 @@ int gf_lstm_gpu_run(gf_lstm_gpu *s, gf_math math, gf_cu_ptr x, int B, gf_cu_ptr 
     for (int l = 0; l < s->layers; l++) {
         gf_cu_ptr o = s->h[l % 2];
         for (int d = 0; d < 2; d++)
-            TRY(project(s, math, &s->w[l][d], in, ldx, B, s->gates + (size_t)d * half));
+            GF_TRY(project(s, math, &s->w[l][d], in, ldx, B, s->gates + (size_t)d * half));
         if (s->route == GF_ROUTE_OWN) {
             gf_cu_ptr gates = s->gates, w = s->w_hh_pair[l];
             int t = s->T;
             void *p[] = { &gates, &w, &o, &B, &t };
-            TRY(gf_gpu_launch(s->gpu, s->rec, (unsigned)B, 2, 1, 4 * OWN_HIDDEN, 1, 1,
+            GF_TRY(gf_gpu_launch(s->gpu, s->rec, (unsigned)B, 2, 1, 4 * OWN_HIDDEN, 1, 1,
                               (unsigned)s->rec_smem, p));
         } else {
             for (int d = 0; d < 2; d++)
-                TRY(recur_library(s, math, &s->w[l][d], d, B, s->gates + (size_t)d * half, o));
+                GF_TRY(recur_library(s, math, &s->w[l][d], d, B, s->gates + (size_t)d * half, o));
         }
         in = o;
         ldx = 2 * s->hidden;

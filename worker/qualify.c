@@ -306,20 +306,71 @@ static void lstm_weights_free(lstm_weights *w)
 }
 
 /* Device time of one LSTM run on the current route, ms. */
-static int time_lstm(gf_gpu *gpu, gf_lstm_gpu *l, gf_math math, gf_cu_ptr x, int B, double *ms)
+/* ---- A/B timing ------------------------------------------------------------ */
+
+/* What A/B rounds compare: the same work on the own route (A) and on the
+ * library route (B). run adds the device time of one run to stats. */
+typedef struct {
+    int (*set_route)(void *arg, gf_route_kind kind);
+    int (*run)(void *arg, gf_devstats *stats);
+    void *arg;
+} ab_subject;
+
+static double stats_total_ns(const gf_devstats *st)
 {
-    gf_devstats *st = gf_devstats_new();
-    gf_cu_ptr out;
-    int rc = gf_gpu_timing_begin(gpu, "lstm.stack", "qualify");
-    rc = rc ? rc : gf_lstm_gpu_run(l, math, x, B, &out);
-    rc = rc ? rc : gf_gpu_timing_end(gpu);
-    gf_gpu_timing_collect(gpu, st);
     const gf_devstats_row *rows;
-    if (!rc && (gf_devstats_rows(st, &rows) != 1 || rows[0].count != 1))
-        rc = GF_EDEVICE;
-    if (!rc)
-        *ms = (double)rows[0].total_ns / 1e6;
-    gf_devstats_destroy(&st);
+    size_t n = gf_devstats_rows(st, &rows);
+    double total = 0;
+    for (size_t i = 0; i < n; i++)
+        total += (double)rows[i].total_ns;
+    return total;
+}
+
+/* One warm-up of each route, then ctx->rounds interleaved rounds A, B, A, B;
+ * a[r], b[r] in ns x scale. A run whose timing failed fails the rounds. */
+static int ab_rounds(const gf_qualify_ctx *ctx, const ab_subject *sub, double scale, double *a,
+                     double *b)
+{
+    int rc = 0;
+    for (int r = -1; r < ctx->rounds && !rc; r++)
+        for (int route = 0; route < 2 && !rc; route++) {
+            gf_devstats *st = gf_devstats_new();
+            rc = sub->set_route(sub->arg, route == 0 ? GF_ROUTE_OWN : GF_ROUTE_LIBRARY);
+            rc = rc ? rc : sub->run(sub->arg, st);
+            const gf_devstats_row *rows;
+            size_t n = gf_devstats_rows(st, &rows);
+            for (size_t i = 0; i < n && !rc; i++)
+                if (rows[i].failed || !rows[i].count)
+                    rc = GF_EDEVICE;
+            if (!rc && r >= 0)
+                (route == 0 ? a : b)[r] = stats_total_ns(st) * scale;
+            gf_devstats_destroy(&st);
+        }
+    return rc;
+}
+
+typedef struct {
+    gf_gpu *gpu;
+    gf_lstm_gpu *l;
+    gf_math math;
+    gf_cu_ptr x;
+    int B;
+} lstm_subject;
+
+static int lstm_set_route(void *arg, gf_route_kind kind)
+{
+    lstm_subject *t = arg;
+    return gf_lstm_gpu_set_route(t->l, kind, NULL);
+}
+
+static int lstm_run(void *arg, gf_devstats *stats)
+{
+    lstm_subject *t = arg;
+    gf_cu_ptr out;
+    int rc = gf_gpu_timing_begin(t->gpu, "lstm.stack", "qualify");
+    rc = rc ? rc : gf_lstm_gpu_run(t->l, t->math, t->x, t->B, &out);
+    rc = rc ? rc : gf_gpu_timing_end(t->gpu);
+    gf_gpu_timing_collect(t->gpu, stats);
     return rc;
 }
 
@@ -395,21 +446,31 @@ out:
 static int lstm_speed(const gf_qualify_ctx *ctx, gf_lstm_gpu *l, gf_math math, gf_cu_ptr dx,
                       int B, double *a, double *b)
 {
-    double ms;
-    for (int warm = 0; warm < 2; warm++) {   /* warm-up both routes */
-        if (gf_lstm_gpu_set_route(l, GF_ROUTE_OWN, NULL) || time_lstm(ctx->gpu, l, math, dx, B, &ms) ||
-            gf_lstm_gpu_set_route(l, GF_ROUTE_LIBRARY, NULL) || time_lstm(ctx->gpu, l, math, dx, B, &ms))
-            return GF_EDEVICE;
-    }
-    for (int r = 0; r < ctx->rounds; r++) {
-        if (gf_lstm_gpu_set_route(l, GF_ROUTE_OWN, NULL) || time_lstm(ctx->gpu, l, math, dx, B, &a[r]) ||
-            gf_lstm_gpu_set_route(l, GF_ROUTE_LIBRARY, NULL) || time_lstm(ctx->gpu, l, math, dx, B, &b[r]))
-            return GF_EDEVICE;
-    }
-    return 0;
+    lstm_subject t = { ctx->gpu, l, math, dx, B };
+    ab_subject sub = { lstm_set_route, lstm_run, &t };
+    return ab_rounds(ctx, &sub, 1e-6, a, b);   /* ms */
 }
 
 /* The whole segmentation network, A (own lstm) / B (library) rounds, seconds. */
+typedef struct {
+    gf_segmentation_gpu *s;
+    const float *wave;
+    float *logp;
+    int B;
+} seg_subject;
+
+static int seg_set_route(void *arg, gf_route_kind kind)
+{
+    seg_subject *t = arg;
+    return gf_segmentation_gpu_set_route(t->s, "lstm.stack", kind);
+}
+
+static int seg_run(void *arg, gf_devstats *stats)
+{
+    seg_subject *t = arg;
+    return gf_segmentation_gpu_run(t->s, t->wave, t->B, t->logp, stats);
+}
+
 static int e2e_speed(const gf_qualify_ctx *ctx, int B, gf_math math, uint64_t *seed, double *a,
                      double *b)
 {
@@ -421,23 +482,9 @@ static int e2e_speed(const gf_qualify_ctx *ctx, int B, gf_math math, uint64_t *s
     float *logp = gf_malloc(sizeof(float) * (size_t)B * 589 * 7);
     for (size_t i = 0; i < (size_t)B * 160000; i++)
         wave[i] = uniform(seed, 0.3f);
-    int rc = 0;
-    for (int r = -1; r < ctx->rounds && !rc; r++) {
-        for (int route = 0; route < 2 && !rc; route++) {
-            gf_devstats *st = gf_devstats_new();
-            rc = gf_segmentation_gpu_set_route(s, "lstm.stack",
-                                               route == 0 ? GF_ROUTE_OWN : GF_ROUTE_LIBRARY);
-            rc = rc ? rc : gf_segmentation_gpu_run(s, wave, B, logp, st);
-            const gf_devstats_row *rows;
-            size_t n = gf_devstats_rows(st, &rows);
-            double total = 0;
-            for (size_t i = 0; i < n; i++)
-                total += (double)rows[i].total_ns / 1e9;
-            if (r >= 0)
-                (route == 0 ? a : b)[r] = total;
-            gf_devstats_destroy(&st);
-        }
-    }
+    seg_subject t = { s, wave, logp, B };
+    ab_subject sub = { seg_set_route, seg_run, &t };
+    int rc = ab_rounds(ctx, &sub, 1e-9, a, b);   /* s */
     free(wave);
     free(logp);
     gf_segmentation_gpu_destroy(&s);
@@ -569,24 +616,54 @@ static double conv_ref_at(const conv_layer *L, const float *x, const float *w, c
     return L->relu && acc < 0 ? 0.0 : acc;
 }
 
-static int time_conv(gf_gpu *gpu, gf_conv_gpu *c, gf_math math, int B, const conv_layer *L,
-                     gf_cu_ptr x, gf_cu_ptr out, gf_cu_ptr res, gf_cu_ptr col, double *ms)
+typedef struct {
+    gf_gpu *gpu;
+    gf_conv_gpu *c;
+    gf_math math;
+    int B;
+    const conv_layer *L;
+    gf_cu_ptr x, out, res, col;
+} conv_subject;
+
+static int conv_set_route(void *arg, gf_route_kind kind)
 {
-    gf_devstats *st = gf_devstats_new();
-    int rc = gf_gpu_timing_begin(gpu, L->boundary, "qualify");
-    rc = rc ? rc : gf_conv_gpu_run(c, math, B, x, L->h, L->w, out, res, L->relu, col);
-    rc = rc ? rc : gf_gpu_timing_end(gpu);
-    gf_gpu_timing_collect(gpu, st);
-    const gf_devstats_row *rows;
-    if (!rc && (gf_devstats_rows(st, &rows) != 1 || rows[0].count != 1))
-        rc = GF_EDEVICE;
-    if (!rc)
-        *ms = (double)rows[0].total_ns / 1e6;
-    gf_devstats_destroy(&st);
+    conv_subject *t = arg;
+    return gf_conv_gpu_set_route(t->c, kind, t->math, NULL);
+}
+
+static int conv_run(void *arg, gf_devstats *stats)
+{
+    conv_subject *t = arg;
+    int rc = gf_gpu_timing_begin(t->gpu, t->L->boundary, "qualify");
+    rc = rc ? rc : gf_conv_gpu_run(t->c, t->math, t->B, t->x, t->L->h, t->L->w, t->out, t->res,
+                                   t->L->relu, t->col);
+    rc = rc ? rc : gf_gpu_timing_end(t->gpu);
+    gf_gpu_timing_collect(t->gpu, stats);
     return rc;
 }
 
 /* The embedding network end to end with `boundary` own (A) or library (B). */
+typedef struct {
+    gf_embedding_gpu *e;
+    const char *boundary;
+    const float *feats, *masks;
+    float *emb;
+    int B;
+} emb_subject;
+
+static int emb_set_route(void *arg, gf_route_kind kind)
+{
+    emb_subject *t = arg;
+    return gf_embedding_gpu_set_route(t->e, t->boundary, kind);
+}
+
+static int emb_run(void *arg, gf_devstats *stats)
+{
+    emb_subject *t = arg;
+    int jw[1] = { 0 };
+    return gf_embedding_gpu_run(t->e, t->feats, t->B, jw, t->masks, 1, t->emb, stats);
+}
+
 static int e2e_embedding(const gf_qualify_ctx *ctx, const char *boundary, int B, gf_math math,
                          uint64_t *seed, double *a, double *b)
 {
@@ -597,26 +674,13 @@ static int e2e_embedding(const gf_qualify_ctx *ctx, const char *boundary, int B,
     size_t nf = (size_t)B * GF_EMB_FRAMES * GF_EMB_MELS;
     float *feats = gf_malloc(sizeof(float) * nf), *masks = gf_malloc(sizeof(float) * 589);
     float *emb = gf_malloc(sizeof(float) * GF_EMB_DIM);
-    int jw[1] = { 0 };
     for (size_t i = 0; i < nf; i++)
         feats[i] = uniform(seed, 1.0f);
     for (int t = 0; t < 589; t++)
         masks[t] = (t / 40) % 2 ? 1.0f : 0.0f;
-    int rc = 0;
-    for (int r = -1; r < ctx->rounds && !rc; r++)
-        for (int route = 0; route < 2 && !rc; route++) {
-            gf_devstats *st = gf_devstats_new();
-            rc = gf_embedding_gpu_set_route(e, boundary, route == 0 ? GF_ROUTE_OWN : GF_ROUTE_LIBRARY);
-            rc = rc ? rc : gf_embedding_gpu_run(e, feats, B, jw, masks, 1, emb, st);
-            const gf_devstats_row *rows;
-            size_t n = gf_devstats_rows(st, &rows);
-            double total = 0;
-            for (size_t i = 0; i < n; i++)
-                total += (double)rows[i].total_ns / 1e9;
-            if (r >= 0)
-                (route == 0 ? a : b)[r] = total;
-            gf_devstats_destroy(&st);
-        }
+    emb_subject t = { e, boundary, feats, masks, emb, B };
+    ab_subject sub = { emb_set_route, emb_run, &t };
+    int rc = ab_rounds(ctx, &sub, 1e-9, a, b);   /* s */
     free(feats);
     free(masks);
     free(emb);
@@ -713,19 +777,9 @@ static int qualify_conv(const gf_qualify_ctx *ctx, const gf_candidate *cand, int
         json_object_put(j);
     }
     if (!rc && res->accurate) {
-        double ms;
-        for (int warm = 0; warm < 2 && !rc; warm++) {
-            rc = gf_conv_gpu_set_route(c, GF_ROUTE_OWN, math, NULL);
-            rc = rc ? rc : time_conv(ctx->gpu, c, math, B, L, dx, dout, dres, dcol, &ms);
-            rc = rc ? rc : gf_conv_gpu_set_route(c, GF_ROUTE_LIBRARY, math, NULL);
-            rc = rc ? rc : time_conv(ctx->gpu, c, math, B, L, dx, dout, dres, dcol, &ms);
-        }
-        for (int k = 0; k < ctx->rounds && !rc; k++) {
-            rc = gf_conv_gpu_set_route(c, GF_ROUTE_OWN, math, NULL);
-            rc = rc ? rc : time_conv(ctx->gpu, c, math, B, L, dx, dout, dres, dcol, &a[k]);
-            rc = rc ? rc : gf_conv_gpu_set_route(c, GF_ROUTE_LIBRARY, math, NULL);
-            rc = rc ? rc : time_conv(ctx->gpu, c, math, B, L, dx, dout, dres, dcol, &bt[k]);
-        }
+        conv_subject t = { ctx->gpu, c, math, B, L, dx, dout, dres, dcol };
+        ab_subject sub = { conv_set_route, conv_run, &t };
+        rc = ab_rounds(ctx, &sub, 1e-6, a, bt);   /* ms */
         if (!rc)
             rc = speed_and_e2e(ctx, cand, B, math, res, a, bt, &rng);
     }

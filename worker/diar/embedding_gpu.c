@@ -37,8 +37,7 @@ struct gf_embedding_gpu {
     int n_convs;
     gf_cu_ptr seg_w, seg_b;       /* [256, 5120], [256] */
     gf_cu_ptr feats, act[4], col, masks, job_window, pooled, emb;
-    gf_cu_ptr owned[128];         /* every device allocation */
-    size_t n_owned;
+    gf_gpu_allocs mem;            /* every device allocation */
 };
 
 static const int layer_blocks[4] = { 3, 4, 6, 3 };
@@ -46,17 +45,12 @@ static const int layer_width[4] = { 32, 64, 128, 256 };
 
 static int dalloc(gf_embedding_gpu *s, size_t bytes, gf_cu_ptr *dev)
 {
-    assert(s->n_owned < GF_ARRAY_LEN(s->owned));
-    int rc = gf_gpu_alloc(s->gpu, bytes, dev);
-    if (!rc)
-        s->owned[s->n_owned++] = *dev;
-    return rc;
+    return gf_gpu_allocs_take(&s->mem, bytes, dev);
 }
 
 static int upload(gf_embedding_gpu *s, const void *host, size_t bytes, gf_cu_ptr *dev)
 {
-    int rc = dalloc(s, bytes, dev);
-    return rc ? rc : gf_gpu_upload(s->gpu, *dev, host, bytes);
+    return gf_gpu_allocs_upload(&s->mem, host, bytes, dev);
 }
 
 /* Fold conv `wname` [cout,cin,k,k] and batch norm `bn` (prefix) into one conv. */
@@ -134,16 +128,10 @@ static int load_weights(gf_embedding_gpu *s, gf_safetensors *st)
 
 static int load_kernels(gf_embedding_gpu *s)
 {
-    struct { gf_cu_function *f; const char *name; } list[] = {
-        { &s->k.transpose, "gf_transpose_ct" }, { &s->k.statspool, "gf_statspool" },
-        { &s->k.bias_act, "gf_bias_leaky_relu" },
-    };
-    for (size_t i = 0; i < GF_ARRAY_LEN(list); i++) {
-        int rc = gf_gpu_function(s->gpu, "glue", list[i].name, list[i].f, NULL, NULL);
-        if (rc)
-            return rc;
-    }
-    return 0;
+    static const char *const names[] = { "gf_transpose_ct", "gf_statspool",
+                                         "gf_bias_leaky_relu" };
+    gf_cu_function *const fns[] = { &s->k.transpose, &s->k.statspool, &s->k.bias_act };
+    return gf_gpu_functions(s->gpu, "glue", names, fns, GF_ARRAY_LEN(names));
 }
 
 static int alloc_workspace(gf_embedding_gpu *s)
@@ -171,6 +159,7 @@ gf_embedding_gpu *gf_embedding_gpu_new(gf_gpu *gpu, gf_blas_gpu *blas, const cha
     s->blas = blas;
     s->math = math;
     s->max_batch = max_batch;
+    s->mem.gpu = gpu;
     gf_safetensors *st = gf_safetensors_open(path, sha256_hex);
     int rc = st ? load_weights(s, st) : GF_EINVAL;
     if (rc == GF_EINVAL && st)
@@ -191,22 +180,15 @@ void gf_embedding_gpu_destroy(gf_embedding_gpu **self_p)
     gf_embedding_gpu *s = *self_p;
     for (int i = 0; i < s->n_convs; i++)
         gf_conv_gpu_destroy(&s->convs[i]);
-    for (size_t i = 0; i < s->n_owned; i++)
-        gf_gpu_free(s->gpu, s->owned[i]);
+    gf_gpu_allocs_release(&s->mem);
     free(s);
     *self_p = NULL;
 }
 
-#define TRY(x)          \
-    do {                \
-        int rc_ = (x);  \
-        if (rc_)        \
-            return rc_; \
-    } while (0)
 
 static int launch1d(gf_embedding_gpu *s, gf_cu_function f, long n, void **params)
 {
-    return gf_gpu_launch(s->gpu, f, (unsigned)((n + 255) / 256), 1, 1, 256, 1, 1, 0, params);
+    return gf_gpu_launch1d(s->gpu, f, n, params);
 }
 
 static int run_conv(gf_embedding_gpu *s, gf_conv_gpu *c, int B, gf_cu_ptr x, int h, int w,
@@ -222,7 +204,7 @@ int gf_embedding_gpu_set_route(gf_embedding_gpu *s, const char *boundary, gf_rou
     bool all = strcmp(boundary, "resnet") == 0, found = false;
     for (int i = 0; i < s->n_convs; i++)
         if (all || strcmp(gf_conv_gpu_boundary(s->convs[i]), boundary) == 0) {
-            TRY(gf_conv_gpu_set_route(s->convs[i], kind, s->math, NULL));
+            GF_TRY(gf_conv_gpu_set_route(s->convs[i], kind, s->math, NULL));
             found = true;
         }
     return found ? 0 : GF_ENOENT;
@@ -233,8 +215,8 @@ int gf_embedding_gpu_apply_plan(gf_embedding_gpu *s, const gf_planner *pl, int b
     for (int i = 0; i < s->n_convs; i++) {
         gf_conv_gpu *c = s->convs[i];
         gf_route r;
-        TRY(gf_plan_route(pl, gf_conv_gpu_boundary(c), batch, s->math, &r));
-        TRY(gf_conv_gpu_set_route(c, GF_ROUTE_LIBRARY, s->math, NULL));
+        GF_TRY(gf_plan_route(pl, gf_conv_gpu_boundary(c), batch, s->math, &r));
+        GF_TRY(gf_conv_gpu_set_route(c, GF_ROUTE_LIBRARY, s->math, NULL));
         if (r.kind != GF_ROUTE_OWN)
             continue;
         const char *sha = NULL;
@@ -243,7 +225,7 @@ int gf_embedding_gpu_apply_plan(gf_embedding_gpu *s, const gf_planner *pl, int b
             continue;
         GF_WARN("%s: the planned module %.12s did not load as bound: library route",
                 gf_conv_gpu_boundary(c), r.module.sha256);
-        TRY(gf_conv_gpu_set_route(c, GF_ROUTE_LIBRARY, s->math, NULL));
+        GF_TRY(gf_conv_gpu_set_route(c, GF_ROUTE_LIBRARY, s->math, NULL));
     }
     return 0;
 }
@@ -262,14 +244,14 @@ static int trunk(gf_embedding_gpu *s, int B, gf_devstats *stats, gf_cu_ptr *resu
     /* [B, 998, 80] → [B, 80, 998] (mel × time, one input channel). */
     int frames = GF_EMB_FRAMES, mels = GF_EMB_MELS;
     void *p_tr[] = { &s->feats, &B, &frames, &mels, &s->act[0] };
-    TRY(launch1d(s, s->k.transpose, (long)B * frames * mels, p_tr));
+    GF_TRY(launch1d(s, s->k.transpose, (long)B * frames * mels, p_tr));
     int h = GF_EMB_MELS, w = GF_EMB_FRAMES, ho, wo;
     gf_cu_ptr x = s->act[0], t = s->act[1], sc = s->act[2], out = s->act[3];
     if (stats)
-        TRY(gf_gpu_timing_begin(s->gpu, "resnet.conv1", stage_route(s, 0, 1)));
-    TRY(run_conv(s, s->convs[0], B, x, h, w, t, 0, 1, &ho, &wo));
+        GF_TRY(gf_gpu_timing_begin(s->gpu, "resnet.conv1", stage_route(s, 0, 1)));
+    GF_TRY(run_conv(s, s->convs[0], B, x, h, w, t, 0, 1, &ho, &wo));
     if (stats)
-        TRY(gf_gpu_timing_end(s->gpu));
+        GF_TRY(gf_gpu_timing_end(s->gpu));
     gf_cu_ptr tmp = x;
     x = t;
     t = tmp;
@@ -278,21 +260,21 @@ static int trunk(gf_embedding_gpu *s, int B, gf_devstats *stats, gf_cu_ptr *resu
     for (int l = 0; l < 4; l++) {
         if (stats) {
             snprintf(stage, sizeof stage, "resnet.layer%d", l + 1);
-            TRY(gf_gpu_timing_begin(s->gpu, stage, stage_route(s, ci, ci + 3 * layer_blocks[l])));
+            GF_TRY(gf_gpu_timing_begin(s->gpu, stage, stage_route(s, ci, ci + 3 * layer_blocks[l])));
         }
         for (int b = 0; b < layer_blocks[l]; b++) {
             gf_conv_gpu *c1 = s->convs[ci++], *c2 = s->convs[ci++];
             gf_conv_shape sh = gf_conv_gpu_shape(c1);
             gf_conv_gpu *short_c = (sh.stride != 1 || sh.cin != sh.cout) ? s->convs[ci++] : NULL;
             int h1, w1;
-            TRY(run_conv(s, c1, B, x, h, w, t, 0, 1, &h1, &w1));
+            GF_TRY(run_conv(s, c1, B, x, h, w, t, 0, 1, &h1, &w1));
             gf_cu_ptr res = x;
             if (short_c) {
                 int hs, ws;
-                TRY(run_conv(s, short_c, B, x, h, w, sc, 0, 0, &hs, &ws));
+                GF_TRY(run_conv(s, short_c, B, x, h, w, sc, 0, 0, &hs, &ws));
                 res = sc;
             }
-            TRY(run_conv(s, c2, B, t, h1, w1, out, res, 1, &ho, &wo));
+            GF_TRY(run_conv(s, c2, B, t, h1, w1, out, res, 1, &ho, &wo));
             h = ho;
             w = wo;
             tmp = x;
@@ -300,7 +282,7 @@ static int trunk(gf_embedding_gpu *s, int B, gf_devstats *stats, gf_cu_ptr *resu
             out = tmp;
         }
         if (stats)
-            TRY(gf_gpu_timing_end(s->gpu));
+            GF_TRY(gf_gpu_timing_end(s->gpu));
     }
     assert(h == 10 && w == TRUNK_T);
     *result = x;
@@ -330,10 +312,10 @@ int gf_embedding_gpu_run(gf_embedding_gpu *s, const float *feats, int B,
             GF_ERROR("embedding (gpu): job %d names window %d of %d", j, job_window[j], B);
             return GF_EINVAL;
         }
-    TRY(gf_gpu_upload(s->gpu, s->feats, feats,
+    GF_TRY(gf_gpu_upload(s->gpu, s->feats, feats,
                       (size_t)B * GF_EMB_FRAMES * GF_EMB_MELS * sizeof(float)));
     gf_cu_ptr x;
-    TRY(trunk(s, B, stats, &x));
+    GF_TRY(trunk(s, B, stats, &x));
     if (n_jobs > 0) {
         float *small = gf_malloc(sizeof(float) * (size_t)n_jobs * TRUNK_T);
         resize_masks(masks, n_jobs, small);
@@ -341,28 +323,28 @@ int gf_embedding_gpu_run(gf_embedding_gpu *s, const float *feats, int B,
         rc = rc ? rc : gf_gpu_upload(s->gpu, s->job_window, job_window, sizeof(int) * (size_t)n_jobs);
         rc = rc ? rc : gf_gpu_sync(s->gpu);   /* the host copy is freed next */
         free(small);
-        TRY(rc);
+        GF_TRY(rc);
         if (stats)
-            TRY(gf_gpu_timing_begin(s->gpu, "pooling.stats", "library"));
+            GF_TRY(gf_gpu_timing_begin(s->gpu, "pooling.stats", "library"));
         int r = POOL_R, t = TRUNK_T;
         void *p_pool[] = { &x, &r, &t, &s->masks, &s->job_window, &s->pooled };
-        TRY(gf_gpu_launch(s->gpu, s->k.statspool, (unsigned)n_jobs, 1, 1, 256, 1, 1, 0, p_pool));
+        GF_TRY(gf_gpu_launch(s->gpu, s->k.statspool, (unsigned)n_jobs, 1, 1, 256, 1, 1, 0, p_pool));
         if (stats) {
-            TRY(gf_gpu_timing_end(s->gpu));
-            TRY(gf_gpu_timing_begin(s->gpu, "embedding.seg_1", "library"));
+            GF_TRY(gf_gpu_timing_end(s->gpu));
+            GF_TRY(gf_gpu_timing_begin(s->gpu, "embedding.seg_1", "library"));
         }
-        TRY(gf_blas_gpu_gemm(s->blas, s->math, true, n_jobs, GF_EMB_DIM, 2 * POOL_R, 1.0f,
+        GF_TRY(gf_blas_gpu_gemm(s->blas, s->math, true, n_jobs, GF_EMB_DIM, 2 * POOL_R, 1.0f,
                              s->pooled, 2 * POOL_R, s->seg_w, 2 * POOL_R, 0.0f, s->emb,
                              GF_EMB_DIM));
         int dim = GF_EMB_DIM;
         float one = 1.0f;
         void *p_b[] = { &s->emb, &s->seg_b, &n_jobs, &dim, &one };
-        TRY(launch1d(s, s->k.bias_act, (long)n_jobs * GF_EMB_DIM, p_b));
+        GF_TRY(launch1d(s, s->k.bias_act, (long)n_jobs * GF_EMB_DIM, p_b));
         if (stats)
-            TRY(gf_gpu_timing_end(s->gpu));
-        TRY(gf_gpu_download(s->gpu, emb, s->emb, sizeof(float) * (size_t)n_jobs * GF_EMB_DIM));
+            GF_TRY(gf_gpu_timing_end(s->gpu));
+        GF_TRY(gf_gpu_download(s->gpu, emb, s->emb, sizeof(float) * (size_t)n_jobs * GF_EMB_DIM));
     }
-    TRY(gf_gpu_sync(s->gpu));
+    GF_TRY(gf_gpu_sync(s->gpu));
     if (stats)
         gf_gpu_timing_collect(s->gpu, stats);
     return 0;

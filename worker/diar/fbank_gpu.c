@@ -20,17 +20,12 @@ struct gf_fbank_gpu {
     gf_cu_function frames_fn, power_fn, log_fn;
     gf_cu_ptr window, dft, mel;           /* [400], [512 x 400], [80 x 256] */
     gf_cu_ptr wave, frames, spec, power, out;
-    gf_cu_ptr owned[8];
-    size_t n_owned;
+    gf_gpu_allocs mem;                    /* every device allocation */
 };
 
 static int dalloc(gf_fbank_gpu *s, size_t bytes, gf_cu_ptr *p)
 {
-    assert(s->n_owned < GF_ARRAY_LEN(s->owned));
-    int rc = gf_gpu_alloc(s->gpu, bytes, p);
-    if (!rc)
-        s->owned[s->n_owned++] = *p;
-    return rc;
+    return gf_gpu_allocs_take(&s->mem, bytes, p);
 }
 
 gf_fbank_gpu *gf_fbank_gpu_new(gf_gpu *gpu, gf_blas_gpu *blas, int max_batch)
@@ -39,6 +34,7 @@ gf_fbank_gpu *gf_fbank_gpu_new(gf_gpu *gpu, gf_blas_gpu *blas, int max_batch)
     s->gpu = gpu;
     s->blas = blas;
     s->max_batch = max_batch;
+    s->mem.gpu = gpu;
     gf_fbank *ref = gf_fbank_new();
     float *dft = gf_malloc(sizeof(float) * 2 * NB * GF_FBANK_FRAME);
     float *mel = gf_malloc(sizeof(float) * GF_FBANK_BINS * NB);
@@ -51,20 +47,18 @@ gf_fbank_gpu *gf_fbank_gpu_new(gf_gpu *gpu, gf_blas_gpu *blas, int max_batch)
         }
     gf_fbank_mel_dense(ref, mel);
     const size_t B = (size_t)max_batch, rows = B * FRAMES, f = sizeof(float);
-    int rc = dalloc(s, GF_FBANK_FRAME * f, &s->window);
-    rc = rc ? rc : gf_gpu_upload(gpu, s->window, gf_fbank_window(ref), GF_FBANK_FRAME * f);
-    rc = rc ? rc : dalloc(s, 2 * NB * GF_FBANK_FRAME * f, &s->dft);
-    rc = rc ? rc : gf_gpu_upload(gpu, s->dft, dft, 2 * NB * GF_FBANK_FRAME * f);
-    rc = rc ? rc : dalloc(s, GF_FBANK_BINS * NB * f, &s->mel);
-    rc = rc ? rc : gf_gpu_upload(gpu, s->mel, mel, GF_FBANK_BINS * NB * f);
+    int rc = gf_gpu_allocs_upload(&s->mem, gf_fbank_window(ref), GF_FBANK_FRAME * f, &s->window);
+    rc = rc ? rc : gf_gpu_allocs_upload(&s->mem, dft, 2 * NB * GF_FBANK_FRAME * f, &s->dft);
+    rc = rc ? rc : gf_gpu_allocs_upload(&s->mem, mel, GF_FBANK_BINS * NB * f, &s->mel);
     rc = rc ? rc : dalloc(s, B * SAMPLES * f, &s->wave);
     rc = rc ? rc : dalloc(s, rows * GF_FBANK_FRAME * f, &s->frames);
     rc = rc ? rc : dalloc(s, rows * 2 * NB * f, &s->spec);
     rc = rc ? rc : dalloc(s, rows * NB * f, &s->power);
     rc = rc ? rc : dalloc(s, rows * GF_FBANK_BINS * f, &s->out);
-    rc = rc ? rc : gf_gpu_function(gpu, "glue", "gf_fbank_frames", &s->frames_fn, NULL, NULL);
-    rc = rc ? rc : gf_gpu_function(gpu, "glue", "gf_fbank_power", &s->power_fn, NULL, NULL);
-    rc = rc ? rc : gf_gpu_function(gpu, "glue", "gf_fbank_log_norm", &s->log_fn, NULL, NULL);
+    static const char *const names[] = { "gf_fbank_frames", "gf_fbank_power",
+                                         "gf_fbank_log_norm" };
+    gf_cu_function *const fns[] = { &s->frames_fn, &s->power_fn, &s->log_fn };
+    rc = rc ? rc : gf_gpu_functions(gpu, "glue", names, fns, GF_ARRAY_LEN(names));
     rc = rc ? rc : gf_gpu_sync(gpu);   /* the host tables are freed next */
     free(dft);
     free(mel);
@@ -79,18 +73,11 @@ void gf_fbank_gpu_destroy(gf_fbank_gpu **self_p)
     if (!self_p || !*self_p)
         return;
     gf_fbank_gpu *s = *self_p;
-    for (size_t i = 0; i < s->n_owned; i++)
-        gf_gpu_free(s->gpu, s->owned[i]);
+    gf_gpu_allocs_release(&s->mem);
     free(s);
     *self_p = NULL;
 }
 
-#define TRY(x)          \
-    do {                \
-        int rc_ = (x);  \
-        if (rc_)        \
-            return rc_; \
-    } while (0)
 
 int gf_fbank_gpu_run(gf_fbank_gpu *s, const float *wave, int B, float *feats, gf_devstats *stats)
 {
@@ -99,31 +86,30 @@ int gf_fbank_gpu_run(gf_fbank_gpu *s, const float *wave, int B, float *feats, gf
         return GF_EINVAL;
     }
     const long rows = (long)B * FRAMES;
-    TRY(gf_gpu_upload(s->gpu, s->wave, wave, sizeof(float) * (size_t)B * SAMPLES));
+    GF_TRY(gf_gpu_upload(s->gpu, s->wave, wave, sizeof(float) * (size_t)B * SAMPLES));
     if (stats)
-        TRY(gf_gpu_timing_begin(s->gpu, "fbank.dft", "library"));
+        GF_TRY(gf_gpu_timing_begin(s->gpu, "fbank.dft", "library"));
     int n = SAMPLES, frames = FRAMES;
     void *p_fr[] = { &s->wave, &n, &frames, &s->window, &s->frames };
-    TRY(gf_gpu_launch(s->gpu, s->frames_fn, (unsigned)rows, 1, 1, 128, 1, 1, 0, p_fr));
+    GF_TRY(gf_gpu_launch(s->gpu, s->frames_fn, (unsigned)rows, 1, 1, 128, 1, 1, 0, p_fr));
     /* spec [rows, 512] = frames [rows, 400] · dftᵀ (dft [512, 400]) */
-    TRY(gf_blas_gpu_gemm(s->blas, GF_MATH_FP32, true, (int)rows, 2 * NB, GF_FBANK_FRAME, 1.0f,
+    GF_TRY(gf_blas_gpu_gemm(s->blas, GF_MATH_FP32, true, (int)rows, 2 * NB, GF_FBANK_FRAME, 1.0f,
                          s->frames, GF_FBANK_FRAME, s->dft, GF_FBANK_FRAME, 0.0f, s->spec,
                          2 * NB));
     void *p_pw[] = { &s->spec, (void *)&rows, &s->power };
-    TRY(gf_gpu_launch(s->gpu, s->power_fn, (unsigned)((rows * NB + 255) / 256), 1, 1, 256, 1,
-                      1, 0, p_pw));
+    GF_TRY(gf_gpu_launch1d(s->gpu, s->power_fn, rows * NB, p_pw));
     if (stats) {
-        TRY(gf_gpu_timing_end(s->gpu));
-        TRY(gf_gpu_timing_begin(s->gpu, "fbank.mel", "library"));
+        GF_TRY(gf_gpu_timing_end(s->gpu));
+        GF_TRY(gf_gpu_timing_begin(s->gpu, "fbank.mel", "library"));
     }
     /* out [rows, 80] = power [rows, 256] · melᵀ (mel [80, 256]) */
-    TRY(gf_blas_gpu_gemm(s->blas, GF_MATH_FP32, true, (int)rows, GF_FBANK_BINS, NB, 1.0f,
+    GF_TRY(gf_blas_gpu_gemm(s->blas, GF_MATH_FP32, true, (int)rows, GF_FBANK_BINS, NB, 1.0f,
                          s->power, NB, s->mel, NB, 0.0f, s->out, GF_FBANK_BINS));
     void *p_lg[] = { &s->out, &frames };
-    TRY(gf_gpu_launch(s->gpu, s->log_fn, (unsigned)(B * GF_FBANK_BINS), 1, 1, 256, 1, 1, 0, p_lg));
+    GF_TRY(gf_gpu_launch(s->gpu, s->log_fn, (unsigned)(B * GF_FBANK_BINS), 1, 1, 256, 1, 1, 0, p_lg));
     if (stats)
-        TRY(gf_gpu_timing_end(s->gpu));
-    TRY(gf_gpu_download(s->gpu, feats, s->out, sizeof(float) * (size_t)rows * GF_FBANK_BINS));
+        GF_TRY(gf_gpu_timing_end(s->gpu));
+    GF_TRY(gf_gpu_download(s->gpu, feats, s->out, sizeof(float) * (size_t)rows * GF_FBANK_BINS));
     if (stats)
         gf_gpu_timing_collect(s->gpu, stats);
     return 0;

@@ -59,23 +59,17 @@ struct gf_segmentation_gpu {
     /* workspace */
     gf_cu_ptr wave, wn, col64, sinc64, p1, col, c2, p2, c3, p3, x0, lin0, lin1, out;
     gf_cu_ptr lstm_out;            /* the LSTM stack's output [B, T, 2H] */
-    gf_cu_ptr owned[96];           /* every device allocation, freed on destroy */
-    size_t n_owned;
+    gf_gpu_allocs mem;             /* every device allocation, freed on destroy */
 };
 
 static int dalloc(gf_segmentation_gpu *s, size_t bytes, gf_cu_ptr *dev)
 {
-    assert(s->n_owned < GF_ARRAY_LEN(s->owned));
-    int rc = gf_gpu_alloc(s->gpu, bytes, dev);
-    if (!rc)
-        s->owned[s->n_owned++] = *dev;
-    return rc;
+    return gf_gpu_allocs_take(&s->mem, bytes, dev);
 }
 
 static int upload(gf_segmentation_gpu *s, const void *host, size_t bytes, gf_cu_ptr *dev)
 {
-    int rc = dalloc(s, bytes, dev);
-    return rc ? rc : gf_gpu_upload(s->gpu, *dev, host, bytes);
+    return gf_gpu_allocs_upload(&s->mem, host, bytes, dev);
 }
 
 static int get(gf_safetensors *st, gf_segmentation_gpu *s, gf_cu_ptr *dev, const char *name,
@@ -154,19 +148,16 @@ static int load_weights(gf_segmentation_gpu *s, gf_safetensors *st)
 
 static int load_kernels(gf_segmentation_gpu *s)
 {
-    struct { gf_cu_function *f; const char *name; } list[] = {
-        { &s->k.wavnorm, "gf_wavnorm" },         { &s->k.im2col_f64, "gf_im2col1d_f64" },
-        { &s->k.pool_absmax_f64, "gf_pool_absmax_f64" }, { &s->k.instnorm, "gf_instnorm_lrelu" },
-        { &s->k.im2col, "gf_im2col1d" },         { &s->k.pool_max, "gf_pool_max" },
-        { &s->k.transpose, "gf_transpose_ct" },
-        { &s->k.bias_act, "gf_bias_leaky_relu" }, { &s->k.logsoftmax, "gf_logsoftmax_rows" },
+    static const char *const names[] = {
+        "gf_wavnorm", "gf_im2col1d_f64", "gf_pool_absmax_f64", "gf_instnorm_lrelu",
+        "gf_im2col1d", "gf_pool_max", "gf_transpose_ct", "gf_bias_leaky_relu",
+        "gf_logsoftmax_rows",
     };
-    for (size_t i = 0; i < GF_ARRAY_LEN(list); i++) {
-        int rc = gf_gpu_function(s->gpu, "glue", list[i].name, list[i].f, NULL, NULL);
-        if (rc)
-            return rc;
-    }
-    return 0;
+    gf_cu_function *const fns[] = {
+        &s->k.wavnorm, &s->k.im2col_f64, &s->k.pool_absmax_f64, &s->k.instnorm,
+        &s->k.im2col, &s->k.pool_max, &s->k.transpose, &s->k.bias_act, &s->k.logsoftmax,
+    };
+    return gf_gpu_functions(s->gpu, "glue", names, fns, GF_ARRAY_LEN(names));
 }
 
 static int alloc_workspace(gf_segmentation_gpu *s)
@@ -199,6 +190,7 @@ gf_segmentation_gpu *gf_segmentation_gpu_new(gf_gpu *gpu, gf_blas_gpu *blas, con
     s->blas = blas;
     s->math = math;
     s->max_batch = max_batch;
+    s->mem.gpu = gpu;
     gf_safetensors *st = gf_safetensors_open(path, sha256_hex);
     int rc = st ? load_weights(s, st) : GF_EINVAL;
     if (rc == GF_EINVAL && st)
@@ -221,27 +213,15 @@ void gf_segmentation_gpu_destroy(gf_segmentation_gpu **self_p)
         return;
     gf_segmentation_gpu *s = *self_p;
     gf_lstm_gpu_destroy(&s->lstm);
-    for (size_t i = 0; i < s->n_owned; i++)
-        gf_gpu_free(s->gpu, s->owned[i]);
+    gf_gpu_allocs_release(&s->mem);
     free(s);
     *self_p = NULL;
 }
 
-static unsigned blocks_for(long n, unsigned threads)
-{
-    return (unsigned)((n + threads - 1) / threads);
-}
-
-#define TRY(x)              \
-    do {                    \
-        int rc_ = (x);      \
-        if (rc_)            \
-            return rc_;     \
-    } while (0)
 
 static int launch1d(gf_segmentation_gpu *s, gf_cu_function f, long n, void **params)
 {
-    return gf_gpu_launch(s->gpu, f, blocks_for(n, 256), 1, 1, 256, 1, 1, 0, params);
+    return gf_gpu_launch1d(s->gpu, f, n, params);
 }
 
 /* A 1-D convolution stage: im2col, GEMM, bias + max-pool 3, instance norm. */
@@ -250,16 +230,16 @@ static int conv_stage(gf_segmentation_gpu *s, int B, gf_cu_ptr in, int cin, int 
 {
     int k = KC, one = 1, tout = tin - KC + 1, tp = tout / 3, three = 3, zero = 0, c2 = C2;
     void *p_im[] = { &in, &B, &cin, &tin, &k, &one, &tout, &s->col };
-    TRY(launch1d(s, s->k.im2col, (long)B * tout * cin * KC, p_im));
+    GF_TRY(launch1d(s, s->k.im2col, (long)B * tout * cin * KC, p_im));
     /* conv_out[b] [60, tout] = W [60, cin*5] · col[b]ᵀ */
-    TRY(gf_blas_gpu_gemm_batched(s->blas, s->math, true, C2, tout, cin * KC, 1.0f,
+    GF_TRY(gf_blas_gpu_gemm_batched(s->blas, s->math, true, C2, tout, cin * KC, 1.0f,
                                  s->conv_w[idx], cin * KC, 0, s->col, cin * KC,
                                  (long long)tout * cin * KC, 0.0f, conv_out, tout,
                                  (long long)C2 * tout, B));
     int rows = B * C2;
     void *p_pool[] = { &conv_out, &rows, &tout, &three, &tp, &zero, &s->conv_b[idx], &c2,
                        &pool_out };
-    TRY(launch1d(s, s->k.pool_max, (long)rows * tp, p_pool));
+    GF_TRY(launch1d(s, s->k.pool_max, (long)rows * tp, p_pool));
     float eps = EPS, slope = SLOPE;
     void *p_norm[] = { &pool_out, &tp, &c2, &s->norm_w[idx + 1], &s->norm_b[idx + 1], &eps,
                        &slope };
@@ -271,16 +251,16 @@ static int sincnet(gf_segmentation_gpu *s, int B)
     int n = N_IN;
     float eps = EPS, slope = SLOPE;
     void *p_wn[] = { &s->wave, &s->wn, &n, &s->wav_w, &s->wav_b, &eps };
-    TRY(gf_gpu_launch(s->gpu, s->k.wavnorm, (unsigned)B, 1, 1, 512, 1, 1, 0, p_wn));
+    GF_TRY(gf_gpu_launch(s->gpu, s->k.wavnorm, (unsigned)B, 1, 1, 512, 1, 1, 0, p_wn));
     int ks = KS, stride = STRIDE, tsinc = T_SINC;
     void *p_im[] = { &s->wn, &B, &n, &ks, &stride, &tsinc, &s->col64 };
-    TRY(launch1d(s, s->k.im2col_f64, (long)B * T_SINC * KS, p_im));
-    TRY(gf_blas_gpu_dgemm_nt_batched(s->blas, NF, T_SINC, KS, s->filters64, KS, 0, s->col64,
+    GF_TRY(launch1d(s, s->k.im2col_f64, (long)B * T_SINC * KS, p_im));
+    GF_TRY(gf_blas_gpu_dgemm_nt_batched(s->blas, NF, T_SINC, KS, s->filters64, KS, 0, s->col64,
                                      KS, (long long)T_SINC * KS, s->sinc64, T_SINC,
                                      (long long)NF * T_SINC, B));
     int rows = B * NF, three = 3, tp1 = T_P1, nf = NF;
     void *p_pool[] = { &s->sinc64, &rows, &tsinc, &three, &tp1, &s->p1 };
-    TRY(launch1d(s, s->k.pool_absmax_f64, (long)rows * T_P1, p_pool));
+    GF_TRY(launch1d(s, s->k.pool_absmax_f64, (long)rows * T_P1, p_pool));
     void *p_norm[] = { &s->p1, &tp1, &nf, &s->norm_w[0], &s->norm_b[0], &eps, &slope };
     return gf_gpu_launch(s->gpu, s->k.instnorm, (unsigned)rows, 1, 1, 256, 1, 1, 0, p_norm);
 }
@@ -289,7 +269,7 @@ static int lstm_stack(gf_segmentation_gpu *s, int B)
 {
     int c2 = C2, t = T;
     void *p_tr[] = { &s->p3, &B, &c2, &t, &s->x0 };
-    TRY(launch1d(s, s->k.transpose, (long)B * C2 * T, p_tr));
+    GF_TRY(launch1d(s, s->k.transpose, (long)B * C2 * T, p_tr));
     return gf_lstm_gpu_run(s->lstm, s->math, s->x0, B, &s->lstm_out);
 }
 
@@ -305,7 +285,7 @@ int gf_segmentation_gpu_apply_plan(gf_segmentation_gpu *s, const gf_planner *pl,
                                    gf_math math)
 {
     gf_route r;
-    TRY(gf_plan_route(pl, "lstm.stack", batch, math, &r));
+    GF_TRY(gf_plan_route(pl, "lstm.stack", batch, math, &r));
     if (r.kind != GF_ROUTE_OWN)
         return gf_lstm_gpu_set_route(s->lstm, GF_ROUTE_LIBRARY, NULL);
     const char *sha = NULL;
@@ -321,18 +301,18 @@ static int head(gf_segmentation_gpu *s, int B, gf_cu_ptr lstm_out)
 {
     int rows = B * T, l0 = L0, classes = CLASSES;
     float slope = SLOPE, one = 1.0f;
-    TRY(gf_blas_gpu_gemm(s->blas, s->math, true, rows, L0, 2 * H, 1.0f, lstm_out, 2 * H,
+    GF_TRY(gf_blas_gpu_gemm(s->blas, s->math, true, rows, L0, 2 * H, 1.0f, lstm_out, 2 * H,
                          s->lin_w[0], 2 * H, 0.0f, s->lin0, L0));
     void *p0[] = { &s->lin0, &s->lin_b[0], &rows, &l0, &slope };
-    TRY(launch1d(s, s->k.bias_act, (long)rows * L0, p0));
-    TRY(gf_blas_gpu_gemm(s->blas, s->math, true, rows, L0, L0, 1.0f, s->lin0, L0, s->lin_w[1],
+    GF_TRY(launch1d(s, s->k.bias_act, (long)rows * L0, p0));
+    GF_TRY(gf_blas_gpu_gemm(s->blas, s->math, true, rows, L0, L0, 1.0f, s->lin0, L0, s->lin_w[1],
                          L0, 0.0f, s->lin1, L0));
     void *p1[] = { &s->lin1, &s->lin_b[1], &rows, &l0, &slope };
-    TRY(launch1d(s, s->k.bias_act, (long)rows * L0, p1));
-    TRY(gf_blas_gpu_gemm(s->blas, s->math, true, rows, CLASSES, L0, 1.0f, s->lin1, L0,
+    GF_TRY(launch1d(s, s->k.bias_act, (long)rows * L0, p1));
+    GF_TRY(gf_blas_gpu_gemm(s->blas, s->math, true, rows, CLASSES, L0, 1.0f, s->lin1, L0,
                          s->cls_w, L0, 0.0f, s->out, CLASSES));
     void *p2[] = { &s->out, &s->cls_b, &rows, &classes, &one };
-    TRY(launch1d(s, s->k.bias_act, (long)rows * CLASSES, p2));
+    GF_TRY(launch1d(s, s->k.bias_act, (long)rows * CLASSES, p2));
     void *p3[] = { &s->out, &rows, &classes };
     return launch1d(s, s->k.logsoftmax, (long)rows * 32, p3);
 }
@@ -341,10 +321,10 @@ static int head(gf_segmentation_gpu *s, int B, gf_cu_ptr lstm_out)
 #define STAGE_ON(name, route, call)                                    \
     do {                                                               \
         if (stats)                                                     \
-            TRY(gf_gpu_timing_begin(s->gpu, name, route));             \
-        TRY(call);                                                     \
+            GF_TRY(gf_gpu_timing_begin(s->gpu, name, route));             \
+        GF_TRY(call);                                                     \
         if (stats)                                                     \
-            TRY(gf_gpu_timing_end(s->gpu));                            \
+            GF_TRY(gf_gpu_timing_end(s->gpu));                            \
     } while (0)
 #define STAGE(name, call) STAGE_ON(name, "library", call)
 
@@ -355,14 +335,14 @@ int gf_segmentation_gpu_run(gf_segmentation_gpu *s, const float *wave, int B, fl
         GF_ERROR("segmentation (gpu): batch of %d windows, capacity %d", B, s->max_batch);
         return GF_EINVAL;
     }
-    TRY(gf_gpu_upload(s->gpu, s->wave, wave, (size_t)B * N_IN * sizeof(float)));
+    GF_TRY(gf_gpu_upload(s->gpu, s->wave, wave, (size_t)B * N_IN * sizeof(float)));
     STAGE("sincnet.conv0.abs_pool", sincnet(s, B));
     STAGE("segconv.conv1", conv_stage(s, B, s->p1, NF, T_P1, 0, s->c2, s->p2));
     STAGE("segconv.conv2", conv_stage(s, B, s->p2, C2, T_P2, 1, s->c3, s->p3));
     STAGE_ON("lstm.stack", gf_lstm_gpu_route(s->lstm) == GF_ROUTE_OWN ? "own" : "library",
              lstm_stack(s, B));
     STAGE("dense.head", head(s, B, s->lstm_out));
-    TRY(gf_gpu_download(s->gpu, logp, s->out, (size_t)B * T * CLASSES * sizeof(float)));
+    GF_TRY(gf_gpu_download(s->gpu, logp, s->out, (size_t)B * T * CLASSES * sizeof(float)));
     if (stats)
         gf_gpu_timing_collect(s->gpu, stats);
     return 0;

@@ -17,7 +17,8 @@ static void usage(FILE *out)
     fprintf(out,
             "usage: gpuflock evidence check [DIR]\n"
             "\n"
-            "Validate the evidence tables in DIR (default: evidence): the route precedence\n"
+            "Validate the evidence tables in DIR (default: $GPUFLOCK_EVIDENCE, else the evidence/\n"
+            "folder of the tree gpuflock was built from): the route precedence\n"
             "list, every binding under DIR/bindings/ and every record it names under\n"
             "DIR/records/. Prints each problem as FILE:LINE: binding 'ID': problem.\n"
             "Exit status: 0 valid, 65 invalid, 66 no such directory, 64 usage.\n");
@@ -34,7 +35,7 @@ int gf_cmd_evidence(int argc, char **argv)
         usage(stderr);
         return GF_EXIT_USAGE;
     }
-    const char *dir = argc == 3 ? argv[2] : "evidence";
+    const char *dir = argc == 3 ? argv[2] : gf_evidence_default_dir();
     gf_evidence *ev = gf_evidence_new();
     int rc = gf_evidence_load(ev, dir);
     size_t n = gf_evidence_problem_count(ev);

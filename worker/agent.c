@@ -60,15 +60,14 @@ struct gf_agent {
     int wakefd;               /* eventfd: a diarize thread has news */
 };
 
-/* The card's route plan (worker/planner.h) from the evidence tables in
- * $GPUFLOCK_EVIDENCE, else ./evidence: {"evidence", "own", "library",
+/* The card's route plan (worker/planner.h) from the evidence tables
+ * (gf_evidence_default_dir: $GPUFLOCK_EVIDENCE, else the source tree's
+ * evidence/), validated at start-up: {"evidence", "own", "library",
  * "routes"}. Evidence that is missing or rejected plans the library route
  * everywhere, and says why in "evidence_problem". */
 static char *make_plan(const gf_card_identity *card)
 {
-    const char *dir = getenv("GPUFLOCK_EVIDENCE");
-    if (!dir || !*dir)
-        dir = "evidence";
+    const char *dir = gf_evidence_default_dir();
     gf_evidence *ev = gf_evidence_new();
     const char *problem = NULL;
     if (gf_evidence_load(ev, dir) != 0) {

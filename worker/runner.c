@@ -271,6 +271,62 @@ static void child_fail(int status, const char *what, const char *arg)
     _exit(status);
 }
 
+/* Death with the worker, for the whole job. PR_SET_PDEATHSIG reaches only
+ * the process that set it, so the job's process-group leader stays a small
+ * guard: it forks the command into the same group and waits for it; when
+ * the worker dies, the kernel sends the guard GUARD_SIGNAL and the guard
+ * kills the whole group with SIGKILL (the kernel then frees the card's lock
+ * as the last descriptor closes). Signals aimed at the group (cancel, time
+ * limit, SIGINT...) reach the command as before; the guard ignores them,
+ * waits, and then ends the way the command ended, so the worker sees the
+ * command's exit status or signal. Returns in the command's process (the
+ * caller execs it); never returns in the guard. */
+#define GUARD_SIGNAL (SIGRTMIN + 1)
+
+static void guard_on_parent_death(int sig)
+{
+    (void)sig;
+    kill(0, SIGKILL);
+}
+
+static void group_guard(pid_t parent)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = guard_on_parent_death;
+    sigaction(GUARD_SIGNAL, &sa, NULL);
+    prctl(PR_SET_PDEATHSIG, GUARD_SIGNAL);
+    if (getppid() != parent)
+        kill(0, SIGKILL);                 /* the worker died before we were set up */
+    pid_t cmd = fork();
+    if (cmd < 0)
+        child_fail(126, "fork", NULL);
+    if (cmd == 0) {                       /* the command: default dispositions */
+        signal(GUARD_SIGNAL, SIG_DFL);
+        prctl(PR_SET_PDEATHSIG, 0);
+        return;
+    }
+    static const int passed[] = { SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2 };
+    for (size_t i = 0; i < sizeof passed / sizeof passed[0]; i++)
+        signal(passed[i], SIG_IGN);
+    int status = 0;
+    while (waitpid(cmd, &status, 0) < 0 && errno == EINTR)
+        ;
+    if (WIFSIGNALED(status)) {
+        int sig = WTERMSIG(status);
+        struct rlimit no_core = { 0, 0 };
+        setrlimit(RLIMIT_CORE, &no_core);   /* the command's core, if any, is already written */
+        signal(sig, SIG_DFL);
+        sigset_t one;
+        sigemptyset(&one);
+        sigaddset(&one, sig);
+        sigprocmask(SIG_UNBLOCK, &one, NULL);
+        raise(sig);
+    }
+    _exit(WIFEXITED(status) ? WEXITSTATUS(status) : 126);
+}
+
+
 int gf_run_start(gf_run *self, char *why, size_t len)
 {
     const gf_job_spec *sp = &self->job.spec;
@@ -360,12 +416,10 @@ int gf_run_start(gf_run *self, char *why, size_t len)
             if (setgid(gid) != 0)
                 child_fail(126, "setgid", NULL);
         }
-        /* after the identity change: a credential change clears it */
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (getppid() != parent)
-            _exit(137);
         if (sp->cwd && chdir(sp->cwd) != 0)
             child_fail(126, "cannot enter the directory", sp->cwd);
+        /* after the identity change (a credential change clears it) */
+        group_guard(parent);
         execvpe(sp->argv[0], sp->argv, gf_env_array(env));
         child_fail(errno == ENOENT ? 127 : 126, "cannot run", sp->argv[0]);
     }

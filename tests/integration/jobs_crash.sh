@@ -1,6 +1,6 @@
 #!/bin/bash
 # Crashes: a worker killed with SIGKILL mid-job (the job runs again and
-# completes); --no-requeue fails at once instead; the broker killed with
+# completes), its whole process group with it; --no-requeue fails at once instead; the broker killed with
 # SIGKILL while jobs are queued and running, then restarted: no job lost,
 # none run twice at the same time, and running jobs are reclaimed.
 . tests/integration/lib/jobs.bash
@@ -27,6 +27,19 @@ kill -KILL "$(worker_pid 1)"
 gf wait "$n"; [ $? -ne 0 ] || fail "--no-requeue job succeeded"
 [ "$(job_field "$n" state)" = failed ] || fail "--no-requeue state"
 job_field "$n" reason | grep -q 'no-requeue' || fail "--no-requeue reason: $(job_field "$n" reason)"
+for _ in $(seq 100); do [ "$(gf workers | grep -c ' idle ')" = 2 ] && break; sleep 0.05; done
+
+# the whole job dies with its worker, not only its first process: a child in
+# the background (holding the card's lock descriptor too) goes as well
+g=$(gf submit --no-requeue --gpu 1 -- sh -c "sleep 300 & echo \$! > $T/bg; wait")
+for _ in $(seq 100); do [ -s "$T/bg" ] && break; sleep 0.05; done
+[ -s "$T/bg" ] || fail "background job did not start"
+bg=$(cat "$T/bg")
+kill -0 "$bg" 2>/dev/null || fail "background child not running"
+kill -KILL "$(worker_pid 1)"
+for _ in $(seq 100); do kill -0 "$bg" 2>/dev/null || break; sleep 0.05; done
+kill -0 "$bg" 2>/dev/null && fail "the job's background child outlived its worker"
+gf wait "$g"; [ $? -ne 0 ] || fail "job of a killed worker succeeded"
 for _ in $(seq 100); do [ "$(gf workers | grep -c ' idle ')" = 2 ] && break; sleep 0.05; done
 
 # broker SIGKILL with jobs queued and running; restart

@@ -4,8 +4,9 @@
  * no more than flock(1). The full command links the diarization pipeline,
  * whose BLAS library starts threads and maps buffers before main() even
  * runs (about 20 ms). So this front handles the lock commands itself, linked
- * against the lock, config and card modules only, and exec's gpuflock-cli
- * (beside it) with the same arguments for everything else. */
+ * against the lock, config and card modules only; it exec's gpuflock-jobs
+ * (the job commands, with the broker client but no BLAS) or gpuflock-cli
+ * (everything else), both beside it, with the same arguments. */
 #include "common/error.h"
 #include "common/log.h"
 
@@ -20,19 +21,26 @@ int gf_cmd_exec(int argc, char **argv);
 int gf_cmd_locks(int argc, char **argv);
 
 #define FULL_CLI "gpuflock-cli"
+#define JOBS_CLI "gpuflock-jobs"
 
-/* The full command, from the folder this program was run from. */
-static int run_full(char **argv)
+/* The job commands: gpuflock-jobs runs them with libzmq and msgpack-c but
+ * no diarization code (loading libzmq here would slow `exec` down). */
+static const char *const job_commands[] = {
+    "submit", "run", "queue", "show", "wait", "cancel", "logs", "workers",
+};
+
+/* Another gpuflock program, from the folder this one was run from. */
+static int run_other(const char *program, char **argv)
 {
     char path[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", path, sizeof path - sizeof FULL_CLI - 1);
+    ssize_t n = readlink("/proc/self/exe", path, sizeof path - strlen(program) - 1);
     if (n <= 0) {
         fprintf(stderr, "gpuflock: cannot find my own program: %s\n", strerror(errno));
         return GF_EXIT_SOFTWARE;
     }
     path[n] = '\0';
     char *slash = strrchr(path, '/');
-    strcpy(slash ? slash + 1 : path, FULL_CLI);
+    strcpy(slash ? slash + 1 : path, program);
     execv(path, argv);
     fprintf(stderr, "gpuflock: cannot run %s: %s\n", path, strerror(errno));
     return GF_EXIT_SOFTWARE;
@@ -45,5 +53,8 @@ int main(int argc, char **argv)
         return gf_cmd_exec(argc - 1, argv + 1);
     if (argc >= 2 && strcmp(argv[1], "locks") == 0)
         return gf_cmd_locks(argc - 1, argv + 1);
-    return run_full(argv);
+    for (size_t i = 0; argc >= 2 && i < sizeof job_commands / sizeof job_commands[0]; i++)
+        if (strcmp(argv[1], job_commands[i]) == 0)
+            return run_other(JOBS_CLI, argv);
+    return run_other(FULL_CLI, argv);
 }

@@ -1,0 +1,39 @@
+/* jobs.c — gpuflock-jobs: the job commands (submit, run, queue, show, wait,
+ * cancel, logs, workers), exec'd by the gpuflock front. Linked with the
+ * broker client (libzmq, msgpack-c) but none of the diarization code, so one
+ * CLI call per job stays cheap (bench/jobs). */
+#include "common/error.h"
+#include "common/log.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* Defined in cli/cmd_<name>.c. */
+int gf_cmd_submit(int argc, char **argv);
+int gf_cmd_run(int argc, char **argv);
+int gf_cmd_queue(int argc, char **argv);
+int gf_cmd_show(int argc, char **argv);
+int gf_cmd_wait(int argc, char **argv);
+int gf_cmd_cancel(int argc, char **argv);
+int gf_cmd_logs(int argc, char **argv);
+int gf_cmd_workers(int argc, char **argv);
+
+static const struct {
+    const char *name;
+    int (*run)(int argc, char **argv);
+} commands[] = {
+    { "submit", gf_cmd_submit }, { "run", gf_cmd_run },       { "queue", gf_cmd_queue },
+    { "show", gf_cmd_show },     { "wait", gf_cmd_wait },     { "cancel", gf_cmd_cancel },
+    { "logs", gf_cmd_logs },     { "workers", gf_cmd_workers },
+};
+
+int main(int argc, char **argv)
+{
+    gf_log_init("gpuflock", GF_LOG_WARN);
+    for (size_t i = 0; argc >= 2 && i < sizeof commands / sizeof commands[0]; i++)
+        if (strcmp(argv[1], commands[i].name) == 0)
+            return commands[i].run(argc - 1, argv + 1);
+    fprintf(stderr, "gpuflock-jobs: not a job command: %s (run it through gpuflock)\n",
+            argc >= 2 ? argv[1] : "(none)");
+    return GF_EXIT_USAGE;
+}

@@ -30,6 +30,75 @@ typedef struct {
     gf_route_kind resnet;
 } plan;
 
+/* FLOPs of one window through each network, counted from the layers
+ * (multiply-adds x 2; MODELS.md shapes). */
+static double seg_flops(void)
+{
+    double f = 15975.0 * 80 * 251 * 2;                     /* sinc filterbank (float64) */
+    f += 5321.0 * 60 * 400 * 2 + 1769.0 * 60 * 300 * 2;    /* the two convolutions */
+    for (int l = 0; l < 4; l++)                            /* BiLSTM */
+        f += 2.0 * 589 * 512 * ((l ? 256 : 60) + 128) * 2;
+    f += 589.0 * (256 * 128 + 128 * 128 + 128 * 7) * 2;    /* dense head */
+    return f;
+}
+
+static double emb_flops(void)
+{
+    static const int blocks[4] = { 3, 4, 6, 3 }, widths[4] = { 32, 64, 128, 256 };
+    int h = 80, w = 998, cin = 32;
+    double f = 80.0 * 998 * 32 * 9 * 2;                    /* conv1 */
+    for (int l = 0; l < 4; l++)
+        for (int b = 0; b < blocks[l]; b++) {
+            int s = (l > 0 && b == 0) ? 2 : 1, c = widths[l];
+            int ho = (h + 2 - 3) / s + 1, wo = (w + 2 - 3) / s + 1;
+            f += (double)ho * wo * c * cin * 9 * 2 + (double)ho * wo * c * c * 9 * 2;
+            if (s != 1 || cin != c)
+                f += (double)ho * wo * c * cin * 2;         /* 1x1 shortcut */
+            h = ho, w = wo, cin = c;
+        }
+    return f + 5120.0 * 256 * 2;                           /* seg_1 (one speaker) */
+}
+
+/* The card's measured SGEMM rate (FLOP/s) in a math mode: 8192^3 products
+ * on random data, 10 timed after 2 warm-ups, median. */
+static double gemm_rate(gf_gpu *gpu, gf_blas_gpu *blas, gf_math math)
+{
+    const int n = 8192;
+    size_t bytes = sizeof(float) * (size_t)n * n;
+    float *host = gf_malloc(bytes);
+    unsigned s = 7;
+    for (size_t i = 0; i < (size_t)n * n; i++) {
+        s = s * 1664525u + 1013904223u;
+        host[i] = (float)(s >> 9) / 8388608.0f - 1.0f;
+    }
+    gf_cu_ptr a, b, c;
+    if (gf_gpu_alloc(gpu, bytes, &a) || gf_gpu_alloc(gpu, bytes, &b) ||
+        gf_gpu_alloc(gpu, bytes, &c) || gf_gpu_upload(gpu, a, host, bytes) ||
+        gf_gpu_upload(gpu, b, host, bytes)) {
+        free(host);
+        return 0;
+    }
+    free(host);
+    double ms[10];
+    for (int r = -2; r < 10; r++) {
+        gf_devstats *st = gf_devstats_new();
+        gf_gpu_timing_begin(gpu, "gemm", "library");
+        gf_blas_gpu_gemm(blas, math, false, n, n, n, 1.0f, a, n, b, n, 0.0f, c, n);
+        gf_gpu_timing_end(gpu);
+        gf_gpu_timing_collect(gpu, st);
+        const gf_devstats_row *rows;
+        if (r >= 0 && gf_devstats_rows(st, &rows) == 1)
+            ms[r] = (double)rows[0].total_ns / 1e6;
+        gf_devstats_destroy(&st);
+    }
+    gf_gpu_free(gpu, a), gf_gpu_free(gpu, b), gf_gpu_free(gpu, c);
+    for (int i = 1; i < 10; i++)
+        for (int j = i; j > 0 && ms[j] < ms[j - 1]; j--) {
+            double t = ms[j]; ms[j] = ms[j - 1]; ms[j - 1] = t;
+        }
+    return 2.0 * n * n * (double)n / (0.5 * (ms[4] + ms[5]) / 1e3);
+}
+
 static double stage_ms(const gf_devstats *st, double *total)
 {
     const gf_devstats_row *rows;
@@ -100,6 +169,12 @@ int main(int argc, char **argv)
     if (gf_card_identify(&conf, &card) != 0 || gf_evidence_open(evdir, &ev) != 0)
         fprintf(stderr, "bench_gpu_nets: no planner (card or %s): planned plans skipped\n", evdir);
     gf_planner pl = { ev, &card, &gf_module_provider_embedded, gf_planner_force_library_env() };
+    double peak[2] = { gemm_rate(gpu, blas, GF_MATH_FP32), gemm_rate(gpu, blas, GF_MATH_TF32) };
+    double net_flops = B * (seg_flops() + emb_flops());
+    printf("measured SGEMM rate 8192^3: fp32 %.1f TFLOP/s, tf32 %.1f TFLOP/s\n", peak[0] / 1e12,
+           peak[1] / 1e12);
+    printf("network work: %.2f GFLOP per window (segmentation %.2f, embedding %.2f)\n",
+           net_flops / B / 1e9, seg_flops() / 1e9, emb_flops() / 1e9);
     printf("batch %d windows, %d timed repeats after one warm-up\n", B, reps);
     for (size_t p = 0; p < sizeof plans / sizeof plans[0]; p++) {
         gf_segmentation_gpu *sg = gf_segmentation_gpu_new(gpu, blas, seg, NULL, B, plans[p].math);
@@ -134,6 +209,9 @@ int main(int argc, char **argv)
         /* Each window advances the recording by 1 s (10 s windows every 1 s). */
         printf("    total %.3f ms per batch: networks at %.0fx real time (%d s of audio per batch)\n",
                total, B * 1000.0 / total, B);
+        double rate = net_flops / (total / 1e3);
+        printf("    achieved %.1f TFLOP/s = %.0f%% of the measured %s GEMM rate\n", rate / 1e12,
+               100.0 * rate / peak[plans[p].math], gf_math_name(plans[p].math));
         gf_devstats_destroy(&st);
         gf_segmentation_gpu_destroy(&sg);
         gf_embedding_gpu_destroy(&eg);

@@ -6,18 +6,25 @@
  * "would block") and without the configuration's scrubbed override variables.
  * Then it prints the card's identity and route plan, and runs the GPU checks
  * (every kernel and both routes against the CPU references on random inputs:
- * the programs under build/tests/gpu). Any failure: exit 1. Without a CUDA
+ * the programs under build/tests/gpu), and the whole pipeline on the GPU
+ * against the CPU on the same recording with the same weights (identical
+ * turns; GF_TEST_MODELS and GF_PROOF_AUDIO). Any failure: exit 1. Without a CUDA
  * device it says so and exits 0 (skipped). Usage: gpu_proof [TESTS_DIR];
  * gpu_proof --probe exits 0 when there is a CUDA device, 3 when there is none. */
 #include "common/card.h"
 #include "common/config.h"
 #include "common/error.h"
+#include "worker/diar/pipeline.h"
+#include "worker/diar/rttm.h"
+#include "worker/diar_gpu.h"
 #include "worker/evidence.h"
 #include "worker/planner.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -91,6 +98,50 @@ static int print_plan(const gf_card_identity *card)
     return 0;
 }
 
+/* The whole pipeline on the GPU and on the CPU, same recording and weights
+ * (GF_TEST_MODELS: segmentation, embedding and plda/; GF_PROOF_AUDIO: a
+ * recording): identical speaker turns (times to the microsecond, labels). */
+static void check_pipeline(int card)
+{
+    const char *models = getenv("GF_TEST_MODELS"), *audio = getenv("GF_PROOF_AUDIO");
+    if (!models || !audio) {
+        printf("skip whole-pipeline check: GF_TEST_MODELS and GF_PROOF_AUDIO not both set\n");
+        return;
+    }
+    gf_diar_result r[2];
+    memset(r, 0, sizeof r);
+    int ok = 1;
+    for (int gpu = 0; gpu < 2 && ok; gpu++) {
+        bool wf = false;
+        gf_diar *d = gf_diar_new(models, 32, 0, &wf);
+        ok = d && !wf;
+        if (ok && gpu) {
+            gf_diar_backend be;
+            ok = gf_diar_backend_gpu(card, models, 32, GF_MATH_FP32, &be) == 0;
+            if (ok)
+                gf_diar_set_backend(d, &be);
+        }
+        gf_diar_run_opts opts = gf_diar_run_defaults();
+        ok = ok && gf_diar_run(d, audio, &opts, NULL, &r[gpu]) == 0;
+        gf_diar_destroy(&d);
+    }
+    check(ok, "the pipeline runs on the CPU and on the GPU (neural, fp32)");
+    if (ok) {
+        const gf_rttm *a = r[0].rttm, *b = r[1].rttm;
+        int same = a->n == b->n;
+        for (size_t i = 0; same && i < a->n; i++)
+            same = fabs(a->turns[i].start - b->turns[i].start) < 1e-6 &&
+                   fabs(a->turns[i].duration - b->turns[i].duration) < 1e-6 &&
+                   strcmp(a->turns[i].speaker, b->turns[i].speaker) == 0;
+        char what[160];
+        snprintf(what, sizeof what, "GPU and CPU give identical speaker turns (%zu and %zu turns)",
+                 a->n, b->n);
+        check(same, what);
+    }
+    gf_diar_result_free(&r[0]);
+    gf_diar_result_free(&r[1]);
+}
+
 static void run_gpu_checks(const char *dir)
 {
     DIR *d = opendir(dir);
@@ -151,6 +202,7 @@ int main(int argc, char **argv)
         print_plan(&card);
     }
     run_gpu_checks(tests);
+    check_pipeline(0);
     gf_config_destroy(&cfg);
     printf("gpu-proof: %s (%d failure%s)\n", failures ? "FAILED" : "passed", failures,
            failures == 1 ? "" : "s");

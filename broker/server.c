@@ -1309,12 +1309,8 @@ static int mkdir_p(const char *path, mode_t mode)
 
 static char *default_worker_program(void)
 {
-    char exe[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-    if (n <= 0)
-        return gf_strdup("gpuflock-worker");
-    exe[n] = 0;
-    return gf_strfmt("%s/gpuflock-worker", dirname(exe));
+    char *path = gf_beside_self("gpuflock-worker");
+    return path ? path : gf_strdup("gpuflock-worker");
 }
 
 gf_server *gf_server_new(const gf_config *cfg)

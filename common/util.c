@@ -1,11 +1,15 @@
 /* util.c — allocation wrappers and clocks (see util.h). */
 #include "common/util.h"
+#include "common/error.h"
+#include "common/log.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <errno.h>
+#include <unistd.h>
 
 static void oom(size_t size)
 {
@@ -76,4 +80,39 @@ int64_t gf_wall_ms(void)
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int gf_write_file_atomic(const char *path, const void *buf, size_t len)
+{
+    char *tmp = gf_strfmt("%s.tmp.%d.%d", path, (int)getpid(), (int)gettid());
+    FILE *f = fopen(tmp, "wb");
+    if (!f) {
+        GF_ERROR("%s: cannot create: %s", tmp, strerror(errno));
+        free(tmp);
+        return GF_EIO;
+    }
+    int ok = fwrite(buf, 1, len, f) == len;
+    ok = (fflush(f) == 0) && ok;
+    ok = (fclose(f) == 0) && ok;
+    if (!ok || rename(tmp, path) != 0) {
+        GF_ERROR("%s: cannot write: %s", path, strerror(errno));
+        unlink(tmp);
+        free(tmp);
+        return GF_EIO;
+    }
+    free(tmp);
+    return 0;
+}
+
+char *gf_beside_self(const char *name)
+{
+    char exe[4096];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0)
+        return NULL;
+    exe[n] = '\0';
+    char *slash = strrchr(exe, '/');
+    if (slash)
+        *slash = '\0';
+    return gf_strfmt("%s/%s", slash ? exe : ".", name);
 }

@@ -16,6 +16,15 @@ char *gf_strdup(const char *s);
 /* printf into a new string; the caller frees. */
 char *gf_strfmt(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* Write len bytes to path whole or not at all: into path.tmp.<pid>.<tid>,
+ * then renamed over path. Returns 0, or GF_EIO after logging the path and
+ * the reason (the temporary file is removed). */
+int gf_write_file_atomic(const char *path, const void *buf, size_t len);
+
+/* The path of program `name` in the folder of the running executable
+ * (/proc/self/exe), or NULL when that cannot be read; the caller frees. */
+char *gf_beside_self(const char *name);
+
 /* Monotonic clock in nanoseconds / milliseconds. */
 uint64_t gf_now_ns(void);
 uint64_t gf_now_ms(void);

@@ -228,15 +228,7 @@ static int record_write(const gf_qualify_ctx *ctx, json_object *r, char out[GF_S
         return GF_EIO;
     }
     char *path = gf_strfmt("%s/%s.json", ctx->records_dir, out);
-    char *tmp = gf_strfmt("%s.tmp", path);
-    FILE *f = fopen(tmp, "wb");
-    int rc = 0;
-    if (!f || fwrite(text, 1, len, f) != len || fclose(f) != 0 || rename(tmp, path) != 0) {
-        GF_ERROR("%s: cannot write record: %s", path, strerror(errno));
-        rc = GF_EIO;
-        unlink(tmp);
-    }
-    free(tmp);
+    int rc = gf_write_file_atomic(path, text, len);
     free(path);
     return rc;
 }

@@ -4,27 +4,23 @@
  * CLI call per job stays cheap (bench/jobs). */
 #include "common/error.h"
 #include "common/log.h"
+#include "cli/front/job_commands.h"
 
 #include <stdio.h>
 #include <string.h>
 
 /* Defined in cli/cmd_<name>.c. */
-int gf_cmd_submit(int argc, char **argv);
-int gf_cmd_run(int argc, char **argv);
-int gf_cmd_queue(int argc, char **argv);
-int gf_cmd_show(int argc, char **argv);
-int gf_cmd_wait(int argc, char **argv);
-int gf_cmd_cancel(int argc, char **argv);
-int gf_cmd_logs(int argc, char **argv);
-int gf_cmd_workers(int argc, char **argv);
+#define DECLARE(cmd) int gf_cmd_##cmd(int argc, char **argv);
+GF_JOB_COMMANDS(DECLARE)
+#undef DECLARE
 
 static const struct {
     const char *name;
     int (*run)(int argc, char **argv);
 } commands[] = {
-    { "submit", gf_cmd_submit }, { "run", gf_cmd_run },       { "queue", gf_cmd_queue },
-    { "show", gf_cmd_show },     { "wait", gf_cmd_wait },     { "cancel", gf_cmd_cancel },
-    { "logs", gf_cmd_logs },     { "workers", gf_cmd_workers },
+#define ENTRY(cmd) { #cmd, gf_cmd_##cmd },
+    GF_JOB_COMMANDS(ENTRY)
+#undef ENTRY
 };
 
 int main(int argc, char **argv)

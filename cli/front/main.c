@@ -9,10 +9,13 @@
  * (everything else), both beside it, with the same arguments. */
 #include "common/error.h"
 #include "common/log.h"
+#include "common/util.h"
+#include "cli/front/job_commands.h"
 
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -25,24 +28,21 @@ int gf_cmd_locks(int argc, char **argv);
 
 /* The job commands: gpuflock-jobs runs them with libzmq and msgpack-c but
  * no diarization code (loading libzmq here would slow `exec` down). */
-static const char *const job_commands[] = {
-    "submit", "run", "queue", "show", "wait", "cancel", "logs", "workers",
-};
+#define NAME(cmd) #cmd,
+static const char *const job_commands[] = { GF_JOB_COMMANDS(NAME) };
+#undef NAME
 
 /* Another gpuflock program, from the folder this one was run from. */
 static int run_other(const char *program, char **argv)
 {
-    char path[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", path, sizeof path - strlen(program) - 1);
-    if (n <= 0) {
+    char *path = gf_beside_self(program);
+    if (!path) {
         fprintf(stderr, "gpuflock: cannot find my own program: %s\n", strerror(errno));
         return GF_EXIT_SOFTWARE;
     }
-    path[n] = '\0';
-    char *slash = strrchr(path, '/');
-    strcpy(slash ? slash + 1 : path, program);
     execv(path, argv);
     fprintf(stderr, "gpuflock: cannot run %s: %s\n", path, strerror(errno));
+    free(path);
     return GF_EXIT_SOFTWARE;
 }
 

@@ -360,34 +360,11 @@ void *gf_npy_serialize(const gf_npy_array *a, size_t *len)
     return b;
 }
 
-/* Write buf to path through path.tmp.PID and rename. */
-static int write_atomic(const char *path, const void *buf, size_t len)
-{
-    char *tmp = gf_strfmt("%s.tmp.%d", path, (int)getpid());
-    FILE *f = fopen(tmp, "wb");
-    if (!f) {
-        GF_ERROR("%s: cannot create: %s", tmp, strerror(errno));
-        free(tmp);
-        return GF_EIO;
-    }
-    bool ok = fwrite(buf, 1, len, f) == len;
-    ok = (fflush(f) == 0) && ok;
-    ok = (fclose(f) == 0) && ok;
-    if (!ok || rename(tmp, path) != 0) {
-        GF_ERROR("%s: cannot write: %s", path, strerror(errno));
-        unlink(tmp);
-        free(tmp);
-        return GF_EIO;
-    }
-    free(tmp);
-    return 0;
-}
-
 int gf_npy_save(const char *path, const gf_npy_array *a)
 {
     size_t len;
     void *b = gf_npy_serialize(a, &len);
-    int rc = write_atomic(path, b, len);
+    int rc = gf_write_file_atomic(path, b, len);
     free(b);
     return rc;
 }
@@ -643,7 +620,6 @@ fail:
 
 size_t gf_npz_count(const gf_npz *z) { return z->n; }
 const char *gf_npz_name(const gf_npz *z, size_t i) { return i < z->n ? z->names[i] : NULL; }
-const gf_npy_array *gf_npz_at(const gf_npz *z, size_t i) { return i < z->n ? z->arrays[i] : NULL; }
 
 const gf_npy_array *gf_npz_get(const gf_npz *z, const char *name)
 {
@@ -777,7 +753,7 @@ int gf_npz_save(const char *path, const char *const *names, const gf_npy_array *
     put32(e + 12, (uint32_t)cdlen);
     put32(e + 16, (uint32_t)cd_off);
     len += 22;
-    rc = write_atomic(path, out, len);
+    rc = gf_write_file_atomic(path, out, len);
 out:
     free(cd);
     free(out);

@@ -241,22 +241,5 @@ int gf_rttm_write_text(const char *path, const char *text)
         }
         return 0;
     }
-    char *tmp = gf_strfmt("%s.tmp.%d", path, (int)getpid());
-    FILE *f = fopen(tmp, "wb");
-    if (!f) {
-        GF_ERROR("%s: cannot create: %s", tmp, strerror(errno));
-        free(tmp);
-        return GF_EIO;
-    }
-    int ok = fwrite(text, 1, len, f) == len;
-    ok = (fflush(f) == 0) && ok;
-    ok = (fclose(f) == 0) && ok;
-    if (!ok || rename(tmp, path) != 0) {
-        GF_ERROR("%s: cannot write: %s", path, strerror(errno));
-        unlink(tmp);
-        free(tmp);
-        return GF_EIO;
-    }
-    free(tmp);
-    return 0;
+    return gf_write_file_atomic(path, text, len);
 }

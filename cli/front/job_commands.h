@@ -1,0 +1,17 @@
+/* job_commands.h — the job commands gpuflock-jobs runs (and the gpuflock
+ * front hands to it), one list for both: X(name) per command, defined in
+ * cli/cmd_<name>.c as gf_cmd_<name>. */
+#ifndef GF_JOB_COMMANDS_H
+#define GF_JOB_COMMANDS_H
+
+#define GF_JOB_COMMANDS(X) \
+    X(submit)              \
+    X(run)                 \
+    X(queue)               \
+    X(show)                \
+    X(wait)                \
+    X(cancel)              \
+    X(logs)                \
+    X(workers)
+
+#endif

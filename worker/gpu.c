@@ -46,6 +46,8 @@ struct gf_gpu {
     size_t n_modules;
     timing timings[MAX_TIMINGS];       /* regions awaiting collect */
     size_t n_timings;
+    gf_cu_event events[2 * MAX_TIMINGS]; /* created on first use, reused by every region */
+    size_t n_events;                   /* how many exist */
     bool debug;                        /* sync + check after each launch */
 };
 
@@ -114,11 +116,8 @@ void gf_gpu_destroy(gf_gpu **self_p)
     if (self->ctx) {
         self->cu->ctx_set_current(self->ctx);
         self->cu->ctx_synchronize();
-        for (size_t i = 0; i < self->n_timings; i++) {
-            self->cu->event_destroy(self->timings[i].start);
-            if (self->timings[i].end)
-                self->cu->event_destroy(self->timings[i].end);
-        }
+        for (size_t i = 0; i < self->n_events; i++)
+            self->cu->event_destroy(self->events[i]);
         for (size_t i = 0; i < self->n_modules; i++)
             self->cu->module_unload(self->modules[i].module);
         for (size_t i = 0; i < self->n_allocs; i++)
@@ -131,7 +130,6 @@ void gf_gpu_destroy(gf_gpu **self_p)
     *self_p = NULL;
 }
 
-const gf_cudrv *gf_gpu_driver(const gf_gpu *self) { return self->cu; }
 gf_cu_stream gf_gpu_stream(const gf_gpu *self) { return self->stream; }
 int gf_gpu_cc(const gf_gpu *self) { return self->cc; }
 int gf_gpu_smem_optin(const gf_gpu *self) { return self->smem_optin; }
@@ -265,6 +263,19 @@ int gf_gpu_launch(gf_gpu *self, gf_cu_function f, unsigned gx, unsigned gy, unsi
     return 0;
 }
 
+/* The i-th event of the pool, created the first time it is needed: timing
+ * allocates nothing once every slot has been used. */
+static int pool_event(gf_gpu *self, size_t i, gf_cu_event *out)
+{
+    while (self->n_events <= i) {
+        CU_CHECK(self, self->cu->event_create(&self->events[self->n_events], GF_CU_EVENT_DEFAULT),
+                 "cuEventCreate");
+        self->n_events++;
+    }
+    *out = self->events[i];
+    return 0;
+}
+
 int gf_gpu_timing_begin(gf_gpu *self, const char *stage, const char *route)
 {
     if (self->n_timings == MAX_TIMINGS) {
@@ -276,13 +287,10 @@ int gf_gpu_timing_begin(gf_gpu *self, const char *stage, const char *route)
     memset(t, 0, sizeof *t);
     snprintf(t->stage, sizeof t->stage, "%s", stage);
     snprintf(t->route, sizeof t->route, "%s", route);
-    CU_CHECK(self, self->cu->event_create(&t->start, GF_CU_EVENT_DEFAULT), "cuEventCreate");
-    gf_cu_result r = self->cu->event_record(t->start, self->stream);
-    if (r != 0) {
-        self->cu->event_destroy(t->start);
-        GF_ERROR("cuda device %d: cuEventRecord: %s", self->ordinal, gf_cudrv_errstr(r));
-        return GF_EDEVICE;
-    }
+    int rc = pool_event(self, 2 * self->n_timings, &t->start);
+    if (rc)
+        return rc;
+    CU_CHECK(self, self->cu->event_record(t->start, self->stream), "cuEventRecord");
     self->n_timings++;
     return 0;
 }
@@ -294,7 +302,9 @@ int gf_gpu_timing_end(gf_gpu *self)
         return GF_ESTATE;
     }
     timing *t = &self->timings[self->n_timings - 1];
-    CU_CHECK(self, self->cu->event_create(&t->end, GF_CU_EVENT_DEFAULT), "cuEventCreate");
+    int rc = pool_event(self, 2 * (self->n_timings - 1) + 1, &t->end);
+    if (rc)
+        return rc;
     CU_CHECK(self, self->cu->event_record(t->end, self->stream), "cuEventRecord");
     t->ended = true;
     return 0;
@@ -311,9 +321,6 @@ void gf_gpu_timing_collect(gf_gpu *self, gf_devstats *stats)
             gf_devstats_measured(stats, t->stage, t->route, (uint64_t)((double)ms * 1e6 + 0.5));
         else
             gf_devstats_failed(stats, t->stage, t->route);
-        self->cu->event_destroy(t->start);
-        if (t->end)
-            self->cu->event_destroy(t->end);
     }
     self->n_timings = 0;
 }

@@ -38,6 +38,7 @@ struct gf_embedding_gpu {
     gf_cu_ptr seg_w, seg_b;       /* [256, 5120], [256] */
     gf_cu_ptr feats, act[4], col, masks, job_window, pooled, emb;
     gf_gpu_allocs mem;            /* every device allocation */
+    float *host_masks;            /* [3 * max_batch, 125]: resized masks before upload */
 };
 
 static const int layer_blocks[4] = { 3, 4, 6, 3 };
@@ -147,6 +148,7 @@ static int alloc_workspace(gf_embedding_gpu *s)
     rc = rc ? rc : dalloc(s, 3 * B * sizeof(int), &s->job_window);
     rc = rc ? rc : dalloc(s, 3 * B * 2 * POOL_R * f, &s->pooled);
     rc = rc ? rc : dalloc(s, 3 * B * GF_EMB_DIM * f, &s->emb);
+    s->host_masks = gf_malloc(3 * B * TRUNK_T * f);
     return rc;
 }
 
@@ -181,6 +183,7 @@ void gf_embedding_gpu_destroy(gf_embedding_gpu **self_p)
     for (int i = 0; i < s->n_convs; i++)
         gf_conv_gpu_destroy(&s->convs[i]);
     gf_gpu_allocs_release(&s->mem);
+    free(s->host_masks);
     free(s);
     *self_p = NULL;
 }
@@ -317,12 +320,11 @@ int gf_embedding_gpu_run(gf_embedding_gpu *s, const float *feats, int B,
     gf_cu_ptr x;
     GF_TRY(trunk(s, B, stats, &x));
     if (n_jobs > 0) {
-        float *small = gf_malloc(sizeof(float) * (size_t)n_jobs * TRUNK_T);
-        resize_masks(masks, n_jobs, small);
-        int rc = gf_gpu_upload(s->gpu, s->masks, small, sizeof(float) * (size_t)n_jobs * TRUNK_T);
-        rc = rc ? rc : gf_gpu_upload(s->gpu, s->job_window, job_window, sizeof(int) * (size_t)n_jobs);
-        rc = rc ? rc : gf_gpu_sync(s->gpu);   /* the host copy is freed next */
-        free(small);
+        resize_masks(masks, n_jobs, s->host_masks);
+        int rc = gf_gpu_upload(s->gpu, s->masks, s->host_masks,
+                               sizeof(float) * (size_t)n_jobs * TRUNK_T);
+        rc = rc ? rc : gf_gpu_upload(s->gpu, s->job_window, job_window,
+                                     sizeof(int) * (size_t)n_jobs);
         GF_TRY(rc);
         if (stats)
             GF_TRY(gf_gpu_timing_begin(s->gpu, "pooling.stats", "library"));

@@ -151,13 +151,6 @@ int gf_sched_card_online(gf_sched *self, int index, bool online)
     return 0;
 }
 
-bool gf_sched_card_is_online(const gf_sched *self, int index)
-{
-    for (size_t i = 0; i < self->n_cards; i++)
-        if (self->cards[i].index == index)
-            return self->cards[i].online;
-    return false;
-}
 
 static bool fits(const card *c, gf_job_mode mode)
 {

@@ -77,7 +77,6 @@ gf_sched_job *gf_sched_iter(gf_sched *self, size_t *pos);
 /* A worker for card `index` became ready (true) or went away (false).
  * Returns GF_ENOENT for an unconfigured card. */
 int gf_sched_card_online(gf_sched *self, int index, bool online);
-bool gf_sched_card_is_online(const gf_sched *self, int index);
 
 /* The next thing to do, or false when nothing can start now. A START has
  * already leased the cards and marked the job running (the caller bumps

@@ -105,10 +105,6 @@ static long broker_pid(const char *pidfile)
     return pid;
 }
 
-const gf_config *gf_client_config(const gf_client *self)
-{
-    return self->cfg;
-}
 
 int gf_client_call(gf_client *self, const gf_msg *req, gf_msg *rep, int timeout_ms)
 {
@@ -368,7 +364,8 @@ int gf_jobopts_parse(int argc, char **argv, gf_jobopts *o, bool allow_batch)
         fprintf(stderr, "gpuflock %s: more than %u arguments\n", cmd, GF_PROTO_MAX_ARGV);
         return GF_EXIT_USAGE;
     }
-    /* the command (for --file: a placeholder, each line replaces it) */
+    /* the command; for --file the spec carries /bin/sh alone and the broker
+     * makes each job `/bin/sh -c LINE` from the lines sent with it */
     o->spec.argc = o->file ? 1 : (size_t)n;
     o->spec.argv = gf_calloc(o->spec.argc + 1, sizeof(char *));
     for (size_t i = 0; i < o->spec.argc; i++)

@@ -21,7 +21,6 @@ typedef struct gf_client gf_client;
  * *status (78 config, 69 no broker). */
 gf_client *gf_client_open(const char *config_path, int *status);
 void gf_client_destroy(gf_client **self_p);
-const gf_config *gf_client_config(const gf_client *self);
 
 /* Send req, receive the reply into *rep (an "error" reply is returned as
  * the message, op GF_OP_ERROR). timeout_ms < 0 waits as long as the broker

@@ -212,10 +212,6 @@ void gf_jobcards_export(const gf_jobcards *self, gf_env *env, char **removed)
                      self->cfg->scrub_env, self->cfg->n_scrub_env, removed);
 }
 
-const char *gf_jobcards_devices(const gf_jobcards *self)
-{
-    return self->devices;
-}
 
 void gf_jobcards_destroy(gf_jobcards **self_p)
 {

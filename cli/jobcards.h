@@ -44,9 +44,6 @@ int gf_jobcards_inherit(gf_jobcards *self);
  * caller frees; NULL when none was set). */
 void gf_jobcards_export(const gf_jobcards *self, gf_env *env, char **removed);
 
-/* "0,1": the indices held; borrowed. */
-const char *gf_jobcards_devices(const gf_jobcards *self);
-
 void gf_jobcards_destroy(gf_jobcards **self_p);
 
 #endif

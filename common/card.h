@@ -16,7 +16,7 @@ typedef struct {
     int index;              /* the configured device index */
     gf_device_kind kind;    /* cpu | cuda */
     char name[128];         /* "NVIDIA H200"; "cpu" for a declared CPU card */
-    char uuid[48];          /* "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx"; "cpu-<index>" */
+    char uuid[48];          /* "GPU-" and the 36-character UUID (as nvidia-smi prints it); "cpu-" and the index */
     int cc_major;           /* compute capability; 0 for CPU cards */
     int cc_minor;
     int sm_count;           /* multiprocessors; for CPU cards, online cores */

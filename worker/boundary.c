@@ -119,10 +119,6 @@ size_t gf_area_count(void)
     return sizeof areas / sizeof areas[0];
 }
 
-const char *gf_area_at(size_t i)
-{
-    return i < gf_area_count() ? areas[i] : NULL;
-}
 
 bool gf_area_known(const char *area)
 {

@@ -33,9 +33,8 @@ const gf_boundary *gf_boundary_at(size_t i);
 /* The boundary with this exact name, or NULL. */
 const gf_boundary *gf_boundary_find(const char *name);
 
-/* Number of known areas and the i-th name ("fbank", ...). */
+/* Number of known areas. */
 size_t gf_area_count(void);
-const char *gf_area_at(size_t i);
 bool gf_area_known(const char *area);
 /* Whether a module of 'area' may run boundary 'name': its home area, or an
  * area that can also run it (a GEMM of the dense area runs the fbank DFT and

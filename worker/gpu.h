@@ -21,8 +21,7 @@ typedef struct gf_gpu gf_gpu;
 int gf_gpu_open(int ordinal, gf_gpu **out);
 void gf_gpu_destroy(gf_gpu **self_p);
 
-/* The driver table and the stream jobs run on (borrowed). */
-const gf_cudrv *gf_gpu_driver(const gf_gpu *self);
+/* The stream jobs run on (borrowed). */
 gf_cu_stream gf_gpu_stream(const gf_gpu *self);
 /* Compute capability as major*10+minor (90 for an H200). */
 int gf_gpu_cc(const gf_gpu *self);

@@ -11,7 +11,3 @@ int gf_blas_set_threads(int n)
     return openblas_get_num_threads();
 }
 
-int gf_blas_threads(void)
-{
-    return openblas_get_num_threads();
-}

@@ -8,7 +8,4 @@
 /* Use n threads in BLAS calls (n <= 0: one per core). Returns the count set. */
 int gf_blas_set_threads(int n);
 
-/* The current BLAS thread count. */
-int gf_blas_threads(void);
-
 #endif

@@ -122,7 +122,3 @@ const char *gf_manifest_path_at(const gf_manifest *self, size_t i)
     return i < self->n ? self->e[i].path : NULL;
 }
 
-const char *gf_manifest_sha256_at(const gf_manifest *self, size_t i)
-{
-    return i < self->n ? self->e[i].sha : NULL;
-}

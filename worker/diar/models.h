@@ -29,9 +29,8 @@ void gf_manifest_destroy(gf_manifest **self_p);
 /* The digest listed for `relpath` (borrowed), or NULL if it is not listed. */
 const char *gf_manifest_sha256(const gf_manifest *self, const char *relpath);
 
-/* Number of entries, and the path and digest of the i-th (borrowed). */
+/* Number of entries, and the path of the i-th (borrowed). */
 size_t gf_manifest_count(const gf_manifest *self);
 const char *gf_manifest_path_at(const gf_manifest *self, size_t i);
-const char *gf_manifest_sha256_at(const gf_manifest *self, size_t i);
 
 #endif

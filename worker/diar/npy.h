@@ -79,10 +79,9 @@ typedef struct gf_npz gf_npz;
 /* Read every member of a .npz file (member "x.npy" is named "x"). Same
  * returns as gf_npy_load; a bad member is named as "FILE[member]". */
 int gf_npz_load(const char *path, gf_npz **out);
-/* Number of members, and the name / array of member i (borrowed). */
+/* Number of members, and the name of member i (borrowed). */
 size_t gf_npz_count(const gf_npz *z);
 const char *gf_npz_name(const gf_npz *z, size_t i);
-const gf_npy_array *gf_npz_at(const gf_npz *z, size_t i);
 /* The member named 'name' (without ".npy"), or NULL. Borrowed. */
 const gf_npy_array *gf_npz_get(const gf_npz *z, const char *name);
 void gf_npz_destroy(gf_npz **self_p);

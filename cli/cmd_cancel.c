@@ -2,6 +2,7 @@
  * running ones get SIGTERM on their whole process group (SIGKILL after
  * kill_grace_s). Only your own jobs, unless you are root. */
 #include "cli/client.h"
+#include "cli/cliopts.h"
 #include "common/error.h"
 
 #include <getopt.h>
@@ -13,20 +14,10 @@ int gf_cmd_cancel(int argc, char **argv);
 int gf_cmd_cancel(int argc, char **argv)
 {
     const char *config = NULL;
-    static const struct option opts[] = {
-        { "config", required_argument, NULL, 'c' },
-        { "help", no_argument, NULL, 'h' },
-        { NULL, 0, NULL, 0 },
-    };
-    int c;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        switch (c) {
-        case 'c': config = optarg; break;
-        case 'h': printf("usage: gpuflock cancel [--config FILE] ID...\n"); return 0;
-        default: return GF_EXIT_USAGE;
-        }
-    }
+    int prc = gf_cli_flags(argc, argv, "usage: gpuflock cancel [--config FILE] ID...\n", NULL,
+                           &config);
+    if (prc)
+        return prc < 0 ? 0 : prc;
     gf_msg req, rep;
     memset(&req, 0, sizeof(req));
     req.op = GF_OP_CANCEL;

@@ -1,6 +1,7 @@
 /* cmd_logs.c — `gpuflock logs ID [-f] [--stderr]`: a job's captured output
  * (through the broker, which checks that it is yours). */
 #include "cli/client.h"
+#include "cli/cliopts.h"
 #include "common/error.h"
 
 #include <getopt.h>
@@ -15,27 +16,14 @@ int gf_cmd_logs(int argc, char **argv)
 {
     const char *config = NULL;
     bool follow = false, err = false;
-    static const struct option opts[] = {
-        { "follow", no_argument, NULL, 'f' },
-        { "stderr", no_argument, NULL, 'e' },
-        { "config", required_argument, NULL, 'c' },
-        { "help", no_argument, NULL, 'h' },
-        { NULL, 0, NULL, 0 },
-    };
-    int c;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "feh", opts, NULL)) != -1) {
-        switch (c) {
-        case 'f': follow = true; break;
-        case 'e': err = true; break;
-        case 'c': config = optarg; break;
-        case 'h':
-            printf("usage: gpuflock logs [-f|--follow] [-e|--stderr] [--config FILE] ID\n"
-                   "  the job's stdout (--stderr: its stderr); -f: until the job ends\n");
-            return 0;
-        default: return GF_EXIT_USAGE;
-        }
-    }
+    const gf_cli_flag flags[] = { { "follow", 'f', &follow }, { "stderr", 'e', &err },
+                                  { NULL, 0, NULL } };
+    int prc = gf_cli_flags(argc, argv,
+                           "usage: gpuflock logs [-f|--follow] [-e|--stderr] [--config FILE] ID\n"
+                           "  the job's stdout (--stderr: its stderr); -f: until the job ends\n",
+                           flags, &config);
+    if (prc)
+        return prc < 0 ? 0 : prc;
     uint64_t *ids;
     size_t n;
     if (argc - optind != 1 || gf_parse_ids("logs", 1, argv + optind, &ids, &n) || n != 1) {

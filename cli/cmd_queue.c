@@ -1,5 +1,6 @@
 /* cmd_queue.c — `gpuflock queue [--all] [--json]`: the jobs, like squeue. */
 #include "cli/client.h"
+#include "cli/cliopts.h"
 #include "cli/jobfmt.h"
 #include "common/error.h"
 #include "common/util.h"
@@ -15,27 +16,13 @@ int gf_cmd_queue(int argc, char **argv)
 {
     const char *config = NULL;
     bool all = false, json = false;
-    static const struct option opts[] = {
-        { "all", no_argument, NULL, 'a' },
-        { "json", no_argument, NULL, 'j' },
-        { "config", required_argument, NULL, 'c' },
-        { "help", no_argument, NULL, 'h' },
-        { NULL, 0, NULL, 0 },
-    };
-    int c;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "ah", opts, NULL)) != -1) {
-        switch (c) {
-        case 'a': all = true; break;
-        case 'j': json = true; break;
-        case 'c': config = optarg; break;
-        case 'h':
-            printf("usage: gpuflock queue [--all] [--json] [--config FILE]\n"
-                   "  pending and running jobs (--all: ended ones too)\n");
-            return 0;
-        default: return GF_EXIT_USAGE;
-        }
-    }
+    const gf_cli_flag flags[] = { { "all", 'a', &all }, { "json", 0, &json }, { NULL, 0, NULL } };
+    int prc = gf_cli_flags(argc, argv,
+                           "usage: gpuflock queue [--all] [--json] [--config FILE]\n"
+                           "  pending and running jobs (--all: ended ones too)\n",
+                           flags, &config);
+    if (prc)
+        return prc < 0 ? 0 : prc;
     if (optind != argc) {
         fprintf(stderr, "gpuflock queue: unexpected argument '%s'\n", argv[optind]);
         return GF_EXIT_USAGE;

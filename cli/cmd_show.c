@@ -1,5 +1,6 @@
 /* cmd_show.c — `gpuflock show ID [--json]`: everything about one job. */
 #include "cli/client.h"
+#include "cli/cliopts.h"
 #include "cli/jobfmt.h"
 #include "common/error.h"
 
@@ -14,22 +15,11 @@ int gf_cmd_show(int argc, char **argv)
 {
     const char *config = NULL;
     bool json = false;
-    static const struct option opts[] = {
-        { "json", no_argument, NULL, 'j' },
-        { "config", required_argument, NULL, 'c' },
-        { "help", no_argument, NULL, 'h' },
-        { NULL, 0, NULL, 0 },
-    };
-    int c;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        switch (c) {
-        case 'j': json = true; break;
-        case 'c': config = optarg; break;
-        case 'h': printf("usage: gpuflock show ID [--json] [--config FILE]\n"); return 0;
-        default: return GF_EXIT_USAGE;
-        }
-    }
+    const gf_cli_flag flags[] = { { "json", 0, &json }, { NULL, 0, NULL } };
+    int prc = gf_cli_flags(argc, argv, "usage: gpuflock show ID [--json] [--config FILE]\n",
+                           flags, &config);
+    if (prc)
+        return prc < 0 ? 0 : prc;
     uint64_t *ids;
     size_t n;
     if (argc - optind != 1 || gf_parse_ids("show", 1, argv + optind, &ids, &n) || n != 1) {

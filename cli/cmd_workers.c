@@ -1,6 +1,7 @@
 /* cmd_workers.c — `gpuflock workers [--json]`: each card, its worker's
  * state and identity, and the jobs on it. */
 #include "cli/client.h"
+#include "cli/cliopts.h"
 #include "cli/jobfmt.h"
 #include "common/card.h"
 #include "common/error.h"
@@ -17,22 +18,11 @@ int gf_cmd_workers(int argc, char **argv)
 {
     const char *config = NULL;
     bool json = false;
-    static const struct option opts[] = {
-        { "json", no_argument, NULL, 'j' },
-        { "config", required_argument, NULL, 'c' },
-        { "help", no_argument, NULL, 'h' },
-        { NULL, 0, NULL, 0 },
-    };
-    int c;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        switch (c) {
-        case 'j': json = true; break;
-        case 'c': config = optarg; break;
-        case 'h': printf("usage: gpuflock workers [--json] [--config FILE]\n"); return 0;
-        default: return GF_EXIT_USAGE;
-        }
-    }
+    const gf_cli_flag flags[] = { { "json", 0, &json }, { NULL, 0, NULL } };
+    int prc = gf_cli_flags(argc, argv, "usage: gpuflock workers [--json] [--config FILE]\n",
+                           flags, &config);
+    if (prc)
+        return prc < 0 ? 0 : prc;
     if (optind != argc) {
         fprintf(stderr, "usage: gpuflock workers [--json] [--config FILE]\n");
         return GF_EXIT_USAGE;

@@ -400,3 +400,15 @@ int gf_job_exit_status(const gf_job *j)
     }
     return 1;
 }
+
+int gf_client_once(const char *config_path, const gf_msg *req, gf_msg *rep, int timeout_ms)
+{
+    int rc;
+    memset(rep, 0, sizeof(*rep));
+    gf_client *cl = gf_client_open(config_path, &rc);
+    if (!cl)
+        return rc;
+    rc = gf_client_call(cl, req, rep, timeout_ms) != 0 ? GF_EXIT_UNAVAIL : 0;
+    gf_client_destroy(&cl);
+    return rc;
+}

@@ -32,6 +32,11 @@ int gf_client_call(gf_client *self, const gf_msg *req, gf_msg *rep, int timeout_
  * status that fits its code. */
 int gf_client_report(const char *cmd, const gf_msg *rep);
 
+/* One request, one reply: open (config_path), call, close. Returns 0 with
+ * the reply in *rep (the caller clears it), or the exit status when there
+ * was no reply (78 config, 69 no broker or no answer). */
+int gf_client_once(const char *config_path, const gf_msg *req, gf_msg *rep, int timeout_ms);
+
 /* Options of submit and run. Parses argv from optind on (getopt_long with
  * "+"), leaves the command in spec->argv. Returns 0, or an exit status
  * (64 after a message) . */

@@ -27,19 +27,13 @@ int gf_cmd_queue(int argc, char **argv)
         fprintf(stderr, "gpuflock queue: unexpected argument '%s'\n", argv[optind]);
         return GF_EXIT_USAGE;
     }
-    int rc;
-    gf_client *cl = gf_client_open(config, &rc);
-    if (!cl)
-        return rc;
     gf_msg req, rep;
     memset(&req, 0, sizeof(req));
     req.op = GF_OP_QUEUE;
     req.all = all;
-    if (gf_client_call(cl, &req, &rep, 30000) != 0) {
-        gf_client_destroy(&cl);
-        return GF_EXIT_UNAVAIL;
-    }
-    rc = 0;
+    int rc = gf_client_once(config, &req, &rep, 30000);
+    if (rc)
+        return rc;
     if (rep.op != GF_OP_JOBS) {
         rc = gf_client_report("queue", &rep);
     } else if (json) {
@@ -81,6 +75,5 @@ int gf_cmd_queue(int argc, char **argv)
         }
     }
     gf_msg_clear(&rep);
-    gf_client_destroy(&cl);
     return rc;
 }

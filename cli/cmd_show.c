@@ -26,22 +26,14 @@ int gf_cmd_show(int argc, char **argv)
         fprintf(stderr, "usage: gpuflock show ID [--json] [--config FILE]\n");
         return GF_EXIT_USAGE;
     }
-    int rc;
-    gf_client *cl = gf_client_open(config, &rc);
-    if (!cl) {
-        free(ids);
-        return rc;
-    }
     gf_msg req, rep;
     memset(&req, 0, sizeof(req));
     req.op = GF_OP_SHOW;
     req.id = ids[0];
     free(ids);
-    if (gf_client_call(cl, &req, &rep, 30000) != 0) {
-        gf_client_destroy(&cl);
-        return GF_EXIT_UNAVAIL;
-    }
-    rc = 0;
+    int rc = gf_client_once(config, &req, &rep, 30000);
+    if (rc)
+        return rc;
     if (rep.op != GF_OP_JOBS || rep.n_jobs != 1) {
         rc = gf_client_report("show", &rep);
     } else if (json) {
@@ -52,6 +44,5 @@ int gf_cmd_show(int argc, char **argv)
         gf_job_print(stdout, &rep.jobs[0]);
     }
     gf_msg_clear(&rep);
-    gf_client_destroy(&cl);
     return rc;
 }

@@ -27,18 +27,12 @@ int gf_cmd_workers(int argc, char **argv)
         fprintf(stderr, "usage: gpuflock workers [--json] [--config FILE]\n");
         return GF_EXIT_USAGE;
     }
-    int rc;
-    gf_client *cl = gf_client_open(config, &rc);
-    if (!cl)
-        return rc;
     gf_msg req, rep;
     memset(&req, 0, sizeof(req));
     req.op = GF_OP_WORKERS;
-    if (gf_client_call(cl, &req, &rep, 30000) != 0) {
-        gf_client_destroy(&cl);
-        return GF_EXIT_UNAVAIL;
-    }
-    rc = 0;
+    int rc = gf_client_once(config, &req, &rep, 30000);
+    if (rc)
+        return rc;
     if (rep.op != GF_OP_WORKERS_LIST) {
         rc = gf_client_report("workers", &rep);
     } else if (json) {
@@ -71,6 +65,5 @@ int gf_cmd_workers(int argc, char **argv)
         }
     }
     gf_msg_clear(&rep);
-    gf_client_destroy(&cl);
     return rc;
 }

@@ -4,6 +4,7 @@
 #include "common/config.h"
 #include "common/error.h"
 #include "common/log.h"
+#include "common/pidfile.h"
 #include "common/util.h"
 #include "common/version.h"
 
@@ -42,34 +43,18 @@ static void usage(FILE *out)
  * (kept open for the broker's life) or -1 after saying why. */
 static int take_pidfile(const char *run_dir)
 {
-    if (mkdir(run_dir, 0755) != 0 && errno != EEXIST) {
-        GF_ERROR("run_dir %s: %s", run_dir, strerror(errno));
-        return -1;
-    }
     char *path = gf_strfmt("%s/gpuflockd.pid", run_dir);
-    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (fd < 0) {
-        GF_ERROR("%s: %s", path, strerror(errno));
-        free(path);
-        return -1;
-    }
-    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
-        char buf[32] = "";
-        ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
-        buf[n > 0 ? n : 0] = 0;
-        buf[strcspn(buf, "\n")] = 0;
-        fprintf(stderr, "gpuflockd: another gpuflockd (pid %s) already serves %s\n",
-                buf[0] ? buf : "?", run_dir);
-        close(fd);
-        free(path);
-        return -1;
-    }
-    char pid[32];
-    int len = snprintf(pid, sizeof(pid), "%d\n", (int)getpid());
-    if (ftruncate(fd, 0) != 0 || pwrite(fd, pid, (size_t)len, 0) != len)
-        GF_WARN("%s: cannot write the pid: %s", path, strerror(errno));
+    long holder = 0;
+    int fd = gf_pidfile_take(path, &holder);
     free(path);
-    return fd;
+    if (fd == -1) {
+        if (holder > 0)
+            fprintf(stderr, "gpuflockd: another gpuflockd (pid %ld) already serves %s\n", holder,
+                    run_dir);
+        else
+            fprintf(stderr, "gpuflockd: another gpuflockd (pid ?) already serves %s\n", run_dir);
+    }
+    return fd < 0 ? -1 : fd;
 }
 
 int main(int argc, char **argv)

@@ -4,6 +4,7 @@
 #include "common/config.h"
 #include "common/error.h"
 #include "common/log.h"
+#include "common/pidfile.h"
 #include "common/util.h"
 #include "common/version.h"
 #include "worker/agent.h"
@@ -32,30 +33,17 @@ static void usage(FILE *out)
  * learn that a worker of an earlier broker is still alive. */
 static int take_pidfile(const char *run_dir, int device)
 {
-    mkdir(run_dir, 0755);
     char *path = gf_strfmt("%s/worker%d.pid", run_dir, device);
-    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (fd < 0) {
-        GF_ERROR("%s: %s", path, strerror(errno));
-        free(path);
-        return -1;
-    }
-    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
-        char buf[32] = "";
-        ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
-        buf[n > 0 ? n : 0] = 0;
-        buf[strcspn(buf, "\n")] = 0;
-        GF_ERROR("card %d already has a worker (pid %s)", device, buf[0] ? buf : "?");
-        close(fd);
-        free(path);
-        return -1;
-    }
-    char text[32];
-    int len = snprintf(text, sizeof(text), "%d\n", (int)getpid());
-    if (ftruncate(fd, 0) != 0 || pwrite(fd, text, (size_t)len, 0) != len)
-        GF_WARN("%s: cannot write the pid", path);
+    long holder = 0;
+    int fd = gf_pidfile_take(path, &holder);
     free(path);
-    return fd;
+    if (fd == -1) {
+        if (holder > 0)
+            GF_ERROR("card %d already has a worker (pid %ld)", device, holder);
+        else
+            GF_ERROR("card %d already has a worker (pid ?)", device);
+    }
+    return fd < 0 ? -1 : fd;
 }
 
 int main(int argc, char **argv)

@@ -1,0 +1,47 @@
+/* pidfile.c — pid files held by flock(2) (see pidfile.h). */
+#include "common/pidfile.h"
+#include "common/log.h"
+#include "common/util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+int gf_pidfile_take(const char *path, long *holder)
+{
+    *holder = 0;
+    char *dir = gf_strdup(path);
+    char *slash = strrchr(dir, '/');
+    if (slash && slash != dir) {
+        *slash = '\0';
+        if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
+            GF_ERROR("%s: %s", dir, strerror(errno));
+            free(dir);
+            return -2;
+        }
+    }
+    free(dir);
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        GF_ERROR("%s: %s", path, strerror(errno));
+        return -2;
+    }
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        char buf[32] = "";
+        ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
+        buf[n > 0 ? n : 0] = '\0';
+        *holder = strtol(buf, NULL, 10);
+        close(fd);
+        return -1;
+    }
+    char text[32];
+    int len = snprintf(text, sizeof text, "%d\n", (int)getpid());
+    if (ftruncate(fd, 0) != 0 || pwrite(fd, text, (size_t)len, 0) != len)
+        GF_WARN("%s: cannot write the pid: %s", path, strerror(errno));
+    return fd;
+}

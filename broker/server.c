@@ -144,15 +144,10 @@ static void post_error(gf_server *self, void *sock, const gf_peer *peer, int cod
                        const char *fmt, ...)
 {
     gf_msg m;
-    memset(&m, 0, sizeof(m));
-    m.op = GF_OP_ERROR;
-    m.code = code;
-    char text[1024];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(text, sizeof(text), fmt, ap);
+    gf_msg_errorv(&m, code, fmt, ap);
     va_end(ap);
-    m.message = gf_strdup(text);
     post(self, sock, peer, &m);
 }
 

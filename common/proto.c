@@ -1382,3 +1382,13 @@ int gf_proto_decode(const void *buf, size_t len, gf_msg *out, char *err, size_t 
     out->op = op;
     return 0;
 }
+
+void gf_msg_errorv(gf_msg *msg, int code, const char *fmt, va_list ap)
+{
+    memset(msg, 0, sizeof(*msg));
+    msg->op = GF_OP_ERROR;
+    msg->code = code;
+    char text[1024];
+    vsnprintf(text, sizeof(text), fmt, ap);
+    msg->message = gf_strdup(text);
+}

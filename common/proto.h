@@ -31,6 +31,7 @@
 #include "common/version.h"
 
 #include <stdbool.h>
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -250,6 +251,11 @@ int gf_proto_decode(const void *buf, size_t len, gf_msg *out, char *err,
 
 /* Free everything a message owns and zero it; safe twice. */
 void gf_msg_clear(gf_msg *msg);
+
+/* An "error" reply: op GF_OP_ERROR, the code, and the printf-formatted
+ * message (allocated; gf_msg_clear frees it). */
+void gf_msg_errorv(gf_msg *msg, int code, const char *fmt, va_list ap)
+    __attribute__((format(printf, 3, 0)));
 
 /* Initialise spec with the defaults (exclusive, any card, no array). */
 void gf_job_spec_init(gf_job_spec *spec);

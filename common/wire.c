@@ -177,16 +177,13 @@ int gf_wire_send(void *sock, const gf_peer *peer, bool delim, const gf_msg *m)
 int gf_wire_send_error(void *sock, const gf_peer *peer, int code, const char *fmt, ...)
 {
     gf_msg m;
-    memset(&m, 0, sizeof(m));
-    m.op = GF_OP_ERROR;
-    m.code = code;
-    char text[1024];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(text, sizeof(text), fmt, ap);
+    gf_msg_errorv(&m, code, fmt, ap);
     va_end(ap);
-    m.message = text;
-    return gf_wire_send(sock, peer, true, &m);
+    int rc = gf_wire_send(sock, peer, true, &m);
+    gf_msg_clear(&m);
+    return rc;
 }
 
 const char *gf_wire_ipc_path(const char *endpoint)

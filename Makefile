@@ -50,7 +50,7 @@ LIB_CLI    := $(BUILD)/lib/libgfcli.a
 # Libraries link as one group: they call each other (diar uses the card runtime of worker).
 ALL_LIBS   := $(LIB_CLI) $(LIB_BROKER) $(LIB_WORKER) $(LIB_DIAR) $(LIB_COMMON)
 
-BINS := $(BUILD)/bin/gpuflock $(BUILD)/bin/gpuflock-cli $(BUILD)/bin/gpuflock-jobs \
+BINS := $(BUILD)/bin/gpuflock $(BUILD)/bin/gpuflock-cli \
         $(BUILD)/bin/gpuflockd $(BUILD)/bin/gpuflock-worker
 
 UNIT_SRC   := $(wildcard tests/unit/test_*.c)
@@ -100,14 +100,12 @@ $(BUILD)/obj/empty.o:
 	echo 'typedef int gf_empty_unit;' | $(CC) -x c -c - -o $@
 $(ALL_LIBS): | $(BUILD)/obj/empty.o
 
-# gpuflock is a light front (cli/front/main.c): `exec` and `locks` run in it
-# with only libyaml and json-c loaded, as fast as flock(1) (bench/lock);
-# the job commands are exec'd in gpuflock-jobs (broker client, no BLAS), every
-# other subcommand in gpuflock-cli, the full command.
-$(BUILD)/bin/gpuflock: $(call obj,cli/front/main.c) $(ALL_LIBS) | $(BUILD)/bin/gpuflock-cli $(BUILD)/bin/gpuflock-jobs
-	@mkdir -p $(dir $@)
-	$(CC) $(SAN) $(LDFLAGS) -Wl,--as-needed -o $@ $< -Wl,--start-group $(ALL_LIBS) -Wl,--end-group $(LDLIBS)
-$(BUILD)/bin/gpuflock-jobs: $(call obj,cli/front/jobs.c) $(ALL_LIBS)
+# gpuflock is a light front (cli/front/main.c): `exec`, `locks` and the job
+# commands on an ipc:// broker run in it with only libyaml and json-c loaded
+# (its broker client speaks ZMTP itself, cli/transport_zmtp.c), as fast as
+# flock(1) and tsp (bench/lock, bench/jobs); every other subcommand is exec'd
+# in gpuflock-cli, the full command.
+$(BUILD)/bin/gpuflock: $(call obj,cli/front/main.c) $(ALL_LIBS) | $(BUILD)/bin/gpuflock-cli
 	@mkdir -p $(dir $@)
 	$(CC) $(SAN) $(LDFLAGS) -Wl,--as-needed -o $@ $< -Wl,--start-group $(ALL_LIBS) -Wl,--end-group $(LDLIBS)
 $(BUILD)/bin/gpuflock-cli: $(call obj,cli/main.c) $(ALL_LIBS)

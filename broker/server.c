@@ -94,6 +94,7 @@ struct gf_server {
     size_t n_out, cap_out;
     bool in_tx;               /* a store transaction is open this turn */
     bool need_sync;           /* this turn acknowledges a client's change */
+    bool unsynced;            /* commits since the WAL was last synced */
     bool store_failed;
     bool stopping;            /* SIGTERM seen: no new jobs */
     uint64_t stop_deadline;   /* monotonic ms */
@@ -193,6 +194,14 @@ static void flush_outbox(gf_server *self, void *only)
     }
 }
 
+/* fdatasync the job store's WAL, if anything was committed since the last. */
+static void sync_store(gf_server *self)
+{
+    if (self->unsynced && !self->store_failed && gf_store_sync(self->store) != 0)
+        self->store_failed = true;
+    self->unsynced = false;
+}
+
 static void end_turn(gf_server *self)
 {
     if (self->in_tx) {
@@ -201,10 +210,11 @@ static void end_turn(gf_server *self)
             gf_store_rollback(self->store);
             self->store_failed = true;
         }
+        self->unsynced = true;
     }
     flush_outbox(self, self->workers);
-    if (self->need_sync && !self->store_failed && gf_store_sync(self->store) != 0)
-        self->store_failed = true;
+    if (self->need_sync && self->cfg->sync_acks)
+        sync_store(self);
     self->need_sync = false;
     flush_outbox(self, self->clients);
     for (size_t i = 0; i < self->n_out; i++)
@@ -1169,6 +1179,7 @@ static void timers(gf_server *self, uint64_t now)
     uint64_t dead_after = interval * (uint64_t)self->cfg->heartbeat_liveness;
     if (now >= self->next_beat) {
         self->next_beat = now + interval;
+        sync_store(self);   /* broker.sync_acks false: power loss costs at most this interval */
         for (size_t i = 0; i < self->n_wks; i++) {
             wk *w = &self->wks[i];
             if (!w->ready)
@@ -1245,7 +1256,7 @@ static void *bind_router(gf_server *self, const char *ep)
         zmq_close(s);
         return NULL;
     }
-    const char *path = gf_wire_ipc_path(ep);
+    const char *path = gf_config_ipc_path(ep);
     if (path)
         unlink(path);     /* a stale socket of a dead broker (the pid file is ours) */
     if (zmq_bind(s, ep) != 0) {

@@ -2,10 +2,10 @@
  * client.h). */
 #include "cli/client.h"
 
+#include "cli/transport.h"
 #include "common/error.h"
 #include "common/log.h"
 #include "common/util.h"
-#include "common/wire.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -14,14 +14,13 @@
 #include <string.h>
 #include <sys/file.h>
 #include <unistd.h>
-#include <zmq.h>
 
 extern char **environ;
 
 struct gf_client {
     gf_config *cfg;
-    void *ctx;
-    void *sock;           /* DEALER, REQ-style envelope */
+    const gf_transport *t;    /* the backend that reaches the endpoint */
+    void *conn;               /* its connection; NULL after it broke */
     char *pidfile;
 };
 
@@ -47,7 +46,7 @@ gf_client *gf_client_open(const char *config_path, int *status)
     self->cfg = cfg;
     self->pidfile = gf_strfmt("%s/gpuflockd.pid", cfg->run_dir);
     const char *ep = cfg->client_endpoint;
-    if (gf_wire_ipc_path(ep) && !broker_alive(self->pidfile)) {
+    if (gf_config_ipc_path(ep) && !broker_alive(self->pidfile)) {
         fprintf(stderr,
                 "gpuflock: no broker is running (nothing holds %s).\n"
                 "Start one with:  gpuflockd%s%s   (or: systemctl start gpuflockd)\n",
@@ -56,19 +55,20 @@ gf_client *gf_client_open(const char *config_path, int *status)
         gf_client_destroy(&self);
         return NULL;
     }
-    self->ctx = zmq_ctx_new();
-    self->sock = zmq_socket(self->ctx, ZMQ_DEALER);
-    int zero = 0;
-    zmq_setsockopt(self->sock, ZMQ_LINGER, &zero, sizeof(zero));
-    if (strncmp(ep, "tcp://", 6) == 0 && cfg->curve_public_key) {
-        char pub[41], sec[41];
-        zmq_curve_keypair(pub, sec);
-        zmq_setsockopt(self->sock, ZMQ_CURVE_SERVERKEY, cfg->curve_public_key, 40);
-        zmq_setsockopt(self->sock, ZMQ_CURVE_PUBLICKEY, pub, 40);
-        zmq_setsockopt(self->sock, ZMQ_CURVE_SECRETKEY, sec, 40);
+    for (const gf_transport *const *t = gf_client_transports; *t && !self->t; t++)
+        if ((*t)->supports(cfg))
+            self->t = *t;
+    if (!self->t) {
+        fprintf(stderr, "gpuflock: this program cannot reach %s (run gpuflock-cli, which can)\n",
+                ep);
+        *status = GF_EXIT_UNAVAIL;
+        gf_client_destroy(&self);
+        return NULL;
     }
-    if (zmq_connect(self->sock, ep) != 0) {
-        fprintf(stderr, "gpuflock: cannot connect to %s: %s\n", ep, zmq_strerror(errno));
+    char err[512];
+    self->conn = self->t->open(cfg, err, sizeof(err));
+    if (!self->conn) {
+        fprintf(stderr, "gpuflock: cannot reach the broker: %s\n", err);
         *status = GF_EXIT_UNAVAIL;
         gf_client_destroy(&self);
         return NULL;
@@ -82,10 +82,8 @@ void gf_client_destroy(gf_client **self_p)
     gf_client *self = *self_p;
     if (!self)
         return;
-    if (self->sock)
-        zmq_close(self->sock);
-    if (self->ctx)
-        zmq_ctx_term(self->ctx);
+    if (self->conn)
+        self->t->close(&self->conn);
     gf_config_destroy(&self->cfg);
     free(self->pidfile);
     free(self);
@@ -105,32 +103,45 @@ static long broker_pid(const char *pidfile)
     return pid;
 }
 
+/* (Re)send req on a connection, opening a new one if the last broke. */
+static int send_req(gf_client *self, const gf_msg *req)
+{
+    char err[512];
+    if (!self->conn && !(self->conn = self->t->open(self->cfg, err, sizeof(err))))
+        return GF_EIO;
+    if (self->t->send(self->conn, req, err, sizeof(err)) != 0) {
+        self->t->close(&self->conn);
+        return GF_EIO;
+    }
+    return 0;
+}
 
 int gf_client_call(gf_client *self, const gf_msg *req, gf_msg *rep, int timeout_ms)
 {
     memset(rep, 0, sizeof(*rep));
-    int rc = gf_wire_send(self->sock, NULL, true, req);
-    if (rc) {
-        fprintf(stderr, "gpuflock: cannot send the request: %s\n", gf_strerror(rc));
+    if (send_req(self, req) != 0) {
+        fprintf(stderr, "gpuflock: cannot send the request to %s\n", self->cfg->client_endpoint);
         return GF_EIO;
     }
     uint64_t start = gf_now_ms();
-    bool ipc = gf_wire_ipc_path(self->cfg->client_endpoint) != NULL;
+    bool ipc = gf_config_ipc_path(self->cfg->client_endpoint) != NULL;
     long pid = ipc ? broker_pid(self->pidfile) : 0;
     for (;;) {
-        zmq_pollitem_t it = { self->sock, 0, ZMQ_POLLIN, 0 };
-        int n = zmq_poll(&it, 1, 250);
-        if (n < 0 && errno == EINTR)
+        char err[512];
+        int rc = self->conn ? self->t->recv(self->conn, 250, rep, err, sizeof(err)) : GF_EIO;
+        if (rc == 0)
+            return 0;
+        if (rc == GF_EINTR)
             return GF_EINTR;
-        if (n > 0) {
-            char err[256];
-            rc = gf_wire_recv(self->sock, false, 0, NULL, rep, err, sizeof(err));
-            if (rc == 0)
-                return 0;
-            if (rc == GF_EINTR)
-                return GF_EINTR;
+        if (rc == GF_EPROTO || rc == GF_ETOOBIG) {
             fprintf(stderr, "gpuflock: bad reply from the broker: %s\n", err);
             return GF_EIO;
+        }
+        if (rc == GF_EIO) {
+            /* the broker closed our connection: it stopped or died */
+            if (self->conn)
+                self->t->close(&self->conn);
+            usleep(50000);
         }
         if (ipc && !broker_alive(self->pidfile)) {
             /* a restart may be under way: give the next broker a moment */
@@ -141,10 +152,10 @@ int gf_client_call(gf_client *self, const gf_msg *req, gf_msg *rep, int timeout_
             }
         }
         long now_pid = ipc ? broker_pid(self->pidfile) : 0;
-        if (now_pid && pid && now_pid != pid) {
+        if (!self->conn || (now_pid && pid && now_pid != pid)) {
             /* a new broker: the old one took the request with it; ask again */
             pid = now_pid;
-            if (gf_wire_send(self->sock, NULL, true, req) != 0)
+            if (send_req(self, req) != 0 && !ipc)
                 return GF_EIO;
         }
         if (timeout_ms >= 0 && gf_now_ms() - start >= (uint64_t)timeout_ms) {

@@ -1,10 +1,14 @@
 /* main.c — the gpuflock command: dispatch to a subcommand (cli/cmd_*.c). */
 #include "cli/cli.h"
+#include "cli/transport.h"
 #include "common/error.h"
 #include "common/log.h"
 
 #include <stdio.h>
 #include <string.h>
+
+/* Client backends: our own for ipc://, libzmq for the rest (tcp:// with CURVE). */
+const gf_transport *const gf_client_transports[] = { &gf_transport_zmtp, &gf_transport_zmq, NULL };
 
 static void usage(FILE *out)
 {

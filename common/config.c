@@ -446,6 +446,7 @@ static const field broker_fields[] = {
     { "kill_grace_s",          F_INT,    CFG(kill_grace_s), 0, 86400, NULL },
     { "worker_program",        F_OPTSTR, CFG(worker_program), 0, 0, NULL },
     { "spawn_workers",         F_BOOL,   CFG(spawn_workers), 0, 0, NULL },
+    { "sync_acks",             F_BOOL,   CFG(sync_acks), 0, 0, NULL },
     { NULL, 0, 0, 0, 0, NULL },
 };
 
@@ -501,6 +502,7 @@ static gf_config *base_defaults(void)
     c->shutdown_deadline_s = 30;
     c->kill_grace_s = 10;
     c->spawn_workers = true;
+    c->sync_acks = true;
     c->batch_size = 32;
     c->cpu_threads = 0;
     return c;
@@ -701,4 +703,11 @@ void gf_config_destroy(gf_config **self_p)
     free(c->worker_program);
     free(c);
     *self_p = NULL;
+}
+
+const char *gf_config_ipc_path(const char *endpoint)
+{
+    if (endpoint && strncmp(endpoint, "ipc://", 6) == 0)
+        return endpoint + 6;
+    return NULL;
 }

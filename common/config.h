@@ -59,6 +59,7 @@ typedef struct {
     int kill_grace_s;           /* --time / cancel: SIGTERM to SIGKILL delay, default 10 */
     char *worker_program;       /* path of gpuflock-worker; NULL: beside gpuflockd */
     bool spawn_workers;         /* the broker starts one worker per device, default true */
+    bool sync_acks;             /* fdatasync the job store before acknowledging, default true */
 
     /* worker: */
     int batch_size;             /* windows per network batch, default 32 */
@@ -82,5 +83,8 @@ gf_config *gf_config_defaults(void);
 const gf_device_conf *gf_config_device(const gf_config *cfg, int index);
 
 void gf_config_destroy(gf_config **self_p);
+
+/* The filesystem path of an ipc:// endpoint, or NULL for other transports. */
+const char *gf_config_ipc_path(const char *endpoint);
 
 #endif

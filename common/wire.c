@@ -185,10 +185,3 @@ int gf_wire_send_error(void *sock, const gf_peer *peer, int code, const char *fm
     gf_msg_clear(&m);
     return rc;
 }
-
-const char *gf_wire_ipc_path(const char *endpoint)
-{
-    if (endpoint && strncmp(endpoint, "ipc://", 6) == 0)
-        return endpoint + 6;
-    return NULL;
-}

@@ -47,7 +47,4 @@ int gf_wire_send(void *sock, const gf_peer *peer, bool delim, const gf_msg *m);
 int gf_wire_send_error(void *sock, const gf_peer *peer, int code, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
-/* The filesystem path of an ipc:// endpoint, or NULL for other transports. */
-const char *gf_wire_ipc_path(const char *endpoint);
-
 #endif

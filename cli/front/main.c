@@ -1,36 +1,50 @@
 /* main.c — gpuflock's front door.
  *
  * `gpuflock exec` stands in front of every guarded command, so it must cost
- * no more than flock(1). The full command links the diarization pipeline,
- * whose BLAS library starts threads and maps buffers before main() even
- * runs (about 20 ms). So this front handles the lock commands itself, linked
- * against the lock, config and card modules only; it exec's gpuflock-jobs
- * (the job commands, with the broker client but no BLAS) or gpuflock-cli
- * (everything else), both beside it, with the same arguments. */
+ * no more than flock(1); `gpuflock submit` is called once per job by
+ * scripts, so it must cost no more than task-spooler's tsp. The full
+ * command links the diarization pipeline, whose BLAS library starts threads
+ * and maps buffers before main() even runs (about 20 ms), and libzmq alone
+ * loads 17 libraries and starts a thread. So this front is linked against
+ * the lock, config, card and protocol modules and the CLI's own ZMTP client
+ * only: it runs `exec`, `locks` and, when the broker is on an ipc://
+ * endpoint (the default), the job commands itself; it exec's gpuflock-cli
+ * (beside it, same arguments) for everything else, tcp:// brokers included. */
+#include "cli/front/job_commands.h"
+#include "cli/transport.h"
+#include "common/config.h"
 #include "common/error.h"
 #include "common/log.h"
 #include "common/util.h"
-#include "cli/front/job_commands.h"
 
 #include <errno.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-/* Defined in cli/cmd_exec.c and cli/cmd_locks.c. */
+/* Defined in cli/cmd_<name>.c. */
 int gf_cmd_exec(int argc, char **argv);
 int gf_cmd_locks(int argc, char **argv);
+#define DECLARE(cmd) int gf_cmd_##cmd(int argc, char **argv);
+GF_JOB_COMMANDS(DECLARE)
+#undef DECLARE
 
 #define FULL_CLI "gpuflock-cli"
-#define JOBS_CLI "gpuflock-jobs"
 
-/* The job commands: gpuflock-jobs runs them with libzmq and msgpack-c but
- * no diarization code (loading libzmq here would slow `exec` down). */
-#define NAME(cmd) #cmd,
-static const char *const job_commands[] = { GF_JOB_COMMANDS(NAME) };
-#undef NAME
+/* The client backend of this program: ipc:// only, no libzmq. */
+const gf_transport *const gf_client_transports[] = { &gf_transport_zmtp, NULL };
+
+static const struct {
+    const char *name;
+    int (*run)(int argc, char **argv);
+} job_commands[] = {
+#define ENTRY(cmd) { #cmd, gf_cmd_##cmd },
+    GF_JOB_COMMANDS(ENTRY)
+#undef ENTRY
+};
 
 /* Another gpuflock program, from the folder this one was run from. */
 static int run_other(const char *program, char **argv)
@@ -46,6 +60,30 @@ static int run_other(const char *program, char **argv)
     return GF_EXIT_SOFTWARE;
 }
 
+/* Does the configuration the command will use put the broker on ipc://?
+ * Looks for --config FILE / --config=FILE before "--" as the commands'
+ * option parsers take them; a configuration that does not load is left to
+ * the command to report. */
+static bool broker_on_ipc(int argc, char **argv)
+{
+    const char *path = NULL;
+    for (int i = 2; i < argc && strcmp(argv[i], "--") != 0; i++) {
+        if (strcmp(argv[i], "--config") == 0 && i + 1 < argc)
+            path = argv[++i];
+        else if (strncmp(argv[i], "--config=", 9) == 0)
+            path = argv[i] + 9;
+    }
+    gf_log_level saved = gf_log_get_level();
+    gf_log_init("gpuflock", GF_LOG_OFF);
+    gf_config *cfg = NULL;
+    bool ipc = true;
+    if (gf_config_load(path, &cfg) == 0)
+        ipc = gf_config_ipc_path(cfg->client_endpoint) != NULL;
+    gf_config_destroy(&cfg);
+    gf_log_init("gpuflock", saved);
+    return ipc;
+}
+
 int main(int argc, char **argv)
 {
     gf_log_init("gpuflock", GF_LOG_WARN);
@@ -54,7 +92,7 @@ int main(int argc, char **argv)
     if (argc >= 2 && strcmp(argv[1], "locks") == 0)
         return gf_cmd_locks(argc - 1, argv + 1);
     for (size_t i = 0; argc >= 2 && i < sizeof job_commands / sizeof job_commands[0]; i++)
-        if (strcmp(argv[1], job_commands[i]) == 0)
-            return run_other(JOBS_CLI, argv);
+        if (strcmp(argv[1], job_commands[i].name) == 0 && broker_on_ipc(argc, argv))
+            return job_commands[i].run(argc - 1, argv + 1);
     return run_other(FULL_CLI, argv);
 }

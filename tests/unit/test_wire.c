@@ -3,6 +3,7 @@
  * through libzmq's Peer-Address), refusal of bodies that do not decode
  * with the sender still answerable, and ROUTER_MANDATORY to a vanished
  * peer. */
+#include "common/config.h"
 #include "common/error.h"
 #include "common/proto.h"
 #include "common/util.h"
@@ -148,8 +149,8 @@ static void test_vanished_peer(void **state)
     assert_int_equal(gf_wire_send(f->router, &peer, false, &q), GF_ENOENT);
     assert_int_equal(gf_wire_recv(f->router, true, ZMQ_DONTWAIT, &peer, &got, err, sizeof(err)),
                      GF_ETIMEDOUT);
-    assert_string_equal(gf_wire_ipc_path("ipc:///run/x.sock"), "/run/x.sock");
-    assert_null(gf_wire_ipc_path("tcp://1.2.3.4:5"));
+    assert_string_equal(gf_config_ipc_path("ipc:///run/x.sock"), "/run/x.sock");
+    assert_null(gf_config_ipc_path("tcp://1.2.3.4:5"));
 }
 
 int main(void)

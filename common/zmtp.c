@@ -1,0 +1,392 @@
+/* zmtp.c — ZMTP 3.0 DEALER client over a unix socket (see zmtp.h).
+ *
+ * Wire format (rfc.zeromq.org/spec/23): a 64-byte greeting each way
+ * (signature 0xFF ... 0x7F, version 3.0, mechanism "NULL", as-server 0,
+ * filler), then one READY command each way (properties as name/value
+ * pairs: we say Socket-Type DEALER), then frames: a flags byte (MORE 1,
+ * LONG 2, COMMAND 4), a size (one byte, or eight big-endian bytes when
+ * LONG), the body. Input is buffered; a message is taken out of the buffer
+ * only once all its frames are there, so a timeout or a signal in the middle
+ * loses nothing. */
+#include "common/zmtp.h"
+
+#include "common/error.h"
+#include "common/util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#define GREETING_LEN 64
+#define FLAG_MORE 1
+#define FLAG_LONG 2
+#define FLAG_COMMAND 4
+
+struct gf_zmtp {
+    int fd;                   /* the connected unix stream socket */
+    char *path;               /* for messages */
+    uint8_t *in;              /* received bytes not yet taken */
+    size_t in_len;            /* bytes in `in` */
+    size_t in_cap;            /* allocated size of `in` */
+};
+
+static int64_t mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Write all of iov, or fail: 0 or GF_EIO. */
+static int write_all(gf_zmtp *self, struct iovec *iov, int n, char *err, size_t errlen)
+{
+    while (n > 0) {
+        struct msghdr mh = { .msg_iov = iov, .msg_iovlen = (size_t)n };
+        ssize_t w = sendmsg(self->fd, &mh, MSG_NOSIGNAL);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            snprintf(err, errlen, "%s: send: %s", self->path, strerror(errno));
+            return GF_EIO;
+        }
+        while (n > 0 && (size_t)w >= iov->iov_len) {
+            w -= (ssize_t)iov->iov_len;
+            iov++;
+            n--;
+        }
+        if (n > 0) {
+            iov->iov_base = (uint8_t *)iov->iov_base + w;
+            iov->iov_len -= (size_t)w;
+        }
+    }
+    return 0;
+}
+
+/* Read what is there (waiting up to the deadline, -1: none) into the
+ * buffer: 0, GF_ETIMEDOUT, GF_EINTR, or GF_EIO at end of stream. */
+static int fill(gf_zmtp *self, int64_t deadline, char *err, size_t errlen)
+{
+    for (;;) {
+        int wait = -1;
+        if (deadline >= 0) {
+            int64_t left = deadline - mono_ms();
+            if (left <= 0)
+                return GF_ETIMEDOUT;
+            wait = left > 1000000 ? 1000000 : (int)left;
+        }
+        struct pollfd p = { .fd = self->fd, .events = POLLIN };
+        int n = poll(&p, 1, wait);
+        if (n < 0) {
+            if (errno == EINTR)
+                return GF_EINTR;
+            snprintf(err, errlen, "%s: poll: %s", self->path, strerror(errno));
+            return GF_EIO;
+        }
+        if (n == 0)
+            continue;      /* the deadline check above decides */
+        if (self->in_cap - self->in_len < 65536) {
+            self->in_cap = self->in_cap ? self->in_cap * 2 : 131072;
+            self->in = gf_realloc(self->in, self->in_cap);
+        }
+        ssize_t r = recv(self->fd, self->in + self->in_len, self->in_cap - self->in_len, 0);
+        if (r < 0) {
+            if (errno == EINTR)
+                return GF_EINTR;
+            if (errno == EAGAIN)
+                continue;
+            snprintf(err, errlen, "%s: receive: %s", self->path, strerror(errno));
+            return GF_EIO;
+        }
+        if (r == 0) {
+            snprintf(err, errlen, "%s: the peer closed the connection", self->path);
+            return GF_EIO;
+        }
+        self->in_len += (size_t)r;
+        return 0;
+    }
+}
+
+static void consume(gf_zmtp *self, size_t n)
+{
+    memmove(self->in, self->in + n, self->in_len - n);
+    self->in_len -= n;
+}
+
+/* One frame at `off` of the buffer: its header length, flags and body
+ * size. Returns 1 when the whole frame is buffered, 0 when more bytes are
+ * needed, GF_ETOOBIG when it exceeds max_frame. */
+static int frame_at(const gf_zmtp *self, size_t off, size_t max_frame, uint8_t *flags,
+                    size_t *hdr, size_t *size)
+{
+    if (self->in_len - off < 2)
+        return 0;
+    *flags = self->in[off];
+    if (*flags & FLAG_LONG) {
+        if (self->in_len - off < 9)
+            return 0;
+        uint64_t s = 0;
+        for (int i = 1; i <= 8; i++)
+            s = s << 8 | self->in[off + (size_t)i];
+        if (s > max_frame)
+            return GF_ETOOBIG;
+        *size = (size_t)s;
+        *hdr = 9;
+    } else {
+        *size = self->in[off + 1];
+        *hdr = 2;
+    }
+    return self->in_len - off - *hdr >= *size ? 1 : 0;
+}
+
+static int send_command(gf_zmtp *self, const uint8_t *body, size_t len, char *err, size_t errlen)
+{
+    uint8_t hdr[9];
+    size_t hl;
+    if (len > 255) {
+        hdr[0] = FLAG_COMMAND | FLAG_LONG;
+        for (int i = 0; i < 8; i++)
+            hdr[1 + i] = (uint8_t)((uint64_t)len >> (56 - 8 * i));
+        hl = 9;
+    } else {
+        hdr[0] = FLAG_COMMAND;
+        hdr[1] = (uint8_t)len;
+        hl = 2;
+    }
+    struct iovec iov[2] = { { hdr, hl }, { (void *)body, len } };
+    return write_all(self, iov, 2, err, errlen);
+}
+
+/* A command frame's body: PING is answered with PONG and its context
+ * (ZMTP 3.1 heartbeats), ERROR ends the session, the rest is skipped. */
+static int on_command(gf_zmtp *self, const uint8_t *b, size_t n, char *err, size_t errlen)
+{
+    if (n >= 1 + 4 + 2 && b[0] == 4 && memcmp(b + 1, "PING", 4) == 0) {
+        size_t ctx = n - 7 > 16 ? 16 : n - 7;
+        uint8_t pong[5 + 16] = { 4, 'P', 'O', 'N', 'G' };
+        memcpy(pong + 5, b + 7, ctx);
+        return send_command(self, pong, 5 + ctx, err, errlen);
+    }
+    if (n >= 6 && b[0] == 5 && memcmp(b + 1, "ERROR", 5) == 0) {
+        int rl = n > 6 ? b[6] : 0;
+        if ((size_t)rl > n - 7)
+            rl = (int)(n - 7);
+        snprintf(err, errlen, "%s: the peer refused us: %.*s", self->path, rl, (const char *)b + 7);
+        return GF_EPROTO;
+    }
+    return 0;
+}
+
+int gf_zmtp_recv(gf_zmtp *self, int timeout_ms, size_t max_frame, uint8_t **body, size_t *len,
+                 size_t *n_before, char *err, size_t errlen)
+{
+    *body = NULL;
+    *len = 0;
+    *n_before = 0;
+    int64_t deadline = timeout_ms < 0 ? -1 : mono_ms() + timeout_ms;
+    for (;;) {
+        /* a whole message (or a command) at the front of the buffer? */
+        size_t off = 0, frames = 0, last_off = 0, last_size = 0;
+        int whole = 0;
+        for (;;) {
+            uint8_t flags;
+            size_t hdr, size;
+            int rc = frame_at(self, off, max_frame, &flags, &hdr, &size);
+            if (rc == GF_ETOOBIG) {
+                snprintf(err, errlen, "%s: a frame larger than %zu bytes", self->path, max_frame);
+                return GF_ETOOBIG;
+            }
+            if (rc == 0)
+                break;
+            if (flags & FLAG_COMMAND) {
+                if (frames > 0) {
+                    snprintf(err, errlen, "%s: a command inside a message", self->path);
+                    return GF_EPROTO;
+                }
+                rc = on_command(self, self->in + hdr, size, err, errlen);
+                consume(self, hdr + size);
+                if (rc)
+                    return rc;
+                continue;
+            }
+            frames++;
+            last_off = off + hdr;
+            last_size = size;
+            off += hdr + size;
+            if (!(flags & FLAG_MORE)) {
+                whole = 1;
+                break;
+            }
+        }
+        if (whole) {
+            *body = gf_malloc(last_size ? last_size : 1);
+            memcpy(*body, self->in + last_off, last_size);
+            *len = last_size;
+            *n_before = frames - 1;
+            consume(self, off);
+            return 0;
+        }
+        int rc = fill(self, deadline, err, errlen);
+        if (rc) {
+            if (rc == GF_ETIMEDOUT)
+                snprintf(err, errlen, "%s: no answer within %d ms", self->path, timeout_ms);
+            else if (rc == GF_EINTR)
+                snprintf(err, errlen, "%s: interrupted", self->path);
+            return rc;
+        }
+    }
+}
+
+int gf_zmtp_send(gf_zmtp *self, const void *const *frames, const size_t *lens, size_t n,
+                 char *err, size_t errlen)
+{
+    struct iovec *iov = gf_calloc(2 * n + 1, sizeof(*iov));
+    uint8_t (*hdr)[9] = gf_calloc(n + 1, sizeof(*hdr));
+    for (size_t i = 0; i < n; i++) {
+        uint8_t more = i + 1 < n ? FLAG_MORE : 0;
+        size_t hl;
+        if (lens[i] > 255) {
+            hdr[i][0] = more | FLAG_LONG;
+            for (int k = 0; k < 8; k++)
+                hdr[i][1 + k] = (uint8_t)((uint64_t)lens[i] >> (56 - 8 * k));
+            hl = 9;
+        } else {
+            hdr[i][0] = more;
+            hdr[i][1] = (uint8_t)lens[i];
+            hl = 2;
+        }
+        iov[2 * i] = (struct iovec){ hdr[i], hl };
+        iov[2 * i + 1] = (struct iovec){ (void *)frames[i], lens[i] };
+    }
+    int rc = write_all(self, iov, (int)(2 * n), err, errlen);
+    free(iov);
+    free(hdr);
+    return rc;
+}
+
+/* Check the peer's greeting and READY, which we wait for before the first
+ * message so that a wrong peer is reported at connect time. */
+static int handshake(gf_zmtp *self, int timeout_ms, char *err, size_t errlen)
+{
+    static const char props[] = "Socket-Type";
+    uint8_t out[GREETING_LEN + 2 + 6 + 1 + sizeof(props) - 1 + 4 + 6];
+    memset(out, 0, sizeof(out));
+    out[0] = 0xFF;
+    out[9] = 0x7F;
+    out[10] = 3;                  /* version 3.0 */
+    out[11] = 0;
+    memcpy(out + 12, "NULL", 4);  /* mechanism, zero padded to 20; as-server 0; filler */
+    uint8_t *c = out + GREETING_LEN;
+    size_t body = 6 + 1 + (sizeof(props) - 1) + 4 + 6;
+    *c++ = FLAG_COMMAND;
+    *c++ = (uint8_t)body;
+    *c++ = 5;
+    memcpy(c, "READY", 5), c += 5;
+    *c++ = (uint8_t)(sizeof(props) - 1);
+    memcpy(c, props, sizeof(props) - 1), c += sizeof(props) - 1;
+    *c++ = 0, *c++ = 0, *c++ = 0, *c++ = 6;
+    memcpy(c, "DEALER", 6);
+    struct iovec iov = { out, sizeof(out) };
+    GF_TRY(write_all(self, &iov, 1, err, errlen));
+
+    int64_t deadline = mono_ms() + timeout_ms;
+    while (self->in_len < GREETING_LEN) {
+        int rc = fill(self, deadline, err, errlen);
+        if (rc == GF_ETIMEDOUT)
+            snprintf(err, errlen, "%s: no ZMTP greeting within %d ms", self->path, timeout_ms);
+        if (rc)
+            return rc;
+        if (self->in[0] != 0xFF) {
+            snprintf(err, errlen, "%s: the peer does not speak ZMTP", self->path);
+            return GF_EPROTO;
+        }
+    }
+    const uint8_t *g = self->in;
+    if (g[9] != 0x7F || g[10] < 3) {
+        snprintf(err, errlen, "%s: the peer speaks ZMTP %u, not 3", self->path, g[10]);
+        return GF_EPROTO;
+    }
+    if (memcmp(g + 12, "NULL\0", 5) != 0) {
+        snprintf(err, errlen, "%s: the peer wants a security mechanism other than NULL",
+                 self->path);
+        return GF_EPROTO;
+    }
+    consume(self, GREETING_LEN);
+    for (;;) {
+        uint8_t flags;
+        size_t hdr, size;
+        int rc = frame_at(self, 0, 65536, &flags, &hdr, &size);
+        if (rc == 1) {
+            const uint8_t *b = self->in + hdr;
+            if (!(flags & FLAG_COMMAND) || size < 6) {
+                snprintf(err, errlen, "%s: no READY from the peer", self->path);
+                return GF_EPROTO;
+            }
+            if (b[0] == 5 && memcmp(b + 1, "READY", 5) == 0) {
+                consume(self, hdr + size);
+                return 0;
+            }
+            rc = on_command(self, b, size, err, errlen);
+            if (rc == 0)
+                snprintf(err, errlen, "%s: no READY from the peer", self->path);
+            return GF_EPROTO;
+        }
+        if (rc < 0) {
+            snprintf(err, errlen, "%s: oversized handshake from the peer", self->path);
+            return GF_EPROTO;
+        }
+        rc = fill(self, deadline, err, errlen);
+        if (rc == GF_ETIMEDOUT)
+            snprintf(err, errlen, "%s: no READY within %d ms", self->path, timeout_ms);
+        if (rc)
+            return rc;
+    }
+}
+
+gf_zmtp *gf_zmtp_connect(const char *path, int timeout_ms, char *err, size_t errlen)
+{
+    struct sockaddr_un sa = { .sun_family = AF_UNIX };
+    if (strlen(path) >= sizeof(sa.sun_path)) {
+        snprintf(err, errlen, "%s: socket path too long", path);
+        return NULL;
+    }
+    strcpy(sa.sun_path, path);
+    gf_zmtp *self = gf_calloc(1, sizeof(*self));
+    self->path = gf_strdup(path);
+    self->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (self->fd < 0) {
+        snprintf(err, errlen, "%s: socket: %s", path, strerror(errno));
+        goto fail;
+    }
+    if (connect(self->fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
+        snprintf(err, errlen, "%s: connect: %s", path, strerror(errno));
+        goto fail;
+    }
+    if (handshake(self, timeout_ms, err, errlen) != 0)
+        goto fail;
+    return self;
+fail:
+    gf_zmtp_destroy(&self);
+    return NULL;
+}
+
+void gf_zmtp_destroy(gf_zmtp **self_p)
+{
+    gf_zmtp *self = *self_p;
+    if (!self)
+        return;
+    if (self->fd >= 0)
+        close(self->fd);
+    free(self->in);
+    free(self->path);
+    free(self);
+    *self_p = NULL;
+}

@@ -18,6 +18,7 @@
 #include <grp.h>
 #include <limits.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +29,8 @@
 #include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+extern char **environ;
 
 struct gf_run {
     gf_msg job;               /* the "job" message, owned */
@@ -273,14 +276,17 @@ static void child_fail(int status, const char *what, const char *arg)
 
 /* Death with the worker, for the whole job. PR_SET_PDEATHSIG reaches only
  * the process that set it, so the job's process-group leader stays a small
- * guard: it forks the command into the same group and waits for it; when
+ * guard: it spawns the command into the same group and waits for it; when
  * the worker dies, the kernel sends the guard GUARD_SIGNAL and the guard
  * kills the whole group with SIGKILL (the kernel then frees the card's lock
  * as the last descriptor closes). Signals aimed at the group (cancel, time
  * limit, SIGINT...) reach the command as before; the guard ignores them,
  * waits, and then ends the way the command ended, so the worker sees the
- * command's exit status or signal. Returns in the command's process (the
- * caller execs it); never returns in the guard. */
+ * command's exit status or signal. The command is started with
+ * posix_spawnp (a vfork-style clone: no copy of the guard's memory, which
+ * is the worker's); it starts with default dispositions (exec resets the
+ * guard's handler, and the death signal is not inherited) and looks the
+ * command up in the job's own PATH. Never returns. */
 #define GUARD_SIGNAL (SIGRTMIN + 1)
 
 static void guard_on_parent_death(int sig)
@@ -289,7 +295,7 @@ static void guard_on_parent_death(int sig)
     kill(0, SIGKILL);
 }
 
-static void group_guard(pid_t parent)
+static void group_guard(pid_t parent, char *const argv[], char *const envp[])
 {
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
@@ -298,13 +304,12 @@ static void group_guard(pid_t parent)
     prctl(PR_SET_PDEATHSIG, GUARD_SIGNAL);
     if (getppid() != parent)
         kill(0, SIGKILL);                 /* the worker died before we were set up */
-    pid_t cmd = fork();
-    if (cmd < 0)
-        child_fail(126, "fork", NULL);
-    if (cmd == 0) {                       /* the command: default dispositions */
-        signal(GUARD_SIGNAL, SIG_DFL);
-        prctl(PR_SET_PDEATHSIG, 0);
-        return;
+    environ = (char **)envp;
+    pid_t cmd;
+    int e = posix_spawnp(&cmd, argv[0], NULL, NULL, argv, envp);
+    if (e) {
+        errno = e;
+        child_fail(e == ENOENT ? 127 : 126, "cannot run", argv[0]);
     }
     static const int passed[] = { SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2 };
     for (size_t i = 0; i < sizeof passed / sizeof passed[0]; i++)
@@ -419,9 +424,7 @@ int gf_run_start(gf_run *self, char *why, size_t len)
         if (sp->cwd && chdir(sp->cwd) != 0)
             child_fail(126, "cannot enter the directory", sp->cwd);
         /* after the identity change (a credential change clears it) */
-        group_guard(parent);
-        execvpe(sp->argv[0], sp->argv, gf_env_array(env));
-        child_fail(errno == ENOENT ? 127 : 126, "cannot run", sp->argv[0]);
+        group_guard(parent, sp->argv, gf_env_array(env));
     }
     setpgid(pid, pid);     /* both sides, so a signal right after fork reaches it */
     self->pid = pid;

@@ -2,10 +2,22 @@
 # Broker lifecycle: one broker per run_dir; a job on K cards holds all of
 # them; SIGTERM lets a running job finish, refuses new submits, stops the
 # workers; a job left running past the deadline is requeued and runs after
-# the next start; with no broker, job commands say how to start one.
+# the next start; with no broker, job commands say how to start one; the
+# command is found through the submitter's PATH.
 . tests/integration/lib/jobs.bash
 write_config
 start_broker || exit 1
+
+# the command is looked up in the submitter's PATH; a missing one fails with 127
+mkdir -p "$T/mybin" && printf '#!/bin/sh\necho found in my PATH\n' > "$T/mybin/mytool"
+chmod +x "$T/mybin/mytool"
+id=$(PATH="$T/mybin:$PATH" gf submit -- mytool) || fail "submit mytool"
+gf wait "$id" || fail "mytool through the submitter's PATH: $(gf show "$id")"
+[ "$(gf logs "$id")" = "found in my PATH" ] || fail "mytool output"
+id=$(gf submit -- no-such-command-here) || fail "submit a missing command"
+gf wait "$id"; rc=$?
+[ "$rc" = 127 ] || fail "a missing command: status $rc"
+grep -q "cannot run no-such-command-here" "$T/state/spool/$id.err" || fail "missing command message"
 
 # a second broker on the same run_dir is refused
 "$GFD" --config "$CFG" --foreground 2>"$T/second.err"; rc=$?

@@ -5,7 +5,10 @@
  * so one pass over it visits jobs in the order they deserve a card. Each
  * gf_sched_next call makes one such pass from the front and stops at the
  * first decision; cards an exclusive job waits for are marked during the
- * pass, and later shared jobs are not admitted there. */
+ * pass, and later shared jobs are not admitted there. A card held
+ * exclusively may also have one exclusive job "ahead": leased behind the
+ * holder and already with the worker, which starts it the moment the holder
+ * ends (no round trip through the broker between two jobs). */
 #include "broker/sched.h"
 
 #include "common/error.h"
@@ -21,6 +24,7 @@ typedef struct {
     int slots;        /* shared holders admitted at once */
     bool online;      /* a worker is ready for it */
     uint64_t excl;    /* job holding it exclusively, 0 none */
+    uint64_t next;    /* exclusive job handed to its worker ahead, to start when excl ends; 0 none */
     int shared;       /* shared holders */
     bool blocked;     /* this pass: an exclusive request waits for it */
 } card;
@@ -308,6 +312,66 @@ bool gf_sched_next(gf_sched *self, gf_sched_decision *out)
     return false;
 }
 
+static void lease_ahead(gf_sched_job *sj, card *c)
+{
+    free(sj->job.cards);
+    sj->job.cards = gf_calloc(1, sizeof(int32_t));
+    sj->job.cards[0] = c->index;
+    sj->job.n_cards = 1;
+    c->next = sj->job.id;
+    sj->job.state = GF_STATE_RUNNING;
+    sj->worker_card = c->index;
+    sj->wait = GF_WAIT_NONE;
+    sj->started = false;
+}
+
+/* May job sj wait ahead on card c? */
+static bool ahead_fits(const card *c, const bool *taken, size_t ci)
+{
+    return c->online && c->excl && !c->next && c->shared == 0 && !taken[ci];
+}
+
+bool gf_sched_next_ahead(gf_sched *self, gf_sched_decision *out)
+{
+    memset(out, 0, sizeof(*out));
+    bool taken[GF_PROTO_MAX_CARDS + 1];     /* an earlier waiting job wants this card */
+    size_t nc = self->n_cards < GF_PROTO_MAX_CARDS ? self->n_cards : GF_PROTO_MAX_CARDS;
+    memset(taken, 0, sizeof(taken));
+    for (size_t q = 0; q < self->n_queue; q++) {
+        gf_sched_job *sj = self->by_id[self->queue[q]];
+        const gf_job_spec *sp = &sj->job.spec;
+        if (sj->wait == GF_WAIT_DEPENDENCY || sj->wait == GF_WAIT_NO_WORKER)
+            continue;                       /* it could not take a card anyway */
+        bool single = sp->req == GF_REQ_GPU || sp->req == GF_REQ_ANY;
+        bool eligible = single && sp->mode == GF_MODE_EXCLUSIVE;
+        size_t pick = nc;
+        for (size_t i = 0; i < nc; i++) {
+            card *c = &self->cards[i];
+            bool wanted = sp->req != GF_REQ_GPU || c->index == sp->gpu;
+            if (!wanted)
+                continue;
+            if (eligible && pick == nc && ahead_fits(c, taken, i))
+                pick = i;
+        }
+        if (pick < nc) {
+            card *c = &self->cards[pick];
+            out->action = GF_SCHED_START;
+            out->id = sj->job.id;
+            out->n_cards = 1;
+            out->cards[0] = c->index;
+            out->after = c->excl;
+            lease_ahead(sj, c);
+            dequeue_at(self, q);
+            return true;
+        }
+        /* it waits: no later job may pass it on the cards it wants */
+        for (size_t i = 0; i < nc; i++)
+            if (sp->req != GF_REQ_GPU || self->cards[i].index == sp->gpu)
+                taken[i] = true;
+    }
+    return false;
+}
+
 int gf_sched_hold(gf_sched *self, uint64_t id, const int *cards, size_t n)
 {
     gf_sched_job *sj = gf_sched_get(self, id);
@@ -321,6 +385,18 @@ int gf_sched_hold(gf_sched *self, uint64_t id, const int *cards, size_t n)
         bool ok = !cs[i]->excl && (sj->job.spec.mode == GF_MODE_SHARED
                                        ? cs[i]->shared < cs[i]->slots
                                        : cs[i]->shared == 0);
+        /* one exclusive job may wait ahead behind another (gf_sched_next_ahead) */
+        bool behind = n == 1 && sj->job.spec.mode == GF_MODE_EXCLUSIVE && cs[i]->excl &&
+                      !cs[i]->next && cs[i]->shared == 0;
+        if (behind) {
+            for (size_t q = 0; q < self->n_queue; q++)
+                if (self->queue[q] == id) {
+                    dequeue_at(self, q);
+                    break;
+                }
+            lease_ahead(sj, cs[i]);
+            return 0;
+        }
         if (!ok)
             return GF_EBUSY;
     }
@@ -344,10 +420,14 @@ void gf_sched_release(gf_sched *self, uint64_t id, bool requeue)
         card *c = find_card(self, sj->job.cards[i]);
         if (!c)
             continue;
-        if (c->excl == id)
-            c->excl = 0;
-        else if (sj->job.spec.mode == GF_MODE_SHARED && c->shared > 0)
+        if (c->excl == id) {
+            c->excl = c->next;       /* the job waiting ahead holds it now */
+            c->next = 0;
+        } else if (c->next == id) {
+            c->next = 0;
+        } else if (sj->job.spec.mode == GF_MODE_SHARED && c->shared > 0) {
             c->shared--;
+        }
     }
     sj->worker_card = -1;
     sj->deadline_ms = 0;

@@ -10,7 +10,9 @@
  *   - once an exclusive request waits for a card, no new shared job is
  *     admitted there (shared jobs cannot starve an exclusive one);
  *   - --after: a job waits for its dependencies to end done, and fails when
- *     one of them failed or was cancelled.
+ *     one of them failed or was cancelled;
+ *   - an exclusive one-card job may wait "ahead" behind a card's exclusive
+ *     holder, on its worker (gf_sched_next_ahead).
  * The cards here are logical leases; the flock(2) lock itself is taken by
  * the job's own process on the worker. */
 #ifndef GF_SCHED_H
@@ -57,6 +59,7 @@ typedef struct {
     int cards[GF_PROTO_MAX_CARDS];  /* START: ascending */
     size_t n_cards;
     char reason[160];               /* FAIL: why */
+    uint64_t after;                 /* START from gf_sched_next_ahead: the job it waits behind */
 } gf_sched_decision;
 
 /* A table for the configured devices (copied). */
@@ -84,8 +87,19 @@ int gf_sched_card_online(gf_sched *self, int index, bool online);
  * caller records the failure). Waiting jobs get their reason updated. */
 bool gf_sched_next(gf_sched *self, gf_sched_decision *out);
 
+/* When gf_sched_next has nothing: the first pending exclusive one-card job
+ * (queue order; no earlier waiting job wants the card) that may wait
+ * "ahead" on a card held exclusively by another job: it is leased behind
+ * the holder (out->after), marked running, and takes the card over when
+ * the holder is released. One such job per card. The worker gets it at
+ * once and starts it the moment the holder's processes end (its lock is
+ * the real arbiter). Returns false when there is none. */
+bool gf_sched_next_ahead(gf_sched *self, gf_sched_decision *out);
+
 /* Lease cards to a job that is already running (reclaimed after a broker
- * restart). Returns GF_EBUSY when the cards are not free for it. */
+ * restart); an exclusive one-card job on a card held exclusively by
+ * another takes its ahead place. Returns GF_EBUSY when the cards are not
+ * free for it. */
 int gf_sched_hold(gf_sched *self, uint64_t id, const int *cards, size_t n);
 
 /* The job stopped running: its cards are freed. With requeue, it goes back

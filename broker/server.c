@@ -424,6 +424,14 @@ static void schedule(gf_server *self)
             changed = true;
         }
     }
+    /* then one exclusive job per busy card straight to its worker, to start
+     * there the moment the card's holder ends */
+    while (gf_sched_next_ahead(self->sched, &d)) {
+        start_job(self, &d);
+        gf_sched_job *sj = gf_sched_get(self->sched, d.id);
+        set_reason(&sj->job, "next on card %d, after job %llu", d.cards[0],
+                   (unsigned long long)d.after);
+    }
     if (changed)
         notify_waiters(self);
 }

@@ -246,10 +246,23 @@ static void finish_slot(gf_agent *self, slot *s, gf_msg *result)
     s->sent_at = gf_now_ms();
 }
 
+/* Is s an exclusive job waiting behind another job of ours on one of its
+ * cards (the broker hands such a job over ahead)? It starts when that one
+ * ends; trying its lock before would only find our own job there. */
+static bool behind_own_job(gf_agent *self, const slot *s)
+{
+    if (!gf_run_exclusive(s->run))
+        return false;
+    for (const slot *o = self->slots; o; o = o->next)
+        if (o != s && !o->done && gf_run_started(o->run) && gf_run_shares_card(o->run, s->run))
+            return true;
+    return false;
+}
+
 /* Try the locks of a waiting job; start it when they are had. */
 static void advance(gf_agent *self, slot *s)
 {
-    if (s->done || gf_run_started(s->run))
+    if (s->done || gf_run_started(s->run) || behind_own_job(self, s))
         return;
     char why[512];
     int rc = gf_run_try_locks(s->run, why, sizeof(why));
@@ -465,7 +478,8 @@ int gf_agent_run(gf_agent *self)
             break;
         long timeout = self->next_beat > now ? (long)(self->next_beat - now) : 0;
         for (slot *s = self->slots; s; s = s->next) {
-            if (!s->done && !gf_run_started(s->run) && timeout > LOCK_RETRY_MS)
+            if (!s->done && !gf_run_started(s->run) && timeout > LOCK_RETRY_MS &&
+                !behind_own_job(self, s))
                 timeout = LOCK_RETRY_MS;
             if (s->kill_at && timeout > 50)
                 timeout = 50;

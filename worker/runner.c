@@ -126,6 +126,16 @@ void gf_run_destroy(gf_run **self_p)
 uint64_t gf_run_id(const gf_run *self) { return self->job.id; }
 int32_t gf_run_attempt(const gf_run *self) { return self->job.attempt; }
 bool gf_run_started(const gf_run *self) { return self->pid > 0; }
+bool gf_run_exclusive(const gf_run *self) { return self->job.spec.mode != GF_MODE_SHARED; }
+
+bool gf_run_shares_card(const gf_run *a, const gf_run *b)
+{
+    for (size_t i = 0; i < a->job.n_cards; i++)
+        for (size_t k = 0; k < b->job.n_cards; k++)
+            if (a->job.cards[i] == b->job.cards[k])
+                return true;
+    return false;
+}
 pid_t gf_run_pid(const gf_run *self) { return self->pid; }
 int64_t gf_run_started_ms(const gf_run *self) { return self->started_ms; }
 

@@ -59,6 +59,10 @@ int gf_run_try_locks(gf_run *self, char *why, size_t len);
 int gf_run_start(gf_run *self, char *why, size_t len);
 
 bool gf_run_started(const gf_run *self);
+/* Does the job ask for its cards exclusively? */
+bool gf_run_exclusive(const gf_run *self);
+/* Do the two jobs name a card in common? */
+bool gf_run_shares_card(const gf_run *a, const gf_run *b);
 pid_t gf_run_pid(const gf_run *self);
 int64_t gf_run_started_ms(const gf_run *self);
 

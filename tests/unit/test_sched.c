@@ -1,6 +1,7 @@
 /* test_sched.c — the scheduling rules, on the job table alone: priority
  * then submission order, named/any/K cards, exclusive vs shared slots, the
- * exclusive waiter blocking new shared jobs, --after, requeue, reclaim. */
+ * exclusive waiter blocking new shared jobs, --after, requeue, reclaim,
+ * and exclusive jobs handed to a busy card's worker ahead of time. */
 #include "broker/sched.h"
 #include "common/config.h"
 #include "common/error.h"
@@ -245,12 +246,122 @@ static void test_requeue_and_hold(void **state)
     assert_int_equal(next(s, NULL), 0);
     gf_sched_unqueue(s, 2);
     assert_int_equal(gf_sched_pending(s), 0);
+    /* a second reclaimed exclusive job takes the place ahead, a third none */
     add(s, 3, GF_REQ_ANY, 0, GF_MODE_EXCLUSIVE, 0);
-    assert_int_equal(gf_sched_hold(s, 3, cards, 1), GF_EBUSY);
+    assert_int_equal(gf_sched_hold(s, 3, cards, 1), 0);
+    add(s, 4, GF_REQ_ANY, 0, GF_MODE_EXCLUSIVE, 0);
+    assert_int_equal(gf_sched_hold(s, 4, cards, 1), GF_EBUSY);
+    add(s, 5, GF_REQ_ANY, 0, GF_MODE_SHARED, 0);
+    assert_int_equal(gf_sched_hold(s, 5, cards, 1), GF_EBUSY);
     size_t pos = 0, n = 0;
     while (gf_sched_iter(s, &pos))
         n++;
-    assert_int_equal(n, 3);
+    assert_int_equal(n, 5);
+    gf_sched_destroy(&s);
+}
+
+/* The one start of gf_sched_next_ahead, or 0; *after: the job it waits behind. */
+static uint64_t ahead(gf_sched *s, int *card0, uint64_t *after)
+{
+    gf_sched_decision d;
+    if (!gf_sched_next_ahead(s, &d))
+        return 0;
+    assert_int_equal(d.action, GF_SCHED_START);
+    assert_int_equal(d.n_cards, 1);
+    if (card0)
+        *card0 = d.cards[0];
+    if (after)
+        *after = d.after;
+    return d.id;
+}
+
+static void test_ahead(void **state)
+{
+    (void)state;
+    gf_sched *s = make(2);
+    for (uint64_t id = 1; id <= 6; id++)
+        add(s, id, GF_REQ_ANY, 0, GF_MODE_EXCLUSIVE, 0);
+    int c;
+    uint64_t after;
+    assert_int_equal(next(s, NULL), 1);
+    assert_int_equal(next(s, NULL), 2);
+    assert_int_equal(next(s, NULL), 0);
+    /* nothing free: one job waits ahead on each busy card, in queue order */
+    assert_int_equal(ahead(s, &c, &after), 3);
+    assert_int_equal(c, 0);
+    assert_int_equal(after, 1);
+    assert_int_equal(ahead(s, &c, &after), 4);
+    assert_int_equal(c, 1);
+    assert_int_equal(after, 2);
+    assert_int_equal(ahead(s, NULL, NULL), 0);
+    assert_int_equal(gf_sched_get(s, 3)->job.state, GF_STATE_RUNNING);
+    assert_int_equal(gf_sched_get(s, 3)->worker_card, 0);
+    /* the holder ends: the job ahead holds the card, and 5 goes ahead of it */
+    gf_sched_release(s, 1, false);
+    assert_int_equal(next(s, NULL), 0);
+    int excl, shared;
+    gf_sched_card_load(s, 0, &excl, &shared);
+    assert_int_equal(excl, 1);
+    assert_int_equal(ahead(s, &c, &after), 5);
+    assert_int_equal(c, 0);
+    assert_int_equal(after, 3);
+    /* the job ahead is cancelled before it starts: its place is free again */
+    gf_sched_release(s, 5, false);
+    assert_int_equal(ahead(s, &c, NULL), 6);
+    assert_int_equal(c, 0);
+    /* a worker death requeues holder and job ahead, holder first */
+    gf_sched_release(s, 3, true);
+    gf_sched_release(s, 6, true);
+    gf_sched_card_load(s, 0, &excl, &shared);
+    assert_int_equal(excl, 0);
+    assert_int_equal(next(s, &c), 3);
+    assert_int_equal(c, 0);
+    gf_sched_destroy(&s);
+}
+
+static void test_ahead_keeps_order(void **state)
+{
+    (void)state;
+    gf_sched *s = make(2);
+    add(s, 1, GF_REQ_GPU, 0, GF_MODE_EXCLUSIVE, 0);
+    add(s, 2, GF_REQ_GPU, 1, GF_MODE_EXCLUSIVE, 0);
+    assert_int_equal(next(s, NULL), 1);
+    assert_int_equal(next(s, NULL), 2);
+    /* an earlier shared job waits for card 0, a multi-card job for both:
+     * no later exclusive job may pass them */
+    add(s, 3, GF_REQ_GPU, 0, GF_MODE_SHARED, 0);
+    add(s, 4, GF_REQ_GPU, 0, GF_MODE_EXCLUSIVE, 0);
+    assert_int_equal(next(s, NULL), 0);
+    assert_int_equal(ahead(s, NULL, NULL), 0);
+    add(s, 5, GF_REQ_GPU, 1, GF_MODE_EXCLUSIVE, 0);
+    int c;
+    assert_int_equal(ahead(s, &c, NULL), 5);     /* card 1: nobody earlier wants it */
+    assert_int_equal(c, 1);
+    add(s, 6, GF_REQ_GPUS, 2, GF_MODE_EXCLUSIVE, 9);
+    add(s, 7, GF_REQ_ANY, 0, GF_MODE_EXCLUSIVE, 0);
+    gf_sched_release(s, 2, false);               /* 5 holds card 1 now */
+    assert_int_equal(next(s, NULL), 0);
+    assert_int_equal(ahead(s, NULL, NULL), 0);   /* 6 (priority 9) wants both cards */
+    /* a job waiting for a dependency does not hold anyone back */
+    gf_sched_unqueue(s, 6);
+    gf_sched_unqueue(s, 3);
+    gf_sched_unqueue(s, 4);
+    gf_job j;
+    gf_job_init(&j);
+    j.id = 8;
+    j.spec.argv = gf_calloc(2, sizeof(char *));
+    j.spec.argv[0] = gf_strdup("true");
+    j.spec.argc = 1;
+    j.spec.req = GF_REQ_ANY;
+    j.spec.mode = GF_MODE_EXCLUSIVE;
+    j.spec.priority = 5;
+    j.spec.after = gf_calloc(1, sizeof(uint64_t));
+    j.spec.after[0] = 7;
+    j.spec.n_after = 1;
+    gf_sched_add(s, &j);
+    assert_int_equal(next(s, NULL), 0);
+    assert_int_equal(ahead(s, &c, NULL), 7);
+    assert_int_equal(c, 0);
     gf_sched_destroy(&s);
 }
 
@@ -264,6 +375,8 @@ int main(void)
         cmocka_unit_test(test_offline_cards),
         cmocka_unit_test(test_after),
         cmocka_unit_test(test_requeue_and_hold),
+        cmocka_unit_test(test_ahead),
+        cmocka_unit_test(test_ahead_keeps_order),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

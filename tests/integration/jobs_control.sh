@@ -1,7 +1,8 @@
 #!/bin/bash
 # --after ordering and failure propagation, --time limits, cancel of a
 # pending and of a running job (its whole process group goes), run's exit
-# status and streaming, the environment of a job, --proof scrubbing.
+# status and streaming, the environment of a job, --proof scrubbing, a job
+# handed to its worker ahead of a busy card.
 . tests/integration/lib/jobs.bash
 write_config
 start_broker || exit 1
@@ -86,4 +87,18 @@ gf queue | grep "^ *$w " | grep -q "waiting for card 0: held outside gpuflock by
 [ ! -e "$T/ranafter" ] || fail "job ran while flock(1) held the card"
 touch "$T/release"; wait "$holder"
 gf wait "$w" || fail "job after the outside holder left"
-echo "ok: after, time, cancel, run, env, proof, outside holder"
+
+# a job handed to a busy card's worker ahead: shown as next, cancelled
+# without disturbing the holder, and the one after it starts right after
+h=$(gf submit --gpu 0 -- sh -c "sleep 1; echo holder > $T/h.out") || fail "submit holder"
+n1=$(gf submit --gpu 0 -- sh -c "echo n1 > $T/n1.out") || fail "submit n1"
+n2=$(gf submit --gpu 0 -- sh -c "echo n2 > $T/n2.out") || fail "submit n2"
+for _ in $(seq 100); do gf queue | grep -q "next on card 0, after job $h" && break; sleep 0.05; done
+gf queue | grep "^ *$n1 " | grep -q "next on card 0, after job $h" || fail "n1 not shown as next: $(gf queue)"
+gf queue | grep "^ *$n2 " | grep -q "pending" || fail "n2 not pending: $(gf queue)"
+gf cancel "$n1" || fail "cancel the job ahead"
+gf wait "$h" || fail "the holder after the cancel of the job ahead"
+gf wait "$n2" || fail "n2 after the holder"
+[ -e "$T/h.out" ] && [ -e "$T/n2.out" ] && [ ! -e "$T/n1.out" ] || fail "holder, cancelled and next outputs"
+gf show "$n1" | grep -q "cancelled" || fail "n1 not cancelled: $(gf show "$n1")"
+echo "ok: after, time, cancel, run, env, proof, outside holder, job ahead"

@@ -273,7 +273,10 @@ int gf_zmtp_send(gf_zmtp *self, const void *const *frames, const size_t *lens, s
 }
 
 /* Check the peer's greeting and READY, which we wait for before the first
- * message so that a wrong peer is reported at connect time. */
+ * message so that a wrong peer is reported at connect time. (Sending the
+ * first request right behind our READY, to save this round trip, does not
+ * work: libzmq 4.3 leaves frames that arrive before it has sent its own
+ * READY unread until more bytes come, so a one-request client hangs.) */
 static int handshake(gf_zmtp *self, int timeout_ms, char *err, size_t errlen)
 {
     static const char props[] = "Socket-Type";

@@ -51,7 +51,7 @@ LIB_CLI    := $(BUILD)/lib/libgfcli.a
 ALL_LIBS   := $(LIB_CLI) $(LIB_BROKER) $(LIB_WORKER) $(LIB_DIAR) $(LIB_COMMON)
 
 BINS := $(BUILD)/bin/gpuflock $(BUILD)/bin/gpuflock-cli \
-        $(BUILD)/bin/gpuflockd $(BUILD)/bin/gpuflock-worker
+        $(BUILD)/bin/gpuflockd $(BUILD)/bin/gpuflock-worker $(BUILD)/bin/gpuflock-guard
 
 UNIT_SRC   := $(wildcard tests/unit/test_*.c)
 UNIT_BINS  := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
@@ -114,7 +114,13 @@ $(BUILD)/bin/gpuflock-cli: $(call obj,cli/main.c) $(ALL_LIBS)
 $(BUILD)/bin/gpuflockd: $(call obj,broker/main.c) $(ALL_LIBS)
 	@mkdir -p $(dir $@)
 	$(CC) $(SAN) $(LDFLAGS) -o $@ $< -Wl,--start-group $(ALL_LIBS) -Wl,--end-group $(LDLIBS)
-$(BUILD)/bin/gpuflock-worker: $(call obj,worker/main.c) $(ALL_LIBS)
+# The job's group leader: static and C library only, so that starting one
+# per job costs little more than its exec (worker/guard/main.c). No
+# sanitizers: they do not link statically.
+$(BUILD)/bin/gpuflock-guard: worker/guard/main.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -O2 -Wall -Wextra -Werror -static -o $@ $<
+$(BUILD)/bin/gpuflock-worker: $(call obj,worker/main.c) $(ALL_LIBS) | $(BUILD)/bin/gpuflock-guard
 	@mkdir -p $(dir $@)
 	$(CC) $(SAN) $(LDFLAGS) -o $@ $< -Wl,--start-group $(ALL_LIBS) -Wl,--end-group $(LDLIBS)
 

@@ -1,7 +1,8 @@
 /* agent.c — the worker's event loop (see agent.h).
  *
- * One thread: a zmq_poll over the broker socket and a signalfd (SIGCHLD for
- * ended jobs, SIGTERM/SIGINT to stop), with a short timeout while a job
+ * One thread: a zmq_poll over the broker socket and the signal pipe that
+ * worker/main.c fills (SIGCHLD for ended jobs, SIGTERM/SIGINT to stop),
+ * with a short timeout while a job
  * waits for a lock held by someone else (its lock is tried again each
  * round, never blocking the loop). Diarize jobs run on threads of this
  * process (worker/diarjob.h) and wake the loop through an eventfd when they
@@ -26,7 +27,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
-#include <sys/signalfd.h>
 #include <unistd.h>
 #include <zmq.h>
 
@@ -50,7 +50,7 @@ struct gf_agent {
     gf_card_identity card;
     void *ctx;
     void *sock;               /* DEALER to the broker */
-    int sigfd;
+    int sigfd;                /* read end of main's signal pipe (borrowed) */
     slot *slots;
     uint64_t last_heard;      /* monotonic ms of the broker's last message */
     uint64_t next_beat;
@@ -127,27 +127,22 @@ static void *connect_broker(gf_agent *self)
     return s;
 }
 
-gf_agent *gf_agent_new(const gf_config *cfg, int device, const gf_card_identity *card)
+gf_agent *gf_agent_new(const gf_config *cfg, int device, const gf_card_identity *card,
+                       int signal_fd)
 {
     gf_agent *self = gf_calloc(1, sizeof(*self));
     self->cfg = cfg;
     self->device = device;
     self->card = *card;
+    self->sigfd = signal_fd;
     self->plan = make_plan(card);
     self->ctx = zmq_ctx_new();
     self->sock = connect_broker(self);
     self->pool = gf_diar_pool_new(cfg, card);
     self->wakefd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGCHLD);
-    sigaddset(&set, SIGTERM);
-    sigaddset(&set, SIGINT);
-    sigprocmask(SIG_BLOCK, &set, NULL);
-    self->sigfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
-    if (!self->sock || self->sigfd < 0 || self->wakefd < 0) {
-        if (self->sigfd < 0 || self->wakefd < 0)
-            GF_ERROR("%s: %s", self->sigfd < 0 ? "signalfd" : "eventfd", strerror(errno));
+    if (!self->sock || self->wakefd < 0) {
+        if (self->wakefd < 0)
+            GF_ERROR("eventfd: %s", strerror(errno));
         gf_agent_destroy(&self);
         return NULL;
     }
@@ -170,8 +165,6 @@ void gf_agent_destroy(gf_agent **self_p)
         zmq_close(self->sock);
     if (self->ctx)
         zmq_ctx_term(self->ctx);
-    if (self->sigfd >= 0)
-        close(self->sigfd);
     gf_diar_pool_destroy(&self->pool);    /* after the slots: their threads are joined */
     if (self->wakefd >= 0)
         close(self->wakefd);
@@ -495,13 +488,14 @@ int gf_agent_run(gf_agent *self)
             return GF_EIO;
         }
         if (rc > 0 && (items[1].revents & ZMQ_POLLIN)) {
-            struct signalfd_siginfo si;
-            while (read(self->sigfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
-                if ((si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT) && !self->stopping) {
-                    GF_INFO("stopping: %s", strsignal((int)si.ssi_signo));
-                    begin_stop(self);
-                }
-            }
+            unsigned char sig[64];
+            ssize_t got;
+            while ((got = read(self->sigfd, sig, sizeof(sig))) > 0)
+                for (ssize_t i = 0; i < got; i++)
+                    if ((sig[i] == SIGTERM || sig[i] == SIGINT) && !self->stopping) {
+                        GF_INFO("stopping: %s", strsignal(sig[i]));
+                        begin_stop(self);
+                    }
             reap(self);
         }
         if (rc > 0 && (items[2].revents & ZMQ_POLLIN)) {

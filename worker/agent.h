@@ -17,11 +17,15 @@
 
 typedef struct gf_agent gf_agent;
 
-/* An agent for configured device `device` with its identity. */
-gf_agent *gf_agent_new(const gf_config *cfg, int device, const gf_card_identity *card);
+/* An agent for configured device `device` with its identity. signal_fd:
+ * the read end of a non-blocking pipe that receives one byte, the signal
+ * number, per SIGCHLD, SIGTERM or SIGINT (borrowed; worker/main.c owns
+ * it). */
+gf_agent *gf_agent_new(const gf_config *cfg, int device, const gf_card_identity *card,
+                       int signal_fd);
 
-/* Serve until SIGTERM/SIGINT (which it blocks and reads itself): then stop
- * the jobs (SIGTERM, kill_grace_s, SIGKILL), report them, and return 0. */
+/* Serve until SIGTERM/SIGINT (read from the signal pipe): then stop the
+ * jobs (SIGTERM, kill_grace_s, SIGKILL), report them, and return 0. */
 int gf_agent_run(gf_agent *self);
 
 void gf_agent_destroy(gf_agent **self_p);

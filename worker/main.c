@@ -46,6 +46,18 @@ static int take_pidfile(const char *run_dir, int device)
     return fd < 0 ? -1 : fd;
 }
 
+/* The write end is what on_signal needs; see main. */
+static int signal_pipe[2] = { -1, -1 };
+
+static void on_signal(int sig)
+{
+    int saved = errno;
+    unsigned char b = (unsigned char)sig;
+    ssize_t w = write(signal_pipe[1], &b, 1);   /* full pipe: a wake-up is already pending */
+    (void)w;
+    errno = saved;
+}
+
 int main(int argc, char **argv)
 {
     const char *config_path = NULL, *level_name = NULL;
@@ -106,7 +118,26 @@ int main(int argc, char **argv)
     }
     signal(SIGPIPE, SIG_IGN);
     signal(SIGHUP, SIG_IGN);
-    gf_agent *agent = gf_agent_new(cfg, (int)device, &card);
+    /* SIGCHLD, SIGTERM and SIGINT become bytes on a pipe the agent polls. A
+     * handler, not a blocked mask and a signalfd: OpenBLAS starts its
+     * threads before main() with nothing blocked, and a process-wide signal
+     * delivered to one of them would be lost (SIGCHLD: a job reaped only at
+     * the next heartbeat) or kill the worker outright (SIGTERM). */
+    if (pipe2(signal_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
+        GF_ERROR("pipe: %s", strerror(errno));
+        close(pidfd);
+        gf_config_destroy(&cfg);
+        return GF_EXIT_SOFTWARE;
+    }
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_signal;
+    sa.sa_flags = SA_RESTART;
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+    sa.sa_flags = SA_RESTART | SA_NOCLDSTOP;
+    sigaction(SIGCHLD, &sa, NULL);
+    gf_agent *agent = gf_agent_new(cfg, (int)device, &card, signal_pipe[0]);
     int rc = agent ? gf_agent_run(agent) : GF_EIO;
     gf_agent_destroy(&agent);
     close(pidfd);

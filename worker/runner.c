@@ -15,7 +15,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <grp.h>
 #include <limits.h>
 #include <signal.h>
 #include <spawn.h>
@@ -23,14 +22,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
-#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-extern char **environ;
 
 struct gf_run {
     gf_msg job;               /* the "job" message, owned */
@@ -277,70 +273,78 @@ static gf_env *build_env(gf_run *self)
     return env;
 }
 
-/* In the child: say why it cannot run, on the job's stderr, and exit. */
-static void child_fail(int status, const char *what, const char *arg)
+/* "1,2,3" from the job's groups, "-" for none. */
+static char *join_groups(const gf_run *self)
 {
-    dprintf(2, "gpuflock: %s%s%s: %s\n", what, arg ? " " : "", arg ? arg : "", strerror(errno));
-    _exit(status);
-}
-
-/* Death with the worker, for the whole job. PR_SET_PDEATHSIG reaches only
- * the process that set it, so the job's process-group leader stays a small
- * guard: it spawns the command into the same group and waits for it; when
- * the worker dies, the kernel sends the guard GUARD_SIGNAL and the guard
- * kills the whole group with SIGKILL (the kernel then frees the card's lock
- * as the last descriptor closes). Signals aimed at the group (cancel, time
- * limit, SIGINT...) reach the command as before; the guard ignores them,
- * waits, and then ends the way the command ended, so the worker sees the
- * command's exit status or signal. The command is started with
- * posix_spawnp (a vfork-style clone: no copy of the guard's memory, which
- * is the worker's); it starts with default dispositions (exec resets the
- * guard's handler, and the death signal is not inherited) and looks the
- * command up in the job's own PATH. Never returns. */
-#define GUARD_SIGNAL (SIGRTMIN + 1)
-
-static void guard_on_parent_death(int sig)
-{
-    (void)sig;
-    kill(0, SIGKILL);
-}
-
-static void group_guard(pid_t parent, char *const argv[], char *const envp[])
-{
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = guard_on_parent_death;
-    sigaction(GUARD_SIGNAL, &sa, NULL);
-    prctl(PR_SET_PDEATHSIG, GUARD_SIGNAL);
-    if (getppid() != parent)
-        kill(0, SIGKILL);                 /* the worker died before we were set up */
-    environ = (char **)envp;
-    pid_t cmd;
-    int e = posix_spawnp(&cmd, argv[0], NULL, NULL, argv, envp);
-    if (e) {
-        errno = e;
-        child_fail(e == ENOENT ? 127 : 126, "cannot run", argv[0]);
+    char *list = NULL;
+    for (size_t i = 0; i < self->job.n_groups; i++) {
+        char *next = list ? gf_strfmt("%s,%u", list, self->job.groups[i])
+                          : gf_strfmt("%u", self->job.groups[i]);
+        free(list);
+        list = next;
     }
-    static const int passed[] = { SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2 };
-    for (size_t i = 0; i < sizeof passed / sizeof passed[0]; i++)
-        signal(passed[i], SIG_IGN);
-    int status = 0;
-    while (waitpid(cmd, &status, 0) < 0 && errno == EINTR)
-        ;
-    if (WIFSIGNALED(status)) {
-        int sig = WTERMSIG(status);
-        struct rlimit no_core = { 0, 0 };
-        setrlimit(RLIMIT_CORE, &no_core);   /* the command's core, if any, is already written */
-        signal(sig, SIG_DFL);
-        sigset_t one;
-        sigemptyset(&one);
-        sigaddset(&one, sig);
-        sigprocmask(SIG_UNBLOCK, &one, NULL);
-        raise(sig);
-    }
-    _exit(WIFEXITED(status) ? WEXITSTATUS(status) : 126);
+    return list ? list : gf_strdup("-");
 }
 
+/* Start gpuflock-guard (worker/guard/main.c), the job's group leader, with
+ * posix_spawn: stdin /dev/null, stdout and stderr on the spool files, a new
+ * process group, default dispositions and no blocked signals (the worker
+ * ignores SIGPIPE and SIGHUP, which exec would keep ignored), the lock
+ * descriptors inherited. Returns its pid, or -1 with
+ * the reason in why. */
+static pid_t spawn_guard(gf_run *self, int out, int err, char *const envp[], char *why,
+                         size_t len)
+{
+    const gf_job_spec *sp = &self->job.spec;
+    char *guard = gf_beside_self("gpuflock-guard");
+    if (!guard) {
+        snprintf(why, len, "cannot find gpuflock-guard beside the worker: %s", strerror(errno));
+        return -1;
+    }
+    char parent[24], uid[24], gid[24];
+    snprintf(parent, sizeof parent, "%d", (int)getpid());
+    snprintf(uid, sizeof uid, "%u", (unsigned)self->job.uid);
+    snprintf(gid, sizeof gid, "%u", (unsigned)self->job.gid);
+    char *groups = join_groups(self);
+    char **argv = gf_calloc(sp->argc + 8, sizeof(char *));
+    size_t n = 0;
+    argv[n++] = "gpuflock-guard";
+    argv[n++] = parent;
+    argv[n++] = uid;
+    argv[n++] = gid;
+    argv[n++] = groups;
+    argv[n++] = sp->cwd ? sp->cwd : "-";
+    argv[n++] = "--";
+    for (size_t i = 0; i < sp->argc; i++)
+        argv[n++] = sp->argv[i];
+    argv[n] = NULL;
+
+    posix_spawn_file_actions_t fa;
+    posix_spawnattr_t at;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_adddup2(&fa, out, 1);
+    posix_spawn_file_actions_adddup2(&fa, err, 2);
+    posix_spawnattr_init(&at);
+    sigset_t all, none;
+    sigfillset(&all);
+    sigemptyset(&none);
+    posix_spawnattr_setsigdefault(&at, &all);
+    posix_spawnattr_setsigmask(&at, &none);
+    posix_spawnattr_setpgroup(&at, 0);
+    posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF |
+                                      POSIX_SPAWN_SETSIGMASK);
+    pid_t pid;
+    int e = posix_spawn(&pid, guard, &fa, &at, argv, envp);
+    posix_spawnattr_destroy(&at);
+    posix_spawn_file_actions_destroy(&fa);
+    if (e)
+        snprintf(why, len, "cannot start %s: %s", guard, strerror(e));
+    free(argv);
+    free(groups);
+    free(guard);
+    return e ? -1 : pid;
+}
 
 int gf_run_start(gf_run *self, char *why, size_t len)
 {
@@ -390,53 +394,13 @@ int gf_run_start(gf_run *self, char *why, size_t len)
             gf_env_destroy(&env);
             return GF_EIO;
         }
-    pid_t parent = getpid();
-    pid_t pid = fork();
+    pid_t pid = spawn_guard(self, out, err, gf_env_array(env), why, len);
     if (pid < 0) {
-        snprintf(why, len, "fork: %s", strerror(errno));
         close(out);
         close(err);
         gf_env_destroy(&env);
         return GF_EIO;
     }
-    if (pid == 0) {
-        setpgid(0, 0);
-        /* exec resets caught signals; ignored and blocked ones it keeps:
-         * undo the worker's (it ignores SIGPIPE and SIGHUP, and blocks
-         * SIGCHLD, SIGTERM and SIGINT for its signalfd) */
-        signal(SIGPIPE, SIG_DFL);
-        signal(SIGHUP, SIG_DFL);
-        sigset_t none;
-        sigemptyset(&none);
-        sigprocmask(SIG_SETMASK, &none, NULL);
-        int null = open("/dev/null", O_RDONLY);
-        if (null >= 0 && null != 0) {
-            dup2(null, 0);
-            close(null);
-        }
-        dup2(out, 1);
-        dup2(err, 2);
-        if (geteuid() == 0 && uid != 0) {
-            gid_t groups[GF_PROTO_MAX_GROUPS];
-            size_t ng = self->job.n_groups;
-            for (size_t i = 0; i < ng; i++)
-                groups[i] = self->job.groups[i];
-            if (setgroups(ng, groups) != 0)
-                child_fail(126, "setgroups", NULL);
-            if (setgid(gid) != 0)
-                child_fail(126, "setgid", NULL);
-            if (setuid(uid) != 0)
-                child_fail(126, "setuid", NULL);
-        } else if (geteuid() == 0) {
-            if (setgid(gid) != 0)
-                child_fail(126, "setgid", NULL);
-        }
-        if (sp->cwd && chdir(sp->cwd) != 0)
-            child_fail(126, "cannot enter the directory", sp->cwd);
-        /* after the identity change (a credential change clears it) */
-        group_guard(parent, sp->argv, gf_env_array(env));
-    }
-    setpgid(pid, pid);     /* both sides, so a signal right after fork reaches it */
     self->pid = pid;
     self->started_ms = gf_wall_ms();
     close(out);

@@ -1,5 +1,6 @@
 #!/bin/bash
-# Crashes: a worker killed with SIGKILL mid-job (the job runs again and
+# Crashes: a worker stopped with SIGTERM mid-job stops its job gracefully;
+# a worker killed with SIGKILL mid-job (the job runs again and
 # completes), its whole process group with it; --no-requeue fails at once instead; the broker killed with
 # SIGKILL while jobs are queued and running, then restarted: no job lost,
 # none run twice at the same time, and running jobs are reclaimed.
@@ -7,6 +8,24 @@
 write_config
 start_broker || exit 1
 worker_pid() { cat "$T/run/worker$1.pid"; }
+
+# worker SIGTERM mid-job: a graceful stop, twice (the signal may
+# land on any of the worker's threads, OpenBLAS's included): the job gets
+# SIGTERM from its worker (its trap runs), not the SIGKILL of a worker that
+# died of the signal; the broker starts the worker again
+for round in 1 2; do
+    rm -f "$T/trap"
+    g=$(gf submit --gpu 1 --no-requeue -- sh -c "trap 'echo term > $T/trap; exit 3' TERM; echo up > $T/up$round; while :; do sleep 0.05; done")
+    for _ in $(seq 100); do [ -s "$T/up$round" ] && break; sleep 0.05; done
+    [ -s "$T/up$round" ] || fail "round $round: job did not start"
+    old=$(worker_pid 1)
+    kill -TERM "$old"
+    for _ in $(seq 100); do [ -s "$T/trap" ] && break; sleep 0.05; done
+    [ "$(cat "$T/trap" 2>/dev/null)" = term ] || fail "round $round: the job did not get SIGTERM from a stopping worker"
+    for _ in $(seq 200); do [ "$(gf workers 2>/dev/null | grep -cE ' (idle|busy) ')" = 2 ] && [ "$(worker_pid 1)" != "$old" ] && break; sleep 0.05; done
+    [ "$(worker_pid 1)" != "$old" ] || fail "round $round: worker 1 not restarted"
+    gf wait "$g" >/dev/null 2>&1
+done
 
 # worker SIGKILL mid-job → requeued, runs again, completes
 j=$(gf submit --gpu 0 -- sh -c "echo run >> $T/runs; sleep 1; echo finished >> $T/runs")

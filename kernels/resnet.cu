@@ -13,13 +13,6 @@
 // registers while the current one is multiplied. Shared-memory rows are
 // padded so that fragment loads hit 32 distinct banks.
 //
-// The gather of the input matrix is what the kernel spends its issue slots
-// on (the tensor cores wait for it): v1 split every K index into channel,
-// row and column with two divisions per element. v2 reads that split from a
-// per-layer table (ktab[k] = {c, ky << 16 | kx}, built once by the
-// launcher): all lanes of a warp read the same entry (one broadcast load),
-// and an element costs two multiply-adds, two bounds compares and its load.
-//
 // Needs sm_80 (mma.sync tf32); the sm_75 build traps, and the planner
 // refuses the kernel on such cards.
 
@@ -42,8 +35,7 @@ __device__ __forceinline__ unsigned to_tf32(float v)
 }
 
 template <int KS>
-__device__ __forceinline__ void conv_tf32(const float *__restrict__ x, const int2 *__restrict__ ktab,
-                                          const float *__restrict__ w,
+__device__ __forceinline__ void conv_tf32(const float *__restrict__ x, const float *__restrict__ w,
                                           const float *__restrict__ bias,
                                           const float *__restrict__ residual,
                                           float *__restrict__ out, int B, int Cin, int H, int W,
@@ -71,8 +63,7 @@ __device__ __forceinline__ void conv_tf32(const float *__restrict__ x, const int
         oy = q / Wo;
         ox = q - oy * Wo;
     }
-    const long HWin = (long)H * W;
-    const float *xb = x + (long)pb * Cin * HWin;
+    const float *xb = x + (long)pb * Cin * H * W;
     const int iy0 = oy * stride - pad, ix0 = ox * stride - pad;
 
     float a_reg[4], b_reg[8];
@@ -88,10 +79,11 @@ __device__ __forceinline__ void conv_tf32(const float *__restrict__ x, const int
             int gk = k0 + bk0 + 2 * i;
             float v = 0.0f;
             if (p_ok && gk < K) {
-                int2 t = __ldg(&ktab[gk]);
-                int iy = iy0 + (t.y >> 16), ix = ix0 + (t.y & 0xffff);
-                if ((unsigned)iy < (unsigned)H && (unsigned)ix < (unsigned)W)
-                    v = __ldg(&xb[t.x * HWin + (long)iy * W + ix]);
+                int c = gk / (KS * KS), r = gk - c * (KS * KS);
+                int ky = r / KS, kx = r - ky * KS;
+                int iy = iy0 + ky, ix = ix0 + kx;
+                if (iy >= 0 && iy < H && ix >= 0 && ix < W)
+                    v = xb[((long)c * H + iy) * W + ix];
             }
             b_reg[i] = v;
         }
@@ -184,20 +176,19 @@ __device__ __forceinline__ void conv_tf32(const float *__restrict__ x, const int
 }
 
 // 3x3 convolutions (pad 1) and 1x1 shortcuts (pad 0). Grid (ceil(N/128),
-// ceil(Cout/64)), 256 threads, static shared memory. ktab: Cin·KS·KS
-// entries {c, ky << 16 | kx} (worker/conv_gpu.c).
+// ceil(Cout/64)), 256 threads, static shared memory.
 extern "C" __global__ void __launch_bounds__(THREADS)
-gf_conv3_tf32_v2(const float *x, const int2 *ktab, const float *w, const float *bias,
-                 const float *residual, float *out, int B, int Cin, int H, int W, int Cout,
-                 int stride, int pad, int Ho, int Wo, int relu)
+gf_conv3_tf32_v1(const float *x, const float *w, const float *bias, const float *residual,
+                 float *out, int B, int Cin, int H, int W, int Cout, int stride, int pad, int Ho,
+                 int Wo, int relu)
 {
-    conv_tf32<3>(x, ktab, w, bias, residual, out, B, Cin, H, W, Cout, stride, pad, Ho, Wo, relu);
+    conv_tf32<3>(x, w, bias, residual, out, B, Cin, H, W, Cout, stride, pad, Ho, Wo, relu);
 }
 
 extern "C" __global__ void __launch_bounds__(THREADS)
-gf_conv1_tf32_v2(const float *x, const int2 *ktab, const float *w, const float *bias,
-                 const float *residual, float *out, int B, int Cin, int H, int W, int Cout,
-                 int stride, int pad, int Ho, int Wo, int relu)
+gf_conv1_tf32_v1(const float *x, const float *w, const float *bias, const float *residual,
+                 float *out, int B, int Cin, int H, int W, int Cout, int stride, int pad, int Ho,
+                 int Wo, int relu)
 {
-    conv_tf32<1>(x, ktab, w, bias, residual, out, B, Cin, H, W, Cout, stride, pad, Ho, Wo, relu);
+    conv_tf32<1>(x, w, bias, residual, out, B, Cin, H, W, Cout, stride, pad, Ho, Wo, relu);
 }

@@ -15,7 +15,6 @@ struct gf_conv_gpu {
     gf_conv_shape shape;
     int pad;                      /* k / 2 */
     gf_cu_ptr w, b;               /* folded weights and bias on the card */
-    gf_cu_ptr ktab;               /* own route: K entries {c, ky << 16 | kx}, 0 before */
     gf_route_kind route;
     gf_cu_function im2col, epilogue, own;   /* own: loaded when chosen */
 };
@@ -51,8 +50,6 @@ void gf_conv_gpu_destroy(gf_conv_gpu **self_p)
         gf_gpu_free(c->gpu, c->w);
     if (c->b)
         gf_gpu_free(c->gpu, c->b);
-    if (c->ktab)
-        gf_gpu_free(c->gpu, c->ktab);
     free(c);
     *self_p = NULL;
 }
@@ -95,27 +92,11 @@ int gf_conv_gpu_set_route(gf_conv_gpu *c, gf_route_kind kind, gf_math math,
         return GF_EUNSUP;
     }
     const char *sha = NULL;
-    int rc = gf_gpu_function(c->gpu, "resnet", c->shape.k == 3 ? "gf_conv3_tf32_v2"
-                                                               : "gf_conv1_tf32_v2",
+    int rc = gf_gpu_function(c->gpu, "resnet", c->shape.k == 3 ? "gf_conv3_tf32_v1"
+                                                               : "gf_conv1_tf32_v1",
                              &c->own, NULL, &sha);
     if (rc)
         return rc;
-    if (!c->ktab) {
-        /* the kernel's gather table: K index -> channel, kernel row, column */
-        int kk = c->shape.k * c->shape.k, n = c->shape.cin * kk;
-        int32_t *tab = gf_calloc((size_t)n * 2, sizeof(int32_t));
-        for (int i = 0; i < n; i++) {
-            int r = i % kk;
-            tab[2 * i] = i / kk;
-            tab[2 * i + 1] = (r / c->shape.k) << 16 | (r % c->shape.k);
-        }
-        rc = gf_gpu_alloc(c->gpu, sizeof(int32_t) * 2 * (size_t)n, &c->ktab);
-        rc = rc ? rc : gf_gpu_upload(c->gpu, c->ktab, tab, sizeof(int32_t) * 2 * (size_t)n);
-        rc = rc ? rc : gf_gpu_sync(c->gpu);
-        free(tab);
-        if (rc)
-            return rc;
-    }
     c->route = GF_ROUTE_OWN;
     if (module_sha256)
         *module_sha256 = sha;
@@ -131,9 +112,8 @@ int gf_conv_gpu_run(gf_conv_gpu *c, gf_math math, int B, gf_cu_ptr x, int h, int
     long kk = (long)cin * k * k, hw = (long)ho * wo;
     gf_cu_ptr wt = c->w, bias = c->b;
     if (c->route == GF_ROUTE_OWN) {
-        gf_cu_ptr ktab = c->ktab;
-        void *p[] = { &x, &ktab, &wt, &bias, &residual, &out, &B, &cin, &h, &w, &cout, &stride,
-                      &pad, &ho, &wo, &relu };
+        void *p[] = { &x, &wt, &bias, &residual, &out, &B, &cin, &h, &w, &cout, &stride, &pad,
+                      &ho, &wo, &relu };
         unsigned gx = (unsigned)(((long)B * hw + 127) / 128), gy = (unsigned)((cout + 63) / 64);
         return gf_gpu_launch(c->gpu, c->own, gx, gy, 1, 256, 1, 1, 0, p);
     }

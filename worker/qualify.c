@@ -43,7 +43,6 @@ static const gf_pin resnet_pins[] = {
     { "tile_k", "16" },
     { "warps", "8" },
     { "implicit_gemm", "1" },
-    { "gather_table", "1" },
 };
 
 /* The ResNet34 trunk's convolutions, in network order, with their shapes and

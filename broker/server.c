@@ -1304,23 +1304,6 @@ static void *bind_router(gf_server *self, const char *ep)
     return s;
 }
 
-static int mkdir_p(const char *path, mode_t mode)
-{
-    char buf[PATH_MAX];
-    if (snprintf(buf, sizeof(buf), "%s", path) >= (int)sizeof(buf))
-        return -1;
-    for (char *p = buf + 1; *p; p++)
-        if (*p == '/') {
-            *p = 0;
-            if (mkdir(buf, mode) != 0 && errno != EEXIST)
-                return -1;
-            *p = '/';
-        }
-    if (mkdir(buf, mode) != 0 && errno != EEXIST)
-        return -1;
-    return 0;
-}
-
 static char *default_worker_program(void)
 {
     char *path = gf_beside_self("gpuflock-worker");
@@ -1332,12 +1315,12 @@ gf_server *gf_server_new(const gf_config *cfg)
     gf_server *self = gf_calloc(1, sizeof(*self));
     self->cfg = cfg;
     self->euid = geteuid();
-    if (mkdir_p(cfg->state_dir, 0755) != 0) {
+    if (gf_mkdir_p(cfg->state_dir, 0755, NULL) != 0) {
         GF_ERROR("state_dir %s: %s", cfg->state_dir, strerror(errno));
         goto fail;
     }
     self->spool = gf_strfmt("%s/spool", cfg->state_dir);
-    if (mkdir_p(self->spool, 0711) != 0) {
+    if (gf_mkdir_p(self->spool, 0711, NULL) != 0) {
         GF_ERROR("spool %s: %s", self->spool, strerror(errno));
         goto fail;
     }
@@ -1388,7 +1371,7 @@ gf_server *gf_server_new(const gf_config *cfg)
     if (running)
         self->reclaim_until = gf_now_ms() + grace;
 
-    if (mkdir_p(cfg->run_dir, 0755) != 0) {
+    if (gf_mkdir_p(cfg->run_dir, 0755, NULL) != 0) {
         GF_ERROR("run_dir %s: %s", cfg->run_dir, strerror(errno));
         goto fail;
     }

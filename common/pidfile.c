@@ -19,8 +19,11 @@ int gf_pidfile_take(const char *path, long *holder)
     char *slash = strrchr(dir, '/');
     if (slash && slash != dir) {
         *slash = '\0';
-        if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
-            GF_ERROR("%s: %s", dir, strerror(errno));
+        char *failed = NULL;
+        if (gf_mkdir_p(dir, 0755, &failed) != 0) {
+            GF_ERROR("pid file %s: cannot create the folder %s: %s", path, failed,
+                     strerror(errno));
+            free(failed);
             free(dir);
             return -2;
         }

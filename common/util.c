@@ -4,9 +4,11 @@
 #include "common/log.h"
 
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <errno.h>
 #include <unistd.h>
@@ -115,4 +117,31 @@ char *gf_beside_self(const char *name)
     if (slash)
         *slash = '\0';
     return gf_strfmt("%s/%s", slash ? exe : ".", name);
+}
+
+int gf_mkdir_p(const char *path, mode_t mode, char **failed)
+{
+    if (failed)
+        *failed = NULL;
+    char *buf = gf_strdup(path);
+    for (char *p = buf + 1;; p++) {
+        bool last = *p == '\0';
+        if (*p == '/' || last) {
+            char saved = *p;
+            *p = '\0';
+            if (mkdir(buf, mode) != 0 && errno != EEXIST) {
+                int e = errno;
+                if (failed)
+                    *failed = gf_strdup(buf);
+                free(buf);
+                errno = e;
+                return GF_EIO;
+            }
+            *p = saved;
+        }
+        if (last)
+            break;
+    }
+    free(buf);
+    return 0;
 }

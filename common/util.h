@@ -6,6 +6,7 @@
 #define GF_UTIL_H
 
 #include <stddef.h>
+#include <sys/types.h>
 #include <stdint.h>
 
 void *gf_malloc(size_t size);
@@ -24,6 +25,11 @@ int gf_write_file_atomic(const char *path, const void *buf, size_t len);
 /* The path of program `name` in the folder of the running executable
  * (/proc/self/exe), or NULL when that cannot be read; the caller frees. */
 char *gf_beside_self(const char *name);
+
+/* Create the folder path and its missing parents with mode (umask applied).
+ * Returns 0 (also when it exists), or GF_EIO with errno set and, in *failed
+ * (may be NULL; the caller frees), the folder that could not be made. */
+int gf_mkdir_p(const char *path, mode_t mode, char **failed);
 
 /* Monotonic clock in nanoseconds / milliseconds. */
 uint64_t gf_now_ns(void);

@@ -29,6 +29,23 @@ WIN, STEP, FRAMES = 160000, 16000, 589
 POWERSET = [[0, 0, 0], [1, 0, 0], [0, 1, 0], [0, 0, 1], [1, 1, 0], [1, 0, 1], [0, 1, 1]]
 
 
+def load(path):
+    """[channels, samples] float32 in [-1, 1] and the rate: 16-bit PCM WAV
+    through the standard library (recent torchaudio needs torchcodec to
+    load anything), other files through torchaudio."""
+    import wave
+    try:
+        with wave.open(path) as r:
+            if r.getsampwidth() == 2:
+                ch, sr = r.getnchannels(), r.getframerate()
+                x = np.frombuffer(r.readframes(r.getnframes()), dtype="<i2")
+                x = x.reshape(-1, ch).T.astype(np.float32) / 32768.0
+                return torch.from_numpy(np.ascontiguousarray(x)), sr
+    except wave.Error:
+        pass
+    return torchaudio.load(path)
+
+
 def main(argv):
     models, audio, out = argv[1], argv[2], argv[3]
     B = int(argv[4]) if len(argv) > 4 else 32
@@ -61,7 +78,7 @@ def main(argv):
         sync()
 
         t0 = time.perf_counter()
-        wave, sr = torchaudio.load(audio)
+        wave, sr = load(audio)
         wave = wave.mean(0)
         if sr != 16000:
             wave = torchaudio.functional.resample(wave, sr, 16000)

@@ -41,6 +41,7 @@ typedef struct slot {
     bool done;                /* ended; result kept for a resend */
     gf_msg result;
     uint64_t sent_at;         /* monotonic ms the result was last sent */
+    uint64_t seq;             /* arrival order on this worker */
     struct slot *next;
 } slot;
 
@@ -58,6 +59,7 @@ struct gf_agent {
     char *plan;               /* route plan as JSON text, sent in READY */
     gf_diar_pool *pool;       /* diarize pipelines kept between jobs */
     int wakefd;               /* eventfd: a diarize thread has news */
+    uint64_t arrivals;        /* jobs received so far (slot.seq) */
 };
 
 /* The card's route plan (worker/planner.h) from the evidence tables
@@ -241,13 +243,15 @@ static void finish_slot(gf_agent *self, slot *s, gf_msg *result)
 
 /* Is s an exclusive job waiting behind another job of ours on one of its
  * cards (the broker hands such a job over ahead)? It starts when that one
- * ends; trying its lock before would only find our own job there. */
+ * ends: trying its lock before would only find our own job there, or, while
+ * both wait for a holder outside gpuflock, could start it first. */
 static bool behind_own_job(gf_agent *self, const slot *s)
 {
     if (!gf_run_exclusive(s->run))
         return false;
     for (const slot *o = self->slots; o; o = o->next)
-        if (o != s && !o->done && gf_run_started(o->run) && gf_run_shares_card(o->run, s->run))
+        if (o != s && !o->done && (gf_run_started(o->run) || o->seq < s->seq) &&
+            gf_run_shares_card(o->run, s->run))
             return true;
     return false;
 }
@@ -298,6 +302,7 @@ static void on_job(gf_agent *self, gf_msg *m)
     if (find(self, m->id, m->attempt))
         return;     /* a duplicate assignment: never two runs of one job */
     slot *s = gf_calloc(1, sizeof(*s));
+    s->seq = ++self->arrivals;
     s->run = gf_run_new(m, self->cfg);
     gf_run_set_diar(s->run, self->pool, self->wakefd);
     if (m->spec.kind == GF_JOB_DIARIZE && m->spec.diar)

@@ -81,12 +81,17 @@ mkdir -p "$T/lock"
 flock -x "$T/lock/gpu0.lock" sh -c "echo held > $T/held; while [ ! -e $T/release ]; do sleep 0.05; done" &
 holder=$!
 for _ in $(seq 100); do [ -s "$T/held" ] && break; sleep 0.05; done
-w=$(gf submit --gpu 0 -- sh -c "echo ran > $T/ranafter")
+w=$(gf submit --gpu 0 -- sh -c "echo ran > $T/ranafter; echo first >> $T/outside_order")
+# the next job for the card goes to the worker ahead; it must not overtake
+# the first when the outside holder leaves
+w2=$(gf submit --gpu 0 -- sh -c "echo second >> $T/outside_order")
 for _ in $(seq 100); do gf queue | grep -q "held outside gpuflock" && break; sleep 0.05; done
 gf queue | grep "^ *$w " | grep -q "waiting for card 0: held outside gpuflock by pid $holder" || fail "queue does not show the outside holder: $(gf queue)"
 [ ! -e "$T/ranafter" ] || fail "job ran while flock(1) held the card"
 touch "$T/release"; wait "$holder"
 gf wait "$w" || fail "job after the outside holder left"
+gf wait "$w2" || fail "the job ahead after the outside holder left"
+[ "$(cat "$T/outside_order")" = "$(printf 'first\nsecond')" ] || fail "order after the outside holder: $(cat "$T/outside_order")"
 
 # a job handed to a busy card's worker ahead: shown as next, cancelled
 # without disturbing the holder, and the one after it starts right after

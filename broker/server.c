@@ -18,6 +18,7 @@
 
 #include "broker/sched.h"
 #include "broker/store.h"
+#include "broker/users.h"
 #include "common/error.h"
 #include "common/log.h"
 #include "common/proto.h"
@@ -101,9 +102,13 @@ struct gf_server {
     uint64_t reclaim_until;   /* monotonic ms: unclaimed running jobs wait */
     uint64_t next_beat;       /* monotonic ms of the next heartbeat round */
     char *spool;              /* <state_dir>/spool */
+    gf_users *users;          /* uid -> name and groups, cached */
     char *worker_program;
     uid_t euid;
 };
+
+/* How long a user's name and groups are believed (broker/users.h). */
+#define USERS_TTL_MS 10000
 
 /* ------------------------------------------------------------ utilities */
 
@@ -220,33 +225,6 @@ static void end_turn(gf_server *self)
     for (size_t i = 0; i < self->n_out; i++)
         gf_msg_clear(&self->out[i].msg);
     self->n_out = 0;
-}
-
-static char *user_name(uint32_t uid)
-{
-    struct passwd pw, *res = NULL;
-    char buf[4096];
-    if (getpwuid_r(uid, &pw, buf, sizeof(buf), &res) == 0 && res)
-        return gf_strdup(pw.pw_name);
-    return gf_strfmt("%u", uid);
-}
-
-/* Supplementary groups of uid (its passwd entry), at least gid. */
-static void user_groups(uint32_t uid, uint32_t gid, uint32_t **out, size_t *n)
-{
-    struct passwd pw, *res = NULL;
-    char buf[4096];
-    gid_t groups[256];
-    int ng = (int)GF_ARRAY_LEN(groups);
-    if (getpwuid_r(uid, &pw, buf, sizeof(buf), &res) != 0 || !res ||
-        getgrouplist(pw.pw_name, gid, groups, &ng) < 0) {
-        groups[0] = gid;
-        ng = 1;
-    }
-    *out = gf_calloc((size_t)ng, sizeof(uint32_t));
-    for (int i = 0; i < ng; i++)
-        (*out)[i] = groups[i];
-    *n = (size_t)ng;
 }
 
 /* -------------------------------------------------------- job lifecycle */
@@ -379,7 +357,7 @@ static void start_job(gf_server *self, const gf_sched_decision *d)
     gf_job_spec_copy(&m.spec, &j->spec);
     m.uid = j->uid;
     m.gid = j->gid;
-    user_groups(j->uid, j->gid, &m.groups, &m.n_groups);
+    gf_users_groups(self->users, j->uid, j->gid, &m.groups, &m.n_groups);
     m.out_path = gf_strdup(j->out_path);
     m.err_path = gf_strdup(j->err_path);
     m.locks = gf_calloc(d->n_cards + 1, sizeof(char *));
@@ -607,7 +585,7 @@ static void on_submit(gf_server *self, const gf_peer *peer, gf_msg *req)
         post_error(self, self->clients, peer, GF_ETOOBIG, "submit: %zu jobs in one call", n);
         return;
     }
-    char *user = user_name(peer->uid);
+    char *user = gf_users_name(self->users, peer->uid, peer->gid);
     self->need_sync = true;
     gf_msg rep;
     memset(&rep, 0, sizeof(rep));
@@ -725,7 +703,7 @@ static void on_cancel(gf_server *self, const gf_peer *peer, gf_msg *req)
             continue;
         }
         gf_job *j = &sj->job;
-        char *who = user_name(peer->uid);
+        char *who = gf_users_name(self->users, peer->uid, peer->gid);
         if (j->state == GF_STATE_PENDING) {
             gf_sched_unqueue(self->sched, j->id);
             set_reason(j, "cancelled by %s", who);
@@ -1320,6 +1298,7 @@ gf_server *gf_server_new(const gf_config *cfg)
         goto fail;
     }
     self->spool = gf_strfmt("%s/spool", cfg->state_dir);
+    self->users = gf_users_new(USERS_TTL_MS);
     if (gf_mkdir_p(self->spool, 0711, NULL) != 0) {
         GF_ERROR("spool %s: %s", self->spool, strerror(errno));
         goto fail;
@@ -1414,6 +1393,7 @@ void gf_server_destroy(gf_server **self_p)
     gf_sched_destroy(&self->sched);
     gf_store_destroy(&self->store);
     free(self->spool);
+    gf_users_destroy(&self->users);
     free(self->worker_program);
     free(self);
     *self_p = NULL;

@@ -9,7 +9,7 @@ G="$BUILD/bin/gpuflock"
 F=../shared/data/fixtures/community-1
 P=../shared/data/community-1/plda
 [ -f "$F/pipeline_segmentation_data.npy" ] || { echo "skip: no fixtures at $F"; exit 77; }
-T=$(mktemp -d /tmp/gf_cluster_it.XXXXXX)
+T=$(mktemp -d --suffix=.gf_cluster_it)
 trap 'rm -rf "$T"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 SEG="$F/pipeline_segmentation_data.npy"

@@ -5,7 +5,7 @@
 set -u
 BUILD=${BUILD:-build}
 G=$BUILD/bin/gpuflock
-tmp=$(mktemp -d /tmp/gf_der_cli.XXXXXX)
+tmp=$(mktemp -d --suffix=.gf_der_cli)
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 

@@ -6,6 +6,6 @@ set -u
 BUILD=${BUILD:-build}
 PY=/usr/bin/python3
 [ -x "$PY" ] || { echo "skip: $PY not found"; exit 77; }
-tmp=$(mktemp -d /tmp/gf_der_cross.XXXXXX)
+tmp=$(mktemp -d --suffix=.gf_der_cross)
 trap 'rm -rf "$tmp"' EXIT
 "$PY" tests/ref/der_crosscheck.py "$BUILD/bin/gpuflock" "$tmp" 150

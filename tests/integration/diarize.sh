@@ -17,7 +17,7 @@ A=../shared/data/audio
 P=../shared/data/community-1/plda
 PY=/usr/bin/python3
 [ -f "$A/sample.wav" ] || { echo "skip: no $A/sample.wav"; exit 77; }
-T=$(mktemp -d /tmp/gf_diarize_it.XXXXXX)
+T=$(mktemp -d --suffix=.gf_diarize_it)
 # the shared test data must come out untouched (every run below writes into $T)
 shared_before=$(ls -la "$A" | md5sum; md5sum "$A"/*)
 check_shared() {

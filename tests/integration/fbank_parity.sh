@@ -19,7 +19,7 @@ if ! "$PY" -c 'import numpy, torch, torchaudio.compliance.kaldi' 2>/dev/null; th
 fi
 [ -x "$DUMP" ] || { echo "FAIL: $DUMP not built"; exit 1; }
 
-tmp=$(mktemp -d /tmp/gf_fbank_parity.XXXXXX)
+tmp=$(mktemp -d --suffix=.gf_fbank_parity)
 trap 'rm -rf "$tmp"' EXIT
 fails=0
 

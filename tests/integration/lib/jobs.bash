@@ -6,7 +6,7 @@ set -u
 BUILD=${BUILD:-build}
 GF="$(cd "$BUILD/bin" && pwd)/gpuflock"
 GFD="$(cd "$BUILD/bin" && pwd)/gpuflockd"
-T=$(mktemp -d /tmp/gf-jobs-XXXXXX)
+T=$(mktemp -d --suffix=.gf-jobs)
 chmod 755 "$T"
 CFG="$T/gpuflock.yaml"
 BROKER_PID=

@@ -10,7 +10,7 @@ set -uo pipefail
 BUILD=${BUILD:-build}
 GF="$PWD/$BUILD/bin/gpuflock"
 PROBE="$PWD/$BUILD/tests/helpers/lock_probe"
-T=$(mktemp -d /tmp/gf-it-XXXXXX)
+T=$(mktemp -d --suffix=.gf-it)
 CFG="$T/gpuflock.yaml"
 L0="$T/locks/gpu0.lock"
 L1="$T/locks/gpu1.lock"

@@ -1,7 +1,7 @@
-/* zmtp.c — ZMTP 3.0 DEALER client over a unix socket (see zmtp.h).
+/* zmtp.c — ZMTP 3.1 DEALER client over a unix socket (see zmtp.h).
  *
- * Wire format (rfc.zeromq.org/spec/23): a 64-byte greeting each way
- * (signature 0xFF ... 0x7F, version 3.0, mechanism "NULL", as-server 0,
+ * Wire format (rfc.zeromq.org/spec/23 and 37): a 64-byte greeting each way
+ * (signature 0xFF ... 0x7F, version 3.1, mechanism "NULL", as-server 0,
  * filler), then one READY command each way (properties as name/value
  * pairs: we say Socket-Type DEALER), then frames: a flags byte (MORE 1,
  * LONG 2, COMMAND 4), a size (one byte, or eight big-endian bytes when
@@ -147,20 +147,24 @@ static int frame_at(const gf_zmtp *self, size_t off, size_t max_frame, uint8_t *
     return self->in_len - off - *hdr >= *size ? 1 : 0;
 }
 
+/* A frame's flags and size into hdr (2 or 9 bytes); returns its length. */
+static size_t frame_header(uint8_t hdr[9], uint8_t flags, size_t len)
+{
+    if (len <= 255) {
+        hdr[0] = flags;
+        hdr[1] = (uint8_t)len;
+        return 2;
+    }
+    hdr[0] = flags | FLAG_LONG;
+    for (int i = 0; i < 8; i++)
+        hdr[1 + i] = (uint8_t)((uint64_t)len >> (56 - 8 * i));
+    return 9;
+}
+
 static int send_command(gf_zmtp *self, const uint8_t *body, size_t len, char *err, size_t errlen)
 {
     uint8_t hdr[9];
-    size_t hl;
-    if (len > 255) {
-        hdr[0] = FLAG_COMMAND | FLAG_LONG;
-        for (int i = 0; i < 8; i++)
-            hdr[1 + i] = (uint8_t)((uint64_t)len >> (56 - 8 * i));
-        hl = 9;
-    } else {
-        hdr[0] = FLAG_COMMAND;
-        hdr[1] = (uint8_t)len;
-        hl = 2;
-    }
+    size_t hl = frame_header(hdr, FLAG_COMMAND, len);
     struct iovec iov[2] = { { hdr, hl }, { (void *)body, len } };
     return write_all(self, iov, 2, err, errlen);
 }
@@ -251,18 +255,7 @@ int gf_zmtp_send(gf_zmtp *self, const void *const *frames, const size_t *lens, s
     struct iovec *iov = gf_calloc(2 * n + 1, sizeof(*iov));
     uint8_t (*hdr)[9] = gf_calloc(n + 1, sizeof(*hdr));
     for (size_t i = 0; i < n; i++) {
-        uint8_t more = i + 1 < n ? FLAG_MORE : 0;
-        size_t hl;
-        if (lens[i] > 255) {
-            hdr[i][0] = more | FLAG_LONG;
-            for (int k = 0; k < 8; k++)
-                hdr[i][1 + k] = (uint8_t)((uint64_t)lens[i] >> (56 - 8 * k));
-            hl = 9;
-        } else {
-            hdr[i][0] = more;
-            hdr[i][1] = (uint8_t)lens[i];
-            hl = 2;
-        }
+        size_t hl = frame_header(hdr[i], i + 1 < n ? FLAG_MORE : 0, lens[i]);
         iov[2 * i] = (struct iovec){ hdr[i], hl };
         iov[2 * i + 1] = (struct iovec){ (void *)frames[i], lens[i] };
     }
@@ -284,8 +277,8 @@ static int handshake(gf_zmtp *self, int timeout_ms, char *err, size_t errlen)
     memset(out, 0, sizeof(out));
     out[0] = 0xFF;
     out[9] = 0x7F;
-    out[10] = 3;                  /* version 3.0 */
-    out[11] = 0;
+    out[10] = 3;                  /* version 3.1: PING/PONG heartbeats, answered in recv */
+    out[11] = 1;
     memcpy(out + 12, "NULL", 4);  /* mechanism, zero padded to 20; as-server 0; filler */
     uint8_t *c = out + GREETING_LEN;
     size_t body = 6 + 1 + (sizeof(props) - 1) + 4 + 6;

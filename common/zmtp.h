@@ -3,7 +3,7 @@
  * The CLI's job commands talk to gpuflockd once or a few times per call;
  * loading libzmq (and the 17 libraries it pulls in) and starting its I/O
  * thread cost more than the whole request (bench/jobs). This module speaks
- * ZMTP 3.0 (rfc.zeromq.org/spec/23) itself for the one case the CLI needs:
+ * ZMTP 3.1 (rfc.zeromq.org/spec/23 and 37) itself for the one case the CLI needs:
  * a DEALER with the NULL mechanism on an ipc:// endpoint, blocking calls
  * with a timeout. Everything else (tcp://, CURVE, ROUTER sides) stays with
  * libzmq. The broker's ROUTER cannot tell the two apart, and still reads the

@@ -204,28 +204,31 @@ static int open_spool(const char *path, uid_t uid, gid_t gid, char *why, size_t 
     return fd;
 }
 
-/* A comma list joined from n items printed by fmt. */
+/* list + "," + item (item alone when list is NULL); frees list. */
+static char *list_add(char *list, const char *item)
+{
+    char *next = list ? gf_strfmt("%s,%s", list, item) : gf_strdup(item);
+    free(list);
+    return next;
+}
+
+/* "0,1": the job's cards; "" for none. */
 static char *join_cards(const gf_run *self)
 {
-    char *list = NULL;
+    char *list = NULL, num[16];
     for (size_t i = 0; i < self->job.n_cards; i++) {
-        char *next = list ? gf_strfmt("%s,%d", list, self->job.cards[i])
-                          : gf_strfmt("%d", self->job.cards[i]);
-        free(list);
-        list = next;
+        snprintf(num, sizeof num, "%d", self->job.cards[i]);
+        list = list_add(list, num);
     }
     return list ? list : gf_strdup("");
 }
 
+/* The job's lock files, comma-separated; "" for none. */
 static char *join_locks(const gf_run *self)
 {
     char *list = NULL;
-    for (size_t i = 0; i < self->job.n_locks; i++) {
-        char *next = list ? gf_strfmt("%s,%s", list, self->job.locks[i])
-                          : gf_strdup(self->job.locks[i]);
-        free(list);
-        list = next;
-    }
+    for (size_t i = 0; i < self->job.n_locks; i++)
+        list = list_add(list, self->job.locks[i]);
     return list ? list : gf_strdup("");
 }
 
@@ -276,12 +279,10 @@ static gf_env *build_env(gf_run *self)
 /* "1,2,3" from the job's groups, "-" for none. */
 static char *join_groups(const gf_run *self)
 {
-    char *list = NULL;
+    char *list = NULL, num[16];
     for (size_t i = 0; i < self->job.n_groups; i++) {
-        char *next = list ? gf_strfmt("%s,%u", list, self->job.groups[i])
-                          : gf_strfmt("%u", self->job.groups[i]);
-        free(list);
-        list = next;
+        snprintf(num, sizeof num, "%u", self->job.groups[i]);
+        list = list_add(list, num);
     }
     return list ? list : gf_strdup("-");
 }

@@ -1,7 +1,7 @@
 /* test_zmtp.c — our ZMTP DEALER client against a real libzmq ROUTER on an
  * ipc:// socket: the REQ-style envelope both ways, the caller's credentials
- * seen by the ROUTER (SO_PEERCRED), short and long frames, PINGs from a
- * heartbeating ROUTER, timeouts, a peer that goes away, an oversized frame,
+ * seen by the ROUTER (SO_PEERCRED), short and long frames, PINGs answered
+ * with their context (to a hand-written peer), timeouts, a peer that goes away, an oversized frame,
  * and peers that are not ZMTP at all. */
 #include "common/error.h"
 #include "common/util.h"
@@ -160,7 +160,7 @@ static void test_round_trip(void **state)
 static void test_timeout_pings_and_hangup(void **state)
 {
     fx *f = *state;
-    int ivl = 20;
+    int ivl = 20;                     /* a heartbeating ROUTER: PINGs come meanwhile */
     zmq_setsockopt(f->router, ZMQ_HEARTBEAT_IVL, &ivl, sizeof(ivl));
     bind_router(f);
     char err[256];
@@ -175,10 +175,10 @@ static void test_timeout_pings_and_hangup(void **state)
     router_frame(f, buf, sizeof(buf), &more);
     router_frame(f, buf, sizeof(buf), &more);
 
-    /* nothing to read for 150 ms (heartbeats may come and are handled) */
+    /* nothing to read for 300 ms; the connection still works after it */
     uint8_t *body;
     size_t len, before;
-    assert_int_equal(gf_zmtp_recv(z, 150, 1024, &body, &len, &before, err, sizeof(err)),
+    assert_int_equal(gf_zmtp_recv(z, 300, 1024, &body, &len, &before, err, sizeof(err)),
                      GF_ETIMEDOUT);
     assert_non_null(strstr(err, "no answer"));
     /* the connection still works after the timeout */
@@ -258,6 +258,72 @@ static void test_not_zmtp(void **state)
     waitpid(pid, NULL, 0);
 }
 
+/* A hand-written ZMTP 3.1 peer (in a child): greeting and READY, then a
+ * PING with a context; exits 0 once the client's PONG has carried that
+ * context back and the client hung up, 1 (or SIGALRM after 2 s) if not. */
+static pid_t pinging_server(const char *path)
+{
+    int s = socket(AF_UNIX, SOCK_STREAM, 0);
+    struct sockaddr_un sa = { .sun_family = AF_UNIX };
+    snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+    assert_int_equal(bind(s, (struct sockaddr *)&sa, sizeof(sa)), 0);
+    assert_int_equal(listen(s, 4), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        int c = accept(s, NULL, NULL);
+        unsigned char hello[64 + 2 + 28] = { 0xFF, 0, 0, 0, 0, 0, 0, 0, 0, 0x7F, 3, 1, 'N', 'U', 'L', 'L' };
+        unsigned char *r = hello + 64;
+        *r++ = 4, *r++ = 28, *r++ = 5;
+        memcpy(r, "READY", 5), r += 5;
+        *r++ = 11;
+        memcpy(r, "Socket-Type", 11), r += 11;
+        *r++ = 0, *r++ = 0, *r++ = 0, *r++ = 6;
+        memcpy(r, "ROUTER", 6);
+        static const unsigned char ping[] = { 4, 10, 4, 'P', 'I', 'N', 'G', 0, 10, 'a', 'b', 'c' };
+        if (c < 0 || write(c, hello, sizeof hello) != (ssize_t)sizeof hello ||
+            write(c, ping, sizeof ping) != (ssize_t)sizeof ping)
+            _exit(2);
+        static const unsigned char pong[] = { 4, 8, 4, 'P', 'O', 'N', 'G', 'a', 'b', 'c' };
+        unsigned char in[4096];
+        size_t got = 0;
+        alarm(2);
+        while (got < sizeof in) {
+            ssize_t n = read(c, in + got, sizeof in - got);
+            if (n <= 0)
+                _exit(1);
+            got += (size_t)n;
+            for (size_t i = 0; i + sizeof pong <= got; i++)
+                if (memcmp(in + i, pong, sizeof pong) == 0) {
+                    while (read(c, in, sizeof in) > 0)     /* until the client hangs up */
+                        ;
+                    _exit(0);
+                }
+        }
+        _exit(1);
+    }
+    close(s);
+    return pid;
+}
+
+static void test_ping_answered(void **state)
+{
+    fx *f = *state;
+    pid_t pid = pinging_server(f->path);
+    char err[256];
+    gf_zmtp *z = gf_zmtp_connect(f->path, 2000, err, sizeof(err));
+    assert_non_null(z);
+    uint8_t *body = NULL;
+    size_t len, before;
+    assert_int_equal(gf_zmtp_recv(z, 500, 1024, &body, &len, &before, err, sizeof(err)),
+                     GF_ETIMEDOUT);
+    gf_zmtp_destroy(&z);
+    int status;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);       /* our PONG carried "abc" back */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -265,6 +331,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_timeout_pings_and_hangup, setup, teardown),
         cmocka_unit_test_setup_teardown(test_nothing_listening, setup, teardown),
         cmocka_unit_test_setup_teardown(test_not_zmtp, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_ping_answered, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

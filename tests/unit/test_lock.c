@@ -11,6 +11,7 @@
 #include <cmocka.h>
 
 #include "tests/unit/flock_procs.h"
+#include "tests/unit/tmpdir.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -20,17 +21,13 @@ static char dir[64];
 static int setup(void **state)
 {
     (void)state;
-    snprintf(dir, sizeof dir, "/tmp/gf-test-lock-XXXXXX");
-    return mkdtemp(dir) ? 0 : -1;
+    return gf_test_mkdtemp(dir, sizeof dir, "gf-test-lock");
 }
 
 static int teardown(void **state)
 {
     (void)state;
-    char *cmd = gf_strfmt("rm -rf '%s'", dir);
-    int rc = system(cmd);
-    free(cmd);
-    return rc == 0 ? 0 : -1;
+    return gf_test_rmtree(dir);
 }
 
 static char *lock_path(const char *name)

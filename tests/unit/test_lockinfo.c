@@ -13,23 +13,20 @@
 #include <cmocka.h>
 
 #include "tests/unit/flock_procs.h"
+#include "tests/unit/tmpdir.h"
 
 static char dir[64];
 
 static int setup(void **state)
 {
     (void)state;
-    snprintf(dir, sizeof dir, "/tmp/gf-test-lockinfo-XXXXXX");
-    return mkdtemp(dir) ? 0 : -1;
+    return gf_test_mkdtemp(dir, sizeof dir, "gf-test-lockinfo");
 }
 
 static int teardown(void **state)
 {
     (void)state;
-    char *cmd = gf_strfmt("rm -rf '%s'", dir);
-    int rc = system(cmd);
-    free(cmd);
-    return rc == 0 ? 0 : -1;
+    return gf_test_rmtree(dir);
 }
 
 static char *make_lock_file(const char *name)

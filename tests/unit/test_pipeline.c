@@ -11,6 +11,7 @@
 #include "worker/diar/fbank.h"
 #include "worker/diar/npy.h"
 #include "worker/diar/pipeline.h"
+#include "tests/unit/tmpdir.h"
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -85,8 +86,7 @@ static float *make_turns(const turn *turns, int n_turns, size_t n)
 static int setup(void **state)
 {
     (void)state;
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/gf_pipeline_test.XXXXXX");
-    assert_non_null(mkdtemp(tmpdir));
+    assert_int_equal(gf_test_mkdtemp(tmpdir, sizeof tmpdir, "gf_pipeline_test"), 0);
     gf_log_init("test_pipeline", GF_LOG_ERROR);
     return 0;
 }
@@ -94,10 +94,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     (void)state;
-    char *cmd = gf_strfmt("rm -rf '%s'", tmpdir);
-    int rc = system(cmd);
-    free(cmd);
-    return rc == 0 ? 0 : -1;
+    return gf_test_rmtree(tmpdir);
 }
 
 /* 10 s windows every 1 s; the last one starts at the next step and is

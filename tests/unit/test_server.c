@@ -12,6 +12,7 @@
 #include "common/proto.h"
 #include "common/util.h"
 #include "common/wire.h"
+#include "tests/unit/tmpdir.h"
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -46,8 +47,7 @@ static void *serve(void *arg)
 static int setup(void **state)
 {
     fx *f = gf_calloc(1, sizeof(*f));
-    snprintf(f->dir, sizeof(f->dir), "/tmp/gf-server-XXXXXX");
-    if (!mkdtemp(f->dir))
+    if (gf_test_mkdtemp(f->dir, sizeof(f->dir), "gf-server") != 0)
         return -1;
     char *yaml = gf_strfmt("run_dir: %s/run\nstate_dir: %s/state\nlog_level: error\n"
                            "devices:\n  - {index: 0, kind: cpu, lock: %s/gpu0.lock}\n"
@@ -75,10 +75,7 @@ static int teardown(void **state)
     gf_server_destroy(&f->srv);
     zmq_ctx_term(f->ctx);
     gf_config_destroy(&f->cfg);
-    char *cmd = gf_strfmt("rm -rf '%s'", f->dir);
-    int rc = system(cmd);
-    (void)rc;
-    free(cmd);
+    gf_test_rmtree(f->dir);
     free(f);
     return 0;
 }

@@ -7,6 +7,7 @@
 #include "common/log.h"
 #include "common/proto.h"
 #include "common/util.h"
+#include "tests/unit/tmpdir.h"
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -29,8 +30,7 @@ typedef struct {
 static int setup(void **state)
 {
     fixture *f = gf_calloc(1, sizeof(*f));
-    snprintf(f->dir, sizeof(f->dir), "/tmp/gf-store-XXXXXX");
-    if (!mkdtemp(f->dir))
+    if (gf_test_mkdtemp(f->dir, sizeof(f->dir), "gf-store") != 0)
         return -1;
     f->path = gf_strfmt("%s/jobs.db", f->dir);
     gf_log_init("test_store", GF_LOG_ERROR);
@@ -41,10 +41,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     fixture *f = *state;
-    char *cmd = gf_strfmt("rm -rf '%s'", f->dir);
-    int rc = system(cmd);
-    (void)rc;
-    free(cmd);
+    gf_test_rmtree(f->dir);
     free(f->path);
     free(f);
     return 0;

@@ -337,6 +337,12 @@ bool gf_sched_next_ahead(gf_sched *self, gf_sched_decision *out)
     bool taken[GF_PROTO_MAX_CARDS + 1];     /* an earlier waiting job wants this card */
     size_t nc = self->n_cards < GF_PROTO_MAX_CARDS ? self->n_cards : GF_PROTO_MAX_CARDS;
     memset(taken, 0, sizeof(taken));
+    /* most turns of a long queue find every place ahead taken: no pass then */
+    bool any_place = false;
+    for (size_t i = 0; i < nc && !any_place; i++)
+        any_place = ahead_fits(&self->cards[i], taken, i);
+    if (!any_place)
+        return false;
     for (size_t q = 0; q < self->n_queue; q++) {
         gf_sched_job *sj = self->by_id[self->queue[q]];
         const gf_job_spec *sp = &sj->job.spec;

@@ -41,15 +41,6 @@ def main(argv):
     masks = (torch.rand(B, 3, 125, generator=g) > 0.5).float().to(dev)
     R = emb.resnet
 
-    def pool_all(feat):                      # feat [B, 2560, 125], masks [B, 3, 125]
-        w = masks
-        v1 = w.sum(-1, keepdim=True) + 1e-8                      # [B, 3, 1]
-        mean = torch.einsum("brt,bst->bsr", feat, w) / v1        # [B, 3, 2560]
-        dx2 = (feat[:, None] - mean[..., None]) ** 2             # [B, 3, 2560, 125]
-        v2 = (w * w).sum(-1, keepdim=True)
-        var = (dx2 * w[:, :, None, :]).sum(-1) / (v1 - v2 / v1 + 1e-8)
-        return R.seg_1(torch.cat([mean, var.sqrt()], -1))
-
     print("pytorch %s, batch %d windows, median of %d repeats" % (torch.__version__, B, reps))
     for mode in ("fp32", "tf32"):
         tf32 = mode == "tf32"
@@ -59,7 +50,7 @@ def main(argv):
             t_seg = timed(lambda: seg(wave), reps)
             feat = R.trunk(feats)
             t_trunk = timed(lambda: R.trunk(feats), reps)
-            t_pool = timed(lambda: pool_all(feat), reps)
+            t_pool = timed(lambda: R.pool_batched(feat, masks), reps)
         total = t_seg + t_trunk + t_pool
         print("plan pytorch %s:" % mode)
         print("    segmentation (whole network)  %10.3f ms/batch" % t_seg)

@@ -112,12 +112,7 @@ def main(argv):
         for i in range(0, n, B):
             feat = R.trunk(feats[i:i + B])                     # [b, 2560, 125]
             w = act[i:i + B].transpose(1, 2)[:, :, idx]        # [b, 3, 125]
-            v1 = w.sum(-1, keepdim=True) + 1e-8
-            mean = torch.einsum("brt,bst->bsr", feat, w) / v1
-            dx2 = (feat[:, None] - mean[..., None]) ** 2
-            v2 = (w * w).sum(-1, keepdim=True)
-            var = (dx2 * w[:, :, None, :]).sum(-1) / (v1 - v2 / v1 + 1e-8)
-            e = R.seg_1(torch.cat([mean, var.sqrt()], -1))
+            e = R.pool_batched(feat, w)
             e[act[i:i + B].sum(1) == 0] = float("nan")    # silent in the whole window
             embs[i:i + B] = e
         stage("embedding", t0)

@@ -205,6 +205,15 @@ class ResNet(nn.Module):
             x = getattr(self, "layer%d" % li)(x)
         return x.reshape(x.shape[0], -1, x.shape[-1])
 
+    def pool_batched(self, feat, w):              # feat [B, 2560, T], w [B, S, T] -> [B, S, 256]
+        """pool and seg_1 for every window and speaker of a batch at once."""
+        v1 = w.sum(-1, keepdim=True) + 1e-8
+        mean = torch.einsum("brt,bst->bsr", feat, w) / v1
+        dx2 = (feat[:, None] - mean[..., None]) ** 2
+        v2 = (w * w).sum(-1, keepdim=True)
+        var = (dx2 * w[:, :, None, :]).sum(-1) / (v1 - v2 / v1 + 1e-8)
+        return self.seg_1(torch.cat([mean, var.sqrt()], -1))
+
     @staticmethod
     def pool(feat, w):                            # feat [2560, T], w [T]
         v1 = w.sum() + 1e-8

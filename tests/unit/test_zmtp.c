@@ -210,7 +210,10 @@ static void test_nothing_listening(void **state)
 
 /* A unix socket server (in a child) that answers every connection with
  * `reply` and then holds the connection open a while. */
-static pid_t fake_server(const char *path, const char *reply, size_t len)
+/* A unix socket server on path in a child process: returns the child's
+ * pid in the parent; in the child, returns 0 with the one accepted
+ * connection in *conn. */
+static pid_t server_child(const char *path, int *conn)
 {
     int s = socket(AF_UNIX, SOCK_STREAM, 0);
     struct sockaddr_un sa = { .sun_family = AF_UNIX };
@@ -220,13 +223,27 @@ static pid_t fake_server(const char *path, const char *reply, size_t len)
     pid_t pid = fork();
     assert_true(pid >= 0);
     if (pid == 0) {
-        int c = accept(s, NULL, NULL);
-        if (c >= 0 && len && write(c, reply, len) != (ssize_t)len)
+        *conn = accept(s, NULL, NULL);
+        if (*conn < 0)
+            _exit(2);
+        return 0;
+    }
+    close(s);
+    return pid;
+}
+
+/* A server that answers every connection with `reply` and then holds the
+ * connection open a while. */
+static pid_t fake_server(const char *path, const char *reply, size_t len)
+{
+    int c;
+    pid_t pid = server_child(path, &c);
+    if (pid == 0) {
+        if (len && write(c, reply, len) != (ssize_t)len)
             _exit(1);
         sleep(3);
         _exit(0);
     }
-    close(s);
     return pid;
 }
 
@@ -263,15 +280,9 @@ static void test_not_zmtp(void **state)
  * context back and the client hung up, 1 (or SIGALRM after 2 s) if not. */
 static pid_t pinging_server(const char *path)
 {
-    int s = socket(AF_UNIX, SOCK_STREAM, 0);
-    struct sockaddr_un sa = { .sun_family = AF_UNIX };
-    snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
-    assert_int_equal(bind(s, (struct sockaddr *)&sa, sizeof(sa)), 0);
-    assert_int_equal(listen(s, 4), 0);
-    pid_t pid = fork();
-    assert_true(pid >= 0);
+    int c;
+    pid_t pid = server_child(path, &c);
     if (pid == 0) {
-        int c = accept(s, NULL, NULL);
         unsigned char hello[64 + 2 + 28] = { 0xFF, 0, 0, 0, 0, 0, 0, 0, 0, 0x7F, 3, 1, 'N', 'U', 'L', 'L' };
         unsigned char *r = hello + 64;
         *r++ = 4, *r++ = 28, *r++ = 5;
@@ -281,7 +292,7 @@ static pid_t pinging_server(const char *path)
         *r++ = 0, *r++ = 0, *r++ = 0, *r++ = 6;
         memcpy(r, "ROUTER", 6);
         static const unsigned char ping[] = { 4, 10, 4, 'P', 'I', 'N', 'G', 0, 10, 'a', 'b', 'c' };
-        if (c < 0 || write(c, hello, sizeof hello) != (ssize_t)sizeof hello ||
+        if (write(c, hello, sizeof hello) != (ssize_t)sizeof hello ||
             write(c, ping, sizeof ping) != (ssize_t)sizeof ping)
             _exit(2);
         static const unsigned char pong[] = { 4, 8, 4, 'P', 'O', 'N', 'G', 'a', 'b', 'c' };
@@ -302,7 +313,6 @@ static pid_t pinging_server(const char *path)
         }
         _exit(1);
     }
-    close(s);
     return pid;
 }
 

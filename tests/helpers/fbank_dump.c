@@ -5,7 +5,12 @@
  * IN is an audio file (decoded by worker/diar/audio) or raw little-endian
  * float32 samples at 16 kHz (a name ending in .f32). Samples [OFFSET,
  * OFFSET+COUNT) are written to WAVE_OUT as raw float32 (what the reference
- * reads) and their features, [frames x 80] float32 row-major, to FEAT_OUT. */
+ * reads) and their features, [frames x 80] float32 row-major, to FEAT_OUT.
+ *
+ *   fbank_dump --rfft FRAMES_IN SPECTRA_OUT
+ *
+ * The 512-point real FFT (gf_fbank_rfft) of each 512-float frame of
+ * FRAMES_IN, half-complex, to SPECTRA_OUT. */
 #include "common/util.h"
 #include "worker/diar/audio.h"
 #include "worker/diar/fbank.h"
@@ -44,8 +49,31 @@ static int write_f32(const char *path, const float *x, size_t n)
     return fclose(f) == 0 ? 0 : -1;
 }
 
+static int rfft_frames(const char *in, const char *out)
+{
+    size_t n = 0;
+    float *x = read_f32(in, &n);
+    if (!x || n % GF_FBANK_FFT) {
+        fprintf(stderr, "fbank_dump: %s: not whole frames of %d float32 values\n", in,
+                GF_FBANK_FFT);
+        free(x);
+        return 65;
+    }
+    gf_fbank *fb = gf_fbank_new();
+    float *y = gf_malloc((n ? n : 1) * sizeof(float));
+    for (size_t f = 0; f < n; f += GF_FBANK_FFT)
+        gf_fbank_rfft(fb, x + f, y + f);
+    int rc = write_f32(out, y, n) == 0 ? 0 : 73;
+    gf_fbank_destroy(&fb);
+    free(x);
+    free(y);
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc == 4 && strcmp(argv[1], "--rfft") == 0)
+        return rfft_frames(argv[2], argv[3]);
     unsigned flags = GF_FBANK_MEAN_NORM;
     int a = 1;
     if (argc > 1 && strcmp(argv[1], "--no-norm") == 0) {

@@ -1,12 +1,16 @@
 /* fbank.c — Kaldi-compatible log-mel filterbank (see fbank.h).
  *
  * The embedding stage's front end: the CPU reference the GPU route must
- * match, and fast enough on its own (a radix-2 FFT of 256 complex points
- * computes each 512-point real FFT). The tables are built the way
- * torchaudio's compliance.kaldi builds them, in float32 and in the same
- * order of operations, so that the features agree with the reference to a
- * few float32 ulps wherever the spectrum is well above rounding noise
- * (docs/audio.md, tests/integration/fbank_parity.sh). */
+ * match, and fast enough on its own. Everything is float32 in the order of
+ * operations of the reference (torchaudio's compliance.kaldi on torch's CPU
+ * FFT): the window and mel banks as torchaudio builds them, the frame
+ * arithmetic as its tensor ops run, and the 512-point real FFT as the
+ * FFTPACK-style real transform that torch's CPU FFT (pocketfft) runs:
+ * factors 2, 4, 4, 4, 4, applied from the last, twiddles rounded once from
+ * double. That order matters where a mel bin holds little energy next to a
+ * loud frame: there the FFT's float32 rounding is the whole answer, and
+ * any other order lands up to ~1e-3 away in the log (docs/audio.md,
+ * tests/integration/fbank_parity.sh). */
 #include "worker/diar/fbank.h"
 
 #include "common/error.h"
@@ -20,7 +24,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define NC (GF_FBANK_FFT / 2)        /* complex FFT length for the real FFT */
 #define NBINS (GF_FBANK_FFT / 2)     /* power bins that mel banks weight (Nyquist excluded) */
 #define LOW_HZ 20.0
 #define HIGH_HZ 8000.0
@@ -29,11 +32,13 @@
 
 struct gf_fbank {
     float window[GF_FBANK_FRAME];   /* symmetric Hamming, float32 as torch builds it */
-    float tw_re[NC / 2];            /* e^{-2 pi i k / 256}: the complex FFT's twiddles */
-    float tw_im[NC / 2];
-    float rt_re[NC];                /* e^{-2 pi i k / 512}: the real-FFT split */
-    float rt_im[NC];
-    unsigned short bitrev[NC];      /* bit-reversal permutation of 0..255 */
+    /* Twiddles of the real FFT's passes, (cos, sin) of 2 pi j l1 i / 512
+     * interleaved for j = 1..ip-1, i = 1..(ido-1)/2 (the last pass,
+     * l1 = 128, needs none). */
+    float tw2[255];                 /* radix 2: l1 = 1, ido = 256 */
+    float tw4a[3 * 63];             /* radix 4: l1 = 2, ido = 64 */
+    float tw4b[3 * 15];             /* radix 4: l1 = 8, ido = 16 */
+    float tw4c[3 * 3];              /* radix 4: l1 = 32, ido = 4 */
     int mel_first[GF_FBANK_BINS];   /* first power bin each mel bin weights */
     int mel_len[GF_FBANK_BINS];     /* how many consecutive power bins it weights */
     int mel_off[GF_FBANK_BINS];     /* its first weight in mel_w */
@@ -83,6 +88,18 @@ static void build_mel(gf_fbank *self)
     }
 }
 
+/* Twiddles of one pass with radix ip over l1 sub-transforms of ido points:
+ * e^{2 pi i j l1 k / 512} (the forward pass uses their conjugates). */
+static void twiddles(float *tw, int ip, int l1, int ido)
+{
+    for (int j = 1; j < ip; j++)
+        for (int i = 1; i <= (ido - 1) / 2; i++) {
+            double a = 2.0 * M_PI * (double)(j * l1 * i) / GF_FBANK_FFT;
+            tw[(j - 1) * (ido - 1) + 2 * i - 2] = (float)cos(a);
+            tw[(j - 1) * (ido - 1) + 2 * i - 1] = (float)sin(a);
+        }
+}
+
 gf_fbank *gf_fbank_new(void)
 {
     gf_fbank *self = gf_calloc(1, sizeof *self);
@@ -91,24 +108,10 @@ gf_fbank *gf_fbank_new(void)
     float step = (float)(M_PI * 2.0 / (GF_FBANK_FRAME - 1));
     for (int n = 0; n < GF_FBANK_FRAME; n++)
         self->window[n] = cosf((float)n * step) * -0.46f + 0.54f;
-    for (int k = 0; k < NC / 2; k++) {
-        self->tw_re[k] = (float)cos(-2.0 * M_PI * k / NC);
-        self->tw_im[k] = (float)sin(-2.0 * M_PI * k / NC);
-    }
-    for (int k = 0; k < NC; k++) {
-        self->rt_re[k] = (float)cos(-2.0 * M_PI * k / GF_FBANK_FFT);
-        self->rt_im[k] = (float)sin(-2.0 * M_PI * k / GF_FBANK_FFT);
-    }
-    int bits = 0;
-    while ((1 << bits) < NC)
-        bits++;
-    for (int i = 0; i < NC; i++) {
-        int r = 0;
-        for (int b = 0; b < bits; b++)
-            if (i & (1 << b))
-                r |= 1 << (bits - 1 - b);
-        self->bitrev[i] = (unsigned short)r;
-    }
+    twiddles(self->tw2, 2, 1, 256);
+    twiddles(self->tw4a, 4, 2, 64);
+    twiddles(self->tw4b, 4, 8, 16);
+    twiddles(self->tw4c, 4, 32, 4);
     build_mel(self);
     return self;
 }
@@ -128,50 +131,118 @@ size_t gf_fbank_frames(size_t n_samples)
     return 1 + (n_samples - GF_FBANK_FRAME) / GF_FBANK_SHIFT;
 }
 
-/* In-place iterative radix-2 FFT of NC complex points (input already in
- * bit-reversed order). */
-static void fft_nc(const gf_fbank *self, float *re, float *im)
+/* The passes of the forward real FFT, on l1 sub-transforms of ido points:
+ * in[a + ido * (k + l1 * c)] (the c-th of ip inputs of sub-transform k) to
+ * out[a + ido * (b + ip * k)] in FFTPACK's half-complex layout. Every sum
+ * and product is its own float32 rounding, in the reference's order; the
+ * build's ISO C mode keeps the compiler from fusing them. */
+#define IN(a, k, c) in[(a) + ido * ((k) + l1 * (c))]
+#define OUT(a, b, k) out[(a) + ido * ((b) + IP * (k))]
+#define TW(x, i) tw[(i) + (x) * (ido - 1)]
+
+/* (re, im) = conj(wr + i wi) * (xr + i xi) */
+static inline void cmul_conj(float wr, float wi, float xr, float xi, float *re, float *im)
 {
-    for (int len = 2; len <= NC; len <<= 1) {
-        int half = len >> 1, tstep = NC / len;
-        for (int i = 0; i < NC; i += len) {
-            for (int j = 0; j < half; j++) {
-                float wr = self->tw_re[j * tstep], wi = self->tw_im[j * tstep];
-                int a = i + j, b = a + half;
-                float xr = re[b] * wr - im[b] * wi;
-                float xi = re[b] * wi + im[b] * wr;
-                re[b] = re[a] - xr;
-                im[b] = im[a] - xi;
-                re[a] += xr;
-                im[a] += xi;
-            }
-        }
-    }
+    *re = wr * xr + wi * xi;
+    *im = wr * xi - wi * xr;
 }
 
-/* Power spectrum bins 0..255 of a 512-point real frame x (zero beyond 400). */
-static void power_spectrum(const gf_fbank *self, const float *x, float *power)
+#define IP 4
+static void rfft_pass4(int ido, int l1, const float *in, float *out, const float *tw)
 {
-    float re[NC], im[NC];
-    for (int n = 0; n < NC; n++) {
-        int r = self->bitrev[n];
-        re[r] = x[2 * n];
-        im[r] = x[2 * n + 1];
+    const float hsqt2 = 0.707106781186547524400844362104849f;
+    for (int k = 0; k < l1; k++) {
+        float s13 = IN(0, k, 3) + IN(0, k, 1);
+        OUT(0, 2, k) = IN(0, k, 3) - IN(0, k, 1);
+        float s02 = IN(0, k, 0) + IN(0, k, 2);
+        OUT(ido - 1, 1, k) = IN(0, k, 0) - IN(0, k, 2);
+        OUT(0, 0, k) = s02 + s13;
+        OUT(ido - 1, 3, k) = s02 - s13;
     }
-    fft_nc(self, re, im);
-    /* X[k] = E[k] + W^k O[k], E = (Z[k] + conj Z[N-k]) / 2,
-     * O = (Z[k] - conj Z[N-k]) / 2i, W = e^{-2 pi i / 512}. */
-    for (int k = 0; k < NC; k++) {
-        int m = (NC - k) & (NC - 1);
-        float zr = re[k], zi = im[k], cr = re[m], ci = -im[m];
-        float er = 0.5f * (zr + cr), ei = 0.5f * (zi + ci);
-        float dr = zr - cr, di = zi - ci;
-        float or_ = 0.5f * di, oi = -0.5f * dr; /* (d) / (2i) */
-        float wr = self->rt_re[k], wi = self->rt_im[k];
-        float xr = er + (or_ * wr - oi * wi);
-        float xi = ei + (or_ * wi + oi * wr);
-        power[k] = xr * xr + xi * xi;
+    if ((ido & 1) == 0)
+        for (int k = 0; k < l1; k++) {
+            float ti = -hsqt2 * (IN(ido - 1, k, 1) + IN(ido - 1, k, 3));
+            float tr = hsqt2 * (IN(ido - 1, k, 1) - IN(ido - 1, k, 3));
+            OUT(ido - 1, 0, k) = IN(ido - 1, k, 0) + tr;
+            OUT(ido - 1, 2, k) = IN(ido - 1, k, 0) - tr;
+            OUT(0, 3, k) = ti + IN(ido - 1, k, 2);
+            OUT(0, 1, k) = ti - IN(ido - 1, k, 2);
+        }
+    if (ido <= 2)
+        return;
+    for (int k = 0; k < l1; k++)
+        for (int i = 2; i < ido; i += 2) {
+            int ic = ido - i;
+            float cr2, ci2, cr3, ci3, cr4, ci4;
+            cmul_conj(TW(0, i - 2), TW(0, i - 1), IN(i - 1, k, 1), IN(i, k, 1), &cr2, &ci2);
+            cmul_conj(TW(1, i - 2), TW(1, i - 1), IN(i - 1, k, 2), IN(i, k, 2), &cr3, &ci3);
+            cmul_conj(TW(2, i - 2), TW(2, i - 1), IN(i - 1, k, 3), IN(i, k, 3), &cr4, &ci4);
+            float tr1 = cr4 + cr2, tr4 = cr4 - cr2;
+            float ti1 = ci2 + ci4, ti4 = ci2 - ci4;
+            float tr2 = IN(i - 1, k, 0) + cr3, tr3 = IN(i - 1, k, 0) - cr3;
+            float ti2 = IN(i, k, 0) + ci3, ti3 = IN(i, k, 0) - ci3;
+            OUT(i - 1, 0, k) = tr2 + tr1;
+            OUT(ic - 1, 3, k) = tr2 - tr1;
+            OUT(i, 0, k) = ti1 + ti2;
+            OUT(ic, 3, k) = ti1 - ti2;
+            OUT(i - 1, 2, k) = tr3 + ti4;
+            OUT(ic - 1, 1, k) = tr3 - ti4;
+            OUT(i, 2, k) = tr4 + ti3;
+            OUT(ic, 1, k) = tr4 - ti3;
+        }
+}
+#undef IP
+
+#define IP 2
+static void rfft_pass2(int ido, int l1, const float *in, float *out, const float *tw)
+{
+    for (int k = 0; k < l1; k++) {
+        OUT(0, 0, k) = IN(0, k, 0) + IN(0, k, 1);
+        OUT(ido - 1, 1, k) = IN(0, k, 0) - IN(0, k, 1);
     }
+    if ((ido & 1) == 0)
+        for (int k = 0; k < l1; k++) {
+            OUT(0, 1, k) = -IN(ido - 1, k, 1);
+            OUT(ido - 1, 0, k) = IN(ido - 1, k, 0);
+        }
+    if (ido <= 2)
+        return;
+    for (int k = 0; k < l1; k++)
+        for (int i = 2; i < ido; i += 2) {
+            int ic = ido - i;
+            float tr, ti;
+            cmul_conj(TW(0, i - 2), TW(0, i - 1), IN(i - 1, k, 1), IN(i, k, 1), &tr, &ti);
+            OUT(i - 1, 0, k) = IN(i - 1, k, 0) + tr;
+            OUT(ic - 1, 1, k) = IN(i - 1, k, 0) - tr;
+            OUT(i, 0, k) = ti + IN(i, k, 0);
+            OUT(ic, 1, k) = ti - IN(i, k, 0);
+        }
+}
+#undef IP
+#undef IN
+#undef OUT
+#undef TW
+
+/* The passes run radix 4 over 128, 32, 8 and 2 sub-transforms, then
+ * radix 2 (pocketfft's factors 2, 4, 4, 4, 4, applied from the last). */
+void gf_fbank_rfft(const gf_fbank *self, float x[GF_FBANK_FFT], float out[GF_FBANK_FFT])
+{
+    rfft_pass4(1, 128, x, out, NULL);
+    rfft_pass4(4, 32, out, x, self->tw4c);
+    rfft_pass4(16, 8, x, out, self->tw4b);
+    rfft_pass4(64, 2, out, x, self->tw4a);
+    rfft_pass2(256, 1, x, out, self->tw2);
+}
+
+/* Power spectrum bins 0..255 of a 512-point real frame x (zero beyond 400);
+ * x is overwritten. */
+static void power_spectrum(const gf_fbank *self, float *x, float *power)
+{
+    float y[GF_FBANK_FFT];
+    gf_fbank_rfft(self, x, y);
+    power[0] = y[0] * y[0];
+    for (int k = 1; k < NBINS; k++)
+        power[k] = y[2 * k - 1] * y[2 * k - 1] + y[2 * k] * y[2 * k];
 }
 
 int gf_fbank_run(const gf_fbank *self, const float *wave, size_t n, float *out,

@@ -46,6 +46,12 @@ int gf_fbank_run(const gf_fbank *self, const float *wave, size_t n, float *out,
 const float *gf_fbank_window(const gf_fbank *self);
 void gf_fbank_mel_dense(const gf_fbank *self, float out[GF_FBANK_BINS * GF_FBANK_FFT / 2]);
 
+/* The 512-point real FFT of x (x is overwritten as scratch) into out in
+ * half-complex order: X0, Re X1, Im X1, ..., Re X255, Im X255, X256, with
+ * X[k] = sum_j x[j] e^{-2 pi i j k / 512}. Float32 in the order of torch's
+ * CPU FFT (pocketfft), whose output it reproduces bit for bit. */
+void gf_fbank_rfft(const gf_fbank *self, float x[GF_FBANK_FFT], float out[GF_FBANK_FFT]);
+
 /* gf_fbank_run with mean normalisation on a process-wide context built once
  * (thread-safe): the embedding network's input. */
 int gf_fbank_compute(const float *wave16k, size_t n_samples, float *out, size_t *n_frames);

@@ -4,12 +4,15 @@
  * networks; RTTM (or JSON) out. The recipe itself is worker/diar/cluster.c. */
 #include "common/config.h"
 #include "common/error.h"
+#include "common/lock.h"
 #include "common/log.h"
 #include "common/util.h"
 #include "worker/diar/cluster.h"
 #include "worker/diar/npy.h"
 #include "worker/diar/plda.h"
 #include "worker/diar/rttm.h"
+#include "worker/diar/ahc_gpu.h"
+#include "worker/gpu.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -34,7 +37,7 @@ static void usage(FILE *out)
             "usage: gpuflock cluster --segmentations SEG.npy --embeddings EMB.npy [--plda DIR]\n"
             "                        [--step SEC] [--num-speakers N | --min-speakers A\n"
             "                        --max-speakers B] [--min-duration-off SEC] [-o OUT]\n"
-            "                        [--uri NAME] [--json] [--timings] [--config FILE]\n"
+            "                        [--uri NAME] [--json] [--timings] [--gpu N] [--config FILE]\n"
             "\n"
             "Cluster saved intermediates with the community-1 recipe (powerset-decoded\n"
             "segmentation, AHC 0.6, PLDA + VBx Fa 0.07 Fb 0.8) and write speaker turns.\n"
@@ -49,8 +52,11 @@ static void usage(FILE *out)
             "  --uri NAME       recording name in the RTTM (default: SEG's base name)\n"
             "  --json           JSON turns instead of RTTM\n"
             "  --timings        print per-stage seconds and sizes on stderr (one JSON line)\n"
+            "  --gpu N          run the AHC linkage on CUDA card N of the configuration,\n"
+            "                   under its exclusive lock (the distance matrix then lives in\n"
+            "                   the card's memory: n(n-1)/2 doubles for n embeddings)\n"
             "Exit status: 0 ok, 64 usage, 65 bad input data or PLDA, 66 input missing,\n"
-            "73 output not writable, 78 configuration error.\n");
+            "69 card unavailable, 73 output not writable, 78 configuration error.\n");
 }
 
 static int parse_int(const char *opt, const char *s, int *out)
@@ -96,6 +102,39 @@ static char *default_plda_dir(const char *config_path)
     return dir;
 }
 
+static void say_busy(const gf_lock *lock, void *arg)
+{
+    (void)arg;
+    fprintf(stderr, "gpuflock cluster: waiting for %s (held by another job)\n",
+            gf_lock_path(lock));
+}
+
+/* Card `index` of the configuration, under its exclusive lock, opened for
+ * the linkage. Returns 0 or an exit status (message printed). */
+static int take_card(const char *config_path, int index, gf_lock **lock, gf_gpu **gpu)
+{
+    gf_config *cfg = NULL;
+    if (gf_config_load(config_path, &cfg) != 0)
+        return GF_EXIT_CONFIG;
+    int status = 0;
+    const gf_device_conf *dev = gf_config_device(cfg, index);
+    gf_lock_wait_opts w = { .stop = NULL, .on_busy = say_busy, .arg = NULL };
+    if (!dev || dev->kind != GF_DEVICE_CUDA) {
+        fprintf(stderr, "gpuflock cluster: --gpu %d: card %d is %s\n", index, index,
+                dev ? "a declared CPU card, not a CUDA card" : "not in the configuration");
+        status = GF_EXIT_UNAVAIL;
+    } else if (!(*lock = gf_lock_open(dev->lock)) ||
+               gf_lock_wait(*lock, GF_LOCK_EXCLUSIVE, -1, &w) != 0) {
+        fprintf(stderr, "gpuflock cluster: cannot take the lock of card %d\n", index);
+        status = GF_EXIT_UNAVAIL;
+    } else if (gf_gpu_open(dev->index, gpu) != 0) {
+        fprintf(stderr, "gpuflock cluster: cannot open CUDA card %d\n", index);
+        status = GF_EXIT_UNAVAIL;
+    }
+    gf_config_destroy(&cfg);
+    return status;
+}
+
 static int exit_for(int rc)
 {
     return rc == GF_ENOENT || rc == GF_EIO ? GF_EXIT_NOINPUT : GF_EXIT_DATAERR;
@@ -115,7 +154,7 @@ static char *base_name(const char *path)
 int gf_cmd_cluster(int argc, char **argv)
 {
     enum { O_SEG = 1000, O_EMB, O_PLDA, O_STEP, O_NUM, O_MIN, O_MAX, O_OFF, O_URI, O_JSON,
-           O_CONFIG, O_TIMINGS, O_HELP };
+           O_CONFIG, O_TIMINGS, O_GPU, O_HELP };
     static const struct option opts[] = {
         { "segmentations", required_argument, NULL, O_SEG },
         { "embeddings", required_argument, NULL, O_EMB },
@@ -130,12 +169,14 @@ int gf_cmd_cluster(int argc, char **argv)
         { "json", no_argument, NULL, O_JSON },
         { "config", required_argument, NULL, O_CONFIG },
         { "timings", no_argument, NULL, O_TIMINGS },
+        { "gpu", required_argument, NULL, O_GPU },
         { "help", no_argument, NULL, O_HELP },
         { NULL, 0, NULL, 0 },
     };
     const char *seg_path = NULL, *emb_path = NULL, *plda_arg = NULL, *out_path = "-";
     const char *uri_arg = NULL, *config_path = NULL;
     bool json = false, timings = false;
+    int gpu_index = -1;
     gf_cluster_opts o = gf_cluster_defaults();
     optind = 1;
     opterr = 0;
@@ -169,6 +210,13 @@ int gf_cmd_cluster(int argc, char **argv)
         case O_URI: uri_arg = optarg; break;
         case O_JSON: json = true; break;
         case O_TIMINGS: timings = true; break;
+        case O_GPU: {
+            int v = 0;
+            if (strcmp(optarg, "0") != 0 && parse_int("--gpu", optarg, &v))
+                return GF_EXIT_USAGE;
+            gpu_index = v;
+            break;
+        }
         case O_CONFIG: config_path = optarg; break;
         case 'h':
         case O_HELP: usage(stdout); return 0;
@@ -208,6 +256,8 @@ int gf_cmd_cluster(int argc, char **argv)
     }
 
     int status = 0;
+    gf_lock *card_lock = NULL;
+    gf_gpu *gpu = NULL;
     gf_npy_array *seg = NULL, *emb = NULL;
     gf_plda *plda = NULL;
     char *plda_dir = NULL, *uri = NULL;
@@ -266,6 +316,12 @@ int gf_cmd_cluster(int argc, char **argv)
         status = GF_EXIT_DATAERR;
         goto out;
     }
+    if (gpu_index >= 0) {
+        if ((status = take_card(config_path, gpu_index, &card_lock, &gpu)) != 0)
+            goto out;
+        o.ahc_link = gf_ahc_link_gpu;
+        o.ahc_ctx = gpu;
+    }
     gf_cluster_result res;
     rc = gf_cluster_run(segf, embf, C, F, S, D, plda, &o, &res);
     if (rc) {
@@ -294,6 +350,8 @@ int gf_cmd_cluster(int argc, char **argv)
     free(text);
     gf_rttm_destroy(&r);
 out:
+    gf_gpu_destroy(&gpu);
+    gf_lock_destroy(&card_lock);
     free(uri);
     free(segf);
     free(embf);

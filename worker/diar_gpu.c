@@ -1,6 +1,7 @@
 /* diar_gpu.c — the pipeline's GPU backend (diar_gpu.h): one card, its cuBLAS
  * handle and the two GPU networks, taken once and kept for every recording. */
 #include "worker/diar_gpu.h"
+#include "worker/diar/ahc_gpu.h"
 
 #include "common/error.h"
 #include "common/log.h"
@@ -128,7 +129,7 @@ int gf_diar_backend_gpu(int ordinal, const char *models_dir, int max_batch, gf_m
         goto fail;
     *out = (gf_diar_backend){ .name = "cuda", .route = "library", .segment = gpu_segment,
                               .embed = gpu_embed, .fbank = gpu_fbank, .destroy = gpu_destroy,
-                              .ctx = c };
+                              .ctx = c, .ahc_link = gf_ahc_link_gpu, .ahc_ctx = c->gpu };
     gf_manifest_destroy(&man);
     free(seg_path);
     free(emb_path);

@@ -72,5 +72,10 @@ expect 66 "xvec_transform.npz" -- --segmentations "$SEG" --embeddings "$EMB" --p
 mkdir -p "$T/badplda" && cp "$P/plda.npz" "$T/badplda/" && echo garbage >"$T/badplda/xvec_transform.npz"
 expect 65 "xvec_transform.npz" -- --segmentations "$SEG" --embeddings "$EMB" --plda "$T/badplda"
 expect 64 "required" -- --embeddings "$EMB"
+# --gpu needs a CUDA card of the configuration
+printf 'devices:\n  - {index: 0, kind: cpu, lock: %s}\n' "$T/card0.lock" >"$T/cpu.yaml"
+expect 69 "declared CPU card" -- --segmentations "$SEG" --embeddings "$EMB" --plda "$P" --config "$T/cpu.yaml" --gpu 0
+expect 69 "not in the configuration" -- --segmentations "$SEG" --embeddings "$EMB" --plda "$P" --config "$T/cpu.yaml" --gpu 3
+expect 64 "expected a positive integer" -- --segmentations "$SEG" --embeddings "$EMB" --plda "$P" --gpu x
 echo "ok: errors"
 exit 0

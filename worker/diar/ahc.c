@@ -36,7 +36,9 @@ static inline size_t cidx(size_t n, size_t i, size_t j)
 
 static double centroid_update(double d_xi, double d_yi, double d_xy, int nx, int ny)
 {
-    return sqrt((((nx * d_xi * d_xi) + (ny * d_yi * d_yi)) - (nx * ny * d_xy * d_xy) / (nx + ny))
+    /* nx * ny in double: as an int product (scipy's) it overflows once
+     * both clusters pass 46,341 members; below that the two are equal. */
+    return sqrt((((nx * d_xi * d_xi) + (ny * d_yi * d_yi)) - ((double)nx * ny * d_xy * d_xy) / (nx + ny))
                 / (nx + ny));
 }
 
@@ -419,7 +421,8 @@ size_t gf_ahc_fcluster_distance(const double *Z, size_t n, double threshold, int
     return (size_t)n_cluster;
 }
 
-int gf_ahc_cluster(const float *emb, size_t n, size_t dim, double threshold, int *labels)
+int gf_ahc_cluster_with(gf_ahc_link_fn link, void *ctx, const float *emb, size_t n, size_t dim,
+                        double threshold, int *labels)
 {
     if (n == 0)
         return 0;
@@ -448,7 +451,7 @@ int gf_ahc_cluster(const float *emb, size_t n, size_t dim, double threshold, int
             x[i * dim + k] = (double)(e[k] / norm);
     }
     free(sq);
-    int rc = gf_ahc_linkage_centroid(x, n, dim, Z);
+    int rc = link(ctx, x, n, dim, Z);
     free(x);
     if (rc) {
         free(Z);
@@ -457,4 +460,15 @@ int gf_ahc_cluster(const float *emb, size_t n, size_t dim, double threshold, int
     size_t k = gf_ahc_fcluster_distance(Z, n, threshold, labels);
     free(Z);
     return (int)k;
+}
+
+static int link_cpu(void *ctx, const double *x, size_t n, size_t dim, double *Z)
+{
+    (void)ctx;
+    return gf_ahc_linkage_centroid(x, n, dim, Z);
+}
+
+int gf_ahc_cluster(const float *emb, size_t n, size_t dim, double threshold, int *labels)
+{
+    return gf_ahc_cluster_with(link_cpu, NULL, emb, n, dim, threshold, labels);
 }

@@ -31,4 +31,10 @@ size_t gf_ahc_fcluster_distance(const double *Z, size_t n, double threshold, int
  * cluster. */
 int gf_ahc_cluster(const float *emb, size_t n, size_t dim, double threshold, int *labels);
 
+/* gf_ahc_cluster with another linkage: link(ctx, x, n, dim, Z) has
+ * gf_ahc_linkage_centroid's contract (ahc_gpu.h runs it on a card). */
+typedef int (*gf_ahc_link_fn)(void *ctx, const double *x, size_t n, size_t dim, double *Z);
+int gf_ahc_cluster_with(gf_ahc_link_fn link, void *ctx, const float *emb, size_t n, size_t dim,
+                        double threshold, int *labels);
+
 #endif

@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "worker/diar/aggregate.h"
+#include "worker/diar/ahc.h"
 #include "worker/diar/plda.h"
 #include "worker/diar/reconstruct.h"
 #include "worker/diar/vbx.h"
@@ -27,6 +28,9 @@ typedef struct {
     int num_speakers;          /* 0: not forced */
     int min_speakers;          /* 0: 1 */
     int max_speakers;          /* 0: unbounded */
+    gf_ahc_link_fn ahc_link;   /* NULL: AHC linkage on the CPU; else this one (e.g. on a
+                                  card: worker/diar/ahc_gpu.h) */
+    void *ahc_ctx;             /* passed to ahc_link */
 } gf_cluster_opts;
 
 /* The community-1 parameters. */

@@ -892,6 +892,10 @@ int gf_diar_run(gf_diar *d, const char *path, const gf_diar_run_opts *o, gf_devs
 
     uint64_t t0 = gf_now_ns();
     gf_cluster_opts copts = o->cluster;
+    if (d->has_backend && d->backend.ahc_link && !copts.ahc_link) {
+        copts.ahc_link = d->backend.ahc_link;
+        copts.ahc_ctx = d->backend.ahc_ctx;
+    }
     if (d->weight_free) {
         copts.threshold = GF_DIAR_WF_THRESHOLD;
         rc = wf_local_speakers(&wb, seg, emb, n, copts.threshold);
@@ -928,7 +932,10 @@ int gf_diar_run(gf_diar *d, const char *path, const gf_diar_run_opts *o, gf_devs
     gf_cluster_result_free(&cres);
     res->t_clustering = secs(t0);
     if (stats)
-        gf_devstats_unavailable(stats, "clustering", "cpu", "cpu card");
+        gf_devstats_unavailable(stats, "clustering", "cpu",
+                                copts.ahc_link ? "host stage; its AHC linkage runs on the card, "
+                                                 "not timed by events"
+                                               : "cpu card");
 out:
     res->t_total = secs(t_start);
     gf_audio_windows_destroy(&it);

@@ -60,6 +60,10 @@ typedef struct {
     int (*fbank)(void *ctx, const float *wave, int B, float *feats, gf_devstats *stats);
     void (*destroy)(void *ctx);  /* frees ctx */
     void *ctx;                   /* owned by the table */
+    /* The clustering's AHC linkage on the backend's device, with ahc_ctx;
+     * NULL: on the CPU (worker/diar/ahc.c). */
+    gf_ahc_link_fn ahc_link;
+    void *ahc_ctx;
 } gf_diar_backend;
 
 /* The CPU networks from models_dir, for batches of up to max_batch windows,

@@ -10,23 +10,22 @@
 // every merge, except that two exactly equal candidate distances are broken
 // by the lower row here and by scipy's heap order there.
 //
-// Each row x keeps its exact nearest live neighbour above it (rowmin[x],
-// nbr[x]; the lowest index among equals). One merge is three launches on
-// one stream, with no host round trip: gf_ahc_pick (global minimum, the
-// linkage row, bookkeeping), gf_ahc_update (the merged cluster's distances
-// and the rows whose minimum it changes; rows that lost theirs are listed)
-// and gf_ahc_rescan (those rows scanned again).
+// As in the CPU's generic algorithm, each row x keeps a candidate nearest
+// live neighbour above it, nbr[x], and a lower bound of its distance, lb[x]:
+// merges only ever lower a bound at once, and a row whose bound went stale is
+// scanned again only when its bound is the smallest. One merge is two
+// launches on one stream, with no host round trip: gf_ahc_pick (one block:
+// the merged cluster's row scanned, then the smallest bound taken, checked
+// against its distance and its row scanned again until it is exact; the
+// linkage row and bookkeeping) and gf_ahc_update (the merged cluster's
+// distances to everybody, bounds lowered, candidates moved from a to b).
 
 #include <math.h>
-
-#define AHC_THREADS 256
 
 struct gf_ahc_state {
     int a, b;               // the pair merged by the last pick (a < b; b keeps the cluster)
     int na, nb;             // their sizes before the merge
     double dist;            // their distance
-    int count;              // rows listed for a rescan
-    int done;               // blocks of gf_ahc_pick finished (last one finalises)
     int err;                // 1: no pair had a finite distance
 };
 
@@ -49,10 +48,12 @@ __device__ __forceinline__ void better(double &v, int &i, double v2, int i2)
     }
 }
 
+// The block's best (value, index), returned to every thread (blockDim.x a
+// multiple of 32).
 __device__ void block_argmin(double &v, int &i)
 {
-    __shared__ double sv[AHC_THREADS / 32];
-    __shared__ int si[AHC_THREADS / 32];
+    __shared__ double sv[32];
+    __shared__ int si[32];
     for (int o = 16; o > 0; o >>= 1) {
         double v2 = __shfl_down_sync(0xffffffffu, v, o);
         int i2 = __shfl_down_sync(0xffffffffu, i, o);
@@ -65,15 +66,39 @@ __device__ void block_argmin(double &v, int &i)
         si[warp] = i;
     }
     __syncthreads();
+    int nw = blockDim.x >> 5;
     if (warp == 0) {
-        v = lane < AHC_THREADS / 32 ? sv[lane] : INFINITY;
-        i = lane < AHC_THREADS / 32 ? si[lane] : -1;
+        v = lane < nw ? sv[lane] : INFINITY;
+        i = lane < nw ? si[lane] : -1;
         for (int o = 16; o > 0; o >>= 1) {
             double v2 = __shfl_down_sync(0xffffffffu, v, o);
             int i2 = __shfl_down_sync(0xffffffffu, i, o);
             better(v, i, v2, i2);
         }
+        if (lane == 0) {
+            sv[0] = v;
+            si[0] = i;
+        }
     }
+    __syncthreads();
+    v = sv[0];
+    i = si[0];
+    __syncthreads();
+}
+
+// Row x's nearest live neighbour above it, by the whole block (every thread
+// gets it); none: INFINITY and -1.
+__device__ void scan_row(const double *D, const int *size, int n, int x, double &best, int &at)
+{
+    best = INFINITY;
+    at = -1;
+    size_t base = cidx(n, x, x + 1) - (size_t)(x + 1);
+    for (int y = x + 1 + threadIdx.x; y < n; y += blockDim.x)
+        if (size[y] != 0 && D[base + y] < best) {
+            best = D[base + y];
+            at = y;
+        }
+    block_argmin(best, at);
 }
 
 // Condensed Euclidean distances of n points x[n x dim]: 16 x 16 pairs per
@@ -120,70 +145,69 @@ extern "C" __global__ void gf_ahc_init(int *size, int *id, int n)
     }
 }
 
-// Nearest live neighbour above each listed row (rows NULL: rows 0..count-1,
-// count read from *countp when countp is not NULL), one block per row,
-// blocks striding over the list.
-extern "C" __global__ void gf_ahc_rescan(const double *D, const int *size, int n,
-                                         const int *rows, int count, const int *countp,
-                                         double *rowmin, int *nbr)
+// Every row's nearest live neighbour above it: one block per row, blocks
+// striding over the rows.
+extern "C" __global__ void gf_ahc_rescan_all(const double *D, const int *size, int n,
+                                             double *lb, int *nbr)
 {
-    int cnt = countp ? *countp : count;
-    for (int r = blockIdx.x; r < cnt; r += gridDim.x) {
-        int x = rows ? rows[r] : r;
-        double best = INFINITY;
-        int at = -1;
-        size_t base = cidx(n, x, x + 1) - (size_t)(x + 1);
-        for (int y = x + 1 + threadIdx.x; y < n; y += blockDim.x)
-            if (size[y] != 0 && D[base + y] < best) {
-                best = D[base + y];
-                at = y;
-            }
-        block_argmin(best, at);
+    for (int x = blockIdx.x; x < n - 1; x += gridDim.x) {
+        double best;
+        int at;
+        scan_row(D, size, n, x, best, at);
         if (threadIdx.x == 0) {
-            rowmin[x] = best;
+            lb[x] = best;
+            nbr[x] = at;
+        }
+    }
+}
+
+// One block. Row b of the previous merge (k > 0) is scanned again, as its
+// distances all changed. Then the smallest bound (equal bounds: the lower
+// row) is taken until it is exact, each stale one's row scanned again; that
+// row and its neighbour merge: linkage row k of Z, sizes, ids, the merged-away
+// row retired.
+extern "C" __global__ void gf_ahc_pick(const double *D, int *size, int *id, int n, int k,
+                                       double *lb, int *nbr, struct gf_ahc_state *st, double *Z)
+{
+    double v;
+    int x;
+    if (k > 0 && st->b >= 0 && st->b < n - 1) {
+        int b = st->b;
+        scan_row(D, size, n, b, v, x);
+        if (threadIdx.x == 0) {
+            lb[b] = v;
+            nbr[b] = x;
+        }
+        __syncthreads();
+    }
+    for (;;) {
+        v = INFINITY;
+        x = -1;
+        for (int r = threadIdx.x; r < n - 1; r += blockDim.x)
+            better(v, x, lb[r], r);
+        block_argmin(v, x);
+        if (x < 0 || v == INFINITY) {
+            if (threadIdx.x == 0) {
+                st->err = 1;
+                st->a = st->b = -1;
+            }
+            return;
+        }
+        int y = nbr[x];
+        if (y >= 0 && D[cidx(n, x, y)] == v)
+            break;
+        double best;
+        int at;
+        scan_row(D, size, n, x, best, at);
+        if (threadIdx.x == 0) {
+            lb[x] = best;
             nbr[x] = at;
         }
         __syncthreads();
     }
-}
-
-// The global minimum over the rows' minima (equal values: the lower row),
-// then, in the last block to finish: linkage row k of Z, sizes and ids, the
-// merged-away row retired, the rescan list emptied.
-extern "C" __global__ void gf_ahc_pick(double *rowmin, int *nbr, int *size, int *id, int n,
-                                       int k, double *part_v, int *part_i,
-                                       struct gf_ahc_state *st, double *Z)
-{
-    double v = INFINITY;
-    int at = -1;
-    for (int x = blockIdx.x * blockDim.x + threadIdx.x; x < n - 1; x += gridDim.x * blockDim.x)
-        better(v, at, rowmin[x], x);
-    block_argmin(v, at);
-    __shared__ bool last;
-    if (threadIdx.x == 0) {
-        part_v[blockIdx.x] = v;
-        part_i[blockIdx.x] = at;
-        __threadfence();
-        last = atomicAdd(&st->done, 1) == (int)gridDim.x - 1;
-    }
-    __syncthreads();
-    if (!last)
-        return;
-    v = INFINITY;
-    at = -1;
-    for (int g = threadIdx.x; g < (int)gridDim.x; g += blockDim.x)
-        better(v, at, ((volatile double *)part_v)[g], ((volatile int *)part_i)[g]);
-    block_argmin(v, at);
     if (threadIdx.x != 0)
         return;
-    st->done = 0;
-    st->count = 0;
-    int a = at, b = at >= 0 ? nbr[at] : -1;
-    if (a < 0 || b < 0) {
-        st->err = 1;
-        st->a = st->b = -1;
-        return;
-    }
+    int a = x, b = nbr[x];
     int na = size[a], nb = size[b], ida = id[a], idb = id[b];
     Z[(size_t)k * 4 + 0] = ida < idb ? ida : idb;
     Z[(size_t)k * 4 + 1] = ida < idb ? idb : ida;
@@ -197,28 +221,19 @@ extern "C" __global__ void gf_ahc_pick(double *rowmin, int *nbr, int *size, int 
     size[a] = 0;
     size[b] = na + nb;
     id[b] = n + k;
-    rowmin[a] = INFINITY;
+    lb[a] = INFINITY;
     nbr[a] = -1;
 }
 
 // D(z, b) for every live z after a and b merged into b: the centroid
-// Lance-Williams formula, as worker/diar/ahc.c writes it. Rows z < b keep an
-// exact minimum where they can; those whose minimum was a or b and is not
-// beaten by the new distance are listed for gf_ahc_rescan, and so is b.
+// Lance-Williams formula, as worker/diar/ahc.c writes it; then, as there,
+// candidates a of rows below a become b, and bounds above D(z, b) drop to it.
 extern "C" __global__ void gf_ahc_update(double *D, const int *size, int n,
-                                         struct gf_ahc_state *st, double *rowmin, int *nbr,
-                                         int *list)
+                                         const struct gf_ahc_state *st, double *lb, int *nbr)
 {
     int z = blockIdx.x * blockDim.x + threadIdx.x;
     int a = st->a, b = st->b;
-    if (z >= n || a < 0)
-        return;
-    if (z == b) {
-        if (b < n - 1)
-            list[atomicAdd(&st->count, 1)] = b;
-        return;
-    }
-    if (z == a || size[z] == 0)
+    if (z >= n || a < 0 || z == a || z == b || size[z] == 0)
         return;
     double nx = st->na, ny = st->nb, dxy = st->dist, nxy = (double)(st->na + st->nb);
     size_t za = cidx(n, z, a), zb = cidx(n, z, b);
@@ -227,15 +242,10 @@ extern "C" __global__ void gf_ahc_update(double *D, const int *size, int n,
     double cut = __ddiv_rn(__dmul_rn(__dmul_rn(__dmul_rn(nx, ny), dxy), dxy), nxy);
     double d = __dsqrt_rn(__ddiv_rn(__dsub_rn(num, cut), nxy));
     D[zb] = d;
-    if (z > b)
-        return;
-    int was = nbr[z];
-    if (d < rowmin[z]) {
-        rowmin[z] = d;
+    if (z < a && nbr[z] == a)
         nbr[z] = b;
-    } else if (was == a || was == b) {
-        list[atomicAdd(&st->count, 1)] = z;
-    } else if (d == rowmin[z] && b < was) {
+    if (z < b && d < lb[z]) {
+        lb[z] = d;
         nbr[z] = b;
     }
 }

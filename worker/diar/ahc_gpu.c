@@ -10,18 +10,18 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#define PICK_BLOCKS 128      /* blocks of the global-minimum search */
-#define RESCAN_BLOCKS 264    /* blocks striding over the rows to scan again */
+#define PICK_THREADS 1024    /* the one block of gf_ahc_pick */
+#define SCAN_BLOCKS 264      /* blocks striding over the rows at the start */
 #define PD_T 16              /* points per tile side of gf_ahc_pdist */
 
 /* kernels/ahc.cu's struct gf_ahc_state, field for field. */
 typedef struct {
     int a, b, na, nb;
     double dist;
-    int count, done, err;
+    int err;
 } ahc_state;
 
-enum { F_PDIST, F_INIT, F_RESCAN, F_PICK, F_UPDATE, F_COUNT };
+enum { F_PDIST, F_INIT, F_SCAN, F_PICK, F_UPDATE, F_COUNT };
 
 int gf_ahc_linkage_centroid_gpu(gf_gpu *gpu, const double *x, size_t n, size_t dim, double *Z)
 {
@@ -31,7 +31,7 @@ int gf_ahc_linkage_centroid_gpu(gf_gpu *gpu, const double *x, size_t n, size_t d
         GF_ERROR("ahc: %zu embeddings of %zu values: beyond the card kernels' grid", n, dim);
         return GF_ETOOBIG;
     }
-    static const char *const names[F_COUNT] = { "gf_ahc_pdist", "gf_ahc_init", "gf_ahc_rescan",
+    static const char *const names[F_COUNT] = { "gf_ahc_pdist", "gf_ahc_init", "gf_ahc_rescan_all",
                                                 "gf_ahc_pick", "gf_ahc_update" };
     gf_cu_function fn[F_COUNT];
     gf_cu_function *const fns[F_COUNT] = { &fn[0], &fn[1], &fn[2], &fn[3], &fn[4] };
@@ -46,15 +46,12 @@ int gf_ahc_linkage_centroid_gpu(gf_gpu *gpu, const double *x, size_t n, size_t d
                  (double)m * 8.0 / 1e9);
         return GF_ETOOBIG;
     }
-    gf_cu_ptr X, size, id, rowmin, nbr, list, part_v, part_i, st, Zd;
+    gf_cu_ptr X, size, id, lb, nbr, st, Zd;
     rc = gf_gpu_allocs_upload(&mem, x, n * dim * sizeof(double), &X);
     rc = rc ? rc : gf_gpu_allocs_take(&mem, n * sizeof(int), &size);
     rc = rc ? rc : gf_gpu_allocs_take(&mem, n * sizeof(int), &id);
-    rc = rc ? rc : gf_gpu_allocs_take(&mem, n * sizeof(double), &rowmin);
+    rc = rc ? rc : gf_gpu_allocs_take(&mem, n * sizeof(double), &lb);
     rc = rc ? rc : gf_gpu_allocs_take(&mem, n * sizeof(int), &nbr);
-    rc = rc ? rc : gf_gpu_allocs_take(&mem, n * sizeof(int), &list);
-    rc = rc ? rc : gf_gpu_allocs_take(&mem, PICK_BLOCKS * sizeof(double), &part_v);
-    rc = rc ? rc : gf_gpu_allocs_take(&mem, PICK_BLOCKS * sizeof(int), &part_i);
     rc = rc ? rc : gf_gpu_allocs_take(&mem, sizeof(ahc_state), &st);
     rc = rc ? rc : gf_gpu_allocs_take(&mem, (n - 1) * 4 * sizeof(double), &Zd);
     rc = rc ? rc : gf_gpu_fill32(gpu, st, 0, sizeof(ahc_state) / 4);
@@ -69,20 +66,14 @@ int gf_ahc_linkage_centroid_gpu(gf_gpu *gpu, const double *x, size_t n, size_t d
         rc = gf_gpu_launch1d(gpu, fn[F_INIT], (long)n, p);
     }
     if (!rc) {   /* every row's nearest neighbour above it */
-        gf_cu_ptr none = 0;
-        int rows = ni - 1;
-        void *p[] = { &D, &size, &ni, &none, &rows, &none, &rowmin, &nbr };
-        rc = gf_gpu_launch(gpu, fn[F_RESCAN], RESCAN_BLOCKS, 1, 1, 256, 1, 1, 0, p);
+        void *p[] = { &D, &size, &ni, &lb, &nbr };
+        rc = gf_gpu_launch(gpu, fn[F_SCAN], SCAN_BLOCKS, 1, 1, 256, 1, 1, 0, p);
     }
     for (int k = 0; !rc && k < ni - 1; k++) {
-        void *pp[] = { &rowmin, &nbr, &size, &id, &ni, &k, &part_v, &part_i, &st, &Zd };
-        rc = gf_gpu_launch(gpu, fn[F_PICK], PICK_BLOCKS, 1, 1, 256, 1, 1, 0, pp);
-        void *pu[] = { &D, &size, &ni, &st, &rowmin, &nbr, &list };
+        void *pp[] = { &D, &size, &id, &ni, &k, &lb, &nbr, &st, &Zd };
+        rc = gf_gpu_launch(gpu, fn[F_PICK], 1, 1, 1, PICK_THREADS, 1, 1, 0, pp);
+        void *pu[] = { &D, &size, &ni, &st, &lb, &nbr };
         rc = rc ? rc : gf_gpu_launch1d(gpu, fn[F_UPDATE], (long)n, pu);
-        int zero = 0;
-        gf_cu_ptr count = st + offsetof(ahc_state, count);
-        void *pr[] = { &D, &size, &ni, &list, &zero, &count, &rowmin, &nbr };
-        rc = rc ? rc : gf_gpu_launch(gpu, fn[F_RESCAN], RESCAN_BLOCKS, 1, 1, 256, 1, 1, 0, pr);
     }
     ahc_state s = { 0 };
     rc = rc ? rc : gf_gpu_download(gpu, &s, st, sizeof s);

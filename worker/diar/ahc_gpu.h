@@ -5,9 +5,11 @@
  * embeddings, 16 hours of speech: 50 GB), the host holding only the points
  * and Z. Distances and Lance-Williams updates are computed in the CPU
  * module's order without fused multiply-adds, so they are bit-identical to
- * it; each step merges the globally closest pair, as the CPU's generic
- * algorithm does. Only exactly equal candidate distances may be broken
- * differently (lowest row here, scipy's heap order there). */
+ * it; it runs the same generic algorithm (candidates, lower bounds, stale
+ * rows scanned again when their bound is the smallest), so each step merges
+ * the globally closest pair as the CPU does. Only exactly equal candidate
+ * bounds may be taken in another order (lowest row here, scipy's heap order
+ * there). */
 #ifndef GF_AHC_GPU_H
 #define GF_AHC_GPU_H
 

@@ -9,7 +9,8 @@
  * same depth-first numbering of flat clusters, so labels match exactly.
  *
  * Memory: the condensed distance matrix, n(n-1)/2 doubles (n = 20,000:
- * 1.6 GB; n = 60,000: 14.4 GB). Time: O(n^2) typical, O(n^3) worst case. */
+ * 1.6 GB; n = 60,000: 14.4 GB). Time: O(n^2) typical, O(n^3) worst case.
+ * ahc_gpu.h runs the same linkage with the matrix on a CUDA card. */
 #ifndef GF_AHC_H
 #define GF_AHC_H
 

@@ -49,6 +49,8 @@ static void load(void)
         S(memcpy_htod_async, "cuMemcpyHtoDAsync_v2"),
         S(memcpy_dtoh_async, "cuMemcpyDtoHAsync_v2"),
         S(memset_d32_async, "cuMemsetD32Async"),
+        S(mem_host_register, "cuMemHostRegister_v2"),
+        S(mem_host_unregister, "cuMemHostUnregister"),
         S(stream_create, "cuStreamCreate"),
         S(stream_destroy, "cuStreamDestroy_v2"),
         S(stream_synchronize, "cuStreamSynchronize"),

@@ -55,6 +55,8 @@ typedef struct {
     gf_cu_result (*memcpy_htod_async)(gf_cu_ptr dst, const void *src, size_t n, gf_cu_stream s);
     gf_cu_result (*memcpy_dtoh_async)(void *dst, gf_cu_ptr src, size_t n, gf_cu_stream s);
     gf_cu_result (*memset_d32_async)(gf_cu_ptr dst, unsigned value, size_t n, gf_cu_stream s);
+    gf_cu_result (*mem_host_register)(void *p, size_t bytes, unsigned flags);
+    gf_cu_result (*mem_host_unregister)(void *p);
     gf_cu_result (*stream_create)(gf_cu_stream *s, unsigned flags);
     gf_cu_result (*stream_destroy)(gf_cu_stream s);
     gf_cu_result (*stream_synchronize)(gf_cu_stream s);

@@ -15,6 +15,7 @@
 #include "worker/gpu.h"
 #include "worker/planner.h"
 
+#include <stdbool.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 
@@ -24,25 +25,67 @@ typedef struct {
     gf_segmentation_gpu *seg;     /* segmentation network on the card */
     gf_embedding_gpu *emb;        /* embedding network on the card */
     gf_fbank_gpu *fbank;          /* its features, on the card */
+    const float *seg_wave;        /* host wave of the last segment call, on the card */
+    int seg_batch;                /* its windows */
+    bool feats_kept;              /* the last fbank left its features on the card */
+    int feats_batch;              /* their windows */
 } gpu_ctx;
 
+/* Each batch's wave goes to the card once: segment uploads it, and fbank of
+ * the same wave and B (the pipeline's order, pipeline.h) starts from that
+ * copy; its features stay on the card for embed when feats is NULL. */
 static int gpu_segment(void *ctx, const float *wave, int B, float *logp, gf_devstats *stats)
 {
     gpu_ctx *c = ctx;
-    return gf_segmentation_gpu_run(c->seg, wave, B, logp, stats);
+    c->seg_wave = NULL;
+    int rc = gf_segmentation_gpu_run(c->seg, wave, B, logp, stats);
+    if (rc == 0) {
+        c->seg_wave = wave;
+        c->seg_batch = B;
+    }
+    return rc;
+}
+
+static int gpu_fbank(void *ctx, const float *wave, int B, float *feats, gf_devstats *stats)
+{
+    gpu_ctx *c = ctx;
+    c->feats_kept = false;
+    int rc = wave == c->seg_wave && B == c->seg_batch
+                 ? gf_fbank_gpu_run_dev(c->fbank, gf_segmentation_gpu_input(c->seg), B, feats,
+                                        stats)
+                 : feats ? gf_fbank_gpu_run(c->fbank, wave, B, feats, stats)
+                         : GF_EINVAL;
+    if (rc == 0 && !feats) {
+        c->feats_kept = true;
+        c->feats_batch = B;
+    }
+    return rc;
 }
 
 static int gpu_embed(void *ctx, const float *fbank, int B, const int *job_window,
                      const float *masks, int n_jobs, float *emb, gf_devstats *stats)
 {
     gpu_ctx *c = ctx;
-    return gf_embedding_gpu_run(c->emb, fbank, B, job_window, masks, n_jobs, emb, stats);
+    if (fbank)
+        return gf_embedding_gpu_run(c->emb, fbank, B, job_window, masks, n_jobs, emb, stats);
+    if (!c->feats_kept || B != c->feats_batch) {
+        GF_ERROR("embedding (gpu): no features of a batch of %d windows kept on the card", B);
+        return GF_EINVAL;
+    }
+    return gf_embedding_gpu_run_dev(c->emb, gf_fbank_gpu_features(c->fbank), B, job_window,
+                                    masks, n_jobs, emb, stats);
 }
 
-static int gpu_fbank(void *ctx, const float *wave, int B, float *feats, gf_devstats *stats)
+static int gpu_pin(void *ctx, void *host, size_t bytes)
 {
     gpu_ctx *c = ctx;
-    return gf_fbank_gpu_run(c->fbank, wave, B, feats, stats);
+    return gf_gpu_pin(c->gpu, host, bytes);
+}
+
+static void gpu_unpin(void *ctx, void *host)
+{
+    gpu_ctx *c = ctx;
+    gf_gpu_unpin(c->gpu, host);
 }
 
 static void gpu_destroy(void *ctx)
@@ -129,7 +172,8 @@ int gf_diar_backend_gpu(int ordinal, const char *models_dir, int max_batch, gf_m
         goto fail;
     *out = (gf_diar_backend){ .name = "cuda", .route = "library", .segment = gpu_segment,
                               .embed = gpu_embed, .fbank = gpu_fbank, .destroy = gpu_destroy,
-                              .ctx = c, .ahc_link = gf_ahc_link_gpu, .ahc_ctx = c->gpu };
+                              .pin = gpu_pin, .unpin = gpu_unpin, .ctx = c,
+                              .ahc_link = gf_ahc_link_gpu, .ahc_ctx = c->gpu };
     gf_manifest_destroy(&man);
     free(seg_path);
     free(emb_path);

@@ -169,6 +169,22 @@ int gf_gpu_upload(gf_gpu *self, gf_cu_ptr dst, const void *src, size_t bytes)
     return 0;
 }
 
+int gf_gpu_pin(gf_gpu *self, void *host, size_t bytes)
+{
+    gf_cu_result r = self->cu->mem_host_register(host, bytes, 0);
+    if (r != 0) {   /* e.g. over the locked-memory limit: copies only get slower */
+        GF_WARN("cuda device %d: cannot page-lock %zu bytes (%s); copies stage through "
+                "pageable memory", self->ordinal, bytes, gf_cudrv_errstr(r));
+        return GF_EDEVICE;
+    }
+    return 0;
+}
+
+void gf_gpu_unpin(gf_gpu *self, void *host)
+{
+    self->cu->mem_host_unregister(host);
+}
+
 int gf_gpu_download(gf_gpu *self, void *dst, gf_cu_ptr src, size_t bytes)
 {
     CU_CHECK(self, self->cu->memcpy_dtoh_async(dst, src, bytes, self->stream), "cuMemcpyDtoHAsync");

@@ -39,6 +39,11 @@ int gf_gpu_upload(gf_gpu *self, gf_cu_ptr dst, const void *src, size_t bytes);
 int gf_gpu_download(gf_gpu *self, void *dst, gf_cu_ptr src, size_t bytes);
 /* Fill with a 32-bit pattern (e.g. a NaN poison before a check). */
 int gf_gpu_fill32(gf_gpu *self, gf_cu_ptr dst, unsigned pattern, size_t words);
+/* Page-lock a host buffer the copies use often (they then run at the bus's
+ * speed, without a staging copy); unpin before freeing it. A refusal (e.g.
+ * the locked-memory limit) is warned about and returned: not fatal. */
+int gf_gpu_pin(gf_gpu *self, void *host, size_t bytes);
+void gf_gpu_unpin(gf_gpu *self, void *host);
 int gf_gpu_sync(gf_gpu *self);
 
 /* A set of device allocations released together: each network object keeps

@@ -242,11 +242,12 @@ static const char *stage_route(const gf_embedding_gpu *s, int first, int last)
     return "library";
 }
 
-static int trunk(gf_embedding_gpu *s, int B, gf_devstats *stats, gf_cu_ptr *result)
+static int trunk(gf_embedding_gpu *s, gf_cu_ptr feats, int B, gf_devstats *stats,
+                 gf_cu_ptr *result)
 {
     /* [B, 998, 80] → [B, 80, 998] (mel × time, one input channel). */
     int frames = GF_EMB_FRAMES, mels = GF_EMB_MELS;
-    void *p_tr[] = { &s->feats, &B, &frames, &mels, &s->act[0] };
+    void *p_tr[] = { &feats, &B, &frames, &mels, &s->act[0] };
     GF_TRY(launch1d(s, s->k.transpose, (long)B * frames * mels, p_tr));
     int h = GF_EMB_MELS, w = GF_EMB_FRAMES, ho, wo;
     gf_cu_ptr x = s->act[0], t = s->act[1], sc = s->act[2], out = s->act[3];
@@ -305,6 +306,19 @@ int gf_embedding_gpu_run(gf_embedding_gpu *s, const float *feats, int B,
                          const int *job_window, const float *masks, int n_jobs, float *emb,
                          gf_devstats *stats)
 {
+    if (B < 1 || B > s->max_batch) {
+        GF_ERROR("embedding (gpu): batch of %d windows, capacity %d windows", B, s->max_batch);
+        return GF_EINVAL;
+    }
+    GF_TRY(gf_gpu_upload(s->gpu, s->feats, feats,
+                      (size_t)B * GF_EMB_FRAMES * GF_EMB_MELS * sizeof(float)));
+    return gf_embedding_gpu_run_dev(s, s->feats, B, job_window, masks, n_jobs, emb, stats);
+}
+
+int gf_embedding_gpu_run_dev(gf_embedding_gpu *s, gf_cu_ptr feats, int B,
+                             const int *job_window, const float *masks, int n_jobs, float *emb,
+                             gf_devstats *stats)
+{
     if (B < 1 || B > s->max_batch || n_jobs < 0 || n_jobs > 3 * B) {
         GF_ERROR("embedding (gpu): batch of %d windows with %d jobs, capacity %d windows",
                  B, n_jobs, s->max_batch);
@@ -315,10 +329,8 @@ int gf_embedding_gpu_run(gf_embedding_gpu *s, const float *feats, int B,
             GF_ERROR("embedding (gpu): job %d names window %d of %d", j, job_window[j], B);
             return GF_EINVAL;
         }
-    GF_TRY(gf_gpu_upload(s->gpu, s->feats, feats,
-                      (size_t)B * GF_EMB_FRAMES * GF_EMB_MELS * sizeof(float)));
     gf_cu_ptr x;
-    GF_TRY(trunk(s, B, stats, &x));
+    GF_TRY(trunk(s, feats, B, stats, &x));
     if (n_jobs > 0) {
         resize_masks(masks, n_jobs, s->host_masks);
         int rc = gf_gpu_upload(s->gpu, s->masks, s->host_masks,

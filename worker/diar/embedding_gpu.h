@@ -43,5 +43,10 @@ int gf_embedding_gpu_apply_plan(gf_embedding_gpu *self, const gf_planner *pl, in
 int gf_embedding_gpu_run(gf_embedding_gpu *self, const float *feats, int B,
                          const int *job_window, const float *masks, int n_jobs, float *emb,
                          gf_devstats *stats);
+/* The same from features already on the card (device [B, 998, 80], e.g.
+ * gf_fbank_gpu_features). */
+int gf_embedding_gpu_run_dev(gf_embedding_gpu *self, gf_cu_ptr feats, int B,
+                             const int *job_window, const float *masks, int n_jobs, float *emb,
+                             gf_devstats *stats);
 
 #endif

@@ -85,12 +85,27 @@ int gf_fbank_gpu_run(gf_fbank_gpu *s, const float *wave, int B, float *feats, gf
         GF_ERROR("fbank (gpu): batch of %d windows, capacity %d", B, s->max_batch);
         return GF_EINVAL;
     }
-    const long rows = (long)B * FRAMES;
     GF_TRY(gf_gpu_upload(s->gpu, s->wave, wave, sizeof(float) * (size_t)B * SAMPLES));
+    return gf_fbank_gpu_run_dev(s, s->wave, B, feats, stats);
+}
+
+gf_cu_ptr gf_fbank_gpu_features(const gf_fbank_gpu *s)
+{
+    return s->out;
+}
+
+int gf_fbank_gpu_run_dev(gf_fbank_gpu *s, gf_cu_ptr wave, int B, float *feats,
+                         gf_devstats *stats)
+{
+    if (B < 1 || B > s->max_batch) {
+        GF_ERROR("fbank (gpu): batch of %d windows, capacity %d", B, s->max_batch);
+        return GF_EINVAL;
+    }
+    const long rows = (long)B * FRAMES;
     if (stats)
         GF_TRY(gf_gpu_timing_begin(s->gpu, "fbank.dft", "library"));
     int n = SAMPLES, frames = FRAMES;
-    void *p_fr[] = { &s->wave, &n, &frames, &s->window, &s->frames };
+    void *p_fr[] = { &wave, &n, &frames, &s->window, &s->frames };
     GF_TRY(gf_gpu_launch(s->gpu, s->frames_fn, (unsigned)rows, 1, 1, 128, 1, 1, 0, p_fr));
     /* spec [rows, 512] = frames [rows, 400] · dftᵀ (dft [512, 400]) */
     GF_TRY(gf_blas_gpu_gemm(s->blas, GF_MATH_FP32, true, (int)rows, 2 * NB, GF_FBANK_FRAME, 1.0f,
@@ -109,7 +124,8 @@ int gf_fbank_gpu_run(gf_fbank_gpu *s, const float *wave, int B, float *feats, gf
     GF_TRY(gf_gpu_launch(s->gpu, s->log_fn, (unsigned)(B * GF_FBANK_BINS), 1, 1, 256, 1, 1, 0, p_lg));
     if (stats)
         GF_TRY(gf_gpu_timing_end(s->gpu));
-    GF_TRY(gf_gpu_download(s->gpu, feats, s->out, sizeof(float) * (size_t)rows * GF_FBANK_BINS));
+    if (feats)
+        GF_TRY(gf_gpu_download(s->gpu, feats, s->out, sizeof(float) * (size_t)rows * GF_FBANK_BINS));
     if (stats)
         gf_gpu_timing_collect(s->gpu, stats);
     return 0;

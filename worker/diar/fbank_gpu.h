@@ -23,5 +23,11 @@ void gf_fbank_gpu_destroy(gf_fbank_gpu **self_p);
  * window. Device time into stats ("fbank.dft", "fbank.mel"). */
 int gf_fbank_gpu_run(gf_fbank_gpu *self, const float *wave, int B, float *feats,
                      gf_devstats *stats);
+/* The same from a wave already on the card (device [B, 160000], e.g. the
+ * segmentation's input). feats NULL: the features stay on the card, at
+ * gf_fbank_gpu_features, until the next run. */
+int gf_fbank_gpu_run_dev(gf_fbank_gpu *self, gf_cu_ptr wave, int B, float *feats,
+                         gf_devstats *stats);
+gf_cu_ptr gf_fbank_gpu_features(const gf_fbank_gpu *self);
 
 #endif

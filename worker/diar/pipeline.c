@@ -272,6 +272,7 @@ struct gf_diar {
     int batch;                 /* windows per network call */
     gf_diar_backend backend;   /* the networks (unused in weight-free mode) */
     bool has_backend;          /* backend holds something to destroy */
+    bool wave_pinned;          /* backend.pin took wave */
     gf_plda *plda;             /* NULL in weight-free mode */
     gf_fbank *fbank;           /* plain (not mean-normalised) fbank, weight-free mode */
     float *wave;               /* [batch x 160000] */
@@ -347,14 +348,31 @@ gf_diar *gf_diar_new(const char *models_dir, int batch_size, int threads, bool *
     return d;
 }
 
+/* The backend lets go of the batch buffer, then is destroyed. */
+static void drop_backend(gf_diar *d)
+{
+    if (!d->has_backend)
+        return;
+    if (d->wave_pinned && d->backend.unpin)
+        d->backend.unpin(d->backend.ctx, d->wave);
+    d->wave_pinned = false;
+    if (d->backend.destroy)
+        d->backend.destroy(d->backend.ctx);
+    d->has_backend = false;
+}
+
 void gf_diar_set_backend(gf_diar *self, gf_diar_backend *backend)
 {
     assert(!self->weight_free);
-    if (self->has_backend && self->backend.destroy)
-        self->backend.destroy(self->backend.ctx);
+    drop_backend(self);
     self->backend = *backend;
     self->has_backend = true;
     memset(backend, 0, sizeof *backend);
+    /* Not pinned is only slower: the copies stage through pageable memory. */
+    if (self->backend.pin)
+        self->wave_pinned = self->backend.pin(self->backend.ctx, self->wave,
+                                              (size_t)self->batch * GF_DIAR_WINDOW
+                                                  * sizeof *self->wave) == 0;
 }
 
 void gf_diar_destroy(gf_diar **self_p)
@@ -362,8 +380,7 @@ void gf_diar_destroy(gf_diar **self_p)
     gf_diar *d = self_p ? *self_p : NULL;
     if (!d)
         return;
-    if (d->has_backend && d->backend.destroy)
-        d->backend.destroy(d->backend.ctx);
+    drop_backend(d);
     gf_plda_destroy(&d->plda);
     gf_fbank_destroy(&d->fbank);
     free(d->wave);
@@ -502,8 +519,8 @@ static int run_batch_neural(gf_diar *d, int nb, float *seg, float *emb, float *l
     res->t_segmentation += secs(t0);
 
     t0 = gf_now_ns();
-    if (d->backend.fbank) {
-        rc = d->backend.fbank(d->backend.ctx, d->wave, nb, d->feats, stats);
+    if (d->backend.fbank) {   /* on the backend's device, where the features stay */
+        rc = d->backend.fbank(d->backend.ctx, d->wave, nb, NULL, stats);
         if (rc) {
             GF_ERROR("fbank (%s) failed on a batch of %d windows", d->backend.name, nb);
             return rc;
@@ -536,8 +553,8 @@ static int run_batch_neural(gf_diar *d, int nb, float *seg, float *emb, float *l
         }
     }
     if (n_jobs > 0) {
-        rc = d->backend.embed(d->backend.ctx, d->feats, nb, d->job_window, d->masks, n_jobs,
-                              d->embout, stats);
+        rc = d->backend.embed(d->backend.ctx, d->backend.fbank ? NULL : d->feats, nb,
+                              d->job_window, d->masks, n_jobs, d->embout, stats);
         if (rc) {
             GF_ERROR("embedding (%s) failed on a batch of %d windows", d->backend.name, nb);
             return rc;

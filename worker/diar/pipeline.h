@@ -52,12 +52,20 @@ typedef struct {
     /* wave [B, 160000] → logp [B, 589, 7]. Returns 0 or a negative GF_E*. */
     int (*segment)(void *ctx, const float *wave, int B, float *logp, gf_devstats *stats);
     /* fbank [B, 998, 80]; job j pools window job_window[j] with
-     * masks[j * 589 ..] into emb[j * 256 ..]. Returns 0 or a GF_E*. */
+     * masks[j * 589 ..] into emb[j * 256 ..]. fbank NULL: the features
+     * the backend's fbank kept on its device. Returns 0 or a GF_E*. */
     int (*embed)(void *ctx, const float *fbank, int B, const int *job_window,
                  const float *masks, int n_jobs, float *emb, gf_devstats *stats);
     /* wave [B, 160000] → mean-normalised fbank [B, 998, 80]; NULL: the
-     * pipeline computes the fbank on the CPU (worker/diar/fbank.c). */
+     * pipeline computes the fbank on the CPU (worker/diar/fbank.c). The
+     * pipeline calls it right after segment, on the same wave and B, so a
+     * device backend may start from the copy segment made; with feats NULL
+     * the features stay on the device for the embed call that follows. */
     int (*fbank)(void *ctx, const float *wave, int B, float *feats, gf_devstats *stats);
+    /* Optional: page-lock the pipeline's batch buffer (host, bytes) for
+     * faster copies, and undo it before the buffer is freed. */
+    int (*pin)(void *ctx, void *host, size_t bytes);
+    void (*unpin)(void *ctx, void *host);
     void (*destroy)(void *ctx);  /* frees ctx */
     void *ctx;                   /* owned by the table */
     /* The clustering's AHC linkage on the backend's device, with ahc_ctx;

@@ -328,6 +328,11 @@ static int head(gf_segmentation_gpu *s, int B, gf_cu_ptr lstm_out)
     } while (0)
 #define STAGE(name, call) STAGE_ON(name, "library", call)
 
+gf_cu_ptr gf_segmentation_gpu_input(const gf_segmentation_gpu *s)
+{
+    return s->wave;
+}
+
 int gf_segmentation_gpu_run(gf_segmentation_gpu *s, const float *wave, int B, float *logp,
                             gf_devstats *stats)
 {

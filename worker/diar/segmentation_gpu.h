@@ -45,5 +45,8 @@ int gf_segmentation_gpu_apply_plan(gf_segmentation_gpu *self, const gf_planner *
  * B) or GF_EDEVICE. */
 int gf_segmentation_gpu_run(gf_segmentation_gpu *self, const float *wave, int B, float *logp,
                             gf_devstats *stats);
+/* The card's copy of the last run's input wave, device [B, 160000]: the
+ * fbank of the same windows may start from it (gf_fbank_gpu_run_dev). */
+gf_cu_ptr gf_segmentation_gpu_input(const gf_segmentation_gpu *self);
 
 #endif

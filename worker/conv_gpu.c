@@ -91,9 +91,11 @@ int gf_conv_gpu_set_route(gf_conv_gpu *c, gf_route_kind kind, gf_math math,
                 c->shape.k);
         return GF_EUNSUP;
     }
+    /* v2 walks K a tap at a time and needs whole 16-channel tiles. */
+    static const char *const names[2][2] = { { "gf_conv1_tf32_v1", "gf_conv3_tf32_v1" },
+                                             { "gf_conv1_tf32_v2", "gf_conv3_tf32_v2" } };
     const char *sha = NULL;
-    int rc = gf_gpu_function(c->gpu, "resnet", c->shape.k == 3 ? "gf_conv3_tf32_v1"
-                                                               : "gf_conv1_tf32_v1",
+    int rc = gf_gpu_function(c->gpu, "resnet", names[c->shape.cin % 16 == 0][c->shape.k == 3],
                              &c->own, NULL, &sha);
     if (rc)
         return rc;

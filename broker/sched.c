@@ -1,6 +1,8 @@
 /* sched.c — job table, ordered queue and card leases (see sched.h).
  *
- * Jobs live in an array indexed by id (the store hands out dense ids). The
+ * Jobs live in an array indexed by id (the store hands out dense ids), and
+ * in a list of the jobs held for iteration. An ended job is retired: its
+ * record is freed and one byte keeps its final state. The
  * queue is an array of pending ids kept sorted by (priority desc, id asc),
  * so one pass over it visits jobs in the order they deserve a card. Each
  * gf_sched_next call makes one such pass from the front and stops at the
@@ -31,7 +33,11 @@ typedef struct {
 
 struct gf_sched {
     gf_sched_job **by_id;  /* indexed by job id; NULL where none */
-    size_t cap_id;         /* size of by_id */
+    uint8_t *final;        /* indexed by job id: 1 + final state of a retired job, 0 */
+    size_t cap_id;         /* size of by_id and final */
+    gf_sched_job **live;   /* the jobs held, each at its live_at */
+    size_t n_live;
+    size_t cap_live;
     uint64_t *queue;       /* pending ids, in service order */
     size_t n_queue;
     size_t cap_queue;
@@ -62,6 +68,8 @@ void gf_sched_destroy(gf_sched **self_p)
             free(self->by_id[i]);
         }
     free(self->by_id);
+    free(self->final);
+    free(self->live);
     free(self->queue);
     free(self->cards);
     free(self);
@@ -83,12 +91,55 @@ gf_sched_job *gf_sched_get(gf_sched *self, uint64_t id)
 
 gf_sched_job *gf_sched_iter(gf_sched *self, size_t *pos)
 {
-    while (*pos < self->cap_id) {
-        gf_sched_job *sj = self->by_id[(*pos)++];
-        if (sj)
-            return sj;
-    }
-    return NULL;
+    return *pos < self->n_live ? self->live[(*pos)++] : NULL;
+}
+
+/* by_id and final cover ids up to id. */
+static void grow_ids(gf_sched *self, uint64_t id)
+{
+    if (id < self->cap_id)
+        return;
+    size_t nc = self->cap_id ? self->cap_id : 1024;
+    while (nc <= id)
+        nc *= 2;
+    self->by_id = gf_realloc(self->by_id, nc * sizeof(gf_sched_job *));
+    memset(self->by_id + self->cap_id, 0, (nc - self->cap_id) * sizeof(gf_sched_job *));
+    self->final = gf_realloc(self->final, nc);
+    memset(self->final + self->cap_id, 0, nc - self->cap_id);
+    self->cap_id = nc;
+}
+
+void gf_sched_retire(gf_sched *self, uint64_t id)
+{
+    gf_sched_job *sj = gf_sched_get(self, id);
+    if (!sj)
+        return;
+    assert(sj->job.state == GF_STATE_DONE || sj->job.state == GF_STATE_FAILED ||
+           sj->job.state == GF_STATE_CANCELLED);
+    gf_sched_unqueue(self, id);
+    self->final[id] = (uint8_t)(1 + sj->job.state);
+    gf_sched_job *last = self->live[--self->n_live];
+    self->live[sj->live_at] = last;
+    last->live_at = sj->live_at;
+    self->by_id[id] = NULL;
+    gf_job_clear(&sj->job);
+    free(sj);
+}
+
+void gf_sched_note_final(gf_sched *self, uint64_t id, gf_job_state state)
+{
+    if (id == 0 || gf_sched_get(self, id))
+        return;
+    grow_ids(self, id);
+    self->final[id] = (uint8_t)(1 + state);
+}
+
+bool gf_sched_final(const gf_sched *self, uint64_t id, gf_job_state *state)
+{
+    if (id >= self->cap_id || !self->final[id])
+        return false;
+    *state = (gf_job_state)(self->final[id] - 1);
+    return true;
 }
 
 /* Service order: higher priority first, then lower id. */
@@ -128,19 +179,19 @@ static void dequeue_at(gf_sched *self, size_t pos)
 gf_sched_job *gf_sched_add(gf_sched *self, gf_job *job)
 {
     assert(job->id > 0 && !gf_sched_get(self, job->id));
-    if (job->id >= self->cap_id) {
-        size_t nc = self->cap_id ? self->cap_id : 1024;
-        while (nc <= job->id)
-            nc *= 2;
-        self->by_id = gf_realloc(self->by_id, nc * sizeof(gf_sched_job *));
-        memset(self->by_id + self->cap_id, 0, (nc - self->cap_id) * sizeof(gf_sched_job *));
-        self->cap_id = nc;
-    }
+    grow_ids(self, job->id);
     gf_sched_job *sj = gf_calloc(1, sizeof(*sj));
     sj->job = *job;
     memset(job, 0, sizeof(*job));
     sj->worker_card = -1;
     self->by_id[sj->job.id] = sj;
+    self->final[sj->job.id] = 0;
+    if (self->n_live == self->cap_live) {
+        self->cap_live = self->cap_live ? self->cap_live * 2 : 256;
+        self->live = gf_realloc(self->live, self->cap_live * sizeof(gf_sched_job *));
+    }
+    sj->live_at = self->n_live;
+    self->live[self->n_live++] = sj;
     if (sj->job.state == GF_STATE_PENDING)
         enqueue(self, sj);
     return sj;
@@ -208,15 +259,19 @@ static int place(gf_sched *self, gf_sched_job *sj, gf_sched_decision *out)
     const gf_job_spec *sp = &sj->job.spec;
     for (size_t i = 0; i < sp->n_after; i++) {
         gf_sched_job *dep = gf_sched_get(self, sp->after[i]);
-        if (!dep || dep->job.state == GF_STATE_FAILED || dep->job.state == GF_STATE_CANCELLED) {
+        gf_job_state ds;
+        bool known = dep || gf_sched_final(self, sp->after[i], &ds);
+        if (dep)
+            ds = dep->job.state;
+        if (!known || ds == GF_STATE_FAILED || ds == GF_STATE_CANCELLED) {
             out->action = GF_SCHED_FAIL;
             snprintf(out->reason, sizeof(out->reason), "dependency %llu %s",
                      (unsigned long long)sp->after[i],
-                     !dep ? "does not exist"
-                          : dep->job.state == GF_STATE_FAILED ? "failed" : "was cancelled");
+                     !known ? "does not exist"
+                            : ds == GF_STATE_FAILED ? "failed" : "was cancelled");
             return 1;
         }
-        if (dep->job.state != GF_STATE_DONE) {
+        if (ds != GF_STATE_DONE) {
             sj->wait = GF_WAIT_DEPENDENCY;
             sj->wait_arg = (int64_t)sp->after[i];
             return 0;

@@ -50,6 +50,7 @@ typedef struct {
     bool started;         /* the worker reported the process started */
     bool timed_out;       /* killed for its time limit */
     bool unclaimed;       /* running per the store at start-up, no worker has claimed it yet */
+    size_t live_at;       /* its place in the table's list of jobs held */
 } gf_sched_job;
 
 /* A decision of gf_sched_next. */
@@ -70,12 +71,23 @@ void gf_sched_destroy(gf_sched **self_p);
  * queue; a running one must then be given its cards with gf_sched_hold. */
 gf_sched_job *gf_sched_add(gf_sched *self, gf_job *job);
 
-/* The job with this id, or NULL. */
+/* The job with this id, or NULL (none, or retired). */
 gf_sched_job *gf_sched_get(gf_sched *self, uint64_t id);
 
-/* Every job in id order: call with *pos = 0 and again while it returns
- * non-NULL. */
+/* Every job held (not retired), in no particular order: call with *pos = 0
+ * and again while it returns non-NULL. Do not retire jobs while iterating. */
 gf_sched_job *gf_sched_iter(gf_sched *self, size_t *pos);
+
+/* Let an ended job go: its record is freed and the table keeps only its
+ * final state (one byte per id), which --after dependencies read. The job
+ * must have ended; it leaves the queue and holds no card. Keeps a broker's
+ * memory and per-turn work to the jobs that are live, however long it runs. */
+void gf_sched_retire(gf_sched *self, uint64_t id);
+/* Record the final state of an ended job the table never held (a job of an
+ * earlier run, read back from the store for a dependency). */
+void gf_sched_note_final(gf_sched *self, uint64_t id, gf_job_state state);
+/* The final state of a retired (or noted) job: true and *state, else false. */
+bool gf_sched_final(const gf_sched *self, uint64_t id, gf_job_state *state);
 
 /* A worker for card `index` became ready (true) or went away (false).
  * Returns GF_ENOENT for an unconfigured card. */

@@ -91,6 +91,8 @@ struct gf_server {
     wk *wks;                  /* one per configured device, ascending */
     size_t n_wks;
     waiter *waiters;
+    uint64_t *retire;         /* jobs ended this turn: retired once it is committed */
+    size_t n_retire, cap_retire;
     outmsg *out;              /* the outbox */
     size_t n_out, cap_out;
     bool in_tx;               /* a store transaction is open this turn */
@@ -207,6 +209,8 @@ static void sync_store(gf_server *self)
     self->unsynced = false;
 }
 
+static bool ended(gf_job_state s);
+
 static void end_turn(gf_server *self)
 {
     if (self->in_tx) {
@@ -225,6 +229,14 @@ static void end_turn(gf_server *self)
     for (size_t i = 0; i < self->n_out; i++)
         gf_msg_clear(&self->out[i].msg);
     self->n_out = 0;
+    /* Ended jobs leave memory once their end is committed; the store keeps
+     * them for show, wait, logs, queue --all and --after. */
+    for (size_t i = 0; i < self->n_retire && !self->store_failed; i++) {
+        gf_sched_job *sj = gf_sched_get(self->sched, self->retire[i]);
+        if (sj && ended(sj->job.state))
+            gf_sched_retire(self->sched, self->retire[i]);
+    }
+    self->n_retire = 0;
 }
 
 /* -------------------------------------------------------- job lifecycle */
@@ -252,11 +264,19 @@ static void set_reason(gf_job *j, const char *fmt, ...)
     j->reason = gf_strdup(text);
 }
 
+/* The job ended (ended_ms: the worker's clock when it reported one, else
+ * now); it is retired at the end of the turn. */
 static void finish(gf_server *self, gf_sched_job *sj, gf_job_state state)
 {
     sj->job.state = state;
-    sj->job.ended_ms = gf_wall_ms();
+    if (!sj->job.ended_ms)
+        sj->job.ended_ms = gf_wall_ms();
     persist(self, &sj->job);
+    if (self->n_retire == self->cap_retire) {
+        self->cap_retire = self->cap_retire ? self->cap_retire * 2 : 64;
+        self->retire = gf_realloc(self->retire, self->cap_retire * sizeof(uint64_t));
+    }
+    self->retire[self->n_retire++] = sj->job.id;
 }
 
 /* The worker of a running job vanished: requeue it or fail it. */
@@ -417,17 +437,21 @@ static void schedule(gf_server *self)
 /* -------------------------------------------------------------- replies */
 
 /* A copy of a job for a reply, with its waiting reason filled in. */
+static void strip_env(gf_job *j)
+{
+    for (size_t i = 0; i < j->spec.n_env; i++)
+        free(j->spec.env[i]);
+    free(j->spec.env);
+    j->spec.env = NULL;
+    j->spec.n_env = 0;
+}
+
 static void job_for_reply(gf_server *self, const gf_sched_job *sj, gf_job *out, bool with_env)
 {
     (void)self;
     gf_job_copy(out, &sj->job);
-    if (!with_env) {
-        for (size_t i = 0; i < out->spec.n_env; i++)
-            free(out->spec.env[i]);
-        free(out->spec.env);
-        out->spec.env = NULL;
-        out->spec.n_env = 0;
-    }
+    if (!with_env)
+        strip_env(out);
     if (sj->job.state == GF_STATE_PENDING) {
         char why[160];
         gf_sched_reason(sj, why, sizeof(why));
@@ -444,6 +468,38 @@ static void job_for_reply(gf_server *self, const gf_sched_job *sj, gf_job *out, 
     }
 }
 
+/* A copy of job id for a reply: from memory while it is live, else (ended
+ * and retired) from the store. Returns 0 or GF_ENOENT. */
+static int lookup(gf_server *self, uint64_t id, gf_job *out, bool with_env)
+{
+    gf_sched_job *sj = gf_sched_get(self->sched, id);
+    if (sj) {
+        job_for_reply(self, sj, out, with_env);
+        return 0;
+    }
+    gf_job_init(out);
+    if (id == 0 || gf_store_get(self->store, id, out) != 0) {
+        gf_job_clear(out);
+        return GF_ENOENT;
+    }
+    if (!with_env)
+        strip_env(out);
+    return 0;
+}
+
+/* Whether job id exists, live or ended. */
+static bool known(gf_server *self, uint64_t id)
+{
+    gf_job_state st;
+    if (gf_sched_get(self->sched, id) || gf_sched_final(self->sched, id, &st))
+        return true;
+    gf_job j;
+    int rc = lookup(self, id, &j, false);
+    if (rc == 0)
+        gf_job_clear(&j);
+    return rc == 0;
+}
+
 static void reply_jobs(gf_server *self, const gf_peer *peer, uint64_t *ids, size_t n,
                        bool with_env)
 {
@@ -451,13 +507,9 @@ static void reply_jobs(gf_server *self, const gf_peer *peer, uint64_t *ids, size
     memset(&m, 0, sizeof(m));
     m.op = GF_OP_JOBS;
     m.jobs = gf_calloc(n ? n : 1, sizeof(gf_job));
-    for (size_t i = 0; i < n; i++) {
-        gf_sched_job *sj = gf_sched_get(self->sched, ids[i]);
-        if (sj) {
-            job_for_reply(self, sj, &m.jobs[m.n_jobs], with_env);
+    for (size_t i = 0; i < n; i++)
+        if (lookup(self, ids[i], &m.jobs[m.n_jobs], with_env) == 0)
             m.n_jobs++;
-        }
-    }
     post(self, self->clients, peer, &m);
 }
 
@@ -523,6 +575,23 @@ static int check_diar(const gf_job_spec *sp, char *why, size_t len)
     return 0;
 }
 
+/* A dependency the scheduler can judge: a live job, a retired one, or one
+ * that ended before this broker started (its final state is read back from
+ * the store and noted). False: no such job. */
+static bool note_dependency(gf_server *self, uint64_t id)
+{
+    gf_job_state st;
+    if (gf_sched_get(self->sched, id) || gf_sched_final(self->sched, id, &st))
+        return true;
+    gf_job j;
+    if (lookup(self, id, &j, false) != 0)
+        return false;
+    if (ended(j.state))
+        gf_sched_note_final(self->sched, id, j.state);
+    gf_job_clear(&j);
+    return true;
+}
+
 static int check_spec(gf_server *self, const gf_job_spec *sp, char *why, size_t len)
 {
     if (sp->argc < 1 || !sp->argv[0][0]) {
@@ -550,7 +619,7 @@ static int check_spec(gf_server *self, const gf_job_spec *sp, char *why, size_t 
         return GF_EINVAL;
     }
     for (size_t i = 0; i < sp->n_after; i++)
-        if (!gf_sched_get(self->sched, sp->after[i])) {
+        if (!note_dependency(self, sp->after[i])) {
             snprintf(why, len, "--after: no job %llu", (unsigned long long)sp->after[i]);
             return GF_ENOENT;
         }
@@ -626,45 +695,79 @@ static void on_submit(gf_server *self, const gf_peer *peer, gf_msg *req)
     post(self, self->clients, peer, &rep);
 }
 
+static int by_job_id(const void *a, const void *b)
+{
+    uint64_t x = ((const gf_job *)a)->id, y = ((const gf_job *)b)->id;
+    return x < y ? -1 : x > y;
+}
+
+/* The live jobs from memory; with --all also the ended ones, from the
+ * store. In id order, at most GF_PROTO_MAX_JOBS (the oldest). */
 static void on_queue(gf_server *self, const gf_peer *peer, gf_msg *req)
 {
+    gf_job *old = NULL;
+    size_t n_old = 0;
+    if (req->all && gf_store_load(self->store, false, &old, &n_old) != 0) {
+        post_error(self, self->clients, peer, GF_EIO, "queue --all: the job store failed");
+        return;
+    }
     gf_msg m;
     memset(&m, 0, sizeof(m));
     m.op = GF_OP_JOBS;
-    size_t pos = 0, cap = 0;
+    size_t pos = 0, cap = 64;
+    m.jobs = gf_calloc(cap, sizeof(gf_job));
     gf_sched_job *sj;
     while ((sj = gf_sched_iter(self->sched, &pos))) {
-        if (!req->all && ended(sj->job.state))
+        if (!req->all && ended(sj->job.state))   /* ended this turn, not yet retired */
             continue;
         if (m.n_jobs == cap) {
-            cap = cap ? cap * 2 : 64;
+            cap *= 2;
             m.jobs = gf_realloc(m.jobs, cap * sizeof(gf_job));
         }
         job_for_reply(self, sj, &m.jobs[m.n_jobs++], false);
-        if (m.n_jobs >= GF_PROTO_MAX_JOBS)
-            break;
     }
-    if (!m.jobs)
-        m.jobs = gf_calloc(1, sizeof(gf_job));
+    for (size_t i = 0; i < n_old; i++) {
+        if (gf_sched_get(self->sched, old[i].id)) {   /* live: memory has it, newer */
+            gf_job_clear(&old[i]);
+            continue;
+        }
+        if (m.n_jobs == cap) {
+            cap *= 2;
+            m.jobs = gf_realloc(m.jobs, cap * sizeof(gf_job));
+        }
+        strip_env(&old[i]);
+        m.jobs[m.n_jobs++] = old[i];
+    }
+    free(old);
+    qsort(m.jobs, m.n_jobs, sizeof(gf_job), by_job_id);
+    while (m.n_jobs > GF_PROTO_MAX_JOBS)
+        gf_job_clear(&m.jobs[--m.n_jobs]);
     post(self, self->clients, peer, &m);
 }
 
 static void on_show(gf_server *self, const gf_peer *peer, gf_msg *req)
 {
-    gf_sched_job *sj = gf_sched_get(self->sched, req->id);
-    if (!sj) {
+    gf_msg m;
+    memset(&m, 0, sizeof(m));
+    m.op = GF_OP_JOBS;
+    m.jobs = gf_calloc(1, sizeof(gf_job));
+    if (lookup(self, req->id, &m.jobs[0], true) != 0) {
+        free(m.jobs);
         post_error(self, self->clients, peer, GF_ENOENT, "no job %llu",
                    (unsigned long long)req->id);
         return;
     }
-    bool own = peer->has_cred && (peer->uid == 0 || peer->uid == sj->job.uid);
-    reply_jobs(self, peer, &req->id, 1, own);
+    m.n_jobs = 1;
+    /* the environment only to its owner (and root) */
+    if (!peer->has_cred || (peer->uid != 0 && peer->uid != m.jobs[0].uid))
+        strip_env(&m.jobs[0]);
+    post(self, self->clients, peer, &m);
 }
 
 static void on_wait(gf_server *self, const gf_peer *peer, gf_msg *req)
 {
     for (size_t i = 0; i < req->n_ids; i++)
-        if (!gf_sched_get(self->sched, req->ids[i])) {
+        if (!known(self, req->ids[i])) {
             post_error(self, self->clients, peer, GF_ENOENT, "no job %llu",
                        (unsigned long long)req->ids[i]);
             return;
@@ -694,8 +797,15 @@ static void on_cancel(gf_server *self, const gf_peer *peer, gf_msg *req)
     self->need_sync = true;
     for (size_t i = 0; i < req->n_ids; i++) {
         gf_sched_job *sj = gf_sched_get(self->sched, req->ids[i]);
-        if (!sj) {
-            m.codes[i] = GF_ENOENT;
+        if (!sj) {   /* ended and retired: already over, if it is theirs */
+            gf_job j;
+            if (lookup(self, req->ids[i], &j, false) != 0) {
+                m.codes[i] = GF_ENOENT;
+                continue;
+            }
+            bool theirs = peer->has_cred && (peer->uid == 0 || peer->uid == j.uid);
+            m.codes[i] = theirs ? GF_ESTATE : GF_EPERM;
+            gf_job_clear(&j);
             continue;
         }
         if (!peer->has_cred || (peer->uid != 0 && peer->uid != sj->job.uid)) {
@@ -727,19 +837,20 @@ static void on_cancel(gf_server *self, const gf_peer *peer, gf_msg *req)
 
 static void on_logs(gf_server *self, const gf_peer *peer, gf_msg *req)
 {
-    gf_sched_job *sj = gf_sched_get(self->sched, req->id);
-    if (!sj) {
+    gf_job j;
+    if (lookup(self, req->id, &j, false) != 0) {
         post_error(self, self->clients, peer, GF_ENOENT, "no job %llu",
                    (unsigned long long)req->id);
         return;
     }
-    if (!peer->has_cred || (peer->uid != 0 && peer->uid != sj->job.uid)) {
+    if (!peer->has_cred || (peer->uid != 0 && peer->uid != j.uid)) {
         post_error(self, self->clients, peer, GF_EPERM, "job %llu is not yours",
                    (unsigned long long)req->id);
+        gf_job_clear(&j);
         return;
     }
-    bool over = ended(sj->job.state);
-    const char *path = req->stream == GF_STREAM_ERR ? sj->job.err_path : sj->job.out_path;
+    bool over = ended(j.state);
+    const char *path = req->stream == GF_STREAM_ERR ? j.err_path : j.out_path;
     gf_msg m;
     memset(&m, 0, sizeof(m));
     m.op = GF_OP_LOG;
@@ -756,6 +867,7 @@ static void on_logs(gf_server *self, const gf_peer *peer, gf_msg *req)
     }
     m.eof = over && m.data_len == 0;
     post(self, self->clients, peer, &m);
+    gf_job_clear(&j);
 }
 
 static void on_workers(gf_server *self, const gf_peer *peer)
@@ -1015,8 +1127,8 @@ static void on_result(gf_server *self, wk *w, gf_msg *m)
         else
             set_reason(j, "exit status %d", m->exit_status);
     }
+    j->ended_ms = m->ended_ms;
     finish(self, sj, st);
-    j->ended_ms = m->ended_ms ? m->ended_ms : j->ended_ms;
     GF_DEBUG("job %llu %s", (unsigned long long)j->id, gf_job_state_name(st));
     notify_waiters(self);
 }
@@ -1321,7 +1433,7 @@ gf_server *gf_server_new(const gf_config *cfg)
      * workers reclaim them or the grace runs out. */
     gf_job *jobs;
     size_t n;
-    if (gf_store_load(self->store, false, &jobs, &n) != 0)
+    if (gf_store_load(self->store, true, &jobs, &n) != 0)   /* the live ones */
         goto fail;
     size_t live = 0, running = 0;
     for (size_t i = 0; i < n; i++) {
@@ -1343,8 +1455,15 @@ gf_server *gf_server_new(const gf_config *cfg)
         }
     }
     free(jobs);
+    /* Ended jobs stay in the store only: the final states the live jobs'
+     * --after lists need are read back from it. */
+    size_t pos = 0;
+    gf_sched_job *sj;
+    while ((sj = gf_sched_iter(self->sched, &pos)))
+        for (size_t a = 0; a < sj->job.spec.n_after; a++)
+            note_dependency(self, sj->job.spec.after[a]);
     if (n)
-        GF_INFO("job store: %zu jobs, %zu pending or running (%zu running)", n, live, running);
+        GF_INFO("job store: %zu pending or running (%zu running)", live, running);
     uint64_t grace = (uint64_t)cfg->heartbeat_interval_ms * (uint64_t)cfg->heartbeat_liveness * 2 +
                      2000;
     if (running)
@@ -1375,6 +1494,7 @@ void gf_server_destroy(gf_server **self_p)
     for (size_t i = 0; i < self->n_out; i++)
         gf_msg_clear(&self->out[i].msg);
     free(self->out);
+    free(self->retire);
     while (self->waiters) {
         waiter *w = self->waiters;
         self->waiters = w->next;

@@ -1,7 +1,8 @@
 /* test_sched.c — the scheduling rules, on the job table alone: priority
  * then submission order, named/any/K cards, exclusive vs shared slots, the
  * exclusive waiter blocking new shared jobs, --after, requeue, reclaim,
- * and exclusive jobs handed to a busy card's worker ahead of time. */
+ * exclusive jobs handed to a busy card's worker ahead of time, and ended
+ * jobs retired from the table (their final state kept for --after). */
 #include "broker/sched.h"
 #include "common/config.h"
 #include "common/error.h"
@@ -229,6 +230,79 @@ static void test_after(void **state)
     gf_sched_destroy(&s);
 }
 
+static void set_after(gf_sched *s, uint64_t id, uint64_t dep)
+{
+    gf_sched_job *sj = gf_sched_get(s, id);
+    sj->job.spec.after = gf_calloc(1, sizeof(uint64_t));
+    sj->job.spec.after[0] = dep;
+    sj->job.spec.n_after = 1;
+}
+
+static size_t held(gf_sched *s)
+{
+    size_t pos = 0, n = 0;
+    while (gf_sched_iter(s, &pos))
+        n++;
+    return n;
+}
+
+/* Retired jobs leave the table and its iteration; --after reads their final
+ * state, and that of jobs noted from the store; unknown ids still fail. */
+static void test_retire(void **state)
+{
+    (void)state;
+    gf_sched *s = make(1);
+    for (uint64_t id = 1; id <= 6; id++)
+        add(s, id, GF_REQ_ANY, 0, GF_MODE_EXCLUSIVE, 0);
+    set_after(s, 3, 1);     /* 1 done, retired */
+    set_after(s, 4, 2);     /* 2 failed, retired */
+    set_after(s, 5, 40);    /* 40: ended before this table, noted done */
+    set_after(s, 6, 41);    /* 41: never existed */
+    gf_sched_note_final(s, 40, GF_STATE_DONE);
+    assert_int_equal(next(s, NULL), 1);
+    gf_sched_get(s, 1)->job.state = GF_STATE_DONE;
+    gf_sched_release(s, 1, false);
+    gf_sched_retire(s, 1);
+    assert_null(gf_sched_get(s, 1));
+    gf_job_state st;
+    assert_true(gf_sched_final(s, 1, &st));
+    assert_int_equal(st, GF_STATE_DONE);
+    assert_false(gf_sched_final(s, 3, &st));   /* held, not retired */
+    assert_int_equal(held(s), 5);
+    /* 2 fails without ever running (cancelled while pending) */
+    gf_sched_unqueue(s, 2);
+    gf_sched_get(s, 2)->job.state = GF_STATE_FAILED;
+    gf_sched_retire(s, 2);
+    assert_int_equal(held(s), 4);
+    gf_sched_decision d;
+    int started = 0, failed = 0;
+    while (gf_sched_next(s, &d)) {
+        if (d.action == GF_SCHED_START) {
+            started++;
+            assert_true(d.id == 3 || d.id == 5);
+            gf_sched_get(s, d.id)->job.state = GF_STATE_DONE;
+            gf_sched_release(s, d.id, false);
+            gf_sched_retire(s, d.id);
+        } else {
+            failed++;
+            assert_true(d.id == 4 || d.id == 6);
+            assert_string_equal(d.reason, d.id == 4 ? "dependency 2 failed"
+                                                    : "dependency 41 does not exist");
+            gf_sched_get(s, d.id)->job.state = GF_STATE_FAILED;
+            gf_sched_retire(s, d.id);
+        }
+    }
+    assert_int_equal(started, 2);
+    assert_int_equal(failed, 2);
+    assert_int_equal(held(s), 0);
+    assert_int_equal(gf_sched_pending(s), 0);
+    /* ids go on; a new job after retirements is held and iterated */
+    add(s, 7, GF_REQ_ANY, 0, GF_MODE_EXCLUSIVE, 0);
+    assert_int_equal(held(s), 1);
+    assert_int_equal(next(s, NULL), 7);
+    gf_sched_destroy(&s);
+}
+
 static void test_requeue_and_hold(void **state)
 {
     (void)state;
@@ -374,6 +448,7 @@ int main(void)
         cmocka_unit_test(test_any_and_gpus),
         cmocka_unit_test(test_offline_cards),
         cmocka_unit_test(test_after),
+        cmocka_unit_test(test_retire),
         cmocka_unit_test(test_requeue_and_hold),
         cmocka_unit_test(test_ahead),
         cmocka_unit_test(test_ahead_keeps_order),

@@ -50,5 +50,9 @@ before=$(rss)
 for _ in $(seq 20); do batch; done
 sleep 0.3
 after=$(rss)
-[ $((after - before)) -lt 8192 ] || fail "broker RSS grew from $before to $after KiB over 2,000 ended jobs"
+if ldd "$GFD" 2>/dev/null | grep -q libasan; then
+    echo "note: AddressSanitizer build (freed memory is quarantined): RSS $before -> $after KiB not judged"
+else
+    [ $((after - before)) -lt 8192 ] || fail "broker RSS grew from $before to $after KiB over 2,000 ended jobs"
+fi
 echo "ok: ended jobs from the store (show, wait, logs, cancel, queue --all, --after), after a restart too; broker RSS $before -> $after KiB over 2,000 jobs"

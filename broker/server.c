@@ -695,19 +695,22 @@ static void on_submit(gf_server *self, const gf_peer *peer, gf_msg *req)
     post(self, self->clients, peer, &rep);
 }
 
+/* Ended jobs `queue --all` lists (the most recent); `show ID` reaches any. */
+#define GF_QUEUE_HISTORY 10000
+
 static int by_job_id(const void *a, const void *b)
 {
     uint64_t x = ((const gf_job *)a)->id, y = ((const gf_job *)b)->id;
     return x < y ? -1 : x > y;
 }
 
-/* The live jobs from memory; with --all also the ended ones, from the
- * store. In id order, at most GF_PROTO_MAX_JOBS (the oldest). */
+/* The live jobs from memory; with --all also the GF_QUEUE_HISTORY most
+ * recent ended ones, from the store. In id order. */
 static void on_queue(gf_server *self, const gf_peer *peer, gf_msg *req)
 {
     gf_job *old = NULL;
     size_t n_old = 0;
-    if (req->all && gf_store_load(self->store, false, &old, &n_old) != 0) {
+    if (req->all && gf_store_load_ended(self->store, GF_QUEUE_HISTORY, &old, &n_old) != 0) {
         post_error(self, self->clients, peer, GF_EIO, "queue --all: the job store failed");
         return;
     }

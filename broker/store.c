@@ -306,16 +306,18 @@ int gf_store_get(gf_store *self, uint64_t id, gf_job *out)
     return rc;
 }
 
-int gf_store_load(gf_store *self, bool only_live, gf_job **jobs, size_t *n)
+/* The rows of a SELECT id, record query (limit bound to ?1 when not 0). */
+static int load_rows(gf_store *self, const char *sql, size_t limit, gf_job **jobs, size_t *n)
 {
     *jobs = NULL;
     *n = 0;
-    const char *sql = only_live
-        ? "SELECT id, record FROM jobs WHERE state IN ('pending', 'running') ORDER BY id"
-        : "SELECT id, record FROM jobs ORDER BY id";
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(self->db, sql, -1, &st, NULL) != SQLITE_OK)
         return db_fail(self, "listing jobs");
+    if (limit && sqlite3_bind_int64(st, 1, (sqlite3_int64)limit) != SQLITE_OK) {
+        sqlite3_finalize(st);
+        return db_fail(self, "listing jobs");
+    }
     size_t cap = 0;
     int rc;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
@@ -336,4 +338,26 @@ int gf_store_load(gf_store *self, bool only_live, gf_job **jobs, size_t *n)
     if (rc != SQLITE_DONE)
         return db_fail(self, "listing jobs");
     return 0;
+}
+
+int gf_store_load(gf_store *self, bool only_live, gf_job **jobs, size_t *n)
+{
+    return load_rows(self,
+                     only_live ? "SELECT id, record FROM jobs WHERE state IN ('pending', 'running') "
+                                 "ORDER BY id"
+                               : "SELECT id, record FROM jobs ORDER BY id",
+                     0, jobs, n);
+}
+
+int gf_store_load_ended(gf_store *self, size_t limit, gf_job **jobs, size_t *n)
+{
+    if (limit == 0) {
+        *jobs = NULL;
+        *n = 0;
+        return 0;
+    }
+    return load_rows(self,
+                     "SELECT id, record FROM (SELECT id, record FROM jobs WHERE state NOT IN "
+                     "('pending', 'running') ORDER BY id DESC LIMIT ?1) ORDER BY id",
+                     limit, jobs, n);
 }

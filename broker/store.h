@@ -63,4 +63,8 @@ int gf_store_get(gf_store *self, uint64_t id, gf_job *out);
  * caller clears each and frees the array. */
 int gf_store_load(gf_store *self, bool only_live, gf_job **jobs, size_t *n);
 
+/* The `limit` most recent ended jobs (done, failed, cancelled), in id order.
+ * The caller clears each and frees the array. */
+int gf_store_load_ended(gf_store *self, size_t limit, gf_job **jobs, size_t *n);
+
 #endif

@@ -19,7 +19,7 @@ int gf_cmd_queue(int argc, char **argv)
     const gf_cli_flag flags[] = { { "all", 'a', &all }, { "json", 0, &json }, { NULL, 0, NULL } };
     int prc = gf_cli_flags(argc, argv,
                            "usage: gpuflock queue [--all] [--json] [--config FILE]\n"
-                           "  pending and running jobs (--all: ended ones too)\n",
+                           "  pending and running jobs (--all: the 10,000 most recent ended ones too)\n",
                            flags, &config);
     if (prc)
         return prc < 0 ? 0 : prc;

@@ -153,6 +153,43 @@ static void test_insert_get_update(void **state)
 /* A diarize job keeps its parameters and last progress in the record blob,
  * across a close and reopen (no schema change: the blob is the protocol's
  * own encoding, where these keys are optional). */
+/* The most recent ended jobs, in id order; live ones are not among them. */
+static void test_load_ended(void **state)
+{
+    fixture *f = *state;
+    gf_store *s = gf_store_open(f->path);
+    assert_non_null(s);
+    assert_int_equal(gf_store_begin(s), 0);
+    for (int i = 0; i < 8; i++) {
+        gf_job j;
+        make_job(&j, "job", 0);
+        assert_int_equal(gf_store_insert(s, &j), 0);   /* ids 1..8 */
+        j.state = i % 4 == 3 ? GF_STATE_RUNNING : i % 2 ? GF_STATE_FAILED : GF_STATE_DONE;
+        assert_int_equal(gf_store_update(s, &j), 0);
+        gf_job_clear(&j);
+    }
+    assert_int_equal(gf_store_commit(s), 0);
+    gf_job *jobs;
+    size_t n;
+    assert_int_equal(gf_store_load_ended(s, 3, &jobs, &n), 0);
+    assert_int_equal(n, 3);   /* ended: 1 2 3 5 6 7; the newest three */
+    assert_int_equal(jobs[0].id, 5);
+    assert_int_equal(jobs[1].id, 6);
+    assert_int_equal(jobs[2].id, 7);
+    for (size_t i = 0; i < n; i++)
+        gf_job_clear(&jobs[i]);
+    free(jobs);
+    assert_int_equal(gf_store_load_ended(s, 100, &jobs, &n), 0);
+    assert_int_equal(n, 6);
+    assert_int_equal(jobs[0].id, 1);
+    for (size_t i = 0; i < n; i++)
+        gf_job_clear(&jobs[i]);
+    free(jobs);
+    assert_int_equal(gf_store_load_ended(s, 0, &jobs, &n), 0);
+    assert_int_equal(n, 0);
+    gf_store_destroy(&s);
+}
+
 static void test_diarize_record(void **state)
 {
     fixture *f = *state;
@@ -359,6 +396,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_insert_get_update, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_load_ended, setup, teardown),
         cmocka_unit_test_setup_teardown(test_diarize_record, setup, teardown),
         cmocka_unit_test_setup_teardown(test_durable_across_crash, setup, teardown),
         cmocka_unit_test_setup_teardown(test_migration, setup, teardown),

@@ -340,3 +340,15 @@ extern "C" __global__ void gf_fbank_log_norm(float *mel, int frames)
     for (int t = threadIdx.x; t < frames; t += blockDim.x)
         m[(long)t * 80] = m[(long)t * 80] - mean;
 }
+
+// Windows [B, window] from one span of audio where window b starts at
+// b * step (the pipeline's overlapping windows, sent to the card once).
+extern "C" __global__ void gf_windows_expand(const float *span, int step, int window, int B,
+                                             float *out)
+{
+    long i = (long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= (long)B * window)
+        return;
+    long b = i / window, j = i - b * window;
+    out[i] = span[b * step + j];
+}

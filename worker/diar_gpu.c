@@ -27,6 +27,10 @@ typedef struct {
     gf_fbank_gpu *fbank;          /* its features, on the card */
     const float *seg_wave;        /* host wave of the last segment call, on the card */
     int seg_batch;                /* its windows */
+    bool seg_span;                /* the last segment call came from a span */
+    gf_cu_ptr span;               /* device copy of a span ((max_batch - 1) s + 10 s) */
+    gf_cu_function expand;        /* glue gf_windows_expand: span → windows */
+    int max_batch;                /* windows per batch at most */
     bool feats_kept;              /* the last fbank left its features on the card */
     int feats_batch;              /* their windows */
 } gpu_ctx;
@@ -38,9 +42,36 @@ static int gpu_segment(void *ctx, const float *wave, int B, float *logp, gf_devs
 {
     gpu_ctx *c = ctx;
     c->seg_wave = NULL;
+    c->seg_span = false;
     int rc = gf_segmentation_gpu_run(c->seg, wave, B, logp, stats);
     if (rc == 0) {
         c->seg_wave = wave;
+        c->seg_batch = B;
+    }
+    return rc;
+}
+
+/* The span goes to the card (a tenth of the windows' bytes) and is expanded
+ * there into the segmentation's input, which the fbank then reads too. */
+static int gpu_segment_span(void *ctx, const float *span, int B, float *logp,
+                            gf_devstats *stats)
+{
+    gpu_ctx *c = ctx;
+    c->seg_wave = NULL;
+    c->seg_span = false;
+    if (B < 1 || B > c->max_batch) {
+        GF_ERROR("segmentation (gpu): batch of %d windows, capacity %d", B, c->max_batch);
+        return GF_EINVAL;
+    }
+    size_t samples = (size_t)(B - 1) * GF_DIAR_STEP + GF_DIAR_WINDOW;
+    int step = GF_DIAR_STEP, window = GF_DIAR_WINDOW;
+    gf_cu_ptr out = gf_segmentation_gpu_input(c->seg);
+    void *p[] = { &c->span, &step, &window, &B, &out };
+    int rc = gf_gpu_upload(c->gpu, c->span, span, samples * sizeof(float));
+    rc = rc ? rc : gf_gpu_launch1d(c->gpu, c->expand, (long)B * GF_DIAR_WINDOW, p);
+    rc = rc ? rc : gf_segmentation_gpu_run_dev(c->seg, B, logp, stats);
+    if (rc == 0) {
+        c->seg_span = true;
         c->seg_batch = B;
     }
     return rc;
@@ -50,11 +81,11 @@ static int gpu_fbank(void *ctx, const float *wave, int B, float *feats, gf_devst
 {
     gpu_ctx *c = ctx;
     c->feats_kept = false;
-    int rc = wave == c->seg_wave && B == c->seg_batch
-                 ? gf_fbank_gpu_run_dev(c->fbank, gf_segmentation_gpu_input(c->seg), B, feats,
-                                        stats)
-                 : feats ? gf_fbank_gpu_run(c->fbank, wave, B, feats, stats)
-                         : GF_EINVAL;
+    bool on_card = B == c->seg_batch && (wave ? wave == c->seg_wave : c->seg_span);
+    int rc = on_card ? gf_fbank_gpu_run_dev(c->fbank, gf_segmentation_gpu_input(c->seg), B,
+                                            feats, stats)
+             : wave && feats ? gf_fbank_gpu_run(c->fbank, wave, B, feats, stats)
+                             : GF_EINVAL;
     if (rc == 0 && !feats) {
         c->feats_kept = true;
         c->feats_batch = B;
@@ -168,9 +199,14 @@ int gf_diar_backend_gpu(int ordinal, const char *models_dir, int max_batch, gf_m
         goto fail;
     }
     rc = apply_plan(c, ordinal, max_batch, math);
+    c->max_batch = max_batch;
+    rc = rc ? rc : gf_gpu_alloc(c->gpu, ((size_t)(max_batch - 1) * GF_DIAR_STEP + GF_DIAR_WINDOW)
+                                            * sizeof(float), &c->span);
+    rc = rc ? rc : gf_gpu_function(c->gpu, "glue", "gf_windows_expand", &c->expand, NULL, NULL);
     if (rc != 0)
         goto fail;
     *out = (gf_diar_backend){ .name = "cuda", .route = "library", .segment = gpu_segment,
+                              .segment_span = gpu_segment_span,
                               .embed = gpu_embed, .fbank = gpu_fbank, .destroy = gpu_destroy,
                               .pin = gpu_pin, .unpin = gpu_unpin, .ctx = c,
                               .ahc_link = gf_ahc_link_gpu, .ahc_ctx = c->gpu };

@@ -272,7 +272,9 @@ struct gf_diar {
     int batch;                 /* windows per network call */
     gf_diar_backend backend;   /* the networks (unused in weight-free mode) */
     bool has_backend;          /* backend holds something to destroy */
-    bool wave_pinned;          /* backend.pin took wave */
+    float *span;               /* span mode (backend.segment_span): the batch as one
+                                  stretch of audio, window b at b * GF_DIAR_STEP */
+    float *pinned;             /* the buffer backend.pin took, or NULL */
     gf_plda *plda;             /* NULL in weight-free mode */
     gf_fbank *fbank;           /* plain (not mean-normalised) fbank, weight-free mode */
     float *wave;               /* [batch x 160000] */
@@ -353,12 +355,25 @@ static void drop_backend(gf_diar *d)
 {
     if (!d->has_backend)
         return;
-    if (d->wave_pinned && d->backend.unpin)
-        d->backend.unpin(d->backend.ctx, d->wave);
-    d->wave_pinned = false;
+    if (d->pinned && d->backend.unpin)
+        d->backend.unpin(d->backend.ctx, d->pinned);
+    d->pinned = NULL;
     if (d->backend.destroy)
         d->backend.destroy(d->backend.ctx);
     d->has_backend = false;
+}
+
+/* Samples of a span of n windows. */
+static size_t span_samples(int n)
+{
+    return (size_t)(n - 1) * GF_DIAR_STEP + GF_DIAR_WINDOW;
+}
+
+/* Span mode: the backend segments from one span and keeps the windows for
+ * its fbank (pipeline.h). */
+static bool span_mode(const gf_diar *d)
+{
+    return d->has_backend && d->backend.segment_span && d->backend.fbank;
 }
 
 void gf_diar_set_backend(gf_diar *self, gf_diar_backend *backend)
@@ -368,11 +383,14 @@ void gf_diar_set_backend(gf_diar *self, gf_diar_backend *backend)
     self->backend = *backend;
     self->has_backend = true;
     memset(backend, 0, sizeof *backend);
+    if (span_mode(self) && !self->span)
+        self->span = gf_malloc(span_samples(self->batch) * sizeof *self->span);
     /* Not pinned is only slower: the copies stage through pageable memory. */
-    if (self->backend.pin)
-        self->wave_pinned = self->backend.pin(self->backend.ctx, self->wave,
-                                              (size_t)self->batch * GF_DIAR_WINDOW
-                                                  * sizeof *self->wave) == 0;
+    float *buf = span_mode(self) ? self->span : self->wave;
+    size_t bytes = span_mode(self) ? span_samples(self->batch) * sizeof(float)
+                                   : (size_t)self->batch * GF_DIAR_WINDOW * sizeof(float);
+    if (self->backend.pin && self->backend.pin(self->backend.ctx, buf, bytes) == 0)
+        self->pinned = buf;
 }
 
 void gf_diar_destroy(gf_diar **self_p)
@@ -384,6 +402,7 @@ void gf_diar_destroy(gf_diar **self_p)
     gf_plda_destroy(&d->plda);
     gf_fbank_destroy(&d->fbank);
     free(d->wave);
+    free(d->span);
     free(d->valid);
     free(d->logp);
     free(d->feats);
@@ -504,7 +523,9 @@ static int run_batch_neural(gf_diar *d, int nb, float *seg, float *emb, float *l
                             gf_devstats *stats, gf_diar_result *res)
 {
     uint64_t t0 = gf_now_ns();
-    int rc = d->backend.segment(d->backend.ctx, d->wave, nb, d->logp, stats);
+    bool span = span_mode(d);
+    int rc = span ? d->backend.segment_span(d->backend.ctx, d->span, nb, d->logp, stats)
+                  : d->backend.segment(d->backend.ctx, d->wave, nb, d->logp, stats);
     if (rc) {
         GF_ERROR("segmentation (%s) failed on a batch of %d windows", d->backend.name, nb);
         return rc;
@@ -520,7 +541,7 @@ static int run_batch_neural(gf_diar *d, int nb, float *seg, float *emb, float *l
 
     t0 = gf_now_ns();
     if (d->backend.fbank) {   /* on the backend's device, where the features stay */
-        rc = d->backend.fbank(d->backend.ctx, d->wave, nb, NULL, stats);
+        rc = d->backend.fbank(d->backend.ctx, span ? NULL : d->wave, nb, NULL, stats);
         if (rc) {
             GF_ERROR("fbank (%s) failed on a batch of %d windows", d->backend.name, nb);
             return rc;
@@ -850,6 +871,7 @@ int gf_diar_run(gf_diar *d, const char *path, const gf_diar_run_opts *o, gf_devs
     while (!done) {
         uint64_t t0 = gf_now_ns();
         int nb = 0;
+        int64_t span_start = 0;
         while (nb < d->batch) {
             const float *win;
             int64_t start;
@@ -868,7 +890,21 @@ int gf_diar_run(gf_diar *d, const char *path, const gf_diar_run_opts *o, gf_devs
                 done = true;
                 break;
             }
-            memcpy(d->wave + (size_t)nb * GF_DIAR_WINDOW, win, GF_DIAR_WINDOW * sizeof *win);
+            if (!span_mode(d)) {
+                memcpy(d->wave + (size_t)nb * GF_DIAR_WINDOW, win, GF_DIAR_WINDOW * sizeof *win);
+            } else if (nb == 0) {
+                memcpy(d->span, win, GF_DIAR_WINDOW * sizeof *win);
+                span_start = start;
+            } else if (start == span_start + (int64_t)nb * GF_DIAR_STEP) {
+                /* the window's last second is new; the rest is its neighbours' */
+                memcpy(d->span + span_samples(nb + 1) - GF_DIAR_STEP,
+                       win + GF_DIAR_WINDOW - GF_DIAR_STEP, GF_DIAR_STEP * sizeof *win);
+            } else {
+                GF_ERROR("%s: window at sample %lld is not one step after the previous one",
+                         path, (long long)start);
+                rc = GF_ESTATE;
+                goto out;
+            }
             d->valid[nb] = valid;
             last_sample = start + (int64_t)valid;
             nb++;

@@ -62,6 +62,12 @@ typedef struct {
      * device backend may start from the copy segment made; with feats NULL
      * the features stay on the device for the embed call that follows. */
     int (*fbank)(void *ctx, const float *wave, int B, float *feats, gf_devstats *stats);
+    /* Optional: segment from the batch as one span of audio, window b being
+     * span[b * 16000 .. b * 16000 + 160000) ((B - 1) * 16000 + 160000
+     * samples: consecutive windows overlap by 9 s, so a device backend moves
+     * a tenth of the bytes). The pipeline then calls fbank with wave NULL for
+     * the same windows. */
+    int (*segment_span)(void *ctx, const float *span, int B, float *logp, gf_devstats *stats);
     /* Optional: page-lock the pipeline's batch buffer (host, bytes) for
      * faster copies, and undo it before the buffer is freed. */
     int (*pin)(void *ctx, void *host, size_t bytes);

@@ -341,6 +341,15 @@ int gf_segmentation_gpu_run(gf_segmentation_gpu *s, const float *wave, int B, fl
         return GF_EINVAL;
     }
     GF_TRY(gf_gpu_upload(s->gpu, s->wave, wave, (size_t)B * N_IN * sizeof(float)));
+    return gf_segmentation_gpu_run_dev(s, B, logp, stats);
+}
+
+int gf_segmentation_gpu_run_dev(gf_segmentation_gpu *s, int B, float *logp, gf_devstats *stats)
+{
+    if (B < 1 || B > s->max_batch) {
+        GF_ERROR("segmentation (gpu): batch of %d windows, capacity %d", B, s->max_batch);
+        return GF_EINVAL;
+    }
     STAGE("sincnet.conv0.abs_pool", sincnet(s, B));
     STAGE("segconv.conv1", conv_stage(s, B, s->p1, NF, T_P1, 0, s->c2, s->p2));
     STAGE("segconv.conv2", conv_stage(s, B, s->p2, C2, T_P2, 1, s->c3, s->p3));

@@ -48,5 +48,9 @@ int gf_segmentation_gpu_run(gf_segmentation_gpu *self, const float *wave, int B,
 /* The card's copy of the last run's input wave, device [B, 160000]: the
  * fbank of the same windows may start from it (gf_fbank_gpu_run_dev). */
 gf_cu_ptr gf_segmentation_gpu_input(const gf_segmentation_gpu *self);
+/* gf_segmentation_gpu_run on the wave already at gf_segmentation_gpu_input
+ * (B windows, put there by a kernel). */
+int gf_segmentation_gpu_run_dev(gf_segmentation_gpu *self, int B, float *logp,
+                                gf_devstats *stats);
 
 #endif

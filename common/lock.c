@@ -44,21 +44,16 @@ const char *gf_lock_mode_name(gf_lock_mode mode)
  * another's. */
 static int make_parents(const char *path)
 {
-    char *p = gf_strdup(path);
-    int rc = 0;
-    for (char *s = strchr(p + 1, '/'); s; s = strchr(s + 1, '/')) {
-        *s = '\0';
-        if (mkdir(p, LOCK_DIR_MODE) == 0) {
-            if (chmod(p, LOCK_DIR_MODE) != 0)   /* past the umask */
-                GF_WARN("%s: cannot set mode %o: %s", p, LOCK_DIR_MODE, strerror(errno));
-        } else if (errno != EEXIST) {
-            GF_ERROR("lock file %s: cannot create folder %s: %s", path, p, strerror(errno));
-            rc = GF_EIO;
-            break;
-        }
-        *s = '/';
-    }
-    free(p);
+    const char *slash = strrchr(path, '/');
+    if (!slash || slash == path)
+        return 0;
+    char *dir = gf_strdup(path), *failed = NULL;
+    dir[slash - path] = '\0';
+    int rc = gf_mkdir_p_exact(dir, LOCK_DIR_MODE, &failed);
+    if (rc)
+        GF_ERROR("lock file %s: cannot create folder %s: %s", path, failed, strerror(errno));
+    free(failed);
+    free(dir);
     return rc;
 }
 

@@ -119,7 +119,7 @@ char *gf_beside_self(const char *name)
     return gf_strfmt("%s/%s", slash ? exe : ".", name);
 }
 
-int gf_mkdir_p(const char *path, mode_t mode, char **failed)
+static int mkdir_p(const char *path, mode_t mode, bool exact, char **failed)
 {
     if (failed)
         *failed = NULL;
@@ -129,7 +129,10 @@ int gf_mkdir_p(const char *path, mode_t mode, char **failed)
         if (*p == '/' || last) {
             char saved = *p;
             *p = '\0';
-            if (mkdir(buf, mode) != 0 && errno != EEXIST) {
+            if (mkdir(buf, mode) == 0) {
+                if (exact && chmod(buf, mode) != 0)
+                    GF_WARN("%s: cannot set mode %o: %s", buf, (unsigned)mode, strerror(errno));
+            } else if (errno != EEXIST) {
                 int e = errno;
                 if (failed)
                     *failed = gf_strdup(buf);
@@ -144,4 +147,14 @@ int gf_mkdir_p(const char *path, mode_t mode, char **failed)
     }
     free(buf);
     return 0;
+}
+
+int gf_mkdir_p(const char *path, mode_t mode, char **failed)
+{
+    return mkdir_p(path, mode, false, failed);
+}
+
+int gf_mkdir_p_exact(const char *path, mode_t mode, char **failed)
+{
+    return mkdir_p(path, mode, true, failed);
 }

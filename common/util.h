@@ -30,6 +30,10 @@ char *gf_beside_self(const char *name);
  * Returns 0 (also when it exists), or GF_EIO with errno set and, in *failed
  * (may be NULL; the caller frees), the folder that could not be made. */
 int gf_mkdir_p(const char *path, mode_t mode, char **failed);
+/* gf_mkdir_p, and each folder it creates then gets exactly mode, past the
+ * umask (a chmod that fails is warned about, not fatal): for folders shared
+ * by every user, such as the lock files' (01777). */
+int gf_mkdir_p_exact(const char *path, mode_t mode, char **failed);
 
 /* Monotonic clock in nanoseconds / milliseconds. */
 uint64_t gf_now_ns(void);

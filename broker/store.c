@@ -2,11 +2,18 @@
  *
  * Migrations are an ordered list of SQL scripts; the database's
  * user_version says how many have run. A new schema change is a new entry
- * at the end, never an edit of an old one. */
+ * at the end, never an edit of an old one.
+ *
+ * A job's record is its msgpack "jobs" message. Its environment is kept
+ * apart, once per distinct environment (table envs, by SHA-256 of its
+ * strings): the jobs of one array, and most of one user's jobs, share it,
+ * so it is neither stored nor rewritten (at each start and end) per job.
+ * Rows written before schema 3 keep theirs inline (env_id 0). */
 #include "broker/store.h"
 
 #include "common/error.h"
 #include "common/log.h"
+#include "common/sha256.h"
 #include "common/util.h"
 
 #include <assert.h>
@@ -23,6 +30,11 @@ struct gf_store {
     sqlite3_stmt *insert;     /* prepared once, reused */
     sqlite3_stmt *update;
     sqlite3_stmt *get;
+    sqlite3_stmt *env_find;   /* id of an environment by digest */
+    sqlite3_stmt *env_add;
+    sqlite3_stmt *env_get;    /* its strings by id */
+    char env_digest[GF_SHA256_HEX_LEN];  /* the last environment stored, and its id */
+    int64_t env_id;
     bool in_tx;               /* between begin and commit/rollback */
     int wal_fd;               /* the -wal file, for gf_store_sync; -1 until used */
 };
@@ -40,6 +52,12 @@ static const char *const migrations[GF_STORE_SCHEMA_VERSION] = {
     /* 1 → 2: end times as a column, and an index for the live queue */
     "ALTER TABLE jobs ADD COLUMN ended_ms INTEGER NOT NULL DEFAULT 0;"
     "CREATE INDEX jobs_state ON jobs(state);",
+    /* 2 → 3: environments stored once (NUL-terminated strings, end to end) */
+    "CREATE TABLE envs ("
+    "  id INTEGER PRIMARY KEY,"
+    "  digest TEXT NOT NULL UNIQUE,"
+    "  data BLOB NOT NULL);"
+    "ALTER TABLE jobs ADD COLUMN env_id INTEGER NOT NULL DEFAULT 0;",
 };
 
 static int db_fail(gf_store *self, const char *what)
@@ -125,13 +143,20 @@ gf_store *gf_store_open(const char *path)
     if (migrate(self))
         goto fail;
     if (sqlite3_prepare_v2(self->db,
-                           "INSERT INTO jobs(state, uid, priority, submitted_ms, ended_ms, record)"
-                           " VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                           "INSERT INTO jobs(state, uid, priority, submitted_ms, ended_ms, record,"
+                           " env_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
                            -1, &self->insert, NULL) != SQLITE_OK ||
         sqlite3_prepare_v2(self->db,
-                           "UPDATE jobs SET state = ?1, ended_ms = ?2, record = ?3 WHERE id = ?4",
+                           "UPDATE jobs SET state = ?1, ended_ms = ?2, record = ?3, env_id = ?5"
+                           " WHERE id = ?4",
                            -1, &self->update, NULL) != SQLITE_OK ||
-        sqlite3_prepare_v2(self->db, "SELECT id, record FROM jobs WHERE id = ?1", -1, &self->get,
+        sqlite3_prepare_v2(self->db, "SELECT id, record, env_id FROM jobs WHERE id = ?1", -1,
+                           &self->get, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(self->db, "SELECT id FROM envs WHERE digest = ?1", -1,
+                           &self->env_find, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(self->db, "INSERT INTO envs(digest, data) VALUES (?1, ?2)", -1,
+                           &self->env_add, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(self->db, "SELECT data FROM envs WHERE id = ?1", -1, &self->env_get,
                            NULL) != SQLITE_OK) {
         db_fail(self, "preparing statements");
         goto fail;
@@ -150,6 +175,9 @@ void gf_store_destroy(gf_store **self_p)
     sqlite3_finalize(self->insert);
     sqlite3_finalize(self->update);
     sqlite3_finalize(self->get);
+    sqlite3_finalize(self->env_find);
+    sqlite3_finalize(self->env_add);
+    sqlite3_finalize(self->env_get);
     if (self->db)
         sqlite3_close(self->db);
     if (self->wal_fd >= 0)
@@ -180,6 +208,7 @@ int gf_store_commit(gf_store *self)
     if (exec_sql(self, "COMMIT")) {
         exec_sql(self, "ROLLBACK");
         self->in_tx = false;
+        self->env_id = 0;
         return GF_EIO;
     }
     self->in_tx = false;
@@ -188,6 +217,7 @@ int gf_store_commit(gf_store *self)
 
 int gf_store_rollback(gf_store *self)
 {
+    self->env_id = 0;   /* an environment added in the transaction is gone with it */
     if (!self->in_tx)
         return 0;
     self->in_tx = false;
@@ -212,15 +242,99 @@ int gf_store_sync(gf_store *self)
     return 0;
 }
 
-/* The record blob: a "jobs" message holding this one job. */
+/* The record blob: a "jobs" message holding this one job, without its
+ * environment (stored apart). */
 static int encode_record(const gf_job *job, uint8_t **buf, size_t *len)
 {
+    gf_job bare = *job;       /* a shallow copy: only read */
+    bare.spec.env = NULL;
+    bare.spec.n_env = 0;
     gf_msg m;
     memset(&m, 0, sizeof(m));
     m.op = GF_OP_JOBS;
-    m.jobs = (gf_job *)job;   /* borrowed, never freed through m */
+    m.jobs = &bare;           /* borrowed, never freed through m */
     m.n_jobs = 1;
     return gf_proto_encode(&m, buf, len);
+}
+
+/* The id of the job's environment in envs (added when new); 0 for none. */
+static int store_env(gf_store *self, const gf_job_spec *sp, int64_t *id)
+{
+    *id = 0;
+    if (sp->n_env == 0)
+        return 0;
+    size_t len = 0;
+    for (size_t i = 0; i < sp->n_env; i++)
+        len += strlen(sp->env[i]) + 1;
+    char *data = gf_malloc(len), *p = data;
+    for (size_t i = 0; i < sp->n_env; i++) {
+        size_t n = strlen(sp->env[i]) + 1;
+        memcpy(p, sp->env[i], n);
+        p += n;
+    }
+    char digest[GF_SHA256_HEX_LEN];
+    gf_sha256_hex(data, len, digest);
+    if (self->env_id && strcmp(digest, self->env_digest) == 0) {
+        free(data);
+        *id = self->env_id;
+        return 0;
+    }
+    sqlite3_stmt *st = self->env_find;
+    sqlite3_reset(st);
+    sqlite3_bind_text(st, 1, digest, -1, SQLITE_TRANSIENT);
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) {
+        *id = sqlite3_column_int64(st, 0);
+        free(data);
+    } else if (rc == SQLITE_DONE) {
+        st = self->env_add;
+        sqlite3_reset(st);
+        sqlite3_bind_text(st, 1, digest, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_blob(st, 2, data, (int)len, free);
+        if (sqlite3_step(st) != SQLITE_DONE)
+            return db_fail(self, "storing an environment");
+        *id = sqlite3_last_insert_rowid(self->db);
+    } else {
+        free(data);
+        return db_fail(self, "looking up an environment");
+    }
+    memcpy(self->env_digest, digest, sizeof digest);
+    self->env_id = *id;
+    return 0;
+}
+
+/* The environment env_id into the job (replacing any inline one). */
+static int load_env(gf_store *self, uint64_t job_id, int64_t env_id, gf_job *job)
+{
+    if (env_id == 0)
+        return 0;
+    sqlite3_stmt *st = self->env_get;
+    sqlite3_reset(st);
+    sqlite3_bind_int64(st, 1, env_id);
+    if (sqlite3_step(st) != SQLITE_ROW) {
+        GF_ERROR("job store %s: job %llu: its environment (%lld) is missing", self->path,
+                 (unsigned long long)job_id, (long long)env_id);
+        return GF_EIO;
+    }
+    const char *data = sqlite3_column_blob(st, 0);
+    size_t len = (size_t)sqlite3_column_bytes(st, 0), n = 0;
+    if (len == 0 || data[len - 1] != '\0') {
+        GF_ERROR("job store %s: job %llu: its environment (%lld) is damaged", self->path,
+                 (unsigned long long)job_id, (long long)env_id);
+        return GF_EIO;
+    }
+    for (size_t i = 0; i < len; i++)
+        n += data[i] == '\0';
+    for (size_t i = 0; i < job->spec.n_env; i++)
+        free(job->spec.env[i]);
+    free(job->spec.env);
+    job->spec.env = gf_calloc(n, sizeof(char *));
+    job->spec.n_env = n;
+    for (size_t i = 0, off = 0; i < n; i++) {
+        job->spec.env[i] = gf_strdup(data + off);
+        off += strlen(data + off) + 1;
+    }
+    return 0;
 }
 
 static int decode_record(gf_store *self, uint64_t id, const void *blob, int len, gf_job *out)
@@ -244,11 +358,27 @@ static int decode_record(gf_store *self, uint64_t id, const void *blob, int len,
     return 0;
 }
 
+/* A row of (id, record, env_id) into *out. */
+static int row_job(gf_store *self, sqlite3_stmt *st, gf_job *out)
+{
+    uint64_t id = (uint64_t)sqlite3_column_int64(st, 0);
+    int rc = decode_record(self, id, sqlite3_column_blob(st, 1), sqlite3_column_bytes(st, 1), out);
+    if (rc == 0 && (rc = load_env(self, id, sqlite3_column_int64(st, 2), out)) != 0) {
+        gf_job_clear(out);
+        gf_job_init(out);
+    }
+    return rc;
+}
+
 int gf_store_insert(gf_store *self, gf_job *job)
 {
+    int64_t env_id;
+    int rc = store_env(self, &job->spec, &env_id);
+    if (rc)
+        return rc;
     uint8_t *buf;
     size_t len;
-    int rc = encode_record(job, &buf, &len);
+    rc = encode_record(job, &buf, &len);
     if (rc) {
         GF_ERROR("job store %s: job record over the protocol limits", self->path);
         return rc;
@@ -261,6 +391,7 @@ int gf_store_insert(gf_store *self, gf_job *job)
     sqlite3_bind_int64(st, 4, job->submitted_ms);
     sqlite3_bind_int64(st, 5, job->ended_ms);
     sqlite3_bind_blob(st, 6, buf, (int)len, free);
+    sqlite3_bind_int64(st, 7, env_id);
     if (sqlite3_step(st) != SQLITE_DONE)
         return db_fail(self, "inserting a job");
     job->id = (uint64_t)sqlite3_last_insert_rowid(self->db);
@@ -269,9 +400,13 @@ int gf_store_insert(gf_store *self, gf_job *job)
 
 int gf_store_update(gf_store *self, const gf_job *job)
 {
+    int64_t env_id;
+    int rc = store_env(self, &job->spec, &env_id);   /* an old row's inline one moves out */
+    if (rc)
+        return rc;
     uint8_t *buf;
     size_t len;
-    int rc = encode_record(job, &buf, &len);
+    rc = encode_record(job, &buf, &len);
     if (rc) {
         GF_ERROR("job store %s: job %llu: record over the protocol limits", self->path,
                  (unsigned long long)job->id);
@@ -283,6 +418,7 @@ int gf_store_update(gf_store *self, const gf_job *job)
     sqlite3_bind_int64(st, 2, job->ended_ms);
     sqlite3_bind_blob(st, 3, buf, (int)len, free);
     sqlite3_bind_int64(st, 4, (sqlite3_int64)job->id);
+    sqlite3_bind_int64(st, 5, env_id);
     if (sqlite3_step(st) != SQLITE_DONE)
         return db_fail(self, "updating a job");
     if (sqlite3_changes(self->db) == 0)
@@ -301,12 +437,13 @@ int gf_store_get(gf_store *self, uint64_t id, gf_job *out)
         return GF_ENOENT;
     if (rc != SQLITE_ROW)
         return db_fail(self, "reading a job");
-    rc = decode_record(self, id, sqlite3_column_blob(st, 1), sqlite3_column_bytes(st, 1), out);
+    rc = row_job(self, st, out);
     sqlite3_reset(st);
     return rc;
 }
 
-/* The rows of a SELECT id, record query (limit bound to ?1 when not 0). */
+/* The rows of a SELECT id, record, env_id query (limit bound to ?1 when
+ * not 0). */
 static int load_rows(gf_store *self, const char *sql, size_t limit, gf_job **jobs, size_t *n)
 {
     *jobs = NULL;
@@ -325,10 +462,9 @@ static int load_rows(gf_store *self, const char *sql, size_t limit, gf_job **job
             cap = cap ? cap * 2 : 64;
             *jobs = gf_realloc(*jobs, cap * sizeof(gf_job));
         }
-        uint64_t id = (uint64_t)sqlite3_column_int64(st, 0);
         gf_job *j = &(*jobs)[*n];
         gf_job_init(j);
-        if (decode_record(self, id, sqlite3_column_blob(st, 1), sqlite3_column_bytes(st, 1), j)) {
+        if (row_job(self, st, j)) {
             /* a row that does not decode is reported and skipped, not fatal */
             continue;
         }
@@ -343,9 +479,9 @@ static int load_rows(gf_store *self, const char *sql, size_t limit, gf_job **job
 int gf_store_load(gf_store *self, bool only_live, gf_job **jobs, size_t *n)
 {
     return load_rows(self,
-                     only_live ? "SELECT id, record FROM jobs WHERE state IN ('pending', 'running') "
-                                 "ORDER BY id"
-                               : "SELECT id, record FROM jobs ORDER BY id",
+                     only_live ? "SELECT id, record, env_id FROM jobs WHERE state IN "
+                                 "('pending', 'running') ORDER BY id"
+                               : "SELECT id, record, env_id FROM jobs ORDER BY id",
                      0, jobs, n);
 }
 
@@ -357,7 +493,7 @@ int gf_store_load_ended(gf_store *self, size_t limit, gf_job **jobs, size_t *n)
         return 0;
     }
     return load_rows(self,
-                     "SELECT id, record FROM (SELECT id, record FROM jobs WHERE state NOT IN "
-                     "('pending', 'running') ORDER BY id DESC LIMIT ?1) ORDER BY id",
+                     "SELECT id, record, env_id FROM (SELECT id, record, env_id FROM jobs WHERE "
+                     "state NOT IN ('pending', 'running') ORDER BY id DESC LIMIT ?1) ORDER BY id",
                      limit, jobs, n);
 }

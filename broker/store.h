@@ -25,7 +25,7 @@
 typedef struct gf_store gf_store;
 
 /* The schema version this code writes (PRAGMA user_version). */
-#define GF_STORE_SCHEMA_VERSION 2
+#define GF_STORE_SCHEMA_VERSION 3
 
 /* Open or create the store at path (its folder must exist), migrating an
  * older schema forward. A schema newer than this code is refused. Returns

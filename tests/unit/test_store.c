@@ -153,6 +153,101 @@ static void test_insert_get_update(void **state)
 /* A diarize job keeps its parameters and last progress in the record blob,
  * across a close and reopen (no schema change: the blob is the protocol's
  * own encoding, where these keys are optional). */
+static void set_env(gf_job *j, const char *const *env, size_t n)
+{
+    j->spec.env = gf_calloc(n ? n : 1, sizeof(char *));
+    for (size_t i = 0; i < n; i++)
+        j->spec.env[i] = gf_strdup(env[i]);
+    j->spec.n_env = n;
+}
+
+static void assert_env(const gf_job *j, const char *const *env, size_t n)
+{
+    assert_int_equal(j->spec.n_env, n);
+    for (size_t i = 0; i < n; i++)
+        assert_string_equal(j->spec.env[i], env[i]);
+}
+
+static int count_rows(const char *path, const char *table)
+{
+    sqlite3 *db;
+    assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+    char *sql = gf_strfmt("SELECT count(*) FROM %s", table);
+    sqlite3_stmt *st;
+    assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+    int n = sqlite3_column_int(st, 0);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    free(sql);
+    return n;
+}
+
+/* Environments are stored once each, shared by the jobs that have them,
+ * and come back whole through get, load and update; one added in a
+ * rolled-back transaction is added again. */
+static void test_env_shared(void **state)
+{
+    fixture *f = *state;
+    static const char *const e1[] = { "HOME=/home/a", "PATH=/usr/bin:/bin", "EMPTY=" };
+    static const char *const e2[] = { "HOME=/home/b" };
+    gf_store *s = gf_store_open(f->path);
+    assert_non_null(s);
+    gf_job j[4];
+    assert_int_equal(gf_store_begin(s), 0);
+    for (int i = 0; i < 4; i++) {
+        make_job(&j[i], "env", 0);
+        if (i < 2)
+            set_env(&j[i], e1, 3);
+        else if (i == 2)
+            set_env(&j[i], e2, 1);
+        assert_int_equal(gf_store_insert(s, &j[i]), 0);
+    }
+    assert_int_equal(gf_store_commit(s), 0);
+    assert_int_equal(count_rows(f->path, "envs"), 2);
+    gf_job got;
+    assert_int_equal(gf_store_get(s, j[1].id, &got), 0);
+    assert_env(&got, e1, 3);
+    got.state = GF_STATE_DONE;
+    assert_int_equal(gf_store_begin(s), 0);
+    assert_int_equal(gf_store_update(s, &got), 0);
+    assert_int_equal(gf_store_commit(s), 0);
+    gf_job_clear(&got);
+    assert_int_equal(gf_store_get(s, j[1].id, &got), 0);
+    assert_int_equal(got.state, GF_STATE_DONE);
+    assert_env(&got, e1, 3);
+    gf_job_clear(&got);
+    gf_job *all;
+    size_t n;
+    assert_int_equal(gf_store_load(s, false, &all, &n), 0);
+    assert_int_equal(n, 4);
+    assert_env(&all[0], e1, 3);
+    assert_env(&all[2], e2, 1);
+    assert_int_equal(all[3].spec.n_env, 0);
+    for (size_t i = 0; i < n; i++)
+        gf_job_clear(&all[i]);
+    free(all);
+    /* a new environment rolled back with its transaction, then stored again */
+    static const char *const e3[] = { "LANG=C" };
+    gf_job r;
+    make_job(&r, "rolled", 0);
+    set_env(&r, e3, 1);
+    assert_int_equal(gf_store_begin(s), 0);
+    assert_int_equal(gf_store_insert(s, &r), 0);
+    assert_int_equal(gf_store_rollback(s), 0);
+    assert_int_equal(count_rows(f->path, "envs"), 2);
+    assert_int_equal(gf_store_begin(s), 0);
+    assert_int_equal(gf_store_insert(s, &r), 0);
+    assert_int_equal(gf_store_commit(s), 0);
+    assert_int_equal(gf_store_get(s, r.id, &got), 0);
+    assert_env(&got, e3, 1);
+    gf_job_clear(&got);
+    gf_job_clear(&r);
+    for (int i = 0; i < 4; i++)
+        gf_job_clear(&j[i]);
+    gf_store_destroy(&s);
+}
+
 /* The most recent ended jobs, in id order; live ones are not among them. */
 static void test_load_ended(void **state)
 {
@@ -295,8 +390,10 @@ static void test_durable_across_crash(void **state)
 static void test_migration(void **state)
 {
     fixture *f = *state;
+    static const char *const old_env[] = { "OLD=inline", "PATH=/bin" };
     gf_job j;
     make_job(&j, "old", 3);
+    set_env(&j, old_env, 2);   /* before schema 3 the environment was in the record */
     j.id = 7;
     gf_msg m;
     memset(&m, 0, sizeof(m));
@@ -334,11 +431,16 @@ static void test_migration(void **state)
     gf_job got;
     assert_int_equal(gf_store_get(s, 7, &got), 0);
     assert_string_equal(got.spec.argv[1], "old");
+    assert_env(&got, old_env, 2);
     got.state = GF_STATE_DONE;
     got.ended_ms = 99;
     assert_int_equal(gf_store_begin(s), 0);
-    assert_int_equal(gf_store_update(s, &got), 0);   /* the v2 column exists */
+    assert_int_equal(gf_store_update(s, &got), 0);   /* the v2 and v3 columns exist */
     assert_int_equal(gf_store_commit(s), 0);
+    gf_job_clear(&got);
+    assert_int_equal(count_rows(f->path, "envs"), 1);   /* moved out at the update */
+    assert_int_equal(gf_store_get(s, 7, &got), 0);
+    assert_env(&got, old_env, 2);
     gf_job_clear(&got);
     gf_store_destroy(&s);
 }
@@ -397,6 +499,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_insert_get_update, setup, teardown),
         cmocka_unit_test_setup_teardown(test_load_ended, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_env_shared, setup, teardown),
         cmocka_unit_test_setup_teardown(test_diarize_record, setup, teardown),
         cmocka_unit_test_setup_teardown(test_durable_across_crash, setup, teardown),
         cmocka_unit_test_setup_teardown(test_migration, setup, teardown),

@@ -283,15 +283,19 @@ static int store_env(gf_store *self, const gf_job_spec *sp, int64_t *id)
     sqlite3_reset(st);
     sqlite3_bind_text(st, 1, digest, -1, SQLITE_TRANSIENT);
     int rc = sqlite3_step(st);
-    if (rc == SQLITE_ROW) {
+    if (rc == SQLITE_ROW)
         *id = sqlite3_column_int64(st, 0);
+    sqlite3_reset(st);   /* no statement stays open: it would pin the WAL */
+    if (rc == SQLITE_ROW) {
         free(data);
     } else if (rc == SQLITE_DONE) {
         st = self->env_add;
         sqlite3_reset(st);
         sqlite3_bind_text(st, 1, digest, -1, SQLITE_TRANSIENT);
         sqlite3_bind_blob(st, 2, data, (int)len, free);
-        if (sqlite3_step(st) != SQLITE_DONE)
+        rc = sqlite3_step(st);
+        sqlite3_reset(st);
+        if (rc != SQLITE_DONE)
             return db_fail(self, "storing an environment");
         *id = sqlite3_last_insert_rowid(self->db);
     } else {
@@ -312,6 +316,7 @@ static int load_env(gf_store *self, uint64_t job_id, int64_t env_id, gf_job *job
     sqlite3_reset(st);
     sqlite3_bind_int64(st, 1, env_id);
     if (sqlite3_step(st) != SQLITE_ROW) {
+        sqlite3_reset(st);
         GF_ERROR("job store %s: job %llu: its environment (%lld) is missing", self->path,
                  (unsigned long long)job_id, (long long)env_id);
         return GF_EIO;
@@ -319,6 +324,7 @@ static int load_env(gf_store *self, uint64_t job_id, int64_t env_id, gf_job *job
     const char *data = sqlite3_column_blob(st, 0);
     size_t len = (size_t)sqlite3_column_bytes(st, 0), n = 0;
     if (len == 0 || data[len - 1] != '\0') {
+        sqlite3_reset(st);
         GF_ERROR("job store %s: job %llu: its environment (%lld) is damaged", self->path,
                  (unsigned long long)job_id, (long long)env_id);
         return GF_EIO;
@@ -334,6 +340,7 @@ static int load_env(gf_store *self, uint64_t job_id, int64_t env_id, gf_job *job
         job->spec.env[i] = gf_strdup(data + off);
         off += strlen(data + off) + 1;
     }
+    sqlite3_reset(st);   /* data is the statement's until here */
     return 0;
 }
 

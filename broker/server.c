@@ -1039,6 +1039,9 @@ static void on_ready(gf_server *self, const gf_peer *peer, gf_msg *m)
             }
             if (sj->cancel_asked)
                 send_kill(self, sj, "cancelled");
+        } else if (r->done) {   /* it ended there; its result follows (and is ignored) */
+            GF_DEBUG("worker of card %d still holds the result of job %llu attempt %d, "
+                     "no longer its own", w->device, (unsigned long long)r->id, r->attempt);
         } else {
             GF_WARN("worker of card %d runs job %llu attempt %d that is not its own: killing it",
                     w->device, (unsigned long long)r->id, r->attempt);

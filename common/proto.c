@@ -164,6 +164,7 @@ static const field running_fields[] = {
     { .key = "attempt", .type = F_I32, .required = true, .off = AT(gf_running, attempt) },
     { .key = "pid", .type = F_I32, .required = true, .off = AT(gf_running, pid) },
     { .key = "started", .type = F_I64, .off = AT(gf_running, started_ms) },
+    { .key = "done", .type = F_BOOL, .off = AT(gf_running, done) },
     END,
 };
 

@@ -155,8 +155,9 @@ typedef struct {
 typedef struct {
     uint64_t id;
     int32_t attempt;
-    int32_t pid;          /* the job's process group leader */
+    int32_t pid;          /* the job's process group leader; 0: not started, or ended */
     int64_t started_ms;
+    bool done;            /* ended there; its result is being sent again */
 } gf_running;
 
 /* One worker as `gpuflock workers` shows it. */

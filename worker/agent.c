@@ -201,6 +201,7 @@ static void send_ready(gf_agent *self)
         r->attempt = gf_run_attempt(s->run);
         r->pid = s->done ? 0 : gf_run_pid(s->run) > 0 ? gf_run_pid(s->run) : 0;
         r->started_ms = gf_run_started_ms(s->run);
+        r->done = s->done;
     }
     tell(self, &m);
     gf_msg_clear(&m);

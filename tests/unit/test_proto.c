@@ -201,7 +201,8 @@ static void fill_msg(gf_msg *m, gf_op op)
         fill_card(&m->card, 1);
         m->plan = gf_strdup("fbank.dft@32/fp32: own v2 (evidence 9f2c...)");
         m->running = gf_calloc(1, sizeof(gf_running));
-        m->running[0] = (gf_running){ .id = 31, .attempt = 2, .pid = 5000, .started_ms = 17 };
+        m->running[0] = (gf_running){ .id = 31, .attempt = 2, .pid = 5000, .started_ms = 17,
+                                      .done = true };
         m->n_running = 1;
         break;
     case GF_OP_JOB:
@@ -348,6 +349,7 @@ static void test_fields_survive(void **state)
     assert_string_equal(d.card.name, "NVIDIA H200");
     assert_int_equal(d.card.total_mem, (size_t)150 << 30);
     assert_int_equal(d.running[0].pid, 5000);
+    assert_true(d.running[0].done);
     free(a);
     gf_msg_clear(&m);
     gf_msg_clear(&d);

@@ -4,6 +4,7 @@
 #include "common/pidfile.h"
 #include "common/error.h"
 #include "common/util.h"
+#include "tests/unit/tmpdir.h"
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -17,9 +18,9 @@
 static void test_one_holder(void **state)
 {
     (void)state;
-    char dir[] = "/tmp/gf-test-pidfile-XXXXXX";
-    assert_non_null(mkdtemp(dir));
-    char path[128];
+    char dir[96];
+    assert_int_equal(gf_test_mkdtemp(dir, sizeof dir, "gf-test-pidfile"), 0);
+    char path[160];
     snprintf(path, sizeof path, "%s/sub/deeper/x.pid", dir);   /* the folders are made too */
     long holder = -5;
     int fd = gf_pidfile_take(path, &holder);
@@ -32,16 +33,14 @@ static void test_one_holder(void **state)
     int again = gf_pidfile_take(path, &other);
     assert_true(again >= 0);
     close(again);
-    char cmd[160];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    assert_int_equal(system(cmd), 0);
+    assert_int_equal(gf_test_rmtree(dir), 0);
 }
 
 static void test_mkdir_p(void **state)
 {
     (void)state;
-    char dir[] = "/tmp/gf-test-mkdir-XXXXXX";
-    assert_non_null(mkdtemp(dir));
+    char dir[96];
+    assert_int_equal(gf_test_mkdtemp(dir, sizeof dir, "gf-test-mkdir"), 0);
     char path[160], *failed = (char *)1;
     snprintf(path, sizeof path, "%s/a/b/c", dir);
     assert_int_equal(gf_mkdir_p(path, 0755, &failed), 0);
@@ -59,9 +58,7 @@ static void test_mkdir_p(void **state)
     assert_non_null(failed);
     assert_string_equal(failed, path);
     free(failed);
-    char cmd[160];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    assert_int_equal(system(cmd), 0);
+    assert_int_equal(gf_test_rmtree(dir), 0);
 }
 
 int main(void)

@@ -8,6 +8,7 @@
 #include "common/proto.h"
 #include "common/util.h"
 #include "common/wire.h"
+#include "tests/unit/tmpdir.h"
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -29,8 +30,7 @@ typedef struct {
 static int setup(void **state)
 {
     fx *f = gf_calloc(1, sizeof(*f));
-    snprintf(f->dir, sizeof(f->dir), "/tmp/gf-wire-XXXXXX");
-    if (!mkdtemp(f->dir))
+    if (gf_test_mkdtemp(f->dir, sizeof(f->dir), "gf-wire") != 0)
         return -1;
     snprintf(f->ep, sizeof(f->ep), "ipc://%s/s.sock", f->dir);
     f->ctx = zmq_ctx_new();
@@ -55,10 +55,7 @@ static int teardown(void **state)
         zmq_close(f->dealer);
     zmq_close(f->router);
     zmq_ctx_term(f->ctx);
-    char *sock = gf_strfmt("%s/s.sock", f->dir);
-    unlink(sock);
-    free(sock);
-    rmdir(f->dir);
+    gf_test_rmtree(f->dir);
     free(f);
     return 0;
 }

@@ -6,6 +6,7 @@
 #include "common/error.h"
 #include "common/util.h"
 #include "common/zmtp.h"
+#include "tests/unit/tmpdir.h"
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -31,8 +32,7 @@ typedef struct {
 static int setup(void **state)
 {
     fx *f = gf_calloc(1, sizeof(*f));
-    snprintf(f->dir, sizeof(f->dir), "/tmp/gf-zmtp-XXXXXX");
-    if (!mkdtemp(f->dir))
+    if (gf_test_mkdtemp(f->dir, sizeof(f->dir), "gf-zmtp") != 0)
         return -1;
     snprintf(f->path, sizeof(f->path), "%s/s.sock", f->dir);
     f->ctx = zmq_ctx_new();
@@ -58,8 +58,7 @@ static int teardown(void **state)
     if (f->router)
         zmq_close(f->router);
     zmq_ctx_term(f->ctx);
-    unlink(f->path);
-    rmdir(f->dir);
+    gf_test_rmtree(f->dir);
     free(f);
     return 0;
 }

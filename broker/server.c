@@ -487,17 +487,22 @@ static int lookup(gf_server *self, uint64_t id, gf_job *out, bool with_env)
     return 0;
 }
 
-/* Whether job id exists, live or ended. */
+/* Whether job id exists: live, retired, or ended before this broker
+ * started. The last kind is read back from the store once and its final
+ * state noted, so that --after can judge it and the next question is
+ * answered from memory. */
 static bool known(gf_server *self, uint64_t id)
 {
     gf_job_state st;
     if (gf_sched_get(self->sched, id) || gf_sched_final(self->sched, id, &st))
         return true;
     gf_job j;
-    int rc = lookup(self, id, &j, false);
-    if (rc == 0)
-        gf_job_clear(&j);
-    return rc == 0;
+    if (lookup(self, id, &j, false) != 0)
+        return false;
+    if (ended(j.state))
+        gf_sched_note_final(self->sched, id, j.state);
+    gf_job_clear(&j);
+    return true;
 }
 
 static void reply_jobs(gf_server *self, const gf_peer *peer, uint64_t *ids, size_t n,
@@ -575,23 +580,6 @@ static int check_diar(const gf_job_spec *sp, char *why, size_t len)
     return 0;
 }
 
-/* A dependency the scheduler can judge: a live job, a retired one, or one
- * that ended before this broker started (its final state is read back from
- * the store and noted). False: no such job. */
-static bool note_dependency(gf_server *self, uint64_t id)
-{
-    gf_job_state st;
-    if (gf_sched_get(self->sched, id) || gf_sched_final(self->sched, id, &st))
-        return true;
-    gf_job j;
-    if (lookup(self, id, &j, false) != 0)
-        return false;
-    if (ended(j.state))
-        gf_sched_note_final(self->sched, id, j.state);
-    gf_job_clear(&j);
-    return true;
-}
-
 static int check_spec(gf_server *self, const gf_job_spec *sp, char *why, size_t len)
 {
     if (sp->argc < 1 || !sp->argv[0][0]) {
@@ -619,7 +607,7 @@ static int check_spec(gf_server *self, const gf_job_spec *sp, char *why, size_t 
         return GF_EINVAL;
     }
     for (size_t i = 0; i < sp->n_after; i++)
-        if (!note_dependency(self, sp->after[i])) {
+        if (!known(self, sp->after[i])) {
             snprintf(why, len, "--after: no job %llu", (unsigned long long)sp->after[i]);
             return GF_ENOENT;
         }
@@ -1467,7 +1455,7 @@ gf_server *gf_server_new(const gf_config *cfg)
     gf_sched_job *sj;
     while ((sj = gf_sched_iter(self->sched, &pos)))
         for (size_t a = 0; a < sj->job.spec.n_after; a++)
-            note_dependency(self, sj->job.spec.after[a]);
+            known(self, sj->job.spec.after[a]);
     if (n)
         GF_INFO("job store: %zu pending or running (%zu running)", live, running);
     uint64_t grace = (uint64_t)cfg->heartbeat_interval_ms * (uint64_t)cfg->heartbeat_liveness * 2 +

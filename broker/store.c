@@ -33,7 +33,8 @@ struct gf_store {
     sqlite3_stmt *env_find;   /* id of an environment by digest */
     sqlite3_stmt *env_add;
     sqlite3_stmt *env_get;    /* its strings by id */
-    char env_digest[GF_SHA256_HEX_LEN];  /* the last environment stored, and its id */
+    char *env_data;           /* the last environment stored or found, and its id */
+    size_t env_len;
     int64_t env_id;
     bool in_tx;               /* between begin and commit/rollback */
     int wal_fd;               /* the -wal file, for gf_store_sync; -1 until used */
@@ -178,6 +179,7 @@ void gf_store_destroy(gf_store **self_p)
     sqlite3_finalize(self->env_find);
     sqlite3_finalize(self->env_add);
     sqlite3_finalize(self->env_get);
+    free(self->env_data);
     if (self->db)
         sqlite3_close(self->db);
     if (self->wal_fd >= 0)
@@ -272,13 +274,15 @@ static int store_env(gf_store *self, const gf_job_spec *sp, int64_t *id)
         memcpy(p, sp->env[i], n);
         p += n;
     }
-    char digest[GF_SHA256_HEX_LEN];
-    gf_sha256_hex(data, len, digest);
-    if (self->env_id && strcmp(digest, self->env_digest) == 0) {
+    /* The same as last time (a job's start and end, the jobs of one
+     * array): no digest, no query. */
+    if (self->env_id && len == self->env_len && memcmp(data, self->env_data, len) == 0) {
         free(data);
         *id = self->env_id;
         return 0;
     }
+    char digest[GF_SHA256_HEX_LEN];
+    gf_sha256_hex(data, len, digest);
     sqlite3_stmt *st = self->env_find;
     sqlite3_reset(st);
     sqlite3_bind_text(st, 1, digest, -1, SQLITE_TRANSIENT);
@@ -286,23 +290,25 @@ static int store_env(gf_store *self, const gf_job_spec *sp, int64_t *id)
     if (rc == SQLITE_ROW)
         *id = sqlite3_column_int64(st, 0);
     sqlite3_reset(st);   /* no statement stays open: it would pin the WAL */
-    if (rc == SQLITE_ROW) {
-        free(data);
-    } else if (rc == SQLITE_DONE) {
+    if (rc == SQLITE_DONE) {
         st = self->env_add;
         sqlite3_reset(st);
         sqlite3_bind_text(st, 1, digest, -1, SQLITE_TRANSIENT);
-        sqlite3_bind_blob(st, 2, data, (int)len, free);
+        sqlite3_bind_blob(st, 2, data, (int)len, SQLITE_STATIC);
         rc = sqlite3_step(st);
         sqlite3_reset(st);
-        if (rc != SQLITE_DONE)
+        if (rc != SQLITE_DONE) {
+            free(data);
             return db_fail(self, "storing an environment");
+        }
         *id = sqlite3_last_insert_rowid(self->db);
-    } else {
+    } else if (rc != SQLITE_ROW) {
         free(data);
         return db_fail(self, "looking up an environment");
     }
-    memcpy(self->env_digest, digest, sizeof digest);
+    free(self->env_data);
+    self->env_data = data;
+    self->env_len = len;
     self->env_id = *id;
     return 0;
 }

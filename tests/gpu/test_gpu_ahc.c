@@ -18,30 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static gf_gpu *gpu;
-
-static int setup(void **state)
-{
-    (void)state;
-    if (gf_gpu_open(0, &gpu) != 0)
-        gpu = NULL;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    gf_gpu_destroy(&gpu);
-    return 0;
-}
-
-#define NEED_GPU()                                       \
-    do {                                                 \
-        if (!gpu) {                                      \
-            printf("no CUDA device: skipping\n");        \
-            skip();                                      \
-        }                                                \
-    } while (0)
+#include "tests/gpu/gpu_fixture.h"
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
 static double urand(void)
@@ -147,5 +124,5 @@ int main(void)
         cmocka_unit_test(test_clustered),
         cmocka_unit_test(test_cluster_labels),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, gpu_setup, gpu_teardown);
 }

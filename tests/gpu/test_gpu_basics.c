@@ -18,30 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static gf_gpu *gpu;
-
-static int setup(void **state)
-{
-    (void)state;
-    if (gf_gpu_open(0, &gpu) != 0)
-        gpu = NULL;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    gf_gpu_destroy(&gpu);
-    return 0;
-}
-
-#define NEED_GPU()                                                   \
-    do {                                                             \
-        if (!gpu) {                                                  \
-            printf("no CUDA device: skipping\n");                    \
-            skip();                                                  \
-        }                                                            \
-    } while (0)
+#include "tests/gpu/gpu_fixture.h"
 
 static float frand(unsigned *s)
 {
@@ -173,5 +150,5 @@ int main(void)
         cmocka_unit_test(test_cublas_gemm),
         cmocka_unit_test(test_timing_into_stats),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, gpu_setup, gpu_teardown);
 }

@@ -2,9 +2,24 @@
 #include "cli/cliopts.h"
 #include "common/error.h"
 
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+int gf_cli_int(const char *cmd, const char *opt, const char *s, int lo, int *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || *end || end == s || v < lo || v > 1000000) {
+        fprintf(stderr, "gpuflock %s: %s '%s': expected an integer >= %d\n", cmd, opt, s, lo);
+        return -1;
+    }
+    *out = (int)v;
+    return 0;
+}
 
 #define MAX_FLAGS 8
 

@@ -18,4 +18,8 @@ typedef struct {
 int gf_cli_flags(int argc, char **argv, const char *usage, const gf_cli_flag *flags,
                  const char **config);
 
+/* The integer option opt of command cmd ("cluster"), between lo and
+ * 1,000,000, into *out: 0, or -1 after saying what was expected. */
+int gf_cli_int(const char *cmd, const char *opt, const char *s, int lo, int *out);
+
 #endif

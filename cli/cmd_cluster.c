@@ -2,6 +2,7 @@
  * from saved intermediates (binarized segmentation and embeddings as .npy),
  * as pyannote users do when they tune clustering without recomputing the
  * networks; RTTM (or JSON) out. The recipe itself is worker/diar/cluster.c. */
+#include "cli/cliopts.h"
 #include "common/config.h"
 #include "common/error.h"
 #include "common/lock.h"
@@ -57,19 +58,6 @@ static void usage(FILE *out)
             "                   the card's memory: n(n-1)/2 doubles for n embeddings)\n"
             "Exit status: 0 ok, 64 usage, 65 bad input data or PLDA, 66 input missing,\n"
             "69 card unavailable, 73 output not writable, 78 configuration error.\n");
-}
-
-static int parse_int(const char *opt, const char *s, int *out)
-{
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || *end || end == s || v < 1 || v > 1000000) {
-        fprintf(stderr, "gpuflock cluster: %s '%s': expected a positive integer\n", opt, s);
-        return -1;
-    }
-    *out = (int)v;
-    return 0;
 }
 
 static int parse_sec(const char *opt, const char *s, double lo, double *out)
@@ -191,15 +179,15 @@ int gf_cmd_cluster(int argc, char **argv)
                 return GF_EXIT_USAGE;
             break;
         case O_NUM:
-            if (parse_int("--num-speakers", optarg, &o.num_speakers))
+            if (gf_cli_int("cluster", "--num-speakers", optarg, 1, &o.num_speakers))
                 return GF_EXIT_USAGE;
             break;
         case O_MIN:
-            if (parse_int("--min-speakers", optarg, &o.min_speakers))
+            if (gf_cli_int("cluster", "--min-speakers", optarg, 1, &o.min_speakers))
                 return GF_EXIT_USAGE;
             break;
         case O_MAX:
-            if (parse_int("--max-speakers", optarg, &o.max_speakers))
+            if (gf_cli_int("cluster", "--max-speakers", optarg, 1, &o.max_speakers))
                 return GF_EXIT_USAGE;
             break;
         case O_OFF:
@@ -210,13 +198,10 @@ int gf_cmd_cluster(int argc, char **argv)
         case O_URI: uri_arg = optarg; break;
         case O_JSON: json = true; break;
         case O_TIMINGS: timings = true; break;
-        case O_GPU: {
-            int v = 0;
-            if (strcmp(optarg, "0") != 0 && parse_int("--gpu", optarg, &v))
+        case O_GPU:
+            if (gf_cli_int("cluster", "--gpu", optarg, 0, &gpu_index))
                 return GF_EXIT_USAGE;
-            gpu_index = v;
             break;
-        }
         case O_CONFIG: config_path = optarg; break;
         case 'h':
         case O_HELP: usage(stdout); return 0;

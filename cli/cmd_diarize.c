@@ -11,6 +11,7 @@
  * that fails is named with the reason, the others go on, and the exit
  * status says whether any failed. */
 #include "cli/diarsubmit.h"
+#include "cli/cliopts.h"
 #include "common/config.h"
 #include "common/devstats.h"
 #include "common/error.h"
@@ -68,19 +69,6 @@ static void usage(FILE *out)
             "66 an input missing, 69 no broker running (use --local or start gpuflockd) or\n"
             "--gpu card unusable, 73 output not writable, 78 configuration or model files\n"
             "unusable; through the broker also 1 when a job was cancelled.\n");
-}
-
-static int parse_int(const char *opt, const char *s, int lo, int *out)
-{
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || *end || end == s || v < lo || v > 1000000) {
-        fprintf(stderr, "gpuflock diarize: %s '%s': expected an integer >= %d\n", opt, s, lo);
-        return -1;
-    }
-    *out = (int)v;
-    return 0;
 }
 
 /* ---- inputs ----------------------------------------------------------- */
@@ -352,21 +340,21 @@ int gf_cmd_diarize(int argc, char **argv)
     while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
         switch (c) {
         case O_GPU:
-            if (parse_int("--gpu", optarg, 0, &gpu))
+            if (gf_cli_int("diarize", "--gpu", optarg, 0, &gpu))
                 return GF_EXIT_USAGE;
             break;
         case O_ANY: any = true; break;
         case O_MODELS: models_arg = optarg; break;
         case O_NUM:
-            if (parse_int("--num-speakers", optarg, 1, &ro.cluster.num_speakers))
+            if (gf_cli_int("diarize", "--num-speakers", optarg, 1, &ro.cluster.num_speakers))
                 return GF_EXIT_USAGE;
             break;
         case O_MIN:
-            if (parse_int("--min-speakers", optarg, 1, &ro.cluster.min_speakers))
+            if (gf_cli_int("diarize", "--min-speakers", optarg, 1, &ro.cluster.min_speakers))
                 return GF_EXIT_USAGE;
             break;
         case O_MAX:
-            if (parse_int("--max-speakers", optarg, 1, &ro.cluster.max_speakers))
+            if (gf_cli_int("diarize", "--max-speakers", optarg, 1, &ro.cluster.max_speakers))
                 return GF_EXIT_USAGE;
             break;
         case O_OUT: conf.out_dir = optarg; break;

@@ -76,6 +76,6 @@ expect 64 "required" -- --embeddings "$EMB"
 printf 'devices:\n  - {index: 0, kind: cpu, lock: %s}\n' "$T/card0.lock" >"$T/cpu.yaml"
 expect 69 "declared CPU card" -- --segmentations "$SEG" --embeddings "$EMB" --plda "$P" --config "$T/cpu.yaml" --gpu 0
 expect 69 "not in the configuration" -- --segmentations "$SEG" --embeddings "$EMB" --plda "$P" --config "$T/cpu.yaml" --gpu 3
-expect 64 "expected a positive integer" -- --segmentations "$SEG" --embeddings "$EMB" --plda "$P" --gpu x
+expect 64 "expected an integer >= 0" -- --segmentations "$SEG" --embeddings "$EMB" --plda "$P" --gpu x
 echo "ok: errors"
 exit 0

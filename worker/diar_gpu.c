@@ -25,9 +25,9 @@ typedef struct {
     gf_segmentation_gpu *seg;     /* segmentation network on the card */
     gf_embedding_gpu *emb;        /* embedding network on the card */
     gf_fbank_gpu *fbank;          /* its features, on the card */
-    const float *seg_wave;        /* host wave of the last segment call, on the card */
-    int seg_batch;                /* its windows */
-    bool seg_span;                /* the last segment call came from a span */
+    bool seg_span;                /* the last segment call came from a span: its windows are
+                                     at gf_segmentation_gpu_input */
+    int seg_batch;                /* their number */
     gf_cu_ptr span;               /* device copy of a span ((max_batch - 1) s + 10 s) */
     gf_cu_function expand;        /* glue gf_windows_expand: span → windows */
     int max_batch;                /* windows per batch at most */
@@ -35,29 +35,21 @@ typedef struct {
     int feats_batch;              /* their windows */
 } gpu_ctx;
 
-/* Each batch's wave goes to the card once: segment uploads it, and fbank of
- * the same wave and B (the pipeline's order, pipeline.h) starts from that
- * copy; its features stay on the card for embed when feats is NULL. */
 static int gpu_segment(void *ctx, const float *wave, int B, float *logp, gf_devstats *stats)
 {
     gpu_ctx *c = ctx;
-    c->seg_wave = NULL;
     c->seg_span = false;
-    int rc = gf_segmentation_gpu_run(c->seg, wave, B, logp, stats);
-    if (rc == 0) {
-        c->seg_wave = wave;
-        c->seg_batch = B;
-    }
-    return rc;
+    return gf_segmentation_gpu_run(c->seg, wave, B, logp, stats);
 }
 
 /* The span goes to the card (a tenth of the windows' bytes) and is expanded
- * there into the segmentation's input, which the fbank then reads too. */
+ * there into the segmentation's input, which the fbank then reads too
+ * (gpu_fbank with wave NULL); its features stay on the card for embed when
+ * feats is NULL. */
 static int gpu_segment_span(void *ctx, const float *span, int B, float *logp,
                             gf_devstats *stats)
 {
     gpu_ctx *c = ctx;
-    c->seg_wave = NULL;
     c->seg_span = false;
     if (B < 1 || B > c->max_batch) {
         GF_ERROR("segmentation (gpu): batch of %d windows, capacity %d", B, c->max_batch);
@@ -81,11 +73,15 @@ static int gpu_fbank(void *ctx, const float *wave, int B, float *feats, gf_devst
 {
     gpu_ctx *c = ctx;
     c->feats_kept = false;
-    bool on_card = B == c->seg_batch && (wave ? wave == c->seg_wave : c->seg_span);
-    int rc = on_card ? gf_fbank_gpu_run_dev(c->fbank, gf_segmentation_gpu_input(c->seg), B,
-                                            feats, stats)
-             : wave && feats ? gf_fbank_gpu_run(c->fbank, wave, B, feats, stats)
-                             : GF_EINVAL;
+    int rc;
+    if (wave) {
+        rc = gf_fbank_gpu_run(c->fbank, wave, B, feats, stats);
+    } else if (c->seg_span && B == c->seg_batch) {
+        rc = gf_fbank_gpu_run_dev(c->fbank, gf_segmentation_gpu_input(c->seg), B, feats, stats);
+    } else {
+        GF_ERROR("fbank (gpu): no windows of a batch of %d on the card", B);
+        rc = GF_EINVAL;
+    }
     if (rc == 0 && !feats) {
         c->feats_kept = true;
         c->feats_batch = B;

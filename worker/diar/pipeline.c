@@ -293,7 +293,8 @@ static gf_diar *diar_alloc(int batch, bool weight_free)
     d->batch = batch > 0 ? batch : 32;
     d->weight_free = weight_free;
     size_t B = (size_t)d->batch;
-    d->wave = gf_malloc(B * GF_DIAR_WINDOW * sizeof *d->wave);
+    if (weight_free)   /* with networks, the backend decides (batch_buffer) */
+        d->wave = gf_malloc(B * GF_DIAR_WINDOW * sizeof *d->wave);
     d->valid = gf_malloc(B * sizeof *d->valid);
     /* weight-free mode takes the fbank one window at a time */
     d->feats = gf_malloc((weight_free ? 1 : B) * GF_DIAR_FBANK_FRAMES * GF_FBANK_BINS
@@ -308,6 +309,50 @@ static gf_diar *diar_alloc(int batch, bool weight_free)
         d->embout = gf_malloc(B * GF_DIAR_SPEAKERS * GF_DIAR_EMB_DIM * sizeof *d->embout);
     }
     return d;
+}
+
+/* The backend lets go of the batch buffer, then is destroyed. */
+static void drop_backend(gf_diar *d)
+{
+    if (!d->has_backend)
+        return;
+    if (d->pinned && d->backend.unpin)
+        d->backend.unpin(d->backend.ctx, d->pinned);
+    d->pinned = NULL;
+    if (d->backend.destroy)
+        d->backend.destroy(d->backend.ctx);
+    d->has_backend = false;
+}
+
+/* Samples of a span of n windows. */
+static size_t span_samples(int n)
+{
+    return (size_t)(n - 1) * GF_DIAR_STEP + GF_DIAR_WINDOW;
+}
+
+/* Span mode: the backend segments from one span and keeps the windows for
+ * its fbank (pipeline.h). */
+static bool span_mode(const gf_diar *d)
+{
+    return d->has_backend && d->backend.segment_span && d->backend.fbank;
+}
+
+/* The batch buffer the backend takes: the span in span mode, else B whole
+ * windows (the other one is not kept); page-locked where the backend can. */
+static void batch_buffer(gf_diar *d)
+{
+    assert(!d->pinned);   /* the backend before this one let go of it (drop_backend) */
+    bool span = span_mode(d);
+    float **keep = span ? &d->span : &d->wave, **drop = span ? &d->wave : &d->span;
+    size_t bytes = span ? span_samples(d->batch) * sizeof(float)
+                        : (size_t)d->batch * GF_DIAR_WINDOW * sizeof(float);
+    free(*drop);
+    *drop = NULL;
+    if (!*keep)
+        *keep = gf_malloc(bytes);
+    /* Not pinned is only slower: the copies stage through pageable memory. */
+    if (d->backend.pin && d->backend.pin(d->backend.ctx, *keep, bytes) == 0)
+        d->pinned = *keep;
 }
 
 gf_diar *gf_diar_new_weight_free(int batch_size)
@@ -344,36 +389,11 @@ gf_diar *gf_diar_new(const char *models_dir, int batch_size, int threads, bool *
     gf_diar *d = diar_alloc(bs, false);
     d->backend = be;
     d->has_backend = true;
+    batch_buffer(d);
     d->plda = plda;
     if (weight_free)
         *weight_free = false;
     return d;
-}
-
-/* The backend lets go of the batch buffer, then is destroyed. */
-static void drop_backend(gf_diar *d)
-{
-    if (!d->has_backend)
-        return;
-    if (d->pinned && d->backend.unpin)
-        d->backend.unpin(d->backend.ctx, d->pinned);
-    d->pinned = NULL;
-    if (d->backend.destroy)
-        d->backend.destroy(d->backend.ctx);
-    d->has_backend = false;
-}
-
-/* Samples of a span of n windows. */
-static size_t span_samples(int n)
-{
-    return (size_t)(n - 1) * GF_DIAR_STEP + GF_DIAR_WINDOW;
-}
-
-/* Span mode: the backend segments from one span and keeps the windows for
- * its fbank (pipeline.h). */
-static bool span_mode(const gf_diar *d)
-{
-    return d->has_backend && d->backend.segment_span && d->backend.fbank;
 }
 
 void gf_diar_set_backend(gf_diar *self, gf_diar_backend *backend)
@@ -383,14 +403,7 @@ void gf_diar_set_backend(gf_diar *self, gf_diar_backend *backend)
     self->backend = *backend;
     self->has_backend = true;
     memset(backend, 0, sizeof *backend);
-    if (span_mode(self) && !self->span)
-        self->span = gf_malloc(span_samples(self->batch) * sizeof *self->span);
-    /* Not pinned is only slower: the copies stage through pageable memory. */
-    float *buf = span_mode(self) ? self->span : self->wave;
-    size_t bytes = span_mode(self) ? span_samples(self->batch) * sizeof(float)
-                                   : (size_t)self->batch * GF_DIAR_WINDOW * sizeof(float);
-    if (self->backend.pin && self->backend.pin(self->backend.ctx, buf, bytes) == 0)
-        self->pinned = buf;
+    batch_buffer(self);
 }
 
 void gf_diar_destroy(gf_diar **self_p)

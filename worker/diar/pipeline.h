@@ -57,10 +57,9 @@ typedef struct {
     int (*embed)(void *ctx, const float *fbank, int B, const int *job_window,
                  const float *masks, int n_jobs, float *emb, gf_devstats *stats);
     /* wave [B, 160000] → mean-normalised fbank [B, 998, 80]; NULL: the
-     * pipeline computes the fbank on the CPU (worker/diar/fbank.c). The
-     * pipeline calls it right after segment, on the same wave and B, so a
-     * device backend may start from the copy segment made; with feats NULL
-     * the features stay on the device for the embed call that follows. */
+     * pipeline computes the fbank on the CPU (worker/diar/fbank.c). wave
+     * NULL: the windows segment_span has just taken. feats NULL: the
+     * features stay on the device for the embed call that follows. */
     int (*fbank)(void *ctx, const float *wave, int B, float *feats, gf_devstats *stats);
     /* Optional: segment from the batch as one span of audio, window b being
      * span[b * 16000 .. b * 16000 + 160000) ((B - 1) * 16000 + 160000

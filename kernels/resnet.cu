@@ -13,15 +13,9 @@
 // registers while the current one is multiplied. Shared-memory rows are
 // padded so that fragment loads hit 32 distinct banks.
 //
-// v2 (layers with Cin a multiple of 16: all but resnet.conv1) walks K in
-// (tap, channel) order instead of (channel, tap): a K tile of 16 is then 16
-// channels of one tap (ky, kx), so each thread checks the tap's bounds once
-// per tile and its eight gathers are one address plus a constant channel
-// stride, where v1 divides each K index by 9 and 3 and checks each one.
-// Nsight Compute on v1 (stage-1 3x3, H200): the integer pipeline was the
-// busiest (44-56 % of cycles), ahead of the tensor cores. The sum runs in
-// another order than v1's and the library route's; it is checked against
-// the float64 reference like v1.
+// v1 runs resnet.conv1 (one input channel, which does not fill a 16-channel
+// K tile); v3, below, every other layer. v2, which only walked K a tap at a
+// time, is gone: v3 keeps its K order (docs/gpu.md has both measured).
 //
 // Needs sm_80 (mma.sync tf32); the sm_75 build traps, and the planner
 // refuses the kernel on such cards.
@@ -44,7 +38,7 @@ __device__ __forceinline__ unsigned to_tf32(float v)
     return u;
 }
 
-template <int KS, bool TAPMAJOR>
+template <int KS>
 __device__ __forceinline__ void conv_tf32(const float *__restrict__ x, const float *__restrict__ w,
                                           const float *__restrict__ bias,
                                           const float *__restrict__ residual,
@@ -75,27 +69,9 @@ __device__ __forceinline__ void conv_tf32(const float *__restrict__ x, const flo
     }
     const float *xb = x + (long)pb * Cin * H * W;
     const int iy0 = oy * stride - pad, ix0 = ox * stride - pad;
-    const long HWin = (long)H * W;
 
     float a_reg[4], b_reg[8];
-    auto load_tile_tap = [&](int k0) {
-        // K index k = tap * Cin + c; the whole tile is channels c0.. of one tap.
-        const int tap = k0 / Cin, c0 = k0 - tap * Cin;
-        const int ky = tap / KS, kx = tap - ky * KS;
-#pragma unroll
-        for (int i = 0; i < 4; i++) {                 // A: weights stored (Cout, Cin, KS, KS)
-            int idx = tid + i * THREADS, m = idx >> 4, kk = idx & 15;
-            int gm = m0 + m;
-            a_reg[i] = gm < Cout ? w[(long)gm * K + (long)(c0 + kk) * (KS * KS) + tap] : 0.0f;
-        }
-        const int iy = iy0 + ky, ix = ix0 + kx;
-        const bool in = p_ok && iy >= 0 && iy < H && ix >= 0 && ix < W;
-        const float *src = xb + (long)(c0 + bk0) * HWin + (long)iy * W + ix;
-#pragma unroll
-        for (int i = 0; i < 8; i++)                   // channels c0 + bk0 + 2i
-            b_reg[i] = in ? src[(long)(2 * i) * HWin] : 0.0f;
-    };
-    auto load_tile_chan = [&](int k0) {
+    auto load_tile = [&](int k0) {
 #pragma unroll
         for (int i = 0; i < 4; i++) {                 // A: 64 x 16 weights
             int idx = tid + i * THREADS, m = idx >> 4, kk = idx & 15;
@@ -115,12 +91,6 @@ __device__ __forceinline__ void conv_tf32(const float *__restrict__ x, const flo
             }
             b_reg[i] = v;
         }
-    };
-    auto load_tile = [&](int k0) {
-        if constexpr (TAPMAJOR)
-            load_tile_tap(k0);
-        else
-            load_tile_chan(k0);
     };
     auto store_tile = [&]() {
 #pragma unroll
@@ -209,17 +179,244 @@ __device__ __forceinline__ void conv_tf32(const float *__restrict__ x, const flo
 #endif
 }
 
-// 3x3 convolutions (pad 1) and 1x1 shortcuts (pad 0). Grid (ceil(N/128),
-// ceil(Cout/64)), 256 threads, static shared memory. v2: Cin % 16 == 0.
-#define CONV_ENTRY(name, KS, TAPMAJOR)                                                          \
+
+// v3 (layers with Cin a multiple of 16: all but resnet.conv1). v2's K order
+// (a tile is 16 channels of one tap), plus:
+// - the weights arrive packed (Cout, tap, Cin) and already rounded to tf32
+//   (worker/conv_gpu.c), so a thread's share of the A tile is one 16-byte
+//   load and one 16-byte store, with no conversion;
+// - both tiles sit K-contiguous in shared memory ([row][16 + 4 pad]), so the
+//   mma fragments come from ldmatrix (one instruction for a 16x8 A fragment
+//   or two 8x8 B fragments; a tf32 word is two b16 halves) instead of one
+//   32-bit load per register;
+// - two shared-memory stages: one barrier per K tile instead of two;
+// - the tap and the channel tile are counters, not a division of the K index;
+// - BM = 32 for Cout = 32 (stage 1), where a 64-row block idles half its
+//   warps; the block is then 32 x 256 so that the warps keep 32 x 32 tiles;
+// - the epilogue splits each output column into (window, position) once per
+//   column pair and writes pairs when Ho*Wo is even.
+template <int KS, int BM_>
+__device__ __forceinline__ void conv_tf32_v3(const float *__restrict__ x,
+                                             const float *__restrict__ wp,
+                                             const float *__restrict__ bias,
+                                             const float *__restrict__ residual,
+                                             float *__restrict__ out, int B, int Cin, int H, int W,
+                                             int Cout, int stride, int pad, int Ho, int Wo,
+                                             int relu)
+{
+#if __CUDA_ARCH__ >= 800
+    constexpr int BN_ = BM_ == 64 ? 128 : 256;
+    constexpr int WARPS_N = BN_ / 32, WARPS_M = 8 / WARPS_N;
+    constexpr int KPT = 16 * BN_ / THREADS;           // B values a thread gathers per tile
+    constexpr int LD = BK + 4;                        // row stride in floats (80 bytes)
+    static_assert(WARPS_M * 32 == BM_, "warps cover the block's rows");
+    __shared__ __align__(16) float As[2][BM_][LD];
+    __shared__ __align__(16) float Bs[2][BN_][LD];
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const int wm = warp / WARPS_N, wn = warp % WARPS_N;
+    const int g = lane >> 2, t4 = lane & 3;
+    const int HW = Ho * Wo;
+    const long N = (long)B * HW;
+    const int m0 = blockIdx.y * BM_;
+    const long n0 = (long)blockIdx.x * BN_;
+    const int KK = KS * KS * Cin;                     // packed weights per output channel
+
+    // This thread's B column and its KPT channels per tile.
+    const int bn = tid % BN_, bk = (tid / BN_) * KPT;
+    const long p = n0 + bn;
+    const bool p_ok = p < N;
+    int pb = 0, oy = 0, ox = 0;
+    if (p_ok) {
+        pb = (int)(p / HW);
+        int q = (int)(p - (long)pb * HW);
+        oy = q / Wo;
+        ox = q - oy * Wo;
+    }
+    const long HWin = (long)H * W;
+    const float *xb = x + ((long)pb * Cin + bk) * HWin;
+    const int iy0 = oy * stride - pad, ix0 = ox * stride - pad;
+
+    // This thread's A quad: row am, K columns aq..aq+3 (BM_ * 4 threads).
+    const int am = tid >> 2, aq = (tid & 3) * 4;
+    const bool a_ld = am < BM_ && m0 + am < Cout;
+    const float *wrow = wp + (long)(m0 + am) * KK + aq;
+
+    float4 a_reg = make_float4(0.f, 0.f, 0.f, 0.f);
+    float b_reg[KPT];
+    int ky = 0, kx = 0, c0 = 0;                       // the next tile to load
+    auto load_tile = [&]() {
+        if (a_ld)
+            a_reg = *reinterpret_cast<const float4 *>(wrow + (ky * KS + kx) * Cin + c0);
+        const int iy = iy0 + ky, ix = ix0 + kx;
+        const bool in = p_ok && iy >= 0 && iy < H && ix >= 0 && ix < W;
+        const float *src = xb + (long)c0 * HWin + (long)iy * W + ix;
+#pragma unroll
+        for (int i = 0; i < KPT; i++)
+            b_reg[i] = in ? src[(long)i * HWin] : 0.0f;
+        c0 += BK;
+        if (c0 == Cin) {
+            c0 = 0;
+            if (++kx == KS) {
+                kx = 0;
+                ++ky;
+            }
+        }
+    };
+    auto store_tile = [&](int buf) {
+        if (am < BM_)
+            *reinterpret_cast<float4 *>(&As[buf][am][aq]) = a_reg;
+#pragma unroll
+        for (int i = 0; i < KPT; i += 4) {
+            float4 v;
+            v.x = __uint_as_float(to_tf32(b_reg[i]));
+            v.y = __uint_as_float(to_tf32(b_reg[i + 1]));
+            v.z = __uint_as_float(to_tf32(b_reg[i + 2]));
+            v.w = __uint_as_float(to_tf32(b_reg[i + 3]));
+            *reinterpret_cast<float4 *>(&Bs[buf][bn][bk + i]) = v;
+        }
+    };
+
+    // ldmatrix row addresses of this lane (bytes in the shared window).
+    // A, per 16-row fragment: lanes 0-7 rows 0-7 k 0-3, 8-15 rows 8-15 k 0-3,
+    // 16-23 rows 0-7 k 4-7, 24-31 rows 8-15 k 4-7 -> a0..a3.
+    // B, per pair of 8-column fragments: lanes 0-7 cols 0-7 k 0-3, 8-15
+    // cols 0-7 k 4-7, 16-23 cols 8-15 k 0-3, 24-31 cols 8-15 k 4-7.
+    const unsigned as0 = (unsigned)__cvta_generic_to_shared(&As[0][0][0]);
+    const unsigned bs0 = (unsigned)__cvta_generic_to_shared(&Bs[0][0][0]);
+    const int a_row = wm * 32 + (lane & 7) + ((lane >> 3) & 1) * 8, a_col = (lane >> 4) * 4;
+    const int b_row = wn * 32 + (lane & 7) + (lane >> 4) * 8, b_col = ((lane >> 3) & 1) * 4;
+    const unsigned a_off = (unsigned)(a_row * LD + a_col) * 4u;
+    const unsigned b_off = (unsigned)(b_row * LD + b_col) * 4u;
+    constexpr unsigned A_BUF = BM_ * LD * 4u, B_BUF = BN_ * LD * 4u;
+
+    float acc[2][4][4];
+#pragma unroll
+    for (int mi = 0; mi < 2; mi++)
+#pragma unroll
+        for (int ni = 0; ni < 4; ni++)
+#pragma unroll
+            for (int r = 0; r < 4; r++)
+                acc[mi][ni][r] = 0.0f;
+
+    const int tiles = KS * KS * (Cin / BK);
+    load_tile();
+    store_tile(0);
+    __syncthreads();
+    for (int t = 0; t < tiles; t++) {
+        const int cur = t & 1;
+        if (t + 1 < tiles)
+            load_tile();                              // in flight during the mma below
+#pragma unroll
+        for (int ks = 0; ks < BK; ks += 8) {
+            unsigned a[2][4], b[4][2];
+#pragma unroll
+            for (int mi = 0; mi < 2; mi++) {
+                unsigned addr = as0 + cur * A_BUF + a_off + (unsigned)(mi * 16 * LD + ks) * 4u;
+                asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
+                             : "=r"(a[mi][0]), "=r"(a[mi][1]), "=r"(a[mi][2]), "=r"(a[mi][3])
+                             : "r"(addr));
+            }
+#pragma unroll
+            for (int nj = 0; nj < 2; nj++) {
+                unsigned addr = bs0 + cur * B_BUF + b_off + (unsigned)(nj * 16 * LD + ks) * 4u;
+                asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
+                             : "=r"(b[2 * nj][0]), "=r"(b[2 * nj][1]), "=r"(b[2 * nj + 1][0]),
+                               "=r"(b[2 * nj + 1][1])
+                             : "r"(addr));
+            }
+#pragma unroll
+            for (int mi = 0; mi < 2; mi++)
+#pragma unroll
+                for (int ni = 0; ni < 4; ni++)
+                    asm volatile(
+                        "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 "
+                        "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+                        : "+f"(acc[mi][ni][0]), "+f"(acc[mi][ni][1]), "+f"(acc[mi][ni][2]),
+                          "+f"(acc[mi][ni][3])
+                        : "r"(a[mi][0]), "r"(a[mi][1]), "r"(a[mi][2]), "r"(a[mi][3]),
+                          "r"(b[ni][0]), "r"(b[ni][1]));
+        }
+        if (t + 1 < tiles)
+            store_tile(cur ^ 1);                      // the other stage: read last turn
+        __syncthreads();
+    }
+
+    // Epilogue: bias, residual, ReLU. Columns 2*t4 and 2*t4+1 of a fragment
+    // are one even/odd pair; with Ho*Wo even they share a window and an
+    // aligned float2.
+    const bool pairs = (HW & 1) == 0;
+#pragma unroll
+    for (int ni = 0; ni < 4; ni++) {
+        const long n = n0 + wn * 32 + ni * 8 + 2 * t4;
+        if (n >= N)
+            continue;
+        const long nb = n / HW;
+        const long q = n - nb * HW;
+#pragma unroll
+        for (int mi = 0; mi < 2; mi++)
+#pragma unroll
+            for (int half = 0; half < 2; half++) {
+                const int m = m0 + wm * 32 + mi * 16 + g + half * 8;
+                if (m >= Cout)
+                    continue;
+                const float bm = bias[m];
+                const long o = (nb * Cout + m) * HW + q;
+                float v0 = acc[mi][ni][half * 2] + bm, v1 = acc[mi][ni][half * 2 + 1] + bm;
+                if (pairs) {
+                    if (residual) {
+                        float2 r = *reinterpret_cast<const float2 *>(residual + o);
+                        v0 += r.x;
+                        v1 += r.y;
+                    }
+                    if (relu) {
+                        v0 = fmaxf(v0, 0.0f);
+                        v1 = fmaxf(v1, 0.0f);
+                    }
+                    *reinterpret_cast<float2 *>(out + o) = make_float2(v0, v1);
+                } else {
+#pragma unroll
+                    for (int j = 0; j < 2; j++) {
+                        const long nj = n + j;
+                        if (nj >= N)
+                            continue;
+                        const long bj = nj / HW;
+                        const long oj = (bj * Cout + m) * HW + (nj - bj * HW);
+                        float v = j ? v1 : v0;
+                        if (residual)
+                            v += residual[oj];
+                        out[oj] = relu ? fmaxf(v, 0.0f) : v;
+                    }
+                }
+            }
+    }
+#else
+    __trap();
+#endif
+}
+
+// 3x3 convolutions (pad 1) and 1x1 shortcuts (pad 0), 256 threads, static
+// shared memory. v1: grid (ceil(N/128), ceil(Cout/64)), any Cin. v3: Cin % 16
+// == 0, weights packed (Cout, tap, Cin) in tf32; grid (ceil(N/128),
+// ceil(Cout/64)), or with the s suffix (BM 32, for Cout <= 32) (ceil(N/256),
+// ceil(Cout/32)).
+#define CONV_ENTRY(name, KS)                                                          \
     extern "C" __global__ void __launch_bounds__(THREADS)                                       \
     name(const float *x, const float *w, const float *bias, const float *residual, float *out,  \
          int B, int Cin, int H, int W, int Cout, int stride, int pad, int Ho, int Wo, int relu) \
     {                                                                                           \
-        conv_tf32<KS, TAPMAJOR>(x, w, bias, residual, out, B, Cin, H, W, Cout, stride, pad, Ho, \
-                                Wo, relu);                                                      \
+        conv_tf32<KS>(x, w, bias, residual, out, B, Cin, H, W, Cout, stride, pad, Ho, Wo, relu);  \
     }
-CONV_ENTRY(gf_conv3_tf32_v1, 3, false)
-CONV_ENTRY(gf_conv1_tf32_v1, 1, false)
-CONV_ENTRY(gf_conv3_tf32_v2, 3, true)
-CONV_ENTRY(gf_conv1_tf32_v2, 1, true)
+#define CONV_ENTRY_V3(name, KS, BM_)                                                            \
+    extern "C" __global__ void __launch_bounds__(THREADS, 3)                                    \
+    name(const float *x, const float *w, const float *bias, const float *residual, float *out,  \
+         int B, int Cin, int H, int W, int Cout, int stride, int pad, int Ho, int Wo, int relu) \
+    {                                                                                           \
+        conv_tf32_v3<KS, BM_>(x, w, bias, residual, out, B, Cin, H, W, Cout, stride, pad, Ho,   \
+                              Wo, relu);                                                        \
+    }
+CONV_ENTRY(gf_conv3_tf32_v1, 3)
+CONV_ENTRY(gf_conv1_tf32_v1, 1)
+CONV_ENTRY_V3(gf_conv3_tf32_v3, 3, 64)
+CONV_ENTRY_V3(gf_conv1_tf32_v3, 1, 64)
+CONV_ENTRY_V3(gf_conv3_tf32_v3s, 3, 32)
+CONV_ENTRY_V3(gf_conv1_tf32_v3s, 1, 32)

@@ -5,8 +5,10 @@
 #include "common/log.h"
 #include "common/util.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 struct gf_conv_gpu {
     gf_gpu *gpu;                  /* borrowed */
@@ -15,9 +17,39 @@ struct gf_conv_gpu {
     gf_conv_shape shape;
     int pad;                      /* k / 2 */
     gf_cu_ptr w, b;               /* folded weights and bias on the card */
+    gf_cu_ptr wp;                 /* own kernel v3: (cout, tap, cin) in tf32; 0 for v1 */
     gf_route_kind route;
     gf_cu_function im2col, epilogue, own;   /* own: loaded when chosen */
+    int own_bm, own_bn;           /* the own kernel's block tile */
 };
+
+/* v3 of the own kernel takes whole 16-channel K tiles (kernels/resnet.cu). */
+static bool own_v3(gf_conv_shape s) { return s.cin % 16 == 0; }
+
+/* fp32 -> tf32 as cvt.rna does it: round to nearest on the 10-bit mantissa,
+ * ties away from zero (on the magnitude: the sign bit is apart). Finite
+ * inputs only, which folded weights are. */
+static float round_tf32(float v)
+{
+    uint32_t u;
+    memcpy(&u, &v, sizeof u);
+    u = (u + 0x1000u) & 0xffffe000u;
+    memcpy(&v, &u, sizeof v);
+    return v;
+}
+
+/* w (cout, cin, k, k) -> (cout, k*k, cin) rounded to tf32, for v3. */
+static float *pack_v3(gf_conv_shape s, const float *w)
+{
+    int taps = s.k * s.k;
+    float *p = gf_malloc(sizeof(float) * (size_t)s.cout * s.cin * taps);
+    for (int o = 0; o < s.cout; o++)
+        for (int c = 0; c < s.cin; c++)
+            for (int t = 0; t < taps; t++)
+                p[((size_t)o * taps + t) * s.cin + c] =
+                    round_tf32(w[((size_t)o * s.cin + c) * taps + t]);
+    return p;
+}
 
 gf_conv_gpu *gf_conv_gpu_new(gf_gpu *gpu, gf_blas_gpu *blas, const char *boundary,
                              gf_conv_shape shape, const float *w, const float *bias)
@@ -33,6 +65,13 @@ gf_conv_gpu *gf_conv_gpu_new(gf_gpu *gpu, gf_blas_gpu *blas, const char *boundar
     rc = rc ? rc : gf_gpu_upload(gpu, c->w, w, sizeof(float) * shape.cout * kk);
     rc = rc ? rc : gf_gpu_alloc(gpu, sizeof(float) * shape.cout, &c->b);
     rc = rc ? rc : gf_gpu_upload(gpu, c->b, bias, sizeof(float) * shape.cout);
+    if (rc == 0 && own_v3(shape)) {
+        float *p = pack_v3(shape, w);
+        rc = gf_gpu_alloc(gpu, sizeof(float) * shape.cout * kk, &c->wp);
+        rc = rc ? rc : gf_gpu_upload(gpu, c->wp, p, sizeof(float) * shape.cout * kk);
+        rc = rc ? rc : gf_gpu_sync(gpu);
+        free(p);
+    }
     rc = rc ? rc : gf_gpu_function(gpu, "glue", "gf_im2col2d", &c->im2col, NULL, NULL);
     rc = rc ? rc : gf_gpu_function(gpu, "glue", "gf_bias_residual_relu", &c->epilogue, NULL, NULL);
     rc = rc ? rc : gf_gpu_sync(gpu);   /* the caller may free its host copies next */
@@ -50,6 +89,8 @@ void gf_conv_gpu_destroy(gf_conv_gpu **self_p)
         gf_gpu_free(c->gpu, c->w);
     if (c->b)
         gf_gpu_free(c->gpu, c->b);
+    if (c->wp)
+        gf_gpu_free(c->gpu, c->wp);
     free(c);
     *self_p = NULL;
 }
@@ -91,14 +132,19 @@ int gf_conv_gpu_set_route(gf_conv_gpu *c, gf_route_kind kind, gf_math math,
                 c->shape.k);
         return GF_EUNSUP;
     }
-    /* v2 walks K a tap at a time and needs whole 16-channel tiles. */
-    static const char *const names[2][2] = { { "gf_conv1_tf32_v1", "gf_conv3_tf32_v1" },
-                                             { "gf_conv1_tf32_v2", "gf_conv3_tf32_v2" } };
+    /* v3 needs whole 16-channel K tiles, and has a 32-row block for Cout
+     * <= 32 (kernels/resnet.cu); v1 takes the rest (resnet.conv1). */
+    int v = own_v3(c->shape) ? (c->shape.cout <= 32 ? 2 : 1) : 0;
+    static const char *const names[3][2] = { { "gf_conv1_tf32_v1", "gf_conv3_tf32_v1" },
+                                             { "gf_conv1_tf32_v3", "gf_conv3_tf32_v3" },
+                                             { "gf_conv1_tf32_v3s", "gf_conv3_tf32_v3s" } };
+    static const int tiles[3][2] = { { 64, 128 }, { 64, 128 }, { 32, 256 } };
     const char *sha = NULL;
-    int rc = gf_gpu_function(c->gpu, "resnet", names[c->shape.cin % 16 == 0][c->shape.k == 3],
-                             &c->own, NULL, &sha);
+    int rc = gf_gpu_function(c->gpu, "resnet", names[v][c->shape.k == 3], &c->own, NULL, &sha);
     if (rc)
         return rc;
+    c->own_bm = tiles[v][0];
+    c->own_bn = tiles[v][1];
     c->route = GF_ROUTE_OWN;
     if (module_sha256)
         *module_sha256 = sha;
@@ -114,9 +160,11 @@ int gf_conv_gpu_run(gf_conv_gpu *c, gf_math math, int B, gf_cu_ptr x, int h, int
     long kk = (long)cin * k * k, hw = (long)ho * wo;
     gf_cu_ptr wt = c->w, bias = c->b;
     if (c->route == GF_ROUTE_OWN) {
-        void *p[] = { &x, &wt, &bias, &residual, &out, &B, &cin, &h, &w, &cout, &stride, &pad,
+        gf_cu_ptr wk = c->wp ? c->wp : c->w;
+        void *p[] = { &x, &wk, &bias, &residual, &out, &B, &cin, &h, &w, &cout, &stride, &pad,
                       &ho, &wo, &relu };
-        unsigned gx = (unsigned)(((long)B * hw + 127) / 128), gy = (unsigned)((cout + 63) / 64);
+        unsigned gx = (unsigned)(((long)B * hw + c->own_bn - 1) / c->own_bn);
+        unsigned gy = (unsigned)((cout + c->own_bm - 1) / c->own_bm);
         return gf_gpu_launch(c->gpu, c->own, gx, gy, 1, 256, 1, 1, 0, p);
     }
     long n = (long)B * hw * kk;

@@ -5,7 +5,8 @@
  * bias [cout]). Library route: im2col into a workspace, cuBLAS batched GEMM,
  * then the bias + residual + ReLU epilogue kernel. Own route: the
  * implicit-GEMM tf32 kernel of kernels/resnet.cu, epilogue fused, no im2col
- * matrix in device memory. */
+ * matrix in device memory; for layers of 16k input channels it reads a second
+ * copy of the weights, packed (cout, tap, cin) and rounded to tf32 at upload. */
 #ifndef GF_CONV_GPU_H
 #define GF_CONV_GPU_H
 

@@ -183,19 +183,22 @@ __device__ __forceinline__ void conv_tf32(const float *__restrict__ x, const flo
 // v3 (layers with Cin a multiple of 16: all but resnet.conv1). v2's K order
 // (a tile is 16 channels of one tap), plus:
 // - the weights arrive packed (Cout, tap, Cin) and already rounded to tf32
-//   (worker/conv_gpu.c), so a thread's share of the A tile is one 16-byte
-//   load and one 16-byte store, with no conversion;
+//   (worker/conv_gpu.c), so a thread's share of the A tile is 16-byte loads
+//   and stores, with no conversion;
 // - both tiles sit K-contiguous in shared memory ([row][16 + 4 pad]), so the
 //   mma fragments come from ldmatrix (one instruction for a 16x8 A fragment
 //   or two 8x8 B fragments; a tf32 word is two b16 halves) instead of one
 //   32-bit load per register;
 // - two shared-memory stages: one barrier per K tile instead of two;
 // - the tap and the channel tile are counters, not a division of the K index;
-// - BM = 32 for Cout = 32 (stage 1), where a 64-row block idles half its
-//   warps; the block is then 32 x 256 so that the warps keep 32 x 32 tiles;
+// - the block follows Cout: 32 x 256 for Cout 32 (stage 1, where a 64-row
+//   block idles half its warps), 64 x 128 for Cout 64, 128 x 128 for wider
+//   layers (each gathered input value then feeds twice the multiplies);
 // - the epilogue splits each output column into (window, position) once per
 //   column pair and writes pairs when Ho*Wo is even.
-template <int KS, int BM_>
+// Warps: WARPS_M x (8 / WARPS_M), each a (BM_ / WARPS_M) x (BN_ / WARPS_N)
+// tile of MI x NI mma tiles.
+template <int KS, int BM_, int BN_, int WARPS_M>
 __device__ __forceinline__ void conv_tf32_v3(const float *__restrict__ x,
                                              const float *__restrict__ wp,
                                              const float *__restrict__ bias,
@@ -205,11 +208,14 @@ __device__ __forceinline__ void conv_tf32_v3(const float *__restrict__ x,
                                              int relu)
 {
 #if __CUDA_ARCH__ >= 800
-    constexpr int BN_ = BM_ == 64 ? 128 : 256;
-    constexpr int WARPS_N = BN_ / 32, WARPS_M = 8 / WARPS_N;
+    constexpr int WARPS_N = 8 / WARPS_M;
+    constexpr int MI = BM_ / WARPS_M / 16, NI = BN_ / WARPS_N / 8;
     constexpr int KPT = 16 * BN_ / THREADS;           // B values a thread gathers per tile
+    constexpr int AQ = (BM_ * 4 + THREADS - 1) / THREADS;   // A quads a thread moves per tile
     constexpr int LD = BK + 4;                        // row stride in floats (80 bytes)
-    static_assert(WARPS_M * 32 == BM_, "warps cover the block's rows");
+    static_assert(MI * 16 * WARPS_M == BM_ && NI * 8 * WARPS_N == BN_ && NI % 2 == 0,
+                  "warps cover the block");
+    static_assert(KPT % 4 == 0 && KPT <= 16, "whole quads of a 16-channel tile per thread");
     __shared__ __align__(16) float As[2][BM_][LD];
     __shared__ __align__(16) float Bs[2][BN_][LD];
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
@@ -236,17 +242,22 @@ __device__ __forceinline__ void conv_tf32_v3(const float *__restrict__ x,
     const float *xb = x + ((long)pb * Cin + bk) * HWin;
     const int iy0 = oy * stride - pad, ix0 = ox * stride - pad;
 
-    // This thread's A quad: row am, K columns aq..aq+3 (BM_ * 4 threads).
+    // This thread's A quads: rows am + 64 r, K columns aq..aq+3.
     const int am = tid >> 2, aq = (tid & 3) * 4;
-    const bool a_ld = am < BM_ && m0 + am < Cout;
     const float *wrow = wp + (long)(m0 + am) * KK + aq;
 
-    float4 a_reg = make_float4(0.f, 0.f, 0.f, 0.f);
+    float4 a_reg[AQ];
+#pragma unroll
+    for (int r = 0; r < AQ; r++)
+        a_reg[r] = make_float4(0.f, 0.f, 0.f, 0.f);
     float b_reg[KPT];
     int ky = 0, kx = 0, c0 = 0;                       // the next tile to load
     auto load_tile = [&]() {
-        if (a_ld)
-            a_reg = *reinterpret_cast<const float4 *>(wrow + (ky * KS + kx) * Cin + c0);
+#pragma unroll
+        for (int r = 0; r < AQ; r++)
+            if (am + 64 * r < BM_ && m0 + am + 64 * r < Cout)
+                a_reg[r] = *reinterpret_cast<const float4 *>(wrow + (long)64 * r * KK +
+                                                             (ky * KS + kx) * Cin + c0);
         const int iy = iy0 + ky, ix = ix0 + kx;
         const bool in = p_ok && iy >= 0 && iy < H && ix >= 0 && ix < W;
         const float *src = xb + (long)c0 * HWin + (long)iy * W + ix;
@@ -263,8 +274,10 @@ __device__ __forceinline__ void conv_tf32_v3(const float *__restrict__ x,
         }
     };
     auto store_tile = [&](int buf) {
-        if (am < BM_)
-            *reinterpret_cast<float4 *>(&As[buf][am][aq]) = a_reg;
+#pragma unroll
+        for (int r = 0; r < AQ; r++)
+            if (am + 64 * r < BM_)
+                *reinterpret_cast<float4 *>(&As[buf][am + 64 * r][aq]) = a_reg[r];
 #pragma unroll
         for (int i = 0; i < KPT; i += 4) {
             float4 v;
@@ -283,17 +296,17 @@ __device__ __forceinline__ void conv_tf32_v3(const float *__restrict__ x,
     // cols 0-7 k 4-7, 16-23 cols 8-15 k 0-3, 24-31 cols 8-15 k 4-7.
     const unsigned as0 = (unsigned)__cvta_generic_to_shared(&As[0][0][0]);
     const unsigned bs0 = (unsigned)__cvta_generic_to_shared(&Bs[0][0][0]);
-    const int a_row = wm * 32 + (lane & 7) + ((lane >> 3) & 1) * 8, a_col = (lane >> 4) * 4;
-    const int b_row = wn * 32 + (lane & 7) + (lane >> 4) * 8, b_col = ((lane >> 3) & 1) * 4;
+    const int a_row = wm * MI * 16 + (lane & 7) + ((lane >> 3) & 1) * 8, a_col = (lane >> 4) * 4;
+    const int b_row = wn * NI * 8 + (lane & 7) + (lane >> 4) * 8, b_col = ((lane >> 3) & 1) * 4;
     const unsigned a_off = (unsigned)(a_row * LD + a_col) * 4u;
     const unsigned b_off = (unsigned)(b_row * LD + b_col) * 4u;
     constexpr unsigned A_BUF = BM_ * LD * 4u, B_BUF = BN_ * LD * 4u;
 
-    float acc[2][4][4];
+    float acc[MI][NI][4];
 #pragma unroll
-    for (int mi = 0; mi < 2; mi++)
+    for (int mi = 0; mi < MI; mi++)
 #pragma unroll
-        for (int ni = 0; ni < 4; ni++)
+        for (int ni = 0; ni < NI; ni++)
 #pragma unroll
             for (int r = 0; r < 4; r++)
                 acc[mi][ni][r] = 0.0f;
@@ -308,16 +321,16 @@ __device__ __forceinline__ void conv_tf32_v3(const float *__restrict__ x,
             load_tile();                              // in flight during the mma below
 #pragma unroll
         for (int ks = 0; ks < BK; ks += 8) {
-            unsigned a[2][4], b[4][2];
+            unsigned a[MI][4], b[NI][2];
 #pragma unroll
-            for (int mi = 0; mi < 2; mi++) {
+            for (int mi = 0; mi < MI; mi++) {
                 unsigned addr = as0 + cur * A_BUF + a_off + (unsigned)(mi * 16 * LD + ks) * 4u;
                 asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
                              : "=r"(a[mi][0]), "=r"(a[mi][1]), "=r"(a[mi][2]), "=r"(a[mi][3])
                              : "r"(addr));
             }
 #pragma unroll
-            for (int nj = 0; nj < 2; nj++) {
+            for (int nj = 0; nj < NI / 2; nj++) {
                 unsigned addr = bs0 + cur * B_BUF + b_off + (unsigned)(nj * 16 * LD + ks) * 4u;
                 asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
                              : "=r"(b[2 * nj][0]), "=r"(b[2 * nj][1]), "=r"(b[2 * nj + 1][0]),
@@ -325,9 +338,9 @@ __device__ __forceinline__ void conv_tf32_v3(const float *__restrict__ x,
                              : "r"(addr));
             }
 #pragma unroll
-            for (int mi = 0; mi < 2; mi++)
+            for (int mi = 0; mi < MI; mi++)
 #pragma unroll
-                for (int ni = 0; ni < 4; ni++)
+                for (int ni = 0; ni < NI; ni++)
                     asm volatile(
                         "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 "
                         "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
@@ -346,17 +359,17 @@ __device__ __forceinline__ void conv_tf32_v3(const float *__restrict__ x,
     // aligned float2.
     const bool pairs = (HW & 1) == 0;
 #pragma unroll
-    for (int ni = 0; ni < 4; ni++) {
-        const long n = n0 + wn * 32 + ni * 8 + 2 * t4;
+    for (int ni = 0; ni < NI; ni++) {
+        const long n = n0 + wn * NI * 8 + ni * 8 + 2 * t4;
         if (n >= N)
             continue;
         const long nb = n / HW;
         const long q = n - nb * HW;
 #pragma unroll
-        for (int mi = 0; mi < 2; mi++)
+        for (int mi = 0; mi < MI; mi++)
 #pragma unroll
             for (int half = 0; half < 2; half++) {
-                const int m = m0 + wm * 32 + mi * 16 + g + half * 8;
+                const int m = m0 + wm * MI * 16 + mi * 16 + g + half * 8;
                 if (m >= Cout)
                     continue;
                 const float bm = bias[m];
@@ -395,28 +408,30 @@ __device__ __forceinline__ void conv_tf32_v3(const float *__restrict__ x,
 }
 
 // 3x3 convolutions (pad 1) and 1x1 shortcuts (pad 0), 256 threads, static
-// shared memory. v1: grid (ceil(N/128), ceil(Cout/64)), any Cin. v3: Cin % 16
-// == 0, weights packed (Cout, tap, Cin) in tf32; grid (ceil(N/128),
-// ceil(Cout/64)), or with the s suffix (BM 32, for Cout <= 32) (ceil(N/256),
-// ceil(Cout/32)).
-#define CONV_ENTRY(name, KS)                                                          \
+// shared memory. v1: any Cin, grid (ceil(N/128), ceil(Cout/64)). v3: Cin %
+// 16 == 0, weights packed (Cout, tap, Cin) in tf32, grid (ceil(N/BN),
+// ceil(Cout/BM)): no suffix 64 x 128, s 32 x 256 (Cout <= 32), w 128 x 128
+// (Cout >= 128); worker/conv_gpu.c picks by Cout.
+#define CONV_ENTRY(name, KS)                                                                    \
     extern "C" __global__ void __launch_bounds__(THREADS)                                       \
     name(const float *x, const float *w, const float *bias, const float *residual, float *out,  \
          int B, int Cin, int H, int W, int Cout, int stride, int pad, int Ho, int Wo, int relu) \
     {                                                                                           \
         conv_tf32<KS>(x, w, bias, residual, out, B, Cin, H, W, Cout, stride, pad, Ho, Wo, relu);  \
     }
-#define CONV_ENTRY_V3(name, KS, BM_)                                                            \
-    extern "C" __global__ void __launch_bounds__(THREADS, 3)                                    \
+#define CONV_ENTRY_V3(name, KS, BM_, BN_, WARPS_M, MIN_BLOCKS)                                  \
+    extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)                           \
     name(const float *x, const float *w, const float *bias, const float *residual, float *out,  \
          int B, int Cin, int H, int W, int Cout, int stride, int pad, int Ho, int Wo, int relu) \
     {                                                                                           \
-        conv_tf32_v3<KS, BM_>(x, w, bias, residual, out, B, Cin, H, W, Cout, stride, pad, Ho,   \
-                              Wo, relu);                                                        \
+        conv_tf32_v3<KS, BM_, BN_, WARPS_M>(x, w, bias, residual, out, B, Cin, H, W, Cout,      \
+                                            stride, pad, Ho, Wo, relu);                         \
     }
 CONV_ENTRY(gf_conv3_tf32_v1, 3)
 CONV_ENTRY(gf_conv1_tf32_v1, 1)
-CONV_ENTRY_V3(gf_conv3_tf32_v3, 3, 64)
-CONV_ENTRY_V3(gf_conv1_tf32_v3, 1, 64)
-CONV_ENTRY_V3(gf_conv3_tf32_v3s, 3, 32)
-CONV_ENTRY_V3(gf_conv1_tf32_v3s, 1, 32)
+CONV_ENTRY_V3(gf_conv3_tf32_v3, 3, 64, 128, 2, 3)
+CONV_ENTRY_V3(gf_conv1_tf32_v3, 1, 64, 128, 2, 3)
+CONV_ENTRY_V3(gf_conv3_tf32_v3s, 3, 32, 256, 1, 3)
+CONV_ENTRY_V3(gf_conv1_tf32_v3s, 1, 32, 256, 1, 3)
+CONV_ENTRY_V3(gf_conv3_tf32_v3w, 3, 128, 128, 2, 2)
+CONV_ENTRY_V3(gf_conv1_tf32_v3w, 1, 128, 128, 2, 2)

@@ -23,8 +23,24 @@ struct gf_conv_gpu {
     int own_bm, own_bn;           /* the own kernel's block tile */
 };
 
-/* v3 of the own kernel takes whole 16-channel K tiles (kernels/resnet.cu). */
-static bool own_v3(gf_conv_shape s) { return s.cin % 16 == 0; }
+/* The own kernel's variants (kernels/resnet.cu). v3 takes whole 16-channel
+ * K tiles, packed weights, and a block that follows Cout; v1 the rest
+ * (resnet.conv1). */
+static const gf_conv_own_kernel own_kernels[] = {
+    { "gf_conv1_tf32_v1", "gf_conv3_tf32_v1", 64, 128, 1, false },
+    { "gf_conv1_tf32_v3s", "gf_conv3_tf32_v3s", 32, 256, 2, true },
+    { "gf_conv1_tf32_v3", "gf_conv3_tf32_v3", 64, 128, 2, true },
+    { "gf_conv1_tf32_v3w", "gf_conv3_tf32_v3w", 128, 128, 2, true },
+};
+
+const gf_conv_own_kernel *gf_conv_gpu_own_kernel(gf_conv_shape s)
+{
+    if (s.cin % 16 != 0)
+        return &own_kernels[0];
+    return &own_kernels[s.cout <= 32 ? 1 : s.cout <= 64 ? 2 : 3];
+}
+
+static bool own_v3(gf_conv_shape s) { return gf_conv_gpu_own_kernel(s)->packed; }
 
 /* fp32 -> tf32 as cvt.rna does it: round to nearest on the 10-bit mantissa,
  * ties away from zero (on the magnitude: the sign bit is apart). Finite
@@ -132,19 +148,14 @@ int gf_conv_gpu_set_route(gf_conv_gpu *c, gf_route_kind kind, gf_math math,
                 c->shape.k);
         return GF_EUNSUP;
     }
-    /* v3 needs whole 16-channel K tiles, and has a 32-row block for Cout
-     * <= 32 (kernels/resnet.cu); v1 takes the rest (resnet.conv1). */
-    int v = own_v3(c->shape) ? (c->shape.cout <= 32 ? 2 : 1) : 0;
-    static const char *const names[3][2] = { { "gf_conv1_tf32_v1", "gf_conv3_tf32_v1" },
-                                             { "gf_conv1_tf32_v3", "gf_conv3_tf32_v3" },
-                                             { "gf_conv1_tf32_v3s", "gf_conv3_tf32_v3s" } };
-    static const int tiles[3][2] = { { 64, 128 }, { 64, 128 }, { 32, 256 } };
+    const gf_conv_own_kernel *kern = gf_conv_gpu_own_kernel(c->shape);
     const char *sha = NULL;
-    int rc = gf_gpu_function(c->gpu, "resnet", names[v][c->shape.k == 3], &c->own, NULL, &sha);
+    int rc = gf_gpu_function(c->gpu, "resnet", c->shape.k == 3 ? kern->name3 : kern->name1,
+                             &c->own, NULL, &sha);
     if (rc)
         return rc;
-    c->own_bm = tiles[v][0];
-    c->own_bn = tiles[v][1];
+    c->own_bm = kern->tile_m;
+    c->own_bn = kern->tile_n;
     c->route = GF_ROUTE_OWN;
     if (module_sha256)
         *module_sha256 = sha;

@@ -22,6 +22,19 @@ typedef struct {
 
 typedef struct gf_conv_gpu gf_conv_gpu;
 
+/* A variant of the own kernel: its entry points (1x1, 3x3), block tile
+ * (output channels x output positions), shared-memory stages, and whether it
+ * reads the packed tf32 weights. */
+typedef struct {
+    const char *name1, *name3;
+    int tile_m, tile_n, stages;
+    bool packed;
+} gf_conv_own_kernel;
+
+/* The variant the own route runs for a layer of this shape (qualify pins its
+ * configuration from the same answer). */
+const gf_conv_own_kernel *gf_conv_gpu_own_kernel(gf_conv_shape shape);
+
 /* Upload one layer. boundary: its planner name ("resnet.layer2.0.conv1").
  * NULL on a device error (logged). */
 gf_conv_gpu *gf_conv_gpu_new(gf_gpu *gpu, gf_blas_gpu *blas, const char *boundary,

@@ -37,13 +37,13 @@ static const gf_pin lstm_pins[] = {
     { "threads", "512" },
 };
 
-static const gf_pin resnet_pins[] = {
-    { "tile_m", "64" },
-    { "tile_n", "128" },
-    { "tile_k", "16" },
-    { "warps", "8" },
-    { "implicit_gemm", "1" },
-};
+/* The ResNet kernel's configuration per layer, from the variant the own
+ * route runs for its shape (gf_conv_gpu_own_kernel). */
+#define RESNET_PINS 6
+typedef struct {
+    gf_pin pins[RESNET_PINS];
+    char tile_m[8], tile_n[8], stages[8];
+} resnet_config;
 
 /* The ResNet34 trunk's convolutions, in network order, with their shapes and
  * input extents (80 mel rows x 998 frames at the trunk's input). */
@@ -52,6 +52,7 @@ typedef struct {
     gf_conv_shape shape;
     int h, w;            /* input extent */
     int residual, relu;  /* epilogue as the network runs it */
+    resnet_config config;
 } conv_layer;
 
 #define MAX_CONV_LAYERS 40
@@ -71,6 +72,16 @@ static void add_conv(const char *name, int cin, int cout, int k, int stride, int
     c->w = w;
     c->residual = residual;
     c->relu = relu;
+    const gf_conv_own_kernel *kern = gf_conv_gpu_own_kernel(c->shape);
+    resnet_config *rc = &c->config;
+    snprintf(rc->tile_m, sizeof rc->tile_m, "%d", kern->tile_m);
+    snprintf(rc->tile_n, sizeof rc->tile_n, "%d", kern->tile_n);
+    snprintf(rc->stages, sizeof rc->stages, "%d", kern->stages);
+    const gf_pin pins[RESNET_PINS] = {
+        { "tile_m", rc->tile_m }, { "tile_n", rc->tile_n }, { "tile_k", "16" },
+        { "stages", rc->stages }, { "warps", "8" },         { "implicit_gemm", "1" },
+    };
+    memcpy(rc->pins, pins, sizeof pins);
 }
 
 static void build_candidates(void)
@@ -99,7 +110,7 @@ static void build_candidates(void)
                                                  GF_ARRAY_LEN(lstm_pins) };
     for (size_t i = 0; i < n_conv_layers; i++)
         candidates[n_candidates++] = (gf_candidate){ "resnet", conv_layers[i].boundary,
-                                                     resnet_pins, GF_ARRAY_LEN(resnet_pins) };
+                                                     conv_layers[i].config.pins, RESNET_PINS };
 }
 
 const gf_candidate *gf_qualify_candidates(size_t *count)

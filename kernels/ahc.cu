@@ -101,6 +101,20 @@ __device__ void scan_row(const double *D, const int *size, int n, int x, double 
     block_argmin(best, at);
 }
 
+// scan_row, its answer stored as row x's bound and neighbour, visible to the
+// whole block on return.
+__device__ void rescan_row(const double *D, const int *size, int n, int x, double *lb, int *nbr)
+{
+    double best;
+    int at;
+    scan_row(D, size, n, x, best, at);
+    if (threadIdx.x == 0) {
+        lb[x] = best;
+        nbr[x] = at;
+    }
+    __syncthreads();
+}
+
 // Condensed Euclidean distances of n points x[n x dim]: 16 x 16 pairs per
 // block (blockIdx.y: row tile, blockIdx.x: column tile, upper triangle only),
 // dimensions staged through shared memory 32 at a time. Each pair's sum runs
@@ -150,15 +164,8 @@ extern "C" __global__ void gf_ahc_init(int *size, int *id, int n)
 extern "C" __global__ void gf_ahc_rescan_all(const double *D, const int *size, int n,
                                              double *lb, int *nbr)
 {
-    for (int x = blockIdx.x; x < n - 1; x += gridDim.x) {
-        double best;
-        int at;
-        scan_row(D, size, n, x, best, at);
-        if (threadIdx.x == 0) {
-            lb[x] = best;
-            nbr[x] = at;
-        }
-    }
+    for (int x = blockIdx.x; x < n - 1; x += gridDim.x)
+        rescan_row(D, size, n, x, lb, nbr);
 }
 
 // One block. Row b of the previous merge (k > 0) is scanned again, as its
@@ -171,15 +178,8 @@ extern "C" __global__ void gf_ahc_pick(const double *D, int *size, int *id, int 
 {
     double v;
     int x;
-    if (k > 0 && st->b >= 0 && st->b < n - 1) {
-        int b = st->b;
-        scan_row(D, size, n, b, v, x);
-        if (threadIdx.x == 0) {
-            lb[b] = v;
-            nbr[b] = x;
-        }
-        __syncthreads();
-    }
+    if (k > 0 && st->b >= 0 && st->b < n - 1)
+        rescan_row(D, size, n, st->b, lb, nbr);
     for (;;) {
         v = INFINITY;
         x = -1;
@@ -196,14 +196,7 @@ extern "C" __global__ void gf_ahc_pick(const double *D, int *size, int *id, int 
         int y = nbr[x];
         if (y >= 0 && D[cidx(n, x, y)] == v)
             break;
-        double best;
-        int at;
-        scan_row(D, size, n, x, best, at);
-        if (threadIdx.x == 0) {
-            lb[x] = best;
-            nbr[x] = at;
-        }
-        __syncthreads();
+        rescan_row(D, size, n, x, lb, nbr);
     }
     if (threadIdx.x != 0)
         return;

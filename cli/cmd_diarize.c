@@ -441,7 +441,7 @@ int gf_cmd_diarize(int argc, char **argv)
          * card 0 when there is one and stays on the CPU otherwise */
         gf_diar_backend be;
         int brc = gf_diar_backend_gpu(gpu >= 0 ? gpu : 0, models_dir, cfg->batch_size,
-                                      cfg->tf32 ? GF_MATH_TF32 : GF_MATH_FP32, &be);
+                                      cfg->tf32 ? GF_MATH_TF32 : GF_MATH_FP32, cfg->overlap, &be);
         if (brc == 0) {
             gf_diar_set_backend(d, &be);
             fprintf(stderr, "gpuflock diarize: networks on CUDA card %d\n", gpu >= 0 ? gpu : 0);

@@ -454,6 +454,7 @@ static const field worker_fields[] = {
     { "batch_size",  F_INT, CFG(batch_size), 1, 65536, NULL },
     { "cpu_threads", F_INT, CFG(cpu_threads), 0, 4096, NULL },
     { "math",        F_MATH, CFG(tf32), 0, 0, NULL },
+    { "overlap",     F_BOOL, CFG(overlap), 0, 0, NULL },
     { NULL, 0, 0, 0, 0, NULL },
 };
 
@@ -503,6 +504,7 @@ static gf_config *base_defaults(void)
     c->kill_grace_s = 10;
     c->spawn_workers = true;
     c->sync_acks = true;
+    c->overlap = true;
     c->batch_size = 32;
     c->cpu_threads = 0;
     return c;

@@ -65,6 +65,7 @@ typedef struct {
     int batch_size;             /* windows per network batch, default 32 */
     int cpu_threads;            /* BLAS threads, 0: one per core */
     bool tf32;                  /* worker.math: tf32 (true) or fp32 (false, default) on CUDA cards */
+    bool overlap;               /* worker.overlap: embedding trunk beside the segmentation, default true */
 } gf_config;
 
 /* Load the configuration. explicit_path: from --config, or NULL to look at

@@ -54,6 +54,7 @@ static void load(void)
         S(stream_create, "cuStreamCreate"),
         S(stream_destroy, "cuStreamDestroy_v2"),
         S(stream_synchronize, "cuStreamSynchronize"),
+        S(stream_wait_event, "cuStreamWaitEvent"),
         S(event_create, "cuEventCreate"),
         S(event_destroy, "cuEventDestroy_v2"),
         S(event_record, "cuEventRecord"),

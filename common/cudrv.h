@@ -60,6 +60,7 @@ typedef struct {
     gf_cu_result (*stream_create)(gf_cu_stream *s, unsigned flags);
     gf_cu_result (*stream_destroy)(gf_cu_stream s);
     gf_cu_result (*stream_synchronize)(gf_cu_stream s);
+    gf_cu_result (*stream_wait_event)(gf_cu_stream s, gf_cu_event e, unsigned flags);
     gf_cu_result (*event_create)(gf_cu_event *e, unsigned flags);
     gf_cu_result (*event_destroy)(gf_cu_event e);
     gf_cu_result (*event_record)(gf_cu_event e, gf_cu_stream s);

@@ -1,5 +1,13 @@
-/* diar_gpu.c — the pipeline's GPU backend (diar_gpu.h): one card, its cuBLAS
- * handle and the two GPU networks, taken once and kept for every recording. */
+/* diar_gpu.c — the pipeline's GPU backend (diar_gpu.h): one card, two streams
+ * on it with a cuBLAS handle each, and the two GPU networks, taken once and
+ * kept for every recording.
+ *
+ * The segmentation runs on the first stream; the fbank and the embedding
+ * network on the second. In span mode the second stream starts a batch's
+ * fbank and ResNet trunk as soon as the windows are on the card, before the
+ * segmentation runs, so the two networks share the card (the LSTM's blocks
+ * leave most multiprocessors idle); the pooling, which needs the
+ * segmentation's masks, follows in embed. */
 #include "worker/diar_gpu.h"
 #include "worker/diar/ahc_gpu.h"
 
@@ -20,8 +28,10 @@
 #include <sys/stat.h>
 
 typedef struct {
-    gf_gpu *gpu;                  /* the card */
+    gf_gpu *gpu;                  /* the card: segmentation's stream */
     gf_blas_gpu *blas;            /* its cuBLAS handle */
+    gf_gpu *gpu_e;                /* the same card: fbank and embedding's stream */
+    gf_blas_gpu *blas_e;          /* its cuBLAS handle */
     gf_segmentation_gpu *seg;     /* segmentation network on the card */
     gf_embedding_gpu *emb;        /* embedding network on the card */
     gf_fbank_gpu *fbank;          /* its features, on the card */
@@ -33,6 +43,8 @@ typedef struct {
     int max_batch;                /* windows per batch at most */
     bool feats_kept;              /* the last fbank left its features on the card */
     int feats_batch;              /* their windows */
+    bool overlap;                 /* start them ahead (worker.overlap) */
+    bool trunk_ahead;             /* segment_span started the fbank and trunk of its windows */
 } gpu_ctx;
 
 static int gpu_segment(void *ctx, const float *wave, int B, float *logp, gf_devstats *stats)
@@ -40,6 +52,16 @@ static int gpu_segment(void *ctx, const float *wave, int B, float *logp, gf_devs
     gpu_ctx *c = ctx;
     c->seg_span = false;
     return gf_segmentation_gpu_run(c->seg, wave, B, logp, stats);
+}
+
+/* A trunk started ahead whose pooling did not come (a batch without speech,
+ * or another call in between): wait for it and count its device time. */
+static int finish_ahead(gpu_ctx *c, gf_devstats *stats)
+{
+    if (!c->trunk_ahead)
+        return 0;
+    c->trunk_ahead = false;
+    return gf_embedding_gpu_pool(c->emb, c->feats_batch, NULL, NULL, 0, NULL, stats);
 }
 
 /* The span goes to the card (a tenth of the windows' bytes) and is expanded
@@ -51,16 +73,36 @@ static int gpu_segment_span(void *ctx, const float *span, int B, float *logp,
 {
     gpu_ctx *c = ctx;
     c->seg_span = false;
+    c->feats_kept = false;
     if (B < 1 || B > c->max_batch) {
         GF_ERROR("segmentation (gpu): batch of %d windows, capacity %d", B, c->max_batch);
         return GF_EINVAL;
     }
+    GF_TRY(finish_ahead(c, stats));
     size_t samples = (size_t)(B - 1) * GF_DIAR_STEP + GF_DIAR_WINDOW;
     int step = GF_DIAR_STEP, window = GF_DIAR_WINDOW;
     gf_cu_ptr out = gf_segmentation_gpu_input(c->seg);
     void *p[] = { &c->span, &step, &window, &B, &out };
-    int rc = gf_gpu_upload(c->gpu, c->span, span, samples * sizeof(float));
+    /* The windows are rewritten only once the other stream is done reading. */
+    int rc = gf_gpu_wait_for(c->gpu, c->gpu_e);
+    rc = rc ? rc : gf_gpu_upload(c->gpu, c->span, span, samples * sizeof(float));
     rc = rc ? rc : gf_gpu_launch1d(c->gpu, c->expand, (long)B * GF_DIAR_WINDOW, p);
+    if (!c->overlap) {   /* the fbank and the trunk follow, from gpu_fbank and gpu_embed */
+        rc = rc ? rc : gf_segmentation_gpu_run_dev(c->seg, B, logp, stats);
+        if (rc == 0) {
+            c->seg_span = true;
+            c->seg_batch = B;
+        }
+        return rc;
+    }
+    rc = rc ? rc : gf_gpu_wait_for(c->gpu_e, c->gpu);
+    rc = rc ? rc : gf_fbank_gpu_run_dev(c->fbank, out, B, NULL, stats);
+    rc = rc ? rc : gf_embedding_gpu_trunk(c->emb, gf_fbank_gpu_features(c->fbank), B, stats);
+    if (rc == 0) {
+        c->feats_kept = true;
+        c->feats_batch = B;
+        c->trunk_ahead = true;
+    }
     rc = rc ? rc : gf_segmentation_gpu_run_dev(c->seg, B, logp, stats);
     if (rc == 0) {
         c->seg_span = true;
@@ -72,6 +114,9 @@ static int gpu_segment_span(void *ctx, const float *span, int B, float *logp,
 static int gpu_fbank(void *ctx, const float *wave, int B, float *feats, gf_devstats *stats)
 {
     gpu_ctx *c = ctx;
+    if (!wave && !feats && c->trunk_ahead && B == c->feats_batch)
+        return 0;   /* segment_span started them: features and trunk are on the card */
+    GF_TRY(finish_ahead(c, stats));
     c->feats_kept = false;
     int rc;
     if (wave) {
@@ -93,6 +138,13 @@ static int gpu_embed(void *ctx, const float *fbank, int B, const int *job_window
                      const float *masks, int n_jobs, float *emb, gf_devstats *stats)
 {
     gpu_ctx *c = ctx;
+    if (!fbank && c->trunk_ahead && B == c->feats_batch) {
+        c->trunk_ahead = false;
+        return gf_embedding_gpu_pool(c->emb, B, job_window, masks, n_jobs, emb, stats);
+    }
+    GF_TRY(finish_ahead(c, stats));
+    if (n_jobs == 0)
+        return 0;   /* nothing to pool, and no trunk to finish */
     if (fbank)
         return gf_embedding_gpu_run(c->emb, fbank, B, job_window, masks, n_jobs, emb, stats);
     if (!c->feats_kept || B != c->feats_batch) {
@@ -123,6 +175,8 @@ static void gpu_destroy(void *ctx)
     gf_segmentation_gpu_destroy(&c->seg);
     gf_embedding_gpu_destroy(&c->emb);
     gf_fbank_gpu_destroy(&c->fbank);
+    gf_blas_gpu_destroy(&c->blas_e);
+    gf_gpu_destroy(&c->gpu_e);
     gf_blas_gpu_destroy(&c->blas);
     gf_gpu_destroy(&c->gpu);
     free(c);
@@ -156,7 +210,7 @@ static int apply_plan(gpu_ctx *c, int ordinal, int max_batch, gf_math math)
 }
 
 int gf_diar_backend_gpu(int ordinal, const char *models_dir, int max_batch, gf_math math,
-                        gf_diar_backend *out)
+                        bool overlap, gf_diar_backend *out)
 {
     char *seg_path = gf_strfmt("%s/%s", models_dir, GF_MODELS_SEGMENTATION);
     char *emb_path = gf_strfmt("%s/%s", models_dir, GF_MODELS_EMBEDDING);
@@ -179,23 +233,26 @@ int gf_diar_backend_gpu(int ordinal, const char *models_dir, int max_batch, gf_m
         goto fail;
     }
     rc = gf_blas_gpu_open(c->gpu, &c->blas);
+    rc = rc ? rc : gf_gpu_open(ordinal, &c->gpu_e);
+    rc = rc ? rc : gf_blas_gpu_open(c->gpu_e, &c->blas_e);
     if (rc != 0)
         goto fail;
     c->seg = gf_segmentation_gpu_new(c->gpu, c->blas, seg_path,
                                      man ? gf_manifest_sha256(man, GF_MODELS_SEGMENTATION) : NULL,
                                      max_batch, math);
-    c->emb = c->seg ? gf_embedding_gpu_new(c->gpu, c->blas, emb_path,
+    c->emb = c->seg ? gf_embedding_gpu_new(c->gpu_e, c->blas_e, emb_path,
                                            man ? gf_manifest_sha256(man, GF_MODELS_EMBEDDING)
                                                : NULL,
                                            max_batch, math)
                     : NULL;
-    c->fbank = c->emb ? gf_fbank_gpu_new(c->gpu, c->blas, max_batch) : NULL;
+    c->fbank = c->emb ? gf_fbank_gpu_new(c->gpu_e, c->blas_e, max_batch) : NULL;
     if (!c->seg || !c->emb || !c->fbank) {
         rc = GF_EINVAL;
         goto fail;
     }
     rc = apply_plan(c, ordinal, max_batch, math);
     c->max_batch = max_batch;
+    c->overlap = overlap;
     rc = rc ? rc : gf_gpu_alloc(c->gpu, ((size_t)(max_batch - 1) * GF_DIAR_STEP + GF_DIAR_WINDOW)
                                             * sizeof(float), &c->span);
     rc = rc ? rc : gf_gpu_function(c->gpu, "glue", "gf_windows_expand", &c->expand, NULL, NULL);

@@ -13,10 +13,12 @@
 
 /* Open CUDA card `ordinal`, load the two networks from models_dir (with the
  * manifest's digests when there is one) for batches of up to max_batch
- * windows, in `math` (fp32 or tf32), library routes. Returns 0 and fills
- * *out; GF_ENOENT (no such card or no model files) or GF_EDEVICE / GF_EINVAL
- * after logging why. */
+ * windows, in `math` (fp32 or tf32), routes from the planner. overlap: in
+ * span mode, start each batch's fbank and ResNet trunk on a second stream
+ * before its segmentation (worker.overlap). Returns 0 and fills *out;
+ * GF_ENOENT (no such card or no model files) or GF_EDEVICE / GF_EINVAL after
+ * logging why. */
 int gf_diar_backend_gpu(int ordinal, const char *models_dir, int max_batch, gf_math math,
-                        gf_diar_backend *out);
+                        bool overlap, gf_diar_backend *out);
 
 #endif

@@ -43,6 +43,7 @@ struct gf_diar_pool {
     int batch;             /* worker.batch_size */
     int threads;           /* worker.cpu_threads */
     gf_math math;          /* worker.math: fp32 or tf32 on a CUDA card */
+    bool overlap;          /* worker.overlap */
     gf_card_identity card; /* the worker's card: CUDA networks when it is one */
 };
 
@@ -54,6 +55,7 @@ gf_diar_pool *gf_diar_pool_new(const gf_config *cfg, const gf_card_identity *car
     self->batch = cfg->batch_size > 0 ? cfg->batch_size : 32;
     self->threads = cfg->cpu_threads;
     self->math = cfg->tf32 ? GF_MATH_TF32 : GF_MATH_FP32;
+    self->overlap = cfg->overlap;
     self->card = *card;
     return self;
 }
@@ -99,7 +101,8 @@ static gf_diar *pool_take(gf_diar_pool *self, const char *models, bool *cached)
         return NULL;
     if (!weight_free && self->card.kind == GF_DEVICE_CUDA) {
         gf_diar_backend be;
-        if (gf_diar_backend_gpu(self->card.index, models, self->batch, self->math, &be) == 0)
+        if (gf_diar_backend_gpu(self->card.index, models, self->batch, self->math, self->overlap,
+                                &be) == 0)
             gf_diar_set_backend(d, &be);
         else
             GF_WARN("card %d: networks stay on the CPU (the CUDA backend could not start)",

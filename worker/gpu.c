@@ -48,6 +48,7 @@ struct gf_gpu {
     size_t n_timings;
     gf_cu_event events[2 * MAX_TIMINGS]; /* created on first use, reused by every region */
     size_t n_events;                   /* how many exist */
+    gf_cu_event fence;                 /* gf_gpu_wait_for's, created on first use */
     bool debug;                        /* sync + check after each launch */
 };
 
@@ -118,6 +119,8 @@ void gf_gpu_destroy(gf_gpu **self_p)
         self->cu->ctx_synchronize();
         for (size_t i = 0; i < self->n_events; i++)
             self->cu->event_destroy(self->events[i]);
+        if (self->fence)
+            self->cu->event_destroy(self->fence);
         for (size_t i = 0; i < self->n_modules; i++)
             self->cu->module_unload(self->modules[i].module);
         for (size_t i = 0; i < self->n_allocs; i++)
@@ -195,6 +198,17 @@ int gf_gpu_download(gf_gpu *self, void *dst, gf_cu_ptr src, size_t bytes)
 int gf_gpu_fill32(gf_gpu *self, gf_cu_ptr dst, unsigned pattern, size_t words)
 {
     CU_CHECK(self, self->cu->memset_d32_async(dst, pattern, words, self->stream), "cuMemsetD32Async");
+    return 0;
+}
+
+int gf_gpu_wait_for(gf_gpu *self, gf_gpu *other)
+{
+    enum { EVENT_DISABLE_TIMING = 0x2 };   /* CU_EVENT_DISABLE_TIMING */
+    if (!self->fence)
+        CU_CHECK(self, self->cu->event_create(&self->fence, EVENT_DISABLE_TIMING),
+                 "cuEventCreate");
+    CU_CHECK(self, self->cu->event_record(self->fence, other->stream), "cuEventRecord");
+    CU_CHECK(self, self->cu->stream_wait_event(self->stream, self->fence, 0), "cuStreamWaitEvent");
     return 0;
 }
 

@@ -26,6 +26,12 @@ gf_cu_stream gf_gpu_stream(const gf_gpu *self);
 /* Compute capability as major*10+minor (90 for an H200). */
 int gf_gpu_cc(const gf_gpu *self);
 
+/* From now on, work queued on self's stream waits for the work queued so far
+ * on other's stream (both gf_gpu of the same card, whose primary context they
+ * share, so device memory of one is valid in the other). The host does not
+ * wait. */
+int gf_gpu_wait_for(gf_gpu *self, gf_gpu *other);
+
 /* Shared memory per block a kernel may opt in to (bytes). */
 int gf_gpu_smem_optin(const gf_gpu *self);
 /* Let kernel f use up to `bytes` of dynamic shared memory. */

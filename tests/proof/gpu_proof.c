@@ -98,9 +98,11 @@ static int print_plan(const gf_card_identity *card)
     return 0;
 }
 
-/* The whole pipeline on the GPU and on the CPU, same recording and weights
- * (GF_TEST_MODELS: segmentation, embedding and plda/; GF_PROOF_AUDIO: a
- * recording): identical speaker turns (times to the microsecond, labels). */
+/* The whole pipeline on the CPU and on the GPU, with its stages overlapped
+ * on two streams and one after the other (worker.overlap), same recording
+ * and weights (GF_TEST_MODELS: segmentation, embedding and plda/;
+ * GF_PROOF_AUDIO: a recording): identical speaker turns (times to the
+ * microsecond, labels). */
 static void check_pipeline(int card)
 {
     const char *models = getenv("GF_TEST_MODELS"), *audio = getenv("GF_PROOF_AUDIO");
@@ -108,38 +110,39 @@ static void check_pipeline(int card)
         printf("skip whole-pipeline check: GF_TEST_MODELS and GF_PROOF_AUDIO not both set\n");
         return;
     }
-    gf_diar_result r[2];
+    static const char *const runs[3] = { "CPU", "GPU, stages overlapped", "GPU, stages in turn" };
+    gf_diar_result r[3];
     memset(r, 0, sizeof r);
     int ok = 1;
-    for (int gpu = 0; gpu < 2 && ok; gpu++) {
+    for (int run = 0; run < 3 && ok; run++) {
         bool wf = false;
         gf_diar *d = gf_diar_new(models, 32, 0, &wf);
         ok = d && !wf;
-        if (ok && gpu) {
+        if (ok && run > 0) {
             gf_diar_backend be;
-            ok = gf_diar_backend_gpu(card, models, 32, GF_MATH_FP32, &be) == 0;
+            ok = gf_diar_backend_gpu(card, models, 32, GF_MATH_FP32, run == 1, &be) == 0;
             if (ok)
                 gf_diar_set_backend(d, &be);
         }
         gf_diar_run_opts opts = gf_diar_run_defaults();
-        ok = ok && gf_diar_run(d, audio, &opts, NULL, &r[gpu]) == 0;
+        ok = ok && gf_diar_run(d, audio, &opts, NULL, &r[run]) == 0;
         gf_diar_destroy(&d);
     }
     check(ok, "the pipeline runs on the CPU and on the GPU (neural, fp32)");
-    if (ok) {
-        const gf_rttm *a = r[0].rttm, *b = r[1].rttm;
+    for (int run = 1; ok && run < 3; run++) {
+        const gf_rttm *a = r[0].rttm, *b = r[run].rttm;
         int same = a->n == b->n;
         for (size_t i = 0; same && i < a->n; i++)
             same = fabs(a->turns[i].start - b->turns[i].start) < 1e-6 &&
                    fabs(a->turns[i].duration - b->turns[i].duration) < 1e-6 &&
                    strcmp(a->turns[i].speaker, b->turns[i].speaker) == 0;
-        char what[160];
-        snprintf(what, sizeof what, "GPU and CPU give identical speaker turns (%zu and %zu turns)",
-                 a->n, b->n);
+        char what[200];
+        snprintf(what, sizeof what, "%s and CPU give identical speaker turns (%zu and %zu turns)",
+                 runs[run], b->n, a->n);
         check(same, what);
     }
-    gf_diar_result_free(&r[0]);
-    gf_diar_result_free(&r[1]);
+    for (int run = 0; run < 3; run++)
+        gf_diar_result_free(&r[run]);
 }
 
 static void run_gpu_checks(const char *dir)

@@ -74,6 +74,7 @@ static void assert_defaults_except_devices(const gf_config *c)
     assert_int_equal(c->batch_size, 32);
     assert_int_equal(c->cpu_threads, 0);
     assert_false(c->tf32);
+    assert_true(c->overlap);
 }
 
 static void test_defaults(void **state)
@@ -148,7 +149,7 @@ static void test_values_and_derived(void **state)
         "  heartbeat_interval_ms: 250\n"
         "  spawn_workers: false\n"
         "  worker_program: /opt/gf/worker\n"
-        "worker: {batch_size: 8, cpu_threads: 2, math: tf32}\n";
+        "worker: {batch_size: 8, cpu_threads: 2, math: tf32, overlap: false}\n";
     gf_config *c = NULL;
     char *logged = NULL;
     assert_int_equal(parse_capture(text, &c, &logged), 0);
@@ -175,6 +176,7 @@ static void test_values_and_derived(void **state)
     assert_int_equal(c->batch_size, 8);
     assert_int_equal(c->cpu_threads, 2);
     assert_true(c->tf32);
+    assert_false(c->overlap);
     gf_config_destroy(&c);
 }
 

@@ -37,6 +37,8 @@ struct gf_embedding_gpu {
     int n_convs;
     gf_cu_ptr seg_w, seg_b;       /* [256, 5120], [256] */
     gf_cu_ptr feats, act[4], col, masks, job_window, pooled, emb;
+    gf_cu_ptr trunk_out;          /* the last trunk's output (one of act[]) */
+    int trunk_batch;              /* its windows; 0: none to pool */
     gf_gpu_allocs mem;            /* every device allocation */
     float *host_masks;            /* [3 * max_batch, 125]: resized masks before upload */
 };
@@ -319,9 +321,28 @@ int gf_embedding_gpu_run_dev(gf_embedding_gpu *s, gf_cu_ptr feats, int B,
                              const int *job_window, const float *masks, int n_jobs, float *emb,
                              gf_devstats *stats)
 {
-    if (B < 1 || B > s->max_batch || n_jobs < 0 || n_jobs > 3 * B) {
-        GF_ERROR("embedding (gpu): batch of %d windows with %d jobs, capacity %d windows",
-                 B, n_jobs, s->max_batch);
+    GF_TRY(gf_embedding_gpu_trunk(s, feats, B, stats));
+    return gf_embedding_gpu_pool(s, B, job_window, masks, n_jobs, emb, stats);
+}
+
+int gf_embedding_gpu_trunk(gf_embedding_gpu *s, gf_cu_ptr feats, int B, gf_devstats *stats)
+{
+    s->trunk_batch = 0;
+    if (B < 1 || B > s->max_batch) {
+        GF_ERROR("embedding (gpu): batch of %d windows, capacity %d windows", B, s->max_batch);
+        return GF_EINVAL;
+    }
+    GF_TRY(trunk(s, feats, B, stats, &s->trunk_out));
+    s->trunk_batch = B;
+    return 0;
+}
+
+int gf_embedding_gpu_pool(gf_embedding_gpu *s, int B, const int *job_window, const float *masks,
+                          int n_jobs, float *emb, gf_devstats *stats)
+{
+    if (B < 1 || B != s->trunk_batch || n_jobs < 0 || n_jobs > 3 * B) {
+        GF_ERROR("embedding (gpu): %d jobs on a batch of %d windows; the trunk ran on %d",
+                 n_jobs, B, s->trunk_batch);
         return GF_EINVAL;
     }
     for (int j = 0; j < n_jobs; j++)
@@ -329,8 +350,7 @@ int gf_embedding_gpu_run_dev(gf_embedding_gpu *s, gf_cu_ptr feats, int B,
             GF_ERROR("embedding (gpu): job %d names window %d of %d", j, job_window[j], B);
             return GF_EINVAL;
         }
-    gf_cu_ptr x;
-    GF_TRY(trunk(s, feats, B, stats, &x));
+    gf_cu_ptr x = s->trunk_out;
     if (n_jobs > 0) {
         resize_masks(masks, n_jobs, s->host_masks);
         int rc = gf_gpu_upload(s->gpu, s->masks, s->host_masks,

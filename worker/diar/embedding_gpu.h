@@ -48,5 +48,13 @@ int gf_embedding_gpu_run(gf_embedding_gpu *self, const float *feats, int B,
 int gf_embedding_gpu_run_dev(gf_embedding_gpu *self, gf_cu_ptr feats, int B,
                              const int *job_window, const float *masks, int n_jobs, float *emb,
                              gf_devstats *stats);
+/* run_dev in two halves, so that the trunk can run while the host waits for
+ * something else: _trunk queues the trunk on the card's stream and returns at
+ * once (its output stays, timed regions too when stats is not NULL); _pool
+ * then pools the n_jobs jobs of those B windows, waits for the card and
+ * collects every timed region of this gf_gpu into stats. n_jobs may be 0. */
+int gf_embedding_gpu_trunk(gf_embedding_gpu *self, gf_cu_ptr feats, int B, gf_devstats *stats);
+int gf_embedding_gpu_pool(gf_embedding_gpu *self, int B, const int *job_window,
+                          const float *masks, int n_jobs, float *emb, gf_devstats *stats);
 
 #endif

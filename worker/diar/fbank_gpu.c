@@ -124,8 +124,9 @@ int gf_fbank_gpu_run_dev(gf_fbank_gpu *s, gf_cu_ptr wave, int B, float *feats,
     GF_TRY(gf_gpu_launch(s->gpu, s->log_fn, (unsigned)(B * GF_FBANK_BINS), 1, 1, 256, 1, 1, 0, p_lg));
     if (stats)
         GF_TRY(gf_gpu_timing_end(s->gpu));
-    if (feats)
-        GF_TRY(gf_gpu_download(s->gpu, feats, s->out, sizeof(float) * (size_t)rows * GF_FBANK_BINS));
+    if (!feats)
+        return 0;   /* the features stay; so do the timed regions (fbank_gpu.h) */
+    GF_TRY(gf_gpu_download(s->gpu, feats, s->out, sizeof(float) * (size_t)rows * GF_FBANK_BINS));
     if (stats)
         gf_gpu_timing_collect(s->gpu, stats);
     return 0;

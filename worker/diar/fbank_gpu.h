@@ -25,7 +25,9 @@ int gf_fbank_gpu_run(gf_fbank_gpu *self, const float *wave, int B, float *feats,
                      gf_devstats *stats);
 /* The same from a wave already on the card (device [B, 160000], e.g. the
  * segmentation's input). feats NULL: the features stay on the card, at
- * gf_fbank_gpu_features, until the next run. */
+ * gf_fbank_gpu_features, until the next run, and the call returns without
+ * waiting for the card: its timed regions stay on the gf_gpu for the next
+ * gf_gpu_timing_collect there (the embedding's, when both share it). */
 int gf_fbank_gpu_run_dev(gf_fbank_gpu *self, gf_cu_ptr wave, int B, float *feats,
                          gf_devstats *stats);
 gf_cu_ptr gf_fbank_gpu_features(const gf_fbank_gpu *self);

@@ -586,7 +586,7 @@ static int run_batch_neural(gf_diar *d, int nb, float *seg, float *emb, float *l
             n_jobs++;
         }
     }
-    if (n_jobs > 0) {
+    if (n_jobs > 0 || d->backend.fbank) {   /* a device backend may finish work begun ahead */
         rc = d->backend.embed(d->backend.ctx, d->backend.fbank ? NULL : d->feats, nb,
                               d->job_window, d->masks, n_jobs, d->embout, stats);
         if (rc) {

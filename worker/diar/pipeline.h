@@ -53,7 +53,10 @@ typedef struct {
     int (*segment)(void *ctx, const float *wave, int B, float *logp, gf_devstats *stats);
     /* fbank [B, 998, 80]; job j pools window job_window[j] with
      * masks[j * 589 ..] into emb[j * 256 ..]. fbank NULL: the features
-     * the backend's fbank kept on its device. Returns 0 or a GF_E*. */
+     * the backend's fbank kept on its device. A backend with an fbank hook
+     * is called for every batch, with n_jobs 0 when no window has speech,
+     * so that it can finish what it started ahead (diar_gpu.c starts the
+     * trunk during segment_span). Returns 0 or a GF_E*. */
     int (*embed)(void *ctx, const float *fbank, int B, const int *job_window,
                  const float *masks, int n_jobs, float *emb, gf_devstats *stats);
     /* wave [B, 160000] → mean-normalised fbank [B, 998, 80]; NULL: the

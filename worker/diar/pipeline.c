@@ -21,6 +21,7 @@
 #include <json-c/json.h>
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -275,6 +276,10 @@ struct gf_diar {
     float *span;               /* span mode (backend.segment_span): the batch as one
                                   stretch of audio, window b at b * GF_DIAR_STEP */
     float *pinned;             /* the buffer backend.pin took, or NULL */
+    float *ahead;              /* a second batch buffer of the same kind (span or wave):
+                                  the next batch is decoded into it while this one runs */
+    float *pinned_ahead;       /* it, when backend.pin took it too */
+    size_t *valid_ahead;       /* [batch] its windows' audio samples */
     gf_plda *plda;             /* NULL in weight-free mode */
     gf_fbank *fbank;           /* plain (not mean-normalised) fbank, weight-free mode */
     float *wave;               /* [batch x 160000] */
@@ -296,6 +301,9 @@ static gf_diar *diar_alloc(int batch, bool weight_free)
     if (weight_free)   /* with networks, the backend decides (batch_buffer) */
         d->wave = gf_malloc(B * GF_DIAR_WINDOW * sizeof *d->wave);
     d->valid = gf_malloc(B * sizeof *d->valid);
+    d->valid_ahead = gf_malloc(B * sizeof *d->valid_ahead);
+    if (weight_free)
+        d->ahead = gf_malloc(B * GF_DIAR_WINDOW * sizeof *d->ahead);
     /* weight-free mode takes the fbank one window at a time */
     d->feats = gf_malloc((weight_free ? 1 : B) * GF_DIAR_FBANK_FRAMES * GF_FBANK_BINS
                          * sizeof *d->feats);
@@ -318,7 +326,9 @@ static void drop_backend(gf_diar *d)
         return;
     if (d->pinned && d->backend.unpin)
         d->backend.unpin(d->backend.ctx, d->pinned);
-    d->pinned = NULL;
+    if (d->pinned_ahead && d->backend.unpin)
+        d->backend.unpin(d->backend.ctx, d->pinned_ahead);
+    d->pinned = d->pinned_ahead = NULL;
     if (d->backend.destroy)
         d->backend.destroy(d->backend.ctx);
     d->has_backend = false;
@@ -337,22 +347,27 @@ static bool span_mode(const gf_diar *d)
     return d->has_backend && d->backend.segment_span && d->backend.fbank;
 }
 
-/* The batch buffer the backend takes: the span in span mode, else B whole
- * windows (the other one is not kept); page-locked where the backend can. */
+/* The batch buffers the backend takes, the one in use and the one ahead:
+ * spans in span mode, else B whole windows (the other kind is not kept);
+ * page-locked where the backend can. */
 static void batch_buffer(gf_diar *d)
 {
-    assert(!d->pinned);   /* the backend before this one let go of it (drop_backend) */
+    assert(!d->pinned && !d->pinned_ahead);   /* the last backend let go (drop_backend) */
     bool span = span_mode(d);
     float **keep = span ? &d->span : &d->wave, **drop = span ? &d->wave : &d->span;
     size_t bytes = span ? span_samples(d->batch) * sizeof(float)
                         : (size_t)d->batch * GF_DIAR_WINDOW * sizeof(float);
     free(*drop);
     *drop = NULL;
+    free(d->ahead);
     if (!*keep)
         *keep = gf_malloc(bytes);
+    d->ahead = gf_malloc(bytes);
     /* Not pinned is only slower: the copies stage through pageable memory. */
     if (d->backend.pin && d->backend.pin(d->backend.ctx, *keep, bytes) == 0)
         d->pinned = *keep;
+    if (d->backend.pin && d->backend.pin(d->backend.ctx, d->ahead, bytes) == 0)
+        d->pinned_ahead = d->ahead;
 }
 
 gf_diar *gf_diar_new_weight_free(int batch_size)
@@ -416,7 +431,9 @@ void gf_diar_destroy(gf_diar **self_p)
     gf_fbank_destroy(&d->fbank);
     free(d->wave);
     free(d->span);
+    free(d->ahead);
     free(d->valid);
+    free(d->valid_ahead);
     free(d->logp);
     free(d->feats);
     free(d->masks);
@@ -858,6 +875,75 @@ out:
     return rc;
 }
 
+/* One batch of windows from the iterator into buf (the span in span mode,
+ * else whole windows) and valid. done: the audio ended (nb may still be > 0).
+ * rc: 0, GF_EINTR (cancelled), or the iterator's error. */
+typedef struct {
+    gf_diar *d;
+    gf_audio_windows *it;
+    const gf_diar_run_opts *o;
+    const char *path;
+    float *buf;
+    size_t *valid;
+    int nb;
+    int64_t last_sample;
+    bool done;
+    int rc;
+} batch_read;
+
+static void read_batch(batch_read *r)
+{
+    gf_diar *d = r->d;
+    bool span = span_mode(d);
+    int64_t span_start = 0;
+    r->nb = 0;
+    r->rc = 0;
+    while (r->nb < d->batch) {
+        const float *win;
+        int64_t start;
+        size_t valid;
+        if (r->o->cancel && r->o->cancel(r->o->cancel_user)) {
+            GF_INFO("%s: stopped at a window of a batch (cancelled)", r->path);
+            r->rc = GF_EINTR;
+            return;
+        }
+        int k = gf_audio_windows_next(r->it, &win, &start, &valid);
+        if (k < 0) {
+            r->rc = k;
+            return;
+        }
+        if (k == 0) {
+            r->done = true;
+            return;
+        }
+        int nb = r->nb;
+        if (!span) {
+            memcpy(r->buf + (size_t)nb * GF_DIAR_WINDOW, win, GF_DIAR_WINDOW * sizeof *win);
+        } else if (nb == 0) {
+            memcpy(r->buf, win, GF_DIAR_WINDOW * sizeof *win);
+            span_start = start;
+        } else if (start == span_start + (int64_t)nb * GF_DIAR_STEP) {
+            /* the window's last second is new; the rest is its neighbours' */
+            memcpy(r->buf + span_samples(nb + 1) - GF_DIAR_STEP,
+                   win + GF_DIAR_WINDOW - GF_DIAR_STEP, GF_DIAR_STEP * sizeof *win);
+        } else {
+            GF_ERROR("%s: window at sample %lld is not one step after the previous one",
+                     r->path, (long long)start);
+            r->rc = GF_ESTATE;
+            return;
+        }
+        r->valid[nb] = valid;
+        r->last_sample = start + (int64_t)valid;
+        r->nb++;
+    }
+}
+
+static void *read_ahead(void *arg)
+{
+    read_batch(arg);
+    return NULL;
+}
+
 int gf_diar_run(gf_diar *d, const char *path, const gf_diar_run_opts *o, gf_devstats *stats,
                 gf_diar_result *res)
 {
@@ -880,51 +966,25 @@ int gf_diar_run(gf_diar *d, const char *path, const gf_diar_run_opts *o, gf_devs
     wf_blocks wb = { .noise_db = NAN };
     int64_t last_sample = 0;
     int rc = 0;
-    bool done = false;
-    while (!done) {
-        uint64_t t0 = gf_now_ns();
-        int nb = 0;
-        int64_t span_start = 0;
-        while (nb < d->batch) {
-            const float *win;
-            int64_t start;
-            size_t valid;
-            if (o->cancel && o->cancel(o->cancel_user)) {
-                GF_INFO("%s: stopped after %zu windows (cancelled)", path, n + (size_t)nb);
-                rc = GF_EINTR;
-                goto out;
-            }
-            int k = gf_audio_windows_next(it, &win, &start, &valid);
-            if (k < 0) {
-                rc = k;
-                goto out;
-            }
-            if (k == 0) {
-                done = true;
-                break;
-            }
-            if (!span_mode(d)) {
-                memcpy(d->wave + (size_t)nb * GF_DIAR_WINDOW, win, GF_DIAR_WINDOW * sizeof *win);
-            } else if (nb == 0) {
-                memcpy(d->span, win, GF_DIAR_WINDOW * sizeof *win);
-                span_start = start;
-            } else if (start == span_start + (int64_t)nb * GF_DIAR_STEP) {
-                /* the window's last second is new; the rest is its neighbours' */
-                memcpy(d->span + span_samples(nb + 1) - GF_DIAR_STEP,
-                       win + GF_DIAR_WINDOW - GF_DIAR_STEP, GF_DIAR_STEP * sizeof *win);
-            } else {
-                GF_ERROR("%s: window at sample %lld is not one step after the previous one",
-                         path, (long long)start);
-                rc = GF_ESTATE;
-                goto out;
-            }
-            d->valid[nb] = valid;
-            last_sample = start + (int64_t)valid;
-            nb++;
-        }
-        res->t_decode += secs(t0);
-        if (nb == 0)
-            break;
+    /* This batch runs while a thread decodes the next into the other
+     * buffer (read_ahead); each buffer's role swaps after every batch. */
+    float **buf = span_mode(d) ? &d->span : &d->wave;
+    batch_read cur = { .d = d, .it = it, .o = o, .path = path, .buf = *buf, .valid = d->valid };
+    batch_read nxt = cur;
+    nxt.buf = d->ahead;
+    nxt.valid = d->valid_ahead;
+    uint64_t t0 = gf_now_ns();
+    read_batch(&cur);
+    res->t_decode += secs(t0);
+    while (cur.rc == 0 && cur.nb > 0) {
+        pthread_t reader;
+        bool ahead = !cur.done && pthread_create(&reader, NULL, read_ahead, &nxt) == 0;
+        *buf = cur.buf;   /* run_batch_* read the batch at d->span / d->wave, d->valid */
+        d->valid = cur.valid;
+        d->ahead = nxt.buf;
+        d->valid_ahead = nxt.valid;
+        int nb = cur.nb;
+        last_sample = cur.last_sample;
         if (n + (size_t)nb > cap) {
             cap = (n + (size_t)nb) * 2;
             seg = gf_realloc(seg, cap * GF_DIAR_FRAMES * GF_DIAR_SPEAKERS * sizeof *seg);
@@ -940,6 +1000,14 @@ int gf_diar_run(gf_diar *d, const char *path, const gf_diar_run_opts *o, gf_devs
             rc = run_batch_neural(d, nb, sb, eb,
                                   logits ? logits + n * GF_DIAR_FRAMES * GF_DIAR_CLASSES : NULL,
                                   stats, res);
+        t0 = gf_now_ns();   /* decoding the next batch: only the wait for it counts */
+        if (ahead)
+            pthread_join(reader, NULL);
+        else if (!cur.done)
+            read_batch(&nxt);
+        else
+            nxt.nb = 0;
+        res->t_decode += secs(t0);
         if (rc) {
             GF_ERROR("%s: diarization failed after %zu windows", path, n);
             goto out;
@@ -947,7 +1015,13 @@ int gf_diar_run(gf_diar *d, const char *path, const gf_diar_run_opts *o, gf_devs
         n += (size_t)nb;
         if (o->progress)
             o->progress(o->progress_user, n, total > n ? total : n);
+        batch_read t = cur;
+        cur = nxt;
+        nxt = t;
     }
+    rc = cur.rc;
+    if (rc)
+        goto out;
     if (n == 0) {
         GF_ERROR("%s: no audio samples", path);
         rc = GF_EINVAL;
@@ -956,7 +1030,7 @@ int gf_diar_run(gf_diar *d, const char *path, const gf_diar_run_opts *o, gf_devs
     res->n_windows = n;
     res->duration = (double)last_sample / GF_AUDIO_RATE;
 
-    uint64_t t0 = gf_now_ns();
+    t0 = gf_now_ns();
     gf_cluster_opts copts = o->cluster;
     if (d->has_backend && d->backend.ahc_link && !copts.ahc_link) {
         copts.ahc_link = d->backend.ahc_link;

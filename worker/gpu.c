@@ -340,6 +340,12 @@ int gf_gpu_timing_end(gf_gpu *self)
     return 0;
 }
 
+void gf_gpu_timing_drop(gf_gpu *self)
+{
+    if (self->n_timings > 0 && !self->timings[self->n_timings - 1].ended)
+        self->n_timings--;
+}
+
 void gf_gpu_timing_collect(gf_gpu *self, gf_devstats *stats)
 {
     for (size_t i = 0; i < self->n_timings; i++) {

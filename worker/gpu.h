@@ -91,5 +91,8 @@ int gf_gpu_launch(gf_gpu *self, gf_cu_function f, unsigned gx, unsigned gy, unsi
 int gf_gpu_timing_begin(gf_gpu *self, const char *stage, const char *route);
 int gf_gpu_timing_end(gf_gpu *self);
 void gf_gpu_timing_collect(gf_gpu *self, gf_devstats *stats);
+/* Forget the last region, begun and not ended, when nothing was launched in
+ * it (the work went elsewhere): it is then neither measured nor failed. */
+void gf_gpu_timing_drop(gf_gpu *self);
 
 #endif

@@ -86,11 +86,14 @@ int gf_ahc_linkage_centroid_gpu(gf_gpu *gpu, const double *x, size_t n, size_t d
     return rc;
 }
 
+int gf_ahc_link_on_cpu(const double *x, size_t n, size_t dim, double *Z)
+{
+    GF_WARN("ahc: %zu embeddings: linking on the CPU instead (same result)", n);
+    return gf_ahc_linkage_centroid(x, n, dim, Z);
+}
+
 int gf_ahc_link_gpu(void *gpu, const double *x, size_t n, size_t dim, double *Z)
 {
     int rc = gf_ahc_linkage_centroid_gpu(gpu, x, n, dim, Z);
-    if (rc != GF_ETOOBIG)
-        return rc;
-    GF_WARN("ahc: %zu embeddings: linking on the CPU instead (same result)", n);
-    return gf_ahc_linkage_centroid(x, n, dim, Z);
+    return rc == GF_ETOOBIG ? gf_ahc_link_on_cpu(x, n, dim, Z) : rc;
 }

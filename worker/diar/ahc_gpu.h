@@ -30,4 +30,8 @@ int gf_ahc_linkage_centroid_gpu(gf_gpu *gpu, const double *x, size_t n, size_t d
  * whose result is the same. */
 int gf_ahc_link_gpu(void *gpu, const double *x, size_t n, size_t dim, double *Z);
 
+/* That fallback: warn that the linkage of n points runs on the CPU, and run
+ * it there. */
+int gf_ahc_link_on_cpu(const double *x, size_t n, size_t dim, double *Z);
+
 #endif

@@ -1073,8 +1073,8 @@ int gf_diar_run(gf_diar *d, const char *path, const gf_diar_run_opts *o, gf_devs
     res->t_clustering = secs(t0);
     if (stats)
         gf_devstats_unavailable(stats, "clustering", "cpu",
-                                copts.ahc_link ? "host stage; its AHC linkage runs on the card, "
-                                                 "not timed by events"
+                                copts.ahc_link ? "host stage; its AHC linkage on the card is "
+                                                 "timed as clustering.ahc"
                                                : "cpu card");
 out:
     res->t_total = secs(t_start);

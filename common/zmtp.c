@@ -81,9 +81,7 @@ static int fill(gf_zmtp *self, int64_t deadline, char *err, size_t errlen)
         int wait = -1;
         if (deadline >= 0) {
             int64_t left = deadline - mono_ms();
-            if (left <= 0)
-                return GF_ETIMEDOUT;
-            wait = left > 1000000 ? 1000000 : (int)left;
+            wait = left <= 0 ? 0 : left > 1000000 ? 1000000 : (int)left;
         }
         struct pollfd p = { .fd = self->fd, .events = POLLIN };
         int n = poll(&p, 1, wait);
@@ -93,8 +91,11 @@ static int fill(gf_zmtp *self, int64_t deadline, char *err, size_t errlen)
             snprintf(err, errlen, "%s: poll: %s", self->path, strerror(errno));
             return GF_EIO;
         }
-        if (n == 0)
-            continue;      /* the deadline check above decides */
+        if (n == 0) {
+            if (deadline >= 0 && mono_ms() >= deadline)
+                return GF_ETIMEDOUT;      /* with 0 ms: once looked, nothing there */
+            continue;
+        }
         if (self->in_cap - self->in_len < 65536) {
             self->in_cap = self->in_cap ? self->in_cap * 2 : 131072;
             self->in = gf_realloc(self->in, self->in_cap);
@@ -358,6 +359,48 @@ int gf_zmtp_send(gf_zmtp *self, const void *const *frames, const size_t *lens, s
     int rc = write_all(self, iov, (int)(2 * n), err, errlen);
     free(iov);
     free(hdr);
+    return rc;
+}
+
+int gf_zmtp_fd(const gf_zmtp *self)
+{
+    return self->fd;
+}
+
+int gf_zmtp_send_msg(gf_zmtp *self, const gf_msg *m, bool delim, char *err, size_t errlen)
+{
+    uint8_t *buf;
+    size_t len;
+    int rc = gf_proto_encode(m, &buf, &len);
+    if (rc) {
+        snprintf(err, errlen, "cannot encode a '%s' message: %s",
+                 gf_proto_op_name(m->op) ? gf_proto_op_name(m->op) : "?", gf_strerror(rc));
+        return rc;
+    }
+    const void *frames[2] = { "", buf };
+    size_t lens[2] = { 0, len };
+    rc = delim ? gf_zmtp_send(self, frames, lens, 2, err, errlen)
+               : gf_zmtp_send(self, frames + 1, lens + 1, 1, err, errlen);
+    free(buf);
+    return rc;
+}
+
+int gf_zmtp_recv_msg(gf_zmtp *self, int timeout_ms, gf_msg *out, char *err, size_t errlen)
+{
+    uint8_t *body;
+    size_t len, before;
+    memset(out, 0, sizeof(*out));
+    int rc = gf_zmtp_recv(self, timeout_ms, GF_PROTO_MAX_FRAME, &body, &len, &before, err,
+                          errlen);
+    if (rc)
+        return rc;
+    if (before > 1) {
+        snprintf(err, errlen, "a message of %zu frames", before + 1);
+        rc = GF_EPROTO;
+    } else {
+        rc = gf_proto_decode(body, len, out, err, errlen);
+    }
+    free(body);
     return rc;
 }
 

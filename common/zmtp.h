@@ -11,6 +11,9 @@
 #ifndef GF_ZMTP_H
 #define GF_ZMTP_H
 
+#include "common/proto.h"
+
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -32,10 +35,25 @@ int gf_zmtp_send(gf_zmtp *self, const void *const *frames, const size_t *lens, s
  * talking to a REQ-style ROUTER: the empty delimiter). Commands from the
  * peer (PING, ...) are answered or skipped. Frames over max_frame bytes are
  * refused. Returns 0; GF_ETIMEDOUT when nothing complete arrived within
- * timeout_ms (< 0: no limit); GF_EINTR on a signal; GF_ETOOBIG; GF_EPROTO
- * for a malformed frame; GF_EIO when the peer closed the connection. */
+ * timeout_ms (< 0: no limit; 0: only what can be read without waiting);
+ * GF_EINTR on a signal; GF_ETOOBIG; GF_EPROTO for a malformed frame;
+ * GF_EIO when the peer closed the connection. */
 int gf_zmtp_recv(gf_zmtp *self, int timeout_ms, size_t max_frame, uint8_t **body, size_t *len,
                  size_t *n_before, char *err, size_t errlen);
+
+/* The connected socket, for poll (POLLIN: bytes from the peer). */
+int gf_zmtp_fd(const gf_zmtp *self);
+
+/* gf_msg over the connection: m encoded as one body frame, after an empty
+ * delimiter when delim (REQ style). Returns 0, or an error with err filled
+ * (GF_EINVAL / GF_ETOOBIG: m does not encode; GF_EIO: the peer is gone). */
+int gf_zmtp_send_msg(gf_zmtp *self, const gf_msg *m, bool delim, char *err, size_t errlen);
+
+/* One message (an empty delimiter before it is skipped) decoded into *out,
+ * waiting as gf_zmtp_recv does (timeout_ms 0: only what is already there).
+ * Returns gf_zmtp_recv's codes, or GF_EPROTO for a body that does not
+ * decode or a message of more than two frames (err says why). */
+int gf_zmtp_recv_msg(gf_zmtp *self, int timeout_ms, gf_msg *out, char *err, size_t errlen);
 
 /* ---- the codec, shared with the broker's own ROUTER (broker/router.c) */
 

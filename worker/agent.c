@@ -18,6 +18,7 @@
 #include "worker/link.h"
 #include "worker/planner.h"
 #include "worker/runner.h"
+#include "worker/spare.h"
 
 #include <json-c/json.h>
 
@@ -58,6 +59,8 @@ struct gf_agent {
     bool stopping;
     char *plan;               /* route plan as JSON text, sent in READY */
     gf_diar_pool *pool;       /* diarize pipelines kept between jobs */
+    gf_spare *spare;          /* the next command job's guard, started ahead */
+    bool started;             /* a job started this turn: the spare waits */
     int wakefd;               /* eventfd: a diarize thread has news */
     uint64_t arrivals;        /* jobs received so far (slot.seq) */
 };
@@ -118,6 +121,10 @@ gf_agent *gf_agent_new(const gf_config *cfg, int device, const gf_card_identity 
     self->ctx = zmq_ctx_new();
     self->link = gf_link_new(cfg, self->ctx);
     self->pool = gf_diar_pool_new(cfg, card);
+    char *guard = gf_beside_self("gpuflock-guard");
+    if (guard)
+        self->spare = gf_spare_new(guard);
+    free(guard);
     self->wakefd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     if (!self->link || self->wakefd < 0) {
         if (self->wakefd < 0)
@@ -140,6 +147,7 @@ void gf_agent_destroy(gf_agent **self_p)
         gf_msg_clear(&s->result);
         free(s);
     }
+    gf_spare_destroy(&self->spare);
     gf_link_destroy(&self->link);
     if (self->ctx)
         zmq_ctx_term(self->ctx);
@@ -259,6 +267,7 @@ static void advance(gf_agent *self, slot *s)
     }
     if (rc == 0)
         rc = gf_run_start(s->run, why, sizeof(why));
+    self->started = true;
     if (rc) {
         GF_WARN("job %llu cannot start: %s", (unsigned long long)gf_run_id(s->run), why);
         gf_msg r;
@@ -284,6 +293,7 @@ static void on_job(gf_agent *self, gf_msg *m)
     s->seq = ++self->arrivals;
     s->run = gf_run_new(m, self->cfg);
     gf_run_set_diar(s->run, self->pool, self->wakefd);
+    gf_run_set_spare(s->run, self->spare);
     if (m->spec.kind == GF_JOB_DIARIZE && m->spec.diar)
         GF_INFO("job %llu: diarize %s", (unsigned long long)m->id, m->spec.diar->audio);
     s->next = self->slots;
@@ -512,6 +522,11 @@ int gf_agent_run(gf_agent *self)
             else if (now - self->last_heard > dead_after)
                 reconnect(self, "silent");
         }
+        /* the next command job's guard, started ahead in a turn that started
+         * no job (its exec would compete with the job's own start) */
+        if (self->spare && !self->started && !self->stopping)
+            gf_spare_fill(self->spare);
+        self->started = false;
     }
     gf_msg d;
     memset(&d, 0, sizeof(d));

@@ -5,6 +5,8 @@
  * and wait4 for the result. */
 #include "worker/runner.h"
 
+#include "worker/spare.h"
+
 #include "common/env.h"
 #include "common/error.h"
 #include "common/jobenv.h"
@@ -43,6 +45,7 @@ struct gf_run {
     gf_diar_pool *pool;       /* diarize: pipelines, borrowed from the agent */
     int wake_fd;              /* diarize: the agent's eventfd, -1 none */
     gf_djob *djob;            /* diarize: the running thread */
+    gf_spare *spare;          /* a guard started ahead, borrowed from the agent, or NULL */
 };
 
 gf_run *gf_run_new(const gf_msg *job, const gf_config *cfg)
@@ -347,6 +350,38 @@ static pid_t spawn_guard(gf_run *self, int out, int err, char *const envp[], cha
     return e ? -1 : pid;
 }
 
+/* Hand the job to the agent's spare guard (worker/spare.h): its pid, or -1
+ * when there is none (spawn_guard then). */
+static pid_t take_spare(gf_run *self, int out, int err, char *const envp[])
+{
+    if (!self->spare)
+        return -1;
+    const gf_job_spec *sp = &self->job.spec;
+    int keep[GF_PROTO_MAX_CARDS + 1];
+    if (self->n_locks > sizeof(keep) / sizeof(keep[0]))
+        return -1;
+    for (size_t i = 0; i < self->n_locks; i++)
+        keep[i] = gf_lock_fd(self->locks[i]);
+    char **argv = gf_calloc(sp->argc + 1, sizeof(char *));
+    for (size_t i = 0; i < sp->argc; i++)
+        argv[i] = sp->argv[i];
+    char *groups = join_groups(self);
+    gf_spare_job job = {
+        .uid = self->job.uid, .gid = self->job.gid, .groups = groups,
+        .cwd = sp->cwd ? sp->cwd : "-", .argv = argv, .envp = envp,
+        .out = out, .err = err, .keep = keep, .n_keep = self->n_locks,
+    };
+    pid_t pid = gf_spare_take(self->spare, &job);
+    free(groups);
+    free(argv);
+    return pid;
+}
+
+void gf_run_set_spare(gf_run *self, gf_spare *spare)
+{
+    self->spare = spare;
+}
+
 int gf_run_start(gf_run *self, char *why, size_t len)
 {
     const gf_job_spec *sp = &self->job.spec;
@@ -395,7 +430,9 @@ int gf_run_start(gf_run *self, char *why, size_t len)
             gf_env_destroy(&env);
             return GF_EIO;
         }
-    pid_t pid = spawn_guard(self, out, err, gf_env_array(env), why, len);
+    pid_t pid = take_spare(self, out, err, gf_env_array(env));
+    if (pid < 0)
+        pid = spawn_guard(self, out, err, gf_env_array(env), why, len);
     if (pid < 0) {
         close(out);
         close(err);

@@ -39,6 +39,11 @@ void gf_run_destroy(gf_run **self_p);
  * the job's thread writes when it has progress or ended (-1: none). */
 void gf_run_set_diar(gf_run *self, gf_diar_pool *pool, int wake_fd);
 
+/* Command jobs: the agent's guard started ahead (worker/spare.h;
+ * borrowed, NULL: none), used when one is waiting. */
+typedef struct gf_spare gf_spare;
+void gf_run_set_spare(gf_run *self, gf_spare *spare);
+
 /* A diarize job's windows done and total; true when they changed since
  * the last call (always false for command jobs). Still answers after
  * gf_run_reap, so the last progress can go out before the result. */

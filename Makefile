@@ -122,7 +122,7 @@ $(BUILD)/bin/gpuflockd: $(call obj,broker/main.c) $(ALL_LIBS)
 # The job's group leader: static and C library only, so that starting one
 # per job costs little more than its exec (worker/guard/main.c). No
 # sanitizers: they do not link statically.
-$(BUILD)/bin/gpuflock-guard: worker/guard/main.c
+$(BUILD)/bin/gpuflock-guard: worker/guard/main.c worker/guard/request.h
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -O2 -Wall -Wextra -Werror -static -o $@ $<
 $(BUILD)/bin/gpuflock-worker: $(call obj,worker/main.c) $(ALL_LIBS) | $(BUILD)/bin/gpuflock-guard

@@ -19,7 +19,6 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -290,12 +289,9 @@ static char *join_groups(const gf_run *self)
     return list ? list : gf_strdup("-");
 }
 
-/* Start gpuflock-guard (worker/guard/main.c), the job's group leader, with
- * posix_spawn: stdin /dev/null, stdout and stderr on the spool files, a new
- * process group, default dispositions and no blocked signals (the worker
- * ignores SIGPIPE and SIGHUP, which exec would keep ignored), the lock
- * descriptors inherited. Returns its pid, or -1 with
- * the reason in why. */
+/* Start gpuflock-guard (worker/guard/main.c), the job's group leader, for
+ * this job (gf_guard_spawn: stdout and stderr on the spool files, the lock
+ * descriptors inherited). Returns its pid, or -1 with the reason in why. */
 static pid_t spawn_guard(gf_run *self, int out, int err, char *const envp[], char *why,
                          size_t len)
 {
@@ -323,25 +319,9 @@ static pid_t spawn_guard(gf_run *self, int out, int err, char *const envp[], cha
         argv[n++] = sp->argv[i];
     argv[n] = NULL;
 
-    posix_spawn_file_actions_t fa;
-    posix_spawnattr_t at;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_adddup2(&fa, out, 1);
-    posix_spawn_file_actions_adddup2(&fa, err, 2);
-    posix_spawnattr_init(&at);
-    sigset_t all, none;
-    sigfillset(&all);
-    sigemptyset(&none);
-    posix_spawnattr_setsigdefault(&at, &all);
-    posix_spawnattr_setsigmask(&at, &none);
-    posix_spawnattr_setpgroup(&at, 0);
-    posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF |
-                                      POSIX_SPAWN_SETSIGMASK);
+    const int dups[][2] = { { out, 1 }, { err, 2 } };
     pid_t pid;
-    int e = posix_spawn(&pid, guard, &fa, &at, argv, envp);
-    posix_spawnattr_destroy(&at);
-    posix_spawn_file_actions_destroy(&fa);
+    int e = gf_guard_spawn(guard, argv, envp, dups, 2, &pid);
     if (e)
         snprintf(why, len, "cannot start %s: %s", guard, strerror(e));
     free(argv);

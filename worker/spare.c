@@ -1,6 +1,7 @@
 /* spare.c — a guard started ahead of its job (see spare.h). */
 #include "worker/spare.h"
 
+#include "worker/guard/request.h"
 #include "common/log.h"
 #include "common/util.h"
 
@@ -17,15 +18,36 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-/* The request's layout: worker/guard/main.c reads it. */
-#define GUARD_MAGIC 0x31474647u
-#define MAX_FDS 80
 
 struct gf_spare {
     char *guard;              /* gpuflock-guard's path */
     pid_t pid;                /* the waiting guard, 0: none */
     int sock;                 /* our end of its job socket, -1: none */
 };
+
+int gf_guard_spawn(const char *path, char *const argv[], char *const envp[],
+                   const int (*dups)[2], size_t n_dups, pid_t *pid)
+{
+    posix_spawn_file_actions_t fa;
+    posix_spawnattr_t at;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    for (size_t i = 0; i < n_dups; i++)
+        posix_spawn_file_actions_adddup2(&fa, dups[i][0], dups[i][1]);
+    posix_spawnattr_init(&at);
+    sigset_t all, none;
+    sigfillset(&all);
+    sigemptyset(&none);
+    posix_spawnattr_setsigdefault(&at, &all);
+    posix_spawnattr_setsigmask(&at, &none);
+    posix_spawnattr_setpgroup(&at, 0);
+    posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF |
+                                      POSIX_SPAWN_SETSIGMASK);
+    int e = posix_spawn(pid, path, &fa, &at, argv, envp);
+    posix_spawnattr_destroy(&at);
+    posix_spawn_file_actions_destroy(&fa);
+    return e;
+}
 
 gf_spare *gf_spare_new(const char *guard)
 {
@@ -77,24 +99,9 @@ void gf_spare_fill(gf_spare *self)
     snprintf(parent, sizeof parent, "%d", (int)getpid());
     char *argv[] = { "gpuflock-guard", parent, "--wait", NULL };
     char *envp[] = { NULL };
-    posix_spawn_file_actions_t fa;
-    posix_spawnattr_t at;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_adddup2(&fa, sv[1], 3);
-    posix_spawnattr_init(&at);
-    sigset_t all, none;
-    sigfillset(&all);
-    sigemptyset(&none);
-    posix_spawnattr_setsigdefault(&at, &all);
-    posix_spawnattr_setsigmask(&at, &none);
-    posix_spawnattr_setpgroup(&at, 0);
-    posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF |
-                                      POSIX_SPAWN_SETSIGMASK);
+    const int dups[][2] = { { sv[1], 3 } };
     pid_t pid;
-    int e = posix_spawn(&pid, self->guard, &fa, &at, argv, envp);
-    posix_spawnattr_destroy(&at);
-    posix_spawn_file_actions_destroy(&fa);
+    int e = gf_guard_spawn(self->guard, argv, envp, dups, 1, &pid);
     close(sv[1]);
     if (e) {
         GF_WARN("spare guard: cannot start %s: %s", self->guard, strerror(e));
@@ -119,7 +126,7 @@ static void put(char **buf, size_t *len, size_t *cap, const char *s)
 
 pid_t gf_spare_take(gf_spare *self, const gf_spare_job *job)
 {
-    if (self->pid <= 0 || job->n_keep + 2 > MAX_FDS)
+    if (self->pid <= 0 || job->n_keep + 2 > GUARD_MAX_FDS)
         return -1;
     char *body = NULL;
     size_t len = 0, cap = 0;
@@ -135,14 +142,15 @@ pid_t gf_spare_take(gf_spare *self, const gf_spare_job *job)
         put(&body, &len, &cap, job->argv[argc]);
     for (; job->envp[envc]; envc++)
         put(&body, &len, &cap, job->envp[envc]);
-    uint32_t head[5] = { GUARD_MAGIC, (uint32_t)len, (uint32_t)(job->n_keep + 2), argc, envc };
-    int fds[MAX_FDS];
+    uint32_t head[GUARD_HEAD_WORDS] = { GUARD_MAGIC, (uint32_t)len, (uint32_t)(job->n_keep + 2), argc, envc };
+    int fds[GUARD_MAX_FDS];
     fds[0] = job->out;
     fds[1] = job->err;
-    memcpy(fds + 2, job->keep, job->n_keep * sizeof(int));
+    if (job->n_keep)
+        memcpy(fds + 2, job->keep, job->n_keep * sizeof(int));
     union {
         struct cmsghdr align;
-        char buf[CMSG_SPACE(MAX_FDS * sizeof(int))];
+        char buf[CMSG_SPACE(GUARD_MAX_FDS * sizeof(int))];
     } ctl;
     memset(&ctl, 0, sizeof ctl);
     struct iovec iov = { head, sizeof head };

@@ -13,13 +13,9 @@
  *
  * In the second form it is started ahead of any job (worker/spare.h), so
  * that its exec is not on the way from a job's assignment to its start,
- * and waits on descriptor 3, a unix socket, for the job: a header of five
- * native 32-bit words (GUARD_MAGIC, the body's length, the number of
- * descriptors, argc, envc) carrying the descriptors (stdout, stderr, then
- * the locks to keep open for the command), then the body: UID, GID, GROUPS
- * and CWD as above, the command's argc arguments and its envc environment
- * entries, each ending in a NUL byte. The end of the stream instead of a
- * job (the worker no longer needs it) ends it quietly.
+ * and waits on descriptor 3, a unix socket, for the job (request.h). The
+ * end of the stream instead of a job (the worker no longer needs it) ends
+ * it quietly.
  *
  * Death with the worker, for the whole job: PR_SET_PDEATHSIG reaches only
  * the process that set it, so this small program stays the group leader.
@@ -34,6 +30,8 @@
  * it costs little more than the exec itself. Exit 126: the job could not
  * be set up; 127: CMD was not found (each with a line on stderr). */
 #define _GNU_SOURCE
+#include "request.h"
+
 #include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -52,9 +50,6 @@
 
 #define GUARD_SIGNAL (SIGRTMIN + 1)
 #define MAX_GROUPS 1024
-#define GUARD_MAGIC 0x31474647u   /* "GFG1" */
-#define MAX_FDS 80                  /* stdout, stderr, 64 cards and the bench lock, with room */
-#define MAX_BODY (1u << 30)
 #define JOB_FD 3
 
 extern char **environ;
@@ -150,10 +145,10 @@ static char *next_string(char *body, uint32_t len, uint32_t *pos)
  * argv; stdout and stderr are the job's afterwards. */
 static char **receive_job(char *fields[4])
 {
-    uint32_t head[5];
+    uint32_t head[GUARD_HEAD_WORDS];
     union {
         struct cmsghdr align;
-        char buf[CMSG_SPACE(MAX_FDS * sizeof(int))];
+        char buf[CMSG_SPACE(GUARD_MAX_FDS * sizeof(int))];
     } ctl;
     struct iovec iov = { head, sizeof head };
     struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf,
@@ -163,13 +158,13 @@ static char **receive_job(char *fields[4])
         ;
     if (r == 0)
         _exit(0);                         /* not needed after all */
-    int fds[MAX_FDS], nfds = 0;
+    int fds[GUARD_MAX_FDS], nfds = 0;
     for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c))
         if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
             nfds = (int)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
             memcpy(fds, CMSG_DATA(c), (size_t)nfds * sizeof(int));
         }
-    if (r != (ssize_t)sizeof head || head[0] != GUARD_MAGIC || head[1] > MAX_BODY ||
+    if (r != (ssize_t)sizeof head || head[0] != GUARD_MAGIC || head[1] > GUARD_MAX_BODY ||
         (int)head[2] != nfds || nfds < 2 || head[3] < 1 || (mh.msg_flags & MSG_CTRUNC)) {
         errno = EPROTO;
         fail(126, "gpuflock-guard: a malformed job", NULL);

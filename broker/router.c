@@ -36,11 +36,14 @@
 #define HANDSHAKE_MAX 8192           /* a READY command's largest size */
 #define OUT_MAX ((size_t)256 << 20)  /* unsent bytes for one peer before sends fail */
 #define ID_LEN 5
+#define HANDSHAKE_MS 30000           /* as libzmq's ZMQ_HANDSHAKE_IVL */
+#define PUMP_ROUNDS 8                /* epoll batches per receive at most */
 
 /* One accepted connection. */
 typedef struct {
     int fd;
     uint32_t key;             /* its routing id's number */
+    uint64_t accepted;        /* monotonic ms, for the handshake's deadline */
     bool greeted;             /* the peer's greeting was read */
     bool ready;               /* the peer's READY was read: messages flow */
     bool has_cred;            /* SO_PEERCRED worked */
@@ -90,6 +93,9 @@ struct gf_router {
     int ep;                   /* epoll set: lfd and every connection */
     bool bound;               /* the socket file is ours to remove */
     size_t max_frame;
+    int handshake_ms;         /* a peer not READY by then is dropped */
+    uint64_t next_check;      /* monotonic ms of the next look for late handshakes */
+    uint64_t warned;          /* monotonic ms of the last accept failure logged */
     conn **conns;             /* open connections, in no order */
     size_t n_conns, cap_conns;
     uint32_t next_key;
@@ -273,8 +279,13 @@ static void on_accept(gf_router *self)
     for (;;) {
         int fd = accept4(self->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0) {
-            if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED)
+            /* out of descriptors (EMFILE): the connection waits in the
+             * backlog, and pump's bounded rounds keep this from spinning */
+            if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED &&
+                gf_now_ms() - self->warned >= 1000) {
                 GF_WARN("%s: accept: %s", self->path, strerror(errno));
+                self->warned = gf_now_ms();
+            }
             if (errno == EINTR || errno == ECONNABORTED)
                 continue;
             return;
@@ -282,6 +293,7 @@ static void on_accept(gf_router *self)
         conn *c = gf_calloc(1, sizeof(*c));
         c->fd = fd;
         c->key = self->next_key++;
+        c->accepted = gf_now_ms();
         struct ucred cr;
         socklen_t cl = sizeof(cr);
         if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &cl) == 0) {
@@ -471,12 +483,14 @@ static void on_readable(gf_router *self, conn *c)
     }
 }
 
-/* Handle what epoll has, until a message is queued or nothing is left. */
+/* Handle what epoll has, until a message is queued or nothing is left (or
+ * PUMP_ROUNDS batches went by: a listening socket that stays readable
+ * because accept fails must not hold the broker here). */
 static void pump(gf_router *self)
 {
     struct epoll_event evs[64];
     sweep(self);
-    while (self->q_head == self->q_len) {
+    for (int round = 0; round < PUMP_ROUNDS && self->q_head == self->q_len; round++) {
         int n = epoll_wait(self->ep, evs, 64, 0);
         if (n <= 0)
             return;
@@ -515,8 +529,25 @@ static void own_destroy(gf_router *self)
         unlink(self->path);
 }
 
+/* Drop peers that connected but did not finish the handshake in time, as
+ * libzmq does: a local user cannot pile up half-open connections. */
+static void late_handshakes(gf_router *self)
+{
+    uint64_t now = gf_now_ms();
+    if (now < self->next_check)
+        return;
+    self->next_check = now + 1000;
+    for (size_t i = 0; i < self->n_conns; i++) {
+        conn *c = self->conns[i];
+        if (!c->ready && now - c->accepted >= (uint64_t)self->handshake_ms)
+            conn_fail(c, "no handshake in time");
+    }
+    sweep(self);
+}
+
 static bool own_pollitem(gf_router *self, zmq_pollitem_t *item)
 {
+    late_handshakes(self);
     *item = (zmq_pollitem_t){ NULL, self->ep, ZMQ_POLLIN, 0 };
     return self->q_head < self->q_len;
 }
@@ -596,6 +627,7 @@ gf_router *gf_router_listen(const char *path, size_t max_frame)
     gf_router *self = gf_calloc(1, sizeof(*self));
     self->ops = &own_ops;
     self->max_frame = max_frame;
+    self->handshake_ms = HANDSHAKE_MS;
     self->path = gf_strdup(path);
     self->ep = epoll_create1(EPOLL_CLOEXEC);
     self->lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -631,6 +663,12 @@ void gf_router_destroy(gf_router **self_p)
     free(self->path);
     free(self);
     *self_p = NULL;
+}
+
+void gf_router_set_handshake_ms(gf_router *self, int ms)
+{
+    self->handshake_ms = ms;
+    self->next_check = 0;
 }
 
 bool gf_router_pollitem(gf_router *self, zmq_pollitem_t *item)

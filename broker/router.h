@@ -36,6 +36,11 @@ gf_router *gf_router_wrap_zmq(void *sock);
 /* Close every connection and the socket (an ipc socket file is removed). */
 void gf_router_destroy(gf_router **self_p);
 
+/* How long an ipc:// peer may take from its connect to its READY before
+ * it is dropped (default 30 s, as libzmq's ZMQ_HANDSHAKE_IVL; checked about
+ * once a second, from gf_router_pollitem). No effect on libzmq's ROUTER. */
+void gf_router_set_handshake_ms(gf_router *self, int ms);
+
 /* What zmq_poll should watch for this router's input (ZMQ_POLLIN on a
  * libzmq socket or on a file descriptor). Returns true when input is
  * already buffered, so the caller must not wait. */

@@ -4,7 +4,8 @@
  * takes in pieces), the CLI's own client in a child process, a send to a
  * peer that hung up, and hostile peers on raw sockets (not ZMTP, ZMTP 2,
  * another mechanism, a PUB socket, a frame over the limit, two bodies in
- * one message, a PING) while a well-behaved peer keeps being served. */
+ * one message, a PING, one that never greets) while a well-behaved peer
+ * keeps being served. */
 #include "broker/router.h"
 #include "common/error.h"
 #include "common/log.h"
@@ -22,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -414,6 +416,59 @@ static void test_hostile_peers(void **state)
     zmq_close(good);
 }
 
+/* A peer that connects and never greets is dropped once the handshake
+ * time is over; one that greeted in time stays. */
+static void test_late_handshake(void **state)
+{
+    fx *f = *state;
+    gf_router_set_handshake_ms(f->r, 200);
+    int mute = raw_connect(f);
+    int fine = raw_peer(f, "DEALER");
+    uint8_t buf[512];
+    assert_true(until_dropped(f, mute, buf, sizeof(buf)) >= 0);
+    close(mute);
+    spin(f, 300);
+    struct pollfd p = { fine, POLLIN, 0 };
+    assert_true(poll(&p, 1, 0) == 1);                    /* the router's greeting, */
+    assert_true(read(fine, buf, sizeof(buf)) > 0);       /* not a hang-up */
+    assert_int_equal(poll(&p, 1, 0), 0);
+    close(fine);
+}
+
+/* Out of descriptors: connections wait in the backlog, the router does
+ * not spin inside a receive, and takes them once descriptors are back. */
+static void test_out_of_descriptors(void **state)
+{
+    fx *f = *state;
+    int fds[4];
+    for (int i = 0; i < 4; i++)
+        fds[i] = raw_peer(f, "DEALER");
+    struct rlimit old, tight;
+    assert_int_equal(getrlimit(RLIMIT_NOFILE, &old), 0);
+    int probe = dup(0);                  /* the lowest free descriptor */
+    close(probe);
+    tight = old;
+    tight.rlim_cur = (rlim_t)probe;      /* no new descriptor at all */
+    assert_int_equal(setrlimit(RLIMIT_NOFILE, &tight), 0);
+    gf_peer p;
+    gf_msg m;
+    char err[64];
+    assert_int_equal(gf_router_recv(f->r, &p, &m, err, sizeof(err)), GF_ETIMEDOUT);
+    assert_int_equal(setrlimit(RLIMIT_NOFILE, &old), 0);
+    /* back to normal: each waiting peer is greeted */
+    for (int i = 0; i < 4; i++) {
+        uint8_t buf[256];
+        struct pollfd pf = { fds[i], POLLIN, 0 };
+        int ok = 0;
+        for (int k = 0; k < 200 && !ok; k++) {
+            spin(f, 5);
+            ok = poll(&pf, 1, 5) == 1 && read(fds[i], buf, sizeof(buf)) > 0;
+        }
+        assert_true(ok);
+        close(fds[i]);
+    }
+}
+
 static void test_bind_refused(void **state)
 {
     fx *f = *state;
@@ -433,6 +488,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_dealers, setup, teardown),
         cmocka_unit_test_setup_teardown(test_light_client, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hostile_peers, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_late_handshake, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_out_of_descriptors, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bind_refused, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,13 +1,15 @@
 /* agent.c — the worker's event loop (see agent.h).
  *
- * One thread: a zmq_poll over the broker socket and the signal pipe that
- * worker/main.c fills (SIGCHLD for ended jobs, SIGTERM/SIGINT to stop),
+ * One thread: a zmq_poll over the link to the broker (worker/link.h) and
+ * the signal pipe that worker/main.c fills (SIGCHLD for ended jobs,
+ * SIGTERM/SIGINT to stop),
  * with a short timeout while a job
  * waits for a lock held by someone else (its lock is tried again each
  * round, never blocking the loop). Diarize jobs run on threads of this
  * process (worker/diarjob.h) and wake the loop through an eventfd when they
  * have progress to report or end; their pipelines stay loaded in a pool
- * between jobs. */
+ * between jobs. Command jobs start under a guard started ahead in an
+ * earlier turn (worker/spare.h) when one waits. */
 #include "worker/agent.h"
 
 #include "common/error.h"

@@ -2,8 +2,9 @@
  *
  * The worker takes the job's card locks (flock(2), all or none, ascending;
  * plus the bench lock for --proof) with non-blocking tries, so its event
- * loop never blocks; once they are had it forks the job, which inherits the
- * lock descriptors (as under flock(1)); the worker then closes its own
+ * loop never blocks; once they are had it starts the job under its guard
+ * (a guard started ahead, worker/spare.h, or one spawned for it), which
+ * gets the lock descriptors (as under flock(1)); the worker then closes its own
  * copies, so the card stays locked exactly while some process of the job
  * lives. The job runs in its own process group, as the submitter (uid,
  * gid, groups), in the submitter's directory and environment plus

@@ -210,13 +210,14 @@ FUZZ_SRC  := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BINS := $(patsubst tests/fuzz/%.c,build/fuzz/%,$(FUZZ_SRC))
 fuzz:
 	$(MAKE) BUILD=build/fuzzlib CC=clang SAN="-fsanitize=fuzzer-no-link,address,undefined" CFLAGS="-O1 -g" \
-	  build/fuzzlib/lib/libgfcommon.a build/fuzzlib/lib/libgfdiar.a
+	  build/fuzzlib/lib/libgfcommon.a build/fuzzlib/lib/libgfdiar.a build/fuzzlib/lib/libgfbroker.a
 	@mkdir -p build/fuzz
 	@for f in $(FUZZ_SRC); do \
 	  n=$$(basename $$f .c); \
 	  echo "clang fuzz $$n"; \
 	  clang -std=c11 -O1 -g -D_GNU_SOURCE -I. $(PKG_CFLAGS) -fsanitize=fuzzer,address,undefined \
-	    $$f -Wl,--start-group build/fuzzlib/lib/libgfdiar.a build/fuzzlib/lib/libgfcommon.a \
+	    $$f -Wl,--start-group build/fuzzlib/lib/libgfbroker.a build/fuzzlib/lib/libgfdiar.a \
+	    build/fuzzlib/lib/libgfcommon.a \
 	    -Wl,--end-group $(LDLIBS) -o build/fuzz/$$n || exit 1; \
 	done
 

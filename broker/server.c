@@ -16,6 +16,7 @@
  * reclaimed by then is requeued. */
 #include "broker/server.h"
 
+#include "broker/router.h"
 #include "broker/sched.h"
 #include "broker/store.h"
 #include "broker/users.h"
@@ -76,16 +77,16 @@ typedef struct waiter {
 
 /* A message to send once the turn's transaction committed. */
 typedef struct {
-    void *sock;
+    gf_router *sock;          /* NULL once sent */
     gf_peer peer;
     gf_msg msg;               /* owned */
 } outmsg;
 
 struct gf_server {
     const gf_config *cfg;     /* borrowed from main */
-    void *ctx;
-    void *clients;            /* ROUTER */
-    void *workers;            /* ROUTER */
+    void *ctx;                /* libzmq, for a tcp:// endpoint */
+    gf_router *clients;       /* ROUTER (broker/router.h) */
+    gf_router *workers;       /* ROUTER */
     gf_store *store;
     gf_sched *sched;
     wk *wks;                  /* one per configured device, ascending */
@@ -132,7 +133,7 @@ static wk *wk_by_peer(gf_server *self, const gf_peer *p)
     return NULL;
 }
 
-static void post(gf_server *self, void *sock, const gf_peer *peer, gf_msg *m)
+static void post(gf_server *self, gf_router *sock, const gf_peer *peer, gf_msg *m)
 {
     if (self->n_out == self->cap_out) {
         self->cap_out = self->cap_out ? self->cap_out * 2 : 64;
@@ -145,10 +146,10 @@ static void post(gf_server *self, void *sock, const gf_peer *peer, gf_msg *m)
     memset(m, 0, sizeof(*m));
 }
 
-static void post_error(gf_server *self, void *sock, const gf_peer *peer, int code,
+static void post_error(gf_server *self, gf_router *sock, const gf_peer *peer, int code,
                        const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 
-static void post_error(gf_server *self, void *sock, const gf_peer *peer, int code,
+static void post_error(gf_server *self, gf_router *sock, const gf_peer *peer, int code,
                        const char *fmt, ...)
 {
     gf_msg m;
@@ -183,14 +184,14 @@ static void persist(gf_server *self, const gf_job *job)
  * synced too, when the turn acknowledges a change of theirs (a submit, a
  * cancel), so an acknowledged job survives a machine crash as well. A
  * failed commit or sync stops the broker: nothing of the turn is sent. */
-static void flush_outbox(gf_server *self, void *only)
+static void flush_outbox(gf_server *self, gf_router *only)
 {
     for (size_t i = 0; i < self->n_out; i++) {
         outmsg *o = &self->out[i];
         if (!o->sock || o->sock != only)
             continue;
         if (!self->store_failed) {
-            int rc = gf_wire_send(o->sock, &o->peer, o->peer.delim, &o->msg);
+            int rc = gf_router_send(o->sock, &o->peer, &o->msg);
             if (rc == GF_ENOENT)
                 GF_DEBUG("peer gone before its '%s' message", gf_proto_op_name(o->msg.op));
             else if (rc)
@@ -915,7 +916,7 @@ static void on_client(gf_server *self)
         gf_peer peer;
         gf_msg m;
         char err[256];
-        int rc = gf_wire_recv(self->clients, true, ZMQ_DONTWAIT, &peer, &m, err, sizeof(err));
+        int rc = gf_router_recv(self->clients, &peer, &m, err, sizeof(err));
         if (rc == GF_ETIMEDOUT || rc == GF_EINTR || rc == GF_EIO)
             return;
         if (rc) {
@@ -1133,7 +1134,7 @@ static void on_worker(gf_server *self)
         gf_peer peer;
         gf_msg m;
         char err[256];
-        int rc = gf_wire_recv(self->workers, true, ZMQ_DONTWAIT, &peer, &m, err, sizeof(err));
+        int rc = gf_router_recv(self->workers, &peer, &m, err, sizeof(err));
         if (rc == GF_ETIMEDOUT || rc == GF_EINTR || rc == GF_EIO)
             return;
         if (rc) {
@@ -1336,11 +1337,53 @@ static int secure_endpoint(gf_server *self, void *sock, const char *ep)
     return 0;
 }
 
-static void *bind_router(gf_server *self, const char *ep)
+/* Give an ipc socket file the configured mode, owner and group: 0, or
+ * GF_ECONFIG after logging. */
+static int socket_access(gf_server *self, const char *path)
 {
+    if (chmod(path, self->cfg->socket_mode) != 0)
+        GF_WARN("%s: chmod: %s", path, strerror(errno));
+    uid_t uid = (uid_t)-1;
+    gid_t gid = (gid_t)-1;
+    if (self->cfg->socket_owner) {
+        struct passwd *pw = getpwnam(self->cfg->socket_owner);
+        if (!pw) {
+            GF_ERROR("broker.socket_owner: no user '%s'", self->cfg->socket_owner);
+            return GF_ECONFIG;
+        }
+        uid = pw->pw_uid;
+    }
+    if (self->cfg->socket_group) {
+        struct group *gr = getgrnam(self->cfg->socket_group);
+        if (!gr) {
+            GF_ERROR("broker.socket_group: no group '%s'", self->cfg->socket_group);
+            return GF_ECONFIG;
+        }
+        gid = gr->gr_gid;
+    }
+    if ((uid != (uid_t)-1 || gid != (gid_t)-1) && chown(path, uid, gid) != 0) {
+        GF_ERROR("%s: chown: %s", path, strerror(errno));
+        return GF_ECONFIG;
+    }
+    return 0;
+}
+
+/* A ROUTER on ep: ipc:// served by broker/router.c itself, anything else
+ * by libzmq (tcp:// with CURVE). */
+static gf_router *bind_router(gf_server *self, const char *ep)
+{
+    size_t max_frame = (size_t)GF_PROTO_MAX_FRAME + 1024;
+    const char *path = gf_config_ipc_path(ep);
+    if (path) {
+        unlink(path);     /* a stale socket of a dead broker (the pid file is ours) */
+        gf_router *r = gf_router_listen(path, max_frame);
+        if (r && socket_access(self, path) != 0)
+            gf_router_destroy(&r);
+        return r;
+    }
     void *s = zmq_socket(self->ctx, ZMQ_ROUTER);
     int one = 1, zero = 0;
-    int64_t maxsz = (int64_t)GF_PROTO_MAX_FRAME + 1024;
+    int64_t maxsz = (int64_t)max_frame;
     zmq_setsockopt(s, ZMQ_ROUTER_MANDATORY, &one, sizeof(one));
     zmq_setsockopt(s, ZMQ_LINGER, &zero, sizeof(zero));
     zmq_setsockopt(s, ZMQ_MAXMSGSIZE, &maxsz, sizeof(maxsz));
@@ -1348,44 +1391,12 @@ static void *bind_router(gf_server *self, const char *ep)
         zmq_close(s);
         return NULL;
     }
-    const char *path = gf_config_ipc_path(ep);
-    if (path)
-        unlink(path);     /* a stale socket of a dead broker (the pid file is ours) */
     if (zmq_bind(s, ep) != 0) {
         GF_ERROR("cannot bind %s: %s", ep, zmq_strerror(errno));
         zmq_close(s);
         return NULL;
     }
-    if (path) {
-        if (chmod(path, self->cfg->socket_mode) != 0)
-            GF_WARN("%s: chmod: %s", path, strerror(errno));
-        uid_t uid = (uid_t)-1;
-        gid_t gid = (gid_t)-1;
-        if (self->cfg->socket_owner) {
-            struct passwd *pw = getpwnam(self->cfg->socket_owner);
-            if (!pw) {
-                GF_ERROR("broker.socket_owner: no user '%s'", self->cfg->socket_owner);
-                zmq_close(s);
-                return NULL;
-            }
-            uid = pw->pw_uid;
-        }
-        if (self->cfg->socket_group) {
-            struct group *gr = getgrnam(self->cfg->socket_group);
-            if (!gr) {
-                GF_ERROR("broker.socket_group: no group '%s'", self->cfg->socket_group);
-                zmq_close(s);
-                return NULL;
-            }
-            gid = gr->gr_gid;
-        }
-        if ((uid != (uid_t)-1 || gid != (gid_t)-1) && chown(path, uid, gid) != 0) {
-            GF_ERROR("%s: chown: %s", path, strerror(errno));
-            zmq_close(s);
-            return NULL;
-        }
-    }
-    return s;
+    return gf_router_wrap_zmq(s);
 }
 
 static char *default_worker_program(void)
@@ -1495,10 +1506,8 @@ void gf_server_destroy(gf_server **self_p)
         free(w->ids);
         free(w);
     }
-    if (self->clients)
-        zmq_close(self->clients);
-    if (self->workers)
-        zmq_close(self->workers);
+    gf_router_destroy(&self->clients);
+    gf_router_destroy(&self->workers);
     if (self->ctx)
         zmq_ctx_term(self->ctx);
     for (size_t i = 0; i < self->n_wks; i++)
@@ -1589,22 +1598,23 @@ int gf_server_run(gf_server *self, volatile sig_atomic_t *stop)
         }
         if (self->stopping && (running_jobs(self) == 0 || gf_now_ms() >= self->stop_deadline))
             break;
-        zmq_pollitem_t items[2] = {
-            { self->clients, 0, ZMQ_POLLIN, 0 },
-            { self->workers, 0, ZMQ_POLLIN, 0 },
-        };
+        zmq_pollitem_t items[2];
+        bool held[2] = { gf_router_pollitem(self->clients, &items[0]),
+                         gf_router_pollitem(self->workers, &items[1]) };
         uint64_t now = gf_now_ms();
         long timeout = self->next_beat > now ? (long)(self->next_beat - now) : 0;
         if (timeout > 100)
             timeout = 100;    /* timers (kills, restarts, waiters) at 100 ms grain */
+        if (held[0] || held[1])
+            timeout = 0;      /* messages already read, left for this turn */
         int rc = zmq_poll(items, 2, timeout);
         if (rc < 0 && errno != EINTR) {
             GF_ERROR("zmq_poll: %s", zmq_strerror(errno));
             return GF_EIO;
         }
-        if (rc > 0 && (items[1].revents & ZMQ_POLLIN))
+        if (held[1] || (rc > 0 && (items[1].revents & ZMQ_POLLIN)))
             on_worker(self);
-        if (rc > 0 && (items[0].revents & ZMQ_POLLIN))
+        if (held[0] || (rc > 0 && (items[0].revents & ZMQ_POLLIN)))
             on_client(self);
         timers(self, gf_now_ms());
         schedule(self);

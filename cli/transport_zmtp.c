@@ -23,36 +23,12 @@ static void *zmtp_open(const gf_config *cfg, char *err, size_t errlen)
 
 static int zmtp_send(void *conn, const gf_msg *m, char *err, size_t errlen)
 {
-    uint8_t *buf;
-    size_t len;
-    int rc = gf_proto_encode(m, &buf, &len);
-    if (rc) {
-        snprintf(err, errlen, "cannot encode the request: %s", gf_strerror(rc));
-        return rc;
-    }
-    const void *frames[2] = { "", buf };
-    size_t lens[2] = { 0, len };
-    rc = gf_zmtp_send(conn, frames, lens, 2, err, errlen);
-    free(buf);
-    return rc;
+    return gf_zmtp_send_msg(conn, m, true, err, errlen);
 }
 
 static int zmtp_recv(void *conn, int timeout_ms, gf_msg *out, char *err, size_t errlen)
 {
-    uint8_t *body;
-    size_t len, before;
-    memset(out, 0, sizeof(*out));
-    int rc = gf_zmtp_recv(conn, timeout_ms, GF_PROTO_MAX_FRAME, &body, &len, &before, err, errlen);
-    if (rc)
-        return rc;
-    if (before > 1) {
-        snprintf(err, errlen, "a reply of %zu frames", before + 1);
-        rc = GF_EPROTO;
-    } else {
-        rc = gf_proto_decode(body, len, out, err, errlen);
-    }
-    free(body);
-    return rc;
+    return gf_zmtp_recv_msg(conn, timeout_ms, out, err, errlen);
 }
 
 static void zmtp_close(void **conn_p)

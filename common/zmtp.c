@@ -13,6 +13,7 @@
 #include "common/error.h"
 #include "common/util.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -20,16 +21,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
-#define GREETING_LEN 64
-#define FLAG_MORE 1
-#define FLAG_LONG 2
-#define FLAG_COMMAND 4
+#define GREETING_LEN GF_ZMTP_GREETING_LEN
+#define FLAG_MORE GF_ZMTP_MORE
+#define FLAG_LONG GF_ZMTP_LONG
+#define FLAG_COMMAND GF_ZMTP_COMMAND
 
 struct gf_zmtp {
     int fd;                   /* the connected unix stream socket */
@@ -79,9 +81,7 @@ static int fill(gf_zmtp *self, int64_t deadline, char *err, size_t errlen)
         int wait = -1;
         if (deadline >= 0) {
             int64_t left = deadline - mono_ms();
-            if (left <= 0)
-                return GF_ETIMEDOUT;
-            wait = left > 1000000 ? 1000000 : (int)left;
+            wait = left <= 0 ? 0 : left > 1000000 ? 1000000 : (int)left;
         }
         struct pollfd p = { .fd = self->fd, .events = POLLIN };
         int n = poll(&p, 1, wait);
@@ -91,8 +91,11 @@ static int fill(gf_zmtp *self, int64_t deadline, char *err, size_t errlen)
             snprintf(err, errlen, "%s: poll: %s", self->path, strerror(errno));
             return GF_EIO;
         }
-        if (n == 0)
-            continue;      /* the deadline check above decides */
+        if (n == 0) {
+            if (deadline >= 0 && mono_ms() >= deadline)
+                return GF_ETIMEDOUT;      /* with 0 ms: once looked, nothing there */
+            continue;
+        }
         if (self->in_cap - self->in_len < 65536) {
             self->in_cap = self->in_cap ? self->in_cap * 2 : 131072;
             self->in = gf_realloc(self->in, self->in_cap);
@@ -121,34 +124,34 @@ static void consume(gf_zmtp *self, size_t n)
     self->in_len -= n;
 }
 
-/* One frame at `off` of the buffer: its header length, flags and body
- * size. Returns 1 when the whole frame is buffered, 0 when more bytes are
- * needed, GF_ETOOBIG when it exceeds max_frame. */
-static int frame_at(const gf_zmtp *self, size_t off, size_t max_frame, uint8_t *flags,
-                    size_t *hdr, size_t *size)
+/* ---- the codec */
+
+int gf_zmtp_frame_parse(const uint8_t *buf, size_t avail, size_t max_frame, uint8_t *flags,
+                        size_t *hdr, size_t *size)
 {
-    if (self->in_len - off < 2)
+    if (avail < 2)
         return 0;
-    *flags = self->in[off];
+    *flags = buf[0];
     if (*flags & FLAG_LONG) {
-        if (self->in_len - off < 9)
+        if (avail < 9)
             return 0;
         uint64_t s = 0;
         for (int i = 1; i <= 8; i++)
-            s = s << 8 | self->in[off + (size_t)i];
+            s = s << 8 | buf[i];
         if (s > max_frame)
             return GF_ETOOBIG;
         *size = (size_t)s;
         *hdr = 9;
     } else {
-        *size = self->in[off + 1];
+        *size = buf[1];
+        if (*size > max_frame)
+            return GF_ETOOBIG;
         *hdr = 2;
     }
-    return self->in_len - off - *hdr >= *size ? 1 : 0;
+    return avail - *hdr >= *size ? 1 : 0;
 }
 
-/* A frame's flags and size into hdr (2 or 9 bytes); returns its length. */
-static size_t frame_header(uint8_t hdr[9], uint8_t flags, size_t len)
+size_t gf_zmtp_frame_header(uint8_t hdr[9], uint8_t flags, size_t len)
 {
     if (len <= 255) {
         hdr[0] = flags;
@@ -161,10 +164,106 @@ static size_t frame_header(uint8_t hdr[9], uint8_t flags, size_t len)
     return 9;
 }
 
+size_t gf_zmtp_hello(uint8_t out[GF_ZMTP_HELLO_MAX], const char *socket_type, int as_server)
+{
+    static const char props[] = "Socket-Type";
+    size_t tl = strlen(socket_type);
+    assert(tl <= 6);
+    memset(out, 0, GREETING_LEN);
+    out[0] = 0xFF;
+    out[9] = 0x7F;
+    out[10] = 3;                  /* version 3.1: PING/PONG heartbeats */
+    out[11] = 1;
+    memcpy(out + 12, "NULL", 4);  /* mechanism, zero padded to 20; as-server; filler */
+    out[32] = as_server ? 1 : 0;
+    uint8_t *c = out + GREETING_LEN;
+    size_t body = 6 + 1 + (sizeof(props) - 1) + 4 + tl;
+    *c++ = FLAG_COMMAND;
+    *c++ = (uint8_t)body;
+    *c++ = 5;
+    memcpy(c, "READY", 5), c += 5;
+    *c++ = (uint8_t)(sizeof(props) - 1);
+    memcpy(c, props, sizeof(props) - 1), c += sizeof(props) - 1;
+    *c++ = 0, *c++ = 0, *c++ = 0, *c++ = (uint8_t)tl;
+    memcpy(c, socket_type, tl), c += tl;
+    return (size_t)(c - out);
+}
+
+int gf_zmtp_check_greeting(const uint8_t *g, char *why, size_t whylen)
+{
+    if (g[0] != 0xFF || !(g[9] & 1)) {
+        snprintf(why, whylen, "the peer does not speak ZMTP");
+        return GF_EPROTO;
+    }
+    if (g[10] < 3) {
+        snprintf(why, whylen, "the peer speaks ZMTP %u, not 3", g[10]);
+        return GF_EPROTO;
+    }
+    if (memcmp(g + 12, "NULL\0", 5) != 0) {
+        snprintf(why, whylen, "the peer wants a security mechanism other than NULL");
+        return GF_EPROTO;
+    }
+    return 0;
+}
+
+int gf_zmtp_is_command(const uint8_t *b, size_t n, const char *name)
+{
+    size_t l = strlen(name);
+    return n >= 1 + l && b[0] == l && memcmp(b + 1, name, l) == 0;
+}
+
+size_t gf_zmtp_pong(const uint8_t *b, size_t n, uint8_t pong[5 + 16])
+{
+    /* PING: its name, a 2-byte TTL, then the context to echo */
+    if (n < 1 + 4 + 2 || !gf_zmtp_is_command(b, n, "PING"))
+        return 0;
+    size_t ctx = n - 7 > 16 ? 16 : n - 7;
+    memcpy(pong, "\4PONG", 5);
+    memcpy(pong + 5, b + 7, ctx);
+    return 5 + ctx;
+}
+
+int gf_zmtp_ready_property(const uint8_t *b, size_t n, const char *name, char *out,
+                           size_t outlen)
+{
+    if (!gf_zmtp_is_command(b, n, "READY"))
+        return GF_EPROTO;
+    size_t off = 6, want = strlen(name);
+    while (off < n) {
+        size_t nl = b[off++];
+        if (n - off < nl + 4)
+            return GF_EPROTO;
+        const uint8_t *pn = b + off;
+        off += nl;
+        size_t vl = (size_t)b[off] << 24 | (size_t)b[off + 1] << 16 | (size_t)b[off + 2] << 8 |
+                    b[off + 3];
+        off += 4;
+        if (n - off < vl)
+            return GF_EPROTO;
+        if (nl == want && strncasecmp((const char *)pn, name, nl) == 0) {
+            size_t c = vl < outlen - 1 ? vl : outlen - 1;
+            memcpy(out, b + off, c);
+            out[c] = 0;
+            return 1;
+        }
+        off += vl;
+    }
+    return 0;
+}
+
+/* ---- the client */
+
+/* One frame at `off` of the buffer (gf_zmtp_frame_parse). */
+static int frame_at(const gf_zmtp *self, size_t off, size_t max_frame, uint8_t *flags,
+                    size_t *hdr, size_t *size)
+{
+    return gf_zmtp_frame_parse(self->in + off, self->in_len - off, max_frame, flags, hdr, size);
+}
+
 static int send_command(gf_zmtp *self, const uint8_t *body, size_t len, char *err, size_t errlen)
 {
     uint8_t hdr[9];
-    size_t hl = frame_header(hdr, FLAG_COMMAND, len);
+    size_t hl = gf_zmtp_frame_header(hdr, FLAG_COMMAND, len);
     struct iovec iov[2] = { { hdr, hl }, { (void *)body, len } };
     return write_all(self, iov, 2, err, errlen);
 }
@@ -173,13 +272,11 @@ static int send_command(gf_zmtp *self, const uint8_t *body, size_t len, char *er
  * (ZMTP 3.1 heartbeats), ERROR ends the session, the rest is skipped. */
 static int on_command(gf_zmtp *self, const uint8_t *b, size_t n, char *err, size_t errlen)
 {
-    if (n >= 1 + 4 + 2 && b[0] == 4 && memcmp(b + 1, "PING", 4) == 0) {
-        size_t ctx = n - 7 > 16 ? 16 : n - 7;
-        uint8_t pong[5 + 16] = { 4, 'P', 'O', 'N', 'G' };
-        memcpy(pong + 5, b + 7, ctx);
-        return send_command(self, pong, 5 + ctx, err, errlen);
-    }
-    if (n >= 6 && b[0] == 5 && memcmp(b + 1, "ERROR", 5) == 0) {
+    uint8_t pong[5 + 16];
+    size_t pl = gf_zmtp_pong(b, n, pong);
+    if (pl)
+        return send_command(self, pong, pl, err, errlen);
+    if (n >= 6 && gf_zmtp_is_command(b, n, "ERROR")) {
         int rl = n > 6 ? b[6] : 0;
         if ((size_t)rl > n - 7)
             rl = (int)(n - 7);
@@ -255,13 +352,55 @@ int gf_zmtp_send(gf_zmtp *self, const void *const *frames, const size_t *lens, s
     struct iovec *iov = gf_calloc(2 * n + 1, sizeof(*iov));
     uint8_t (*hdr)[9] = gf_calloc(n + 1, sizeof(*hdr));
     for (size_t i = 0; i < n; i++) {
-        size_t hl = frame_header(hdr[i], i + 1 < n ? FLAG_MORE : 0, lens[i]);
+        size_t hl = gf_zmtp_frame_header(hdr[i], i + 1 < n ? FLAG_MORE : 0, lens[i]);
         iov[2 * i] = (struct iovec){ hdr[i], hl };
         iov[2 * i + 1] = (struct iovec){ (void *)frames[i], lens[i] };
     }
     int rc = write_all(self, iov, (int)(2 * n), err, errlen);
     free(iov);
     free(hdr);
+    return rc;
+}
+
+int gf_zmtp_fd(const gf_zmtp *self)
+{
+    return self->fd;
+}
+
+int gf_zmtp_send_msg(gf_zmtp *self, const gf_msg *m, bool delim, char *err, size_t errlen)
+{
+    uint8_t *buf;
+    size_t len;
+    int rc = gf_proto_encode(m, &buf, &len);
+    if (rc) {
+        snprintf(err, errlen, "cannot encode a '%s' message: %s",
+                 gf_proto_op_name(m->op) ? gf_proto_op_name(m->op) : "?", gf_strerror(rc));
+        return rc;
+    }
+    const void *frames[2] = { "", buf };
+    size_t lens[2] = { 0, len };
+    rc = delim ? gf_zmtp_send(self, frames, lens, 2, err, errlen)
+               : gf_zmtp_send(self, frames + 1, lens + 1, 1, err, errlen);
+    free(buf);
+    return rc;
+}
+
+int gf_zmtp_recv_msg(gf_zmtp *self, int timeout_ms, gf_msg *out, char *err, size_t errlen)
+{
+    uint8_t *body;
+    size_t len, before;
+    memset(out, 0, sizeof(*out));
+    int rc = gf_zmtp_recv(self, timeout_ms, GF_PROTO_MAX_FRAME, &body, &len, &before, err,
+                          errlen);
+    if (rc)
+        return rc;
+    if (before > 1) {
+        snprintf(err, errlen, "a message of %zu frames", before + 1);
+        rc = GF_EPROTO;
+    } else {
+        rc = gf_proto_decode(body, len, out, err, errlen);
+    }
+    free(body);
     return rc;
 }
 
@@ -272,25 +411,8 @@ int gf_zmtp_send(gf_zmtp *self, const void *const *frames, const size_t *lens, s
  * READY unread until more bytes come, so a one-request client hangs.) */
 static int handshake(gf_zmtp *self, int timeout_ms, char *err, size_t errlen)
 {
-    static const char props[] = "Socket-Type";
-    uint8_t out[GREETING_LEN + 2 + 6 + 1 + sizeof(props) - 1 + 4 + 6];
-    memset(out, 0, sizeof(out));
-    out[0] = 0xFF;
-    out[9] = 0x7F;
-    out[10] = 3;                  /* version 3.1: PING/PONG heartbeats, answered in recv */
-    out[11] = 1;
-    memcpy(out + 12, "NULL", 4);  /* mechanism, zero padded to 20; as-server 0; filler */
-    uint8_t *c = out + GREETING_LEN;
-    size_t body = 6 + 1 + (sizeof(props) - 1) + 4 + 6;
-    *c++ = FLAG_COMMAND;
-    *c++ = (uint8_t)body;
-    *c++ = 5;
-    memcpy(c, "READY", 5), c += 5;
-    *c++ = (uint8_t)(sizeof(props) - 1);
-    memcpy(c, props, sizeof(props) - 1), c += sizeof(props) - 1;
-    *c++ = 0, *c++ = 0, *c++ = 0, *c++ = 6;
-    memcpy(c, "DEALER", 6);
-    struct iovec iov = { out, sizeof(out) };
+    uint8_t out[GF_ZMTP_HELLO_MAX];
+    struct iovec iov = { out, gf_zmtp_hello(out, "DEALER", 0) };
     GF_TRY(write_all(self, &iov, 1, err, errlen));
 
     int64_t deadline = mono_ms() + timeout_ms;
@@ -305,14 +427,9 @@ static int handshake(gf_zmtp *self, int timeout_ms, char *err, size_t errlen)
             return GF_EPROTO;
         }
     }
-    const uint8_t *g = self->in;
-    if (g[9] != 0x7F || g[10] < 3) {
-        snprintf(err, errlen, "%s: the peer speaks ZMTP %u, not 3", self->path, g[10]);
-        return GF_EPROTO;
-    }
-    if (memcmp(g + 12, "NULL\0", 5) != 0) {
-        snprintf(err, errlen, "%s: the peer wants a security mechanism other than NULL",
-                 self->path);
+    char why[128];
+    if (gf_zmtp_check_greeting(self->in, why, sizeof(why)) != 0) {
+        snprintf(err, errlen, "%s: %s", self->path, why);
         return GF_EPROTO;
     }
     consume(self, GREETING_LEN);
@@ -326,7 +443,7 @@ static int handshake(gf_zmtp *self, int timeout_ms, char *err, size_t errlen)
                 snprintf(err, errlen, "%s: no READY from the peer", self->path);
                 return GF_EPROTO;
             }
-            if (b[0] == 5 && memcmp(b + 1, "READY", 5) == 0) {
+            if (gf_zmtp_is_command(b, size, "READY")) {
                 consume(self, hdr + size);
                 return 0;
             }

@@ -11,6 +11,9 @@
 #ifndef GF_ZMTP_H
 #define GF_ZMTP_H
 
+#include "common/proto.h"
+
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -32,9 +35,65 @@ int gf_zmtp_send(gf_zmtp *self, const void *const *frames, const size_t *lens, s
  * talking to a REQ-style ROUTER: the empty delimiter). Commands from the
  * peer (PING, ...) are answered or skipped. Frames over max_frame bytes are
  * refused. Returns 0; GF_ETIMEDOUT when nothing complete arrived within
- * timeout_ms (< 0: no limit); GF_EINTR on a signal; GF_ETOOBIG; GF_EPROTO
- * for a malformed frame; GF_EIO when the peer closed the connection. */
+ * timeout_ms (< 0: no limit; 0: only what can be read without waiting);
+ * GF_EINTR on a signal; GF_ETOOBIG; GF_EPROTO for a malformed frame;
+ * GF_EIO when the peer closed the connection. */
 int gf_zmtp_recv(gf_zmtp *self, int timeout_ms, size_t max_frame, uint8_t **body, size_t *len,
                  size_t *n_before, char *err, size_t errlen);
+
+/* The connected socket, for poll (POLLIN: bytes from the peer). */
+int gf_zmtp_fd(const gf_zmtp *self);
+
+/* gf_msg over the connection: m encoded as one body frame, after an empty
+ * delimiter when delim (REQ style). Returns 0, or an error with err filled
+ * (GF_EINVAL / GF_ETOOBIG: m does not encode; GF_EIO: the peer is gone). */
+int gf_zmtp_send_msg(gf_zmtp *self, const gf_msg *m, bool delim, char *err, size_t errlen);
+
+/* One message (an empty delimiter before it is skipped) decoded into *out,
+ * waiting as gf_zmtp_recv does (timeout_ms 0: only what is already there).
+ * Returns gf_zmtp_recv's codes, or GF_EPROTO for a body that does not
+ * decode or a message of more than two frames (err says why). */
+int gf_zmtp_recv_msg(gf_zmtp *self, int timeout_ms, gf_msg *out, char *err, size_t errlen);
+
+/* ---- the codec, shared with the broker's own ROUTER (broker/router.c) */
+
+#define GF_ZMTP_GREETING_LEN 64
+#define GF_ZMTP_MORE 1         /* frame flags */
+#define GF_ZMTP_LONG 2
+#define GF_ZMTP_COMMAND 4
+/* Longest greeting + READY that gf_zmtp_hello writes. */
+#define GF_ZMTP_HELLO_MAX (GF_ZMTP_GREETING_LEN + 2 + 6 + 1 + 11 + 4 + 6)
+
+/* Our greeting (version 3.1, mechanism NULL, as_server) followed by our
+ * READY command with Socket-Type socket_type ("DEALER", "ROUTER") into out
+ * (GF_ZMTP_HELLO_MAX bytes). Returns its length. */
+size_t gf_zmtp_hello(uint8_t out[GF_ZMTP_HELLO_MAX], const char *socket_type, int as_server);
+
+/* Check a peer's 64-byte greeting: 0, or GF_EPROTO with why (not ZMTP,
+ * a version before 3, a mechanism other than NULL). */
+int gf_zmtp_check_greeting(const uint8_t *g, char *why, size_t whylen);
+
+/* A frame's flags and size into hdr (2 or 9 bytes); returns its length. */
+size_t gf_zmtp_frame_header(uint8_t hdr[9], uint8_t flags, size_t len);
+
+/* The frame starting at buf (avail bytes there): its flags, header length
+ * and body size. Returns 1 when the whole frame is there, 0 when more bytes
+ * are needed, GF_ETOOBIG when its body exceeds max_frame. */
+int gf_zmtp_frame_parse(const uint8_t *buf, size_t avail, size_t max_frame, uint8_t *flags,
+                        size_t *hdr, size_t *size);
+
+/* The command frame body b (n bytes) is a PING: its PONG (with up to 16
+ * bytes of the PING's context) into pong; returns the PONG's length, 0 when
+ * b is not a PING. */
+size_t gf_zmtp_pong(const uint8_t *b, size_t n, uint8_t pong[5 + 16]);
+
+/* Is the command frame body b (n bytes) the command `name`? */
+int gf_zmtp_is_command(const uint8_t *b, size_t n, const char *name);
+
+/* The value of property `name` in a READY command body b (n bytes) into
+ * out (NUL-terminated, truncated to outlen - 1). Returns 1 found, 0 absent,
+ * GF_EPROTO when b is not a well-formed READY. */
+int gf_zmtp_ready_property(const uint8_t *b, size_t n, const char *name, char *out,
+                           size_t outlen);
 
 #endif

@@ -1,23 +1,26 @@
 /* agent.c — the worker's event loop (see agent.h).
  *
- * One thread: a zmq_poll over the broker socket and the signal pipe that
- * worker/main.c fills (SIGCHLD for ended jobs, SIGTERM/SIGINT to stop),
+ * One thread: a zmq_poll over the link to the broker (worker/link.h) and
+ * the signal pipe that worker/main.c fills (SIGCHLD for ended jobs,
+ * SIGTERM/SIGINT to stop),
  * with a short timeout while a job
  * waits for a lock held by someone else (its lock is tried again each
  * round, never blocking the loop). Diarize jobs run on threads of this
  * process (worker/diarjob.h) and wake the loop through an eventfd when they
  * have progress to report or end; their pipelines stay loaded in a pool
- * between jobs. */
+ * between jobs. Command jobs start under a guard started ahead in an
+ * earlier turn (worker/spare.h) when one waits. */
 #include "worker/agent.h"
 
 #include "common/error.h"
 #include "common/log.h"
 #include "common/proto.h"
 #include "common/util.h"
-#include "common/wire.h"
 #include "worker/evidence.h"
+#include "worker/link.h"
 #include "worker/planner.h"
 #include "worker/runner.h"
+#include "worker/spare.h"
 
 #include <json-c/json.h>
 
@@ -49,8 +52,8 @@ struct gf_agent {
     const gf_config *cfg;
     int device;
     gf_card_identity card;
-    void *ctx;
-    void *sock;               /* DEALER to the broker */
+    void *ctx;                /* libzmq, for a tcp:// broker */
+    gf_link *link;            /* to the broker (worker/link.h) */
     int sigfd;                /* read end of main's signal pipe (borrowed) */
     slot *slots;
     uint64_t last_heard;      /* monotonic ms of the broker's last message */
@@ -58,6 +61,8 @@ struct gf_agent {
     bool stopping;
     char *plan;               /* route plan as JSON text, sent in READY */
     gf_diar_pool *pool;       /* diarize pipelines kept between jobs */
+    gf_spare *spare;          /* the next command job's guard, started ahead */
+    bool started;             /* a job started this turn: the spare waits */
     int wakefd;               /* eventfd: a diarize thread has news */
     uint64_t arrivals;        /* jobs received so far (slot.seq) */
 };
@@ -106,29 +111,6 @@ static char *make_plan(const gf_card_identity *card)
     return text;
 }
 
-static void *connect_broker(gf_agent *self)
-{
-    void *s = zmq_socket(self->ctx, ZMQ_DEALER);
-    int zero = 0;
-    int64_t maxsz = (int64_t)GF_PROTO_MAX_FRAME + 1024;
-    zmq_setsockopt(s, ZMQ_LINGER, &zero, sizeof(zero));
-    zmq_setsockopt(s, ZMQ_MAXMSGSIZE, &maxsz, sizeof(maxsz));
-    const char *ep = self->cfg->worker_endpoint;
-    if (strncmp(ep, "tcp://", 6) == 0 && self->cfg->curve_public_key) {
-        char pub[41], sec[41];
-        zmq_curve_keypair(pub, sec);
-        zmq_setsockopt(s, ZMQ_CURVE_SERVERKEY, self->cfg->curve_public_key, 40);
-        zmq_setsockopt(s, ZMQ_CURVE_PUBLICKEY, pub, 40);
-        zmq_setsockopt(s, ZMQ_CURVE_SECRETKEY, sec, 40);
-    }
-    if (zmq_connect(s, ep) != 0) {
-        GF_ERROR("cannot connect to %s: %s", ep, zmq_strerror(errno));
-        zmq_close(s);
-        return NULL;
-    }
-    return s;
-}
-
 gf_agent *gf_agent_new(const gf_config *cfg, int device, const gf_card_identity *card,
                        int signal_fd)
 {
@@ -139,10 +121,14 @@ gf_agent *gf_agent_new(const gf_config *cfg, int device, const gf_card_identity 
     self->sigfd = signal_fd;
     self->plan = make_plan(card);
     self->ctx = zmq_ctx_new();
-    self->sock = connect_broker(self);
+    self->link = gf_link_new(cfg, self->ctx);
     self->pool = gf_diar_pool_new(cfg, card);
+    char *guard = gf_beside_self("gpuflock-guard");
+    if (guard)
+        self->spare = gf_spare_new(guard);
+    free(guard);
     self->wakefd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-    if (!self->sock || self->wakefd < 0) {
+    if (!self->link || self->wakefd < 0) {
         if (self->wakefd < 0)
             GF_ERROR("eventfd: %s", strerror(errno));
         gf_agent_destroy(&self);
@@ -163,8 +149,8 @@ void gf_agent_destroy(gf_agent **self_p)
         gf_msg_clear(&s->result);
         free(s);
     }
-    if (self->sock)
-        zmq_close(self->sock);
+    gf_spare_destroy(&self->spare);
+    gf_link_destroy(&self->link);
     if (self->ctx)
         zmq_ctx_term(self->ctx);
     gf_diar_pool_destroy(&self->pool);    /* after the slots: their threads are joined */
@@ -177,8 +163,10 @@ void gf_agent_destroy(gf_agent **self_p)
 
 static void tell(gf_agent *self, gf_msg *m)
 {
-    int rc = gf_wire_send(self->sock, NULL, false, m);
-    if (rc)
+    int rc = gf_link_send(self->link, m);
+    if (rc == GF_EIO && !gf_link_up(self->link))
+        GF_DEBUG("'%s' not sent: no connection to the broker", gf_proto_op_name(m->op));
+    else if (rc)
         GF_WARN("sending '%s' to the broker: %s", gf_proto_op_name(m->op), gf_strerror(rc));
 }
 
@@ -281,6 +269,7 @@ static void advance(gf_agent *self, slot *s)
     }
     if (rc == 0)
         rc = gf_run_start(s->run, why, sizeof(why));
+    self->started = true;
     if (rc) {
         GF_WARN("job %llu cannot start: %s", (unsigned long long)gf_run_id(s->run), why);
         gf_msg r;
@@ -306,6 +295,7 @@ static void on_job(gf_agent *self, gf_msg *m)
     s->seq = ++self->arrivals;
     s->run = gf_run_new(m, self->cfg);
     gf_run_set_diar(s->run, self->pool, self->wakefd);
+    gf_run_set_spare(s->run, self->spare);
     if (m->spec.kind == GF_JOB_DIARIZE && m->spec.diar)
         GF_INFO("job %llu: diarize %s", (unsigned long long)m->id, m->spec.diar->audio);
     s->next = self->slots;
@@ -377,10 +367,8 @@ static void reap(gf_agent *self)
 static void reconnect(gf_agent *self, const char *why)
 {
     GF_WARN("broker %s: reconnecting to %s", why, self->cfg->worker_endpoint);
-    zmq_close(self->sock);
-    self->sock = connect_broker(self);
     self->last_heard = gf_now_ms();
-    if (self->sock)
+    if (gf_link_reconnect(self->link) == 0)
         send_ready(self);
 }
 
@@ -389,7 +377,11 @@ static void on_broker(gf_agent *self)
     for (;;) {
         gf_msg m;
         char err[256];
-        int rc = gf_wire_recv(self->sock, false, ZMQ_DONTWAIT, NULL, &m, err, sizeof(err));
+        int rc = gf_link_recv(self->link, &m, err, sizeof(err));
+        if (rc == GF_EIO && !gf_link_up(self->link)) {
+            reconnect(self, "hung up");      /* once; then at each heartbeat */
+            return;
+        }
         if (rc == GF_ETIMEDOUT || rc == GF_EINTR || rc == GF_EIO)
             return;
         uint64_t now = gf_now_ms();
@@ -484,16 +476,16 @@ int gf_agent_run(gf_agent *self)
                 timeout = 50;
         }
         zmq_pollitem_t items[3] = {
-            { self->sock, 0, ZMQ_POLLIN, 0 },
             { NULL, self->sigfd, ZMQ_POLLIN, 0 },
             { NULL, self->wakefd, ZMQ_POLLIN, 0 },
         };
-        int rc = zmq_poll(items, 3, timeout);
+        bool linked = gf_link_pollitem(self->link, &items[2]);
+        int rc = zmq_poll(items, linked ? 3 : 2, timeout);
         if (rc < 0 && errno != EINTR) {
             GF_ERROR("zmq_poll: %s", zmq_strerror(errno));
             return GF_EIO;
         }
-        if (rc > 0 && (items[1].revents & ZMQ_POLLIN)) {
+        if (rc > 0 && (items[0].revents & ZMQ_POLLIN)) {
             unsigned char sig[64];
             ssize_t got;
             while ((got = read(self->sigfd, sig, sizeof(sig))) > 0)
@@ -504,12 +496,12 @@ int gf_agent_run(gf_agent *self)
                     }
             reap(self);
         }
-        if (rc > 0 && (items[2].revents & ZMQ_POLLIN)) {
+        if (rc > 0 && (items[1].revents & ZMQ_POLLIN)) {
             uint64_t count;
             ssize_t got = read(self->wakefd, &count, sizeof(count));
             (void)got;      /* drained; the slots say what happened */
         }
-        if (rc > 0 && (items[0].revents & ZMQ_POLLIN))
+        if (linked && rc > 0 && (items[2].revents & ZMQ_POLLIN))
             on_broker(self);
         now = gf_now_ms();
         for (slot *s = self->slots; s; s = s->next) {
@@ -527,9 +519,16 @@ int gf_agent_run(gf_agent *self)
             memset(&hb, 0, sizeof(hb));
             hb.op = GF_OP_HEARTBEAT;
             tell(self, &hb);
-            if (now - self->last_heard > dead_after)
+            if (!gf_link_up(self->link))
+                reconnect(self, "not connected");
+            else if (now - self->last_heard > dead_after)
                 reconnect(self, "silent");
         }
+        /* the next command job's guard, started ahead in a turn that started
+         * no job (its exec would compete with the job's own start) */
+        if (self->spare && !self->started && !self->stopping)
+            gf_spare_fill(self->spare);
+        self->started = false;
     }
     gf_msg d;
     memset(&d, 0, sizeof(d));

@@ -5,6 +5,8 @@
  * and wait4 for the result. */
 #include "worker/runner.h"
 
+#include "worker/spare.h"
+
 #include "common/env.h"
 #include "common/error.h"
 #include "common/jobenv.h"
@@ -17,7 +19,6 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,6 +44,7 @@ struct gf_run {
     gf_diar_pool *pool;       /* diarize: pipelines, borrowed from the agent */
     int wake_fd;              /* diarize: the agent's eventfd, -1 none */
     gf_djob *djob;            /* diarize: the running thread */
+    gf_spare *spare;          /* a guard started ahead, borrowed from the agent, or NULL */
 };
 
 gf_run *gf_run_new(const gf_msg *job, const gf_config *cfg)
@@ -287,12 +289,9 @@ static char *join_groups(const gf_run *self)
     return list ? list : gf_strdup("-");
 }
 
-/* Start gpuflock-guard (worker/guard/main.c), the job's group leader, with
- * posix_spawn: stdin /dev/null, stdout and stderr on the spool files, a new
- * process group, default dispositions and no blocked signals (the worker
- * ignores SIGPIPE and SIGHUP, which exec would keep ignored), the lock
- * descriptors inherited. Returns its pid, or -1 with
- * the reason in why. */
+/* Start gpuflock-guard (worker/guard/main.c), the job's group leader, for
+ * this job (gf_guard_spawn: stdout and stderr on the spool files, the lock
+ * descriptors inherited). Returns its pid, or -1 with the reason in why. */
 static pid_t spawn_guard(gf_run *self, int out, int err, char *const envp[], char *why,
                          size_t len)
 {
@@ -320,31 +319,47 @@ static pid_t spawn_guard(gf_run *self, int out, int err, char *const envp[], cha
         argv[n++] = sp->argv[i];
     argv[n] = NULL;
 
-    posix_spawn_file_actions_t fa;
-    posix_spawnattr_t at;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_adddup2(&fa, out, 1);
-    posix_spawn_file_actions_adddup2(&fa, err, 2);
-    posix_spawnattr_init(&at);
-    sigset_t all, none;
-    sigfillset(&all);
-    sigemptyset(&none);
-    posix_spawnattr_setsigdefault(&at, &all);
-    posix_spawnattr_setsigmask(&at, &none);
-    posix_spawnattr_setpgroup(&at, 0);
-    posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF |
-                                      POSIX_SPAWN_SETSIGMASK);
+    const int dups[][2] = { { out, 1 }, { err, 2 } };
     pid_t pid;
-    int e = posix_spawn(&pid, guard, &fa, &at, argv, envp);
-    posix_spawnattr_destroy(&at);
-    posix_spawn_file_actions_destroy(&fa);
+    int e = gf_guard_spawn(guard, argv, envp, dups, 2, &pid);
     if (e)
         snprintf(why, len, "cannot start %s: %s", guard, strerror(e));
     free(argv);
     free(groups);
     free(guard);
     return e ? -1 : pid;
+}
+
+/* Hand the job to the agent's spare guard (worker/spare.h): its pid, or -1
+ * when there is none (spawn_guard then). */
+static pid_t take_spare(gf_run *self, int out, int err, char *const envp[])
+{
+    if (!self->spare)
+        return -1;
+    const gf_job_spec *sp = &self->job.spec;
+    int keep[GF_PROTO_MAX_CARDS + 1];
+    if (self->n_locks > sizeof(keep) / sizeof(keep[0]))
+        return -1;
+    for (size_t i = 0; i < self->n_locks; i++)
+        keep[i] = gf_lock_fd(self->locks[i]);
+    char **argv = gf_calloc(sp->argc + 1, sizeof(char *));
+    for (size_t i = 0; i < sp->argc; i++)
+        argv[i] = sp->argv[i];
+    char *groups = join_groups(self);
+    gf_spare_job job = {
+        .uid = self->job.uid, .gid = self->job.gid, .groups = groups,
+        .cwd = sp->cwd ? sp->cwd : "-", .argv = argv, .envp = envp,
+        .out = out, .err = err, .keep = keep, .n_keep = self->n_locks,
+    };
+    pid_t pid = gf_spare_take(self->spare, &job);
+    free(groups);
+    free(argv);
+    return pid;
+}
+
+void gf_run_set_spare(gf_run *self, gf_spare *spare)
+{
+    self->spare = spare;
 }
 
 int gf_run_start(gf_run *self, char *why, size_t len)
@@ -395,7 +410,9 @@ int gf_run_start(gf_run *self, char *why, size_t len)
             gf_env_destroy(&env);
             return GF_EIO;
         }
-    pid_t pid = spawn_guard(self, out, err, gf_env_array(env), why, len);
+    pid_t pid = take_spare(self, out, err, gf_env_array(env));
+    if (pid < 0)
+        pid = spawn_guard(self, out, err, gf_env_array(env), why, len);
     if (pid < 0) {
         close(out);
         close(err);

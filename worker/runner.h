@@ -2,8 +2,9 @@
  *
  * The worker takes the job's card locks (flock(2), all or none, ascending;
  * plus the bench lock for --proof) with non-blocking tries, so its event
- * loop never blocks; once they are had it forks the job, which inherits the
- * lock descriptors (as under flock(1)); the worker then closes its own
+ * loop never blocks; once they are had it starts the job under its guard
+ * (a guard started ahead, worker/spare.h, or one spawned for it), which
+ * gets the lock descriptors (as under flock(1)); the worker then closes its own
  * copies, so the card stays locked exactly while some process of the job
  * lives. The job runs in its own process group, as the submitter (uid,
  * gid, groups), in the submitter's directory and environment plus
@@ -38,6 +39,11 @@ void gf_run_destroy(gf_run **self_p);
 /* Diarize jobs: the pipelines to run them with (borrowed) and an eventfd
  * the job's thread writes when it has progress or ended (-1: none). */
 void gf_run_set_diar(gf_run *self, gf_diar_pool *pool, int wake_fd);
+
+/* Command jobs: the agent's guard started ahead (worker/spare.h;
+ * borrowed, NULL: none), used when one is waiting. */
+typedef struct gf_spare gf_spare;
+void gf_run_set_spare(gf_run *self, gf_spare *spare);
 
 /* A diarize job's windows done and total; true when they changed since
  * the last call (always false for command jobs). Still answers after

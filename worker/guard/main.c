@@ -1,13 +1,21 @@
 /* main.c — gpuflock-guard: the leader of a command job's process group.
  *
  *   gpuflock-guard WORKER_PID UID GID GROUPS CWD -- CMD [ARG...]
+ *   gpuflock-guard WORKER_PID --wait
  *
  * The worker starts it with posix_spawn (a vfork-style clone: no copy of
  * the worker's memory) in a new process group, with stdin from /dev/null,
- * stdout and stderr on the job's spool files, default signal dispositions,
- * an empty signal mask, the card lock descriptors inherited, and the job's
- * environment. GROUPS is a comma list of supplementary group ids ("-":
- * none), CWD the directory to run in ("-": stay).
+ * default signal dispositions and an empty signal mask. In the first form
+ * it is started for its job: stdout and stderr on the job's spool files,
+ * the card lock descriptors inherited, the job's environment. GROUPS is a
+ * comma list of supplementary group ids ("-": none), CWD the directory to
+ * run in ("-": stay).
+ *
+ * In the second form it is started ahead of any job (worker/spare.h), so
+ * that its exec is not on the way from a job's assignment to its start,
+ * and waits on descriptor 3, a unix socket, for the job (request.h). The
+ * end of the stream instead of a job (the worker no longer needs it) ends
+ * it quietly.
  *
  * Death with the worker, for the whole job: PR_SET_PDEATHSIG reaches only
  * the process that set it, so this small program stays the group leader.
@@ -22,7 +30,11 @@
  * it costs little more than the exec itself. Exit 126: the job could not
  * be set up; 127: CMD was not found (each with a line on stderr). */
 #define _GNU_SOURCE
+#include "request.h"
+
 #include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <grp.h>
 #include <signal.h>
 #include <spawn.h>
@@ -31,12 +43,14 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #define GUARD_SIGNAL (SIGRTMIN + 1)
 #define MAX_GROUPS 1024
+#define JOB_FD 3
 
 extern char **environ;
 
@@ -90,10 +104,101 @@ static void become(uid_t uid, gid_t gid, const char *groups)
     }
 }
 
+/* Die with the worker from here on (and now, if it is already gone). */
+static void follow(pid_t worker)
+{
+    prctl(PR_SET_PDEATHSIG, GUARD_SIGNAL);
+    if (getppid() != worker)
+        kill(0, SIGKILL);                 /* the worker died before we were set up */
+}
+
+static void read_all(int fd, char *buf, size_t len)
+{
+    while (len) {
+        ssize_t r = read(fd, buf, len);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0) {
+            errno = r ? errno : EPROTO;
+            fail(126, "gpuflock-guard: reading the job", NULL);
+        }
+        buf += r;
+        len -= (size_t)r;
+    }
+}
+
+/* The next NUL-terminated string of the body at *pos. */
+static char *next_string(char *body, uint32_t len, uint32_t *pos)
+{
+    char *s = body + *pos;
+    char *end = *pos < len ? memchr(s, 0, len - *pos) : NULL;
+    if (!end) {
+        errno = EPROTO;
+        fail(126, "gpuflock-guard: a truncated job", NULL);
+    }
+    *pos = (uint32_t)(end - body) + 1;
+    return s;
+}
+
+/* Wait for the job on JOB_FD (--wait). Fills the identity and directory
+ * fields, points environ at the job's environment and returns the command's
+ * argv; stdout and stderr are the job's afterwards. */
+static char **receive_job(char *fields[4])
+{
+    uint32_t head[GUARD_HEAD_WORDS];
+    union {
+        struct cmsghdr align;
+        char buf[CMSG_SPACE(GUARD_MAX_FDS * sizeof(int))];
+    } ctl;
+    struct iovec iov = { head, sizeof head };
+    struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf,
+                         .msg_controllen = sizeof ctl.buf };
+    ssize_t r;
+    while ((r = recvmsg(JOB_FD, &mh, MSG_WAITALL)) < 0 && errno == EINTR)
+        ;
+    if (r == 0)
+        _exit(0);                         /* not needed after all */
+    int fds[GUARD_MAX_FDS], nfds = 0;
+    for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c))
+        if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
+            nfds = (int)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+            memcpy(fds, CMSG_DATA(c), (size_t)nfds * sizeof(int));
+        }
+    if (r != (ssize_t)sizeof head || head[0] != GUARD_MAGIC || head[1] > GUARD_MAX_BODY ||
+        (int)head[2] != nfds || nfds < 2 || head[3] < 1 || (mh.msg_flags & MSG_CTRUNC)) {
+        errno = EPROTO;
+        fail(126, "gpuflock-guard: a malformed job", NULL);
+    }
+    if (dup2(fds[0], 1) < 0 || dup2(fds[1], 2) < 0)
+        fail(126, "gpuflock-guard: dup2", NULL);
+    if (fds[0] > 2)
+        close(fds[0]);
+    if (fds[1] > 2 && fds[1] != fds[0])
+        close(fds[1]);
+    char *body = malloc(head[1] + 1u);
+    char **argv = calloc(head[3] + 1u, sizeof(char *));
+    char **env = calloc(head[4] + 1u, sizeof(char *));
+    if (!body || !argv || !env)
+        fail(126, "gpuflock-guard: out of memory", NULL);
+    read_all(JOB_FD, body, head[1]);
+    close(JOB_FD);
+    uint32_t pos = 0;
+    for (int i = 0; i < 4; i++)
+        fields[i] = next_string(body, head[1], &pos);
+    for (uint32_t i = 0; i < head[3]; i++)
+        argv[i] = next_string(body, head[1], &pos);
+    for (uint32_t i = 0; i < head[4]; i++)
+        env[i] = next_string(body, head[1], &pos);
+    environ = env;
+    return argv;
+}
+
 int main(int argc, char **argv)
 {
-    if (argc < 8 || strcmp(argv[6], "--") != 0) {
+    bool waiting = argc == 3 && strcmp(argv[2], "--wait") == 0;
+    if (!waiting && (argc < 8 || strcmp(argv[6], "--") != 0)) {
         dprintf(2, "usage: gpuflock-guard WORKER_PID UID GID GROUPS CWD -- CMD [ARG...]\n"
+                   "       gpuflock-guard WORKER_PID --wait\n"
                    "(started by gpuflock-worker for each command job)\n");
         return 126;
     }
@@ -102,24 +207,29 @@ int main(int argc, char **argv)
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_worker_death;
     sigaction(GUARD_SIGNAL, &sa, NULL);
-    prctl(PR_SET_PDEATHSIG, GUARD_SIGNAL);
-    if (getppid() != worker)
-        kill(0, SIGKILL);                 /* the worker died before we were set up */
-    become((uid_t)number(argv[2], "uid"), (gid_t)number(argv[3], "gid"), argv[4]);
+    follow(worker);
+    char *fields[4];
+    char **cmd_argv;
+    if (waiting) {
+        cmd_argv = receive_job(fields);
+    } else {
+        for (int i = 0; i < 4; i++)
+            fields[i] = argv[2 + i];
+        cmd_argv = argv + 7;
+    }
+    become((uid_t)number(fields[0], "uid"), (gid_t)number(fields[1], "gid"), fields[2]);
     /* after the identity change (a credential change clears the death signal) */
-    prctl(PR_SET_PDEATHSIG, GUARD_SIGNAL);
-    if (getppid() != worker)
-        kill(0, SIGKILL);
-    if (strcmp(argv[5], "-") != 0 && chdir(argv[5]) != 0)
-        fail(126, "cannot enter the directory", argv[5]);
+    follow(worker);
+    if (strcmp(fields[3], "-") != 0 && chdir(fields[3]) != 0)
+        fail(126, "cannot enter the directory", fields[3]);
 
     /* the command: default dispositions (exec resets our handler; the death
      * signal is not inherited), looked up in the job's own PATH */
     pid_t cmd;
-    int e = posix_spawnp(&cmd, argv[7], NULL, NULL, argv + 7, environ);
+    int e = posix_spawnp(&cmd, cmd_argv[0], NULL, NULL, cmd_argv, environ);
     if (e) {
         errno = e;
-        fail(e == ENOENT ? 127 : 126, "cannot run", argv[7]);
+        fail(e == ENOENT ? 127 : 126, "cannot run", cmd_argv[0]);
     }
     static const int passed[] = { SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2 };
     for (size_t i = 0; i < sizeof passed / sizeof passed[0]; i++)

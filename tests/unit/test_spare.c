@@ -1,0 +1,167 @@
+/* test_spare.c — a job guard started ahead (worker/spare.c) with the real
+ * gpuflock-guard (beside this build's tests, in bin/): the job it is handed
+ * runs in the guard's own process group with the given arguments,
+ * environment, directory, stdout and stderr, keeps the descriptors it was
+ * given (a card lock), and ends with the command's status; without a spare
+ * waiting nothing is taken; a spare that died is replaced. */
+#include "common/log.h"
+#include "common/util.h"
+#include "tests/unit/tmpdir.h"
+#include "worker/spare.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+typedef struct {
+    char dir[64];
+    char guard[PATH_MAX];
+} fx;
+
+static int setup(void **state)
+{
+    fx *f = gf_calloc(1, sizeof(*f));
+    if (gf_test_mkdtemp(f->dir, sizeof(f->dir), "gf-spare") != 0)
+        return -1;
+    char self[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+    if (n <= 0)
+        return -1;
+    self[n] = 0;
+    snprintf(f->guard, sizeof(f->guard), "%s/../bin/gpuflock-guard", dirname(self));
+    if (access(f->guard, X_OK) != 0)
+        return -1;
+    gf_log_init("test_spare", GF_LOG_OFF);
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fx *f = *state;
+    gf_test_rmtree(f->dir);
+    free(f);
+    return 0;
+}
+
+static char *slurp(const char *path)
+{
+    FILE *fp = fopen(path, "r");
+    assert_non_null(fp);
+    char *buf = gf_calloc(1, 4096);
+    size_t n = fread(buf, 1, 4095, fp);
+    buf[n] = 0;
+    fclose(fp);
+    return buf;
+}
+
+static void test_job_through_spare(void **state)
+{
+    fx *f = *state;
+    gf_spare *sp = gf_spare_new(f->guard);
+    gf_spare_job job;
+    memset(&job, 0, sizeof(job));
+    assert_int_equal(gf_spare_take(sp, &job), -1);     /* none started yet */
+    gf_spare_fill(sp);
+
+    char out_path[128], err_path[128], lock_path[128];
+    snprintf(out_path, sizeof out_path, "%s/out", f->dir);
+    snprintf(err_path, sizeof err_path, "%s/err", f->dir);
+    snprintf(lock_path, sizeof lock_path, "%s/gpu0.lock", f->dir);
+    int out = open(out_path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+    int err = open(err_path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+    int lock = open(lock_path, O_RDONLY | O_CREAT | O_CLOEXEC, 0666);
+    assert_int_equal(flock(lock, LOCK_EX), 0);
+    char script[256];
+    snprintf(script, sizeof script,
+             "printf '%%s %%s %%s' \"$WHO\" \"$PWD\" \"$(ps -o pgid= -p $$ | tr -d ' ')\"; "
+             "echo oops >&2; [ -e /dev/fd/%d ] || exit 9; exit 7", lock);
+    char *argv[] = { "sh", "-c", script, NULL };
+    char *envp[] = { "WHO=ana", "PATH=/usr/bin:/bin", NULL };
+    job = (gf_spare_job){ .uid = (unsigned)getuid(), .gid = (unsigned)getgid(), .groups = "-",
+                          .cwd = f->dir, .argv = argv, .envp = envp, .out = out, .err = err,
+                          .keep = &lock, .n_keep = 1 };
+    pid_t pid = gf_spare_take(sp, &job);
+    assert_true(pid > 0);
+    assert_int_equal(gf_spare_take(sp, &job), -1);      /* used: none until the next fill */
+    close(out);
+    close(err);
+    close(lock);           /* the job's copy holds the card now */
+    int status;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 7);
+    char *o = slurp(out_path), *e = slurp(err_path);
+    char want[256];
+    snprintf(want, sizeof want, "ana %s %d", f->dir, (int)pid);   /* the guard leads its group */
+    assert_string_equal(o, want);
+    assert_string_equal(e, "oops\n");
+    free(o);
+    free(e);
+    /* the lock went with the job */
+    lock = open(lock_path, O_RDONLY | O_CLOEXEC);
+    assert_int_equal(flock(lock, LOCK_EX | LOCK_NB), 0);
+    close(lock);
+    gf_spare_destroy(&sp);
+    assert_null(sp);
+    gf_spare_destroy(&sp);
+}
+
+/* A spare killed while it waits: the next fill replaces it, and a stopped
+ * worker leaves no spare behind (reaped, not a zombie). */
+static void test_dead_spare_replaced(void **state)
+{
+    fx *f = *state;
+    gf_spare *sp = gf_spare_new(f->guard);
+    gf_spare_fill(sp);
+    /* find it: our only child */
+    char cmd[96];
+    snprintf(cmd, sizeof cmd, "pgrep -P %d -f '^gpuflock-guard .* --wait'", (int)getpid());
+    FILE *p = popen(cmd, "r");
+    int first = 0;
+    assert_int_equal(fscanf(p, "%d", &first), 1);
+    pclose(p);
+    kill(first, SIGKILL);
+    usleep(100000);
+    gf_spare_fill(sp);                 /* reaps the dead one, starts another */
+    assert_int_equal(kill(first, 0), -1);
+    assert_int_equal(errno, ESRCH);
+    gf_spare_job job;
+    char *argv[] = { "true", NULL };
+    char *envp[] = { "PATH=/usr/bin:/bin", NULL };
+    int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+    job = (gf_spare_job){ .uid = (unsigned)getuid(), .gid = (unsigned)getgid(), .groups = "-",
+                          .cwd = "-", .argv = argv, .envp = envp, .out = null, .err = null };
+    pid_t pid = gf_spare_take(sp, &job);
+    assert_true(pid > 0 && pid != first);
+    int status;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    gf_spare_fill(sp);
+    gf_spare_destroy(&sp);             /* ends and reaps the waiting one */
+    assert_int_equal(waitpid(-1, NULL, WNOHANG), -1);
+    assert_int_equal(errno, ECHILD);
+    close(null);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_job_through_spare, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_dead_spare_replaced, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

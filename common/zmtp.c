@@ -106,6 +106,10 @@ static int fill(gf_zmtp *self, int64_t deadline, char *err, size_t errlen)
                 return GF_EINTR;
             if (errno == EAGAIN)
                 continue;
+            if (errno == ECONNRESET) {   /* it closed with our bytes unread: a hang-up too */
+                snprintf(err, errlen, "%s: the peer closed the connection (reset)", self->path);
+                return GF_EIO;
+            }
             snprintf(err, errlen, "%s: receive: %s", self->path, strerror(errno));
             return GF_EIO;
         }

@@ -11,6 +11,7 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "common/zmtp.h"
+#include "tests/unit/tmpdir.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -27,22 +28,27 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static gf_router *router;
 static struct sockaddr_un addr = { .sun_family = AF_UNIX };
-static char dir[] = "/tmp/gf-fuzz-router-XXXXXX";
+static char dir[4096];                /* <$TMPDIR or /tmp>/gf-fuzz-router-XXXXXX */
 
 static void cleanup(void)
 {
     gf_router_destroy(&router);       /* removes the socket file */
-    rmdir(dir);
+    gf_test_rmtree(dir);
 }
 
 static void once(void)
 {
     if (router)
         return;
-    if (!mkdtemp(dir))
+    if (gf_test_mkdtemp(dir, sizeof(dir), "gf-fuzz-router") != 0)
         abort();
     atexit(cleanup);
-    snprintf(addr.sun_path, sizeof(addr.sun_path), "%s/r.sock", dir);
+    int n = snprintf(addr.sun_path, sizeof(addr.sun_path), "%s/r.sock", dir);
+    if (n < 0 || (size_t)n >= sizeof(addr.sun_path)) {
+        fprintf(stderr, "fuzz_router: %s/r.sock is too long for a unix socket; set TMPDIR shorter\n",
+                dir);
+        abort();
+    }
     gf_log_init("fuzz_router", GF_LOG_OFF);
     router = gf_router_listen(addr.sun_path, 1 << 16);
     if (!router)

@@ -38,6 +38,17 @@ __device__ __forceinline__ unsigned to_tf32(float v)
     return u;
 }
 
+// One output of the fused epilogue (bias already in v): the residual at o
+// added, then the ReLU.
+__device__ __forceinline__ void store_out(float *__restrict__ out,
+                                          const float *__restrict__ residual, long o, float v,
+                                          int relu)
+{
+    if (residual)
+        v += residual[o];
+    out[o] = relu ? fmaxf(v, 0.0f) : v;
+}
+
 template <int KS>
 __device__ __forceinline__ void conv_tf32(const float *__restrict__ x, const float *__restrict__ w,
                                           const float *__restrict__ bias,
@@ -167,11 +178,8 @@ __device__ __forceinline__ void conv_tf32(const float *__restrict__ x, const flo
                     if (n >= N)
                         continue;
                     long nb = n / HW, q = n - nb * HW;
-                    long o = (nb * Cout + m) * HW + q;
-                    float v = acc[mi][ni][half * 2 + j] + bm;
-                    if (residual)
-                        v += residual[o];
-                    out[o] = relu ? fmaxf(v, 0.0f) : v;
+                    store_out(out, residual, (nb * Cout + m) * HW + q, acc[mi][ni][half * 2 + j] + bm,
+                              relu);
                 }
         }
 #else
@@ -393,11 +401,8 @@ __device__ __forceinline__ void conv_tf32_v3(const float *__restrict__ x,
                         if (nj >= N)
                             continue;
                         const long bj = nj / HW;
-                        const long oj = (bj * Cout + m) * HW + (nj - bj * HW);
-                        float v = j ? v1 : v0;
-                        if (residual)
-                            v += residual[oj];
-                        out[oj] = relu ? fmaxf(v, 0.0f) : v;
+                        store_out(out, residual, (bj * Cout + m) * HW + (nj - bj * HW), j ? v1 : v0,
+                                  relu);
                     }
                 }
             }

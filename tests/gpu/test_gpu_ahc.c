@@ -4,6 +4,7 @@
  * with cluster structure (what AHC meets in diarization) and without, at
  * sizes and dimensions that are not multiples of the kernels' tiles; and the
  * flat clusters of the recipe's AHC must be the same. Skips without a GPU. */
+#include "common/devstats.h"
 #include "worker/diar/ahc.h"
 #include "worker/diar/ahc_gpu.h"
 #include "worker/gpu.h"
@@ -107,11 +108,22 @@ static void test_cluster_labels(void **state)
     float *e = points(n, dim, 6, 0.04);
     int *lc = malloc(sizeof(int) * n), *lg = malloc(sizeof(int) * n);
     int kc = gf_ahc_cluster(e, n, dim, 0.6, lc);
-    int kg = gf_ahc_cluster_with(gf_ahc_link_gpu, gpu, e, n, dim, 0.6, lg);
+    gf_devstats *st = gf_devstats_new();
+    int kg = gf_ahc_cluster_with(gf_ahc_link_gpu, gpu, st, e, n, dim, 0.6, lg);
     printf("recipe AHC on %zu embeddings: %d clusters on the CPU, %d on the card\n", n, kc, kg);
     assert_true(kc > 1);
     assert_int_equal(kc, kg);
     assert_memory_equal(lc, lg, sizeof(int) * n);
+    /* the linkage's device time: one measured sample of clustering.ahc, own */
+    const gf_devstats_row *rows;
+    size_t nr = gf_devstats_rows(st, &rows);
+    assert_int_equal(nr, 1);
+    assert_string_equal(rows[0].stage, "clustering.ahc");
+    assert_string_equal(rows[0].route, "own");
+    assert_int_equal(rows[0].count, 1);
+    assert_true(rows[0].total_ns > 0);
+    assert_int_equal(rows[0].failed + rows[0].unavailable, 0);
+    gf_devstats_destroy(&st);
     free(lc);
     free(lg);
     free(e);

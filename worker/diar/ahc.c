@@ -421,8 +421,8 @@ size_t gf_ahc_fcluster_distance(const double *Z, size_t n, double threshold, int
     return (size_t)n_cluster;
 }
 
-int gf_ahc_cluster_with(gf_ahc_link_fn link, void *ctx, const float *emb, size_t n, size_t dim,
-                        double threshold, int *labels)
+int gf_ahc_cluster_with(gf_ahc_link_fn link, void *ctx, gf_devstats *stats, const float *emb,
+                        size_t n, size_t dim, double threshold, int *labels)
 {
     if (n == 0)
         return 0;
@@ -451,7 +451,7 @@ int gf_ahc_cluster_with(gf_ahc_link_fn link, void *ctx, const float *emb, size_t
             x[i * dim + k] = (double)(e[k] / norm);
     }
     free(sq);
-    int rc = link(ctx, x, n, dim, Z);
+    int rc = link(ctx, stats, x, n, dim, Z);
     free(x);
     if (rc) {
         free(Z);
@@ -462,13 +462,15 @@ int gf_ahc_cluster_with(gf_ahc_link_fn link, void *ctx, const float *emb, size_t
     return (int)k;
 }
 
-static int link_cpu(void *ctx, const double *x, size_t n, size_t dim, double *Z)
+static int link_cpu(void *ctx, gf_devstats *stats, const double *x, size_t n, size_t dim,
+                    double *Z)
 {
     (void)ctx;
+    (void)stats;
     return gf_ahc_linkage_centroid(x, n, dim, Z);
 }
 
 int gf_ahc_cluster(const float *emb, size_t n, size_t dim, double threshold, int *labels)
 {
-    return gf_ahc_cluster_with(link_cpu, NULL, emb, n, dim, threshold, labels);
+    return gf_ahc_cluster_with(link_cpu, NULL, NULL, emb, n, dim, threshold, labels);
 }

@@ -16,6 +16,8 @@
 
 #include <stddef.h>
 
+#include "common/devstats.h"
+
 /* Centroid linkage of n points (rows of x, dim columns, double). Writes the
  * (n-1) x 4 linkage matrix Z (left id, right id, distance, size) in scipy's
  * format. Returns 0, or GF_ETOOBIG if the distance matrix cannot be held. */
@@ -32,10 +34,12 @@ size_t gf_ahc_fcluster_distance(const double *Z, size_t n, double threshold, int
  * cluster. */
 int gf_ahc_cluster(const float *emb, size_t n, size_t dim, double threshold, int *labels);
 
-/* gf_ahc_cluster with another linkage: link(ctx, x, n, dim, Z) has
- * gf_ahc_linkage_centroid's contract (ahc_gpu.h runs it on a card). */
-typedef int (*gf_ahc_link_fn)(void *ctx, const double *x, size_t n, size_t dim, double *Z);
-int gf_ahc_cluster_with(gf_ahc_link_fn link, void *ctx, const float *emb, size_t n, size_t dim,
-                        double threshold, int *labels);
+/* gf_ahc_cluster with another linkage: link(ctx, stats, x, n, dim, Z) has
+ * gf_ahc_linkage_centroid's contract (ahc_gpu.h runs it on a card) and adds
+ * its device time, if it has one, to stats (may be NULL). */
+typedef int (*gf_ahc_link_fn)(void *ctx, gf_devstats *stats, const double *x, size_t n,
+                              size_t dim, double *Z);
+int gf_ahc_cluster_with(gf_ahc_link_fn link, void *ctx, gf_devstats *stats, const float *emb,
+                        size_t n, size_t dim, double threshold, int *labels);
 
 #endif

@@ -86,14 +86,26 @@ int gf_ahc_linkage_centroid_gpu(gf_gpu *gpu, const double *x, size_t n, size_t d
     return rc;
 }
 
-int gf_ahc_link_on_cpu(const double *x, size_t n, size_t dim, double *Z)
+int gf_ahc_link_gpu(void *ctx, gf_devstats *stats, const double *x, size_t n, size_t dim,
+                    double *Z)
 {
-    GF_WARN("ahc: %zu embeddings: linking on the CPU instead (same result)", n);
-    return gf_ahc_linkage_centroid(x, n, dim, Z);
-}
-
-int gf_ahc_link_gpu(void *gpu, const double *x, size_t n, size_t dim, double *Z)
-{
+    gf_gpu *gpu = ctx;
+    if (stats)
+        GF_TRY(gf_gpu_timing_begin(gpu, "clustering.ahc", "own"));
     int rc = gf_ahc_linkage_centroid_gpu(gpu, x, n, dim, Z);
-    return rc == GF_ETOOBIG ? gf_ahc_link_on_cpu(x, n, dim, Z) : rc;
+    if (rc == GF_ETOOBIG) {
+        if (stats) {
+            gf_gpu_timing_drop(gpu);
+            gf_devstats_unavailable(stats, "clustering.ahc", "cpu",
+                                    "distance matrix too big for the card");
+        }
+        GF_WARN("ahc: %zu embeddings: linking on the CPU instead (same result)", n);
+        return gf_ahc_linkage_centroid(x, n, dim, Z);
+    }
+    if (stats) {
+        if (rc == 0)
+            rc = gf_gpu_timing_end(gpu);
+        gf_gpu_timing_collect(gpu, stats);   /* not ended: failed, never device time */
+    }
+    return rc;
 }

@@ -24,14 +24,13 @@
  * a finite distance. */
 int gf_ahc_linkage_centroid_gpu(gf_gpu *gpu, const double *x, size_t n, size_t dim, double *Z);
 
-/* gf_ahc_linkage_centroid_gpu as a gf_ahc_link_fn (ahc.h): ctx is the gf_gpu.
- * Where the distance matrix does not fit on the card (GF_ETOOBIG: other
- * jobs hold its memory, or n is too large) it warns and links on the CPU,
- * whose result is the same. */
-int gf_ahc_link_gpu(void *gpu, const double *x, size_t n, size_t dim, double *Z);
-
-/* That fallback: warn that the linkage of n points runs on the CPU, and run
- * it there. */
-int gf_ahc_link_on_cpu(const double *x, size_t n, size_t dim, double *Z);
+/* gf_ahc_linkage_centroid_gpu as a gf_ahc_link_fn (ahc.h): ctx is the gf_gpu;
+ * its device time goes to stats (may be NULL) as "clustering.ahc", route own,
+ * timed by events. Where the distance matrix does not fit on the card
+ * (GF_ETOOBIG: other jobs hold its memory, or n is too large) it warns and
+ * links on the CPU, whose result is the same, and counts the stage as
+ * unavailable there. */
+int gf_ahc_link_gpu(void *gpu, gf_devstats *stats, const double *x, size_t n, size_t dim,
+                    double *Z);
 
 #endif

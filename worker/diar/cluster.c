@@ -147,8 +147,8 @@ int gf_cluster_run(const float *seg, const float *emb, size_t n_chunks, size_t n
     }
     r->ahc = gf_malloc(n * sizeof *r->ahc);
     t0 = gf_now_ns();
-    rc = o->ahc_link ? gf_ahc_cluster_with(o->ahc_link, o->ahc_ctx, train, n, dim, o->threshold,
-                                           r->ahc)
+    rc = o->ahc_link ? gf_ahc_cluster_with(o->ahc_link, o->ahc_ctx, o->stats, train, n, dim,
+                                           o->threshold, r->ahc)
                      : gf_ahc_cluster(train, n, dim, o->threshold, r->ahc);
     r->t_ahc = (double)(gf_now_ns() - t0) * 1e-9;
     if (rc < 0)

@@ -31,6 +31,7 @@ typedef struct {
     gf_ahc_link_fn ahc_link;   /* NULL: AHC linkage on the CPU; else this one (e.g. on a
                                   card: worker/diar/ahc_gpu.h) */
     void *ahc_ctx;             /* passed to ahc_link */
+    gf_devstats *stats;        /* ahc_link's device time, where it has one; may be NULL */
 } gf_cluster_opts;
 
 /* The community-1 parameters. */

@@ -45,13 +45,11 @@ typedef struct {
     int feats_batch;              /* their windows */
     bool overlap;                 /* start them ahead (worker.overlap) */
     bool trunk_ahead;             /* segment_span started the fbank and trunk of its windows */
-    gf_devstats *stats;           /* the last one a hook was given: the job's, for ahc_link */
 } gpu_ctx;
 
 static int gpu_segment(void *ctx, const float *wave, int B, float *logp, gf_devstats *stats)
 {
     gpu_ctx *c = ctx;
-    c->stats = stats;
     c->seg_span = false;
     return gf_segmentation_gpu_run(c->seg, wave, B, logp, stats);
 }
@@ -74,7 +72,6 @@ static int gpu_segment_span(void *ctx, const float *span, int B, float *logp,
                             gf_devstats *stats)
 {
     gpu_ctx *c = ctx;
-    c->stats = stats;
     c->seg_span = false;
     c->feats_kept = false;
     if (B < 1 || B > c->max_batch) {
@@ -90,21 +87,15 @@ static int gpu_segment_span(void *ctx, const float *span, int B, float *logp,
     int rc = gf_gpu_wait_for(c->gpu, c->gpu_e);
     rc = rc ? rc : gf_gpu_upload(c->gpu, c->span, span, samples * sizeof(float));
     rc = rc ? rc : gf_gpu_launch1d(c->gpu, c->expand, (long)B * GF_DIAR_WINDOW, p);
-    if (!c->overlap) {   /* the fbank and the trunk follow, from gpu_fbank and gpu_embed */
-        rc = rc ? rc : gf_segmentation_gpu_run_dev(c->seg, B, logp, stats);
+    if (c->overlap) {   /* else the fbank and the trunk follow, from gpu_fbank and gpu_embed */
+        rc = rc ? rc : gf_gpu_wait_for(c->gpu_e, c->gpu);
+        rc = rc ? rc : gf_fbank_gpu_run_dev(c->fbank, out, B, NULL, stats);
+        rc = rc ? rc : gf_embedding_gpu_trunk(c->emb, gf_fbank_gpu_features(c->fbank), B, stats);
         if (rc == 0) {
-            c->seg_span = true;
-            c->seg_batch = B;
+            c->feats_kept = true;
+            c->feats_batch = B;
+            c->trunk_ahead = true;
         }
-        return rc;
-    }
-    rc = rc ? rc : gf_gpu_wait_for(c->gpu_e, c->gpu);
-    rc = rc ? rc : gf_fbank_gpu_run_dev(c->fbank, out, B, NULL, stats);
-    rc = rc ? rc : gf_embedding_gpu_trunk(c->emb, gf_fbank_gpu_features(c->fbank), B, stats);
-    if (rc == 0) {
-        c->feats_kept = true;
-        c->feats_batch = B;
-        c->trunk_ahead = true;
     }
     rc = rc ? rc : gf_segmentation_gpu_run_dev(c->seg, B, logp, stats);
     if (rc == 0) {
@@ -117,7 +108,6 @@ static int gpu_segment_span(void *ctx, const float *span, int B, float *logp,
 static int gpu_fbank(void *ctx, const float *wave, int B, float *feats, gf_devstats *stats)
 {
     gpu_ctx *c = ctx;
-    c->stats = stats;
     if (!wave && !feats && c->trunk_ahead && B == c->feats_batch)
         return 0;   /* segment_span started them: features and trunk are on the card */
     GF_TRY(finish_ahead(c, stats));
@@ -125,8 +115,10 @@ static int gpu_fbank(void *ctx, const float *wave, int B, float *feats, gf_devst
     int rc;
     if (wave) {
         rc = gf_fbank_gpu_run(c->fbank, wave, B, feats, stats);
-    } else if (c->seg_span && B == c->seg_batch) {
-        rc = gf_fbank_gpu_run_dev(c->fbank, gf_segmentation_gpu_input(c->seg), B, feats, stats);
+    } else if (c->seg_span && B == c->seg_batch) {   /* the windows come from the other stream */
+        rc = gf_gpu_wait_for(c->gpu_e, c->gpu);
+        rc = rc ? rc : gf_fbank_gpu_run_dev(c->fbank, gf_segmentation_gpu_input(c->seg), B,
+                                           feats, stats);
     } else {
         GF_ERROR("fbank (gpu): no windows of a batch of %d on the card", B);
         rc = GF_EINVAL;
@@ -142,7 +134,6 @@ static int gpu_embed(void *ctx, const float *fbank, int B, const int *job_window
                      const float *masks, int n_jobs, float *emb, gf_devstats *stats)
 {
     gpu_ctx *c = ctx;
-    c->stats = stats;
     if (!fbank && c->trunk_ahead && B == c->feats_batch) {
         c->trunk_ahead = false;
         return gf_embedding_gpu_pool(c->emb, B, job_window, masks, n_jobs, emb, stats);
@@ -158,32 +149,6 @@ static int gpu_embed(void *ctx, const float *fbank, int B, const int *job_window
     }
     return gf_embedding_gpu_run_dev(c->emb, gf_fbank_gpu_features(c->fbank), B, job_window,
                                     masks, n_jobs, emb, stats);
-}
-
-/* The clustering's linkage on the segmentation's stream, timed by events as
- * "clustering.ahc" into the job's devstats; on the CPU (and counted as
- * unavailable there) where the distance matrix does not fit. */
-static int gpu_ahc_link(void *ctx, const double *x, size_t n, size_t dim, double *Z)
-{
-    gpu_ctx *c = ctx;
-    gf_devstats *stats = c->stats;
-    if (stats)
-        GF_TRY(gf_gpu_timing_begin(c->gpu, "clustering.ahc", "own"));
-    int rc = gf_ahc_linkage_centroid_gpu(c->gpu, x, n, dim, Z);
-    if (rc == GF_ETOOBIG) {
-        if (stats) {
-            gf_gpu_timing_drop(c->gpu);
-            gf_devstats_unavailable(stats, "clustering.ahc", "cpu",
-                                    "distance matrix too big for the card");
-        }
-        return gf_ahc_link_on_cpu(x, n, dim, Z);
-    }
-    if (stats) {
-        if (rc == 0)
-            rc = gf_gpu_timing_end(c->gpu);
-        gf_gpu_timing_collect(c->gpu, stats);   /* not ended: failed, never device time */
-    }
-    return rc;
 }
 
 static int gpu_pin(void *ctx, void *host, size_t bytes)
@@ -293,7 +258,7 @@ int gf_diar_backend_gpu(int ordinal, const char *models_dir, int max_batch, gf_m
                               .segment_span = gpu_segment_span,
                               .embed = gpu_embed, .fbank = gpu_fbank, .destroy = gpu_destroy,
                               .pin = gpu_pin, .unpin = gpu_unpin, .ctx = c,
-                              .ahc_link = gpu_ahc_link, .ahc_ctx = c };
+                              .ahc_link = gf_ahc_link_gpu, .ahc_ctx = c->gpu };
     gf_manifest_destroy(&man);
     free(seg_path);
     free(emb_path);

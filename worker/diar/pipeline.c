@@ -885,6 +885,7 @@ typedef struct {
     const char *path;
     float *buf;
     size_t *valid;
+    size_t before;          /* windows read in the batches before this one */
     int nb;
     int64_t last_sample;
     bool done;
@@ -903,7 +904,7 @@ static void read_batch(batch_read *r)
         int64_t start;
         size_t valid;
         if (r->o->cancel && r->o->cancel(r->o->cancel_user)) {
-            GF_INFO("%s: stopped at a window of a batch (cancelled)", r->path);
+            GF_INFO("%s: stopped after %zu windows (cancelled)", r->path, r->before + (size_t)r->nb);
             r->rc = GF_EINTR;
             return;
         }
@@ -978,6 +979,7 @@ int gf_diar_run(gf_diar *d, const char *path, const gf_diar_run_opts *o, gf_devs
     res->t_decode += secs(t0);
     while (cur.rc == 0 && cur.nb > 0) {
         pthread_t reader;
+        nxt.before = cur.before + (size_t)cur.nb;
         bool ahead = !cur.done && pthread_create(&reader, NULL, read_ahead, &nxt) == 0;
         *buf = cur.buf;   /* run_batch_* read the batch at d->span / d->wave, d->valid */
         d->valid = cur.valid;
@@ -1035,6 +1037,7 @@ int gf_diar_run(gf_diar *d, const char *path, const gf_diar_run_opts *o, gf_devs
     if (d->has_backend && d->backend.ahc_link && !copts.ahc_link) {
         copts.ahc_link = d->backend.ahc_link;
         copts.ahc_ctx = d->backend.ahc_ctx;
+        copts.stats = stats;
     }
     if (d->weight_free) {
         copts.threshold = GF_DIAR_WF_THRESHOLD;

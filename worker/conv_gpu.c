@@ -20,7 +20,7 @@ struct gf_conv_gpu {
     gf_cu_ptr wp;                 /* own kernel v3: (cout, tap, cin) in tf32; 0 for v1 */
     gf_route_kind route;
     gf_cu_function im2col, epilogue, own;   /* own: loaded when chosen */
-    int own_bm, own_bn;           /* the own kernel's block tile */
+    const gf_conv_own_kernel *own_kernel;   /* the variant the own route runs */
 };
 
 /* The own kernel's variants (kernels/resnet.cu). v3 takes whole 16-channel
@@ -40,7 +40,6 @@ const gf_conv_own_kernel *gf_conv_gpu_own_kernel(gf_conv_shape s)
     return &own_kernels[s.cout <= 32 ? 1 : s.cout <= 64 ? 2 : 3];
 }
 
-static bool own_v3(gf_conv_shape s) { return gf_conv_gpu_own_kernel(s)->packed; }
 
 /* fp32 -> tf32 as cvt.rna does it: round to nearest on the 10-bit mantissa,
  * ties away from zero (on the magnitude: the sign bit is apart). Finite
@@ -81,7 +80,7 @@ gf_conv_gpu *gf_conv_gpu_new(gf_gpu *gpu, gf_blas_gpu *blas, const char *boundar
     rc = rc ? rc : gf_gpu_upload(gpu, c->w, w, sizeof(float) * shape.cout * kk);
     rc = rc ? rc : gf_gpu_alloc(gpu, sizeof(float) * shape.cout, &c->b);
     rc = rc ? rc : gf_gpu_upload(gpu, c->b, bias, sizeof(float) * shape.cout);
-    if (rc == 0 && own_v3(shape)) {
+    if (rc == 0 && gf_conv_gpu_own_kernel(shape)->packed) {
         float *p = pack_v3(shape, w);
         rc = gf_gpu_alloc(gpu, sizeof(float) * shape.cout * kk, &c->wp);
         rc = rc ? rc : gf_gpu_upload(gpu, c->wp, p, sizeof(float) * shape.cout * kk);
@@ -154,8 +153,7 @@ int gf_conv_gpu_set_route(gf_conv_gpu *c, gf_route_kind kind, gf_math math,
                              &c->own, NULL, &sha);
     if (rc)
         return rc;
-    c->own_bm = kern->tile_m;
-    c->own_bn = kern->tile_n;
+    c->own_kernel = kern;
     c->route = GF_ROUTE_OWN;
     if (module_sha256)
         *module_sha256 = sha;
@@ -174,8 +172,9 @@ int gf_conv_gpu_run(gf_conv_gpu *c, gf_math math, int B, gf_cu_ptr x, int h, int
         gf_cu_ptr wk = c->wp ? c->wp : c->w;
         void *p[] = { &x, &wk, &bias, &residual, &out, &B, &cin, &h, &w, &cout, &stride, &pad,
                       &ho, &wo, &relu };
-        unsigned gx = (unsigned)(((long)B * hw + c->own_bn - 1) / c->own_bn);
-        unsigned gy = (unsigned)((cout + c->own_bm - 1) / c->own_bm);
+        const gf_conv_own_kernel *kern = c->own_kernel;
+        unsigned gx = (unsigned)(((long)B * hw + kern->tile_n - 1) / kern->tile_n);
+        unsigned gy = (unsigned)((cout + kern->tile_m - 1) / kern->tile_m);
         return gf_gpu_launch(c->gpu, c->own, gx, gy, 1, 256, 1, 1, 0, p);
     }
     long n = (long)B * hw * kk;

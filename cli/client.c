@@ -35,10 +35,28 @@ static bool broker_alive(const char *pidfile)
     return alive;
 }
 
+/* The configuration gf_client_keep_config was given, and its path. */
+static gf_config *kept_cfg;
+static char *kept_path;
+
+void gf_client_keep_config(const char *config_path, gf_config *cfg)
+{
+    gf_config_destroy(&kept_cfg);
+    free(kept_path);
+    kept_cfg = cfg;
+    kept_path = config_path ? gf_strdup(config_path) : NULL;
+}
+
 gf_client *gf_client_open(const char *config_path, int *status)
 {
     gf_config *cfg = NULL;
-    if (gf_config_load(config_path, &cfg) != 0) {
+    if (kept_cfg && (config_path && kept_path ? strcmp(config_path, kept_path) == 0
+                                              : !config_path && !kept_path)) {
+        cfg = kept_cfg;
+        kept_cfg = NULL;
+    }
+    gf_client_keep_config(NULL, NULL);
+    if (!cfg && gf_config_load(config_path, &cfg) != 0) {
         *status = GF_EXIT_CONFIG;
         return NULL;
     }

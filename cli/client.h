@@ -20,6 +20,11 @@ typedef struct gf_client gf_client;
  * broker: how to start one) and returns NULL with the exit status in
  * *status (78 config, 69 no broker). */
 gf_client *gf_client_open(const char *config_path, int *status);
+
+/* Hand the configuration loaded from config_path (as gf_config_load takes
+ * it) to the next gf_client_open of the same path, which then does not
+ * load it again (the light front has read it already). Takes cfg. */
+void gf_client_keep_config(const char *config_path, gf_config *cfg);
 void gf_client_destroy(gf_client **self_p);
 
 /* Send req, receive the reply into *rep (an "error" reply is returned as

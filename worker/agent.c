@@ -8,8 +8,9 @@
  * round, never blocking the loop). Diarize jobs run on threads of this
  * process (worker/diarjob.h) and wake the loop through an eventfd when they
  * have progress to report or end; their pipelines stay loaded in a pool
- * between jobs. Command jobs start under a guard started ahead in an
- * earlier turn (worker/spare.h) when one waits. */
+ * between jobs. Command jobs start under a guard made ready ahead by the
+ * guards' fork server, asked at the end of each turn and answering on a
+ * socket this loop polls (worker/spare.h), when one waits. */
 #include "worker/agent.h"
 
 #include "common/error.h"
@@ -61,8 +62,7 @@ struct gf_agent {
     bool stopping;
     char *plan;               /* route plan as JSON text, sent in READY */
     gf_diar_pool *pool;       /* diarize pipelines kept between jobs */
-    gf_spare *spare;          /* the next command job's guard, started ahead */
-    bool started;             /* a job started this turn: the spare waits */
+    gf_spare *spare;          /* the next command job's guard, made ready ahead */
     int wakefd;               /* eventfd: a diarize thread has news */
     uint64_t arrivals;        /* jobs received so far (slot.seq) */
 };
@@ -269,7 +269,6 @@ static void advance(gf_agent *self, slot *s)
     }
     if (rc == 0)
         rc = gf_run_start(s->run, why, sizeof(why));
-    self->started = true;
     if (rc) {
         GF_WARN("job %llu cannot start: %s", (unsigned long long)gf_run_id(s->run), why);
         gf_msg r;
@@ -475,12 +474,13 @@ int gf_agent_run(gf_agent *self)
             if (s->kill_at && timeout > 50)
                 timeout = 50;
         }
-        zmq_pollitem_t items[3] = {
+        zmq_pollitem_t items[4] = {
             { NULL, self->sigfd, ZMQ_POLLIN, 0 },
             { NULL, self->wakefd, ZMQ_POLLIN, 0 },
+            { NULL, self->spare ? gf_spare_fd(self->spare) : -1, ZMQ_POLLIN, 0 },
         };
-        bool linked = gf_link_pollitem(self->link, &items[2]);
-        int rc = zmq_poll(items, linked ? 3 : 2, timeout);
+        bool linked = gf_link_pollitem(self->link, &items[3]);
+        int rc = zmq_poll(items, linked ? 4 : 3, timeout);
         if (rc < 0 && errno != EINTR) {
             GF_ERROR("zmq_poll: %s", zmq_strerror(errno));
             return GF_EIO;
@@ -501,7 +501,9 @@ int gf_agent_run(gf_agent *self)
             ssize_t got = read(self->wakefd, &count, sizeof(count));
             (void)got;      /* drained; the slots say what happened */
         }
-        if (linked && rc > 0 && (items[2].revents & ZMQ_POLLIN))
+        if (rc > 0 && (items[2].revents & ZMQ_POLLIN))
+            gf_spare_collect(self->spare);
+        if (linked && rc > 0 && (items[3].revents & ZMQ_POLLIN))
             on_broker(self);
         now = gf_now_ms();
         for (slot *s = self->slots; s; s = s->next) {
@@ -524,11 +526,9 @@ int gf_agent_run(gf_agent *self)
             else if (now - self->last_heard > dead_after)
                 reconnect(self, "silent");
         }
-        /* the next command job's guard, started ahead in a turn that started
-         * no job (its exec would compete with the job's own start) */
-        if (self->spare && !self->started && !self->stopping)
+        /* the next command job's guard: asked for now, ready a turn later */
+        if (self->spare && !self->stopping)
             gf_spare_fill(self->spare);
-        self->started = false;
     }
     gf_msg d;
     memset(&d, 0, sizeof(d));

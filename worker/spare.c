@@ -1,4 +1,5 @@
-/* spare.c — a guard started ahead of its job (see spare.h). */
+/* spare.c — a guard ready ahead of its job, from the guards' fork server
+ * (see spare.h). */
 #include "worker/spare.h"
 
 #include "worker/guard/request.h"
@@ -7,6 +8,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdbool.h>
@@ -18,10 +20,18 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+/* How long the server may take to make a spare before it is taken for
+ * stuck, and how long after a failure to start a server to try again. */
+#define REPLY_MS 2000
+#define RETRY_MS 1000
 
 struct gf_spare {
     char *guard;              /* gpuflock-guard's path */
-    pid_t pid;                /* the waiting guard, 0: none */
+    pid_t server;             /* the fork server, 0: none */
+    int ctl;                  /* our end of its request socket, -1: none */
+    uint64_t retry_at;        /* monotonic ms: no new server before */
+    bool asked;               /* a spare was asked for, the answer not read */
+    pid_t pid;                /* the waiting spare, 0: none */
     int sock;                 /* our end of its job socket, -1: none */
 };
 
@@ -53,22 +63,121 @@ gf_spare *gf_spare_new(const char *guard)
 {
     gf_spare *self = gf_calloc(1, sizeof(*self));
     self->guard = gf_strdup(guard);
+    self->ctl = -1;
     self->sock = -1;
     return self;
 }
 
-/* Forget the waiting guard: end it and reap it. */
+/* End a child of ours and reap it. */
+static void end_child(pid_t pid)
+{
+    if (pid <= 0)
+        return;
+    kill(pid, SIGKILL);
+    while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+        ;
+}
+
+/* Forget the waiting spare. */
 static void drop(gf_spare *self)
 {
     if (self->sock >= 0)
         close(self->sock);
     self->sock = -1;
-    if (self->pid > 0) {
-        kill(self->pid, SIGKILL);
-        while (waitpid(self->pid, NULL, 0) < 0 && errno == EINTR)
-            ;
-    }
+    end_child(self->pid);
     self->pid = 0;
+}
+
+static void stop_server(gf_spare *self)
+{
+    if (self->ctl >= 0)
+        close(self->ctl);
+    self->ctl = -1;
+    self->asked = false;
+    end_child(self->server);
+    self->server = 0;
+}
+
+/* Start the fork server (`gpuflock-guard PID --serve`). */
+static bool start_server(gf_spare *self)
+{
+    if (gf_now_ms() < self->retry_at)
+        return false;
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
+        GF_WARN("guard server: socketpair: %s", strerror(errno));
+        self->retry_at = gf_now_ms() + RETRY_MS;
+        return false;
+    }
+    char parent[24];
+    snprintf(parent, sizeof parent, "%d", (int)getpid());
+    char *argv[] = { "gpuflock-guard", parent, "--serve", NULL };
+    char *envp[] = { NULL };
+    const int dups[][2] = { { sv[1], 3 } };
+    pid_t pid;
+    int e = gf_guard_spawn(self->guard, argv, envp, dups, 1, &pid);
+    close(sv[1]);
+    if (e) {
+        GF_WARN("guard server: cannot start %s: %s", self->guard, strerror(e));
+        close(sv[0]);
+        self->retry_at = gf_now_ms() + RETRY_MS;
+        return false;
+    }
+    self->server = pid;
+    self->ctl = sv[0];
+    return true;
+}
+
+/* Read the server's answer, waiting up to timeout_ms for it: a spare's pid
+ * and our end of its socket. */
+static void collect(gf_spare *self, int timeout_ms)
+{
+    if (!self->asked)
+        return;
+    struct pollfd pfd = { self->ctl, POLLIN, 0 };
+    int n;
+    while ((n = poll(&pfd, 1, timeout_ms)) < 0 && errno == EINTR)
+        ;
+    if (n == 0 && timeout_ms < REPLY_MS)
+        return;                            /* not yet */
+    int32_t reply[2] = { 0, 0 };
+    union {
+        struct cmsghdr align;
+        char buf[CMSG_SPACE(sizeof(int))];
+    } ctl;
+    struct iovec iov = { reply, sizeof reply };
+    struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf,
+                         .msg_controllen = sizeof ctl.buf };
+    ssize_t r = -1;
+    if (n == 1)
+        while ((r = recvmsg(self->ctl, &mh, MSG_WAITALL | MSG_CMSG_CLOEXEC)) < 0 &&
+               errno == EINTR)
+            ;
+    self->asked = false;
+    int fd = -1;
+    for (struct cmsghdr *c = r > 0 ? CMSG_FIRSTHDR(&mh) : NULL; c; c = CMSG_NXTHDR(&mh, c))
+        if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
+            c->cmsg_len == CMSG_LEN(sizeof(int)))
+            memcpy(&fd, CMSG_DATA(c), sizeof(int));
+    if (r != (ssize_t)sizeof reply) {
+        /* gone, stuck or confused: the next fill starts another */
+        GF_WARN("guard server %d: no spare: %s", (int)self->server,
+                r < 0 && n == 1 ? strerror(errno) : n == 0 ? "no answer" : "it has gone");
+        if (fd >= 0)
+            close(fd);
+        stop_server(self);
+        return;
+    }
+    if (reply[1] || reply[0] <= 0 || fd < 0) {
+        GF_WARN("guard server %d: no spare: %s", (int)self->server,
+                strerror(reply[1] ? reply[1] : EPROTO));
+        if (fd >= 0)
+            close(fd);
+        end_child(reply[0]);      /* ours (CLONE_PARENT), died before it was ready */
+        return;
+    }
+    self->pid = reply[0];
+    self->sock = fd;
 }
 
 void gf_spare_destroy(gf_spare **self_p)
@@ -76,7 +185,9 @@ void gf_spare_destroy(gf_spare **self_p)
     gf_spare *self = *self_p;
     if (!self)
         return;
+    collect(self, REPLY_MS);               /* a spare asked for is ours to end too */
     drop(self);
+    stop_server(self);
     free(self->guard);
     free(self);
     *self_p = NULL;
@@ -90,26 +201,33 @@ void gf_spare_fill(gf_spare *self)
         self->pid = 0;                     /* it died (or was killed): reaped */
         drop(self);
     }
-    int sv[2];
-    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
-        GF_WARN("spare guard: socketpair: %s", strerror(errno));
-        return;
+    if (self->server > 0 && waitpid(self->server, NULL, WNOHANG) != 0) {
+        self->server = 0;                  /* reaped */
+        stop_server(self);
     }
-    char parent[24];
-    snprintf(parent, sizeof parent, "%d", (int)getpid());
-    char *argv[] = { "gpuflock-guard", parent, "--wait", NULL };
-    char *envp[] = { NULL };
-    const int dups[][2] = { { sv[1], 3 } };
-    pid_t pid;
-    int e = gf_guard_spawn(self->guard, argv, envp, dups, 1, &pid);
-    close(sv[1]);
-    if (e) {
-        GF_WARN("spare guard: cannot start %s: %s", self->guard, strerror(e));
-        close(sv[0]);
+    if (self->asked || (self->server <= 0 && !start_server(self)))
         return;
+    char ask = 's';
+    ssize_t w;
+    while ((w = send(self->ctl, &ask, 1, MSG_NOSIGNAL)) < 0 && errno == EINTR)
+        ;
+    if (w == 1) {
+        self->asked = true;
+    } else {
+        GF_WARN("guard server %d: cannot ask for a spare: %s", (int)self->server,
+                strerror(errno));
+        stop_server(self);
     }
-    self->pid = pid;
-    self->sock = sv[0];
+}
+
+int gf_spare_fd(const gf_spare *self)
+{
+    return self->asked ? self->ctl : -1;
+}
+
+void gf_spare_collect(gf_spare *self)
+{
+    collect(self, 0);
 }
 
 /* Append s and its NUL to the buffer. */
@@ -126,6 +244,8 @@ static void put(char **buf, size_t *len, size_t *cap, const char *s)
 
 pid_t gf_spare_take(gf_spare *self, const gf_spare_job *job)
 {
+    if (self->pid <= 0)
+        collect(self, REPLY_MS);           /* asked for: a fork away */
     if (self->pid <= 0 || job->n_keep + 2 > GUARD_MAX_FDS)
         return -1;
     char *body = NULL;
@@ -153,8 +273,11 @@ pid_t gf_spare_take(gf_spare *self, const gf_spare_job *job)
         char buf[CMSG_SPACE(GUARD_MAX_FDS * sizeof(int))];
     } ctl;
     memset(&ctl, 0, sizeof ctl);
-    struct iovec iov = { head, sizeof head };
-    struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf,
+    /* header and body in one message: one wake-up of the spare, whose
+     * reads take them apart; a body too big for the socket's buffer
+     * follows in more sends */
+    struct iovec iov[2] = { { head, sizeof head }, { body, len } };
+    struct msghdr mh = { .msg_iov = iov, .msg_iovlen = 2, .msg_control = ctl.buf,
                          .msg_controllen = CMSG_SPACE((job->n_keep + 2) * sizeof(int)) };
     struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
     c->cmsg_level = SOL_SOCKET;
@@ -164,8 +287,8 @@ pid_t gf_spare_take(gf_spare *self, const gf_spare_job *job)
     ssize_t w;
     while ((w = sendmsg(self->sock, &mh, MSG_NOSIGNAL)) < 0 && errno == EINTR)
         ;
-    bool ok = w == (ssize_t)sizeof head;
-    for (size_t off = 0; ok && off < len;) {
+    bool ok = w >= (ssize_t)sizeof head;
+    for (size_t off = ok ? (size_t)w - sizeof head : 0; ok && off < len;) {
         w = send(self->sock, body + off, len - off, MSG_NOSIGNAL);
         if (w < 0 && errno == EINTR)
             continue;

@@ -1,16 +1,20 @@
-/* spare.h — a job's group leader started ahead of the job.
+/* spare.h — a job's group leader made ready ahead of the job.
  *
  * Each command job runs under gpuflock-guard (worker/guard/main.c), a
- * static program the worker starts with posix_spawn. Its exec costs about
- * half a millisecond here (bench/RESULTS.md), on the way from the job's
- * assignment to its start. So the worker keeps one guard started ahead
- * (`gpuflock-guard PID --wait`), idle in its own process group and bound to
- * die with the worker, and hands it the next job over a unix socket: the
- * identity, directory, command and environment, and the spool and lock
- * descriptors (SCM_RIGHTS). The guard is the worker's child either way, so
- * the job is waited for, signalled and reaped exactly as one spawned for
- * it. A new spare is started when the worker has nothing more urgent to do
- * (gf_spare_fill); without one ready, the caller spawns a guard itself. */
+ * static program. Started for its job with posix_spawn, its exec costs
+ * about half a millisecond on a small VM (bench/RESULTS.md), on the way
+ * from the job's assignment to its start and on the CPU every job needs.
+ * So the worker starts one guard per worker as a fork server
+ * (`gpuflock-guard PID --serve`) and asks it, at the end of each turn of
+ * its loop (gf_spare_fill; the answer is read in a later turn), for a
+ * spare: a fork of the server, the
+ * worker's own child (CLONE_PARENT), idle in its own process group and
+ * bound to die with the worker. The next command job is handed to the
+ * spare over a unix socket: the identity, directory, command and
+ * environment, and the spool and lock descriptors (SCM_RIGHTS). The job is
+ * then waited for, signalled and reaped exactly as one spawned for it.
+ * Without a spare ready (no server, or it died), the caller spawns a guard
+ * itself. */
 #ifndef GF_SPARE_H
 #define GF_SPARE_H
 
@@ -39,18 +43,27 @@ typedef struct {
 int gf_guard_spawn(const char *path, char *const argv[], char *const envp[],
                    const int (*dups)[2], size_t n_dups, pid_t *pid);
 
-/* No spare yet (gf_spare_fill starts one). guard: the program's path. */
+/* No server and no spare yet (gf_spare_fill starts them). guard: the
+ * program's path. */
 gf_spare *gf_spare_new(const char *guard);
 
-/* Stop a waiting spare and reap it. */
+/* Stop the waiting spare and the server, and reap them. */
 void gf_spare_destroy(gf_spare **self_p);
 
-/* Start a spare if none is waiting (and reap one that died). */
+/* Ask the server for a spare if none is waiting or asked for: reaps a
+ * spare or a server that died, and starts the server if there is none (not
+ * again within a second of a failed start). Does not wait for the answer. */
 void gf_spare_fill(gf_spare *self);
 
-/* Hand job to the waiting spare: its pid (the job's group leader, now the
- * caller's to wait for), or -1 when no spare was waiting or it could not
- * take the job (the caller spawns a guard itself). */
+/* The descriptor to poll for the server's answer, or -1 when none is
+ * awaited; gf_spare_collect reads it once it is readable. */
+int gf_spare_fd(const gf_spare *self);
+void gf_spare_collect(gf_spare *self);
+
+/* Hand job to the waiting spare (after waiting up to two seconds for one
+ * asked for): its pid (the job's group leader, now the caller's to wait
+ * for), or -1 when no spare was waiting or asked for, or it could not take
+ * the job (the caller spawns a guard itself). */
 pid_t gf_spare_take(gf_spare *self, const gf_spare_job *job);
 
 #endif

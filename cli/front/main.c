@@ -10,6 +10,7 @@
  * only: it runs `exec`, `locks` and, when the broker is on an ipc://
  * endpoint (the default), the job commands itself; it exec's gpuflock-cli
  * (beside it, same arguments) for everything else, tcp:// brokers included. */
+#include "cli/client.h"
 #include "cli/front/job_commands.h"
 #include "cli/transport.h"
 #include "common/config.h"
@@ -77,9 +78,10 @@ static bool broker_on_ipc(int argc, char **argv)
     gf_log_init("gpuflock", GF_LOG_OFF);
     gf_config *cfg = NULL;
     bool ipc = true;
-    if (gf_config_load(path, &cfg) == 0)
+    if (gf_config_load(path, &cfg) == 0) {
         ipc = gf_config_ipc_path(cfg->client_endpoint) != NULL;
-    gf_config_destroy(&cfg);
+        gf_client_keep_config(path, cfg);      /* the command's client takes it */
+    }
     gf_log_init("gpuflock", saved);
     return ipc;
 }

@@ -1,9 +1,11 @@
-/* test_spare.c — a job guard started ahead (worker/spare.c) with the real
- * gpuflock-guard (beside this build's tests, in bin/): the job it is handed
- * runs in the guard's own process group with the given arguments,
- * environment, directory, stdout and stderr, keeps the descriptors it was
- * given (a card lock), and ends with the command's status; without a spare
- * waiting nothing is taken; a spare that died is replaced. */
+/* test_spare.c — a job guard made ready ahead (worker/spare.c) by the real
+ * gpuflock-guard fork server (beside this build's tests, in bin/): the job
+ * a spare is handed runs in the spare's own process group with the given
+ * arguments, environment, directory, stdout and stderr, keeps the
+ * descriptors it was given (a card lock), and ends with the command's
+ * status or signal; the spare is this process's child; without a spare
+ * waiting nothing is taken; one server makes every spare; a spare or a
+ * server that died is replaced, and nothing is left behind. */
 #include "common/log.h"
 #include "common/util.h"
 #include "tests/unit/tmpdir.h"
@@ -18,6 +20,7 @@
 #include <fcntl.h>
 #include <libgen.h>
 #include <limits.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -88,7 +91,7 @@ static void test_job_through_spare(void **state)
     char script[256];
     snprintf(script, sizeof script,
              "printf '%%s %%s %%s' \"$WHO\" \"$PWD\" \"$(ps -o pgid= -p $$ | tr -d ' ')\"; "
-             "echo oops >&2; [ -e /dev/fd/%d ] || exit 9; exit 7", lock);
+             "echo oops >&2; flock -n %s true && exit 9; exit 7", lock_path);
     char *argv[] = { "sh", "-c", script, NULL };
     char *envp[] = { "WHO=ana", "PATH=/usr/bin:/bin", NULL };
     job = (gf_spare_job){ .uid = (unsigned)getuid(), .gid = (unsigned)getgid(), .groups = "-",
@@ -120,6 +123,80 @@ static void test_job_through_spare(void **state)
     gf_spare_destroy(&sp);
 }
 
+/* Wait for the server's answer to a fill. */
+static void answered(gf_spare *sp)
+{
+    struct pollfd pfd = { gf_spare_fd(sp), POLLIN, 0 };
+    assert_true(pfd.fd >= 0);
+    assert_int_equal(poll(&pfd, 1, 5000), 1);
+    gf_spare_collect(sp);
+    assert_int_equal(gf_spare_fd(sp), -1);
+}
+
+/* The pid of our child whose command line matches the pattern, or 0. */
+static int child_matching(const char *pattern)
+{
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "pgrep -P %d -f '%s'", (int)getpid(), pattern);
+    FILE *p = popen(cmd, "r");
+    int pid = 0;
+    if (fscanf(p, "%d", &pid) != 1)
+        pid = 0;
+    pclose(p);
+    return pid;
+}
+
+/* Run argv through a fresh spare; the wait status. */
+static int run_through(gf_spare *sp, char **argv, pid_t *pid_out)
+{
+    char *envp[] = { "PATH=/usr/bin:/bin", NULL };
+    int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+    gf_spare_job job = { .uid = (unsigned)getuid(), .gid = (unsigned)getgid(), .groups = "-",
+                         .cwd = "-", .argv = argv, .envp = envp, .out = null, .err = null };
+    gf_spare_fill(sp);
+    pid_t pid = gf_spare_take(sp, &job);
+    close(null);
+    assert_true(pid > 0);
+    int status;
+    assert_int_equal(waitpid(pid, &status, 0), pid);    /* our child */
+    if (pid_out)
+        *pid_out = pid;
+    return status;
+}
+
+/* One server makes the spares, each a new process; a command that dies of
+ * a signal makes its guard end by the same signal; a server killed between
+ * jobs is replaced at the next fill. */
+static void test_one_server(void **state)
+{
+    fx *f = *state;
+    gf_spare *sp = gf_spare_new(f->guard);
+    char *ok[] = { "true", NULL };
+    char *term[] = { "sh", "-c", "kill -TERM $$", NULL };
+    pid_t a, b;
+    int status = run_through(sp, ok, &a);
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    int server = child_matching("^gpuflock-guard [0-9]+ --serve");
+    assert_true(server > 0);
+    status = run_through(sp, term, &b);
+    assert_true(WIFSIGNALED(status));
+    assert_int_equal(WTERMSIG(status), SIGTERM);
+    assert_true(b != a);
+    assert_int_equal(child_matching("^gpuflock-guard [0-9]+ --serve"), server);
+
+    kill(server, SIGKILL);
+    usleep(100000);
+    status = run_through(sp, ok, NULL);  /* its fill reaps the server, starts another */
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    int again = child_matching("^gpuflock-guard [0-9]+ --serve");
+    assert_true(again > 0 && again != server);
+    assert_int_equal(kill(server, 0), -1);           /* reaped, not a zombie */
+    assert_int_equal(errno, ESRCH);
+    gf_spare_destroy(&sp);
+    assert_int_equal(waitpid(-1, NULL, WNOHANG), -1);
+    assert_int_equal(errno, ECHILD);
+}
+
 /* A spare killed while it waits: the next fill replaces it, and a stopped
  * worker leaves no spare behind (reaped, not a zombie). */
 static void test_dead_spare_replaced(void **state)
@@ -127,16 +204,13 @@ static void test_dead_spare_replaced(void **state)
     fx *f = *state;
     gf_spare *sp = gf_spare_new(f->guard);
     gf_spare_fill(sp);
-    /* find it: our only child */
-    char cmd[96];
-    snprintf(cmd, sizeof cmd, "pgrep -P %d -f '^gpuflock-guard .* --wait'", (int)getpid());
-    FILE *p = popen(cmd, "r");
-    int first = 0;
-    assert_int_equal(fscanf(p, "%d", &first), 1);
-    pclose(p);
+    answered(sp);
+    /* find it: our child beside the server */
+    int first = child_matching("^gpuflock-guard [0-9]+ --wait");
+    assert_true(first > 0);
     kill(first, SIGKILL);
     usleep(100000);
-    gf_spare_fill(sp);                 /* reaps the dead one, starts another */
+    gf_spare_fill(sp);                 /* reaps the dead one, asks for another */
     assert_int_equal(kill(first, 0), -1);
     assert_int_equal(errno, ESRCH);
     gf_spare_job job;
@@ -162,6 +236,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_job_through_spare, setup, teardown),
         cmocka_unit_test_setup_teardown(test_dead_spare_replaced, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_one_server, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,7 +1,15 @@
-/* request.h — how the worker hands a job to a guard started ahead
- * (`gpuflock-guard WORKER_PID --wait`, worker/spare.c to worker/guard/main.c).
+/* request.h — how the worker gets a spare guard from the fork server
+ * (`gpuflock-guard WORKER_PID --serve`) and hands it a job (worker/spare.c
+ * to worker/guard/main.c).
  *
- * On the guard's descriptor 3, a unix stream socket: a header of
+ * On the server's descriptor 3, a unix stream socket: each byte the worker
+ * writes asks for one spare; the server answers with two native 32-bit
+ * words, the spare's pid (0: none was made) and an errno value (0: the
+ * spare is ready), with the worker's end of the spare's own socket attached
+ * (SCM_RIGHTS) when both are good. A pid with an error is a spare that died
+ * before it was ready, for the worker to reap.
+ *
+ * Then, on that socket (the spare's descriptor 3): a header of
  * GUARD_HEAD_WORDS native 32-bit words (GUARD_MAGIC, the body's length, the
  * number of descriptors, argc, envc) sent with the descriptors attached
  * (SCM_RIGHTS: stdout, stderr, then the locks the command keeps open), then

@@ -56,7 +56,12 @@ struct gf_agent {
     void *ctx;                /* libzmq, for a tcp:// broker */
     gf_link *link;            /* to the broker (worker/link.h) */
     int sigfd;                /* read end of main's signal pipe (borrowed) */
-    slot *slots;
+    slot *slots;              /* jobs not ended, newest first */
+    /* ended jobs whose results may not be safe with the broker yet, in the
+     * order they ended (kept off `slots`, which every turn walks: a busy
+     * worker ends hundreds of jobs within the two beats they are kept) */
+    slot *settling, *settling_tail;
+    uint64_t max_settled_id;  /* the highest job id that ever settled here */
     uint64_t last_heard;      /* monotonic ms of the broker's last message */
     uint64_t next_beat;
     bool stopping;
@@ -142,13 +147,15 @@ void gf_agent_destroy(gf_agent **self_p)
     gf_agent *self = *self_p;
     if (!self)
         return;
-    while (self->slots) {
-        slot *s = self->slots;
-        self->slots = s->next;
-        gf_run_destroy(&s->run);
-        gf_msg_clear(&s->result);
-        free(s);
-    }
+    slot **const lists[] = { &self->slots, &self->settling };
+    for (size_t l = 0; l < 2; l++)
+        while (*lists[l]) {
+            slot *s = *lists[l];
+            *lists[l] = s->next;
+            gf_run_destroy(&s->run);
+            gf_msg_clear(&s->result);
+            free(s);
+        }
     gf_spare_destroy(&self->spare);
     gf_link_destroy(&self->link);
     if (self->ctx)
@@ -182,45 +189,45 @@ static void send_ready(gf_agent *self)
     size_t n = 0;
     for (slot *s = self->slots; s; s = s->next)
         n++;
+    for (slot *s = self->settling; s; s = s->next)
+        n++;
     m.running = gf_calloc(n ? n : 1, sizeof(gf_running));
-    for (slot *s = self->slots; s; s = s->next) {
-        gf_running *r = &m.running[m.n_running++];
-        r->id = gf_run_id(s->run);
-        r->attempt = gf_run_attempt(s->run);
-        r->pid = s->done ? 0 : gf_run_pid(s->run) > 0 ? gf_run_pid(s->run) : 0;
-        r->started_ms = gf_run_started_ms(s->run);
-        r->done = s->done;
-    }
+    slot *const lists[] = { self->slots, self->settling };
+    for (size_t l = 0; l < 2; l++)
+        for (slot *s = lists[l]; s; s = s->next) {
+            gf_running *r = &m.running[m.n_running++];
+            r->id = gf_run_id(s->run);
+            r->attempt = gf_run_attempt(s->run);
+            r->pid = s->done ? 0 : gf_run_pid(s->run) > 0 ? gf_run_pid(s->run) : 0;
+            r->started_ms = gf_run_started_ms(s->run);
+            r->done = s->done;
+        }
     tell(self, &m);
     gf_msg_clear(&m);
     /* and the results the broker may not have */
-    for (slot *s = self->slots; s; s = s->next)
-        if (s->done) {
-            tell(self, &s->result);
-            s->sent_at = gf_now_ms();
-        }
+    for (slot *s = self->settling; s; s = s->next) {
+        tell(self, &s->result);
+        s->sent_at = gf_now_ms();
+    }
 }
 
+/* The slot of a job, not ended or settling. Job ids grow, so a job newer
+ * than every settled one (the usual assignment) needs no walk of those. */
 static slot *find(gf_agent *self, uint64_t id, int32_t attempt)
 {
     for (slot *s = self->slots; s; s = s->next)
         if (gf_run_id(s->run) == id && gf_run_attempt(s->run) == attempt)
             return s;
+    if (id > self->max_settled_id)
+        return NULL;
+    for (slot *s = self->settling; s; s = s->next)
+        if (gf_run_id(s->run) == id && gf_run_attempt(s->run) == attempt)
+            return s;
     return NULL;
 }
 
-static void unlink_slot(gf_agent *self, slot *x)
-{
-    for (slot **pp = &self->slots; *pp; pp = &(*pp)->next)
-        if (*pp == x) {
-            *pp = x->next;
-            break;
-        }
-    gf_run_destroy(&x->run);
-    gf_msg_clear(&x->result);
-    free(x);
-}
-
+/* The job ended: its result goes to the broker, and the slot from `slots`
+ * to the end of `settling`. Callers walking `slots` take s->next first. */
 static void finish_slot(gf_agent *self, slot *s, gf_msg *result)
 {
     s->done = true;
@@ -228,6 +235,33 @@ static void finish_slot(gf_agent *self, slot *s, gf_msg *result)
     memset(result, 0, sizeof(*result));
     tell(self, &s->result);
     s->sent_at = gf_now_ms();
+    for (slot **pp = &self->slots; *pp; pp = &(*pp)->next)
+        if (*pp == s) {
+            *pp = s->next;
+            break;
+        }
+    s->next = NULL;
+    if (self->settling_tail)
+        self->settling_tail->next = s;
+    else
+        self->settling = s;
+    self->settling_tail = s;
+    if (gf_run_id(s->run) > self->max_settled_id)
+        self->max_settled_id = gf_run_id(s->run);
+}
+
+/* Forget the settled results sent more than `age` ms before now. */
+static void drop_settled(gf_agent *self, uint64_t now, uint64_t age)
+{
+    while (self->settling && now - self->settling->sent_at > age) {
+        slot *s = self->settling;
+        self->settling = s->next;
+        if (!self->settling)
+            self->settling_tail = NULL;
+        gf_run_destroy(&s->run);
+        gf_msg_clear(&s->result);
+        free(s);
+    }
 }
 
 /* Is s an exclusive job waiting behind another job of ours on one of its
@@ -354,7 +388,8 @@ static void report_progress(gf_agent *self)
 
 static void reap(gf_agent *self)
 {
-    for (slot *s = self->slots; s; s = s->next) {
+    for (slot *s = self->slots, *next; s; s = next) {
+        next = s->next;
         gf_msg r;
         if (!s->done && gf_run_reap(s->run, &r)) {
             report_one(self, s);     /* a diarize job's last windows, before its result */
@@ -392,14 +427,7 @@ static void on_broker(gf_agent *self)
         switch (m.op) {
         case GF_OP_HEARTBEAT: {
             /* results sent well before this beat are safe with the broker */
-            uint64_t settled = 2 * (uint64_t)self->cfg->heartbeat_interval_ms;
-            slot *s = self->slots;
-            while (s) {
-                slot *next = s->next;
-                if (s->done && now - s->sent_at > settled)
-                    unlink_slot(self, s);
-                s = next;
-            }
+            drop_settled(self, now, 2 * (uint64_t)self->cfg->heartbeat_interval_ms);
             break;
         }
         case GF_OP_JOB: on_job(self, &m); break;
@@ -441,9 +469,8 @@ static void begin_stop(gf_agent *self)
 {
     self->stopping = true;
     uint64_t now = gf_now_ms();
-    for (slot *s = self->slots; s; s = s->next) {
-        if (s->done)
-            continue;
+    for (slot *s = self->slots, *next; s; s = next) {
+        next = s->next;
         if (gf_run_started(s->run)) {
             gf_run_signal(s->run, SIGTERM);
             gf_run_signal(s->run, SIGCONT);
@@ -506,7 +533,8 @@ int gf_agent_run(gf_agent *self)
         if (linked && rc > 0 && (items[3].revents & ZMQ_POLLIN))
             on_broker(self);
         now = gf_now_ms();
-        for (slot *s = self->slots; s; s = s->next) {
+        for (slot *s = self->slots, *next; s; s = next) {
+            next = s->next;
             advance(self, s);
             if (!s->done && s->kill_at && now >= s->kill_at) {
                 gf_run_signal(s->run, SIGKILL);

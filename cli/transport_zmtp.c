@@ -18,7 +18,10 @@ static bool zmtp_supports(const gf_config *cfg)
 
 static void *zmtp_open(const gf_config *cfg, char *err, size_t errlen)
 {
-    return gf_zmtp_connect(gf_config_ipc_path(cfg->client_endpoint), CONNECT_MS, err, errlen);
+    /* the ipc:// endpoint is broker/router.c: the request may follow our
+     * handshake without waiting for the broker's */
+    return gf_zmtp_connect_ahead(gf_config_ipc_path(cfg->client_endpoint), CONNECT_MS, err,
+                                 errlen);
 }
 
 static int zmtp_send(void *conn, const gf_msg *m, char *err, size_t errlen)

@@ -39,6 +39,9 @@ struct gf_zmtp {
     uint8_t *in;              /* received bytes not yet taken */
     size_t in_len;            /* bytes in `in` */
     size_t in_cap;            /* allocated size of `in` */
+    int hello;                /* the peer's handshake still to read: 0 none (done),
+                               * 2 greeting and READY, 1 READY */
+    int64_t hello_deadline;   /* monotonic ms by which it must have come */
 };
 
 static int64_t mono_ms(void)
@@ -121,6 +124,8 @@ static int fill(gf_zmtp *self, int64_t deadline, char *err, size_t errlen)
         return 0;
     }
 }
+
+static int await_hello(gf_zmtp *self, int64_t deadline, char *err, size_t errlen);
 
 static void consume(gf_zmtp *self, size_t n)
 {
@@ -297,6 +302,11 @@ int gf_zmtp_recv(gf_zmtp *self, int timeout_ms, size_t max_frame, uint8_t **body
     *len = 0;
     *n_before = 0;
     int64_t deadline = timeout_ms < 0 ? -1 : mono_ms() + timeout_ms;
+    if (self->hello) {
+        int rc = await_hello(self, deadline, err, errlen);
+        if (rc)
+            return rc;
+    }
     for (;;) {
         /* a whole message (or a command) at the front of the buffer? */
         size_t off = 0, frames = 0, last_off = 0, last_size = 0;
@@ -408,36 +418,35 @@ int gf_zmtp_recv_msg(gf_zmtp *self, int timeout_ms, gf_msg *out, char *err, size
     return rc;
 }
 
-/* Check the peer's greeting and READY, which we wait for before the first
- * message so that a wrong peer is reported at connect time. (Sending the
- * first request right behind our READY, to save this round trip, does not
- * work: libzmq 4.3 leaves frames that arrive before it has sent its own
- * READY unread until more bytes come, so a one-request client hangs.) */
-static int handshake(gf_zmtp *self, int timeout_ms, char *err, size_t errlen)
+/* Read the peer's greeting and READY (self->hello says which are left) by
+ * deadline (< 0: no limit). GF_ETIMEDOUT leaves what came buffered for the
+ * next call. */
+static int await_hello(gf_zmtp *self, int64_t deadline, char *err, size_t errlen)
 {
-    uint8_t out[GF_ZMTP_HELLO_MAX];
-    struct iovec iov = { out, gf_zmtp_hello(out, "DEALER", 0) };
-    GF_TRY(write_all(self, &iov, 1, err, errlen));
-
-    int64_t deadline = mono_ms() + timeout_ms;
-    while (self->in_len < GREETING_LEN) {
-        int rc = fill(self, deadline, err, errlen);
-        if (rc == GF_ETIMEDOUT)
-            snprintf(err, errlen, "%s: no ZMTP greeting within %d ms", self->path, timeout_ms);
-        if (rc)
-            return rc;
-        if (self->in[0] != 0xFF) {
+    if (self->hello_deadline >= 0 && (deadline < 0 || deadline > self->hello_deadline))
+        deadline = self->hello_deadline;
+    while (self->hello == 2) {
+        if (self->in_len >= 1 && self->in[0] != 0xFF) {
             snprintf(err, errlen, "%s: the peer does not speak ZMTP", self->path);
             return GF_EPROTO;
         }
+        if (self->in_len >= GREETING_LEN) {
+            char why[128];
+            if (gf_zmtp_check_greeting(self->in, why, sizeof(why)) != 0) {
+                snprintf(err, errlen, "%s: %s", self->path, why);
+                return GF_EPROTO;
+            }
+            consume(self, GREETING_LEN);
+            self->hello = 1;
+            break;
+        }
+        int rc = fill(self, deadline, err, errlen);
+        if (rc == GF_ETIMEDOUT)
+            snprintf(err, errlen, "%s: no ZMTP greeting in time", self->path);
+        if (rc)
+            return rc;
     }
-    char why[128];
-    if (gf_zmtp_check_greeting(self->in, why, sizeof(why)) != 0) {
-        snprintf(err, errlen, "%s: %s", self->path, why);
-        return GF_EPROTO;
-    }
-    consume(self, GREETING_LEN);
-    for (;;) {
+    while (self->hello == 1) {
         uint8_t flags;
         size_t hdr, size;
         int rc = frame_at(self, 0, 65536, &flags, &hdr, &size);
@@ -449,6 +458,7 @@ static int handshake(gf_zmtp *self, int timeout_ms, char *err, size_t errlen)
             }
             if (gf_zmtp_is_command(b, size, "READY")) {
                 consume(self, hdr + size);
+                self->hello = 0;
                 return 0;
             }
             rc = on_command(self, b, size, err, errlen);
@@ -462,13 +472,17 @@ static int handshake(gf_zmtp *self, int timeout_ms, char *err, size_t errlen)
         }
         rc = fill(self, deadline, err, errlen);
         if (rc == GF_ETIMEDOUT)
-            snprintf(err, errlen, "%s: no READY within %d ms", self->path, timeout_ms);
+            snprintf(err, errlen, "%s: no READY in time", self->path);
         if (rc)
             return rc;
     }
+    return 0;
 }
 
-gf_zmtp *gf_zmtp_connect(const char *path, int timeout_ms, char *err, size_t errlen)
+/* Connect and send our greeting and READY; with `wait`, read the peer's
+ * too, so that a wrong peer is reported at connect time. */
+static gf_zmtp *connect_to(const char *path, int timeout_ms, bool wait, char *err,
+                           size_t errlen)
 {
     struct sockaddr_un sa = { .sun_family = AF_UNIX };
     if (strlen(path) >= sizeof(sa.sun_path)) {
@@ -487,12 +501,28 @@ gf_zmtp *gf_zmtp_connect(const char *path, int timeout_ms, char *err, size_t err
         snprintf(err, errlen, "%s: connect: %s", path, strerror(errno));
         goto fail;
     }
-    if (handshake(self, timeout_ms, err, errlen) != 0)
+    uint8_t out[GF_ZMTP_HELLO_MAX];
+    struct iovec iov = { out, gf_zmtp_hello(out, "DEALER", 0) };
+    if (write_all(self, &iov, 1, err, errlen) != 0)
+        goto fail;
+    self->hello = 2;
+    self->hello_deadline = mono_ms() + timeout_ms;
+    if (wait && await_hello(self, -1, err, errlen) != 0)
         goto fail;
     return self;
 fail:
     gf_zmtp_destroy(&self);
     return NULL;
+}
+
+gf_zmtp *gf_zmtp_connect(const char *path, int timeout_ms, char *err, size_t errlen)
+{
+    return connect_to(path, timeout_ms, true, err, errlen);
+}
+
+gf_zmtp *gf_zmtp_connect_ahead(const char *path, int timeout_ms, char *err, size_t errlen)
+{
+    return connect_to(path, timeout_ms, false, err, errlen);
 }
 
 void gf_zmtp_destroy(gf_zmtp **self_p)

@@ -199,15 +199,17 @@ static void test_dealers(void **state)
     zmq_close(worker);
 }
 
-/* The CLI's own client (common/zmtp.c), in a child: a request, a reply. */
-static void test_light_client(void **state)
+/* The light client (common/zmtp.c), in a child: a request, a reply; with
+ * `ahead`, the request right behind our handshake, as the CLI sends it. */
+static void light_client(void **state, bool ahead)
 {
     fx *f = *state;
     pid_t pid = fork();
     assert_true(pid >= 0);
     if (pid == 0) {
         char err[256];
-        gf_zmtp *z = gf_zmtp_connect(f->path, 3000, err, sizeof(err));
+        gf_zmtp *z = ahead ? gf_zmtp_connect_ahead(f->path, 3000, err, sizeof(err))
+                           : gf_zmtp_connect(f->path, 3000, err, sizeof(err));
         if (!z)
             _exit(2);
         gf_msg req;
@@ -241,6 +243,16 @@ static void test_light_client(void **state)
         spin(f, 10);
     assert_true(WIFEXITED(status));
     assert_int_equal(WEXITSTATUS(status), 0);
+}
+
+static void test_light_client(void **state)
+{
+    light_client(state, false);
+}
+
+static void test_light_client_ahead(void **state)
+{
+    light_client(state, true);
 }
 
 /* ---- hostile peers on raw sockets */
@@ -487,6 +499,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_dealers, setup, teardown),
         cmocka_unit_test_setup_teardown(test_light_client, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_light_client_ahead, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hostile_peers, setup, teardown),
         cmocka_unit_test_setup_teardown(test_late_handshake, setup, teardown),
         cmocka_unit_test_setup_teardown(test_out_of_descriptors, setup, teardown),

@@ -10,7 +10,16 @@
  * pass, and later shared jobs are not admitted there. A card held
  * exclusively may also have one exclusive job "ahead": leased behind the
  * holder and already with the worker, which starts it the moment the holder
- * ends (no round trip through the broker between two jobs). */
+ * ends (no round trip through the broker between two jobs).
+ *
+ * A pass that decides nothing visits every pending job, and the broker
+ * asks for one every turn: with thousands queued that was most of its
+ * time. So the scheduler remembers when such a pass last ran (`settled` at
+ * `epoch`) and skips the next while no card could take any job and nothing
+ * that decides a waiting job's fate or reason has changed: no job queued or
+ * requeued, no card gone on- or offline and, when a job waits on
+ * dependencies, no job ended or left the queue. Waiting reasons depend on
+ * nothing else, so they stay true. */
 #include "broker/sched.h"
 
 #include "common/error.h"
@@ -43,7 +52,23 @@ struct gf_sched {
     size_t cap_queue;
     card *cards;           /* ascending index */
     size_t n_cards;
+    uint64_t epoch;        /* bumped by whatever may change a waiting job's fate */
+    uint64_t settled;      /* the epoch at which a pass last decided nothing */
+    size_t deps_waiting;   /* jobs with dependencies that pass saw waiting */
 };
+
+/* Something may change a waiting job's fate or reason: the next pass runs. */
+static void changed(gf_sched *self)
+{
+    self->epoch++;
+}
+
+/* A job ended or left the queue: that matters to jobs waiting on it. */
+static void dependency_moved(gf_sched *self)
+{
+    if (self->deps_waiting)
+        changed(self);
+}
 
 gf_sched *gf_sched_new(const gf_config *cfg)
 {
@@ -117,6 +142,7 @@ void gf_sched_retire(gf_sched *self, uint64_t id)
     assert(sj->job.state == GF_STATE_DONE || sj->job.state == GF_STATE_FAILED ||
            sj->job.state == GF_STATE_CANCELLED);
     gf_sched_unqueue(self, id);
+    dependency_moved(self);
     self->final[id] = (uint8_t)(1 + sj->job.state);
     gf_sched_job *last = self->live[--self->n_live];
     self->live[sj->live_at] = last;
@@ -132,6 +158,7 @@ void gf_sched_note_final(gf_sched *self, uint64_t id, gf_job_state state)
         return;
     grow_ids(self, id);
     self->final[id] = (uint8_t)(1 + state);
+    dependency_moved(self);
 }
 
 bool gf_sched_final(const gf_sched *self, uint64_t id, gf_job_state *state)
@@ -167,6 +194,7 @@ static void enqueue(gf_sched *self, gf_sched_job *sj)
     memmove(&self->queue[lo + 1], &self->queue[lo], (self->n_queue - lo) * sizeof(uint64_t));
     self->queue[lo] = sj->job.id;
     self->n_queue++;
+    changed(self);
 }
 
 static void dequeue_at(gf_sched *self, size_t pos)
@@ -202,6 +230,8 @@ int gf_sched_card_online(gf_sched *self, int index, bool online)
     card *c = find_card(self, index);
     if (!c)
         return GF_ENOENT;
+    if (c->online != online)
+        changed(self);
     c->online = online;
     return 0;
 }
@@ -349,13 +379,27 @@ static int place(gf_sched *self, gf_sched_job *sj, gf_sched_decision *out)
     return 0;
 }
 
+/* Could some card take some job now? */
+static bool any_room(const gf_sched *self)
+{
+    for (size_t i = 0; i < self->n_cards; i++) {
+        const card *c = &self->cards[i];
+        if (c->online && !c->excl && c->shared < c->slots)
+            return true;
+    }
+    return false;
+}
+
 bool gf_sched_next(gf_sched *self, gf_sched_decision *out)
 {
     memset(out, 0, sizeof(*out));
+    if (self->settled == self->epoch && !any_room(self))
+        return false;                 /* the last pass's verdicts all stand */
     for (size_t i = 0; i < self->n_cards; i++)
         self->cards[i].blocked = false;
     /* Every pending job is visited even when no card is free, so that each
      * gets its waiting reason and a failed dependency fails it now. */
+    size_t deps = 0;
     for (size_t q = 0; q < self->n_queue; q++) {
         gf_sched_job *sj = self->by_id[self->queue[q]];
         if (place(self, sj, out)) {
@@ -363,7 +407,10 @@ bool gf_sched_next(gf_sched *self, gf_sched_decision *out)
             dequeue_at(self, q);
             return true;
         }
+        deps += sj->job.spec.n_after > 0;
     }
+    self->settled = self->epoch;
+    self->deps_waiting = deps;
     return false;
 }
 
@@ -497,6 +544,7 @@ void gf_sched_release(gf_sched *self, uint64_t id, bool requeue)
     sj->timed_out = false;
     sj->cancel_asked = false;
     sj->unclaimed = false;
+    dependency_moved(self);
     if (requeue) {
         sj->job.state = GF_STATE_PENDING;
         enqueue(self, sj);
@@ -508,6 +556,7 @@ void gf_sched_unqueue(gf_sched *self, uint64_t id)
     for (size_t q = 0; q < self->n_queue; q++)
         if (self->queue[q] == id) {
             dequeue_at(self, q);
+            dependency_moved(self);
             return;
         }
 }

@@ -104,6 +104,7 @@ struct gf_server {
     uint64_t stop_deadline;   /* monotonic ms */
     uint64_t reclaim_until;   /* monotonic ms: unclaimed running jobs wait */
     uint64_t next_beat;       /* monotonic ms of the next heartbeat round */
+    uint64_t next_scan;       /* monotonic ms of the next look at the running jobs' timers */
     char *spool;              /* <state_dir>/spool */
     gf_users *users;          /* uid -> name and groups, cached */
     char *worker_program;
@@ -1266,6 +1267,8 @@ static void supervise(gf_server *self, uint64_t now)
     }
 }
 
+#define TIMER_GRAIN_MS 50
+
 static void timers(gf_server *self, uint64_t now)
 {
     uint64_t interval = (uint64_t)self->cfg->heartbeat_interval_ms;
@@ -1287,9 +1290,17 @@ static void timers(gf_server *self, uint64_t now)
             post(self, self->workers, &w->peer, &m);
         }
     }
+    /* the jobs' own timers at TIMER_GRAIN_MS: the walk covers every live
+     * job, thousands when a big batch waits, and every turn would be much */
     size_t pos = 0;
     gf_sched_job *sj;
     bool reclaim_over = self->reclaim_until && now >= self->reclaim_until;
+    if (now < self->next_scan && !reclaim_over) {
+        supervise(self, now);
+        notify_waiters(self);
+        return;
+    }
+    self->next_scan = now + TIMER_GRAIN_MS;
     while ((sj = gf_sched_iter(self->sched, &pos))) {
         if (sj->job.state != GF_STATE_RUNNING)
             continue;

@@ -439,6 +439,57 @@ static void test_ahead_keeps_order(void **state)
     gf_sched_destroy(&s);
 }
 
+/* While no card has room the scheduler skips its passes over the queue,
+ * but not past anything that changes a waiting job's fate or reason: a
+ * dependency cancelled, a card gone offline, a new job that cannot run. */
+static void test_passes_skipped_only_when_idle(void **state)
+{
+    (void)state;
+    gf_sched *s = make(1);
+    add(s, 1, GF_REQ_ANY, 0, GF_MODE_EXCLUSIVE, 0);
+    assert_int_equal(next(s, NULL), 1);            /* card 0 is now full */
+    add(s, 2, GF_REQ_ANY, 0, GF_MODE_EXCLUSIVE, 0);
+    add(s, 3, GF_REQ_ANY, 0, GF_MODE_EXCLUSIVE, 0);
+    set_after(s, 3, 2);
+    add(s, 4, GF_REQ_GPU, 0, GF_MODE_EXCLUSIVE, 0);
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(next(s, NULL), 0);        /* nothing fits, again and again */
+    char why[80];
+    gf_sched_reason(gf_sched_get(s, 3), why, sizeof(why));
+    assert_string_equal(why, "waiting for job 2");
+
+    /* 2 is cancelled while it waits: 3 fails now, though no card is free */
+    gf_sched_get(s, 2)->job.state = GF_STATE_CANCELLED;
+    gf_sched_retire(s, 2);
+    gf_sched_decision d;
+    assert_true(gf_sched_next(s, &d));
+    assert_int_equal(d.action, GF_SCHED_FAIL);
+    assert_int_equal(d.id, 3);
+    assert_string_equal(d.reason, "dependency 2 was cancelled");
+    assert_int_equal(next(s, NULL), 0);
+
+    /* the card goes offline: the reason follows */
+    gf_sched_reason(gf_sched_get(s, 4), why, sizeof(why));
+    assert_string_equal(why, "card 0 busy");
+    assert_int_equal(gf_sched_card_online(s, 0, false), 0);
+    assert_int_equal(next(s, NULL), 0);
+    gf_sched_reason(gf_sched_get(s, 4), why, sizeof(why));
+    assert_string_equal(why, "no worker for card 0");
+
+    /* a job for a card that does not exist fails at once */
+    add(s, 5, GF_REQ_GPU, 7, GF_MODE_EXCLUSIVE, 0);
+    assert_true(gf_sched_next(s, &d));
+    assert_int_equal(d.action, GF_SCHED_FAIL);
+    assert_int_equal(d.id, 5);
+
+    /* back online and the holder gone: 4 starts */
+    assert_int_equal(gf_sched_card_online(s, 0, true), 0);
+    gf_sched_get(s, 1)->job.state = GF_STATE_DONE;
+    gf_sched_release(s, 1, false);
+    assert_int_equal(next(s, NULL), 4);
+    gf_sched_destroy(&s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -452,6 +503,7 @@ int main(void)
         cmocka_unit_test(test_requeue_and_hold),
         cmocka_unit_test(test_ahead),
         cmocka_unit_test(test_ahead_keeps_order),
+        cmocka_unit_test(test_passes_skipped_only_when_idle),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

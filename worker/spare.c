@@ -21,7 +21,8 @@
 #include <unistd.h>
 
 /* How long the server may take to make a spare before it is taken for
- * stuck, and how long after a failure to start a server to try again. */
+ * stuck, and how long after a failure (no server, or no spare from it) to
+ * try again: a box that refuses the fork keeps its workers' logs quiet. */
 #define REPLY_MS 2000
 #define RETRY_MS 1000
 
@@ -29,7 +30,7 @@ struct gf_spare {
     char *guard;              /* gpuflock-guard's path */
     pid_t server;             /* the fork server, 0: none */
     int ctl;                  /* our end of its request socket, -1: none */
-    uint64_t retry_at;        /* monotonic ms: no new server before */
+    uint64_t retry_at;        /* monotonic ms: no new server or request before */
     bool asked;               /* a spare was asked for, the answer not read */
     pid_t pid;                /* the waiting spare, 0: none */
     int sock;                 /* our end of its job socket, -1: none */
@@ -166,6 +167,7 @@ static void collect(gf_spare *self, int timeout_ms)
         if (fd >= 0)
             close(fd);
         stop_server(self);
+        self->retry_at = gf_now_ms() + RETRY_MS;
         return;
     }
     if (reply[1] || reply[0] <= 0 || fd < 0) {
@@ -174,6 +176,7 @@ static void collect(gf_spare *self, int timeout_ms)
         if (fd >= 0)
             close(fd);
         end_child(reply[0]);      /* ours (CLONE_PARENT), died before it was ready */
+        self->retry_at = gf_now_ms() + RETRY_MS;
         return;
     }
     self->pid = reply[0];
@@ -205,7 +208,8 @@ void gf_spare_fill(gf_spare *self)
         self->server = 0;                  /* reaped */
         stop_server(self);
     }
-    if (self->asked || (self->server <= 0 && !start_server(self)))
+    if (self->asked || gf_now_ms() < self->retry_at ||
+        (self->server <= 0 && !start_server(self)))
         return;
     char ask = 's';
     ssize_t w;

@@ -51,8 +51,9 @@ gf_spare *gf_spare_new(const char *guard);
 void gf_spare_destroy(gf_spare **self_p);
 
 /* Ask the server for a spare if none is waiting or asked for: reaps a
- * spare or a server that died, and starts the server if there is none (not
- * again within a second of a failed start). Does not wait for the answer. */
+ * spare or a server that died, and starts the server if there is none.
+ * Within a second of a failure (a server that would not start, or an
+ * answer without a spare) it asks nothing. Does not wait for the answer. */
 void gf_spare_fill(gf_spare *self);
 
 /* The descriptor to poll for the server's answer, or -1 when none is

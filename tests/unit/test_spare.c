@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -231,12 +232,49 @@ static void test_dead_spare_replaced(void **state)
     close(null);
 }
 
+/* A server that answers without a spare (here a script in its place that
+ * says EPERM, as a box refusing the fork would): nothing is taken, the
+ * caller falls back, and the worker does not ask again within a second. */
+static void test_server_without_spares(void **state)
+{
+    fx *f = *state;
+    char fake[128];
+    snprintf(fake, sizeof fake, "%s/fake-guard", f->dir);
+    FILE *fp = fopen(fake, "w");
+    assert_non_null(fp);
+    /* one answer per request: pid 0, errno 1 (EPERM), native 32-bit words */
+    fputs("#!/bin/sh\nwhile dd bs=1 count=1 <&3 2>/dev/null | grep -q .; do\n"
+          "  printf '\\000\\000\\000\\000\\001\\000\\000\\000' >&3\ndone\n", fp);
+    fclose(fp);
+    chmod(fake, 0755);
+    gf_spare *sp = gf_spare_new(fake);
+    gf_spare_fill(sp);
+    assert_true(gf_spare_fd(sp) >= 0);            /* asked */
+    char *argv[] = { "true", NULL };
+    char *envp[] = { "PATH=/usr/bin:/bin", NULL };
+    int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+    gf_spare_job job = { .uid = (unsigned)getuid(), .gid = (unsigned)getgid(), .groups = "-",
+                         .cwd = "-", .argv = argv, .envp = envp, .out = null, .err = null };
+    assert_int_equal(gf_spare_take(sp, &job), -1);
+    gf_spare_fill(sp);
+    assert_int_equal(gf_spare_fd(sp), -1);        /* not again so soon */
+    usleep(1100000);
+    gf_spare_fill(sp);
+    assert_true(gf_spare_fd(sp) >= 0);            /* a second later it asks again */
+    assert_int_equal(gf_spare_take(sp, &job), -1);
+    gf_spare_destroy(&sp);
+    assert_int_equal(waitpid(-1, NULL, WNOHANG), -1);
+    assert_int_equal(errno, ECHILD);
+    close(null);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_job_through_spare, setup, teardown),
         cmocka_unit_test_setup_teardown(test_dead_spare_replaced, setup, teardown),
         cmocka_unit_test_setup_teardown(test_one_server, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_server_without_spares, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

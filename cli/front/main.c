@@ -7,7 +7,7 @@
  * and maps buffers before main() even runs (about 20 ms), and libzmq alone
  * loads 17 libraries and starts a thread. So this front is linked against
  * the lock, config, card and protocol modules and the CLI's own ZMTP client
- * only: it runs `exec`, `locks` and, when the broker is on an ipc://
+ * only: it runs `exec`, `locks`, `version` and, when the broker is on an ipc://
  * endpoint (the default), the job commands itself; it exec's gpuflock-cli
  * (beside it, same arguments) for everything else, tcp:// brokers included. */
 #include "cli/client.h"
@@ -29,6 +29,7 @@
 /* Defined in cli/cmd_<name>.c. */
 int gf_cmd_exec(int argc, char **argv);
 int gf_cmd_locks(int argc, char **argv);
+int gf_cmd_version(int argc, char **argv);
 #define DECLARE(cmd) int gf_cmd_##cmd(int argc, char **argv);
 GF_JOB_COMMANDS(DECLARE)
 #undef DECLARE
@@ -93,6 +94,8 @@ int main(int argc, char **argv)
         return gf_cmd_exec(argc - 1, argv + 1);
     if (argc >= 2 && strcmp(argv[1], "locks") == 0)
         return gf_cmd_locks(argc - 1, argv + 1);
+    if (argc >= 2 && strcmp(argv[1], "version") == 0)
+        return gf_cmd_version(argc - 1, argv + 1);   /* not worth the full program's start */
     for (size_t i = 0; argc >= 2 && i < sizeof job_commands / sizeof job_commands[0]; i++)
         if (strcmp(argv[1], job_commands[i].name) == 0 && broker_on_ipc(argc, argv))
             return job_commands[i].run(argc - 1, argv + 1);

@@ -1,11 +1,16 @@
 #!/bin/bash
 # plan_cli — `gpuflock evidence check` and `gpuflock plan` from the outside:
 # exit statuses, messages naming file and line, text and JSON plans for a
-# described card, force-library.
+# described card, force-library; and `gpuflock version`, which the front
+# answers itself, saying what the full program says.
 set -u
 BUILD=${BUILD:-build}
 GF=$BUILD/bin/gpuflock
 fail() { echo "FAIL: $*"; exit 1; }
+
+v=$("$GF" version) || fail "version"
+[ "$v" = "$("$BUILD/bin/gpuflock-cli" version)" ] || fail "version: front '$v' against the full CLI's"
+echo "$v" | grep -qE "^gpuflock [0-9]+\.[0-9]+\.[0-9]+ \(protocol [0-9]+\)$" || fail "version: $v"
 
 "$GF" evidence check evidence/ >/dev/null || fail "the project's evidence/ is rejected"
 "$GF" evidence check /nonexistent/evidence 2>/dev/null; [ $? -eq 66 ] || fail "missing dir not 66"

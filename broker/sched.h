@@ -50,6 +50,9 @@ typedef struct {
     bool started;         /* the worker reported the process started */
     bool timed_out;       /* killed for its time limit */
     bool unclaimed;       /* running per the store at start-up, no worker has claimed it yet */
+    bool env_stored;      /* its environment is in the store only: read back for its worker
+                           * and for its owner's `show` (a queue of thousands would
+                           * otherwise hold thousands of copies) */
     size_t live_at;       /* its place in the table's list of jobs held */
 } gf_sched_job;
 

@@ -175,7 +175,10 @@ static void tx(gf_server *self)
 static void persist(gf_server *self, const gf_job *job)
 {
     tx(self);
-    if (self->in_tx && gf_store_update(self->store, job) != 0)
+    const gf_sched_job *sj = gf_sched_get(self->sched, job->id);
+    bool env_stored = sj && &sj->job == job && sj->env_stored;
+    if (self->in_tx && (env_stored ? gf_store_update_record(self->store, job)
+                                   : gf_store_update(self->store, job)) != 0)
         self->store_failed = true;
 }
 
@@ -377,6 +380,8 @@ static void start_job(gf_server *self, const gf_sched_decision *d)
     m.id = j->id;
     m.attempt = j->attempts;
     gf_job_spec_copy(&m.spec, &j->spec);
+    if (sj->env_stored && gf_store_job_env(self->store, j->id, &m.spec) != 0)
+        self->store_failed = true;   /* the turn sends nothing; the broker stops */
     m.uid = j->uid;
     m.gid = j->gid;
     gf_users_groups(self->users, j->uid, j->gid, &m.groups, &m.n_groups);
@@ -450,10 +455,12 @@ static void strip_env(gf_job *j)
 
 static void job_for_reply(gf_server *self, const gf_sched_job *sj, gf_job *out, bool with_env)
 {
-    (void)self;
     gf_job_copy(out, &sj->job);
     if (!with_env)
         strip_env(out);
+    else if (sj->env_stored && gf_store_job_env(self->store, sj->job.id, &out->spec) != 0)
+        GF_WARN("job %llu: its environment could not be read back from the store",
+                (unsigned long long)sj->job.id);
     if (sj->job.state == GF_STATE_PENDING) {
         char why[160];
         gf_sched_reason(sj, why, sizeof(why));
@@ -679,7 +686,12 @@ static void on_submit(gf_server *self, const gf_peer *peer, gf_msg *req)
             break;
         }
         rep.ids[rep.n_ids++] = j.id;
-        gf_sched_add(self->sched, &j);
+        /* the environment stays in the store (one row for all jobs that
+         * share it) until the job goes to its worker */
+        bool had_env = j.spec.n_env > 0;
+        strip_env(&j);
+        gf_sched_job *sj = gf_sched_add(self->sched, &j);
+        sj->env_stored = had_env;
     }
     free(user);
     post(self, self->clients, peer, &rep);

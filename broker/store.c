@@ -29,6 +29,7 @@ struct gf_store {
     char *path;               /* for messages */
     sqlite3_stmt *insert;     /* prepared once, reused */
     sqlite3_stmt *update;
+    sqlite3_stmt *update_record;  /* the same, the row's environment left as it is */
     sqlite3_stmt *get;
     sqlite3_stmt *env_find;   /* id of an environment by digest */
     sqlite3_stmt *env_add;
@@ -151,6 +152,9 @@ gf_store *gf_store_open(const char *path)
                            "UPDATE jobs SET state = ?1, ended_ms = ?2, record = ?3, env_id = ?5"
                            " WHERE id = ?4",
                            -1, &self->update, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(self->db,
+                           "UPDATE jobs SET state = ?1, ended_ms = ?2, record = ?3 WHERE id = ?4",
+                           -1, &self->update_record, NULL) != SQLITE_OK ||
         sqlite3_prepare_v2(self->db, "SELECT id, record, env_id FROM jobs WHERE id = ?1", -1,
                            &self->get, NULL) != SQLITE_OK ||
         sqlite3_prepare_v2(self->db, "SELECT id FROM envs WHERE digest = ?1", -1,
@@ -175,6 +179,7 @@ void gf_store_destroy(gf_store **self_p)
         return;
     sqlite3_finalize(self->insert);
     sqlite3_finalize(self->update);
+    sqlite3_finalize(self->update_record);
     sqlite3_finalize(self->get);
     sqlite3_finalize(self->env_find);
     sqlite3_finalize(self->env_add);
@@ -411,10 +416,11 @@ int gf_store_insert(gf_store *self, gf_job *job)
     return 0;
 }
 
-int gf_store_update(gf_store *self, const gf_job *job)
+/* Rewrite the row of job: with keep_env its environment column stays. */
+static int update_row(gf_store *self, const gf_job *job, bool keep_env)
 {
-    int64_t env_id;
-    int rc = store_env(self, &job->spec, &env_id);   /* an old row's inline one moves out */
+    int64_t env_id = 0;
+    int rc = keep_env ? 0 : store_env(self, &job->spec, &env_id);  /* an old row's inline one moves out */
     if (rc)
         return rc;
     uint8_t *buf;
@@ -425,18 +431,58 @@ int gf_store_update(gf_store *self, const gf_job *job)
                  (unsigned long long)job->id);
         return rc;
     }
-    sqlite3_stmt *st = self->update;
+    sqlite3_stmt *st = keep_env ? self->update_record : self->update;
     sqlite3_reset(st);
     sqlite3_bind_text(st, 1, gf_job_state_name(job->state), -1, SQLITE_STATIC);
     sqlite3_bind_int64(st, 2, job->ended_ms);
     sqlite3_bind_blob(st, 3, buf, (int)len, free);
     sqlite3_bind_int64(st, 4, (sqlite3_int64)job->id);
-    sqlite3_bind_int64(st, 5, env_id);
+    if (!keep_env)
+        sqlite3_bind_int64(st, 5, env_id);
     if (sqlite3_step(st) != SQLITE_DONE)
         return db_fail(self, "updating a job");
     if (sqlite3_changes(self->db) == 0)
         return GF_ENOENT;
     return 0;
+}
+
+int gf_store_update(gf_store *self, const gf_job *job)
+{
+    return update_row(self, job, false);
+}
+
+int gf_store_update_record(gf_store *self, const gf_job *job)
+{
+    return update_row(self, job, true);
+}
+
+int gf_store_job_env(gf_store *self, uint64_t id, gf_job_spec *spec)
+{
+    sqlite3_stmt *st = self->get;
+    sqlite3_reset(st);
+    sqlite3_bind_int64(st, 1, (sqlite3_int64)id);
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_DONE) {
+        sqlite3_reset(st);
+        return GF_ENOENT;
+    }
+    if (rc != SQLITE_ROW) {
+        sqlite3_reset(st);
+        return db_fail(self, "reading a job");
+    }
+    int64_t env_id = sqlite3_column_int64(st, 2);
+    sqlite3_reset(st);
+    gf_job job;                          /* load_env fills a job: borrow the spec */
+    gf_job_init(&job);
+    job.spec.env = spec->env;
+    job.spec.n_env = spec->n_env;
+    rc = load_env(self, id, env_id, &job);
+    spec->env = job.spec.env;
+    spec->n_env = job.spec.n_env;
+    job.spec.env = NULL;
+    job.spec.n_env = 0;
+    gf_job_clear(&job);
+    return rc;
 }
 
 int gf_store_get(gf_store *self, uint64_t id, gf_job *out)

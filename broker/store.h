@@ -55,6 +55,14 @@ int gf_store_insert(gf_store *self, gf_job *job);
  * there is no such row. */
 int gf_store_update(gf_store *self, const gf_job *job);
 
+/* The same, leaving the row's environment as it is: for a job whose
+ * environment is kept in the store only (its spec has none in memory). */
+int gf_store_update_record(gf_store *self, const gf_job *job);
+
+/* The stored environment of job id into spec (replacing what it holds).
+ * Returns 0, GF_ENOENT or GF_EIO. */
+int gf_store_job_env(gf_store *self, uint64_t id, gf_job_spec *spec);
+
 /* Read one job into *out (initialised here; the caller clears it). Returns
  * 0, GF_ENOENT or GF_EIO (a row that does not decode). */
 int gf_store_get(gf_store *self, uint64_t id, gf_job *out);

@@ -55,4 +55,23 @@ if ldd "$GFD" 2>/dev/null | grep -q libasan; then
 else
     [ $((after - before)) -lt 8192 ] || fail "broker RSS grew from $before to $after KiB over 2,000 ended jobs"
 fi
-echo "ok: ended jobs from the store (show, wait, logs, cancel, queue --all, --after), after a restart too; broker RSS $before -> $after KiB over 2,000 jobs"
+
+# pending jobs keep their environment in the store only: 2,000 waiting jobs
+# with a 16 KiB environment would hold 32 MiB of copies; each still gets it
+# when it starts
+long=$(gf submit -- sleep 30) || fail "submit the long job"
+p_before=$(rss)
+first=$(BIG=$big gf submit --array 2000 --after "$long" -- sh -c 'printf %s "$BIG" | wc -c' | head -1) ||
+    fail "submit 2,000 waiting jobs"
+sleep 0.3
+p_after=$(rss)
+[ "$(job_field "$first" state)" = pending ] || fail "the waiting job: $(gf show "$first")"
+if ! ldd "$GFD" 2>/dev/null | grep -q libasan; then
+    [ $((p_after - p_before)) -lt 8192 ] ||
+        fail "broker RSS grew from $p_before to $p_after KiB with 2,000 waiting jobs"
+fi
+one=$(BIG=$big gf submit -- sh -c 'printf %s "$BIG" | wc -c') || fail "submit one"
+gf cancel "$long" >/dev/null || fail "cancel the long job"
+gf wait "$one" || fail "the job with a stored environment: $(gf show "$one")"
+[ "$(gf logs "$one")" = 16384 ] || fail "environment at the start: $(gf logs "$one")"
+echo "ok: ended jobs from the store (show, wait, logs, cancel, queue --all, --after), after a restart too; broker RSS $before -> $after KiB over 2,000 jobs, $p_before -> $p_after KiB with 2,000 waiting"

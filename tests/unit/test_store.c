@@ -248,6 +248,54 @@ static void test_env_shared(void **state)
     gf_store_destroy(&s);
 }
 
+/* A job whose environment stays in the store only (the broker's pending
+ * jobs): its record is rewritten without touching the environment, which
+ * is read back for it on demand. */
+static void test_env_kept_in_store(void **state)
+{
+    fixture *f = *state;
+    static const char *const e1[] = { "HOME=/home/a", "BIG=xxxxxxxx" };
+    gf_store *s = gf_store_open(f->path);
+    assert_non_null(s);
+    gf_job j;
+    make_job(&j, "kept", 0);
+    set_env(&j, e1, 2);
+    assert_int_equal(gf_store_begin(s), 0);
+    assert_int_equal(gf_store_insert(s, &j), 0);
+    assert_int_equal(gf_store_commit(s), 0);
+    /* the copy in memory loses its environment; its state changes */
+    for (size_t i = 0; i < j.spec.n_env; i++)
+        free(j.spec.env[i]);
+    free(j.spec.env);
+    j.spec.env = NULL;
+    j.spec.n_env = 0;
+    j.state = GF_STATE_RUNNING;
+    assert_int_equal(gf_store_begin(s), 0);
+    assert_int_equal(gf_store_update_record(s, &j), 0);
+    assert_int_equal(gf_store_commit(s), 0);
+    gf_job got;
+    assert_int_equal(gf_store_get(s, j.id, &got), 0);
+    assert_int_equal(got.state, GF_STATE_RUNNING);
+    assert_env(&got, e1, 2);
+    gf_job_clear(&got);
+    /* read back into a spec, replacing what it holds */
+    gf_job_spec sp;
+    memset(&sp, 0, sizeof(sp));
+    sp.env = gf_calloc(1, sizeof(char *));
+    sp.env[0] = gf_strdup("OLD=1");
+    sp.n_env = 1;
+    assert_int_equal(gf_store_job_env(s, j.id, &sp), 0);
+    gf_job wrap;
+    gf_job_init(&wrap);
+    wrap.spec.env = sp.env;
+    wrap.spec.n_env = sp.n_env;
+    assert_env(&wrap, e1, 2);
+    gf_job_clear(&wrap);
+    assert_int_equal(gf_store_job_env(s, 9999, &sp), GF_ENOENT);
+    gf_job_clear(&j);
+    gf_store_destroy(&s);
+}
+
 /* The most recent ended jobs, in id order; live ones are not among them. */
 static void test_load_ended(void **state)
 {
@@ -500,6 +548,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_insert_get_update, setup, teardown),
         cmocka_unit_test_setup_teardown(test_load_ended, setup, teardown),
         cmocka_unit_test_setup_teardown(test_env_shared, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_env_kept_in_store, setup, teardown),
         cmocka_unit_test_setup_teardown(test_diarize_record, setup, teardown),
         cmocka_unit_test_setup_teardown(test_durable_across_crash, setup, teardown),
         cmocka_unit_test_setup_teardown(test_migration, setup, teardown),

@@ -1307,13 +1307,10 @@ static void timers(gf_server *self, uint64_t now)
     size_t pos = 0;
     gf_sched_job *sj;
     bool reclaim_over = self->reclaim_until && now >= self->reclaim_until;
-    if (now < self->next_scan && !reclaim_over) {
-        supervise(self, now);
-        notify_waiters(self);
-        return;
-    }
-    self->next_scan = now + TIMER_GRAIN_MS;
-    while ((sj = gf_sched_iter(self->sched, &pos))) {
+    bool scan = now >= self->next_scan || reclaim_over;
+    if (scan)
+        self->next_scan = now + TIMER_GRAIN_MS;
+    while (scan && (sj = gf_sched_iter(self->sched, &pos))) {
         if (sj->job.state != GF_STATE_RUNNING)
             continue;
         if (sj->deadline_ms && now >= sj->deadline_ms && !sj->timed_out) {

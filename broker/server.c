@@ -444,20 +444,11 @@ static void schedule(gf_server *self)
 /* -------------------------------------------------------------- replies */
 
 /* A copy of a job for a reply, with its waiting reason filled in. */
-static void strip_env(gf_job *j)
-{
-    for (size_t i = 0; i < j->spec.n_env; i++)
-        free(j->spec.env[i]);
-    free(j->spec.env);
-    j->spec.env = NULL;
-    j->spec.n_env = 0;
-}
-
 static void job_for_reply(gf_server *self, const gf_sched_job *sj, gf_job *out, bool with_env)
 {
     gf_job_copy(out, &sj->job);
     if (!with_env)
-        strip_env(out);
+        gf_job_spec_drop_env(&out->spec);
     else if (sj->env_stored && gf_store_job_env(self->store, sj->job.id, &out->spec) != 0)
         GF_WARN("job %llu: its environment could not be read back from the store",
                 (unsigned long long)sj->job.id);
@@ -492,7 +483,7 @@ static int lookup(gf_server *self, uint64_t id, gf_job *out, bool with_env)
         return GF_ENOENT;
     }
     if (!with_env)
-        strip_env(out);
+        gf_job_spec_drop_env(&out->spec);
     return 0;
 }
 
@@ -689,7 +680,7 @@ static void on_submit(gf_server *self, const gf_peer *peer, gf_msg *req)
         /* the environment stays in the store (one row for all jobs that
          * share it) until the job goes to its worker */
         bool had_env = j.spec.n_env > 0;
-        strip_env(&j);
+        gf_job_spec_drop_env(&j.spec);
         gf_sched_job *sj = gf_sched_add(self->sched, &j);
         sj->env_stored = had_env;
     }
@@ -740,7 +731,7 @@ static void on_queue(gf_server *self, const gf_peer *peer, gf_msg *req)
             cap *= 2;
             m.jobs = gf_realloc(m.jobs, cap * sizeof(gf_job));
         }
-        strip_env(&old[i]);
+        gf_job_spec_drop_env(&old[i].spec);
         m.jobs[m.n_jobs++] = old[i];
     }
     free(old);
@@ -765,7 +756,7 @@ static void on_show(gf_server *self, const gf_peer *peer, gf_msg *req)
     m.n_jobs = 1;
     /* the environment only to its owner (and root) */
     if (!peer->has_cred || (peer->uid != 0 && peer->uid != m.jobs[0].uid))
-        strip_env(&m.jobs[0]);
+        gf_job_spec_drop_env(&m.jobs[0].spec);
     post(self, self->clients, peer, &m);
 }
 

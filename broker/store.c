@@ -318,8 +318,8 @@ static int store_env(gf_store *self, const gf_job_spec *sp, int64_t *id)
     return 0;
 }
 
-/* The environment env_id into the job (replacing any inline one). */
-static int load_env(gf_store *self, uint64_t job_id, int64_t env_id, gf_job *job)
+/* The environment env_id into job job_id's spec (replacing any inline one). */
+static int load_env(gf_store *self, uint64_t job_id, int64_t env_id, gf_job_spec *spec)
 {
     if (env_id == 0)
         return 0;
@@ -342,13 +342,11 @@ static int load_env(gf_store *self, uint64_t job_id, int64_t env_id, gf_job *job
     }
     for (size_t i = 0; i < len; i++)
         n += data[i] == '\0';
-    for (size_t i = 0; i < job->spec.n_env; i++)
-        free(job->spec.env[i]);
-    free(job->spec.env);
-    job->spec.env = gf_calloc(n, sizeof(char *));
-    job->spec.n_env = n;
+    gf_job_spec_drop_env(spec);
+    spec->env = gf_calloc(n, sizeof(char *));
+    spec->n_env = n;
     for (size_t i = 0, off = 0; i < n; i++) {
-        job->spec.env[i] = gf_strdup(data + off);
+        spec->env[i] = gf_strdup(data + off);
         off += strlen(data + off) + 1;
     }
     sqlite3_reset(st);   /* data is the statement's until here */
@@ -381,7 +379,7 @@ static int row_job(gf_store *self, sqlite3_stmt *st, gf_job *out)
 {
     uint64_t id = (uint64_t)sqlite3_column_int64(st, 0);
     int rc = decode_record(self, id, sqlite3_column_blob(st, 1), sqlite3_column_bytes(st, 1), out);
-    if (rc == 0 && (rc = load_env(self, id, sqlite3_column_int64(st, 2), out)) != 0) {
+    if (rc == 0 && (rc = load_env(self, id, sqlite3_column_int64(st, 2), &out->spec)) != 0) {
         gf_job_clear(out);
         gf_job_init(out);
     }
@@ -472,17 +470,7 @@ int gf_store_job_env(gf_store *self, uint64_t id, gf_job_spec *spec)
     }
     int64_t env_id = sqlite3_column_int64(st, 2);
     sqlite3_reset(st);
-    gf_job job;                          /* load_env fills a job: borrow the spec */
-    gf_job_init(&job);
-    job.spec.env = spec->env;
-    job.spec.n_env = spec->n_env;
-    rc = load_env(self, id, env_id, &job);
-    spec->env = job.spec.env;
-    spec->n_env = job.spec.n_env;
-    job.spec.env = NULL;
-    job.spec.n_env = 0;
-    gf_job_clear(&job);
-    return rc;
+    return load_env(self, id, env_id, spec);
 }
 
 int gf_store_get(gf_store *self, uint64_t id, gf_job *out)

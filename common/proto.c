@@ -460,6 +460,15 @@ void gf_job_spec_clear(gf_job_spec *spec)
     gf_job_spec_init(spec);
 }
 
+void gf_job_spec_drop_env(gf_job_spec *spec)
+{
+    for (size_t i = 0; i < spec->n_env; i++)
+        free(spec->env[i]);
+    free(spec->env);
+    spec->env = NULL;
+    spec->n_env = 0;
+}
+
 void gf_job_init(gf_job *job)
 {
     memset(job, 0, sizeof(*job));

@@ -262,6 +262,8 @@ void gf_msg_errorv(gf_msg *msg, int code, const char *fmt, va_list ap)
 void gf_job_spec_init(gf_job_spec *spec);
 /* Free what spec owns and zero it. */
 void gf_job_spec_clear(gf_job_spec *spec);
+/* Free spec's environment only (no entries afterwards). */
+void gf_job_spec_drop_env(gf_job_spec *spec);
 /* Deep copy of src into dst (dst is overwritten, not freed). */
 void gf_job_spec_copy(gf_job_spec *dst, const gf_job_spec *src);
 /* Initialise / free / deep-copy a job record. */

@@ -28,7 +28,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static gf_router *router;
 static struct sockaddr_un addr = { .sun_family = AF_UNIX };
-static char dir[4096];                /* <$TMPDIR or /tmp>/gf-fuzz-router-XXXXXX */
+static char dir[4096];                /* made by gf_test_mkdtemp, removed at exit */
 
 static void cleanup(void)
 {

@@ -246,6 +246,14 @@ static pid_t fake_server(const char *path, const char *reply, size_t len)
     return pid;
 }
 
+/* End a fake_server and remove its socket, for the next one. */
+static void stop_fake_server(pid_t pid, const char *path)
+{
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    unlink(path);
+}
+
 static void test_not_zmtp(void **state)
 {
     fx *f = *state;
@@ -253,26 +261,20 @@ static void test_not_zmtp(void **state)
     pid_t pid = fake_server(f->path, "HTTP/1.1 400 Bad Request\r\n\r\n", 28);
     assert_null(gf_zmtp_connect(f->path, 2000, err, sizeof(err)));
     assert_non_null(strstr(err, "does not speak ZMTP"));
-    kill(pid, SIGKILL);
-    waitpid(pid, NULL, 0);
-    unlink(f->path);
+    stop_fake_server(pid, f->path);
 
     /* a ZMTP 2 peer (version byte 1) */
     char old[64] = { (char)0xFF, 0, 0, 0, 0, 0, 0, 0, 1, 0x7F, 1, 0 };
     pid = fake_server(f->path, old, sizeof(old));
     assert_null(gf_zmtp_connect(f->path, 2000, err, sizeof(err)));
     assert_non_null(strstr(err, "not 3"));
-    kill(pid, SIGKILL);
-    waitpid(pid, NULL, 0);
-    unlink(f->path);
+    stop_fake_server(pid, f->path);
 
     /* a peer that accepts and says nothing: the handshake times out */
     pid = fake_server(f->path, "", 0);
     assert_null(gf_zmtp_connect(f->path, 200, err, sizeof(err)));
     assert_non_null(strstr(err, "no ZMTP greeting"));
-    kill(pid, SIGKILL);
-    waitpid(pid, NULL, 0);
-    unlink(f->path);
+    stop_fake_server(pid, f->path);
 
     /* connected ahead: the same peers are reported by the first receive */
     uint8_t *body;
@@ -284,9 +286,7 @@ static void test_not_zmtp(void **state)
                      GF_EPROTO);
     assert_non_null(strstr(err, "does not speak ZMTP"));
     gf_zmtp_destroy(&z);
-    kill(pid, SIGKILL);
-    waitpid(pid, NULL, 0);
-    unlink(f->path);
+    stop_fake_server(pid, f->path);
 
     pid = fake_server(f->path, "", 0);
     z = gf_zmtp_connect_ahead(f->path, 200, err, sizeof(err));
@@ -296,8 +296,7 @@ static void test_not_zmtp(void **state)
                      GF_ETIMEDOUT);
     assert_non_null(strstr(err, "no ZMTP greeting"));
     gf_zmtp_destroy(&z);
-    kill(pid, SIGKILL);
-    waitpid(pid, NULL, 0);
+    stop_fake_server(pid, f->path);
 }
 
 /* A hand-written ZMTP 3.1 peer (in a child): greeting and READY, then a

@@ -42,7 +42,7 @@ typedef struct slot {
     gf_run *run;
     char said[512];           /* last waiting message sent */
     uint64_t kill_at;         /* monotonic ms of the SIGKILL, 0: none */
-    bool done;                /* ended; result kept for a resend */
+    bool done;                /* ended: on `settling`, its result kept for a resend */
     gf_msg result;
     uint64_t sent_at;         /* monotonic ms the result was last sent */
     uint64_t seq;             /* arrival order on this worker */
@@ -142,6 +142,13 @@ gf_agent *gf_agent_new(const gf_config *cfg, int device, const gf_card_identity 
     return self;
 }
 
+static void free_slot(slot *s)
+{
+    gf_run_destroy(&s->run);
+    gf_msg_clear(&s->result);
+    free(s);
+}
+
 void gf_agent_destroy(gf_agent **self_p)
 {
     gf_agent *self = *self_p;
@@ -152,9 +159,7 @@ void gf_agent_destroy(gf_agent **self_p)
         while (*lists[l]) {
             slot *s = *lists[l];
             *lists[l] = s->next;
-            gf_run_destroy(&s->run);
-            gf_msg_clear(&s->result);
-            free(s);
+            free_slot(s);
         }
     gf_spare_destroy(&self->spare);
     gf_link_destroy(&self->link);
@@ -258,9 +263,7 @@ static void drop_settled(gf_agent *self, uint64_t now, uint64_t age)
         self->settling = s->next;
         if (!self->settling)
             self->settling_tail = NULL;
-        gf_run_destroy(&s->run);
-        gf_msg_clear(&s->result);
-        free(s);
+        free_slot(s);
     }
 }
 
@@ -273,7 +276,7 @@ static bool behind_own_job(gf_agent *self, const slot *s)
     if (!gf_run_exclusive(s->run))
         return false;
     for (const slot *o = self->slots; o; o = o->next)
-        if (o != s && !o->done && (gf_run_started(o->run) || o->seq < s->seq) &&
+        if (o != s && (gf_run_started(o->run) || o->seq < s->seq) &&
             gf_run_shares_card(o->run, s->run))
             return true;
     return false;
@@ -282,7 +285,7 @@ static bool behind_own_job(gf_agent *self, const slot *s)
 /* Try the locks of a waiting job; start it when they are had. */
 static void advance(gf_agent *self, slot *s)
 {
-    if (s->done || gf_run_started(s->run) || behind_own_job(self, s))
+    if (gf_run_started(s->run) || behind_own_job(self, s))
         return;
     char why[512];
     int rc = gf_run_try_locks(s->run, why, sizeof(why));
@@ -366,7 +369,7 @@ static void on_kill(gf_agent *self, gf_msg *m)
 static void report_one(gf_agent *self, slot *s)
 {
     int64_t done, total;
-    if (s->done || !gf_run_progress(s->run, &done, &total))
+    if (!gf_run_progress(s->run, &done, &total))
         return;
     gf_msg p;
     memset(&p, 0, sizeof(p));
@@ -391,7 +394,7 @@ static void reap(gf_agent *self)
     for (slot *s = self->slots, *next; s; s = next) {
         next = s->next;
         gf_msg r;
-        if (!s->done && gf_run_reap(s->run, &r)) {
+        if (gf_run_reap(s->run, &r)) {
             report_one(self, s);     /* a diarize job's last windows, before its result */
             finish_slot(self, s, &r);
         }
@@ -440,7 +443,7 @@ static void on_broker(gf_agent *self)
                  * us: our jobs must stop; then register again */
                 GF_INFO("broker says: %s", m.message ? m.message : "disconnect");
                 for (slot *s = self->slots; s; s = s->next)
-                    if (!s->done && gf_run_started(s->run)) {
+                    if (gf_run_started(s->run)) {
                         gf_run_signal(s->run, SIGTERM);
                         s->kill_at = now + (uint64_t)self->cfg->kill_grace_s * 1000;
                     }
@@ -460,7 +463,7 @@ static void on_broker(gf_agent *self)
 static bool any_running(gf_agent *self)
 {
     for (slot *s = self->slots; s; s = s->next)
-        if (!s->done && gf_run_started(s->run))
+        if (gf_run_started(s->run))
             return true;
     return false;
 }
@@ -495,7 +498,7 @@ int gf_agent_run(gf_agent *self)
             break;
         long timeout = self->next_beat > now ? (long)(self->next_beat - now) : 0;
         for (slot *s = self->slots; s; s = s->next) {
-            if (!s->done && !gf_run_started(s->run) && timeout > LOCK_RETRY_MS &&
+            if (!gf_run_started(s->run) && timeout > LOCK_RETRY_MS &&
                 !behind_own_job(self, s))
                 timeout = LOCK_RETRY_MS;
             if (s->kill_at && timeout > 50)

@@ -14,8 +14,9 @@
 // padded so that fragment loads hit 32 distinct banks.
 //
 // v1 runs resnet.conv1 (one input channel, which does not fill a 16-channel
-// K tile); v3, below, every other layer. v2, which only walked K a tap at a
-// time, is gone: v3 keeps its K order (docs/gpu.md has both measured).
+// K tile); v4, below, the 3x3 stride-1 layers; v3 the strided 3x3 layers
+// and the 1x1 shortcuts. v2, which only walked K a tap at a time, is gone:
+// v3 keeps its K order (docs/gpu.md has both measured).
 //
 // Needs sm_80 (mma.sync tf32); the sm_75 build traps, and the planner
 // refuses the kernel on such cards.
@@ -199,9 +200,9 @@ __device__ __forceinline__ void conv_tf32(const float *__restrict__ x, const flo
 //   32-bit load per register;
 // - two shared-memory stages: one barrier per K tile instead of two;
 // - the tap and the channel tile are counters, not a division of the K index;
-// - the block follows Cout: 32 x 256 for Cout 32 (stage 1, where a 64-row
-//   block idles half its warps), 64 x 128 for Cout 64, 128 x 128 for wider
+// - the block follows Cout: 64 x 128 for Cout 64, 128 x 128 for wider
 //   layers (each gathered input value then feeds twice the multiplies);
+//   a 32 x 256 block (WARPS_M 1) served Cout 32 until v4 took stage 1;
 // - the epilogue splits each output column into (window, position) once per
 //   column pair and writes pairs when Ho*Wo is even.
 // Warps: WARPS_M x (8 / WARPS_M), each a (BM_ / WARPS_M) x (BN_ / WARPS_N)
@@ -412,11 +413,242 @@ __device__ __forceinline__ void conv_tf32_v3(const float *__restrict__ x,
 #endif
 }
 
+// v4 (3x3, stride 1, pad 1, Cin a multiple of BKC: the trunk's 3x3 layers
+// of stages 1-3 that keep the extent). v3 gathers each input value
+// nine times from global memory, once per tap, so its stage-1 layers move
+// nine times their input through L2. v4's block owns a tile of R output rows
+// x C output columns of one window (N = R·C) for BM_ output channels, and
+// walks K one slab of BKC input channels at a time:
+// - the slab's (R+2) x (C+2) input halo is loaded once into shared memory,
+//   position-major with the channels contiguous (rows of BKC + 4 words, so
+//   ldmatrix's eight rows hit distinct banks), rounded to tf32 on the way;
+// - the nine taps read their B fragments from that one halo: ldmatrix takes
+//   a row address per lane, so a tap is the same fragment walk with every
+//   row address moved by (ky·(C+2) + kx) positions;
+// - the slab's weights, BM_ x 9 taps x BKC, packed (Cout, tap, Cin) in tf32
+//   as for v3, arrive by cp.async (no registers, no conversion);
+// - two stages in dynamic shared memory: the next slab's halo is in
+//   registers and its weights in flight while the current slab's 9·BKC/8
+//   k-steps run; one barrier per slab.
+// The host sizes the dynamic shared memory with the same formula
+// (worker/conv_gpu.c: 2 x 4 bytes x ((R+2)(C+2)(BKC+4) + BM_(9·BKC+4))).
+// The grid is (tiles of the output plane, Cout / BM_, windows).
+extern __shared__ __align__(16) unsigned char gf_resnet_smem[];
+
+template <int BM_, int R, int C, int BKC, int WARPS_M>
+__device__ __forceinline__ void conv3_tf32_v4(const float *__restrict__ x,
+                                              const float *__restrict__ wp,
+                                              const float *__restrict__ bias,
+                                              const float *__restrict__ residual,
+                                              float *__restrict__ out, int Cin, int H, int W,
+                                              int Cout, int Ho, int Wo, int relu)
+{
+#if __CUDA_ARCH__ >= 800
+    constexpr int WARPS_N = 8 / WARPS_M;
+    constexpr int BN_ = R * C;
+    constexpr int MI = BM_ / WARPS_M / 16, NI = BN_ / WARPS_N / 8;
+    constexpr int HC = C + 2, NH = (R + 2) * HC;      // halo columns, positions
+    constexpr int LDH = BKC + 4, LDA = 9 * BKC + 4;   // row strides in words
+    constexpr int QC = BKC / 4;                       // channel quads per position
+    constexpr int HQT = NH * QC, HQ = (HQT + THREADS - 1) / THREADS;
+    constexpr int AQT = BM_ * 9 * QC, AQ = (AQT + THREADS - 1) / THREADS;
+    constexpr unsigned H_BUF = NH * LDH * 4u, A_BUF = BM_ * LDA * 4u;
+    static_assert(MI * 16 * WARPS_M == BM_ && NI * 8 * WARPS_N == BN_ && NI % 2 == 0,
+                  "warps cover the block");
+    static_assert(C % (NI * 8) == 0 || (NI * 8) % C == 0, "a warp's columns stay in whole rows");
+    static_assert(C % 8 == 0 && BKC % 8 == 0, "fragments of eight columns and eight channels");
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const int wm = warp / WARPS_N, wn = warp % WARPS_N;
+    const int g = lane >> 2, t4 = lane & 3;
+    const int tiles_x = (Wo + C - 1) / C;
+    const int oy0 = (blockIdx.x / tiles_x) * R, ox0 = (blockIdx.x % tiles_x) * C;
+    const int m0 = blockIdx.y * BM_, b = blockIdx.z;
+    const long HWin = (long)H * W;
+    const float *xb = x + (long)b * Cin * HWin;
+    const int KK = 9 * Cin;                           // packed weights per output channel
+
+    // This thread's halo quads: (position, channel quad) -> its global
+    // offset from the slab's first channel (-1: padding) and its place in
+    // the stage (-1: no quad).
+    int h_src[HQ], h_dst[HQ];
+#pragma unroll
+    for (int j = 0; j < HQ; j++) {
+        const int idx = tid + j * THREADS;
+        h_src[j] = h_dst[j] = -1;
+        if (idx < HQT) {
+            const int pos = idx % NH, cq = idx / NH;
+            const int iy = oy0 - 1 + pos / HC, ix = ox0 - 1 + pos % HC;
+            h_dst[j] = pos * LDH + cq * 4;
+            if (iy >= 0 && iy < H && ix >= 0 && ix < W)
+                h_src[j] = (int)(cq * 4 * HWin) + iy * W + ix;
+        }
+    }
+    float4 h_reg[HQ];
+    auto load_halo = [&](int c0) {
+        const float *src = xb + (long)c0 * HWin;
+#pragma unroll
+        for (int j = 0; j < HQ; j++) {
+            h_reg[j] = make_float4(0.f, 0.f, 0.f, 0.f);
+            if (h_src[j] >= 0) {
+                const float *p = src + h_src[j];
+                h_reg[j] = make_float4(p[0], p[HWin], p[2 * HWin], p[3 * HWin]);
+            }
+        }
+    };
+    auto store_halo = [&](int buf) {
+        float *dst = reinterpret_cast<float *>(gf_resnet_smem + buf * H_BUF);
+#pragma unroll
+        for (int j = 0; j < HQ; j++)
+            if (h_dst[j] >= 0) {
+                float4 v;
+                v.x = __uint_as_float(to_tf32(h_reg[j].x));
+                v.y = __uint_as_float(to_tf32(h_reg[j].y));
+                v.z = __uint_as_float(to_tf32(h_reg[j].z));
+                v.w = __uint_as_float(to_tf32(h_reg[j].w));
+                *reinterpret_cast<float4 *>(dst + h_dst[j]) = v;
+            }
+    };
+
+    const unsigned hs0 = (unsigned)__cvta_generic_to_shared(gf_resnet_smem);
+    const unsigned as0 = hs0 + 2 * H_BUF;
+    // The slab's weights: quad idx is (row m, tap, quad q); rows past Cout
+    // are filled with zeros (cp.async with no source bytes).
+    auto load_weights = [&](int c0, int buf) {
+#pragma unroll
+        for (int j = 0; j < AQ; j++) {
+            const int idx = tid + j * THREADS;
+            if (AQT % THREADS == 0 || idx < AQT) {
+                const int m = idx / (9 * QC), r = idx % (9 * QC), tap = r / QC, q = r % QC;
+                const bool ok = m0 + m < Cout;
+                const float *src = ok ? wp + (long)(m0 + m) * KK + tap * Cin + c0 + 4 * q : wp;
+                const unsigned dst = as0 + buf * A_BUF + (unsigned)(m * LDA + tap * BKC + 4 * q) * 4u;
+                asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src),
+                             "r"(ok ? 16 : 0));
+            }
+        }
+        asm volatile("cp.async.commit_group;");
+    };
+
+    // ldmatrix row addresses of this lane, as in v3; B's rows are output
+    // positions, placed in the halo at tap (0, 0).
+    const int a_row = wm * MI * 16 + (lane & 7) + ((lane >> 3) & 1) * 8, a_col = (lane >> 4) * 4;
+    const unsigned a_off = (unsigned)(a_row * LDA + a_col) * 4u;
+    unsigned b_off[NI / 2];
+#pragma unroll
+    for (int nj = 0; nj < NI / 2; nj++) {
+        const int n = wn * NI * 8 + nj * 16 + (lane & 7) + (lane >> 4) * 8;
+        b_off[nj] = (unsigned)(((n / C) * HC + n % C) * LDH + ((lane >> 3) & 1) * 4) * 4u;
+    }
+
+    float acc[MI][NI][4];
+#pragma unroll
+    for (int mi = 0; mi < MI; mi++)
+#pragma unroll
+        for (int ni = 0; ni < NI; ni++)
+#pragma unroll
+            for (int r = 0; r < 4; r++)
+                acc[mi][ni][r] = 0.0f;
+
+    const int slabs = Cin / BKC;
+    load_weights(0, 0);
+    load_halo(0);
+    store_halo(0);
+    asm volatile("cp.async.wait_all;");
+    __syncthreads();
+    for (int t = 0; t < slabs; t++) {
+        const int cur = t & 1;
+        if (t + 1 < slabs) {                          // in flight during the mma below
+            load_weights((t + 1) * BKC, cur ^ 1);
+            load_halo((t + 1) * BKC);
+        }
+        const unsigned a_base = as0 + cur * A_BUF + a_off, b_base = hs0 + cur * H_BUF;
+#pragma unroll
+        for (int tap = 0; tap < 9; tap++) {
+            const unsigned tap_off = (unsigned)(((tap / 3) * HC + tap % 3) * LDH) * 4u;
+#pragma unroll
+            for (int ks = 0; ks < BKC; ks += 8) {
+                unsigned a[MI][4], bf[NI][2];
+#pragma unroll
+                for (int mi = 0; mi < MI; mi++) {
+                    const unsigned addr = a_base + (unsigned)(mi * 16 * LDA + tap * BKC + ks) * 4u;
+                    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
+                                 : "=r"(a[mi][0]), "=r"(a[mi][1]), "=r"(a[mi][2]), "=r"(a[mi][3])
+                                 : "r"(addr));
+                }
+#pragma unroll
+                for (int nj = 0; nj < NI / 2; nj++) {
+                    const unsigned addr = b_base + b_off[nj] + tap_off + (unsigned)ks * 4u;
+                    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
+                                 : "=r"(bf[2 * nj][0]), "=r"(bf[2 * nj][1]),
+                                   "=r"(bf[2 * nj + 1][0]), "=r"(bf[2 * nj + 1][1])
+                                 : "r"(addr));
+                }
+#pragma unroll
+                for (int mi = 0; mi < MI; mi++)
+#pragma unroll
+                    for (int ni = 0; ni < NI; ni++)
+                        asm volatile(
+                            "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 "
+                            "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+                            : "+f"(acc[mi][ni][0]), "+f"(acc[mi][ni][1]), "+f"(acc[mi][ni][2]),
+                              "+f"(acc[mi][ni][3])
+                            : "r"(a[mi][0]), "r"(a[mi][1]), "r"(a[mi][2]), "r"(a[mi][3]),
+                              "r"(bf[ni][0]), "r"(bf[ni][1]));
+            }
+        }
+        if (t + 1 < slabs)
+            store_halo(cur ^ 1);                      // the other stage: read last slab
+        asm volatile("cp.async.wait_all;");
+        __syncthreads();
+    }
+
+    // Epilogue: bias, residual, ReLU. A fragment's column pair (2·t4, 2·t4+1)
+    // lies in one output row (C is even); with Wo even it is one aligned float2.
+    const bool pairs = (Wo & 1) == 0;
+#pragma unroll
+    for (int ni = 0; ni < NI; ni++) {
+        const int n = wn * NI * 8 + ni * 8 + 2 * t4;
+        const int oy = oy0 + n / C, ox = ox0 + n % C;
+        if (oy >= Ho || ox >= Wo)
+            continue;
+#pragma unroll
+        for (int mi = 0; mi < MI; mi++)
+#pragma unroll
+            for (int half = 0; half < 2; half++) {
+                const int m = m0 + wm * MI * 16 + mi * 16 + g + half * 8;
+                if (m >= Cout)
+                    continue;
+                const float bm = bias[m];
+                const long o = (((long)b * Cout + m) * Ho + oy) * Wo + ox;
+                float v0 = acc[mi][ni][half * 2] + bm, v1 = acc[mi][ni][half * 2 + 1] + bm;
+                if (pairs) {
+                    if (residual) {
+                        float2 r = *reinterpret_cast<const float2 *>(residual + o);
+                        v0 += r.x;
+                        v1 += r.y;
+                    }
+                    if (relu) {
+                        v0 = fmaxf(v0, 0.0f);
+                        v1 = fmaxf(v1, 0.0f);
+                    }
+                    *reinterpret_cast<float2 *>(out + o) = make_float2(v0, v1);
+                } else {
+                    store_out(out, residual, o, v0, relu);
+                    if (ox + 1 < Wo)
+                        store_out(out, residual, o + 1, v1, relu);
+                }
+            }
+    }
+#else
+    __trap();
+#endif
+}
+
 // 3x3 convolutions (pad 1) and 1x1 shortcuts (pad 0), 256 threads, static
 // shared memory. v1: any Cin, grid (ceil(N/128), ceil(Cout/64)). v3: Cin %
 // 16 == 0, weights packed (Cout, tap, Cin) in tf32, grid (ceil(N/BN),
-// ceil(Cout/BM)): no suffix 64 x 128, s 32 x 256 (Cout <= 32), w 128 x 128
-// (Cout >= 128); worker/conv_gpu.c picks by Cout.
+// ceil(Cout/BM)): no suffix 64 x 128, w 128 x 128 (Cout >= 128);
+// worker/conv_gpu.c picks by shape and Cout.
 #define CONV_ENTRY(name, KS)                                                                    \
     extern "C" __global__ void __launch_bounds__(THREADS)                                       \
     name(const float *x, const float *w, const float *bias, const float *residual, float *out,  \
@@ -436,7 +668,21 @@ CONV_ENTRY(gf_conv3_tf32_v1, 3)
 CONV_ENTRY(gf_conv1_tf32_v1, 1)
 CONV_ENTRY_V3(gf_conv3_tf32_v3, 3, 64, 128, 2, 3)
 CONV_ENTRY_V3(gf_conv1_tf32_v3, 1, 64, 128, 2, 3)
-CONV_ENTRY_V3(gf_conv3_tf32_v3s, 3, 32, 256, 1, 3)
-CONV_ENTRY_V3(gf_conv1_tf32_v3s, 1, 32, 256, 1, 3)
 CONV_ENTRY_V3(gf_conv3_tf32_v3w, 3, 128, 128, 2, 2)
 CONV_ENTRY_V3(gf_conv1_tf32_v3w, 1, 128, 128, 2, 2)
+
+// v4: 3x3, stride 1, pad 1 only (stride and pad are taken for the common
+// signature and not read); 2 blocks a multiprocessor, dynamic shared memory.
+// s: 32 channels x 4 x 64 positions (stage 1); no suffix: 64 x 4 x 32
+// (stages 2 and 3).
+#define CONV_ENTRY_V4(name, BM_, R, C, BKC, WARPS_M)                                            \
+    extern "C" __global__ void __launch_bounds__(THREADS, 2)                                    \
+    name(const float *x, const float *w, const float *bias, const float *residual, float *out,  \
+         int B, int Cin, int H, int W, int Cout, int stride, int pad, int Ho, int Wo, int relu) \
+    {                                                                                           \
+        (void)B, (void)stride, (void)pad;                                                       \
+        conv3_tf32_v4<BM_, R, C, BKC, WARPS_M>(x, w, bias, residual, out, Cin, H, W, Cout, Ho,  \
+                                               Wo, relu);                                       \
+    }
+CONV_ENTRY_V4(gf_conv3_tf32_v4s, 32, 4, 64, 16, 1)
+CONV_ENTRY_V4(gf_conv3_tf32_v4, 64, 4, 32, 16, 2)

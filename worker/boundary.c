@@ -89,7 +89,8 @@ static const struct {
     { "segconv", { "channels_per_block", "frames_per_block", "k_unroll", "threads" } },
     { "lstm", { "hidden_per_block", "persistent", "gate_fusion", "directions_fused", "threads" } },
     { "dense", { "tile_m", "tile_n", "tile_k", "stages", "split_k", "threads" } },
-    { "resnet", { "tile_m", "tile_n", "tile_k", "stages", "warps", "split_k", "implicit_gemm" } },
+    { "resnet",
+      { "tile_m", "tile_n", "tile_k", "stages", "warps", "split_k", "implicit_gemm", "halo" } },
     { "pooling", { "frames_per_block", "channels_per_block", "threads" } },
     { "embedding", { "tile_n", "split_k", "threads" } },
 };

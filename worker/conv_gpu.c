@@ -17,27 +17,45 @@ struct gf_conv_gpu {
     gf_conv_shape shape;
     int pad;                      /* k / 2 */
     gf_cu_ptr w, b;               /* folded weights and bias on the card */
-    gf_cu_ptr wp;                 /* own kernel v3: (cout, tap, cin) in tf32; 0 for v1 */
+    gf_cu_ptr wp;                 /* own kernel v3/v4: (cout, tap, cin) in tf32; 0 for v1 */
     gf_route_kind route;
     gf_cu_function im2col, epilogue, own;   /* own: loaded when chosen */
     const gf_conv_own_kernel *own_kernel;   /* the variant the own route runs */
 };
 
-/* The own kernel's variants (kernels/resnet.cu). v3 takes whole 16-channel
- * K tiles, packed weights, and a block that follows Cout; v1 the rest
- * (resnet.conv1). */
+/* The own kernel's variants (kernels/resnet.cu). v4 runs the 3x3 stride-1
+ * layers of up to 128 output channels from a halo of input loaded once per
+ * channel slab (its 64-row block also serves Cout 128, where it beat v3's
+ * 128 x 128 block; at Cout 256 v3's wide block stays ahead: docs/gpu.md);
+ * v3 the other layers of whole 16-channel K tiles (the strided 3x3, the 1x1
+ * shortcuts, stage 4), with packed weights and a block that follows Cout;
+ * v1 the rest (resnet.conv1). */
 static const gf_conv_own_kernel own_kernels[] = {
-    { "gf_conv1_tf32_v1", "gf_conv3_tf32_v1", 64, 128, 1, false },
-    { "gf_conv1_tf32_v3s", "gf_conv3_tf32_v3s", 32, 256, 2, true },
-    { "gf_conv1_tf32_v3", "gf_conv3_tf32_v3", 64, 128, 2, true },
-    { "gf_conv1_tf32_v3w", "gf_conv3_tf32_v3w", 128, 128, 2, true },
+    { "gf_conv1_tf32_v1", "gf_conv3_tf32_v1", 64, 128, 16, 1, false, 0, 0 },
+    { "gf_conv1_tf32_v3", "gf_conv3_tf32_v3", 64, 128, 16, 2, true, 0, 0 },
+    { "gf_conv1_tf32_v3w", "gf_conv3_tf32_v3w", 128, 128, 16, 2, true, 0, 0 },
+    { NULL, "gf_conv3_tf32_v4s", 32, 256, 16, 2, true, 4, 64 },
+    { NULL, "gf_conv3_tf32_v4", 64, 128, 16, 2, true, 4, 32 },
 };
 
 const gf_conv_own_kernel *gf_conv_gpu_own_kernel(gf_conv_shape s)
 {
     if (s.cin % 16 != 0)
         return &own_kernels[0];
-    return &own_kernels[s.cout <= 32 ? 1 : s.cout <= 64 ? 2 : 3];
+    if (s.k == 3 && s.stride == 1 && s.cout <= 128)
+        return &own_kernels[s.cout <= 32 ? 3 : 4];
+    return &own_kernels[s.cout <= 64 ? 1 : 2];
+}
+
+/* Must match conv3_tf32_v4's layout: two stages, each a halo of
+ * (rows + 2) x (cols + 2) positions of tile_k + 4 words and the weights,
+ * tile_m rows of 9 * tile_k + 4 words. */
+int gf_conv_own_smem(const gf_conv_own_kernel *k)
+{
+    if (!k->tile_rows)
+        return 0;
+    return 2 * 4 * ((k->tile_rows + 2) * (k->tile_cols + 2) * (k->tile_k + 4) +
+                    k->tile_m * (9 * k->tile_k + 4));
 }
 
 
@@ -53,7 +71,7 @@ static float round_tf32(float v)
     return v;
 }
 
-/* w (cout, cin, k, k) -> (cout, k*k, cin) rounded to tf32, for v3. */
+/* w (cout, cin, k, k) -> (cout, k*k, cin) rounded to tf32, for v3 and v4. */
 static float *pack_v3(gf_conv_shape s, const float *w)
 {
     int taps = s.k * s.k;
@@ -148,9 +166,17 @@ int gf_conv_gpu_set_route(gf_conv_gpu *c, gf_route_kind kind, gf_math math,
         return GF_EUNSUP;
     }
     const gf_conv_own_kernel *kern = gf_conv_gpu_own_kernel(c->shape);
+    int smem = gf_conv_own_smem(kern);
+    if (smem > gf_gpu_smem_optin(c->gpu)) {
+        GF_WARN("%s: the own kernel needs %d bytes of shared memory a block, this card offers "
+                "%d: refused", c->boundary, smem, gf_gpu_smem_optin(c->gpu));
+        return GF_EUNSUP;
+    }
     const char *sha = NULL;
     int rc = gf_gpu_function(c->gpu, "resnet", c->shape.k == 3 ? kern->name3 : kern->name1,
                              &c->own, NULL, &sha);
+    if (rc == 0 && smem)
+        rc = gf_gpu_func_smem(c->gpu, c->own, smem);
     if (rc)
         return rc;
     c->own_kernel = kern;
@@ -173,8 +199,14 @@ int gf_conv_gpu_run(gf_conv_gpu *c, gf_math math, int B, gf_cu_ptr x, int h, int
         void *p[] = { &x, &wk, &bias, &residual, &out, &B, &cin, &h, &w, &cout, &stride, &pad,
                       &ho, &wo, &relu };
         const gf_conv_own_kernel *kern = c->own_kernel;
-        unsigned gx = (unsigned)(((long)B * hw + kern->tile_n - 1) / kern->tile_n);
         unsigned gy = (unsigned)((cout + kern->tile_m - 1) / kern->tile_m);
+        if (kern->tile_rows) {   /* v4: tiles of the output plane x Cout x windows */
+            unsigned gx = (unsigned)(((wo + kern->tile_cols - 1) / kern->tile_cols) *
+                                     ((ho + kern->tile_rows - 1) / kern->tile_rows));
+            return gf_gpu_launch(c->gpu, c->own, gx, gy, (unsigned)B, 256, 1, 1,
+                                 (unsigned)gf_conv_own_smem(kern), p);
+        }
+        unsigned gx = (unsigned)(((long)B * hw + kern->tile_n - 1) / kern->tile_n);
         return gf_gpu_launch(c->gpu, c->own, gx, gy, 1, 256, 1, 1, 0, p);
     }
     long n = (long)B * hw * kk;

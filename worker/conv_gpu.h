@@ -22,18 +22,23 @@ typedef struct {
 
 typedef struct gf_conv_gpu gf_conv_gpu;
 
-/* A variant of the own kernel: its entry points (1x1, 3x3), block tile
- * (output channels x output positions), shared-memory stages, and whether it
- * reads the packed tf32 weights. */
+/* A variant of the own kernel: its entry points (1x1, 3x3; NULL where it has
+ * none), block tile (output channels x output positions), input channels per
+ * K step, shared-memory stages, whether it reads the packed tf32 weights,
+ * and for the halo variant (v4: 3x3, stride 1) the block's output rows and
+ * columns (0 for the others, whose positions run flat). */
 typedef struct {
     const char *name1, *name3;
-    int tile_m, tile_n, stages;
+    int tile_m, tile_n, tile_k, stages;
     bool packed;
+    int tile_rows, tile_cols;
 } gf_conv_own_kernel;
 
 /* The variant the own route runs for a layer of this shape (qualify pins its
  * configuration from the same answer). */
 const gf_conv_own_kernel *gf_conv_gpu_own_kernel(gf_conv_shape shape);
+/* Bytes of dynamic shared memory a variant launches with (0: static only). */
+int gf_conv_own_smem(const gf_conv_own_kernel *kernel);
 
 /* Upload one layer. boundary: its planner name ("resnet.layer2.0.conv1").
  * NULL on a device error (logged). */

@@ -39,10 +39,10 @@ static const gf_pin lstm_pins[] = {
 
 /* The ResNet kernel's configuration per layer, from the variant the own
  * route runs for its shape (gf_conv_gpu_own_kernel). */
-#define RESNET_PINS 6
+#define RESNET_PINS 7
 typedef struct {
     gf_pin pins[RESNET_PINS];
-    char tile_m[8], tile_n[8], stages[8];
+    char tile_m[8], tile_n[8], tile_k[8], stages[8], halo[16];
 } resnet_config;
 
 /* The ResNet34 trunk's convolutions, in network order, with their shapes and
@@ -76,10 +76,16 @@ static void add_conv(const char *name, int cin, int cout, int k, int stride, int
     resnet_config *rc = &c->config;
     snprintf(rc->tile_m, sizeof rc->tile_m, "%d", kern->tile_m);
     snprintf(rc->tile_n, sizeof rc->tile_n, "%d", kern->tile_n);
+    snprintf(rc->tile_k, sizeof rc->tile_k, "%d", kern->tile_k);
     snprintf(rc->stages, sizeof rc->stages, "%d", kern->stages);
+    if (kern->tile_rows)
+        snprintf(rc->halo, sizeof rc->halo, "%dx%d", kern->tile_rows, kern->tile_cols);
+    else
+        snprintf(rc->halo, sizeof rc->halo, "none");
     const gf_pin pins[RESNET_PINS] = {
-        { "tile_m", rc->tile_m }, { "tile_n", rc->tile_n }, { "tile_k", "16" },
+        { "tile_m", rc->tile_m }, { "tile_n", rc->tile_n }, { "tile_k", rc->tile_k },
         { "stages", rc->stages }, { "warps", "8" },         { "implicit_gemm", "1" },
+        { "halo", rc->halo },
     };
     memcpy(rc->pins, pins, sizeof pins);
 }

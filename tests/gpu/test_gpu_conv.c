@@ -1,0 +1,182 @@
+/* test_gpu_conv.c — every variant of the own ResNet kernel (kernels/resnet.cu:
+ * v1, v3, v4) against the CPU reference (kernels/conv2d.c) on small shapes
+ * chosen to end tiles part-way: output planes that are not whole tiles, odd
+ * and even widths (v4's paired stores), output channels that do not fill a
+ * block, several windows, with and without the residual. Each element must
+ * lie within the tf32 bound: both operands rounded to 10 mantissa bits give
+ * at most 2^-10 of each product, so |got - ref| <= 1.05e-3 * sum |x||w|.
+ * Skips cleanly where there is no CUDA device. Run by `make gpu-check`. */
+#include "common/error.h"
+#include "kernels/conv2d.h"
+#include "worker/blas_gpu.h"
+#include "worker/conv_gpu.h"
+#include "worker/gpu.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tests/gpu/gpu_fixture.h"
+
+static float frand(unsigned *s)
+{
+    *s = *s * 1664525u + 1013904223u;
+    return ((float)(*s >> 8) / 16777216.0f) * 2.0f - 1.0f;
+}
+
+typedef struct {
+    int cin, cout, k, stride, h, w, windows, residual, relu;
+    const char *variant;   /* the entry point gf_conv_gpu_own_kernel must pick */
+} conv_case;
+
+/* The reference for all windows: out = conv(x) (+ residual), and the bound's
+ * sum of |x||w| per output (abs: true). */
+static void reference(const conv_case *t, const float *x, const float *w, const float *bias,
+                      const float *res, bool abs_sum, float *out)
+{
+    int pad = t->k / 2, ho = gf_conv2d_out(t->h, t->k, t->stride, pad);
+    int wo = gf_conv2d_out(t->w, t->k, t->stride, pad);
+    long in_n = (long)t->cin * t->h * t->w, out_n = (long)t->cout * ho * wo;
+    long wn = (long)t->cout * t->cin * t->k * t->k, col_n = (long)t->cin * t->k * t->k * ho * wo;
+    float *col = malloc(sizeof(float) * (size_t)col_n);
+    float *ax = malloc(sizeof(float) * (size_t)in_n), *aw = malloc(sizeof(float) * (size_t)wn);
+    float *zero = calloc((size_t)t->cout, sizeof(float));
+    for (long i = 0; i < wn; i++)
+        aw[i] = fabsf(w[i]);
+    for (int b = 0; b < t->windows; b++) {
+        const float *xb = x + b * in_n;
+        if (abs_sum) {
+            for (long i = 0; i < in_n; i++)
+                ax[i] = fabsf(xb[i]);
+            gf_conv2d_ref(ax, t->cin, t->h, t->w, aw, zero, t->cout, t->k, t->stride, pad, NULL,
+                          0, out + b * out_n, col, col_n);
+        } else {
+            gf_conv2d_ref(xb, t->cin, t->h, t->w, w, bias, t->cout, t->k, t->stride, pad,
+                          t->residual ? res + b * out_n : NULL, t->relu, out + b * out_n, col,
+                          col_n);
+        }
+    }
+    free(col), free(ax), free(aw), free(zero);
+}
+
+static void check_case(gf_blas_gpu *blas, const conv_case *t, unsigned *seed)
+{
+    gf_conv_shape shape = { t->cin, t->cout, t->k, t->stride };
+    const gf_conv_own_kernel *kern = gf_conv_gpu_own_kernel(shape);
+    assert_string_equal(t->k == 3 ? kern->name3 : kern->name1, t->variant);
+
+    int pad = t->k / 2, ho = gf_conv2d_out(t->h, t->k, t->stride, pad);
+    int wo = gf_conv2d_out(t->w, t->k, t->stride, pad);
+    long in_n = (long)t->windows * t->cin * t->h * t->w;
+    long out_n = (long)t->windows * t->cout * ho * wo;
+    long wn = (long)t->cout * t->cin * t->k * t->k;
+    float *x = malloc(sizeof(float) * (size_t)in_n), *w = malloc(sizeof(float) * (size_t)wn);
+    float *bias = malloc(sizeof(float) * (size_t)t->cout);
+    float *res = malloc(sizeof(float) * (size_t)out_n), *ref = malloc(sizeof(float) * (size_t)out_n);
+    float *bound = malloc(sizeof(float) * (size_t)out_n), *got = malloc(sizeof(float) * (size_t)out_n);
+    for (long i = 0; i < in_n; i++)
+        x[i] = frand(seed) * 2.0f;
+    for (long i = 0; i < wn; i++)
+        w[i] = frand(seed) * 0.3f;
+    for (int i = 0; i < t->cout; i++)
+        bias[i] = frand(seed) * 0.5f;
+    for (long i = 0; i < out_n; i++)
+        res[i] = frand(seed);
+    reference(t, x, w, bias, res, false, ref);
+    reference(t, x, w, bias, res, true, bound);
+
+    char name[48];
+    snprintf(name, sizeof name, "test.%s", t->variant);
+    gf_conv_gpu *c = gf_conv_gpu_new(gpu, blas, name, shape, w, bias);
+    assert_non_null(c);
+    assert_int_equal(gf_conv_gpu_set_route(c, GF_ROUTE_OWN, GF_MATH_TF32, NULL), 0);
+    gf_cu_ptr dx, dres = 0, dout;
+    assert_int_equal(gf_gpu_alloc(gpu, sizeof(float) * (size_t)in_n, &dx), 0);
+    assert_int_equal(gf_gpu_alloc(gpu, sizeof(float) * (size_t)out_n, &dout), 0);
+    assert_int_equal(gf_gpu_upload(gpu, dx, x, sizeof(float) * (size_t)in_n), 0);
+    if (t->residual) {
+        assert_int_equal(gf_gpu_alloc(gpu, sizeof(float) * (size_t)out_n, &dres), 0);
+        assert_int_equal(gf_gpu_upload(gpu, dres, res, sizeof(float) * (size_t)out_n), 0);
+    }
+    assert_int_equal(gf_conv_gpu_run(c, GF_MATH_TF32, t->windows, dx, t->h, t->w, dout, dres,
+                                     t->relu, 0),
+                     0);
+    assert_int_equal(gf_gpu_download(gpu, got, dout, sizeof(float) * (size_t)out_n), 0);
+
+    long bad = 0;
+    double worst = 0.0;
+    for (long i = 0; i < out_n; i++) {
+        double lim = 1.05e-3 * bound[i] + 1e-5, err = fabs((double)got[i] - ref[i]);
+        if (!(err <= lim)) {   /* NaN fails too */
+            if (bad++ < 5)
+                fprintf(stderr, "%s %dx%d s%d %d->%d %dx%d: [%ld] got %g want %g (bound %g)\n",
+                        t->variant, t->k, t->k, t->stride, t->cin, t->cout, t->h, t->w, i,
+                        got[i], ref[i], lim);
+        } else if (err / lim > worst) {
+            worst = err / lim;
+        }
+    }
+    printf("%-18s %dx%d s%d %3d->%3d in %2dx%-3d x%d: %ld outputs, worst error %.2f of the bound, "
+           "%ld outside\n",
+           t->variant, t->k, t->k, t->stride, t->cin, t->cout, t->h, t->w, t->windows, out_n, worst,
+           bad);
+    assert_int_equal(bad, 0);
+
+    gf_gpu_free(gpu, dx);
+    gf_gpu_free(gpu, dout);
+    if (dres)
+        gf_gpu_free(gpu, dres);
+    gf_conv_gpu_destroy(&c);
+    free(x), free(w), free(bias), free(res), free(ref), free(bound), free(got);
+}
+
+static void test_own_conv_variants(void **state)
+{
+    (void)state;
+    NEED_GPU();
+    if (gf_gpu_cc(gpu) < 80) {
+        printf("cc %d.%d: the own ResNet kernel needs 8.0: skipping\n", gf_gpu_cc(gpu) / 10,
+               gf_gpu_cc(gpu) % 10);
+        skip();
+    }
+    gf_blas_gpu *blas = NULL;
+    assert_int_equal(gf_blas_gpu_open(gpu, &blas), 0);
+    static const conv_case cases[] = {
+        /* v4s: 9 rows end the third row tile early, 70 columns the second
+         * column tile; even width: paired stores. */
+        { 32, 32, 3, 1, 9, 70, 3, 1, 1, "gf_conv3_tf32_v4s" },
+        /* v4: odd width (single stores); one 16-channel slab and 48 of 64 rows. */
+        { 64, 64, 3, 1, 7, 37, 2, 1, 1, "gf_conv3_tf32_v4" },
+        { 16, 48, 3, 1, 6, 20, 2, 0, 1, "gf_conv3_tf32_v4" },
+        /* v4 at Cout 128: two blocks of rows; odd rows and width. */
+        { 128, 128, 3, 1, 5, 67, 2, 0, 1, "gf_conv3_tf32_v4" },
+        { 128, 96, 3, 1, 4, 16, 1, 1, 0, "gf_conv3_tf32_v4" },
+        /* Cout 256 stays on v3's wide block. */
+        { 256, 256, 3, 1, 3, 9, 2, 1, 1, "gf_conv3_tf32_v3w" },
+        /* v3: the strided 3x3 and the 1x1 shortcuts. */
+        { 32, 64, 3, 2, 9, 21, 2, 0, 1, "gf_conv3_tf32_v3" },
+        { 64, 128, 3, 2, 8, 13, 2, 0, 1, "gf_conv3_tf32_v3w" },
+        { 32, 64, 1, 2, 9, 21, 2, 0, 0, "gf_conv1_tf32_v3" },
+        { 128, 256, 1, 2, 6, 11, 2, 0, 0, "gf_conv1_tf32_v3w" },
+        /* v1: one input channel (resnet.conv1). */
+        { 1, 32, 3, 1, 11, 29, 2, 0, 1, "gf_conv3_tf32_v1" },
+    };
+    unsigned seed = 2024;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        check_case(blas, &cases[i], &seed);
+    gf_blas_gpu_destroy(&blas);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_own_conv_variants),
+    };
+    return cmocka_run_group_tests(tests, gpu_setup, gpu_teardown);
+}

@@ -39,6 +39,13 @@ __device__ __forceinline__ unsigned to_tf32(float v)
     return u;
 }
 
+// The same rounding on a value's bits (an integer add and a mask: no
+// conversion unit), for operands already in registers. Finite values.
+__device__ __forceinline__ unsigned round_tf32_bits(unsigned u)
+{
+    return (u + 0x1000u) & 0xffffe000u;
+}
+
 // One output of the fused epilogue (bias already in v): the residual at o
 // added, then the ReLU.
 __device__ __forceinline__ void store_out(float *__restrict__ out,
@@ -413,23 +420,28 @@ __device__ __forceinline__ void conv_tf32_v3(const float *__restrict__ x,
 #endif
 }
 
-// v4 (3x3, stride 1, pad 1, Cin a multiple of BKC: the trunk's 3x3 layers
-// of stages 1-3 that keep the extent). v3 gathers each input value
-// nine times from global memory, once per tap, so its stage-1 layers move
-// nine times their input through L2. v4's block owns a tile of R output rows
-// x C output columns of one window (N = R·C) for BM_ output channels, and
-// walks K one slab of BKC input channels at a time:
-// - the slab's (R+2) x (C+2) input halo is loaded once into shared memory,
-//   position-major with the channels contiguous (rows of BKC + 4 words, so
-//   ldmatrix's eight rows hit distinct banks), rounded to tf32 on the way;
+// v4 (3x3, stride 1, pad 1, Cin a multiple of BKC: every 3x3 layer of the
+// trunk that keeps the extent). v3 gathers each input value nine times from
+// global memory, once per tap, so its stage-1 layers move nine times their
+// input through L2. v4's block owns a tile of R output rows x C output
+// columns of one window (N = R·C) for BM_ output channels, and walks K one
+// slab of BKC input channels at a time:
+// - the slab's (R+2) x (C+2) input halo is copied once into shared memory by
+//   cp.async, position-major with the channels contiguous (rows of BKC + 4
+//   words, so ldmatrix's eight rows hit distinct banks); the padding's
+//   zeros are written once, at the start;
 // - the nine taps read their B fragments from that one halo: ldmatrix takes
 //   a row address per lane, so a tap is the same fragment walk with every
-//   row address moved by (ky·(C+2) + kx) positions;
+//   row address moved by (ky·(C+2) + kx) positions; the fragments are
+//   rounded to tf32 in registers (round_tf32_bits, the same rounding as
+//   cvt.rna);
 // - the slab's weights, BM_ x 9 taps x BKC, packed (Cout, tap, Cin) in tf32
-//   as for v3, arrive by cp.async (no registers, no conversion);
-// - two stages in dynamic shared memory: the next slab's halo is in
-//   registers and its weights in flight while the current slab's 9·BKC/8
-//   k-steps run; one barrier per slab.
+//   as for v3, arrive by cp.async as well;
+// - two stages in dynamic shared memory: the next slab is in flight while
+//   the current slab's 9·BKC/8 k-steps run; one barrier per slab. (A first
+//   version staged the halo through registers; the compiler placed those
+//   loads next to their use, and warps stalled on them: 43 % of their
+//   cycles at stage 1 in Nsight Compute.)
 // The host sizes the dynamic shared memory with the same formula
 // (worker/conv_gpu.c: 2 x 4 bytes x ((R+2)(C+2)(BKC+4) + BM_(9·BKC+4))).
 // The grid is (tiles of the output plane, Cout / BM_, windows).
@@ -450,7 +462,7 @@ __device__ __forceinline__ void conv3_tf32_v4(const float *__restrict__ x,
     constexpr int HC = C + 2, NH = (R + 2) * HC;      // halo columns, positions
     constexpr int LDH = BKC + 4, LDA = 9 * BKC + 4;   // row strides in words
     constexpr int QC = BKC / 4;                       // channel quads per position
-    constexpr int HQT = NH * QC, HQ = (HQT + THREADS - 1) / THREADS;
+    constexpr int HP = (NH + 63) / 64;                // halo positions per thread
     constexpr int AQT = BM_ * 9 * QC, AQ = (AQT + THREADS - 1) / THREADS;
     constexpr unsigned H_BUF = NH * LDH * 4u, A_BUF = BM_ * LDA * 4u;
     static_assert(MI * 16 * WARPS_M == BM_ && NI * 8 * WARPS_N == BN_ && NI % 2 == 0,
@@ -467,50 +479,47 @@ __device__ __forceinline__ void conv3_tf32_v4(const float *__restrict__ x,
     const float *xb = x + (long)b * Cin * HWin;
     const int KK = 9 * Cin;                           // packed weights per output channel
 
-    // This thread's halo quads: (position, channel quad) -> its global
-    // offset from the slab's first channel (-1: padding) and its place in
-    // the stage (-1: no quad).
-    int h_src[HQ], h_dst[HQ];
-#pragma unroll
-    for (int j = 0; j < HQ; j++) {
-        const int idx = tid + j * THREADS;
-        h_src[j] = h_dst[j] = -1;
-        if (idx < HQT) {
-            const int pos = idx % NH, cq = idx / NH;
-            const int iy = oy0 - 1 + pos / HC, ix = ox0 - 1 + pos % HC;
-            h_dst[j] = pos * LDH + cq * 4;
-            if (iy >= 0 && iy < H && ix >= 0 && ix < W)
-                h_src[j] = (int)(cq * 4 * HWin) + iy * W + ix;
-        }
-    }
-    float4 h_reg[HQ];
-    auto load_halo = [&](int c0) {
-        const float *src = xb + (long)c0 * HWin;
-#pragma unroll
-        for (int j = 0; j < HQ; j++) {
-            h_reg[j] = make_float4(0.f, 0.f, 0.f, 0.f);
-            if (h_src[j] >= 0) {
-                const float *p = src + h_src[j];
-                h_reg[j] = make_float4(p[0], p[HWin], p[2 * HWin], p[3 * HWin]);
-            }
-        }
-    };
-    auto store_halo = [&](int buf) {
-        float *dst = reinterpret_cast<float *>(gf_resnet_smem + buf * H_BUF);
-#pragma unroll
-        for (int j = 0; j < HQ; j++)
-            if (h_dst[j] >= 0) {
-                float4 v;
-                v.x = __uint_as_float(to_tf32(h_reg[j].x));
-                v.y = __uint_as_float(to_tf32(h_reg[j].y));
-                v.z = __uint_as_float(to_tf32(h_reg[j].z));
-                v.w = __uint_as_float(to_tf32(h_reg[j].w));
-                *reinterpret_cast<float4 *>(dst + h_dst[j]) = v;
-            }
-    };
-
     const unsigned hs0 = (unsigned)__cvta_generic_to_shared(gf_resnet_smem);
     const unsigned as0 = hs0 + 2 * H_BUF;
+    // The halo goes by cp.async too, four bytes at a time: this thread's
+    // positions are tid/4 + 64 i and its channels tid%4 + 4 c, so a warp
+    // writes 8 positions x 4 channels (32 distinct banks) and reads four
+    // 32-byte runs. h_src: the global offset of (channel tid%4, iy, ix) from
+    // the slab's first channel; -1 for padding, whose zeros are written once
+    // into both stages here; -2 past the halo.
+    const int c_lo = tid & 3, p_first = tid >> 2;
+    const unsigned h_dst = (unsigned)(p_first * LDH + c_lo) * 4u;
+    int h_src[HP];
+#pragma unroll
+    for (int i = 0; i < HP; i++) {
+        const int pos = p_first + 64 * i;
+        h_src[i] = -2;
+        if (pos < NH) {
+            const int iy = oy0 - 1 + pos / HC, ix = ox0 - 1 + pos % HC;
+            if (iy >= 0 && iy < H && ix >= 0 && ix < W) {
+                h_src[i] = (int)(c_lo * HWin) + iy * W + ix;
+            } else {
+                h_src[i] = -1;
+                float *z = reinterpret_cast<float *>(gf_resnet_smem) + pos * LDH + c_lo;
+#pragma unroll
+                for (int c = 0; c < BKC; c += 4)
+                    z[c] = z[H_BUF / 4 + c] = 0.0f;
+            }
+        }
+    }
+    auto load_halo = [&](int c0, int buf) {
+        const float *src = xb + (long)c0 * HWin;
+        const unsigned dst = hs0 + buf * H_BUF + h_dst;
+#pragma unroll
+        for (int i = 0; i < HP; i++)
+            if (h_src[i] >= 0)
+#pragma unroll
+                for (int c = 0; c < BKC; c += 4)
+                    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(
+                                     dst + (unsigned)(i * 64 * LDH + c) * 4u),
+                                 "l"(src + h_src[i] + c * HWin));
+    };
+
     // The slab's weights: quad idx is (row m, tap, quad q); rows past Cout
     // are filled with zeros (cp.async with no source bytes).
     auto load_weights = [&](int c0, int buf) {
@@ -526,6 +535,10 @@ __device__ __forceinline__ void conv3_tf32_v4(const float *__restrict__ x,
                              "r"(ok ? 16 : 0));
             }
         }
+    };
+    auto load_slab = [&](int c0, int buf) {
+        load_halo(c0, buf);
+        load_weights(c0, buf);
         asm volatile("cp.async.commit_group;");
     };
 
@@ -550,17 +563,13 @@ __device__ __forceinline__ void conv3_tf32_v4(const float *__restrict__ x,
                 acc[mi][ni][r] = 0.0f;
 
     const int slabs = Cin / BKC;
-    load_weights(0, 0);
-    load_halo(0);
-    store_halo(0);
+    load_slab(0, 0);
     asm volatile("cp.async.wait_all;");
     __syncthreads();
     for (int t = 0; t < slabs; t++) {
         const int cur = t & 1;
-        if (t + 1 < slabs) {                          // in flight during the mma below
-            load_weights((t + 1) * BKC, cur ^ 1);
-            load_halo((t + 1) * BKC);
-        }
+        if (t + 1 < slabs)                            // in flight during the mma below
+            load_slab((t + 1) * BKC, cur ^ 1);
         const unsigned a_base = as0 + cur * A_BUF + a_off, b_base = hs0 + cur * H_BUF;
 #pragma unroll
         for (int tap = 0; tap < 9; tap++) {
@@ -584,6 +593,11 @@ __device__ __forceinline__ void conv3_tf32_v4(const float *__restrict__ x,
                                  : "r"(addr));
                 }
 #pragma unroll
+                for (int ni = 0; ni < NI; ni++) {       // the halo is fp32: round as cvt.rna
+                    bf[ni][0] = round_tf32_bits(bf[ni][0]);
+                    bf[ni][1] = round_tf32_bits(bf[ni][1]);
+                }
+#pragma unroll
                 for (int mi = 0; mi < MI; mi++)
 #pragma unroll
                     for (int ni = 0; ni < NI; ni++)
@@ -596,8 +610,6 @@ __device__ __forceinline__ void conv3_tf32_v4(const float *__restrict__ x,
                               "r"(bf[ni][0]), "r"(bf[ni][1]));
             }
         }
-        if (t + 1 < slabs)
-            store_halo(cur ^ 1);                      // the other stage: read last slab
         asm volatile("cp.async.wait_all;");
         __syncthreads();
     }
@@ -672,11 +684,13 @@ CONV_ENTRY_V3(gf_conv3_tf32_v3w, 3, 128, 128, 2, 2)
 CONV_ENTRY_V3(gf_conv1_tf32_v3w, 1, 128, 128, 2, 2)
 
 // v4: 3x3, stride 1, pad 1 only (stride and pad are taken for the common
-// signature and not read); 2 blocks a multiprocessor, dynamic shared memory.
-// s: 32 channels x 4 x 64 positions (stage 1); no suffix: 64 x 4 x 32
-// (stages 2 and 3).
-#define CONV_ENTRY_V4(name, BM_, R, C, BKC, WARPS_M)                                            \
-    extern "C" __global__ void __launch_bounds__(THREADS, 2)                                    \
+// signature and not read); dynamic shared memory. s: 32 channels x 16 x 16
+// positions in 8-channel slabs, 3 blocks a multiprocessor (stage 1); no
+// suffix: 64 channels x 4 x 32 positions in 16-channel slabs, 2 blocks
+// (stages 2-4, one block per 64 output channels). docs/gpu.md has the
+// shapes tried against these.
+#define CONV_ENTRY_V4(name, BM_, R, C, BKC, WARPS_M, MIN_BLOCKS)                                \
+    extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)                           \
     name(const float *x, const float *w, const float *bias, const float *residual, float *out,  \
          int B, int Cin, int H, int W, int Cout, int stride, int pad, int Ho, int Wo, int relu) \
     {                                                                                           \
@@ -684,5 +698,5 @@ CONV_ENTRY_V3(gf_conv1_tf32_v3w, 1, 128, 128, 2, 2)
         conv3_tf32_v4<BM_, R, C, BKC, WARPS_M>(x, w, bias, residual, out, Cin, H, W, Cout, Ho,  \
                                                Wo, relu);                                       \
     }
-CONV_ENTRY_V4(gf_conv3_tf32_v4s, 32, 4, 64, 16, 1)
-CONV_ENTRY_V4(gf_conv3_tf32_v4, 64, 4, 32, 16, 2)
+CONV_ENTRY_V4(gf_conv3_tf32_v4s, 32, 16, 16, 8, 1, 3)
+CONV_ENTRY_V4(gf_conv3_tf32_v4, 64, 4, 32, 16, 2, 2)

@@ -24,17 +24,16 @@ struct gf_conv_gpu {
 };
 
 /* The own kernel's variants (kernels/resnet.cu). v4 runs the 3x3 stride-1
- * layers of up to 128 output channels from a halo of input loaded once per
- * channel slab (its 64-row block also serves Cout 128, where it beat v3's
- * 128 x 128 block; at Cout 256 v3's wide block stays ahead: docs/gpu.md);
- * v3 the other layers of whole 16-channel K tiles (the strided 3x3, the 1x1
- * shortcuts, stage 4), with packed weights and a block that follows Cout;
- * v1 the rest (resnet.conv1). */
+ * layers from a halo of input loaded once per channel slab (its 64-row block
+ * also serves Cout 128 and 256, where it beat v3's 128 x 128 block:
+ * docs/gpu.md); v3 the other layers of whole 16-channel K tiles (the
+ * strided 3x3 and the 1x1 shortcuts), with packed weights and a block that
+ * follows Cout; v1 the rest (resnet.conv1). */
 static const gf_conv_own_kernel own_kernels[] = {
     { "gf_conv1_tf32_v1", "gf_conv3_tf32_v1", 64, 128, 16, 1, false, 0, 0 },
     { "gf_conv1_tf32_v3", "gf_conv3_tf32_v3", 64, 128, 16, 2, true, 0, 0 },
     { "gf_conv1_tf32_v3w", "gf_conv3_tf32_v3w", 128, 128, 16, 2, true, 0, 0 },
-    { NULL, "gf_conv3_tf32_v4s", 32, 256, 16, 2, true, 4, 64 },
+    { NULL, "gf_conv3_tf32_v4s", 32, 256, 8, 2, true, 16, 16 },
     { NULL, "gf_conv3_tf32_v4", 64, 128, 16, 2, true, 4, 32 },
 };
 
@@ -42,7 +41,7 @@ const gf_conv_own_kernel *gf_conv_gpu_own_kernel(gf_conv_shape s)
 {
     if (s.cin % 16 != 0)
         return &own_kernels[0];
-    if (s.k == 3 && s.stride == 1 && s.cout <= 128)
+    if (s.k == 3 && s.stride == 1)
         return &own_kernels[s.cout <= 32 ? 3 : 4];
     return &own_kernels[s.cout <= 64 ? 1 : 2];
 }

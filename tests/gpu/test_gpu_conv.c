@@ -148,17 +148,16 @@ static void test_own_conv_variants(void **state)
     gf_blas_gpu *blas = NULL;
     assert_int_equal(gf_blas_gpu_open(gpu, &blas), 0);
     static const conv_case cases[] = {
-        /* v4s: 9 rows end the third row tile early, 70 columns the second
-         * column tile; even width: paired stores. */
+        /* v4s: 9 rows end the row tile early, 70 columns the fifth column
+         * tile; even width: paired stores; four 8-channel slabs. */
         { 32, 32, 3, 1, 9, 70, 3, 1, 1, "gf_conv3_tf32_v4s" },
         /* v4: odd width (single stores); one 16-channel slab and 48 of 64 rows. */
         { 64, 64, 3, 1, 7, 37, 2, 1, 1, "gf_conv3_tf32_v4" },
         { 16, 48, 3, 1, 6, 20, 2, 0, 1, "gf_conv3_tf32_v4" },
-        /* v4 at Cout 128: two blocks of rows; odd rows and width. */
+        /* v4 at Cout 96-256: two to four blocks of rows; odd rows and width. */
         { 128, 128, 3, 1, 5, 67, 2, 0, 1, "gf_conv3_tf32_v4" },
         { 128, 96, 3, 1, 4, 16, 1, 1, 0, "gf_conv3_tf32_v4" },
-        /* Cout 256 stays on v3's wide block. */
-        { 256, 256, 3, 1, 3, 9, 2, 1, 1, "gf_conv3_tf32_v3w" },
+        { 256, 256, 3, 1, 3, 9, 2, 1, 1, "gf_conv3_tf32_v4" },
         /* v3: the strided 3x3 and the 1x1 shortcuts. */
         { 32, 64, 3, 2, 9, 21, 2, 0, 1, "gf_conv3_tf32_v3" },
         { 64, 128, 3, 2, 8, 13, 2, 0, 1, "gf_conv3_tf32_v3w" },

@@ -57,7 +57,8 @@ typedef struct {
     gf_cu_result (*memset_d32_async)(gf_cu_ptr dst, unsigned value, size_t n, gf_cu_stream s);
     gf_cu_result (*mem_host_register)(void *p, size_t bytes, unsigned flags);
     gf_cu_result (*mem_host_unregister)(void *p);
-    gf_cu_result (*stream_create)(gf_cu_stream *s, unsigned flags);
+    gf_cu_result (*stream_create_prio)(gf_cu_stream *s, unsigned flags, int priority);
+    gf_cu_result (*ctx_stream_prio_range)(int *least, int *greatest);
     gf_cu_result (*stream_destroy)(gf_cu_stream s);
     gf_cu_result (*stream_synchronize)(gf_cu_stream s);
     gf_cu_result (*stream_wait_event)(gf_cu_stream s, gf_cu_event e, unsigned flags);

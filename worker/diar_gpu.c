@@ -223,7 +223,10 @@ int gf_diar_backend_gpu(int ordinal, const char *models_dir, int max_batch, gf_m
     rc = gf_manifest_load(models_dir, &man);
     if (rc != 0 && rc != GF_ENOENT)
         goto fail;
-    rc = gf_gpu_open(ordinal, &c->gpu);
+    /* With the stages overlapped the segmentation's stream goes first: its
+     * persistent LSTM is a long chain of dependent steps on few blocks, the
+     * trunk beside it many short blocks that fill in around it. */
+    rc = overlap ? gf_gpu_open_urgent(ordinal, &c->gpu) : gf_gpu_open(ordinal, &c->gpu);
     if (rc != 0) {
         GF_ERROR("CUDA card %d: cannot be opened (%s)", ordinal, gf_strerror(rc));
         goto fail;

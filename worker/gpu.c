@@ -62,7 +62,7 @@ struct gf_gpu {
         }                                                                   \
     } while (0)
 
-int gf_gpu_open(int ordinal, gf_gpu **out)
+static int gpu_open(int ordinal, bool urgent, gf_gpu **out)
 {
     *out = NULL;
     const char *why = NULL;
@@ -96,8 +96,12 @@ int gf_gpu_open(int ordinal, gf_gpu **out)
         goto fail;
     }
     r = cu->ctx_set_current(self->ctx);
+    int least = 0, greatest = 0;
+    if (r == 0 && urgent)
+        r = cu->ctx_stream_prio_range(&least, &greatest);
     if (r == 0)
-        r = cu->stream_create(&self->stream, GF_CU_STREAM_NON_BLOCKING);
+        r = cu->stream_create_prio(&self->stream, GF_CU_STREAM_NON_BLOCKING,
+                                   urgent ? greatest : 0);
     if (r != 0) {
         GF_ERROR("cuda device %d: context or stream: %s", ordinal, gf_cudrv_errstr(r));
         goto fail;
@@ -108,6 +112,9 @@ fail:
     gf_gpu_destroy(&self);
     return rc;
 }
+
+int gf_gpu_open(int ordinal, gf_gpu **out) { return gpu_open(ordinal, false, out); }
+int gf_gpu_open_urgent(int ordinal, gf_gpu **out) { return gpu_open(ordinal, true, out); }
 
 void gf_gpu_destroy(gf_gpu **self_p)
 {

@@ -19,6 +19,10 @@ typedef struct gf_gpu gf_gpu;
 /* Open CUDA device `ordinal`: retain its primary context, make it current,
  * create a stream. Returns 0, GF_EDEVICE or GF_ENOENT. */
 int gf_gpu_open(int ordinal, gf_gpu **out);
+/* The same with the stream at the greatest priority the context offers:
+ * where this stream and another of the card both have blocks waiting, the
+ * card places this one's first. */
+int gf_gpu_open_urgent(int ordinal, gf_gpu **out);
 void gf_gpu_destroy(gf_gpu **self_p);
 
 /* The stream jobs run on (borrowed). */

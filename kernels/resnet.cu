@@ -541,6 +541,26 @@ __device__ __forceinline__ void conv3_tf32_v4(const float *__restrict__ x,
         load_weights(c0, buf);
         asm volatile("cp.async.commit_group;");
     };
+    // The residual tile (BM_ rows of the block's BN_ positions, rows of
+    // BN_ + 8 words: a half-warp's float2 reads in the epilogue hit distinct
+    // banks) goes into the weights' other stage while the last slab is
+    // multiplied, where it fits (not at BM_ 32 x BN_ 256); elsewhere the
+    // epilogue reads it from global memory.
+    constexpr int LDR = BN_ + 8;
+    constexpr bool STAGE_RES = BM_ * LDR * 4 <= (int)A_BUF;
+    auto load_residual = [&](int buf) {
+        const unsigned dst0 = as0 + buf * A_BUF;
+#pragma unroll 4
+        for (int k = 0; k < BM_ * BN_ / THREADS; k++) {
+            const int idx = tid + k * THREADS, m = idx / BN_, n = idx % BN_;
+            const int oy = oy0 + n / C, ox = ox0 + n % C;
+            if (m0 + m < Cout && oy < Ho && ox < Wo)
+                asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(
+                                 dst0 + (unsigned)(m * LDR + n) * 4u),
+                             "l"(residual + (((long)b * Cout + m0 + m) * Ho + oy) * Wo + ox));
+        }
+        asm volatile("cp.async.commit_group;");
+    };
 
     // ldmatrix row addresses of this lane, as in v3; B's rows are output
     // positions, placed in the halo at tap (0, 0).
@@ -570,6 +590,8 @@ __device__ __forceinline__ void conv3_tf32_v4(const float *__restrict__ x,
         const int cur = t & 1;
         if (t + 1 < slabs)                            // in flight during the mma below
             load_slab((t + 1) * BKC, cur ^ 1);
+        else if (STAGE_RES && residual)
+            load_residual(cur ^ 1);
         const unsigned a_base = as0 + cur * A_BUF + a_off, b_base = hs0 + cur * H_BUF;
 #pragma unroll
         for (int tap = 0; tap < 9; tap++) {
@@ -617,37 +639,48 @@ __device__ __forceinline__ void conv3_tf32_v4(const float *__restrict__ x,
     // Epilogue: bias, residual, ReLU. A fragment's column pair (2·t4, 2·t4+1)
     // lies in one output row (C is even); with Wo even it is one aligned float2.
     const bool pairs = (Wo & 1) == 0;
+    const float *res_s = reinterpret_cast<const float *>(gf_resnet_smem + 2 * H_BUF +
+                                                         (((slabs - 1) & 1) ^ 1) * A_BUF);
 #pragma unroll
     for (int ni = 0; ni < NI; ni++) {
         const int n = wn * NI * 8 + ni * 8 + 2 * t4;
         const int oy = oy0 + n / C, ox = ox0 + n % C;
         if (oy >= Ho || ox >= Wo)
             continue;
+        const bool second = ox + 1 < Wo;
 #pragma unroll
         for (int mi = 0; mi < MI; mi++)
 #pragma unroll
             for (int half = 0; half < 2; half++) {
-                const int m = m0 + wm * MI * 16 + mi * 16 + g + half * 8;
+                const int mb = wm * MI * 16 + mi * 16 + g + half * 8, m = m0 + mb;
                 if (m >= Cout)
                     continue;
                 const float bm = bias[m];
                 const long o = (((long)b * Cout + m) * Ho + oy) * Wo + ox;
                 float v0 = acc[mi][ni][half * 2] + bm, v1 = acc[mi][ni][half * 2 + 1] + bm;
+                if (residual) {
+                    float2 r;
+                    if (STAGE_RES) {
+                        r = *reinterpret_cast<const float2 *>(res_s + mb * LDR + n);
+                    } else if (pairs) {
+                        r = *reinterpret_cast<const float2 *>(residual + o);
+                    } else {
+                        r.x = residual[o];
+                        r.y = second ? residual[o + 1] : 0.0f;
+                    }
+                    v0 += r.x;
+                    v1 += r.y;
+                }
+                if (relu) {
+                    v0 = fmaxf(v0, 0.0f);
+                    v1 = fmaxf(v1, 0.0f);
+                }
                 if (pairs) {
-                    if (residual) {
-                        float2 r = *reinterpret_cast<const float2 *>(residual + o);
-                        v0 += r.x;
-                        v1 += r.y;
-                    }
-                    if (relu) {
-                        v0 = fmaxf(v0, 0.0f);
-                        v1 = fmaxf(v1, 0.0f);
-                    }
                     *reinterpret_cast<float2 *>(out + o) = make_float2(v0, v1);
                 } else {
-                    store_out(out, residual, o, v0, relu);
-                    if (ox + 1 < Wo)
-                        store_out(out, residual, o + 1, v1, relu);
+                    out[o] = v0;
+                    if (second)
+                        out[o + 1] = v1;
                 }
             }
     }

@@ -153,7 +153,7 @@ static void test_own_conv_variants(void **state)
         { 32, 32, 3, 1, 9, 70, 3, 1, 1, "gf_conv3_tf32_v4s" },
         /* v4: odd width (single stores); one 16-channel slab and 48 of 64 rows. */
         { 64, 64, 3, 1, 7, 37, 2, 1, 1, "gf_conv3_tf32_v4" },
-        { 16, 48, 3, 1, 6, 20, 2, 0, 1, "gf_conv3_tf32_v4" },
+        { 16, 48, 3, 1, 6, 20, 2, 1, 1, "gf_conv3_tf32_v4" },
         /* v4 at Cout 96-256: two to four blocks of rows; odd rows and width. */
         { 128, 128, 3, 1, 5, 67, 2, 0, 1, "gf_conv3_tf32_v4" },
         { 128, 96, 3, 1, 4, 16, 1, 1, 0, "gf_conv3_tf32_v4" },

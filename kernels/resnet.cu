@@ -438,10 +438,11 @@ __device__ __forceinline__ void conv_tf32_v3(const float *__restrict__ x,
 // - the slab's weights, BM_ x 9 taps x BKC, packed (Cout, tap, Cin) in tf32
 //   as for v3, arrive by cp.async as well;
 // - two stages in dynamic shared memory: the next slab is in flight while
-//   the current slab's 9·BKC/8 k-steps run; one barrier per slab. (A first
-//   version staged the halo through registers; the compiler placed those
-//   loads next to their use, and warps stalled on them: 43 % of their
-//   cycles at stage 1 in Nsight Compute.)
+//   the current slab's 9·BKC/8 k-steps run; one barrier per slab; during
+//   the last slab the residual tile takes the free weight stage, where it
+//   fits. (A first version staged the halo through registers; the compiler
+//   placed those loads next to their use, and warps stalled on them: 43 %
+//   of their cycles at stage 1 in Nsight Compute.)
 // The host sizes the dynamic shared memory with the same formula
 // (worker/conv_gpu.c: 2 x 4 bytes x ((R+2)(C+2)(BKC+4) + BM_(9·BKC+4))).
 // The grid is (tiles of the output plane, Cout / BM_, windows).

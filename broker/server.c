@@ -71,6 +71,7 @@ typedef struct waiter {
     gf_peer peer;
     uint64_t *ids;
     size_t n;
+    size_t ended;             /* ids[0..ended) are known to have ended (for good) */
     uint64_t deadline;        /* monotonic ms, 0: none */
     struct waiter *next;
 } waiter;
@@ -518,10 +519,13 @@ static void reply_jobs(gf_server *self, const gf_peer *peer, uint64_t *ids, size
     post(self, self->clients, peer, &m);
 }
 
-static bool all_ended(gf_server *self, const uint64_t *ids, size_t n)
+/* Whether all the waiter's jobs ended. An end is final (a job out of
+ * memory ended too), so the walk resumes where the last one stopped: a
+ * wait for a batch of N costs O(N) over all its checks, not O(N) each. */
+static bool all_ended(gf_server *self, waiter *w)
 {
-    for (size_t i = 0; i < n; i++) {
-        gf_sched_job *sj = gf_sched_get(self->sched, ids[i]);
+    for (; w->ended < w->n; w->ended++) {
+        gf_sched_job *sj = gf_sched_get(self->sched, w->ids[w->ended]);
         if (sj && !ended(sj->job.state))
             return false;
     }
@@ -534,7 +538,7 @@ static void notify_waiters(gf_server *self)
     waiter **pp = &self->waiters;
     while (*pp) {
         waiter *w = *pp;
-        bool done = all_ended(self, w->ids, w->n);
+        bool done = all_ended(self, w);
         if (done || (w->deadline && now >= w->deadline)) {
             reply_jobs(self, &w->peer, w->ids, w->n, false);
             *pp = w->next;
@@ -768,14 +772,15 @@ static void on_wait(gf_server *self, const gf_peer *peer, gf_msg *req)
                        (unsigned long long)req->ids[i]);
             return;
         }
-    if (all_ended(self, req->ids, req->n_ids)) {
-        reply_jobs(self, peer, req->ids, req->n_ids, false);
-        return;
-    }
     waiter *w = gf_calloc(1, sizeof(*w));
     w->peer = *peer;
     w->ids = req->ids;
     w->n = req->n_ids;
+    if (all_ended(self, w)) {
+        reply_jobs(self, peer, req->ids, req->n_ids, false);
+        free(w);
+        return;
+    }
     req->ids = NULL;
     req->n_ids = 0;
     w->deadline = req->timeout_ms > 0 ? gf_now_ms() + (uint64_t)req->timeout_ms : 0;

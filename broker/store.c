@@ -34,6 +34,7 @@ struct gf_store {
     sqlite3_stmt *env_find;   /* id of an environment by digest */
     sqlite3_stmt *env_add;
     sqlite3_stmt *env_get;    /* its strings by id */
+    sqlite3_stmt *begin, *commit;
     char *env_data;           /* the last environment stored or found, and its id */
     size_t env_len;
     int64_t env_id;
@@ -162,7 +163,9 @@ gf_store *gf_store_open(const char *path)
         sqlite3_prepare_v2(self->db, "INSERT INTO envs(digest, data) VALUES (?1, ?2)", -1,
                            &self->env_add, NULL) != SQLITE_OK ||
         sqlite3_prepare_v2(self->db, "SELECT data FROM envs WHERE id = ?1", -1, &self->env_get,
-                           NULL) != SQLITE_OK) {
+                           NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(self->db, "BEGIN IMMEDIATE", -1, &self->begin, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(self->db, "COMMIT", -1, &self->commit, NULL) != SQLITE_OK) {
         db_fail(self, "preparing statements");
         goto fail;
     }
@@ -184,6 +187,8 @@ void gf_store_destroy(gf_store **self_p)
     sqlite3_finalize(self->env_find);
     sqlite3_finalize(self->env_add);
     sqlite3_finalize(self->env_get);
+    sqlite3_finalize(self->begin);
+    sqlite3_finalize(self->commit);
     free(self->env_data);
     if (self->db)
         sqlite3_close(self->db);
@@ -200,10 +205,22 @@ int gf_store_schema_version(gf_store *self)
     return user_version(self, &v) ? -1 : v;
 }
 
+/* Run a prepared statement that returns no rows (BEGIN, COMMIT). */
+static int step_done(gf_store *self, sqlite3_stmt *st, const char *what)
+{
+    int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    if (rc != SQLITE_DONE) {
+        GF_ERROR("job store %s: %s: %s", self->path, what, sqlite3_errmsg(self->db));
+        return GF_EIO;
+    }
+    return 0;
+}
+
 int gf_store_begin(gf_store *self)
 {
     assert(!self->in_tx);
-    if (exec_sql(self, "BEGIN IMMEDIATE"))
+    if (step_done(self, self->begin, "BEGIN"))
         return GF_EIO;
     self->in_tx = true;
     return 0;
@@ -212,7 +229,7 @@ int gf_store_begin(gf_store *self)
 int gf_store_commit(gf_store *self)
 {
     assert(self->in_tx);
-    if (exec_sql(self, "COMMIT")) {
+    if (step_done(self, self->commit, "COMMIT")) {
         exec_sql(self, "ROLLBACK");
         self->in_tx = false;
         self->env_id = 0;

@@ -209,12 +209,10 @@ int gf_store_schema_version(gf_store *self)
 static int step_done(gf_store *self, sqlite3_stmt *st, const char *what)
 {
     int rc = sqlite3_step(st);
-    sqlite3_reset(st);
-    if (rc != SQLITE_DONE) {
+    if (rc != SQLITE_DONE)
         GF_ERROR("job store %s: %s: %s", self->path, what, sqlite3_errmsg(self->db));
-        return GF_EIO;
-    }
-    return 0;
+    sqlite3_reset(st);
+    return rc == SQLITE_DONE ? 0 : GF_EIO;
 }
 
 int gf_store_begin(gf_store *self)

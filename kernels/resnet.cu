@@ -46,6 +46,37 @@ __device__ __forceinline__ unsigned round_tf32_bits(unsigned u)
     return (u + 0x1000u) & 0xffffe000u;
 }
 
+// The PTX the kernels share: an x4 ldmatrix (four 8x8 b16 matrices, one
+// row address per lane), one tf32 mma.m16n8k8 into four accumulators, and
+// 4-byte / 16-byte cp.async (src_bytes 0: the 16 bytes are zero-filled).
+__device__ __forceinline__ void ldmatrix_x4(unsigned addr, unsigned &r0, unsigned &r1,
+                                            unsigned &r2, unsigned &r3)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
+                 : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
+                 : "r"(addr));
+}
+
+__device__ __forceinline__ void mma_tf32(float (&c)[4], const unsigned (&a)[4], unsigned b0,
+                                         unsigned b1)
+{
+    asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 "
+                 "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+__device__ __forceinline__ void cp_async4(unsigned dst, const float *src)
+{
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(dst), "l"(src));
+}
+
+__device__ __forceinline__ void cp_async16(unsigned dst, const float *src, int src_bytes)
+{
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src),
+                 "r"(src_bytes));
+}
+
 // One output of the fused epilogue (bias already in v): the residual at o
 // added, then the ReLU.
 __device__ __forceinline__ void store_out(float *__restrict__ out,
@@ -158,13 +189,7 @@ __device__ __forceinline__ void conv_tf32(const float *__restrict__ x, const flo
             for (int mi = 0; mi < 2; mi++)
 #pragma unroll
                 for (int ni = 0; ni < 4; ni++)
-                    asm volatile(
-                        "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 "
-                        "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
-                        : "+f"(acc[mi][ni][0]), "+f"(acc[mi][ni][1]), "+f"(acc[mi][ni][2]),
-                          "+f"(acc[mi][ni][3])
-                        : "r"(a[mi][0]), "r"(a[mi][1]), "r"(a[mi][2]), "r"(a[mi][3]),
-                          "r"(b[ni][0]), "r"(b[ni][1]));
+                    mma_tf32(acc[mi][ni], a[mi], b[ni][0], b[ni][1]);
         }
         __syncthreads();
     }
@@ -341,29 +366,18 @@ __device__ __forceinline__ void conv_tf32_v3(const float *__restrict__ x,
 #pragma unroll
             for (int mi = 0; mi < MI; mi++) {
                 unsigned addr = as0 + cur * A_BUF + a_off + (unsigned)(mi * 16 * LD + ks) * 4u;
-                asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
-                             : "=r"(a[mi][0]), "=r"(a[mi][1]), "=r"(a[mi][2]), "=r"(a[mi][3])
-                             : "r"(addr));
+                ldmatrix_x4(addr, a[mi][0], a[mi][1], a[mi][2], a[mi][3]);
             }
 #pragma unroll
             for (int nj = 0; nj < NI / 2; nj++) {
                 unsigned addr = bs0 + cur * B_BUF + b_off + (unsigned)(nj * 16 * LD + ks) * 4u;
-                asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
-                             : "=r"(b[2 * nj][0]), "=r"(b[2 * nj][1]), "=r"(b[2 * nj + 1][0]),
-                               "=r"(b[2 * nj + 1][1])
-                             : "r"(addr));
+                ldmatrix_x4(addr, b[2 * nj][0], b[2 * nj][1], b[2 * nj + 1][0], b[2 * nj + 1][1]);
             }
 #pragma unroll
             for (int mi = 0; mi < MI; mi++)
 #pragma unroll
                 for (int ni = 0; ni < NI; ni++)
-                    asm volatile(
-                        "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 "
-                        "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
-                        : "+f"(acc[mi][ni][0]), "+f"(acc[mi][ni][1]), "+f"(acc[mi][ni][2]),
-                          "+f"(acc[mi][ni][3])
-                        : "r"(a[mi][0]), "r"(a[mi][1]), "r"(a[mi][2]), "r"(a[mi][3]),
-                          "r"(b[ni][0]), "r"(b[ni][1]));
+                    mma_tf32(acc[mi][ni], a[mi], b[ni][0], b[ni][1]);
         }
         if (t + 1 < tiles)
             store_tile(cur ^ 1);                      // the other stage: read last turn
@@ -516,9 +530,7 @@ __device__ __forceinline__ void conv3_tf32_v4(const float *__restrict__ x,
             if (h_src[i] >= 0)
 #pragma unroll
                 for (int c = 0; c < BKC; c += 4)
-                    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(
-                                     dst + (unsigned)(i * 64 * LDH + c) * 4u),
-                                 "l"(src + h_src[i] + c * HWin));
+                    cp_async4(dst + (unsigned)(i * 64 * LDH + c) * 4u, src + h_src[i] + c * HWin);
     };
 
     // The slab's weights: quad idx is (row m, tap, quad q); rows past Cout
@@ -532,8 +544,7 @@ __device__ __forceinline__ void conv3_tf32_v4(const float *__restrict__ x,
                 const bool ok = m0 + m < Cout;
                 const float *src = ok ? wp + (long)(m0 + m) * KK + tap * Cin + c0 + 4 * q : wp;
                 const unsigned dst = as0 + buf * A_BUF + (unsigned)(m * LDA + tap * BKC + 4 * q) * 4u;
-                asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src),
-                             "r"(ok ? 16 : 0));
+                cp_async16(dst, src, ok ? 16 : 0);
             }
         }
     };
@@ -556,9 +567,8 @@ __device__ __forceinline__ void conv3_tf32_v4(const float *__restrict__ x,
             const int idx = tid + k * THREADS, m = idx / BN_, n = idx % BN_;
             const int oy = oy0 + n / C, ox = ox0 + n % C;
             if (m0 + m < Cout && oy < Ho && ox < Wo)
-                asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(
-                                 dst0 + (unsigned)(m * LDR + n) * 4u),
-                             "l"(residual + (((long)b * Cout + m0 + m) * Ho + oy) * Wo + ox));
+                cp_async4(dst0 + (unsigned)(m * LDR + n) * 4u,
+                          residual + (((long)b * Cout + m0 + m) * Ho + oy) * Wo + ox);
         }
         asm volatile("cp.async.commit_group;");
     };
@@ -603,17 +613,13 @@ __device__ __forceinline__ void conv3_tf32_v4(const float *__restrict__ x,
 #pragma unroll
                 for (int mi = 0; mi < MI; mi++) {
                     const unsigned addr = a_base + (unsigned)(mi * 16 * LDA + tap * BKC + ks) * 4u;
-                    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
-                                 : "=r"(a[mi][0]), "=r"(a[mi][1]), "=r"(a[mi][2]), "=r"(a[mi][3])
-                                 : "r"(addr));
+                    ldmatrix_x4(addr, a[mi][0], a[mi][1], a[mi][2], a[mi][3]);
                 }
 #pragma unroll
                 for (int nj = 0; nj < NI / 2; nj++) {
                     const unsigned addr = b_base + b_off[nj] + tap_off + (unsigned)ks * 4u;
-                    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
-                                 : "=r"(bf[2 * nj][0]), "=r"(bf[2 * nj][1]),
-                                   "=r"(bf[2 * nj + 1][0]), "=r"(bf[2 * nj + 1][1])
-                                 : "r"(addr));
+                    ldmatrix_x4(addr, bf[2 * nj][0], bf[2 * nj][1], bf[2 * nj + 1][0],
+                                bf[2 * nj + 1][1]);
                 }
 #pragma unroll
                 for (int ni = 0; ni < NI; ni++) {       // the halo is fp32: round as cvt.rna
@@ -624,13 +630,7 @@ __device__ __forceinline__ void conv3_tf32_v4(const float *__restrict__ x,
                 for (int mi = 0; mi < MI; mi++)
 #pragma unroll
                     for (int ni = 0; ni < NI; ni++)
-                        asm volatile(
-                            "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 "
-                            "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
-                            : "+f"(acc[mi][ni][0]), "+f"(acc[mi][ni][1]), "+f"(acc[mi][ni][2]),
-                              "+f"(acc[mi][ni][3])
-                            : "r"(a[mi][0]), "r"(a[mi][1]), "r"(a[mi][2]), "r"(a[mi][3]),
-                              "r"(bf[ni][0]), "r"(bf[ni][1]));
+                        mma_tf32(acc[mi][ni], a[mi], bf[ni][0], bf[ni][1]);
             }
         }
         asm volatile("cp.async.wait_all;");

@@ -61,6 +61,22 @@ static void make_job(gf_job *j, const char *word, int priority)
     j->submitted_ms = gf_wall_ms();
 }
 
+/* One job inserted, or its row rewritten (record_only: the environment
+ * column left as it is), in a transaction of its own. */
+static void insert_one(gf_store *s, gf_job *j)
+{
+    assert_int_equal(gf_store_begin(s), 0);
+    assert_int_equal(gf_store_insert(s, j), 0);
+    assert_int_equal(gf_store_commit(s), 0);
+}
+
+static void update_one(gf_store *s, const gf_job *j, bool record_only)
+{
+    assert_int_equal(gf_store_begin(s), 0);
+    assert_int_equal(record_only ? gf_store_update_record(s, j) : gf_store_update(s, j), 0);
+    assert_int_equal(gf_store_commit(s), 0);
+}
+
 static void test_insert_get_update(void **state)
 {
     fixture *f = *state;
@@ -95,9 +111,7 @@ static void test_insert_get_update(void **state)
     a.stats[0].key = gf_strdup("chunks");
     a.stats[0].i = 42;
     a.n_stats = 1;
-    assert_int_equal(gf_store_begin(s), 0);
-    assert_int_equal(gf_store_update(s, &a), 0);
-    assert_int_equal(gf_store_commit(s), 0);
+    update_one(s, &a, false);
     assert_int_equal(gf_store_get(s, a.id, &got), 0);
     assert_int_equal(got.state, GF_STATE_DONE);
     assert_int_equal(got.stats[0].i, 42);
@@ -209,9 +223,7 @@ static void test_env_shared(void **state)
     assert_int_equal(gf_store_get(s, j[1].id, &got), 0);
     assert_env(&got.spec, e1, 3);
     got.state = GF_STATE_DONE;
-    assert_int_equal(gf_store_begin(s), 0);
-    assert_int_equal(gf_store_update(s, &got), 0);
-    assert_int_equal(gf_store_commit(s), 0);
+    update_one(s, &got, false);
     gf_job_clear(&got);
     assert_int_equal(gf_store_get(s, j[1].id, &got), 0);
     assert_int_equal(got.state, GF_STATE_DONE);
@@ -236,9 +248,7 @@ static void test_env_shared(void **state)
     assert_int_equal(gf_store_insert(s, &r), 0);
     assert_int_equal(gf_store_rollback(s), 0);
     assert_int_equal(count_rows(f->path, "envs"), 2);
-    assert_int_equal(gf_store_begin(s), 0);
-    assert_int_equal(gf_store_insert(s, &r), 0);
-    assert_int_equal(gf_store_commit(s), 0);
+    insert_one(s, &r);
     assert_int_equal(gf_store_get(s, r.id, &got), 0);
     assert_env(&got.spec, e3, 1);
     gf_job_clear(&got);
@@ -260,15 +270,11 @@ static void test_env_kept_in_store(void **state)
     gf_job j;
     make_job(&j, "kept", 0);
     set_env(&j, e1, 2);
-    assert_int_equal(gf_store_begin(s), 0);
-    assert_int_equal(gf_store_insert(s, &j), 0);
-    assert_int_equal(gf_store_commit(s), 0);
+    insert_one(s, &j);
     /* the copy in memory loses its environment; its state changes */
     gf_job_spec_drop_env(&j.spec);
     j.state = GF_STATE_RUNNING;
-    assert_int_equal(gf_store_begin(s), 0);
-    assert_int_equal(gf_store_update_record(s, &j), 0);
-    assert_int_equal(gf_store_commit(s), 0);
+    update_one(s, &j, true);
     gf_job got;
     assert_int_equal(gf_store_get(s, j.id, &got), 0);
     assert_int_equal(got.state, GF_STATE_RUNNING);
@@ -417,9 +423,7 @@ static void test_durable_across_crash(void **state)
     /* ids keep growing after the lost insert */
     gf_job j;
     make_job(&j, "after", 0);
-    assert_int_equal(gf_store_begin(s), 0);
-    assert_int_equal(gf_store_insert(s, &j), 0);
-    assert_int_equal(gf_store_commit(s), 0);
+    insert_one(s, &j);
     assert_true(j.id >= 51);
     gf_job_clear(&j);
     gf_store_destroy(&s);
@@ -474,9 +478,7 @@ static void test_migration(void **state)
     assert_env(&got.spec, old_env, 2);
     got.state = GF_STATE_DONE;
     got.ended_ms = 99;
-    assert_int_equal(gf_store_begin(s), 0);
-    assert_int_equal(gf_store_update(s, &got), 0);   /* the v2 and v3 columns exist */
-    assert_int_equal(gf_store_commit(s), 0);
+    update_one(s, &got, false); /* the v2 and v3 columns exist */
     gf_job_clear(&got);
     assert_int_equal(count_rows(f->path, "envs"), 1);   /* moved out at the update */
     assert_int_equal(gf_store_get(s, 7, &got), 0);
@@ -507,9 +509,7 @@ static void test_damaged_row_skipped(void **state)
     gf_store *s = gf_store_open(f->path);
     gf_job a;
     make_job(&a, "fine", 0);
-    assert_int_equal(gf_store_begin(s), 0);
-    assert_int_equal(gf_store_insert(s, &a), 0);
-    assert_int_equal(gf_store_commit(s), 0);
+    insert_one(s, &a);
     gf_store_destroy(&s);
     sqlite3 *db;
     assert_int_equal(sqlite3_open(f->path, &db), SQLITE_OK);

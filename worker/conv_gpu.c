@@ -33,8 +33,8 @@ static const gf_conv_own_kernel own_kernels[] = {
     { "gf_conv1_tf32_v1", "gf_conv3_tf32_v1", 64, 128, 16, 1, false, 0, 0 },
     { "gf_conv1_tf32_v3", "gf_conv3_tf32_v3", 64, 128, 16, 2, true, 0, 0 },
     { "gf_conv1_tf32_v3w", "gf_conv3_tf32_v3w", 128, 128, 16, 2, true, 0, 0 },
-    { NULL, "gf_conv3_tf32_v4s", 32, 256, 8, 2, true, 16, 16 },
-    { NULL, "gf_conv3_tf32_v4", 64, 128, 16, 2, true, 4, 32 },
+    { NULL, "gf_conv3_tf32_v4s", 32, 16 * 16, 8, 2, true, 16, 16 },
+    { NULL, "gf_conv3_tf32_v4", 64, 4 * 32, 16, 2, true, 4, 32 },
 };
 
 const gf_conv_own_kernel *gf_conv_gpu_own_kernel(gf_conv_shape s)
@@ -71,7 +71,7 @@ static float round_tf32(float v)
 }
 
 /* w (cout, cin, k, k) -> (cout, k*k, cin) rounded to tf32, for v3 and v4. */
-static float *pack_v3(gf_conv_shape s, const float *w)
+static float *pack_tap_major(gf_conv_shape s, const float *w)
 {
     int taps = s.k * s.k;
     float *p = gf_malloc(sizeof(float) * (size_t)s.cout * s.cin * taps);
@@ -98,7 +98,7 @@ gf_conv_gpu *gf_conv_gpu_new(gf_gpu *gpu, gf_blas_gpu *blas, const char *boundar
     rc = rc ? rc : gf_gpu_alloc(gpu, sizeof(float) * shape.cout, &c->b);
     rc = rc ? rc : gf_gpu_upload(gpu, c->b, bias, sizeof(float) * shape.cout);
     if (rc == 0 && gf_conv_gpu_own_kernel(shape)->packed) {
-        float *p = pack_v3(shape, w);
+        float *p = pack_tap_major(shape, w);
         rc = gf_gpu_alloc(gpu, sizeof(float) * shape.cout * kk, &c->wp);
         rc = rc ? rc : gf_gpu_upload(gpu, c->wp, p, sizeof(float) * shape.cout * kk);
         rc = rc ? rc : gf_gpu_sync(gpu);

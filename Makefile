@@ -156,9 +156,13 @@ NVCC_FLAGS := -std=c++17 -O3 -I.
 $(BUILD)/ptx/%.sm75.ptx: kernels/%.cu $(wildcard kernels/*.cuh)
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVCC_FLAGS) -arch=compute_75 -ptx $< -o $@
+# resnet.cu's sm90 tier is arch-specific (compute_90a: wgmma), so it loads
+# on cc 9.0 only; worker/gpu.c skips such a tier on any other card.
+ARCH_SM90 := compute_90
+$(BUILD)/ptx/resnet.sm90.ptx: ARCH_SM90 := compute_90a
 $(BUILD)/ptx/%.sm90.ptx: kernels/%.cu $(wildcard kernels/*.cuh)
 	@mkdir -p $(dir $@)
-	$(NVCC) $(NVCC_FLAGS) -arch=compute_90 -ptx $< -o $@
+	$(NVCC) $(NVCC_FLAGS) -arch=$(ARCH_SM90) -ptx $< -o $@
 PTX_TRIPLES = $(foreach f,$(PTX_FILES),$(basename $(basename $(notdir $(f)))) $(subst .,,$(suffix $(basename $(f)))) $(f))
 else
 PTX_FILES :=

@@ -26,31 +26,44 @@ struct gf_conv_gpu {
 /* The own kernel's variants (kernels/resnet.cu). v4 runs the 3x3 stride-1
  * layers from a halo of input loaded once per channel slab (its 64-row block
  * also serves Cout 128 and 256, where it beat v3's 128 x 128 block:
- * docs/gpu.md); v3 the other layers of whole 16-channel K tiles (the
- * strided 3x3 and the 1x1 shortcuts), with packed weights and a block that
- * follows Cout; v1 the rest (resnet.conv1). */
+ * docs/gpu.md); on the H200 (cc 9.0) v5, on wgmma, takes those of 64 and 128
+ * channels (stages 2 and 3), where it beats v4 by 25 % and 5 %, and leaves
+ * stage 1 (32 channels) and stage 4 (256) to v4 (bench/gpu/bench_gpu_conv).
+ * v3 runs the other layers of whole 16-channel K tiles (the strided 3x3 and
+ * the 1x1 shortcuts), with packed weights and a block that follows Cout; v1
+ * the rest (resnet.conv1). */
 static const gf_conv_own_kernel own_kernels[] = {
-    { "gf_conv1_tf32_v1", "gf_conv3_tf32_v1", 64, 128, 16, 1, false, 0, 0 },
-    { "gf_conv1_tf32_v3", "gf_conv3_tf32_v3", 64, 128, 16, 2, true, 0, 0 },
-    { "gf_conv1_tf32_v3w", "gf_conv3_tf32_v3w", 128, 128, 16, 2, true, 0, 0 },
-    { NULL, "gf_conv3_tf32_v4s", 32, 16 * 16, 8, 2, true, 16, 16 },
-    { NULL, "gf_conv3_tf32_v4", 64, 4 * 32, 16, 2, true, 4, 32 },
+    { 1, "gf_conv1_tf32_v1", "gf_conv3_tf32_v1", 64, 128, 16, 1, false, 0, 0, 0 },
+    { 3, "gf_conv1_tf32_v3", "gf_conv3_tf32_v3", 64, 128, 16, 2, true, 0, 0, 0 },
+    { 3, "gf_conv1_tf32_v3w", "gf_conv3_tf32_v3w", 128, 128, 16, 2, true, 0, 0, 0 },
+    { 4, NULL, "gf_conv3_tf32_v4s", 32, 16 * 16, 8, 2, true, 16, 16, 0 },
+    { 4, NULL, "gf_conv3_tf32_v4", 64, 4 * 32, 16, 2, true, 4, 32, 0 },
+    { 5, NULL, "gf_conv3_tf32_v5", 64, 8 * 30, 8, 3, true, 8, 30, 90 },
 };
 
-const gf_conv_own_kernel *gf_conv_gpu_own_kernel(gf_conv_shape s)
+const gf_conv_own_kernel *gf_conv_gpu_own_kernel(gf_conv_shape s, int cc)
 {
     if (s.cin % 16 != 0)
         return &own_kernels[0];
-    if (s.k == 3 && s.stride == 1)
+    if (s.k == 3 && s.stride == 1) {
+        if (cc == 90 && (s.cout == 64 || s.cout == 128))
+            return &own_kernels[5];
         return &own_kernels[s.cout <= 32 ? 3 : 4];
+    }
     return &own_kernels[s.cout <= 64 ? 1 : 2];
 }
 
-/* Must match conv3_tf32_v4's layout: two stages, each a halo of
+/* Must match the kernels' layouts. v4: two stages, each a halo of
  * (rows + 2) x (cols + 2) positions of tile_k + 4 words and the weights,
- * tile_m rows of 9 * tile_k + 4 words. */
+ * tile_m rows of 9 * tile_k + 4 words. v5: three stages, each tile_k / 4
+ * planes of NH = (rows + 2) * (cols + 2) + 8 positions at 16 bytes and the
+ * weights, 9 * tile_k / 4 planes of tile_m channels at 16 bytes. */
 int gf_conv_own_smem(const gf_conv_own_kernel *k)
 {
+    if (k->version == 5) {
+        int nh = (k->tile_rows + 2) * (k->tile_cols + 2) + 8, quads = k->tile_k / 4;
+        return k->stages * 16 * (quads * nh + 9 * quads * k->tile_m);
+    }
     if (!k->tile_rows)
         return 0;
     return 2 * 4 * ((k->tile_rows + 2) * (k->tile_cols + 2) * (k->tile_k + 4) +
@@ -97,7 +110,7 @@ gf_conv_gpu *gf_conv_gpu_new(gf_gpu *gpu, gf_blas_gpu *blas, const char *boundar
     rc = rc ? rc : gf_gpu_upload(gpu, c->w, w, sizeof(float) * shape.cout * kk);
     rc = rc ? rc : gf_gpu_alloc(gpu, sizeof(float) * shape.cout, &c->b);
     rc = rc ? rc : gf_gpu_upload(gpu, c->b, bias, sizeof(float) * shape.cout);
-    if (rc == 0 && gf_conv_gpu_own_kernel(shape)->packed) {
+    if (rc == 0 && gf_conv_gpu_own_kernel(shape, gf_gpu_cc(gpu))->packed) {
         float *p = pack_tap_major(shape, w);
         rc = gf_gpu_alloc(gpu, sizeof(float) * shape.cout * kk, &c->wp);
         rc = rc ? rc : gf_gpu_upload(gpu, c->wp, p, sizeof(float) * shape.cout * kk);
@@ -164,7 +177,29 @@ int gf_conv_gpu_set_route(gf_conv_gpu *c, gf_route_kind kind, gf_math math,
                 c->shape.k);
         return GF_EUNSUP;
     }
-    const gf_conv_own_kernel *kern = gf_conv_gpu_own_kernel(c->shape);
+    return gf_conv_gpu_set_own_variant(c, gf_conv_gpu_own_kernel(c->shape, gf_gpu_cc(c->gpu)),
+                                       module_sha256);
+}
+
+const gf_conv_own_kernel *gf_conv_own_kernels(size_t *count)
+{
+    *count = GF_ARRAY_LEN(own_kernels);
+    return own_kernels;
+}
+
+int gf_conv_gpu_set_own_variant(gf_conv_gpu *c, const gf_conv_own_kernel *kern,
+                                const char **module_sha256)
+{
+    if (kern->only_cc && kern->only_cc != gf_gpu_cc(c->gpu)) {
+        GF_WARN("%s: %s runs on cc %d.%d only: refused", c->boundary, kern->name3,
+                kern->only_cc / 10, kern->only_cc % 10);
+        return GF_EUNSUP;
+    }
+    if ((c->shape.k == 3 ? kern->name3 : kern->name1) == NULL || (kern->packed && !c->wp)) {
+        GF_WARN("%s: the own kernel's v%d has no entry for this shape: refused", c->boundary,
+                kern->version);
+        return GF_EUNSUP;
+    }
     int smem = gf_conv_own_smem(kern);
     if (smem > gf_gpu_smem_optin(c->gpu)) {
         GF_WARN("%s: the own kernel needs %d bytes of shared memory a block, this card offers "
@@ -199,7 +234,7 @@ int gf_conv_gpu_run(gf_conv_gpu *c, gf_math math, int B, gf_cu_ptr x, int h, int
                       &ho, &wo, &relu };
         const gf_conv_own_kernel *kern = c->own_kernel;
         unsigned gy = (unsigned)((cout + kern->tile_m - 1) / kern->tile_m);
-        if (kern->tile_rows) {   /* v4: tiles of the output plane x Cout x windows */
+        if (kern->tile_rows) {   /* v4, v5: tiles of the output plane x Cout x windows */
             unsigned gx = (unsigned)(((wo + kern->tile_cols - 1) / kern->tile_cols) *
                                      ((ho + kern->tile_rows - 1) / kern->tile_rows));
             return gf_gpu_launch(c->gpu, c->own, gx, gy, (unsigned)B, 256, 1, 1,

@@ -22,21 +22,26 @@ typedef struct {
 
 typedef struct gf_conv_gpu gf_conv_gpu;
 
-/* A variant of the own kernel: its entry points (1x1, 3x3; NULL where it has
- * none), block tile (output channels x output positions), input channels per
- * K step, shared-memory stages, whether it reads the packed tf32 weights,
- * and for the halo variant (v4: 3x3, stride 1) the block's output rows and
- * columns (0 for the others, whose positions run flat). */
+/* A variant of the own kernel: its version (1, 3, 4, 5: kernels/resnet.cu),
+ * entry points (1x1, 3x3; NULL where it has none), block tile (output
+ * channels x output positions), input channels per K step, shared-memory
+ * stages, whether it reads the packed tf32 weights, for the halo variants
+ * (v4, v5: 3x3, stride 1) the block's output rows and columns (0 for the
+ * others, whose positions run flat), and the one compute capability it
+ * runs on (0: any from 8.0; v5's wgmma needs 9.0 exactly). */
 typedef struct {
+    int version;
     const char *name1, *name3;
     int tile_m, tile_n, tile_k, stages;
     bool packed;
     int tile_rows, tile_cols;
+    int only_cc;
 } gf_conv_own_kernel;
 
-/* The variant the own route runs for a layer of this shape (qualify pins its
- * configuration from the same answer). */
-const gf_conv_own_kernel *gf_conv_gpu_own_kernel(gf_conv_shape shape);
+/* The variant the own route runs for a layer of this shape on a card of
+ * compute capability cc (major * 10 + minor); qualify pins its configuration
+ * from the same answer. */
+const gf_conv_own_kernel *gf_conv_gpu_own_kernel(gf_conv_shape shape, int cc);
 /* Bytes of dynamic shared memory a variant launches with (0: static only). */
 int gf_conv_own_smem(const gf_conv_own_kernel *kernel);
 
@@ -55,6 +60,15 @@ gf_route_kind gf_conv_gpu_route(const gf_conv_gpu *self);
  * *module_sha256 (may be NULL) is the identity of the module that loaded. */
 int gf_conv_gpu_set_route(gf_conv_gpu *self, gf_route_kind kind, gf_math math,
                           const char **module_sha256);
+
+/* Every variant, for benchmarks that compare them (bench/gpu/bench_gpu_conv). */
+const gf_conv_own_kernel *gf_conv_own_kernels(size_t *count);
+/* The own route with a given variant instead of the one
+ * gf_conv_gpu_own_kernel picks: GF_EUNSUP where it cannot run this layer on
+ * this card (logged). The caller answers for the shape fitting the
+ * variant's tiles (v5: Cout a multiple of tile_m, Cin of 8; v4: 3x3 stride 1). */
+int gf_conv_gpu_set_own_variant(gf_conv_gpu *self, const gf_conv_own_kernel *kernel,
+                                const char **module_sha256);
 
 /* Output extent of an input extent n. */
 int gf_conv_gpu_out(const gf_conv_gpu *self, int n);

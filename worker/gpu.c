@@ -11,6 +11,7 @@
 #include "common/sha256.h"
 #include "common/util.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -225,15 +226,26 @@ int gf_gpu_sync(gf_gpu *self)
     return 0;
 }
 
+/* Whether PTX of this tier JIT-compiles for a card of compute capability cc:
+ * a tier no newer than the card, and an arch-specific target (".target
+ * sm_90a": features of that architecture only) on exactly its own. */
+static bool blob_loads_on(const gf_ptx_blob *b, int cc)
+{
+    int tier_cc = atoi(b->tier + 2);   /* "sm90" -> 90 */
+    if (tier_cc > cc)
+        return false;
+    char specific[32];
+    snprintf(specific, sizeof specific, ".target sm_%da", tier_cc);
+    return tier_cc == cc || !strstr(b->text, specific);
+}
+
 static const gf_ptx_blob *best_blob(int cc, const char *area)
 {
     const gf_ptx_blob *best = NULL;
     for (const gf_ptx_blob *b = gf_ptx_blobs; b->area; b++) {
-        if (strcmp(b->area, area) != 0)
+        if (strcmp(b->area, area) != 0 || !blob_loads_on(b, cc))
             continue;
-        int tier_cc = atoi(b->tier + 2);   /* "sm90" -> 90 */
-        if (tier_cc > cc)
-            continue;
+        int tier_cc = atoi(b->tier + 2);
         if (!best || tier_cc > atoi(best->tier + 2))
             best = b;
     }

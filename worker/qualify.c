@@ -17,7 +17,6 @@
 #include <json-c/json.h>
 #include <math.h>
 #include <stdbool.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,10 +59,10 @@ static conv_layer conv_layers[MAX_CONV_LAYERS];
 static size_t n_conv_layers;
 static gf_candidate candidates[1 + MAX_CONV_LAYERS];
 static size_t n_candidates;
-static pthread_once_t candidates_once = PTHREAD_ONCE_INIT;
+static int candidates_cc = -1;   /* the card they were built for */
 
-static void add_conv(const char *name, int cin, int cout, int k, int stride, int h, int w,
-                     int residual, int relu)
+static void add_conv(int cc, const char *name, int cin, int cout, int k, int stride, int h,
+                     int w, int residual, int relu)
 {
     conv_layer *c = &conv_layers[n_conv_layers++];
     snprintf(c->boundary, sizeof c->boundary, "%s", name);
@@ -72,7 +71,7 @@ static void add_conv(const char *name, int cin, int cout, int k, int stride, int
     c->w = w;
     c->residual = residual;
     c->relu = relu;
-    const gf_conv_own_kernel *kern = gf_conv_gpu_own_kernel(c->shape);
+    const gf_conv_own_kernel *kern = gf_conv_gpu_own_kernel(c->shape, cc);
     resnet_config *rc = &c->config;
     snprintf(rc->tile_m, sizeof rc->tile_m, "%d", kern->tile_m);
     snprintf(rc->tile_n, sizeof rc->tile_n, "%d", kern->tile_n);
@@ -90,23 +89,24 @@ static void add_conv(const char *name, int cin, int cout, int k, int stride, int
     memcpy(rc->pins, pins, sizeof pins);
 }
 
-static void build_candidates(void)
+static void build_candidates(int cc)
 {
+    n_conv_layers = n_candidates = 0;
     static const int blocks[4] = { 3, 4, 6, 3 }, widths[4] = { 32, 64, 128, 256 };
     char name[48];
     int h = 80, w = 998, cin = 32;
-    add_conv("resnet.conv1", 1, 32, 3, 1, h, w, 0, 1);
+    add_conv(cc, "resnet.conv1", 1, 32, 3, 1, h, w, 0, 1);
     for (int l = 0; l < 4; l++)
         for (int b = 0; b < blocks[l]; b++) {
             int stride = (l > 0 && b == 0) ? 2 : 1, width = widths[l];
             int ho = (h + 2 - 3) / stride + 1, wo = (w + 2 - 3) / stride + 1;
             snprintf(name, sizeof name, "resnet.layer%d.%d.conv1", l + 1, b);
-            add_conv(name, cin, width, 3, stride, h, w, 0, 1);
+            add_conv(cc, name, cin, width, 3, stride, h, w, 0, 1);
             snprintf(name, sizeof name, "resnet.layer%d.%d.conv2", l + 1, b);
-            add_conv(name, width, width, 3, 1, ho, wo, 1, 1);
+            add_conv(cc, name, width, width, 3, 1, ho, wo, 1, 1);
             if (stride != 1 || cin != width) {
                 snprintf(name, sizeof name, "resnet.layer%d.%d.shortcut", l + 1, b);
-                add_conv(name, cin, width, 1, stride, h, w, 0, 0);
+                add_conv(cc, name, cin, width, 1, stride, h, w, 0, 0);
             }
             h = ho;
             w = wo;
@@ -119,9 +119,12 @@ static void build_candidates(void)
                                                      conv_layers[i].config.pins, RESNET_PINS };
 }
 
-const gf_candidate *gf_qualify_candidates(size_t *count)
+const gf_candidate *gf_qualify_candidates(int cc, size_t *count)
 {
-    pthread_once(&candidates_once, build_candidates);
+    if (cc != candidates_cc) {
+        build_candidates(cc);
+        candidates_cc = cc;
+    }
     *count = n_candidates;
     return candidates;
 }

@@ -52,8 +52,10 @@ typedef struct {
     char end_to_end[GF_SHA256_HEX_LEN];
 } gf_qualify_result;
 
-/* The own kernels this build can qualify; n in *count. */
-const gf_candidate *gf_qualify_candidates(size_t *count);
+/* The own kernels this build can qualify on a card of compute capability cc
+ * (major * 10 + minor: the ResNet layers pin the variant that card runs);
+ * n in *count. Valid until the next call with another cc; one thread. */
+const gf_candidate *gf_qualify_candidates(int cc, size_t *count);
 
 /* Qualify one candidate on one tuple. Returns 0 (whatever the verdict, in
  * *out), GF_EUNSUP when the kernel refuses this card or tuple, GF_EDEVICE,

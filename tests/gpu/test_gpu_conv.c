@@ -1,5 +1,5 @@
 /* test_gpu_conv.c — every variant of the own ResNet kernel (kernels/resnet.cu:
- * v1, v3, v4) against the CPU reference (kernels/conv2d.c) on small shapes
+ * v1, v3, v4, and v5 on a cc 9.0 card) against the CPU reference (kernels/conv2d.c) on small shapes
  * chosen to end tiles part-way: output planes that are not whole tiles, odd
  * and even widths (v4's paired stores), output channels that do not fill a
  * block, several windows, with and without the residual. Each element must
@@ -33,6 +33,7 @@ static float frand(unsigned *s)
 typedef struct {
     int cin, cout, k, stride, h, w, windows, residual, relu;
     const char *variant;   /* the entry point gf_conv_gpu_own_kernel must pick */
+    const char *variant90; /* the same on a cc 9.0 card (wgmma); NULL: variant */
 } conv_case;
 
 /* The reference for all windows: out = conv(x) (+ residual), and the bound's
@@ -68,8 +69,9 @@ static void reference(const conv_case *t, const float *x, const float *w, const 
 static void check_case(gf_blas_gpu *blas, const conv_case *t, unsigned *seed)
 {
     gf_conv_shape shape = { t->cin, t->cout, t->k, t->stride };
-    const gf_conv_own_kernel *kern = gf_conv_gpu_own_kernel(shape);
-    assert_string_equal(t->k == 3 ? kern->name3 : kern->name1, t->variant);
+    const gf_conv_own_kernel *kern = gf_conv_gpu_own_kernel(shape, gf_gpu_cc(gpu));
+    const char *variant = gf_gpu_cc(gpu) == 90 && t->variant90 ? t->variant90 : t->variant;
+    assert_string_equal(t->k == 3 ? kern->name3 : kern->name1, variant);
 
     int pad = t->k / 2, ho = gf_conv2d_out(t->h, t->k, t->stride, pad);
     int wo = gf_conv2d_out(t->w, t->k, t->stride, pad);
@@ -92,7 +94,7 @@ static void check_case(gf_blas_gpu *blas, const conv_case *t, unsigned *seed)
     reference(t, x, w, bias, res, true, bound);
 
     char name[48];
-    snprintf(name, sizeof name, "test.%s", t->variant);
+    snprintf(name, sizeof name, "test.%s", variant);
     gf_conv_gpu *c = gf_conv_gpu_new(gpu, blas, name, shape, w, bias);
     assert_non_null(c);
     assert_int_equal(gf_conv_gpu_set_route(c, GF_ROUTE_OWN, GF_MATH_TF32, NULL), 0);
@@ -116,7 +118,7 @@ static void check_case(gf_blas_gpu *blas, const conv_case *t, unsigned *seed)
         if (!(err <= lim)) {   /* NaN fails too */
             if (bad++ < 5)
                 fprintf(stderr, "%s %dx%d s%d %d->%d %dx%d: [%ld] got %g want %g (bound %g)\n",
-                        t->variant, t->k, t->k, t->stride, t->cin, t->cout, t->h, t->w, i,
+                        variant, t->k, t->k, t->stride, t->cin, t->cout, t->h, t->w, i,
                         got[i], ref[i], lim);
         } else if (err / lim > worst) {
             worst = err / lim;
@@ -124,7 +126,7 @@ static void check_case(gf_blas_gpu *blas, const conv_case *t, unsigned *seed)
     }
     printf("%-18s %dx%d s%d %3d->%3d in %2dx%-3d x%d: %ld outputs, worst error %.2f of the bound, "
            "%ld outside\n",
-           t->variant, t->k, t->k, t->stride, t->cin, t->cout, t->h, t->w, t->windows, out_n, worst,
+           variant, t->k, t->k, t->stride, t->cin, t->cout, t->h, t->w, t->windows, out_n, worst,
            bad);
     assert_int_equal(bad, 0);
 
@@ -149,22 +151,30 @@ static void test_own_conv_variants(void **state)
     assert_int_equal(gf_blas_gpu_open(gpu, &blas), 0);
     static const conv_case cases[] = {
         /* v4s: 9 rows end the row tile early, 70 columns the fifth column
-         * tile; even width: paired stores; four 8-channel slabs. */
-        { 32, 32, 3, 1, 9, 70, 3, 1, 1, "gf_conv3_tf32_v4s" },
-        /* v4: odd width (single stores); one 16-channel slab and 48 of 64 rows. */
-        { 64, 64, 3, 1, 7, 37, 2, 1, 1, "gf_conv3_tf32_v4" },
-        { 16, 48, 3, 1, 6, 20, 2, 1, 1, "gf_conv3_tf32_v4" },
-        /* v4 at Cout 96-256: two to four blocks of rows; odd rows and width. */
-        { 128, 128, 3, 1, 5, 67, 2, 0, 1, "gf_conv3_tf32_v4" },
-        { 128, 96, 3, 1, 4, 16, 1, 1, 0, "gf_conv3_tf32_v4" },
-        { 256, 256, 3, 1, 3, 9, 2, 1, 1, "gf_conv3_tf32_v4" },
+         * tile; even width: paired stores; four 8-channel slabs; then an odd
+         * width (single stores) without the residual. */
+        { 32, 32, 3, 1, 9, 70, 3, 1, 1, "gf_conv3_tf32_v4s", NULL },
+        { 32, 32, 3, 1, 9, 71, 2, 0, 1, "gf_conv3_tf32_v4s", NULL },
+        /* v4: odd width (single stores); one 16-channel slab and 48 of 64
+         * rows. v5 (cc 9.0): the 30-column tile ends at 7, one row tile
+         * ends early; eight 8-channel slabs. */
+        { 64, 64, 3, 1, 7, 37, 2, 1, 1, "gf_conv3_tf32_v4", "gf_conv3_tf32_v5" },
+        { 16, 48, 3, 1, 6, 20, 2, 1, 1, "gf_conv3_tf32_v4", NULL },
+        /* 17 rows (v5: three 8-row tiles, the last of one row), 31 columns. */
+        { 64, 64, 3, 1, 17, 31, 1, 0, 1, "gf_conv3_tf32_v4", "gf_conv3_tf32_v5" },
+        /* v4 at Cout 96-256: two to four blocks of rows; odd rows and width.
+         * v5 at 128: two blocks of 64 channels. */
+        { 128, 128, 3, 1, 5, 67, 2, 0, 1, "gf_conv3_tf32_v4", "gf_conv3_tf32_v5" },
+        { 128, 128, 3, 1, 20, 62, 1, 1, 1, "gf_conv3_tf32_v4", "gf_conv3_tf32_v5" },
+        { 128, 96, 3, 1, 4, 16, 1, 1, 0, "gf_conv3_tf32_v4", NULL },
+        { 256, 256, 3, 1, 3, 9, 2, 1, 1, "gf_conv3_tf32_v4", NULL },
         /* v3: the strided 3x3 and the 1x1 shortcuts. */
-        { 32, 64, 3, 2, 9, 21, 2, 0, 1, "gf_conv3_tf32_v3" },
-        { 64, 128, 3, 2, 8, 13, 2, 0, 1, "gf_conv3_tf32_v3w" },
-        { 32, 64, 1, 2, 9, 21, 2, 0, 0, "gf_conv1_tf32_v3" },
-        { 128, 256, 1, 2, 6, 11, 2, 0, 0, "gf_conv1_tf32_v3w" },
+        { 32, 64, 3, 2, 9, 21, 2, 0, 1, "gf_conv3_tf32_v3", NULL },
+        { 64, 128, 3, 2, 8, 13, 2, 0, 1, "gf_conv3_tf32_v3w", NULL },
+        { 32, 64, 1, 2, 9, 21, 2, 0, 0, "gf_conv1_tf32_v3", NULL },
+        { 128, 256, 1, 2, 6, 11, 2, 0, 0, "gf_conv1_tf32_v3w", NULL },
         /* v1: one input channel (resnet.conv1). */
-        { 1, 32, 3, 1, 11, 29, 2, 0, 1, "gf_conv3_tf32_v1" },
+        { 1, 32, 3, 1, 11, 29, 2, 0, 1, "gf_conv3_tf32_v1", NULL },
     };
     unsigned seed = 2024;
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)

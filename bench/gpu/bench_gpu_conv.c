@@ -1,0 +1,123 @@
+/* bench_gpu_conv.c — the own ResNet kernel's variants side by side on the
+ * trunk's 3x3 stride-1 layer shapes (one per stage, batch B, with the ReLU;
+ * with the residual, as a block's second convolution runs, and without, as
+ * its first), each against the library route (im2col + cuBLAS) in the same
+ * run: device time by events, median of R after two warm-ups, and the rate
+ * in useful TFLOP/s. The
+ * variant the planner's table picks for this card is marked. Variants that
+ * cannot run a shape on this card are left out.
+ * Usage: bench_gpu_conv [B] [R] */
+#include "common/devstats.h"
+#include "common/util.h"
+#include "worker/blas_gpu.h"
+#include "worker/conv_gpu.h"
+#include "worker/gpu.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    int c, h, w;   /* channels in and out, input extent (stride 1: output too) */
+} layer;
+
+static const layer layers[] = {
+    { 32, 80, 998 }, { 64, 40, 499 }, { 128, 20, 250 }, { 256, 10, 125 },
+};
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Median device ms of reps runs of the layer's current route; res 0: none. */
+static double time_conv(gf_gpu *gpu, gf_conv_gpu *c, int B, const layer *l, gf_cu_ptr x,
+                        gf_cu_ptr out, gf_cu_ptr res, gf_cu_ptr col, int reps)
+{
+    double *ms = gf_calloc((size_t)reps, sizeof *ms);
+    int got = 0;
+    for (int r = -2; r < reps; r++) {
+        gf_devstats *st = gf_devstats_new();
+        gf_gpu_timing_begin(gpu, "conv", "x");
+        int rc = gf_conv_gpu_run(c, GF_MATH_TF32, B, x, l->h, l->w, out, res, 1, col);
+        gf_gpu_timing_end(gpu);
+        gf_gpu_timing_collect(gpu, st);
+        const gf_devstats_row *rows;
+        if (rc == 0 && r >= 0 && gf_devstats_rows(st, &rows) == 1 && rows[0].count == 1)
+            ms[got++] = (double)rows[0].total_ns / 1e6;
+        gf_devstats_destroy(&st);
+    }
+    qsort(ms, (size_t)got, sizeof *ms, cmp_double);
+    double m = got ? ms[got / 2] : 0;
+    free(ms);
+    return m;
+}
+
+int main(int argc, char **argv)
+{
+    int B = argc > 1 ? atoi(argv[1]) : 32, reps = argc > 2 ? atoi(argv[2]) : 10;
+    gf_gpu *gpu = NULL;
+    gf_blas_gpu *blas = NULL;
+    if (gf_gpu_open(0, &gpu) != 0 || gf_blas_gpu_open(gpu, &blas) != 0) {
+        fprintf(stderr, "bench_gpu_conv: no CUDA card 0\n");
+        return 1;
+    }
+    int cc = gf_gpu_cc(gpu);
+    printf("own ResNet kernel variants, 3x3 stride 1 + bias + residual + ReLU, tf32, batch %d, "
+           "median of %d (cc %d.%d)\n", B, reps, cc / 10, cc % 10);
+    size_t nk = 0;
+    const gf_conv_own_kernel *ks = gf_conv_own_kernels(&nk);
+    for (size_t li = 0; li < GF_ARRAY_LEN(layers); li++) {
+        const layer *l = &layers[li];
+        gf_conv_shape shape = { l->c, l->c, 3, 1 };
+        size_t n = (size_t)B * l->c * l->h * l->w, nw = (size_t)l->c * l->c * 9;
+        float *hx = gf_malloc(sizeof(float) * n), *hw = gf_malloc(sizeof(float) * nw);
+        float *hb = gf_calloc((size_t)l->c, sizeof(float));
+        unsigned s = 11;
+        for (size_t i = 0; i < n; i++) {
+            s = s * 1664525u + 1013904223u;
+            hx[i] = (float)(s >> 9) / 8388608.0f - 1.0f;
+        }
+        for (size_t i = 0; i < nw; i++) {
+            s = s * 1664525u + 1013904223u;
+            hw[i] = ((float)(s >> 9) / 8388608.0f - 1.0f) * 0.05f;
+        }
+        gf_conv_gpu *c = gf_conv_gpu_new(gpu, blas, "bench.conv", shape, hw, hb);
+        gf_cu_ptr x, out, res, col;
+        size_t col_n = gf_conv_gpu_col_floats(c, B, l->h, l->w);
+        if (!c || gf_gpu_alloc(gpu, sizeof(float) * n, &x) ||
+            gf_gpu_alloc(gpu, sizeof(float) * n, &out) || gf_gpu_alloc(gpu, sizeof(float) * n, &res) ||
+            gf_gpu_alloc(gpu, sizeof(float) * col_n, &col) ||
+            gf_gpu_upload(gpu, x, hx, sizeof(float) * n) ||
+            gf_gpu_upload(gpu, res, hx, sizeof(float) * n)) {
+            fprintf(stderr, "bench_gpu_conv: device memory\n");
+            return 1;
+        }
+        double flop = 2.0 * B * l->c * l->c * 9.0 * l->h * l->w;
+        const gf_conv_own_kernel *pick = gf_conv_gpu_own_kernel(shape, cc);
+        gf_conv_gpu_set_route(c, GF_ROUTE_LIBRARY, GF_MATH_TF32, NULL);
+        double lib = time_conv(gpu, c, B, l, x, out, res, col, reps);
+        double lib0 = time_conv(gpu, c, B, l, x, out, 0, col, reps);
+        printf("%3d->%3d %3dx%-4d  %-22s %8.3f ms %7.1f TFLOP/s   no residual %8.3f ms\n",
+               l->c, l->c, l->h, l->w, "library (cuBLAS)", lib, flop / lib / 1e9, lib0);
+        for (size_t k = 0; k < nk; k++) {
+            const gf_conv_own_kernel *kn = &ks[k];
+            if (kn->version < 4 || (kn->version == 5 && l->c % kn->tile_m != 0))
+                continue;
+            if (gf_conv_gpu_set_own_variant(c, kn, NULL) != 0)
+                continue;
+            double ms = time_conv(gpu, c, B, l, x, out, res, col, reps);
+            double ms0 = time_conv(gpu, c, B, l, x, out, 0, col, reps);
+            printf("%3d->%3d %3dx%-4d  %-22s %8.3f ms %7.1f TFLOP/s   no residual %8.3f ms   "
+                   "%5.2fx library%s\n", l->c, l->c, l->h, l->w, kn->name3, ms, flop / ms / 1e9,
+                   ms0, lib / ms, kn == pick ? "  (picked)" : "");
+        }
+        gf_gpu_free(gpu, x), gf_gpu_free(gpu, out), gf_gpu_free(gpu, res), gf_gpu_free(gpu, col);
+        gf_conv_gpu_destroy(&c);
+        free(hx), free(hw), free(hb);
+    }
+    gf_blas_gpu_destroy(&blas);
+    gf_gpu_destroy(&gpu);
+    return 0;
+}

@@ -1,6 +1,7 @@
 /* main.c — gpuflockd, the broker: arguments, configuration, pid file,
  * signals; the work is in broker/server.c. */
 #include "broker/server.h"
+#include "common/blasenv.h"
 #include "common/config.h"
 #include "common/error.h"
 #include "common/log.h"
@@ -59,6 +60,7 @@ static int take_pidfile(const char *run_dir)
 
 int main(int argc, char **argv)
 {
+    gf_blas_spin_before_exec();   /* for the workers it starts: they link the BLAS library */
     const char *config_path = NULL, *level_name = NULL;
     bool foreground = false;
     static const struct option opts[] = {

@@ -1,6 +1,7 @@
 /* main.c — the gpuflock command: dispatch to a subcommand (cli/cmd_*.c). */
 #include "cli/cli.h"
 #include "cli/transport.h"
+#include "common/blasenv.h"
 #include "common/error.h"
 #include "common/log.h"
 
@@ -20,6 +21,7 @@ static void usage(FILE *out)
 
 int main(int argc, char **argv)
 {
+    gf_blas_spin_forget();
     gf_log_init("gpuflock", GF_LOG_WARN);
     if (argc < 2) {
         usage(stderr);

@@ -1,5 +1,6 @@
 /* main.c — gpuflock-worker: one per card. Arguments, configuration, the
  * card's identity and the worker's pid file; the work is in worker/agent.c. */
+#include "common/blasenv.h"
 #include "common/card.h"
 #include "common/config.h"
 #include "common/error.h"
@@ -60,6 +61,7 @@ static void on_signal(int sig)
 
 int main(int argc, char **argv)
 {
+    gf_blas_spin_forget();
     const char *config_path = NULL, *level_name = NULL;
     long device = -1;
     static const struct option opts[] = {

@@ -13,6 +13,7 @@
 #include "cli/client.h"
 #include "cli/front/job_commands.h"
 #include "cli/transport.h"
+#include "common/blasenv.h"
 #include "common/config.h"
 #include "common/error.h"
 #include "common/log.h"
@@ -56,6 +57,7 @@ static int run_other(const char *program, char **argv)
         fprintf(stderr, "gpuflock: cannot find my own program: %s\n", strerror(errno));
         return GF_EXIT_SOFTWARE;
     }
+    gf_blas_spin_before_exec();   /* gpuflock-cli links the BLAS library */
     execv(path, argv);
     fprintf(stderr, "gpuflock: cannot run %s: %s\n", path, strerror(errno));
     free(path);

@@ -58,6 +58,7 @@ grep -qx err "$T/run.err" || fail "run stderr"
 
 # the job's environment: the submitter's plus gpuflock's
 export GF_TEST_MARK=hello CUDA_LAUNCH_BLOCKING=1
+unset OPENBLAS_THREAD_TIMEOUT GPUFLOCK_BLAS_SPIN_SET
 mkdir -p "$T/wd"
 e=$(cd "$T/wd" && gf submit --gpu 1 -- sh -c 'pwd; env')
 gf wait "$e" || fail env
@@ -67,6 +68,16 @@ for v in GF_TEST_MARK=hello CUDA_VISIBLE_DEVICES=1 CUDA_DEVICE_ORDER=PCI_BUS_ID 
          "GPUFLOCK_LOCK_FILE=$T/lock/gpu1.lock" "GPUFLOCK_JOB_ID=$e" CUDA_LAUNCH_BLOCKING=1; do
     grep -qx "$v" "$T/env" || fail "missing $v in the job's environment"
 done
+# the BLAS spin the broker sets for its workers (common/blasenv.h) stays ours;
+# one the user set reaches the job, also when the full CLI submits (as the
+# front execs it, with the spin set for it)
+grep -q "^OPENBLAS_THREAD_TIMEOUT=\|^GPUFLOCK_BLAS_SPIN_SET=" "$T/env" && fail "the BLAS spin leaked into a job"
+u=$(OPENBLAS_THREAD_TIMEOUT=7 gf submit -- env)
+gf wait "$u" || fail "env with the user's spin"
+gf logs "$u" | grep -qx OPENBLAS_THREAD_TIMEOUT=7 || fail "the user's OPENBLAS_THREAD_TIMEOUT did not reach the job"
+c=$(OPENBLAS_THREAD_TIMEOUT=20 GPUFLOCK_BLAS_SPIN_SET=1 "$GF-cli" submit --config "$CFG" -- env)
+gf wait "$c" || fail "env through gpuflock-cli"
+gf logs "$c" | grep -q "^OPENBLAS_THREAD_TIMEOUT=\|^GPUFLOCK_BLAS_SPIN_SET=" && fail "gpuflock-cli passed its BLAS spin on to a job"
 # --proof: scrubbed variables gone, said so; the card lock is held (a fresh try would block)
 p=$(gf submit --proof --gpu 0 -- sh -c "env; flock -n $T/lock/gpu0.lock true && echo FREE || echo BLOCKED; flock -n $T/lock/bench.lock true && echo BENCHFREE || echo BENCHBLOCKED")
 gf wait "$p" || fail proof

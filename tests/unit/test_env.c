@@ -1,4 +1,6 @@
-/* test_env.c — building a command's environment. */
+/* test_env.c — building a command's environment; the BLAS spin handed to our
+ * own BLAS programs and taken back (common/blasenv.c). */
+#include "common/blasenv.h"
 #include "common/env.h"
 
 #include <setjmp.h>
@@ -7,6 +9,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static size_t count(char *const *vars)
@@ -66,12 +69,38 @@ static void test_grows(void **state)
     gf_env_destroy(&env);
 }
 
+/* Not set by the user: set for the program exec'd, removed again in it. */
+static void test_blas_spin_ours(void **state)
+{
+    (void)state;
+    unsetenv(GF_BLAS_SPIN_VAR);
+    gf_blas_spin_before_exec();
+    assert_string_equal(getenv(GF_BLAS_SPIN_VAR), GF_BLAS_SPIN_VALUE);
+    gf_blas_spin_forget();
+    assert_null(getenv(GF_BLAS_SPIN_VAR));
+    assert_null(getenv("GPUFLOCK_BLAS_SPIN_SET"));
+}
+
+/* Set by the user: left as it is on both sides, so jobs see it. */
+static void test_blas_spin_users(void **state)
+{
+    (void)state;
+    setenv(GF_BLAS_SPIN_VAR, "7", 1);
+    gf_blas_spin_before_exec();
+    assert_string_equal(getenv(GF_BLAS_SPIN_VAR), "7");
+    gf_blas_spin_forget();
+    assert_string_equal(getenv(GF_BLAS_SPIN_VAR), "7");
+    unsetenv(GF_BLAS_SPIN_VAR);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_copy_set_unset),
         cmocka_unit_test(test_repeated_name_removed_entirely),
         cmocka_unit_test(test_grows),
+        cmocka_unit_test(test_blas_spin_ours),
+        cmocka_unit_test(test_blas_spin_users),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -14,12 +14,14 @@
 // padded so that fragment loads hit 32 distinct banks.
 //
 // v1 runs resnet.conv1 (one input channel, which does not fill a 16-channel
-// K tile); v4, below, the 3x3 stride-1 layers; v3 the strided 3x3 layers
+// K tile); v4, below, the 3x3 stride-1 layers (on the H200 v5, on wgmma,
+// those of 64 and 128 channels); v3 the strided 3x3 layers
 // and the 1x1 shortcuts. v2, which only walked K a tap at a time, is gone:
 // v3 keeps its K order (docs/gpu.md has both measured).
 //
 // Needs sm_80 (mma.sync tf32); the sm_75 build traps, and the planner
-// refuses the kernel on such cards.
+// refuses the kernel on such cards. v5 needs sm_90a and traps elsewhere;
+// worker/conv_gpu.c picks it at cc 9.0 only.
 
 #define BM 64
 #define BN 128
@@ -717,7 +719,7 @@ __device__ __forceinline__ void conv3_tf32_v4(const float *__restrict__ x,
 // straight from shared memory, so no warp spends issue slots on ldmatrix.
 // GEMM view turned round: M = output positions, N = output channels (wgmma's
 // M is 64 rows a warpgroup, more than stage 1's 32 channels). The block owns
-// R output rows x 30 columns of one window and N = 32 or 64 channels; two
+// R output rows x 30 columns of one window and N = 64 channels; two
 // warpgroups, each MB m64 blocks of positions.
 // - The input halo, (R + 2) rows x 32 columns, is laid out flat with a row
 //   pitch of 32 positions, and the block computes all 32 columns of each of
@@ -759,20 +761,7 @@ __device__ __forceinline__ unsigned long long wgmma_desc(unsigned addr, unsigned
            ((unsigned long long)((sbo & 0x3ffffu) >> 4) << 32);
 }
 
-// D (64 x N, f32) += A (64 x 8) · B (8 x N), tf32, both from shared memory.
-__device__ __forceinline__ void wgmma_tf32_n32(float (&d)[16], unsigned long long a,
-                                               unsigned long long b)
-{
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n32k8.f32.tf32.tf32 {"
-                 "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, "
-                 "%12, %13, %14, %15"
-                 "}, %16, %17, p, 1, 1;\n}"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]),
-                   "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]),
-                   "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
-                 : "l"(a), "l"(b), "r"(1));
-}
+// D (64 x 64, f32) += A (64 x 8) · B (8 x 64), tf32, both from shared memory.
 __device__ __forceinline__ void wgmma_tf32_n64(float (&d)[32], unsigned long long a,
                                                unsigned long long b)
 {
@@ -790,11 +779,8 @@ __device__ __forceinline__ void wgmma_tf32_n64(float (&d)[32], unsigned long lon
                    "+f"(d[30]), "+f"(d[31])
                  : "l"(a), "l"(b), "r"(1));
 }
-__device__ __forceinline__ void wgmma_tf32(float (&d)[16], unsigned long long a,
-                                           unsigned long long b)
-{
-    wgmma_tf32_n32(d, a, b);
-}
+// The accumulator's size picks the shape (n64 only so far: the n32 block
+// lost to v4 at stage 1, docs/gpu.md).
 __device__ __forceinline__ void wgmma_tf32(float (&d)[32], unsigned long long a,
                                            unsigned long long b)
 {

@@ -1,11 +1,14 @@
 /* qualify.c — accuracy, speed and end-to-end records for own kernels (see
- * qualify.h). The only candidate so far is the persistent LSTM kernel
- * (kernels/lstm.cu) for lstm.stack; a new candidate adds a row to the table
- * and a function that runs its boundary on both routes. */
+ * qualify.h). Candidates: the persistent LSTM kernel (kernels/lstm.cu) for
+ * lstm.stack, the fused SincNet filterbank (kernels/sincnet.cu) for
+ * sincnet.conv0.abs_pool, and the ResNet convolution (kernels/resnet.cu) for
+ * each of the trunk's layers; a new candidate adds a row to the table and a
+ * function that runs its boundary on both routes. */
 #include "worker/qualify.h"
 #include "worker/diar/segmentation_gpu.h"
 #include "worker/lstm_gpu.h"
 #include "worker/conv_gpu.h"
+#include "worker/sinc_gpu.h"
 #include "worker/diar/embedding_gpu.h"
 #include "common/devstats.h"
 #include "common/error.h"
@@ -36,6 +39,15 @@ static const gf_pin lstm_pins[] = {
     { "threads", "512" },
 };
 
+/* kernels/sincnet.cu: 16 filters and 256 pooled outputs (7,680 samples of
+ * output span) a block, the tap loop unrolled by 2, 256 threads. */
+static const gf_pin sinc_pins[] = {
+    { "filters_per_block", "16" },
+    { "samples_per_block", "7680" },
+    { "taps_unroll", "2" },
+    { "threads", "256" },
+};
+
 /* The ResNet kernel's configuration per layer, from the variant the own
  * route runs for its shape (gf_conv_gpu_own_kernel). */
 #define RESNET_PINS 7
@@ -57,7 +69,7 @@ typedef struct {
 #define MAX_CONV_LAYERS 40
 static conv_layer conv_layers[MAX_CONV_LAYERS];
 static size_t n_conv_layers;
-static gf_candidate candidates[1 + MAX_CONV_LAYERS];
+static gf_candidate candidates[2 + MAX_CONV_LAYERS];
 static size_t n_candidates;
 static int candidates_cc = -1;   /* the card they were built for */
 
@@ -114,6 +126,8 @@ static void build_candidates(int cc)
         }
     candidates[n_candidates++] = (gf_candidate){ "lstm", "lstm.stack", lstm_pins,
                                                  GF_ARRAY_LEN(lstm_pins) };
+    candidates[n_candidates++] = (gf_candidate){ "sincnet", "sincnet.conv0.abs_pool", sinc_pins,
+                                                 GF_ARRAY_LEN(sinc_pins) };
     for (size_t i = 0; i < n_conv_layers; i++)
         candidates[n_candidates++] = (gf_candidate){ "resnet", conv_layers[i].boundary,
                                                      conv_layers[i].config.pins, RESNET_PINS };
@@ -463,9 +477,11 @@ static int lstm_speed(const gf_qualify_ctx *ctx, gf_lstm_gpu *l, gf_math math, g
     return ab_rounds(ctx, &sub, 1e-6, a, b);   /* ms */
 }
 
-/* The whole segmentation network, A (own lstm) / B (library) rounds, seconds. */
+/* The whole segmentation network, A (boundary own) / B (library) rounds,
+ * seconds. */
 typedef struct {
     gf_segmentation_gpu *s;
+    const char *boundary;
     const float *wave;
     float *logp;
     int B;
@@ -474,7 +490,7 @@ typedef struct {
 static int seg_set_route(void *arg, gf_route_kind kind)
 {
     seg_subject *t = arg;
-    return gf_segmentation_gpu_set_route(t->s, "lstm.stack", kind);
+    return gf_segmentation_gpu_set_route(t->s, t->boundary, kind);
 }
 
 static int seg_run(void *arg, gf_devstats *stats)
@@ -483,18 +499,24 @@ static int seg_run(void *arg, gf_devstats *stats)
     return gf_segmentation_gpu_run(t->s, t->wave, t->B, t->logp, stats);
 }
 
-static int e2e_speed(const gf_qualify_ctx *ctx, int B, gf_math math, uint64_t *seed, double *a,
-                     double *b)
+static int e2e_speed(const gf_qualify_ctx *ctx, const char *boundary, int B, gf_math math,
+                     uint64_t *seed, double *a, double *b)
 {
     gf_segmentation_gpu *s = gf_segmentation_gpu_new(ctx->gpu, ctx->blas,
                                                      ctx->segmentation_model, NULL, B, math);
     if (!s)
         return GF_EINVAL;
+    /* The LSTM on its own kernel where it loads while another boundary is
+     * measured: on the library route its per-step launches vary by more
+     * than the filterbank's gain (a batch-32 fp32 network of 58 ms). */
+    if (strcmp(boundary, "lstm.stack") != 0 &&
+        gf_segmentation_gpu_set_route(s, "lstm.stack", GF_ROUTE_OWN) != 0)
+        gf_segmentation_gpu_set_route(s, "lstm.stack", GF_ROUTE_LIBRARY);
     float *wave = gf_malloc(sizeof(float) * (size_t)B * 160000);
     float *logp = gf_malloc(sizeof(float) * (size_t)B * 589 * 7);
     for (size_t i = 0; i < (size_t)B * 160000; i++)
         wave[i] = uniform(seed, 0.3f);
-    seg_subject t = { s, wave, logp, B };
+    seg_subject t = { s, boundary, wave, logp, B };
     ab_subject sub = { seg_set_route, seg_run, &t };
     int rc = ab_rounds(ctx, &sub, 1e-9, a, b);   /* s */
     free(wave);
@@ -508,7 +530,8 @@ static int e2e_embedding(const gf_qualify_ctx *ctx, const char *boundary, int B,
 
 /* From the A/B rounds (a: candidate, b: library, ms): the speed record when
  * the candidate wins outside the noise, then the end-to-end network with and
- * without it (segmentation for the LSTM, embedding for the ResNet), whose
+ * without it (segmentation for the LSTM and the filterbank, embedding for the
+ * ResNet), whose
  * record is written only when the network did not get slower. */
 static int speed_and_e2e(const gf_qualify_ctx *ctx, const gf_candidate *cand, int B,
                          gf_math math, gf_qualify_result *res, double *a, double *b,
@@ -529,15 +552,15 @@ static int speed_and_e2e(const gf_qualify_ctx *ctx, const gf_candidate *cand, in
     json_object_put(r);
     if (rc || !res->win)
         return rc;
-    bool lstm = strcmp(cand->area, "lstm") == 0;
-    const char *model = lstm ? ctx->segmentation_model : ctx->embedding_model;
+    bool seg = strcmp(cand->area, "lstm") == 0 || strcmp(cand->area, "sincnet") == 0;
+    const char *model = seg ? ctx->segmentation_model : ctx->embedding_model;
     if (!model) {
         fprintf(ctx->report, "  end to end: no %s model given, not measured\n",
-                lstm ? "segmentation" : "embedding");
+                seg ? "segmentation" : "embedding");
         res->win = false;
         return 0;
     }
-    rc = lstm ? e2e_speed(ctx, B, math, rng, a, b)
+    rc = seg ? e2e_speed(ctx, cand->boundary, B, math, rng, a, b)
               : e2e_embedding(ctx, cand->boundary, B, math, rng, a, b);
     if (rc)
         return rc;
@@ -545,12 +568,14 @@ static int speed_and_e2e(const gf_qualify_ctx *ctx, const gf_candidate *cand, in
     json_object_object_add(r, "unit", json_object_new_string("s"));
     json_object_object_add(r, "order", json_object_new_string("ABAB"));
     json_object_object_add(r, "pipeline", json_object_new_string(
-        lstm ? "segmentation network on the card" : "embedding network on the card"));
+        !seg ? "embedding network on the card"
+        : strcmp(cand->area, "lstm") == 0 ? "segmentation network on the card"
+                                          : "segmentation network on the card, own LSTM"));
     json_object_object_add(r, "candidate", timing_json(a, ctx->rounds, &am, &alo, &ahi));
     json_object_object_add(r, "library", timing_json(b, ctx->rounds, &bm, &blo, &bhi));
     res->e2e_speedup = bm / am;
     fprintf(ctx->report, "  end to end (%s network): %.3f ms with, %.3f ms without: %.2fx\n",
-            lstm ? "segmentation" : "embedding", am * 1e3, bm * 1e3, res->e2e_speedup);
+            seg ? "segmentation" : "embedding", am * 1e3, bm * 1e3, res->e2e_speedup);
     if (am <= bm)
         rc = record_write(ctx, r, res->end_to_end);
     else
@@ -596,6 +621,136 @@ static int qualify_lstm(const gf_qualify_ctx *ctx, const gf_candidate *cand, int
     free(x);
     free(a);
     free(b);
+    return rc;
+}
+
+/* ---- the SincNet filterbank candidate -------------------------------------- */
+
+#define SINC_SAMPLES 4096   /* pooled outputs checked against float64 per tuple */
+
+/* One pooled output of worker/sinc_gpu.h's definition, float64. */
+static double sinc_ref_at(const double *filters, const float *wave, size_t o)
+{
+    size_t per = (size_t)GF_SINC_FILTERS * GF_SINC_POOLED;
+    size_t b = o / per, f = (o % per) / GF_SINC_POOLED, p = o % GF_SINC_POOLED;
+    double m = 0.0;
+    for (int j = 0; j < 3; j++) {
+        const float *x = wave + b * GF_SINC_SAMPLES + (size_t)GF_SINC_STRIDE * (3 * p + j);
+        double acc = 0.0;
+        for (int k = 0; k < GF_SINC_TAPS; k++)
+            acc += filters[f * GF_SINC_TAPS + k] * x[k];
+        m = fmax(m, fabs(acc));
+    }
+    return m;
+}
+
+typedef struct {
+    gf_gpu *gpu;
+    gf_sinc_gpu *s;
+    gf_cu_ptr wave, out;
+    int B;
+} sinc_subject;
+
+static int sinc_set_route(void *arg, gf_route_kind kind)
+{
+    sinc_subject *t = arg;
+    return gf_sinc_gpu_set_route(t->s, kind, NULL);
+}
+
+static int sinc_run(void *arg, gf_devstats *stats)
+{
+    sinc_subject *t = arg;
+    int rc = gf_gpu_timing_begin(t->gpu, "sincnet.conv0.abs_pool", "qualify");
+    rc = rc ? rc : gf_sinc_gpu_run(t->s, t->wave, t->B, t->out);
+    rc = rc ? rc : gf_gpu_timing_end(t->gpu);
+    gf_gpu_timing_collect(t->gpu, stats);
+    return rc;
+}
+
+/* The filterbank sums in float64 on both routes whatever the math mode, and
+ * rounds once to float: the tolerance is a few units in the last place. */
+static int qualify_sinc(const gf_qualify_ctx *ctx, const gf_candidate *cand, int B,
+                        gf_math math, gf_qualify_result *res)
+{
+    uint64_t seed = ctx->seed ^ ((uint64_t)B << 32) ^ (uint64_t)math ^ 0x51ac;
+    uint64_t rng = seed;
+    const size_t nw = (size_t)B * GF_SINC_SAMPLES;
+    const size_t no = (size_t)B * GF_SINC_FILTERS * GF_SINC_POOLED;
+    double *filters = gf_malloc(sizeof(double) * GF_SINC_FILTERS * GF_SINC_TAPS);
+    float *wave = gf_malloc(sizeof(float) * nw), *got = gf_malloc(sizeof(float) * no);
+    for (int i = 0; i < GF_SINC_FILTERS * GF_SINC_TAPS; i++)
+        filters[i] = uniform(&rng, 0.1f);
+    for (size_t i = 0; i < nw; i++)
+        wave[i] = uniform(&rng, 1.5f);
+    double *a = gf_calloc((size_t)ctx->rounds, sizeof(double));
+    double *b = gf_calloc((size_t)ctx->rounds, sizeof(double));
+    gf_cu_ptr dw = 0, dout = 0;
+    const char *sha = NULL;
+    gf_sinc_gpu *s = gf_sinc_gpu_new(ctx->gpu, ctx->blas, filters, B);
+    int rc = s ? 0 : GF_EDEVICE;
+    rc = rc ? rc : gf_sinc_gpu_set_route(s, GF_ROUTE_OWN, &sha);
+    if (!rc && strcmp(sha, res->module.sha256) != 0) {
+        GF_ERROR("%s: the module that loaded (%s) is not the candidate (%s)", cand->boundary, sha,
+                 res->module.sha256);
+        rc = GF_ESTATE;
+    }
+    rc = rc ? rc : gf_gpu_alloc(ctx->gpu, sizeof(float) * nw, &dw);
+    rc = rc ? rc : gf_gpu_alloc(ctx->gpu, sizeof(float) * no, &dout);
+    rc = rc ? rc : gf_gpu_upload(ctx->gpu, dw, wave, sizeof(float) * nw);
+    rc = rc ? rc : gf_gpu_fill32(ctx->gpu, dout, 0x7fc00000u, no);   /* NaN poison */
+    rc = rc ? rc : gf_sinc_gpu_run(s, dw, B, dout);
+    rc = rc ? rc : gf_gpu_download(ctx->gpu, got, dout, sizeof(float) * no);
+    if (!rc) {
+        const double atol = 1e-9, rtol = 2.4e-7;   /* 2 ulp of float */
+        long mismatches = 0, unwritten = 0;
+        double max_abs = 0, max_rel = 0, num = 0, den = 0;
+        for (size_t i = 0; i < no; i++)
+            if (!isfinite(got[i]))
+                unwritten++;
+        for (int k = 0; k < SINC_SAMPLES; k++) {
+            size_t o = (size_t)(next_u64(&rng) % no);
+            double ref = sinc_ref_at(filters, wave, o), e = fabs(got[o] - ref);
+            if (!(e <= atol + rtol * fabs(ref)))
+                mismatches++;
+            max_abs = fmax(max_abs, e);
+            if (fabs(ref) > 1e-3)
+                max_rel = fmax(max_rel, e / fabs(ref));
+            num += e * e;
+            den += ref * ref;
+        }
+        mismatches += unwritten;
+        double norm_err = sqrt(num / (den > 0 ? den : 1));
+        fprintf(ctx->report, "  accuracy: %d sampled outputs vs float64, max abs %.3g, max rel "
+                "%.3g, normalised %.3g, %ld mismatches, %ld unwritten of %zu\n", SINC_SAMPLES,
+                max_abs, max_rel, norm_err, mismatches, unwritten, no);
+        res->accurate = mismatches == 0;
+        json_object *j = record_base(ctx, "accuracy", cand, B, math, &res->module);
+        json_object_object_add(j, "reference", json_object_new_string("float64"));
+        json_object_object_add(j, "seed", json_object_new_int64((int64_t)(seed & 0x7fffffffffffLL)));
+        json_object_object_add(j, "elements", json_object_new_int(SINC_SAMPLES));
+        json_object_object_add(j, "outputs_written_checked", json_object_new_int64((int64_t)no));
+        json_object_object_add(j, "max_abs_err", json_object_new_double(max_abs));
+        json_object_object_add(j, "max_rel_err", json_object_new_double(max_rel));
+        json_object_object_add(j, "normalised_err", json_object_new_double(norm_err));
+        json_object_object_add(j, "atol", json_object_new_double(atol));
+        json_object_object_add(j, "rtol", json_object_new_double(rtol));
+        json_object_object_add(j, "mismatches", json_object_new_int64(mismatches));
+        rc = record_write(ctx, j, res->accuracy);
+        json_object_put(j);
+    }
+    if (!rc && res->accurate) {
+        sinc_subject t = { ctx->gpu, s, dw, dout, B };
+        ab_subject sub = { sinc_set_route, sinc_run, &t };
+        rc = ab_rounds(ctx, &sub, 1e-6, a, b);   /* ms */
+        if (!rc)
+            rc = speed_and_e2e(ctx, cand, B, math, res, a, b, &rng);
+    }
+    if (dw)
+        gf_gpu_free(ctx->gpu, dw);
+    if (dout)
+        gf_gpu_free(ctx->gpu, dout);
+    gf_sinc_gpu_destroy(&s);
+    free(filters), free(wave), free(got), free(a), free(b);
     return rc;
 }
 
@@ -814,6 +969,8 @@ int gf_qualify_run(const gf_qualify_ctx *ctx, const gf_candidate *cand, int batc
             gf_math_name(math), ctx->card->name);
     if (strcmp(cand->area, "lstm") == 0)
         return qualify_lstm(ctx, cand, batch, math, out);
+    if (strcmp(cand->area, "sincnet") == 0)
+        return qualify_sinc(ctx, cand, batch, math, out);
     if (strcmp(cand->area, "resnet") == 0)
         return qualify_conv(ctx, cand, batch, math, out);
     return GF_EUNSUP;

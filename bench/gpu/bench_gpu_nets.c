@@ -25,7 +25,7 @@
 typedef struct {
     const char *name;     /* plan name */
     gf_math math;
-    gf_route_kind lstm;
+    gf_route_kind lstm;   /* and the SincNet filterbank */
     bool planned;         /* routes from the planner and evidence/ instead */
     gf_route_kind resnet;
 } plan;
@@ -155,9 +155,9 @@ int main(int argc, char **argv)
     const plan plans[] = {
         { "library fp32", GF_MATH_FP32, GF_ROUTE_LIBRARY, false, GF_ROUTE_LIBRARY },
         { "library tf32", GF_MATH_TF32, GF_ROUTE_LIBRARY, false, GF_ROUTE_LIBRARY },
-        { "own lstm + library fp32", GF_MATH_FP32, GF_ROUTE_OWN, false, GF_ROUTE_LIBRARY },
-        { "own lstm + library tf32", GF_MATH_TF32, GF_ROUTE_OWN, false, GF_ROUTE_LIBRARY },
-        { "own lstm + own resnet tf32", GF_MATH_TF32, GF_ROUTE_OWN, false, GF_ROUTE_OWN },
+        { "own sinc, lstm + library fp32", GF_MATH_FP32, GF_ROUTE_OWN, false, GF_ROUTE_LIBRARY },
+        { "own sinc, lstm + library tf32", GF_MATH_TF32, GF_ROUTE_OWN, false, GF_ROUTE_LIBRARY },
+        { "own sinc, lstm, resnet tf32", GF_MATH_TF32, GF_ROUTE_OWN, false, GF_ROUTE_OWN },
         { "planned fp32 (evidence/)", GF_MATH_FP32, GF_ROUTE_LIBRARY, true, GF_ROUTE_LIBRARY },
         { "planned tf32 (evidence/)", GF_MATH_TF32, GF_ROUTE_LIBRARY, true, GF_ROUTE_LIBRARY },
     };
@@ -185,6 +185,8 @@ int main(int argc, char **argv)
             rc = rc ? rc : gf_embedding_gpu_apply_plan(eg, &pl, B);
         } else if (!rc) {
             rc = gf_segmentation_gpu_set_route(sg, "lstm.stack", plans[p].lstm);
+            rc = rc ? rc
+                    : gf_segmentation_gpu_set_route(sg, "sincnet.conv0.abs_pool", plans[p].lstm);
             rc = rc ? rc : gf_embedding_gpu_set_route(eg, "resnet", plans[p].resnet);
         }
         if (rc) {

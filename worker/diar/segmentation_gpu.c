@@ -1,5 +1,6 @@
-/* segmentation_gpu.c — segmentation-3.0 forward pass on a CUDA card, library
- * route (see segmentation_gpu.h).
+/* segmentation_gpu.c — segmentation-3.0 forward pass on a CUDA card (see
+ * segmentation_gpu.h); the SincNet filterbank (worker/sinc_gpu.c) and the LSTM
+ * stack (worker/lstm_gpu.c) each run the route planned for them.
  *
  * Shapes per window: 160000 samples → sinc |conv| [80, 15975] → pool
  * [80, 5325] → conv [60, 5321] → pool [60, 1773] → conv [60, 1769] → pool
@@ -8,6 +9,7 @@
 #include "worker/diar/segmentation_gpu.h"
 #include "worker/diar/safetensors.h"
 #include "worker/lstm_gpu.h"
+#include "worker/sinc_gpu.h"
 #include "worker/diar/segmentation.h"
 #include "kernels/sincconv.h"
 #include "common/error.h"
@@ -42,8 +44,7 @@
 #define EPS 1e-5f
 
 typedef struct {
-    gf_cu_function wavnorm, im2col_f64, pool_absmax_f64, instnorm, im2col, pool_max,
-        transpose, bias_act, logsoftmax;
+    gf_cu_function wavnorm, instnorm, im2col, pool_max, transpose, bias_act, logsoftmax;
 } kernels;
 
 struct gf_segmentation_gpu {
@@ -53,11 +54,12 @@ struct gf_segmentation_gpu {
     int max_batch;                 /* workspace capacity */
     kernels k;                     /* glue kernels */
     /* weights on the card */
-    gf_cu_ptr wav_w, wav_b, filters64, conv_w[2], conv_b[2], norm_w[3], norm_b[3];
+    gf_cu_ptr wav_w, wav_b, conv_w[2], conv_b[2], norm_w[3], norm_b[3];
+    gf_sinc_gpu *sinc;             /* the filterbank and its routes */
     gf_lstm_gpu *lstm;             /* the LSTM stack and its routes */
     gf_cu_ptr lin_w[2], lin_b[2], cls_w, cls_b;
     /* workspace */
-    gf_cu_ptr wave, wn, col64, sinc64, p1, col, c2, p2, c3, p3, x0, lin0, lin1, out;
+    gf_cu_ptr wave, wn, p1, col, c2, p2, c3, p3, x0, lin0, lin1, out;
     gf_cu_ptr lstm_out;            /* the LSTM stack's output [B, T, 2H] */
     gf_gpu_allocs mem;             /* every device allocation, freed on destroy */
 };
@@ -101,7 +103,8 @@ static int load_weights(gf_segmentation_gpu *s, gf_safetensors *st)
     gf_sincfb_build_ref(low, band, win, n, NP, HK, 16000.0f, f);
     for (int i = 0; i < NF * KS; i++)
         fd[i] = f[i];
-    rc = upload(s, fd, sizeof(double) * NF * KS, &s->filters64);
+    if (!(s->sinc = gf_sinc_gpu_new(s->gpu, s->blas, fd, s->max_batch)))
+        rc = GF_EDEVICE;
     free(f);
     free(fd);
     rc = rc ? rc : get(st, s, &s->conv_w[0], "sincnet.conv1d.1.weight", C2, NF, KC);
@@ -149,13 +152,12 @@ static int load_weights(gf_segmentation_gpu *s, gf_safetensors *st)
 static int load_kernels(gf_segmentation_gpu *s)
 {
     static const char *const names[] = {
-        "gf_wavnorm", "gf_im2col1d_f64", "gf_pool_absmax_f64", "gf_instnorm_lrelu",
-        "gf_im2col1d", "gf_pool_max", "gf_transpose_ct", "gf_bias_leaky_relu",
-        "gf_logsoftmax_rows",
+        "gf_wavnorm", "gf_instnorm_lrelu", "gf_im2col1d", "gf_pool_max", "gf_transpose_ct",
+        "gf_bias_leaky_relu", "gf_logsoftmax_rows",
     };
     gf_cu_function *const fns[] = {
-        &s->k.wavnorm, &s->k.im2col_f64, &s->k.pool_absmax_f64, &s->k.instnorm,
-        &s->k.im2col, &s->k.pool_max, &s->k.transpose, &s->k.bias_act, &s->k.logsoftmax,
+        &s->k.wavnorm, &s->k.instnorm, &s->k.im2col, &s->k.pool_max, &s->k.transpose,
+        &s->k.bias_act, &s->k.logsoftmax,
     };
     return gf_gpu_functions(s->gpu, "glue", names, fns, GF_ARRAY_LEN(names));
 }
@@ -165,8 +167,6 @@ static int alloc_workspace(gf_segmentation_gpu *s)
     const size_t B = (size_t)s->max_batch, f = sizeof(float);
     struct { gf_cu_ptr *p; size_t bytes; } list[] = {
         { &s->wave, B * N_IN * f },          { &s->wn, B * N_IN * f },
-        { &s->col64, B * T_SINC * KS * sizeof(double) },
-        { &s->sinc64, B * NF * T_SINC * sizeof(double) },
         { &s->p1, B * NF * T_P1 * f },       { &s->col, B * T_C2 * NF * KC * f },
         { &s->c2, B * C2 * T_C2 * f },       { &s->p2, B * C2 * T_P2 * f },
         { &s->c3, B * C2 * T_C3 * f },       { &s->p3, B * C2 * T * f },
@@ -212,6 +212,7 @@ void gf_segmentation_gpu_destroy(gf_segmentation_gpu **self_p)
     if (!self_p || !*self_p)
         return;
     gf_segmentation_gpu *s = *self_p;
+    gf_sinc_gpu_destroy(&s->sinc);
     gf_lstm_gpu_destroy(&s->lstm);
     gf_gpu_allocs_release(&s->mem);
     free(s);
@@ -252,15 +253,8 @@ static int sincnet(gf_segmentation_gpu *s, int B)
     float eps = EPS, slope = SLOPE;
     void *p_wn[] = { &s->wave, &s->wn, &n, &s->wav_w, &s->wav_b, &eps };
     GF_TRY(gf_gpu_launch(s->gpu, s->k.wavnorm, (unsigned)B, 1, 1, 512, 1, 1, 0, p_wn));
-    int ks = KS, stride = STRIDE, tsinc = T_SINC;
-    void *p_im[] = { &s->wn, &B, &n, &ks, &stride, &tsinc, &s->col64 };
-    GF_TRY(launch1d(s, s->k.im2col_f64, (long)B * T_SINC * KS, p_im));
-    GF_TRY(gf_blas_gpu_dgemm_nt_batched(s->blas, NF, T_SINC, KS, s->filters64, KS, 0, s->col64,
-                                     KS, (long long)T_SINC * KS, s->sinc64, T_SINC,
-                                     (long long)NF * T_SINC, B));
-    int rows = B * NF, three = 3, tp1 = T_P1, nf = NF;
-    void *p_pool[] = { &s->sinc64, &rows, &tsinc, &three, &tp1, &s->p1 };
-    GF_TRY(launch1d(s, s->k.pool_absmax_f64, (long)rows * T_P1, p_pool));
+    GF_TRY(gf_sinc_gpu_run(s->sinc, s->wn, B, s->p1));
+    int rows = B * NF, tp1 = T_P1, nf = NF;
     void *p_norm[] = { &s->p1, &tp1, &nf, &s->norm_w[0], &s->norm_b[0], &eps, &slope };
     return gf_gpu_launch(s->gpu, s->k.instnorm, (unsigned)rows, 1, 1, 256, 1, 1, 0, p_norm);
 }
@@ -273,28 +267,44 @@ static int lstm_stack(gf_segmentation_gpu *s, int B)
     return gf_lstm_gpu_run(s->lstm, s->math, s->x0, B, &s->lstm_out);
 }
 
+/* The boundaries with two routes, and how each is switched. */
+static int route_of(gf_segmentation_gpu *s, const char *boundary, gf_route_kind kind,
+                    const char **sha)
+{
+    if (strcmp(boundary, "lstm.stack") == 0)
+        return gf_lstm_gpu_set_route(s->lstm, kind, sha);
+    if (strcmp(boundary, "sincnet.conv0.abs_pool") == 0)
+        return gf_sinc_gpu_set_route(s->sinc, kind, sha);
+    return kind == GF_ROUTE_LIBRARY ? 0 : GF_ENOENT;
+}
+
 int gf_segmentation_gpu_set_route(gf_segmentation_gpu *s, const char *boundary,
                                   gf_route_kind kind)
 {
-    if (strcmp(boundary, "lstm.stack") == 0)
-        return gf_lstm_gpu_set_route(s->lstm, kind, NULL);
-    return kind == GF_ROUTE_LIBRARY ? 0 : GF_ENOENT;
+    return route_of(s, boundary, kind, NULL);
 }
 
 int gf_segmentation_gpu_apply_plan(gf_segmentation_gpu *s, const gf_planner *pl, int batch,
                                    gf_math math)
 {
-    gf_route r;
-    GF_TRY(gf_plan_route(pl, "lstm.stack", batch, math, &r));
-    if (r.kind != GF_ROUTE_OWN)
-        return gf_lstm_gpu_set_route(s->lstm, GF_ROUTE_LIBRARY, NULL);
-    const char *sha = NULL;
-    int rc = gf_lstm_gpu_set_route(s->lstm, GF_ROUTE_OWN, &sha);
-    if (rc == 0 && strcmp(sha, r.module.sha256) == 0)
-        return 0;
-    GF_WARN("lstm.stack: the planned module %.12s did not load as bound (%s): library route",
-            r.module.sha256, rc ? gf_strerror(rc) : "another module loaded");
-    return gf_lstm_gpu_set_route(s->lstm, GF_ROUTE_LIBRARY, NULL);
+    static const char *const boundaries[] = { "sincnet.conv0.abs_pool", "lstm.stack" };
+    for (size_t i = 0; i < GF_ARRAY_LEN(boundaries); i++) {
+        const char *name = boundaries[i];
+        gf_route r;
+        GF_TRY(gf_plan_route(pl, name, batch, math, &r));
+        if (r.kind != GF_ROUTE_OWN) {
+            GF_TRY(route_of(s, name, GF_ROUTE_LIBRARY, NULL));
+            continue;
+        }
+        const char *sha = NULL;
+        int rc = route_of(s, name, GF_ROUTE_OWN, &sha);
+        if (rc == 0 && strcmp(sha, r.module.sha256) == 0)
+            continue;
+        GF_WARN("%s: the planned module %.12s did not load as bound (%s): library route", name,
+                r.module.sha256, rc ? gf_strerror(rc) : "another module loaded");
+        GF_TRY(route_of(s, name, GF_ROUTE_LIBRARY, NULL));
+    }
+    return 0;
 }
 
 static int head(gf_segmentation_gpu *s, int B, gf_cu_ptr lstm_out)
@@ -350,7 +360,8 @@ int gf_segmentation_gpu_run_dev(gf_segmentation_gpu *s, int B, float *logp, gf_d
         GF_ERROR("segmentation (gpu): batch of %d windows, capacity %d", B, s->max_batch);
         return GF_EINVAL;
     }
-    STAGE("sincnet.conv0.abs_pool", sincnet(s, B));
+    STAGE_ON("sincnet.conv0.abs_pool",
+             gf_sinc_gpu_route(s->sinc) == GF_ROUTE_OWN ? "own" : "library", sincnet(s, B));
     STAGE("segconv.conv1", conv_stage(s, B, s->p1, NF, T_P1, 0, s->c2, s->p2));
     STAGE("segconv.conv2", conv_stage(s, B, s->p2, C2, T_P2, 1, s->c3, s->p3));
     STAGE_ON("lstm.stack", gf_lstm_gpu_route(s->lstm) == GF_ROUTE_OWN ? "own" : "library",

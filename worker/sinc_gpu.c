@@ -1,0 +1,104 @@
+/* sinc_gpu.c — the SincNet filterbank stage on the card, library and own
+ * routes (see sinc_gpu.h). */
+#include "worker/sinc_gpu.h"
+#include "common/error.h"
+#include "common/log.h"
+#include "common/util.h"
+
+#include <stdlib.h>
+
+/* Must match kernels/sincnet.cu: 16 filters and 256 pooled outputs a block,
+ * 256 threads; shared memory for the block's span of samples (padded by one)
+ * and its 16 filters, all float64. */
+#define OWN_FB 16
+#define OWN_PT 256
+#define OWN_SPAN (OWN_PT * 3 * GF_SINC_STRIDE + GF_SINC_TAPS - GF_SINC_STRIDE)
+#define OWN_SMEM ((int)sizeof(double) * (OWN_SPAN + 1 + OWN_FB * GF_SINC_TAPS))
+
+struct gf_sinc_gpu {
+    gf_gpu *gpu;                   /* borrowed */
+    gf_blas_gpu *blas;             /* borrowed */
+    int max_batch;
+    gf_route_kind route;
+    gf_cu_ptr filters, col, frames;   /* [80][251]; im2col and DGEMM output (library) */
+    gf_cu_function im2col, pool, own; /* own: loaded when chosen */
+    gf_gpu_allocs mem;
+};
+
+gf_sinc_gpu *gf_sinc_gpu_new(gf_gpu *gpu, gf_blas_gpu *blas, const double *filters,
+                             int max_batch)
+{
+    gf_sinc_gpu *s = gf_calloc(1, sizeof *s);
+    s->gpu = gpu;
+    s->blas = blas;
+    s->max_batch = max_batch;
+    s->mem.gpu = gpu;
+    const size_t B = (size_t)max_batch, d = sizeof(double);
+    static const char *const names[] = { "gf_im2col1d_f64", "gf_pool_absmax_f64" };
+    gf_cu_function *const fns[] = { &s->im2col, &s->pool };
+    int rc = gf_gpu_allocs_upload(&s->mem, filters, d * GF_SINC_FILTERS * GF_SINC_TAPS,
+                                  &s->filters);
+    rc = rc ? rc : gf_gpu_allocs_take(&s->mem, B * GF_SINC_FRAMES * GF_SINC_TAPS * d, &s->col);
+    rc = rc ? rc
+            : gf_gpu_allocs_take(&s->mem, B * GF_SINC_FILTERS * GF_SINC_FRAMES * d, &s->frames);
+    rc = rc ? rc : gf_gpu_functions(gpu, "glue", names, fns, GF_ARRAY_LEN(names));
+    rc = rc ? rc : gf_gpu_sync(gpu);   /* the caller may free its host copy next */
+    if (rc)
+        gf_sinc_gpu_destroy(&s);
+    return s;
+}
+
+void gf_sinc_gpu_destroy(gf_sinc_gpu **self_p)
+{
+    if (!self_p || !*self_p)
+        return;
+    gf_gpu_allocs_release(&(*self_p)->mem);
+    free(*self_p);
+    *self_p = NULL;
+}
+
+gf_route_kind gf_sinc_gpu_route(const gf_sinc_gpu *self) { return self->route; }
+
+int gf_sinc_gpu_set_route(gf_sinc_gpu *s, gf_route_kind kind, const char **module_sha256)
+{
+    if (kind == GF_ROUTE_LIBRARY) {
+        s->route = GF_ROUTE_LIBRARY;
+        return 0;
+    }
+    if (OWN_SMEM > gf_gpu_smem_optin(s->gpu)) {
+        GF_WARN("sincnet.conv0.abs_pool: the own kernel needs %d bytes of shared memory a "
+                "block, this card offers %d: refused", OWN_SMEM, gf_gpu_smem_optin(s->gpu));
+        return GF_EUNSUP;
+    }
+    const char *sha = NULL;
+    int rc = gf_gpu_function(s->gpu, "sincnet", "gf_sinc_abs_pool_f64", &s->own, NULL, &sha);
+    rc = rc ? rc : gf_gpu_func_smem(s->gpu, s->own, OWN_SMEM);
+    if (rc)
+        return rc;
+    s->route = GF_ROUTE_OWN;
+    if (module_sha256)
+        *module_sha256 = sha;
+    return 0;
+}
+
+int gf_sinc_gpu_run(gf_sinc_gpu *s, gf_cu_ptr wave, int B, gf_cu_ptr out)
+{
+    if (B < 1 || B > s->max_batch)
+        return GF_EINVAL;
+    int n = GF_SINC_SAMPLES, nf = GF_SINC_FILTERS, tp = GF_SINC_POOLED;
+    if (s->route == GF_ROUTE_OWN) {
+        void *p[] = { &wave, &n, &s->filters, &nf, &tp, &out };
+        return gf_gpu_launch(s->gpu, s->own, (unsigned)((tp + OWN_PT - 1) / OWN_PT),
+                             (unsigned)((nf + OWN_FB - 1) / OWN_FB), (unsigned)B, OWN_PT, 1, 1,
+                             (unsigned)OWN_SMEM, p);
+    }
+    int ks = GF_SINC_TAPS, stride = GF_SINC_STRIDE, frames = GF_SINC_FRAMES;
+    void *p_im[] = { &wave, &B, &n, &ks, &stride, &frames, &s->col };
+    GF_TRY(gf_gpu_launch1d(s->gpu, s->im2col, (long)B * frames * ks, p_im));
+    GF_TRY(gf_blas_gpu_dgemm_nt_batched(s->blas, nf, frames, ks, s->filters, ks, 0, s->col, ks,
+                                        (long long)frames * ks, s->frames, frames,
+                                        (long long)nf * frames, B));
+    int rows = B * nf, three = 3;
+    void *p_pool[] = { &s->frames, &rows, &frames, &three, &tp, &out };
+    return gf_gpu_launch1d(s->gpu, s->pool, (long)rows * tp, p_pool);
+}

@@ -9,9 +9,10 @@
 // (tests/gpu/test_gpu_sinc.c, gpuflock qualify).
 //
 // Block: 256 threads, one pooled output each (three frames, 10 samples
-// apart), for 16 filters; grid (pooled outputs / 256, 80 / 16, windows). Shared memory: the block's waveform span, 30·256 + 241
-// samples as float64, and the 16 filters transposed to [tap][filter], so the
-// filter values a tap needs are two 16-byte broadcasts per pair; per tap a
+// apart), for 16 filters; grid (pooled outputs / 256, 80 / 16, windows).
+// Shared memory: the block's waveform span, 30·256 + 241 samples as
+// float64, and the 16 filters transposed to [tap][filter], so the filter
+// values a tap needs are one 16-byte broadcast per pair; per tap a
 // thread does 16 x 3 fused multiply-adds from 3 samples and 16 filter values.
 // Sums tap by tap from tap 0, float64 throughout, one rounding to float at
 // the end, as on the library route (whose DGEMM sums in its own order).

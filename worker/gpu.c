@@ -18,6 +18,7 @@
 
 #define MAX_ALLOCS  512   /* device allocations a worker holds at once */
 #define MAX_MODULES 32    /* distinct areas loaded */
+#define MAX_SMEM_LIMITS 32   /* kernels with a dynamic shared memory limit */
 #define MAX_TIMINGS 256   /* timed regions between two collects */
 
 typedef struct {
@@ -51,6 +52,11 @@ struct gf_gpu {
     size_t n_events;                   /* how many exist */
     gf_cu_event fence;                 /* gf_gpu_wait_for's, created on first use */
     bool debug;                        /* sync + check after each launch */
+    struct {                           /* dynamic shared memory limits set so far */
+        gf_cu_function f;
+        int bytes;
+    } smem_limits[MAX_SMEM_LIMITS];
+    size_t n_smem_limits;
 };
 
 #define CU_CHECK(self, call, what)                                          \
@@ -147,8 +153,22 @@ int gf_gpu_smem_optin(const gf_gpu *self) { return self->smem_optin; }
 
 int gf_gpu_func_smem(gf_gpu *self, gf_cu_function f, int bytes)
 {
+    size_t i = 0;
+    while (i < self->n_smem_limits && self->smem_limits[i].f != f)
+        i++;
+    if (i < self->n_smem_limits && self->smem_limits[i].bytes >= bytes)
+        return 0;   /* another layer on this kernel already needs more */
+    if (i == MAX_SMEM_LIMITS) {
+        GF_ERROR("cuda device %d: more than %d kernels with a shared memory limit",
+                 self->ordinal, MAX_SMEM_LIMITS);
+        return GF_EDEVICE;
+    }
     CU_CHECK(self, self->cu->func_set_attr(f, GF_CU_FUNC_ATTR_MAX_DYNAMIC_SMEM, bytes),
              "cuFuncSetAttribute(max dynamic shared memory)");
+    self->smem_limits[i].f = f;
+    self->smem_limits[i].bytes = bytes;
+    if (i == self->n_smem_limits)
+        self->n_smem_limits++;
     return 0;
 }
 

@@ -38,7 +38,9 @@ int gf_gpu_wait_for(gf_gpu *self, gf_gpu *other);
 
 /* Shared memory per block a kernel may opt in to (bytes). */
 int gf_gpu_smem_optin(const gf_gpu *self);
-/* Let kernel f use up to `bytes` of dynamic shared memory. */
+/* Let kernel f use up to `bytes` of dynamic shared memory. The limit only
+ * rises: layers of several sizes on one kernel (segconv.conv1 and conv2)
+ * keep the largest, which every smaller launch fits. */
 int gf_gpu_func_smem(gf_gpu *self, gf_cu_function f, int bytes);
 
 /* Device memory owned by the gf_gpu (freed by gf_gpu_destroy or gf_gpu_free). */

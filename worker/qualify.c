@@ -1,13 +1,15 @@
 /* qualify.c — accuracy, speed and end-to-end records for own kernels (see
  * qualify.h). Candidates: the persistent LSTM kernel (kernels/lstm.cu) for
  * lstm.stack, the fused SincNet filterbank (kernels/sincnet.cu) for
- * sincnet.conv0.abs_pool, and the ResNet convolution (kernels/resnet.cu) for
+ * sincnet.conv0.abs_pool, the fused 1-D convolution (kernels/segconv.cu) for
+ * segconv.conv1 and conv2, and the ResNet convolution (kernels/resnet.cu) for
  * each of the trunk's layers; a new candidate adds a row to the table and a
  * function that runs its boundary on both routes. */
 #include "worker/qualify.h"
 #include "worker/diar/segmentation_gpu.h"
 #include "worker/lstm_gpu.h"
 #include "worker/conv_gpu.h"
+#include "worker/segconv_gpu.h"
 #include "worker/sinc_gpu.h"
 #include "worker/diar/embedding_gpu.h"
 #include "common/devstats.h"
@@ -41,6 +43,15 @@ static const gf_pin lstm_pins[] = {
 
 /* kernels/sincnet.cu: 16 filters and 256 pooled outputs (7,680 samples of
  * output span) a block, the tap loop unrolled by 2, 256 threads. */
+/* kernels/segconv.cu: all 60 channels and 192 frames (64 pooled outputs) a
+ * block, the 5 taps unrolled, 320 threads. */
+static const gf_pin segconv_pins[] = {
+    { "channels_per_block", "60" },
+    { "frames_per_block", "192" },
+    { "k_unroll", "5" },
+    { "threads", "320" },
+};
+
 static const gf_pin sinc_pins[] = {
     { "filters_per_block", "16" },
     { "samples_per_block", "7680" },
@@ -69,7 +80,7 @@ typedef struct {
 #define MAX_CONV_LAYERS 40
 static conv_layer conv_layers[MAX_CONV_LAYERS];
 static size_t n_conv_layers;
-static gf_candidate candidates[2 + MAX_CONV_LAYERS];
+static gf_candidate candidates[4 + MAX_CONV_LAYERS];
 static size_t n_candidates;
 static int candidates_cc = -1;   /* the card they were built for */
 
@@ -128,6 +139,10 @@ static void build_candidates(int cc)
                                                  GF_ARRAY_LEN(lstm_pins) };
     candidates[n_candidates++] = (gf_candidate){ "sincnet", "sincnet.conv0.abs_pool", sinc_pins,
                                                  GF_ARRAY_LEN(sinc_pins) };
+    candidates[n_candidates++] = (gf_candidate){ "segconv", "segconv.conv1", segconv_pins,
+                                                 GF_ARRAY_LEN(segconv_pins) };
+    candidates[n_candidates++] = (gf_candidate){ "segconv", "segconv.conv2", segconv_pins,
+                                                 GF_ARRAY_LEN(segconv_pins) };
     for (size_t i = 0; i < n_conv_layers; i++)
         candidates[n_candidates++] = (gf_candidate){ "resnet", conv_layers[i].boundary,
                                                      conv_layers[i].config.pins, RESNET_PINS };
@@ -530,8 +545,8 @@ static int e2e_embedding(const gf_qualify_ctx *ctx, const char *boundary, int B,
 
 /* From the A/B rounds (a: candidate, b: library, ms): the speed record when
  * the candidate wins outside the noise, then the end-to-end network with and
- * without it (segmentation for the LSTM and the filterbank, embedding for the
- * ResNet), whose
+ * without it (segmentation for the LSTM, the filterbank and the 1-D
+ * convolutions, embedding for the ResNet), whose
  * record is written only when the network did not get slower. */
 static int speed_and_e2e(const gf_qualify_ctx *ctx, const gf_candidate *cand, int B,
                          gf_math math, gf_qualify_result *res, double *a, double *b,
@@ -552,7 +567,8 @@ static int speed_and_e2e(const gf_qualify_ctx *ctx, const gf_candidate *cand, in
     json_object_put(r);
     if (rc || !res->win)
         return rc;
-    bool seg = strcmp(cand->area, "lstm") == 0 || strcmp(cand->area, "sincnet") == 0;
+    bool seg = strcmp(cand->area, "lstm") == 0 || strcmp(cand->area, "sincnet") == 0 ||
+               strcmp(cand->area, "segconv") == 0;
     const char *model = seg ? ctx->segmentation_model : ctx->embedding_model;
     if (!model) {
         fprintf(ctx->report, "  end to end: no %s model given, not measured\n",
@@ -751,6 +767,139 @@ static int qualify_sinc(const gf_qualify_ctx *ctx, const gf_candidate *cand, int
         gf_gpu_free(ctx->gpu, dout);
     gf_sinc_gpu_destroy(&s);
     free(filters), free(wave), free(got), free(a), free(b);
+    return rc;
+}
+
+/* ---- the segmentation convolution candidates ------------------------------- */
+
+#define SEGCONV_SAMPLES 4096   /* pooled outputs checked against float64 per tuple */
+
+typedef struct {
+    gf_gpu *gpu;
+    gf_segconv_gpu *s;
+    const char *boundary;
+    gf_math math;
+    gf_cu_ptr x, out;
+    int B;
+} segconv_subject;
+
+static int segconv_set_route(void *arg, gf_route_kind kind)
+{
+    segconv_subject *t = arg;
+    return gf_segconv_gpu_set_route(t->s, kind, NULL);
+}
+
+static int segconv_run(void *arg, gf_devstats *stats)
+{
+    segconv_subject *t = arg;
+    int rc = gf_gpu_timing_begin(t->gpu, t->boundary, "qualify");
+    rc = rc ? rc : gf_segconv_gpu_run(t->s, t->math, t->x, t->B, t->out);
+    rc = rc ? rc : gf_gpu_timing_end(t->gpu);
+    gf_gpu_timing_collect(t->gpu, stats);
+    return rc;
+}
+
+/* The own kernel sums in float32 FMAs in both math modes; the tolerances are
+ * the math mode's, as for the ResNet layers (fp32: those of the LSTM). */
+static int qualify_segconv(const gf_qualify_ctx *ctx, const gf_candidate *cand, int B,
+                           gf_math math, gf_qualify_result *res)
+{
+    bool first = strcmp(cand->boundary, "segconv.conv1") == 0;
+    const int cin = first ? 80 : 60, tin = first ? 5325 : 1773, C = GF_SEGCONV_COUT;
+    const int K = GF_SEGCONV_TAPS, tp = (tin - K + 1) / 3;
+    uint64_t seed = ctx->seed ^ ((uint64_t)B << 32) ^ (uint64_t)math ^ (first ? 0xc1 : 0xc2);
+    uint64_t rng = seed;
+    const size_t nx = (size_t)B * cin * tin, no = (size_t)B * C * tp, nw = (size_t)C * cin * K;
+    float *x = gf_malloc(sizeof(float) * nx), *w = gf_malloc(sizeof(float) * nw);
+    float *bias = gf_malloc(sizeof(float) * C), *got = gf_malloc(sizeof(float) * no);
+    for (size_t i = 0; i < nx; i++)
+        x[i] = uniform(&rng, 1.0f);
+    for (size_t i = 0; i < nw; i++)
+        w[i] = uniform(&rng, 1.0f / sqrtf((float)(cin * K)));
+    for (int i = 0; i < C; i++)
+        bias[i] = uniform(&rng, 0.1f);
+    double *a = gf_calloc((size_t)ctx->rounds, sizeof(double));
+    double *bt = gf_calloc((size_t)ctx->rounds, sizeof(double));
+    gf_cu_ptr dx = 0, dout = 0;
+    const char *sha = NULL;
+    gf_segconv_gpu *s = gf_segconv_gpu_new(ctx->gpu, ctx->blas, cand->boundary, cin, tin, w,
+                                           bias, B);
+    int rc = s ? 0 : GF_EDEVICE;
+    rc = rc ? rc : gf_segconv_gpu_set_route(s, GF_ROUTE_OWN, &sha);
+    if (!rc && strcmp(sha, res->module.sha256) != 0) {
+        GF_ERROR("%s: the module that loaded (%s) is not the candidate (%s)", cand->boundary, sha,
+                 res->module.sha256);
+        rc = GF_ESTATE;
+    }
+    rc = rc ? rc : gf_gpu_alloc(ctx->gpu, sizeof(float) * nx, &dx);
+    rc = rc ? rc : gf_gpu_alloc(ctx->gpu, sizeof(float) * no, &dout);
+    rc = rc ? rc : gf_gpu_upload(ctx->gpu, dx, x, sizeof(float) * nx);
+    rc = rc ? rc : gf_gpu_fill32(ctx->gpu, dout, 0x7fc00000u, no);   /* NaN poison */
+    rc = rc ? rc : gf_segconv_gpu_run(s, math, dx, B, dout);
+    rc = rc ? rc : gf_gpu_download(ctx->gpu, got, dout, sizeof(float) * no);
+    if (!rc) {
+        const double atol = math == GF_MATH_TF32 ? 5e-3 : 1e-4;
+        const double rtol = math == GF_MATH_TF32 ? 1e-2 : 1e-3;
+        long mismatches = 0, unwritten = 0;
+        double max_abs = 0, max_rel = 0, num = 0, den = 0;
+        for (size_t i = 0; i < no; i++)
+            if (!isfinite(got[i]))
+                unwritten++;
+        for (int k = 0; k < SEGCONV_SAMPLES; k++) {
+            size_t o = (size_t)(next_u64(&rng) % no);
+            size_t b = o / ((size_t)C * tp), c = (o / tp) % C, p = o % tp;
+            double ref = -INFINITY;
+            for (int j = 0; j < 3; j++) {
+                double acc = 0.0;
+                for (int ci = 0; ci < cin; ci++)
+                    for (int q = 0; q < K; q++)
+                        acc += (double)w[(c * cin + ci) * K + q] *
+                               x[(b * cin + ci) * tin + 3 * p + j + q];
+                ref = fmax(ref, acc);
+            }
+            ref += bias[c];
+            double e = fabs(got[o] - ref);
+            if (!(e <= atol + rtol * fabs(ref)))
+                mismatches++;
+            max_abs = fmax(max_abs, e);
+            if (fabs(ref) > 1e-3)
+                max_rel = fmax(max_rel, e / fabs(ref));
+            num += e * e;
+            den += ref * ref;
+        }
+        mismatches += unwritten;
+        double norm_err = sqrt(num / (den > 0 ? den : 1));
+        fprintf(ctx->report, "  accuracy: %d sampled outputs vs float64, max abs %.3g, max rel "
+                "%.3g, normalised %.3g, %ld mismatches, %ld unwritten of %zu\n",
+                SEGCONV_SAMPLES, max_abs, max_rel, norm_err, mismatches, unwritten, no);
+        res->accurate = mismatches == 0;
+        json_object *j = record_base(ctx, "accuracy", cand, B, math, &res->module);
+        json_object_object_add(j, "reference", json_object_new_string("float64"));
+        json_object_object_add(j, "seed", json_object_new_int64((int64_t)(seed & 0x7fffffffffffLL)));
+        json_object_object_add(j, "elements", json_object_new_int(SEGCONV_SAMPLES));
+        json_object_object_add(j, "outputs_written_checked", json_object_new_int64((int64_t)no));
+        json_object_object_add(j, "max_abs_err", json_object_new_double(max_abs));
+        json_object_object_add(j, "max_rel_err", json_object_new_double(max_rel));
+        json_object_object_add(j, "normalised_err", json_object_new_double(norm_err));
+        json_object_object_add(j, "atol", json_object_new_double(atol));
+        json_object_object_add(j, "rtol", json_object_new_double(rtol));
+        json_object_object_add(j, "mismatches", json_object_new_int64(mismatches));
+        rc = record_write(ctx, j, res->accuracy);
+        json_object_put(j);
+    }
+    if (!rc && res->accurate) {
+        segconv_subject t = { ctx->gpu, s, cand->boundary, math, dx, dout, B };
+        ab_subject sub = { segconv_set_route, segconv_run, &t };
+        rc = ab_rounds(ctx, &sub, 1e-6, a, bt);   /* ms */
+        if (!rc)
+            rc = speed_and_e2e(ctx, cand, B, math, res, a, bt, &rng);
+    }
+    if (dx)
+        gf_gpu_free(ctx->gpu, dx);
+    if (dout)
+        gf_gpu_free(ctx->gpu, dout);
+    gf_segconv_gpu_destroy(&s);
+    free(x), free(w), free(bias), free(got), free(a), free(bt);
     return rc;
 }
 
@@ -971,6 +1120,8 @@ int gf_qualify_run(const gf_qualify_ctx *ctx, const gf_candidate *cand, int batc
         return qualify_lstm(ctx, cand, batch, math, out);
     if (strcmp(cand->area, "sincnet") == 0)
         return qualify_sinc(ctx, cand, batch, math, out);
+    if (strcmp(cand->area, "segconv") == 0)
+        return qualify_segconv(ctx, cand, batch, math, out);
     if (strcmp(cand->area, "resnet") == 0)
         return qualify_conv(ctx, cand, batch, math, out);
     return GF_EUNSUP;

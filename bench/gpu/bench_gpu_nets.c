@@ -25,7 +25,7 @@
 typedef struct {
     const char *name;     /* plan name */
     gf_math math;
-    gf_route_kind lstm;   /* and the SincNet filterbank */
+    gf_route_kind seg;    /* the segmentation network's boundaries with own kernels */
     bool planned;         /* routes from the planner and evidence/ instead */
     gf_route_kind resnet;
 } plan;
@@ -155,9 +155,9 @@ int main(int argc, char **argv)
     const plan plans[] = {
         { "library fp32", GF_MATH_FP32, GF_ROUTE_LIBRARY, false, GF_ROUTE_LIBRARY },
         { "library tf32", GF_MATH_TF32, GF_ROUTE_LIBRARY, false, GF_ROUTE_LIBRARY },
-        { "own sinc, lstm + library fp32", GF_MATH_FP32, GF_ROUTE_OWN, false, GF_ROUTE_LIBRARY },
-        { "own sinc, lstm + library tf32", GF_MATH_TF32, GF_ROUTE_OWN, false, GF_ROUTE_LIBRARY },
-        { "own sinc, lstm, resnet tf32", GF_MATH_TF32, GF_ROUTE_OWN, false, GF_ROUTE_OWN },
+        { "own segmentation + library fp32", GF_MATH_FP32, GF_ROUTE_OWN, false, GF_ROUTE_LIBRARY },
+        { "own segmentation + library tf32", GF_MATH_TF32, GF_ROUTE_OWN, false, GF_ROUTE_LIBRARY },
+        { "own segmentation + own resnet tf32", GF_MATH_TF32, GF_ROUTE_OWN, false, GF_ROUTE_OWN },
         { "planned fp32 (evidence/)", GF_MATH_FP32, GF_ROUTE_LIBRARY, true, GF_ROUTE_LIBRARY },
         { "planned tf32 (evidence/)", GF_MATH_TF32, GF_ROUTE_LIBRARY, true, GF_ROUTE_LIBRARY },
     };
@@ -184,9 +184,10 @@ int main(int argc, char **argv)
             rc = ev ? gf_segmentation_gpu_apply_plan(sg, &pl, B, plans[p].math) : 1;
             rc = rc ? rc : gf_embedding_gpu_apply_plan(eg, &pl, B);
         } else if (!rc) {
-            rc = gf_segmentation_gpu_set_route(sg, "lstm.stack", plans[p].lstm);
-            rc = rc ? rc
-                    : gf_segmentation_gpu_set_route(sg, "sincnet.conv0.abs_pool", plans[p].lstm);
+            static const char *const own_seg[] = { "sincnet.conv0.abs_pool", "segconv.conv1",
+                                                   "segconv.conv2", "lstm.stack" };
+            for (size_t i = 0; i < GF_ARRAY_LEN(own_seg) && !rc; i++)
+                rc = gf_segmentation_gpu_set_route(sg, own_seg[i], plans[p].seg);
             rc = rc ? rc : gf_embedding_gpu_set_route(eg, "resnet", plans[p].resnet);
         }
         if (rc) {

@@ -1,6 +1,7 @@
 /* segmentation_gpu.c — segmentation-3.0 forward pass on a CUDA card (see
- * segmentation_gpu.h); the SincNet filterbank (worker/sinc_gpu.c) and the LSTM
- * stack (worker/lstm_gpu.c) each run the route planned for them.
+ * segmentation_gpu.h); the SincNet filterbank (worker/sinc_gpu.c), the two
+ * convolutions (worker/segconv_gpu.c) and the LSTM stack (worker/lstm_gpu.c)
+ * each run the route planned for them.
  *
  * Shapes per window: 160000 samples → sinc |conv| [80, 15975] → pool
  * [80, 5325] → conv [60, 5321] → pool [60, 1773] → conv [60, 1769] → pool
@@ -9,6 +10,7 @@
 #include "worker/diar/segmentation_gpu.h"
 #include "worker/diar/safetensors.h"
 #include "worker/lstm_gpu.h"
+#include "worker/segconv_gpu.h"
 #include "worker/sinc_gpu.h"
 #include "worker/diar/segmentation.h"
 #include "kernels/sincconv.h"
@@ -39,12 +41,12 @@
 #define T_P1 (T_SINC / 3)                   /* 5325 */
 #define T_C2 (T_P1 - KC + 1)                /* 5321 */
 #define T_P2 (T_C2 / 3)                     /* 1773 */
-#define T_C3 (T_P2 - KC + 1)                /* 1769 */
+/* then 1769 convolved frames, pooled to T (589) */
 #define SLOPE 0.01f
 #define EPS 1e-5f
 
 typedef struct {
-    gf_cu_function wavnorm, instnorm, im2col, pool_max, transpose, bias_act, logsoftmax;
+    gf_cu_function wavnorm, instnorm, transpose, bias_act, logsoftmax;
 } kernels;
 
 struct gf_segmentation_gpu {
@@ -54,12 +56,13 @@ struct gf_segmentation_gpu {
     int max_batch;                 /* workspace capacity */
     kernels k;                     /* glue kernels */
     /* weights on the card */
-    gf_cu_ptr wav_w, wav_b, conv_w[2], conv_b[2], norm_w[3], norm_b[3];
+    gf_cu_ptr wav_w, wav_b, norm_w[3], norm_b[3];
     gf_sinc_gpu *sinc;             /* the filterbank and its routes */
+    gf_segconv_gpu *segconv[2];    /* the two convolutions and their routes */
     gf_lstm_gpu *lstm;             /* the LSTM stack and its routes */
     gf_cu_ptr lin_w[2], lin_b[2], cls_w, cls_b;
     /* workspace */
-    gf_cu_ptr wave, wn, p1, col, c2, p2, c3, p3, x0, lin0, lin1, out;
+    gf_cu_ptr wave, wn, p1, p2, p3, x0, lin0, lin1, out;
     gf_cu_ptr lstm_out;            /* the LSTM stack's output [B, T, 2H] */
     gf_gpu_allocs mem;             /* every device allocation, freed on destroy */
 };
@@ -107,10 +110,20 @@ static int load_weights(gf_segmentation_gpu *s, gf_safetensors *st)
         rc = GF_EDEVICE;
     free(f);
     free(fd);
-    rc = rc ? rc : get(st, s, &s->conv_w[0], "sincnet.conv1d.1.weight", C2, NF, KC);
-    rc = rc ? rc : get(st, s, &s->conv_b[0], "sincnet.conv1d.1.bias", C2, 0, 0);
-    rc = rc ? rc : get(st, s, &s->conv_w[1], "sincnet.conv1d.2.weight", C2, C2, KC);
-    rc = rc ? rc : get(st, s, &s->conv_b[1], "sincnet.conv1d.2.bias", C2, 0, 0);
+    static const char *const conv_names[2] = { "segconv.conv1", "segconv.conv2" };
+    static const int conv_cin[2] = { NF, C2 }, conv_tin[2] = { T_P1, T_P2 };
+    for (int i = 0; i < 2 && !rc; i++) {
+        snprintf(name, sizeof name, "sincnet.conv1d.%d.weight", i + 1);
+        const float *cw = gf_safetensors_get(st, name, 3, C2, conv_cin[i], KC);
+        snprintf(name, sizeof name, "sincnet.conv1d.%d.bias", i + 1);
+        const float *cb = gf_safetensors_get(st, name, 1, C2);
+        if (!cw || !cb)
+            rc = GF_EINVAL;
+        else if (!(s->segconv[i] = gf_segconv_gpu_new(s->gpu, s->blas, conv_names[i],
+                                                      conv_cin[i], conv_tin[i], cw, cb,
+                                                      s->max_batch)))
+            rc = GF_EDEVICE;
+    }
     for (int i = 0; i < 3 && !rc; i++) {
         snprintf(name, sizeof name, "sincnet.norm1d.%d.weight", i);
         rc = get(st, s, &s->norm_w[i], name, i ? C2 : NF, 0, 0);
@@ -152,12 +165,11 @@ static int load_weights(gf_segmentation_gpu *s, gf_safetensors *st)
 static int load_kernels(gf_segmentation_gpu *s)
 {
     static const char *const names[] = {
-        "gf_wavnorm", "gf_instnorm_lrelu", "gf_im2col1d", "gf_pool_max", "gf_transpose_ct",
-        "gf_bias_leaky_relu", "gf_logsoftmax_rows",
+        "gf_wavnorm", "gf_instnorm_lrelu", "gf_transpose_ct", "gf_bias_leaky_relu",
+        "gf_logsoftmax_rows",
     };
     gf_cu_function *const fns[] = {
-        &s->k.wavnorm, &s->k.instnorm, &s->k.im2col, &s->k.pool_max, &s->k.transpose,
-        &s->k.bias_act, &s->k.logsoftmax,
+        &s->k.wavnorm, &s->k.instnorm, &s->k.transpose, &s->k.bias_act, &s->k.logsoftmax,
     };
     return gf_gpu_functions(s->gpu, "glue", names, fns, GF_ARRAY_LEN(names));
 }
@@ -167,9 +179,8 @@ static int alloc_workspace(gf_segmentation_gpu *s)
     const size_t B = (size_t)s->max_batch, f = sizeof(float);
     struct { gf_cu_ptr *p; size_t bytes; } list[] = {
         { &s->wave, B * N_IN * f },          { &s->wn, B * N_IN * f },
-        { &s->p1, B * NF * T_P1 * f },       { &s->col, B * T_C2 * NF * KC * f },
-        { &s->c2, B * C2 * T_C2 * f },       { &s->p2, B * C2 * T_P2 * f },
-        { &s->c3, B * C2 * T_C3 * f },       { &s->p3, B * C2 * T * f },
+        { &s->p1, B * NF * T_P1 * f },       { &s->p2, B * C2 * T_P2 * f },
+        { &s->p3, B * C2 * T * f },
         { &s->x0, B * T * C2 * f },          { &s->lin0, B * T * L0 * f },
         { &s->lin1, B * T * L0 * f },        { &s->out, B * T * CLASSES * f },
     };
@@ -213,6 +224,8 @@ void gf_segmentation_gpu_destroy(gf_segmentation_gpu **self_p)
         return;
     gf_segmentation_gpu *s = *self_p;
     gf_sinc_gpu_destroy(&s->sinc);
+    gf_segconv_gpu_destroy(&s->segconv[0]);
+    gf_segconv_gpu_destroy(&s->segconv[1]);
     gf_lstm_gpu_destroy(&s->lstm);
     gf_gpu_allocs_release(&s->mem);
     free(s);
@@ -225,22 +238,12 @@ static int launch1d(gf_segmentation_gpu *s, gf_cu_function f, long n, void **par
     return gf_gpu_launch1d(s->gpu, f, n, params);
 }
 
-/* A 1-D convolution stage: im2col, GEMM, bias + max-pool 3, instance norm. */
-static int conv_stage(gf_segmentation_gpu *s, int B, gf_cu_ptr in, int cin, int tin, int idx,
-                      gf_cu_ptr conv_out, gf_cu_ptr pool_out)
+/* A 1-D convolution stage: convolution and bias + max-pool 3 on its route,
+ * then instance norm + leaky ReLU in place. */
+static int conv_stage(gf_segmentation_gpu *s, int B, gf_cu_ptr in, int idx, gf_cu_ptr pool_out)
 {
-    int k = KC, one = 1, tout = tin - KC + 1, tp = tout / 3, three = 3, zero = 0, c2 = C2;
-    void *p_im[] = { &in, &B, &cin, &tin, &k, &one, &tout, &s->col };
-    GF_TRY(launch1d(s, s->k.im2col, (long)B * tout * cin * KC, p_im));
-    /* conv_out[b] [60, tout] = W [60, cin*5] · col[b]ᵀ */
-    GF_TRY(gf_blas_gpu_gemm_batched(s->blas, s->math, true, C2, tout, cin * KC, 1.0f,
-                                 s->conv_w[idx], cin * KC, 0, s->col, cin * KC,
-                                 (long long)tout * cin * KC, 0.0f, conv_out, tout,
-                                 (long long)C2 * tout, B));
-    int rows = B * C2;
-    void *p_pool[] = { &conv_out, &rows, &tout, &three, &tp, &zero, &s->conv_b[idx], &c2,
-                       &pool_out };
-    GF_TRY(launch1d(s, s->k.pool_max, (long)rows * tp, p_pool));
+    GF_TRY(gf_segconv_gpu_run(s->segconv[idx], s->math, in, B, pool_out));
+    int rows = B * C2, tp = gf_segconv_gpu_pooled(s->segconv[idx]), c2 = C2;
     float eps = EPS, slope = SLOPE;
     void *p_norm[] = { &pool_out, &tp, &c2, &s->norm_w[idx + 1], &s->norm_b[idx + 1], &eps,
                        &slope };
@@ -275,6 +278,10 @@ static int route_of(gf_segmentation_gpu *s, const char *boundary, gf_route_kind 
         return gf_lstm_gpu_set_route(s->lstm, kind, sha);
     if (strcmp(boundary, "sincnet.conv0.abs_pool") == 0)
         return gf_sinc_gpu_set_route(s->sinc, kind, sha);
+    if (strcmp(boundary, "segconv.conv1") == 0)
+        return gf_segconv_gpu_set_route(s->segconv[0], kind, sha);
+    if (strcmp(boundary, "segconv.conv2") == 0)
+        return gf_segconv_gpu_set_route(s->segconv[1], kind, sha);
     return kind == GF_ROUTE_LIBRARY ? 0 : GF_ENOENT;
 }
 
@@ -287,7 +294,8 @@ int gf_segmentation_gpu_set_route(gf_segmentation_gpu *s, const char *boundary,
 int gf_segmentation_gpu_apply_plan(gf_segmentation_gpu *s, const gf_planner *pl, int batch,
                                    gf_math math)
 {
-    static const char *const boundaries[] = { "sincnet.conv0.abs_pool", "lstm.stack" };
+    static const char *const boundaries[] = { "sincnet.conv0.abs_pool", "segconv.conv1",
+                                               "segconv.conv2", "lstm.stack" };
     for (size_t i = 0; i < GF_ARRAY_LEN(boundaries); i++) {
         const char *name = boundaries[i];
         gf_route r;
@@ -362,8 +370,12 @@ int gf_segmentation_gpu_run_dev(gf_segmentation_gpu *s, int B, float *logp, gf_d
     }
     STAGE_ON("sincnet.conv0.abs_pool",
              gf_sinc_gpu_route(s->sinc) == GF_ROUTE_OWN ? "own" : "library", sincnet(s, B));
-    STAGE("segconv.conv1", conv_stage(s, B, s->p1, NF, T_P1, 0, s->c2, s->p2));
-    STAGE("segconv.conv2", conv_stage(s, B, s->p2, C2, T_P2, 1, s->c3, s->p3));
+    STAGE_ON("segconv.conv1", gf_segconv_gpu_route(s->segconv[0]) == GF_ROUTE_OWN ? "own"
+                                                                               : "library",
+             conv_stage(s, B, s->p1, 0, s->p2));
+    STAGE_ON("segconv.conv2", gf_segconv_gpu_route(s->segconv[1]) == GF_ROUTE_OWN ? "own"
+                                                                               : "library",
+             conv_stage(s, B, s->p2, 1, s->p3));
     STAGE_ON("lstm.stack", gf_lstm_gpu_route(s->lstm) == GF_ROUTE_OWN ? "own" : "library",
              lstm_stack(s, B));
     STAGE("dense.head", head(s, B, s->lstm_out));

@@ -138,6 +138,10 @@ $(BUILD)/tests/proof/%: $(call obj,tests/proof/%.c) $(ALL_LIBS)
 $(BUILD)/tests/gpu/%: $(call obj,tests/gpu/%.c) $(ALL_LIBS)
 	@mkdir -p $(dir $@)
 	$(CC) $(SAN) $(LDFLAGS) -o $@ $< -Wl,--start-group $(ALL_LIBS) -Wl,--end-group $(LDLIBS) -lcmocka
+# The submit-to-start benchmarks' job: static, C library only (bench/jobs/stamp.c).
+$(BUILD)/bench/jobs/stamp: bench/jobs/stamp.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -O2 -Wall -Wextra -Werror -D_GNU_SOURCE -static -o $@ $<
 $(BUILD)/bench/%: $(call obj,bench/%.c) $(ALL_LIBS)
 	@mkdir -p $(dir $@)
 	$(CC) $(SAN) $(LDFLAGS) -o $@ $< -Wl,--start-group $(ALL_LIBS) -Wl,--end-group $(LDLIBS)

@@ -25,14 +25,31 @@ static void push(gf_env *self, char *entry)
     self->vars[self->n] = NULL;
 }
 
-/* Position of NAME, or -1. */
-static long find(const gf_env *self, const char *name)
+/* Position of the name of len bytes at name, or -1. */
+static long find_n(const gf_env *self, const char *name, size_t len)
 {
-    size_t len = strlen(name);
     for (size_t i = 0; i < self->n; i++)
-        if (strncmp(self->vars[i], name, len) == 0 && self->vars[i][len] == '=')
+        if (self->vars[i][0] == name[0] && strncmp(self->vars[i], name, len) == 0 &&
+            self->vars[i][len] == '=')
             return (long)i;
     return -1;
+}
+
+static long find(const gf_env *self, const char *name)
+{
+    return find_n(self, name, strlen(name));
+}
+
+/* Put entry ("NAME=value", owned) in place of NAME's value, or at the end. */
+static void place(gf_env *self, char *entry, size_t name_len)
+{
+    long at = find_n(self, entry, name_len);
+    if (at < 0) {
+        push(self, entry);
+        return;
+    }
+    free(self->vars[at]);
+    self->vars[at] = entry;
 }
 
 gf_env *gf_env_new(char *const *envp)
@@ -60,14 +77,21 @@ void gf_env_destroy(gf_env **self_p)
 
 void gf_env_set(gf_env *self, const char *name, const char *value)
 {
-    char *entry = gf_strfmt("%s=%s", name, value);
-    long at = find(self, name);
-    if (at < 0) {
-        push(self, entry);
-        return;
-    }
-    free(self->vars[at]);
-    self->vars[at] = entry;
+    size_t n = strlen(name), v = strlen(value);
+    char *entry = gf_malloc(n + v + 2);
+    memcpy(entry, name, n);
+    entry[n] = '=';
+    memcpy(entry + n + 1, value, v + 1);
+    place(self, entry, n);
+}
+
+bool gf_env_put(gf_env *self, const char *entry)
+{
+    const char *eq = strchr(entry, '=');
+    if (!eq || eq == entry)
+        return false;
+    place(self, gf_strdup(entry), (size_t)(eq - entry));
+    return true;
 }
 
 bool gf_env_unset(gf_env *self, const char *name)

@@ -18,6 +18,10 @@ void gf_env_destroy(gf_env **self_p);
 /* Set NAME to value, replacing any earlier value. */
 void gf_env_set(gf_env *self, const char *name, const char *value);
 
+/* The same from one "NAME=value" string (copied); false, and nothing set,
+ * for one without '=' or with an empty name. */
+bool gf_env_put(gf_env *self, const char *entry);
+
 /* Remove NAME; returns whether it was there. */
 bool gf_env_unset(gf_env *self, const char *name);
 

@@ -241,17 +241,8 @@ static gf_env *build_env(gf_run *self)
 {
     const gf_job_spec *sp = &self->job.spec;
     gf_env *env = gf_env_new(NULL);
-    for (size_t i = 0; i < sp->n_env; i++) {
-        const char *e = sp->env[i];
-        const char *eq = strchr(e, '=');
-        if (!eq || eq == e)
-            continue;
-        char *name = gf_malloc((size_t)(eq - e) + 1);
-        memcpy(name, e, (size_t)(eq - e));
-        name[eq - e] = 0;
-        gf_env_set(env, name, eq + 1);
-        free(name);
-    }
+    for (size_t i = 0; i < sp->n_env; i++)
+        gf_env_put(env, sp->env[i]);   /* entries without a name are left out */
     if (!gf_env_get(env, "PATH"))
         gf_env_set(env, "PATH", "/usr/local/bin:/usr/bin:/bin");
     char *devices = join_cards(self), *locks = join_locks(self), *removed = NULL;

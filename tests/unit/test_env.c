@@ -69,6 +69,27 @@ static void test_grows(void **state)
     gf_env_destroy(&env);
 }
 
+/* "NAME=value" strings as they come from a submitter: a later copy of a
+ * name replaces the earlier one in place; no '=' or an empty name: left out. */
+static void test_put(void **state)
+{
+    (void)state;
+    gf_env *env = gf_env_new(NULL);
+    assert_true(gf_env_put(env, "A=1"));
+    assert_true(gf_env_put(env, "AB=2"));
+    assert_true(gf_env_put(env, "A=3"));
+    assert_false(gf_env_put(env, "noequals"));
+    assert_false(gf_env_put(env, "=x"));
+    assert_true(gf_env_put(env, "E="));
+    assert_int_equal(count(gf_env_array(env)), 3);
+    assert_string_equal(gf_env_array(env)[0], "A=3");
+    assert_string_equal(gf_env_array(env)[1], "AB=2");
+    assert_string_equal(gf_env_get(env, "E"), "");
+    gf_env_set(env, "AB", "x=y");
+    assert_string_equal(gf_env_get(env, "AB"), "x=y");
+    gf_env_destroy(&env);
+}
+
 /* Not set by the user: set for the program exec'd, removed again in it. */
 static void test_blas_spin_ours(void **state)
 {
@@ -99,6 +120,7 @@ int main(void)
         cmocka_unit_test(test_copy_set_unset),
         cmocka_unit_test(test_repeated_name_removed_entirely),
         cmocka_unit_test(test_grows),
+        cmocka_unit_test(test_put),
         cmocka_unit_test(test_blas_spin_ours),
         cmocka_unit_test(test_blas_spin_users),
     };

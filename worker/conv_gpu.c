@@ -200,17 +200,10 @@ int gf_conv_gpu_set_own_variant(gf_conv_gpu *c, const gf_conv_own_kernel *kern,
                 kern->version);
         return GF_EUNSUP;
     }
-    int smem = gf_conv_own_smem(kern);
-    if (smem > gf_gpu_smem_optin(c->gpu)) {
-        GF_WARN("%s: the own kernel needs %d bytes of shared memory a block, this card offers "
-                "%d: refused", c->boundary, smem, gf_gpu_smem_optin(c->gpu));
-        return GF_EUNSUP;
-    }
     const char *sha = NULL;
-    int rc = gf_gpu_function(c->gpu, "resnet", c->shape.k == 3 ? kern->name3 : kern->name1,
-                             &c->own, NULL, &sha);
-    if (rc == 0 && smem)
-        rc = gf_gpu_func_smem(c->gpu, c->own, smem);
+    int rc = gf_gpu_own_kernel(c->gpu, c->boundary, "resnet",
+                               c->shape.k == 3 ? kern->name3 : kern->name1,
+                               gf_conv_own_smem(kern), &c->own, &sha);
     if (rc)
         return rc;
     c->own_kernel = kern;

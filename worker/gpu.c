@@ -149,9 +149,8 @@ void gf_gpu_destroy(gf_gpu **self_p)
 
 gf_cu_stream gf_gpu_stream(const gf_gpu *self) { return self->stream; }
 int gf_gpu_cc(const gf_gpu *self) { return self->cc; }
-int gf_gpu_smem_optin(const gf_gpu *self) { return self->smem_optin; }
 
-int gf_gpu_func_smem(gf_gpu *self, gf_cu_function f, int bytes)
+static int func_smem(gf_gpu *self, gf_cu_function f, int bytes)
 {
     size_t i = 0;
     while (i < self->n_smem_limits && self->smem_limits[i].f != f)
@@ -254,9 +253,16 @@ static bool blob_loads_on(const gf_ptx_blob *b, int cc)
     int tier_cc = atoi(b->tier + 2);   /* "sm90" -> 90 */
     if (tier_cc > cc)
         return false;
-    char specific[32];
-    snprintf(specific, sizeof specific, ".target sm_%da", tier_cc);
-    return tier_cc == cc || !strstr(b->text, specific);
+    if (tier_cc == cc)
+        return true;
+    /* the directive is in the header, a few lines in: no scan of the text */
+    const char *t = strstr(b->text, ".target sm_");
+    if (!t)
+        return true;
+    t += strlen(".target sm_");
+    while (*t >= '0' && *t <= '9')
+        t++;
+    return *t != 'a';
 }
 
 static const gf_ptx_blob *best_blob(int cc, const char *area)
@@ -320,6 +326,18 @@ int gf_gpu_function(gf_gpu *self, const char *area, const char *name, gf_cu_func
     if (sha256)
         *sha256 = m->sha256;
     return 0;
+}
+
+int gf_gpu_own_kernel(gf_gpu *self, const char *boundary, const char *area, const char *name,
+                      int smem, gf_cu_function *out, const char **sha256)
+{
+    if (smem > self->smem_optin) {
+        GF_WARN("%s: the own kernel needs %d bytes of shared memory a block, this card offers "
+                "%d: refused", boundary, smem, self->smem_optin);
+        return GF_EUNSUP;
+    }
+    int rc = gf_gpu_function(self, area, name, out, NULL, sha256);
+    return rc || !smem ? rc : func_smem(self, *out, smem);
 }
 
 int gf_gpu_launch(gf_gpu *self, gf_cu_function f, unsigned gx, unsigned gy, unsigned gz,

@@ -36,12 +36,6 @@ int gf_gpu_cc(const gf_gpu *self);
  * wait. */
 int gf_gpu_wait_for(gf_gpu *self, gf_gpu *other);
 
-/* Shared memory per block a kernel may opt in to (bytes). */
-int gf_gpu_smem_optin(const gf_gpu *self);
-/* Let kernel f use up to `bytes` of dynamic shared memory. The limit only
- * rises: layers of several sizes on one kernel (segconv.conv1 and conv2)
- * keep the largest, which every smaller launch fits. */
-int gf_gpu_func_smem(gf_gpu *self, gf_cu_function f, int bytes);
 
 /* Device memory owned by the gf_gpu (freed by gf_gpu_destroy or gf_gpu_free). */
 int gf_gpu_alloc(gf_gpu *self, size_t bytes, gf_cu_ptr *out);
@@ -82,10 +76,19 @@ int gf_gpu_functions(gf_gpu *self, const char *area, const char *const *names,
 int gf_gpu_launch1d(gf_gpu *self, gf_cu_function f, long n, void **params);
 
 /* The kernel `name` of the embedded module for `area`, at the best PTX tier
- * this card runs (sm90 on cc >= 9.0, else sm75); modules load once. On
+ * this card runs (sm90 on cc >= 9.0, else sm75; an arch-specific tier such
+ * as resnet's sm_90a on its own capability only); modules load once. On
  * success *sha256 (may be NULL) points at the module's identity hash. */
 int gf_gpu_function(gf_gpu *self, const char *area, const char *name, gf_cu_function *out,
                     const char **tier, const char **sha256);
+
+/* An own route's kernel: gf_gpu_function, allowed smem bytes of dynamic
+ * shared memory per block (0: static only). GF_EUNSUP, logged with the
+ * boundary's name, where the card offers less. The limit only rises: layers
+ * of several sizes on one kernel (segconv.conv1 and conv2) keep the largest,
+ * which every smaller launch fits. */
+int gf_gpu_own_kernel(gf_gpu *self, const char *boundary, const char *area, const char *name,
+                      int smem, gf_cu_function *out, const char **sha256);
 /* Launch on the job stream; in debug builds (GF_GPU_DEBUG set in the
  * environment) synchronise and check after each launch. */
 int gf_gpu_launch(gf_gpu *self, gf_cu_function f, unsigned gx, unsigned gy, unsigned gz,

@@ -109,14 +109,9 @@ int gf_lstm_gpu_set_route(gf_lstm_gpu *s, gf_route_kind kind, const char **modul
     }
     size_t G = 4 * OWN_HIDDEN;
     size_t smem = ((size_t)(OWN_HIDDEN - OWN_KREG) * G + OWN_HIDDEN + G) * sizeof(float);
-    if ((size_t)gf_gpu_smem_optin(s->gpu) < smem) {
-        GF_WARN("lstm.stack: own kernel needs %zu bytes of shared memory per block, this card "
-                "allows %d: refused", smem, gf_gpu_smem_optin(s->gpu));
-        return GF_EUNSUP;
-    }
     const char *sha = NULL;
-    int rc = gf_gpu_function(s->gpu, "lstm", "gf_lstm_rec_v1", &s->rec, NULL, &sha);
-    rc = rc ? rc : gf_gpu_func_smem(s->gpu, s->rec, (int)smem);
+    int rc = gf_gpu_own_kernel(s->gpu, "lstm.stack", "lstm", "gf_lstm_rec_v1", (int)smem, &s->rec,
+                               &sha);
     if (rc)
         return rc;
     s->rec_smem = smem;

@@ -84,14 +84,9 @@ int gf_segconv_gpu_set_route(gf_segconv_gpu *s, gf_route_kind kind, const char *
         s->route = GF_ROUTE_LIBRARY;
         return 0;
     }
-    if (own_smem(s) > gf_gpu_smem_optin(s->gpu)) {
-        GF_WARN("%s: the own kernel needs %d bytes of shared memory a block, this card offers "
-                "%d: refused", s->boundary, own_smem(s), gf_gpu_smem_optin(s->gpu));
-        return GF_EUNSUP;
-    }
     const char *sha = NULL;
-    int rc = gf_gpu_function(s->gpu, "segconv", "gf_segconv_pool", &s->own, NULL, &sha);
-    rc = rc ? rc : gf_gpu_func_smem(s->gpu, s->own, own_smem(s));
+    int rc = gf_gpu_own_kernel(s->gpu, s->boundary, "segconv", "gf_segconv_pool", own_smem(s),
+                               &s->own, &sha);
     if (rc)
         return rc;
     s->route = GF_ROUTE_OWN;

@@ -65,14 +65,9 @@ int gf_sinc_gpu_set_route(gf_sinc_gpu *s, gf_route_kind kind, const char **modul
         s->route = GF_ROUTE_LIBRARY;
         return 0;
     }
-    if (OWN_SMEM > gf_gpu_smem_optin(s->gpu)) {
-        GF_WARN("sincnet.conv0.abs_pool: the own kernel needs %d bytes of shared memory a "
-                "block, this card offers %d: refused", OWN_SMEM, gf_gpu_smem_optin(s->gpu));
-        return GF_EUNSUP;
-    }
     const char *sha = NULL;
-    int rc = gf_gpu_function(s->gpu, "sincnet", "gf_sinc_abs_pool_f64", &s->own, NULL, &sha);
-    rc = rc ? rc : gf_gpu_func_smem(s->gpu, s->own, OWN_SMEM);
+    int rc = gf_gpu_own_kernel(s->gpu, "sincnet.conv0.abs_pool", "sincnet", "gf_sinc_abs_pool_f64",
+                               OWN_SMEM, &s->own, &sha);
     if (rc)
         return rc;
     s->route = GF_ROUTE_OWN;

@@ -346,7 +346,83 @@ static void lstm_weights_free(lstm_weights *w)
         }
 }
 
-/* Device time of one LSTM run on the current route, ms. */
+/* ---- accuracy against float64 --------------------------------------------- */
+
+/* A candidate's outputs against the float64 reference, one element at a
+ * time, with the math mode's per-element tolerance atol + rtol·|ref|. */
+typedef struct {
+    double atol, rtol;
+    long elements, mismatches;
+    double max_abs, max_rel, num, den;
+} acc_errors;
+
+/* Adds one element; false when it is outside the tolerance (NaN too). */
+static bool acc_add(acc_errors *e, double got, double ref)
+{
+    double d = fabs(got - ref);
+    bool ok = d <= e->atol + e->rtol * fabs(ref);
+    e->elements++;
+    if (!ok)
+        e->mismatches++;
+    e->max_abs = fmax(e->max_abs, d);
+    if (fabs(ref) > 1e-3)
+        e->max_rel = fmax(e->max_rel, d / fabs(ref));
+    e->num += d * d;
+    e->den += ref * ref;
+    return ok;
+}
+
+/* Outputs the run left as the NaN they were poisoned with (or made NaN). */
+static long count_unwritten(const float *got, size_t n)
+{
+    long bad = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!isfinite(got[i]))
+            bad++;
+    return bad;
+}
+
+/* The verdict (an unwritten output is a mismatch), its report line, and the
+ * accuracy record: what was compared (`what`: "sampled outputs", "elements")
+ * and one key of its own (extra_key: extra_value). */
+static int acc_record(const gf_qualify_ctx *ctx, const gf_candidate *cand, int B, gf_math math,
+                      gf_qualify_result *res, uint64_t seed, const acc_errors *e, long unwritten,
+                      size_t outputs, const char *what, const char *extra_key,
+                      int64_t extra_value)
+{
+    long mismatches = e->mismatches + unwritten;
+    double norm_err = sqrt(e->num / (e->den > 0 ? e->den : 1));
+    fprintf(ctx->report, "  accuracy: %ld %s vs float64, max abs %.3g, max rel %.3g, "
+            "normalised %.3g, %ld mismatches (atol %g, rtol %g), %ld unwritten of %zu\n",
+            e->elements, what, e->max_abs, e->max_rel, norm_err, mismatches, e->atol, e->rtol,
+            unwritten, outputs);
+    res->accurate = mismatches == 0;
+    json_object *j = record_base(ctx, "accuracy", cand, B, math, &res->module);
+    json_object_object_add(j, "reference", json_object_new_string("float64"));
+    json_object_object_add(j, "seed", json_object_new_int64((int64_t)(seed & 0x7fffffffffffLL)));
+    json_object_object_add(j, "elements", json_object_new_int64(e->elements));
+    json_object_object_add(j, extra_key, json_object_new_int64(extra_value));
+    json_object_object_add(j, "max_abs_err", json_object_new_double(e->max_abs));
+    json_object_object_add(j, "max_rel_err", json_object_new_double(e->max_rel));
+    json_object_object_add(j, "normalised_err", json_object_new_double(norm_err));
+    json_object_object_add(j, "atol", json_object_new_double(e->atol));
+    json_object_object_add(j, "rtol", json_object_new_double(e->rtol));
+    json_object_object_add(j, "mismatches", json_object_new_int64(mismatches));
+    int rc = record_write(ctx, j, res->accuracy);
+    json_object_put(j);
+    return rc;
+}
+
+/* The module the own route loaded must be the candidate's. */
+static int check_module(const char *boundary, const char *sha, const gf_qualify_result *res)
+{
+    if (strcmp(sha, res->module.sha256) == 0)
+        return 0;
+    GF_ERROR("%s: the module that loaded (%s) is not the candidate (%s)", boundary, sha,
+             res->module.sha256);
+    return GF_ESTATE;
+}
+
 /* ---- A/B timing ------------------------------------------------------------ */
 
 /* What A/B rounds compare: the same work on the own route (A) and on the
@@ -429,13 +505,8 @@ static int lstm_accuracy(const gf_qualify_ctx *ctx, const gf_candidate *cand, in
     if (rc)
         goto out;
     /* Tolerances by math mode: fp32 end to end, or tf32 input projections. */
-    const double atol = math == GF_MATH_TF32 ? 2e-2 : 1e-4;
-    const double rtol = math == GF_MATH_TF32 ? 2e-2 : 1e-3;
-    long mismatches = 0, elements = 0, unwritten = 0;
-    double max_abs = 0, max_rel = 0, num = 0, den = 0;
-    for (size_t i = 0; i < (size_t)B * per; i++)
-        if (!isfinite(got[i]))
-            unwritten++;
+    acc_errors e = { .atol = math == GF_MATH_TF32 ? 2e-2 : 1e-4,
+                     .rtol = math == GF_MATH_TF32 ? 2e-2 : 1e-3 };
     int seqs[REF_SEQS] = { 0, B / 2, B - 1 };
     for (int q = 0; q < REF_SEQS; q++) {
         if (q > 0 && seqs[q] == seqs[q - 1])
@@ -443,40 +514,14 @@ static int lstm_accuracy(const gf_qualify_ctx *ctx, const gf_candidate *cand, in
         int b = seqs[q];
         lstm_stack_f64(w->dirs, x + (size_t)b * LSTM_T * LSTM_IN, ref);
         for (size_t i = 0; i < per; i++) {
-            double a = got[(size_t)b * per + i], e = fabs(a - ref[i]);
-            elements++;
-            if (!(e <= atol + rtol * fabs(ref[i]))) {
-                if (mismatches < 5)
-                    fprintf(ctx->report, "    mismatch: sequence %d element %zu: %.9g vs %.9g\n",
-                            b, i, a, ref[i]);
-                mismatches++;
-            }
-            max_abs = fmax(max_abs, e);
-            if (fabs(ref[i]) > 1e-3)
-                max_rel = fmax(max_rel, e / fabs(ref[i]));
-            num += e * e;
-            den += ref[i] * ref[i];
+            double a = got[(size_t)b * per + i];
+            if (!acc_add(&e, a, ref[i]) && e.mismatches <= 5)
+                fprintf(ctx->report, "    mismatch: sequence %d element %zu: %.9g vs %.9g\n",
+                        b, i, a, ref[i]);
         }
     }
-    mismatches += unwritten;
-    double norm_err = sqrt(num / (den > 0 ? den : 1));
-    fprintf(ctx->report, "  accuracy: %ld elements vs float64, max abs %.3g, max rel %.3g, "
-            "normalised %.3g, %ld mismatches (atol %g, rtol %g), %ld unwritten\n",
-            elements, max_abs, max_rel, norm_err, mismatches, atol, rtol, unwritten);
-    res->accurate = mismatches == 0;
-    json_object *r = record_base(ctx, "accuracy", cand, B, math, &res->module);
-    json_object_object_add(r, "reference", json_object_new_string("float64"));
-    json_object_object_add(r, "seed", json_object_new_int64((int64_t)(seed & 0x7fffffffffffLL)));
-    json_object_object_add(r, "elements", json_object_new_int64(elements));
-    json_object_object_add(r, "max_abs_err", json_object_new_double(max_abs));
-    json_object_object_add(r, "max_rel_err", json_object_new_double(max_rel));
-    json_object_object_add(r, "normalised_err", json_object_new_double(norm_err));
-    json_object_object_add(r, "atol", json_object_new_double(atol));
-    json_object_object_add(r, "rtol", json_object_new_double(rtol));
-    json_object_object_add(r, "mismatches", json_object_new_int64(mismatches));
-    json_object_object_add(r, "sequences_checked", json_object_new_int(REF_SEQS));
-    rc = record_write(ctx, r, res->accuracy);
-    json_object_put(r);
+    rc = acc_record(ctx, cand, B, math, res, seed, &e, count_unwritten(got, (size_t)B * per),
+                    (size_t)B * per, "elements", "sequences_checked", REF_SEQS);
 out:
     free(got);
     free(ref);
@@ -618,11 +663,7 @@ static int qualify_lstm(const gf_qualify_ctx *ctx, const gf_candidate *cand, int
                                      B, LSTM_T);
     int rc = l ? 0 : GF_EDEVICE;
     rc = rc ? rc : gf_lstm_gpu_set_route(l, GF_ROUTE_OWN, &sha);
-    if (!rc && strcmp(sha, res->module.sha256) != 0) {
-        GF_ERROR("lstm.stack: the module that loaded (%s) is not the candidate (%s)", sha,
-                 res->module.sha256);
-        rc = GF_ESTATE;
-    }
+    rc = rc ? rc : check_module(cand->boundary, sha, res);
     rc = rc ? rc : gf_gpu_alloc(ctx->gpu, sizeof(float) * (size_t)B * LSTM_T * LSTM_IN, &dx);
     rc = rc ? rc : gf_gpu_upload(ctx->gpu, dx, x, sizeof(float) * (size_t)B * LSTM_T * LSTM_IN);
     rc = rc ? rc : lstm_accuracy(ctx, cand, B, math, &w, x, l, dx, res, seed);
@@ -705,11 +746,7 @@ static int qualify_sinc(const gf_qualify_ctx *ctx, const gf_candidate *cand, int
     gf_sinc_gpu *s = gf_sinc_gpu_new(ctx->gpu, ctx->blas, filters, B);
     int rc = s ? 0 : GF_EDEVICE;
     rc = rc ? rc : gf_sinc_gpu_set_route(s, GF_ROUTE_OWN, &sha);
-    if (!rc && strcmp(sha, res->module.sha256) != 0) {
-        GF_ERROR("%s: the module that loaded (%s) is not the candidate (%s)", cand->boundary, sha,
-                 res->module.sha256);
-        rc = GF_ESTATE;
-    }
+    rc = rc ? rc : check_module(cand->boundary, sha, res);
     rc = rc ? rc : gf_gpu_alloc(ctx->gpu, sizeof(float) * nw, &dw);
     rc = rc ? rc : gf_gpu_alloc(ctx->gpu, sizeof(float) * no, &dout);
     rc = rc ? rc : gf_gpu_upload(ctx->gpu, dw, wave, sizeof(float) * nw);
@@ -717,42 +754,13 @@ static int qualify_sinc(const gf_qualify_ctx *ctx, const gf_candidate *cand, int
     rc = rc ? rc : gf_sinc_gpu_run(s, dw, B, dout);
     rc = rc ? rc : gf_gpu_download(ctx->gpu, got, dout, sizeof(float) * no);
     if (!rc) {
-        const double atol = 1e-9, rtol = 2.4e-7;   /* 2 ulp of float */
-        long mismatches = 0, unwritten = 0;
-        double max_abs = 0, max_rel = 0, num = 0, den = 0;
-        for (size_t i = 0; i < no; i++)
-            if (!isfinite(got[i]))
-                unwritten++;
+        acc_errors e = { .atol = 1e-9, .rtol = 2.4e-7 };   /* 2 ulp of float */
         for (int k = 0; k < SINC_SAMPLES; k++) {
             size_t o = (size_t)(next_u64(&rng) % no);
-            double ref = sinc_ref_at(filters, wave, o), e = fabs(got[o] - ref);
-            if (!(e <= atol + rtol * fabs(ref)))
-                mismatches++;
-            max_abs = fmax(max_abs, e);
-            if (fabs(ref) > 1e-3)
-                max_rel = fmax(max_rel, e / fabs(ref));
-            num += e * e;
-            den += ref * ref;
+            acc_add(&e, got[o], sinc_ref_at(filters, wave, o));
         }
-        mismatches += unwritten;
-        double norm_err = sqrt(num / (den > 0 ? den : 1));
-        fprintf(ctx->report, "  accuracy: %d sampled outputs vs float64, max abs %.3g, max rel "
-                "%.3g, normalised %.3g, %ld mismatches, %ld unwritten of %zu\n", SINC_SAMPLES,
-                max_abs, max_rel, norm_err, mismatches, unwritten, no);
-        res->accurate = mismatches == 0;
-        json_object *j = record_base(ctx, "accuracy", cand, B, math, &res->module);
-        json_object_object_add(j, "reference", json_object_new_string("float64"));
-        json_object_object_add(j, "seed", json_object_new_int64((int64_t)(seed & 0x7fffffffffffLL)));
-        json_object_object_add(j, "elements", json_object_new_int(SINC_SAMPLES));
-        json_object_object_add(j, "outputs_written_checked", json_object_new_int64((int64_t)no));
-        json_object_object_add(j, "max_abs_err", json_object_new_double(max_abs));
-        json_object_object_add(j, "max_rel_err", json_object_new_double(max_rel));
-        json_object_object_add(j, "normalised_err", json_object_new_double(norm_err));
-        json_object_object_add(j, "atol", json_object_new_double(atol));
-        json_object_object_add(j, "rtol", json_object_new_double(rtol));
-        json_object_object_add(j, "mismatches", json_object_new_int64(mismatches));
-        rc = record_write(ctx, j, res->accuracy);
-        json_object_put(j);
+        rc = acc_record(ctx, cand, B, math, res, seed, &e, count_unwritten(got, no), no,
+                        "sampled outputs", "outputs_written_checked", (int64_t)no);
     }
     if (!rc && res->accurate) {
         sinc_subject t = { ctx->gpu, s, dw, dout, B };
@@ -826,11 +834,7 @@ static int qualify_segconv(const gf_qualify_ctx *ctx, const gf_candidate *cand, 
                                            bias, B);
     int rc = s ? 0 : GF_EDEVICE;
     rc = rc ? rc : gf_segconv_gpu_set_route(s, GF_ROUTE_OWN, &sha);
-    if (!rc && strcmp(sha, res->module.sha256) != 0) {
-        GF_ERROR("%s: the module that loaded (%s) is not the candidate (%s)", cand->boundary, sha,
-                 res->module.sha256);
-        rc = GF_ESTATE;
-    }
+    rc = rc ? rc : check_module(cand->boundary, sha, res);
     rc = rc ? rc : gf_gpu_alloc(ctx->gpu, sizeof(float) * nx, &dx);
     rc = rc ? rc : gf_gpu_alloc(ctx->gpu, sizeof(float) * no, &dout);
     rc = rc ? rc : gf_gpu_upload(ctx->gpu, dx, x, sizeof(float) * nx);
@@ -838,13 +842,8 @@ static int qualify_segconv(const gf_qualify_ctx *ctx, const gf_candidate *cand, 
     rc = rc ? rc : gf_segconv_gpu_run(s, math, dx, B, dout);
     rc = rc ? rc : gf_gpu_download(ctx->gpu, got, dout, sizeof(float) * no);
     if (!rc) {
-        const double atol = math == GF_MATH_TF32 ? 5e-3 : 1e-4;
-        const double rtol = math == GF_MATH_TF32 ? 1e-2 : 1e-3;
-        long mismatches = 0, unwritten = 0;
-        double max_abs = 0, max_rel = 0, num = 0, den = 0;
-        for (size_t i = 0; i < no; i++)
-            if (!isfinite(got[i]))
-                unwritten++;
+        acc_errors e = { .atol = math == GF_MATH_TF32 ? 5e-3 : 1e-4,
+                         .rtol = math == GF_MATH_TF32 ? 1e-2 : 1e-3 };
         for (int k = 0; k < SEGCONV_SAMPLES; k++) {
             size_t o = (size_t)(next_u64(&rng) % no);
             size_t b = o / ((size_t)C * tp), c = (o / tp) % C, p = o % tp;
@@ -857,35 +856,10 @@ static int qualify_segconv(const gf_qualify_ctx *ctx, const gf_candidate *cand, 
                                x[(b * cin + ci) * tin + 3 * p + j + q];
                 ref = fmax(ref, acc);
             }
-            ref += bias[c];
-            double e = fabs(got[o] - ref);
-            if (!(e <= atol + rtol * fabs(ref)))
-                mismatches++;
-            max_abs = fmax(max_abs, e);
-            if (fabs(ref) > 1e-3)
-                max_rel = fmax(max_rel, e / fabs(ref));
-            num += e * e;
-            den += ref * ref;
+            acc_add(&e, got[o], ref + bias[c]);
         }
-        mismatches += unwritten;
-        double norm_err = sqrt(num / (den > 0 ? den : 1));
-        fprintf(ctx->report, "  accuracy: %d sampled outputs vs float64, max abs %.3g, max rel "
-                "%.3g, normalised %.3g, %ld mismatches, %ld unwritten of %zu\n",
-                SEGCONV_SAMPLES, max_abs, max_rel, norm_err, mismatches, unwritten, no);
-        res->accurate = mismatches == 0;
-        json_object *j = record_base(ctx, "accuracy", cand, B, math, &res->module);
-        json_object_object_add(j, "reference", json_object_new_string("float64"));
-        json_object_object_add(j, "seed", json_object_new_int64((int64_t)(seed & 0x7fffffffffffLL)));
-        json_object_object_add(j, "elements", json_object_new_int(SEGCONV_SAMPLES));
-        json_object_object_add(j, "outputs_written_checked", json_object_new_int64((int64_t)no));
-        json_object_object_add(j, "max_abs_err", json_object_new_double(max_abs));
-        json_object_object_add(j, "max_rel_err", json_object_new_double(max_rel));
-        json_object_object_add(j, "normalised_err", json_object_new_double(norm_err));
-        json_object_object_add(j, "atol", json_object_new_double(atol));
-        json_object_object_add(j, "rtol", json_object_new_double(rtol));
-        json_object_object_add(j, "mismatches", json_object_new_int64(mismatches));
-        rc = record_write(ctx, j, res->accuracy);
-        json_object_put(j);
+        rc = acc_record(ctx, cand, B, math, res, seed, &e, count_unwritten(got, no), no,
+                        "sampled outputs", "outputs_written_checked", (int64_t)no);
     }
     if (!rc && res->accurate) {
         segconv_subject t = { ctx->gpu, s, cand->boundary, math, dx, dout, B };
@@ -1038,11 +1012,7 @@ static int qualify_conv(const gf_qualify_ctx *ctx, const gf_candidate *cand, int
     gf_conv_gpu *c = gf_conv_gpu_new(ctx->gpu, ctx->blas, L->boundary, *sh, w, bias);
     int rc = c ? 0 : GF_EDEVICE;
     rc = rc ? rc : gf_conv_gpu_set_route(c, GF_ROUTE_OWN, math, &sha);
-    if (!rc && strcmp(sha, res->module.sha256) != 0) {
-        GF_ERROR("%s: the module that loaded (%s) is not the candidate (%s)", L->boundary, sha,
-                 res->module.sha256);
-        rc = GF_ESTATE;
-    }
+    rc = rc ? rc : check_module(L->boundary, sha, res);
     rc = rc ? rc : gf_gpu_alloc(ctx->gpu, sizeof(float) * nx, &dx);
     rc = rc ? rc : gf_gpu_alloc(ctx->gpu, sizeof(float) * no, &dout);
     rc = rc ? rc : gf_gpu_alloc(ctx->gpu, sizeof(float) * gf_conv_gpu_col_floats(c, B, L->h, L->w), &dcol);
@@ -1055,42 +1025,13 @@ static int qualify_conv(const gf_qualify_ctx *ctx, const gf_candidate *cand, int
     rc = rc ? rc : gf_conv_gpu_run(c, math, B, dx, L->h, L->w, dout, dres, L->relu, dcol);
     rc = rc ? rc : gf_gpu_download(ctx->gpu, got, dout, sizeof(float) * no);
     if (!rc) {
-        const double atol = 5e-3, rtol = 1e-2;
-        long mismatches = 0, unwritten = 0;
-        double max_abs = 0, max_rel = 0, num = 0, den = 0;
-        for (size_t i = 0; i < no; i++)
-            if (!isfinite(got[i]))
-                unwritten++;
-        for (int sidx = 0; sidx < CONV_SAMPLES; sidx++) {
+        acc_errors e = { .atol = 5e-3, .rtol = 1e-2 };
+        for (int k = 0; k < CONV_SAMPLES; k++) {
             size_t o = (size_t)(next_u64(&rng) % no);
-            double ref = conv_ref_at(L, x, w, bias, r, B, o), e = fabs(got[o] - ref);
-            if (!(e <= atol + rtol * fabs(ref)))
-                mismatches++;
-            max_abs = fmax(max_abs, e);
-            if (fabs(ref) > 1e-3)
-                max_rel = fmax(max_rel, e / fabs(ref));
-            num += e * e;
-            den += ref * ref;
+            acc_add(&e, got[o], conv_ref_at(L, x, w, bias, r, B, o));
         }
-        mismatches += unwritten;
-        double norm_err = sqrt(num / (den > 0 ? den : 1));
-        fprintf(ctx->report, "  accuracy: %d sampled outputs vs float64, max abs %.3g, max rel %.3g, "
-                "normalised %.3g, %ld mismatches, %ld unwritten of %zu\n", CONV_SAMPLES, max_abs,
-                max_rel, norm_err, mismatches, unwritten, no);
-        res->accurate = mismatches == 0;
-        json_object *j = record_base(ctx, "accuracy", cand, B, math, &res->module);
-        json_object_object_add(j, "reference", json_object_new_string("float64"));
-        json_object_object_add(j, "seed", json_object_new_int64((int64_t)(seed & 0x7fffffffffffLL)));
-        json_object_object_add(j, "elements", json_object_new_int(CONV_SAMPLES));
-        json_object_object_add(j, "outputs_written_checked", json_object_new_int64((int64_t)no));
-        json_object_object_add(j, "max_abs_err", json_object_new_double(max_abs));
-        json_object_object_add(j, "max_rel_err", json_object_new_double(max_rel));
-        json_object_object_add(j, "normalised_err", json_object_new_double(norm_err));
-        json_object_object_add(j, "atol", json_object_new_double(atol));
-        json_object_object_add(j, "rtol", json_object_new_double(rtol));
-        json_object_object_add(j, "mismatches", json_object_new_int64(mismatches));
-        rc = record_write(ctx, j, res->accuracy);
-        json_object_put(j);
+        rc = acc_record(ctx, cand, B, math, res, seed, &e, count_unwritten(got, no), no,
+                        "sampled outputs", "outputs_written_checked", (int64_t)no);
     }
     if (!rc && res->accurate) {
         conv_subject t = { ctx->gpu, c, math, B, L, dx, dout, dres, dcol };

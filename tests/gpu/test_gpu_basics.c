@@ -20,12 +20,6 @@
 
 #include "tests/gpu/gpu_fixture.h"
 
-static float frand(unsigned *s)
-{
-    *s = *s * 1664525u + 1013904223u;
-    return ((float)(*s >> 8) / 16777216.0f) * 2.0f - 1.0f;
-}
-
 static void test_glue_leaky_relu(void **state)
 {
     (void)state;

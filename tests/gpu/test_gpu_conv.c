@@ -24,12 +24,6 @@
 
 #include "tests/gpu/gpu_fixture.h"
 
-static float frand(unsigned *s)
-{
-    *s = *s * 1664525u + 1013904223u;
-    return ((float)(*s >> 8) / 16777216.0f) * 2.0f - 1.0f;
-}
-
 typedef struct {
     int cin, cout, k, stride, h, w, windows, residual, relu;
     const char *variant;   /* the entry point gf_conv_gpu_own_kernel must pick */

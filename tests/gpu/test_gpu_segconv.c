@@ -26,12 +26,6 @@
 #define C GF_SEGCONV_COUT
 #define K GF_SEGCONV_TAPS
 
-static float frand(unsigned *s)
-{
-    *s = *s * 1664525u + 1013904223u;
-    return ((float)(*s >> 8) / 16777216.0f) * 2.0f - 1.0f;
-}
-
 /* ref: the definition in float64; bound: the same with |w| and |x| and no
  * bias (the sum the rounding errors scale with), at the maximising frame. */
 static void reference(const float *x, const float *w, const float *bias, int cin, int tin,

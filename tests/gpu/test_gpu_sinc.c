@@ -23,12 +23,6 @@
 
 #define WINDOWS 3
 
-static double drand(unsigned *s)
-{
-    *s = *s * 1664525u + 1013904223u;
-    return ((double)(*s >> 8) / 16777216.0) * 2.0 - 1.0;
-}
-
 /* out[b][f][p] from the definition in worker/sinc_gpu.h, float64. */
 static void reference(const double *filters, const float *wave, double *out)
 {
@@ -61,9 +55,9 @@ static void test_both_routes(void **state)
     double *ref = malloc(sizeof(double) * no);
     unsigned seed = 77;
     for (int i = 0; i < GF_SINC_FILTERS * GF_SINC_TAPS; i++)
-        filters[i] = drand(&seed) * 0.1;
+        filters[i] = frand(&seed) * 0.1;
     for (size_t i = 0; i < nw; i++)
-        wave[i] = (float)(drand(&seed) * 1.5);
+        wave[i] = frand(&seed) * 1.5f;
     reference(filters, wave, ref);
 
     gf_sinc_gpu *s = gf_sinc_gpu_new(gpu, blas, filters, WINDOWS);

@@ -779,13 +779,6 @@ __device__ __forceinline__ void wgmma_tf32_n64(float (&d)[32], unsigned long lon
                    "+f"(d[30]), "+f"(d[31])
                  : "l"(a), "l"(b), "r"(1));
 }
-// The accumulator's size picks the shape (n64 only so far: the n32 block
-// lost to v4 at stage 1, docs/gpu.md).
-__device__ __forceinline__ void wgmma_tf32(float (&d)[32], unsigned long long a,
-                                           unsigned long long b)
-{
-    wgmma_tf32_n64(d, a, b);
-}
 
 // Keeps the compiler from moving reads or writes of an accumulator across
 // the wgmma fences and waits (the registers change asynchronously).
@@ -814,6 +807,7 @@ __device__ __forceinline__ void conv3_tf32_v5(const float *__restrict__ x,
     constexpr int HP = (NH + 63) / 64;                // halo positions per thread
     constexpr int WQ = 9 * QC * N, WQT = (WQ + THREADS - 1) / THREADS;
     static_assert(R * HC == 2 * MB * 64, "two warpgroups of MB m64 blocks cover the tile");
+    static_assert(N == 64, "the n64 wgmma only (the n32 block lost to v4 at stage 1)");
     static_assert(STAGES >= DIST + 2, "the stage loaded next is free of loads and MMAs");
     const int tid = threadIdx.x, wg = tid >> 7;
     const int tiles_x = (Wo + C - 1) / C;
@@ -923,7 +917,7 @@ __device__ __forceinline__ void conv3_tf32_v5(const float *__restrict__ x,
                 for (int mb = 0; mb < MB; mb++) {
                     const unsigned a = a0 + ks * QS +
                                        (unsigned)(mb * 64 + (tap / 3) * HC + tap % 3) * 16u;
-                    wgmma_tf32(acc[mb], wgmma_desc(a, QS, 128u), bd);
+                    wgmma_tf32_n64(acc[mb], wgmma_desc(a, QS, 128u), bd);
                 }
             }
         asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
@@ -1021,36 +1015,28 @@ CONV_ENTRY_V3(gf_conv1_tf32_v3, 1, 64, 128, 2, 3)
 CONV_ENTRY_V3(gf_conv3_tf32_v3w, 3, 128, 128, 2, 2)
 CONV_ENTRY_V3(gf_conv1_tf32_v3w, 1, 128, 128, 2, 2)
 
-// v4: 3x3, stride 1, pad 1 only (stride and pad are taken for the common
-// signature and not read); dynamic shared memory. s: 32 channels x 16 x 16
-// positions in 8-channel slabs, 3 blocks a multiprocessor (stage 1); no
-// suffix: 64 channels x 4 x 32 positions in 16-channel slabs, 2 blocks
-// (stages 2-4, one block per 64 output channels). docs/gpu.md has the
-// shapes tried against these.
-#define CONV_ENTRY_V4(name, BM_, R, C, BKC, WARPS_M, MIN_BLOCKS)                                \
+// The halo variants, v4 and v5: 3x3, stride 1, pad 1 only (stride and pad
+// are taken for the common signature and not read); dynamic shared memory.
+// The variant's device function, a template instance, is the last argument.
+#define CONV_ENTRY_HALO(name, MIN_BLOCKS, ...)                                                  \
     extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)                           \
     name(const float *x, const float *w, const float *bias, const float *residual, float *out,  \
          int B, int Cin, int H, int W, int Cout, int stride, int pad, int Ho, int Wo, int relu) \
     {                                                                                           \
         (void)B, (void)stride, (void)pad;                                                       \
-        conv3_tf32_v4<BM_, R, C, BKC, WARPS_M>(x, w, bias, residual, out, Cin, H, W, Cout, Ho,  \
-                                               Wo, relu);                                       \
+        __VA_ARGS__(x, w, bias, residual, out, Cin, H, W, Cout, Ho, Wo, relu);                  \
     }
-CONV_ENTRY_V4(gf_conv3_tf32_v4s, 32, 16, 16, 8, 1, 3)
-CONV_ENTRY_V4(gf_conv3_tf32_v4, 64, 4, 32, 16, 2, 2)
 
-// v5: 3x3, stride 1, pad 1, sm_90a only (wgmma); dynamic shared memory:
-// 8 rows x 30 columns x 64 channels, three stages of 8-channel slabs, the
-// next slab in flight during the current one (stages 2 and 3 of the trunk,
-// one block per 64 output channels). The shapes tried against it are in
-// docs/gpu.md (bench/gpu/bench_gpu_conv measures them side by side).
-#define CONV_ENTRY_V5(name, R, N, MB, STAGES, DIST, MIN_BLOCKS)                                 \
-    extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)                           \
-    name(const float *x, const float *w, const float *bias, const float *residual, float *out,  \
-         int B, int Cin, int H, int W, int Cout, int stride, int pad, int Ho, int Wo, int relu) \
-    {                                                                                           \
-        (void)B, (void)stride, (void)pad;                                                       \
-        conv3_tf32_v5<R, N, MB, STAGES, DIST>(x, w, bias, residual, out, Cin, H, W, Cout, Ho,   \
-                                              Wo, relu);                                        \
-    }
-CONV_ENTRY_V5(gf_conv3_tf32_v5, 8, 64, 2, 3, 1, 2)
+// v4 s: 32 channels x 16 x 16 positions in 8-channel slabs, 3 blocks a
+// multiprocessor (stage 1); no suffix: 64 channels x 4 x 32 positions in
+// 16-channel slabs, 2 blocks (stages 2-4, one block per 64 output channels).
+// docs/gpu.md has the shapes tried against these.
+CONV_ENTRY_HALO(gf_conv3_tf32_v4s, 3, conv3_tf32_v4<32, 16, 16, 8, 1>)
+CONV_ENTRY_HALO(gf_conv3_tf32_v4, 2, conv3_tf32_v4<64, 4, 32, 16, 2>)
+
+// v5, sm_90a only (wgmma): 8 rows x 30 columns x 64 channels, three stages
+// of 8-channel slabs, the next slab in flight during the current one (stages
+// 2 and 3 of the trunk, one block per 64 output channels). The shapes tried
+// against it are in docs/gpu.md (bench/gpu/bench_gpu_conv measures them
+// side by side).
+CONV_ENTRY_HALO(gf_conv3_tf32_v5, 2, conv3_tf32_v5<8, 64, 2, 3, 1>)

@@ -528,15 +528,6 @@ out:
     return rc;
 }
 
-/* Interleaved A/B rounds; a[i], b[i] in ms. */
-static int lstm_speed(const gf_qualify_ctx *ctx, gf_lstm_gpu *l, gf_math math, gf_cu_ptr dx,
-                      int B, double *a, double *b)
-{
-    lstm_subject t = { ctx->gpu, l, math, dx, B };
-    ab_subject sub = { lstm_set_route, lstm_run, &t };
-    return ab_rounds(ctx, &sub, 1e-6, a, b);   /* ms */
-}
-
 /* The whole segmentation network, A (boundary own) / B (library) rounds,
  * seconds. */
 typedef struct {
@@ -645,6 +636,22 @@ static int speed_and_e2e(const gf_qualify_ctx *ctx, const gf_candidate *cand, in
     return rc;
 }
 
+/* An accurate candidate's speed: interleaved A/B rounds of sub (ms), then
+ * speed_and_e2e's records. */
+static int measure_speed(const gf_qualify_ctx *ctx, const gf_candidate *cand, int B,
+                         gf_math math, gf_qualify_result *res, const ab_subject *sub,
+                         uint64_t *rng)
+{
+    double *a = gf_calloc((size_t)ctx->rounds, sizeof(double));
+    double *b = gf_calloc((size_t)ctx->rounds, sizeof(double));
+    int rc = ab_rounds(ctx, sub, 1e-6, a, b);
+    if (!rc)
+        rc = speed_and_e2e(ctx, cand, B, math, res, a, b, rng);
+    free(a);
+    free(b);
+    return rc;
+}
+
 static int qualify_lstm(const gf_qualify_ctx *ctx, const gf_candidate *cand, int B, gf_math math,
                         gf_qualify_result *res)
 {
@@ -655,8 +662,6 @@ static int qualify_lstm(const gf_qualify_ctx *ctx, const gf_candidate *cand, int
     float *x = gf_malloc(sizeof(float) * (size_t)B * LSTM_T * LSTM_IN);
     for (size_t i = 0; i < (size_t)B * LSTM_T * LSTM_IN; i++)
         x[i] = uniform(&rng, 1.0f);
-    double *a = gf_calloc((size_t)ctx->rounds, sizeof(double));
-    double *b = gf_calloc((size_t)ctx->rounds, sizeof(double));
     gf_cu_ptr dx = 0;
     const char *sha = NULL;
     gf_lstm_gpu *l = gf_lstm_gpu_new(ctx->gpu, ctx->blas, LSTM_LAYERS, LSTM_IN, LSTM_H, w.dirs,
@@ -667,17 +672,16 @@ static int qualify_lstm(const gf_qualify_ctx *ctx, const gf_candidate *cand, int
     rc = rc ? rc : gf_gpu_alloc(ctx->gpu, sizeof(float) * (size_t)B * LSTM_T * LSTM_IN, &dx);
     rc = rc ? rc : gf_gpu_upload(ctx->gpu, dx, x, sizeof(float) * (size_t)B * LSTM_T * LSTM_IN);
     rc = rc ? rc : lstm_accuracy(ctx, cand, B, math, &w, x, l, dx, res, seed);
-    if (!rc && res->accurate)
-        rc = lstm_speed(ctx, l, math, dx, B, a, b);
-    if (!rc && res->accurate)
-        rc = speed_and_e2e(ctx, cand, B, math, res, a, b, &rng);
+    if (!rc && res->accurate) {
+        lstm_subject t = { ctx->gpu, l, math, dx, B };
+        ab_subject sub = { lstm_set_route, lstm_run, &t };
+        rc = measure_speed(ctx, cand, B, math, res, &sub, &rng);
+    }
     if (dx)
         gf_gpu_free(ctx->gpu, dx);
     gf_lstm_gpu_destroy(&l);
     lstm_weights_free(&w);
     free(x);
-    free(a);
-    free(b);
     return rc;
 }
 
@@ -739,8 +743,6 @@ static int qualify_sinc(const gf_qualify_ctx *ctx, const gf_candidate *cand, int
         filters[i] = uniform(&rng, 0.1f);
     for (size_t i = 0; i < nw; i++)
         wave[i] = uniform(&rng, 1.5f);
-    double *a = gf_calloc((size_t)ctx->rounds, sizeof(double));
-    double *b = gf_calloc((size_t)ctx->rounds, sizeof(double));
     gf_cu_ptr dw = 0, dout = 0;
     const char *sha = NULL;
     gf_sinc_gpu *s = gf_sinc_gpu_new(ctx->gpu, ctx->blas, filters, B);
@@ -765,16 +767,14 @@ static int qualify_sinc(const gf_qualify_ctx *ctx, const gf_candidate *cand, int
     if (!rc && res->accurate) {
         sinc_subject t = { ctx->gpu, s, dw, dout, B };
         ab_subject sub = { sinc_set_route, sinc_run, &t };
-        rc = ab_rounds(ctx, &sub, 1e-6, a, b);   /* ms */
-        if (!rc)
-            rc = speed_and_e2e(ctx, cand, B, math, res, a, b, &rng);
+        rc = measure_speed(ctx, cand, B, math, res, &sub, &rng);
     }
     if (dw)
         gf_gpu_free(ctx->gpu, dw);
     if (dout)
         gf_gpu_free(ctx->gpu, dout);
     gf_sinc_gpu_destroy(&s);
-    free(filters), free(wave), free(got), free(a), free(b);
+    free(filters), free(wave), free(got);
     return rc;
 }
 
@@ -826,8 +826,6 @@ static int qualify_segconv(const gf_qualify_ctx *ctx, const gf_candidate *cand, 
         w[i] = uniform(&rng, 1.0f / sqrtf((float)(cin * K)));
     for (int i = 0; i < C; i++)
         bias[i] = uniform(&rng, 0.1f);
-    double *a = gf_calloc((size_t)ctx->rounds, sizeof(double));
-    double *bt = gf_calloc((size_t)ctx->rounds, sizeof(double));
     gf_cu_ptr dx = 0, dout = 0;
     const char *sha = NULL;
     gf_segconv_gpu *s = gf_segconv_gpu_new(ctx->gpu, ctx->blas, cand->boundary, cin, tin, w,
@@ -864,16 +862,14 @@ static int qualify_segconv(const gf_qualify_ctx *ctx, const gf_candidate *cand, 
     if (!rc && res->accurate) {
         segconv_subject t = { ctx->gpu, s, cand->boundary, math, dx, dout, B };
         ab_subject sub = { segconv_set_route, segconv_run, &t };
-        rc = ab_rounds(ctx, &sub, 1e-6, a, bt);   /* ms */
-        if (!rc)
-            rc = speed_and_e2e(ctx, cand, B, math, res, a, bt, &rng);
+        rc = measure_speed(ctx, cand, B, math, res, &sub, &rng);
     }
     if (dx)
         gf_gpu_free(ctx->gpu, dx);
     if (dout)
         gf_gpu_free(ctx->gpu, dout);
     gf_segconv_gpu_destroy(&s);
-    free(x), free(w), free(bias), free(got), free(a), free(bt);
+    free(x), free(w), free(bias), free(got);
     return rc;
 }
 
@@ -1005,8 +1001,6 @@ static int qualify_conv(const gf_qualify_ctx *ctx, const gf_candidate *cand, int
         for (size_t i = 0; i < no; i++)
             r[i] = uniform(&rng, 0.5f);
     }
-    double *a = gf_calloc((size_t)ctx->rounds, sizeof(double));
-    double *bt = gf_calloc((size_t)ctx->rounds, sizeof(double));
     gf_cu_ptr dx = 0, dout = 0, dres = 0, dcol = 0;
     const char *sha = NULL;
     gf_conv_gpu *c = gf_conv_gpu_new(ctx->gpu, ctx->blas, L->boundary, *sh, w, bias);
@@ -1036,16 +1030,14 @@ static int qualify_conv(const gf_qualify_ctx *ctx, const gf_candidate *cand, int
     if (!rc && res->accurate) {
         conv_subject t = { ctx->gpu, c, math, B, L, dx, dout, dres, dcol };
         ab_subject sub = { conv_set_route, conv_run, &t };
-        rc = ab_rounds(ctx, &sub, 1e-6, a, bt);   /* ms */
-        if (!rc)
-            rc = speed_and_e2e(ctx, cand, B, math, res, a, bt, &rng);
+        rc = measure_speed(ctx, cand, B, math, res, &sub, &rng);
     }
     if (dx) gf_gpu_free(ctx->gpu, dx);
     if (dout) gf_gpu_free(ctx->gpu, dout);
     if (dres) gf_gpu_free(ctx->gpu, dres);
     if (dcol) gf_gpu_free(ctx->gpu, dcol);
     gf_conv_gpu_destroy(&c);
-    free(x), free(w), free(bias), free(r), free(got), free(a), free(bt);
+    free(x), free(w), free(bias), free(r), free(got);
     return rc;
 }
 

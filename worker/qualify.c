@@ -689,22 +689,6 @@ static int qualify_lstm(const gf_qualify_ctx *ctx, const gf_candidate *cand, int
 
 #define SINC_SAMPLES 4096   /* pooled outputs checked against float64 per tuple */
 
-/* One pooled output of worker/sinc_gpu.h's definition, float64. */
-static double sinc_ref_at(const double *filters, const float *wave, size_t o)
-{
-    size_t per = (size_t)GF_SINC_FILTERS * GF_SINC_POOLED;
-    size_t b = o / per, f = (o % per) / GF_SINC_POOLED, p = o % GF_SINC_POOLED;
-    double m = 0.0;
-    for (int j = 0; j < 3; j++) {
-        const float *x = wave + b * GF_SINC_SAMPLES + (size_t)GF_SINC_STRIDE * (3 * p + j);
-        double acc = 0.0;
-        for (int k = 0; k < GF_SINC_TAPS; k++)
-            acc += filters[f * GF_SINC_TAPS + k] * x[k];
-        m = fmax(m, fabs(acc));
-    }
-    return m;
-}
-
 typedef struct {
     gf_gpu *gpu;
     gf_sinc_gpu *s;
@@ -759,7 +743,7 @@ static int qualify_sinc(const gf_qualify_ctx *ctx, const gf_candidate *cand, int
         acc_errors e = { .atol = 1e-9, .rtol = 2.4e-7 };   /* 2 ulp of float */
         for (int k = 0; k < SINC_SAMPLES; k++) {
             size_t o = (size_t)(next_u64(&rng) % no);
-            acc_add(&e, got[o], sinc_ref_at(filters, wave, o));
+            acc_add(&e, got[o], gf_sinc_ref(filters, wave, o));
         }
         rc = acc_record(ctx, cand, B, math, res, seed, &e, count_unwritten(got, no), no,
                         "sampled outputs", "outputs_written_checked", (int64_t)no);

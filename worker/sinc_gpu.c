@@ -5,6 +5,7 @@
 #include "common/log.h"
 #include "common/util.h"
 
+#include <math.h>
 #include <stdlib.h>
 
 /* Must match kernels/sincnet.cu: 16 filters and 256 pooled outputs a block,
@@ -74,6 +75,21 @@ int gf_sinc_gpu_set_route(gf_sinc_gpu *s, gf_route_kind kind, const char **modul
     if (module_sha256)
         *module_sha256 = sha;
     return 0;
+}
+
+double gf_sinc_ref(const double *filters, const float *wave, size_t o)
+{
+    const size_t per = (size_t)GF_SINC_FILTERS * GF_SINC_POOLED;
+    const size_t b = o / per, f = (o % per) / GF_SINC_POOLED, p = o % GF_SINC_POOLED;
+    double m = 0.0;
+    for (int j = 0; j < 3; j++) {
+        const float *x = wave + b * GF_SINC_SAMPLES + (size_t)GF_SINC_STRIDE * (3 * p + j);
+        double acc = 0.0;
+        for (int k = 0; k < GF_SINC_TAPS; k++)
+            acc += filters[f * GF_SINC_TAPS + k] * x[k];
+        m = fmax(m, fabs(acc));
+    }
+    return m;
 }
 
 int gf_sinc_gpu_run(gf_sinc_gpu *s, gf_cu_ptr wave, int B, gf_cu_ptr out)

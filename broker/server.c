@@ -76,6 +76,9 @@ typedef struct waiter {
     struct waiter *next;
 } waiter;
 
+/* A turn's phases, timed where the log level is debug (turn_trace). */
+enum { PH_MESSAGES, PH_SCHEDULE, PH_COMMIT, PH_TO_WORKERS, PH_SYNC, PH_TO_CLIENTS, TURN_PHASES };
+
 /* A message to send once the turn's transaction committed. */
 typedef struct {
     gf_router *sock;          /* NULL once sent */
@@ -110,6 +113,9 @@ struct gf_server {
     gf_users *users;          /* uid -> name and groups, cached */
     char *worker_program;
     uid_t euid;
+    bool trace;               /* log_level debug: each acknowledging turn's phases */
+    bool traced_sync;         /* this turn's end ran an acknowledging sync */
+    uint64_t phase_ns[TURN_PHASES];   /* this turn's phases (trace) */
 };
 
 /* How long a user's name and groups are believed (broker/users.h). */
@@ -217,8 +223,19 @@ static void sync_store(gf_server *self)
 
 static bool ended(gf_job_state s);
 
+/* The time since *t into the turn's phase ph, where the trace is on. */
+static void phase(gf_server *self, int ph, uint64_t *t)
+{
+    if (!self->trace)
+        return;
+    uint64_t now = gf_now_ns();
+    self->phase_ns[ph] = now - *t;
+    *t = now;
+}
+
 static void end_turn(gf_server *self)
 {
+    uint64_t t = self->trace ? gf_now_ns() : 0;
     if (self->in_tx) {
         self->in_tx = false;
         if (self->store_failed || gf_store_commit(self->store) != 0) {
@@ -227,11 +244,16 @@ static void end_turn(gf_server *self)
         }
         self->unsynced = true;
     }
+    phase(self, PH_COMMIT, &t);
     flush_outbox(self, self->workers);
+    phase(self, PH_TO_WORKERS, &t);
+    self->traced_sync = self->need_sync;
     if (self->need_sync && self->cfg->sync_acks)
         sync_store(self);
     self->need_sync = false;
+    phase(self, PH_SYNC, &t);
     flush_outbox(self, self->clients);
+    phase(self, PH_TO_CLIENTS, &t);
     for (size_t i = 0; i < self->n_out; i++)
         gf_msg_clear(&self->out[i].msg);
     self->n_out = 0;
@@ -243,6 +265,20 @@ static void end_turn(gf_server *self)
             gf_sched_retire(self->sched, self->retire[i]);
     }
     self->n_retire = 0;
+}
+
+/* At log level debug, one line per turn that acknowledged a client's change
+ * (a submit, a cancel): where its time went, in microseconds. */
+static void turn_trace(gf_server *self)
+{
+    if (!self->trace || !self->traced_sync)
+        return;
+    const uint64_t *p = self->phase_ns;
+    GF_DEBUG("turn us: messages %llu, schedule %llu, commit %llu, to workers %llu, sync %llu, "
+             "to clients %llu",
+             (unsigned long long)(p[PH_MESSAGES] / 1000), (unsigned long long)(p[PH_SCHEDULE] / 1000),
+             (unsigned long long)(p[PH_COMMIT] / 1000), (unsigned long long)(p[PH_TO_WORKERS] / 1000),
+             (unsigned long long)(p[PH_SYNC] / 1000), (unsigned long long)(p[PH_TO_CLIENTS] / 1000));
 }
 
 /* -------------------------------------------------------- job lifecycle */
@@ -1426,6 +1462,7 @@ gf_server *gf_server_new(const gf_config *cfg)
     gf_server *self = gf_calloc(1, sizeof(*self));
     self->cfg = cfg;
     self->euid = geteuid();
+    self->trace = gf_log_get_level() == GF_LOG_DEBUG;
     if (gf_mkdir_p(cfg->state_dir, 0755, NULL) != 0) {
         GF_ERROR("state_dir %s: %s", cfg->state_dir, strerror(errno));
         goto fail;
@@ -1628,13 +1665,17 @@ int gf_server_run(gf_server *self, volatile sig_atomic_t *stop)
             GF_ERROR("zmq_poll: %s", zmq_strerror(errno));
             return GF_EIO;
         }
+        uint64_t t = self->trace ? gf_now_ns() : 0;
         if (held[1] || (rc > 0 && (items[1].revents & ZMQ_POLLIN)))
             on_worker(self);
         if (held[0] || (rc > 0 && (items[0].revents & ZMQ_POLLIN)))
             on_client(self);
+        phase(self, PH_MESSAGES, &t);
         timers(self, gf_now_ms());
         schedule(self);
+        phase(self, PH_SCHEDULE, &t);
         end_turn(self);
+        turn_trace(self);
         if (self->store_failed) {
             GF_ERROR("the job store failed: stopping without acknowledging more");
             return GF_EIO;

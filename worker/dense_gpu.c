@@ -29,9 +29,10 @@ struct gf_dense_gpu {
     gf_gpu *gpu;                   /* borrowed */
     gf_blas_gpu *blas;             /* borrowed */
     char boundary[32];             /* the layer's name in logs */
-    int in, out, max_rows;
-    gf_dense_act act;
-    gf_route_kind route;
+    int in, out;                   /* the layer's shape: inputs and outputs a row */
+    int max_rows;                  /* the most rows a run may bring */
+    gf_dense_act act;              /* leaky ReLU or log-softmax after the bias */
+    gf_route_kind route;           /* the route runs take */
     gf_cu_ptr w, wt, bias;         /* [out][in]; [in][out] (own, leaky ReLU layers); [out] */
     gf_cu_function bias_act, logsoftmax;   /* the library route's glue */
     gf_cu_function own, own_narrow;        /* own: m32 (or the classifier's), m16 */

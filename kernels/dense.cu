@@ -8,15 +8,16 @@
 // CPU reference: kernels/linear.c and kernels/logsoftmax.c; the float64
 // definition the checks use is gf_dense_ref (worker/dense_gpu.c).
 //
-// gf_dense_lrelu_m32 / _m16: out[r][c] = lrelu(sum_k x[r][k] · w[c][k] + b[c])
-// for 128 outputs c. Block of 128 threads owns 4·TM rows (32 or 16) x all
-// 128 columns; a warp owns 32 columns, its lanes a 4 x 8 grid of threads,
-// each TM rows x 4 columns in registers. K is walked 16 at a time through
-// two shared-memory stages (x transposed to [k][row], the weights [k][128]
-// as repacked at upload), the next slice held in registers while the
-// current one is multiplied; per k a thread reads TM/4 + 1 float4 (row
-// values broadcast to 8 lanes, one 128-byte wavefront each) for 4·TM FMAs.
-// Static shared memory: 21.0 KB (m32), 18.9 KB (m16). Grid: rows / (4·TM).
+// gf_dense_lrelu_m32 / _m16 / _m8: out[r][c] = lrelu(sum_k x[r][k] · w[c][k]
+// + b[c]) for 128 outputs c. Block of 128 threads owns 4·TM rows (32, 16 or
+// 8) x all 128 columns; a warp owns 32 columns, its lanes a 4 x 8 grid of
+// threads, each TM rows x 4 columns in registers. K is walked 16 at a time
+// through two shared-memory stages (x transposed to [k][row], the weights
+// [k][128] as repacked at upload), the next slice held in registers while
+// the current one is multiplied; per k a thread reads its TM row values
+// (float4 or float2, broadcast to 8 lanes) and one float4 of weights (one
+// 128-byte wavefront a warp) for 4·TM FMAs. Static shared memory: 21.0 KB
+// (m32), 18.9 KB (m16), 17.9 KB (m8). Grid: rows / (4·TM).
 //
 // gf_dense_logsoftmax7: a row's 7 logits by 8 lanes (16 of the 128 inputs
 // each, reduced by shuffles), bias, then log-softmax with exp and log in
@@ -94,13 +95,19 @@ __device__ __forceinline__ void dense_lrelu(const float *__restrict__ x, int row
 #pragma unroll
         for (int k = 0; k < DENSE_BK; k++) {
             float a[TM];
+            if constexpr (TM >= 4) {
 #pragma unroll
-            for (int j = 0; j < TM / 4; j++) {
-                const float4 v = *reinterpret_cast<const float4 *>(&as[cur][k][r0 + 4 * j]);
-                a[4 * j + 0] = v.x;
-                a[4 * j + 1] = v.y;
-                a[4 * j + 2] = v.z;
-                a[4 * j + 3] = v.w;
+                for (int j = 0; j < TM / 4; j++) {
+                    const float4 v = *reinterpret_cast<const float4 *>(&as[cur][k][r0 + 4 * j]);
+                    a[4 * j + 0] = v.x;
+                    a[4 * j + 1] = v.y;
+                    a[4 * j + 2] = v.z;
+                    a[4 * j + 3] = v.w;
+                }
+            } else {
+                const float2 v = *reinterpret_cast<const float2 *>(&as[cur][k][r0]);
+                a[0] = v.x;
+                a[1] = v.y;
             }
             const float4 b = bs[cur][k][c4];
 #pragma unroll
@@ -155,12 +162,20 @@ gf_dense_lrelu_m32(const float *__restrict__ x, int rows, int k_in, const float4
     dense_lrelu<8>(x, rows, k_in, wt4, bias, slope, out);
 }
 
-// The same with 16 rows a block, for few rows: grid ceil(rows / 16).
+// The same with 16 rows a block, for fewer rows: grid ceil(rows / 16).
 extern "C" __global__ void __launch_bounds__(DENSE_THREADS)
 gf_dense_lrelu_m16(const float *__restrict__ x, int rows, int k_in, const float4 *__restrict__ wt4,
                    const float *__restrict__ bias, float slope, float *__restrict__ out)
 {
     dense_lrelu<4>(x, rows, k_in, wt4, bias, slope, out);
+}
+
+// The same with 8 rows a block, for a batch of one window: grid ceil(rows / 8).
+extern "C" __global__ void __launch_bounds__(DENSE_THREADS)
+gf_dense_lrelu_m8(const float *__restrict__ x, int rows, int k_in, const float4 *__restrict__ wt4,
+                  const float *__restrict__ bias, float slope, float *__restrict__ out)
+{
+    dense_lrelu<2>(x, rows, k_in, wt4, bias, slope, out);
 }
 
 // x [rows][128]; w [7][128] and bias [7] as loaded; out [rows][7] the

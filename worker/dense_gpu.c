@@ -11,19 +11,27 @@
 #include <stdlib.h>
 
 /* Must match kernels/dense.cu: 128 threads a block; the linear kernels own
- * 32 rows (m32) or 16 rows (m16) x 128 outputs and walk K 16 at a time; the
- * classifier kernel owns 16 rows of 7 outputs over 128 inputs. */
+ * 32, 16 or 8 rows (m32, m16, m8) x 128 outputs and walk K 16 at a time;
+ * the classifier kernel owns 16 rows of 7 outputs over 128 inputs. */
 #define OWN_THREADS 128
 #define OWN_N 128
 #define OWN_BK 16
 #define OWN_CLS_C 7
 #define OWN_CLS_K 128
 #define OWN_CLS_ROWS 16
-/* From this many rows the 32-row block: a batch of 32 windows (18,848 rows)
- * gives 589 blocks, about 4.5 for each of an H200's 132 multiprocessors; a
- * batch of 8 (4,712 rows) takes the 16-row block, 295 of them, where 32-row
- * blocks would leave 148 for 132 multiprocessors. */
-#define OWN_WIDE_ROWS 8192
+/* The linear kernels by the rows they own and the fewest rows each takes:
+ * a batch of 32 windows (18,848 rows) gives 589 blocks of 32 rows, about
+ * 4.5 for each of an H200's 132 multiprocessors; a batch of 8 (4,712 rows)
+ * 295 blocks of 16, where 32-row blocks would leave 148; a batch of 1 (589
+ * rows) 74 blocks of 8 rather than 37 of 16. */
+static const struct {
+    const char *name;
+    int rows, min_rows;
+} own_linear[3] = {
+    { "gf_dense_lrelu_m32", 32, 8192 },
+    { "gf_dense_lrelu_m16", 16, 2048 },
+    { "gf_dense_lrelu_m8", 8, 0 },
+};
 
 struct gf_dense_gpu {
     gf_gpu *gpu;                   /* borrowed */
@@ -35,7 +43,7 @@ struct gf_dense_gpu {
     gf_route_kind route;           /* the route runs take */
     gf_cu_ptr w, wt, bias;         /* [out][in]; [in][out] (own, leaky ReLU layers); [out] */
     gf_cu_function bias_act, logsoftmax;   /* the library route's glue */
-    gf_cu_function own, own_narrow;        /* own: m32 (or the classifier's), m16 */
+    gf_cu_function own[3];         /* own: own_linear's kernels, or [0] the classifier's */
     gf_gpu_allocs mem;
 };
 
@@ -96,12 +104,11 @@ int gf_dense_gpu_set_route(gf_dense_gpu *s, gf_route_kind kind, const char **mod
         return GF_EUNSUP;
     }
     const char *sha = NULL;
-    int rc = gf_gpu_own_kernel(s->gpu, s->boundary, "dense",
-                               leaky ? "gf_dense_lrelu_m32" : "gf_dense_logsoftmax7", 0, &s->own,
+    int rc = 0;
+    for (int i = 0; i < (leaky ? 3 : 1) && !rc; i++)
+        rc = gf_gpu_own_kernel(s->gpu, s->boundary, "dense",
+                               leaky ? own_linear[i].name : "gf_dense_logsoftmax7", 0, &s->own[i],
                                &sha);
-    if (!rc && leaky)
-        rc = gf_gpu_own_kernel(s->gpu, s->boundary, "dense", "gf_dense_lrelu_m16", 0,
-                               &s->own_narrow, NULL);
     if (rc)
         return rc;
     s->route = GF_ROUTE_OWN;
@@ -151,17 +158,20 @@ int gf_dense_gpu_run(gf_dense_gpu *s, gf_math math, gf_cu_ptr x, int rows, gf_cu
     }
     int in = s->in, n = s->out;
     if (s->route == GF_ROUTE_OWN && s->act == GF_DENSE_LEAKY_RELU) {
-        bool wide = rows >= OWN_WIDE_ROWS;
-        unsigned bm = wide ? 32 : 16;
+        int t = 0;
+        while (rows < own_linear[t].min_rows)
+            t++;
+        unsigned bm = (unsigned)own_linear[t].rows;
         float slope = GF_DENSE_SLOPE;
         void *p[] = { &x, &rows, &in, &s->wt, &s->bias, &slope, &out };
-        return gf_gpu_launch(s->gpu, wide ? s->own : s->own_narrow,
-                             ((unsigned)rows + bm - 1) / bm, 1, 1, OWN_THREADS, 1, 1, 0, p);
+        return gf_gpu_launch(s->gpu, s->own[t], ((unsigned)rows + bm - 1) / bm, 1, 1,
+                             OWN_THREADS, 1, 1, 0, p);
     }
     if (s->route == GF_ROUTE_OWN) {
         void *p[] = { &x, &rows, &s->w, &s->bias, &out };
-        return gf_gpu_launch(s->gpu, s->own, ((unsigned)rows + OWN_CLS_ROWS - 1) / OWN_CLS_ROWS,
-                             1, 1, OWN_THREADS, 1, 1, 0, p);
+        return gf_gpu_launch(s->gpu, s->own[0],
+                             ((unsigned)rows + OWN_CLS_ROWS - 1) / OWN_CLS_ROWS, 1, 1,
+                             OWN_THREADS, 1, 1, 0, p);
     }
     GF_TRY(gf_blas_gpu_gemm(s->blas, math, true, rows, n, in, 1.0f, x, in, s->w, in, 0.0f, out,
                             n));

@@ -62,11 +62,11 @@ static const gf_pin sinc_pins[] = {
 };
 
 /* kernels/dense.cu: the linear layers' block owns 32 rows (from 8,192 rows
- * on; 16 below) x all 128 outputs and walks K 16 at a time through two
- * shared-memory stages; the classifier's owns 16 rows, 8 lanes a row over
- * its 128 inputs. 128 threads. */
+ * on; 16 from 2,048, 8 below: batches 32, 8, 1) x all 128 outputs and walks
+ * K 16 at a time through two shared-memory stages; the classifier's owns 16
+ * rows, 8 lanes a row over its 128 inputs. 128 threads. */
 static const gf_pin dense_linear_pins[] = {
-    { "tile_m", "32/16" },
+    { "tile_m", "32/16/8" },
     { "tile_n", "128" },
     { "tile_k", "16" },
     { "stages", "2" },

@@ -2,8 +2,9 @@
  * dense.linear0 256 → 128 and dense.linear1 128 → 128 with bias + leaky
  * ReLU, dense.classifier 128 → 7 with bias + log-softmax) on both routes in
  * both math modes against the float64 definition (gf_dense_ref), every
- * output, at the rows of a batch of 1 (589) and of 32 windows (18,848), and
- * at 8,205 rows, where the own linear kernel's 32-row block ends part-way.
+ * output, at the rows of a batch of 1 (589), 8 (4,712) and 32 windows
+ * (18,848), and at 8,205 rows; the own linear kernels' blocks of 8, 16 and
+ * 32 rows each end part-way in one of them.
  * The own kernels (float32 FMAs) and the library route in fp32 within 2e-5
  * of sum |w||x| per output (twice the row's largest for a log-probability),
  * the library route in tf32 within the tf32 bound 1.05e-3 of it. Also: the
@@ -125,10 +126,10 @@ static void test_every_layer_both_routes(void **state)
     NEED_GPU();
     gf_blas_gpu *blas = NULL;
     assert_int_equal(gf_blas_gpu_open(gpu, &blas), 0);
-    static const int rows[] = { 589, 18848, 8205 };   /* batch 1, batch 32, a part tile */
+    static const int rows[] = { 589, 4712, 18848, 8205 };   /* batches 1, 8, 32; a part tile */
     for (size_t l = 0; l < sizeof layers / sizeof layers[0]; l++)
         for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++)
-            check_layer(blas, &layers[l], rows[r], 11u + 7u * (unsigned)(l * 3 + r));
+            check_layer(blas, &layers[l], rows[r], 11u + 7u * (unsigned)(l * 4 + r));
     gf_blas_gpu_destroy(&blas);
 }
 

@@ -2,8 +2,8 @@
 // dense.linear0 (256 → 128) and dense.linear1 (128 → 128), each a matrix
 // product with bias and leaky ReLU fused, and dense.classifier (128 → 7) with
 // bias and log-softmax over the 7 classes fused. Float32 FMAs in both math
-// modes (no tensor cores). The library route runs cuBLAS's SGEMM, whose
-// N = 128 and N = 7 shapes it tiles poorly, then one or two glue kernels
+// modes (no tensor cores). The library route runs cuBLAS's SGEMM, which
+// tiles these N = 128 and N = 7 shapes poorly, then one or two glue kernels
 // that read and write the whole output again.
 // CPU reference: kernels/linear.c and kernels/logsoftmax.c; the float64
 // definition the checks use is gf_dense_ref (worker/dense_gpu.c).

@@ -2,13 +2,15 @@
  * qualify.h). Candidates: the persistent LSTM kernel (kernels/lstm.cu) for
  * lstm.stack, the fused SincNet filterbank (kernels/sincnet.cu) for
  * sincnet.conv0.abs_pool, the fused 1-D convolution (kernels/segconv.cu) for
- * segconv.conv1 and conv2, and the ResNet convolution (kernels/resnet.cu) for
- * each of the trunk's layers; a new candidate adds a row to the table and a
- * function that runs its boundary on both routes. */
+ * segconv.conv1 and conv2, the head's fused layers (kernels/dense.cu) for
+ * dense.linear0, linear1 and classifier, and the ResNet convolution
+ * (kernels/resnet.cu) for each of the trunk's layers; a new candidate adds a
+ * row to the table and a function that runs its boundary on both routes. */
 #include "worker/qualify.h"
 #include "worker/diar/segmentation_gpu.h"
 #include "worker/lstm_gpu.h"
 #include "worker/conv_gpu.h"
+#include "worker/dense_gpu.h"
 #include "worker/segconv_gpu.h"
 #include "worker/sinc_gpu.h"
 #include "worker/diar/embedding_gpu.h"
@@ -59,6 +61,25 @@ static const gf_pin sinc_pins[] = {
     { "threads", "256" },
 };
 
+/* kernels/dense.cu: the linear layers' block owns 32 rows (from 8,192 rows
+ * on; 16 from 2,048, 8 below: batches 32, 8, 1) x all 128 outputs and walks
+ * K 16 at a time through two shared-memory stages; the classifier's owns 16
+ * rows, 8 lanes a row over its 128 inputs. 128 threads. */
+static const gf_pin dense_linear_pins[] = {
+    { "tile_m", "32/16/8" },
+    { "tile_n", "128" },
+    { "tile_k", "16" },
+    { "stages", "2" },
+    { "threads", "128" },
+};
+
+static const gf_pin dense_classifier_pins[] = {
+    { "tile_m", "16" },
+    { "tile_n", "7" },
+    { "tile_k", "128" },
+    { "threads", "128" },
+};
+
 /* The ResNet kernel's configuration per layer, from the variant the own
  * route runs for its shape (gf_conv_gpu_own_kernel). */
 #define RESNET_PINS 7
@@ -80,7 +101,7 @@ typedef struct {
 #define MAX_CONV_LAYERS 40
 static conv_layer conv_layers[MAX_CONV_LAYERS];
 static size_t n_conv_layers;
-static gf_candidate candidates[4 + MAX_CONV_LAYERS];
+static gf_candidate candidates[7 + MAX_CONV_LAYERS];
 static size_t n_candidates;
 static int candidates_cc = -1;   /* the card they were built for */
 
@@ -143,6 +164,13 @@ static void build_candidates(int cc)
                                                  GF_ARRAY_LEN(segconv_pins) };
     candidates[n_candidates++] = (gf_candidate){ "segconv", "segconv.conv2", segconv_pins,
                                                  GF_ARRAY_LEN(segconv_pins) };
+    candidates[n_candidates++] = (gf_candidate){ "dense", "dense.linear0", dense_linear_pins,
+                                                 GF_ARRAY_LEN(dense_linear_pins) };
+    candidates[n_candidates++] = (gf_candidate){ "dense", "dense.linear1", dense_linear_pins,
+                                                 GF_ARRAY_LEN(dense_linear_pins) };
+    candidates[n_candidates++] = (gf_candidate){ "dense", "dense.classifier",
+                                                 dense_classifier_pins,
+                                                 GF_ARRAY_LEN(dense_classifier_pins) };
     for (size_t i = 0; i < n_conv_layers; i++)
         candidates[n_candidates++] = (gf_candidate){ "resnet", conv_layers[i].boundary,
                                                      conv_layers[i].config.pins, RESNET_PINS };
@@ -581,8 +609,8 @@ static int e2e_embedding(const gf_qualify_ctx *ctx, const char *boundary, int B,
 
 /* From the A/B rounds (a: candidate, b: library, ms): the speed record when
  * the candidate wins outside the noise, then the end-to-end network with and
- * without it (segmentation for the LSTM, the filterbank and the 1-D
- * convolutions, embedding for the ResNet), whose
+ * without it (segmentation for the LSTM, the filterbank, the 1-D
+ * convolutions and the head's layers, embedding for the ResNet), whose
  * record is written only when the network did not get slower. */
 static int speed_and_e2e(const gf_qualify_ctx *ctx, const gf_candidate *cand, int B,
                          gf_math math, gf_qualify_result *res, double *a, double *b,
@@ -604,7 +632,7 @@ static int speed_and_e2e(const gf_qualify_ctx *ctx, const gf_candidate *cand, in
     if (rc || !res->win)
         return rc;
     bool seg = strcmp(cand->area, "lstm") == 0 || strcmp(cand->area, "sincnet") == 0 ||
-               strcmp(cand->area, "segconv") == 0;
+               strcmp(cand->area, "segconv") == 0 || strcmp(cand->area, "dense") == 0;
     const char *model = seg ? ctx->segmentation_model : ctx->embedding_model;
     if (!model) {
         fprintf(ctx->report, "  end to end: no %s model given, not measured\n",
@@ -857,6 +885,94 @@ static int qualify_segconv(const gf_qualify_ctx *ctx, const gf_candidate *cand, 
     return rc;
 }
 
+/* ---- the segmentation head's candidates ------------------------------------ */
+
+typedef struct {
+    gf_gpu *gpu;
+    gf_dense_gpu *d;
+    const char *boundary;
+    gf_math math;
+    gf_cu_ptr x, out;
+    int rows;
+} dense_subject;
+
+static int dense_set_route(void *arg, gf_route_kind kind)
+{
+    dense_subject *t = arg;
+    return gf_dense_gpu_set_route(t->d, kind, NULL);
+}
+
+static int dense_run(void *arg, gf_devstats *stats)
+{
+    dense_subject *t = arg;
+    int rc = gf_gpu_timing_begin(t->gpu, t->boundary, "qualify");
+    rc = rc ? rc : gf_dense_gpu_run(t->d, t->math, t->x, t->rows, t->out);
+    rc = rc ? rc : gf_gpu_timing_end(t->gpu);
+    gf_gpu_timing_collect(t->gpu, stats);
+    return rc;
+}
+
+/* One layer of the head over the B·589 frames of a batch, every output
+ * against float64. The own kernels sum in float32 FMAs in both math modes;
+ * the tolerances are the math mode's, as for the segmentation
+ * convolutions. */
+static int qualify_dense(const gf_qualify_ctx *ctx, const gf_candidate *cand, int B,
+                         gf_math math, gf_qualify_result *res)
+{
+    const bool cls = strcmp(cand->boundary, "dense.classifier") == 0;
+    const bool first = strcmp(cand->boundary, "dense.linear0") == 0;
+    const int in = first ? 256 : 128, n = cls ? 7 : 128, rows = B * 589;
+    const gf_dense_act act = cls ? GF_DENSE_LOG_SOFTMAX : GF_DENSE_LEAKY_RELU;
+    uint64_t seed = ctx->seed ^ ((uint64_t)B << 32) ^ (uint64_t)math ^ (uint64_t)(0xd0 + in + n);
+    uint64_t rng = seed;
+    const size_t nx = (size_t)rows * in, no = (size_t)rows * n, nw = (size_t)n * in;
+    float *x = gf_malloc(sizeof(float) * nx), *w = gf_malloc(sizeof(float) * nw);
+    float *bias = gf_malloc(sizeof(float) * n), *got = gf_malloc(sizeof(float) * no);
+    for (size_t i = 0; i < nx; i++)
+        x[i] = uniform(&rng, 1.0f);
+    for (size_t i = 0; i < nw; i++)
+        w[i] = uniform(&rng, 1.0f / sqrtf((float)in));
+    for (int i = 0; i < n; i++)
+        bias[i] = uniform(&rng, 0.1f);
+    gf_cu_ptr dx = 0, dout = 0;
+    const char *sha = NULL;
+    gf_dense_gpu *d = gf_dense_gpu_new(ctx->gpu, ctx->blas, cand->boundary, in, n, w, bias, act,
+                                       rows);
+    int rc = d ? 0 : GF_EDEVICE;
+    rc = rc ? rc : gf_dense_gpu_set_route(d, GF_ROUTE_OWN, &sha);
+    rc = rc ? rc : check_module(cand->boundary, sha, res);
+    rc = rc ? rc : gf_gpu_alloc(ctx->gpu, sizeof(float) * nx, &dx);
+    rc = rc ? rc : gf_gpu_alloc(ctx->gpu, sizeof(float) * no, &dout);
+    rc = rc ? rc : gf_gpu_upload(ctx->gpu, dx, x, sizeof(float) * nx);
+    rc = rc ? rc : gf_gpu_fill32(ctx->gpu, dout, 0x7fc00000u, no);   /* NaN poison */
+    rc = rc ? rc : gf_dense_gpu_run(d, math, dx, rows, dout);
+    rc = rc ? rc : gf_gpu_download(ctx->gpu, got, dout, sizeof(float) * no);
+    if (!rc) {
+        acc_errors e = { .atol = math == GF_MATH_TF32 ? 5e-3 : 1e-4,
+                         .rtol = math == GF_MATH_TF32 ? 1e-2 : 1e-3 };
+        for (size_t o = 0; o < no; o++) {
+            double ref = gf_dense_ref(w, bias, in, n, act, x, o);
+            if (!acc_add(&e, got[o], ref) && e.mismatches <= 5)
+                fprintf(ctx->report, "    mismatch: row %zu output %zu: %.9g vs %.9g\n",
+                        o / (size_t)n, o % (size_t)n, got[o], ref);
+        }
+        rc = acc_record(ctx, cand, B, math, res, seed, &e, count_unwritten(got, no), no,
+                        "elements", "rows", rows);
+    }
+    if (!rc && res->accurate) {
+        dense_subject t = { ctx->gpu, d, cand->boundary, math, dx, dout, rows };
+        ab_subject sub = { dense_set_route, dense_run, &t };
+        rc = measure_speed(ctx, cand, B, math, res, &sub, &rng);
+    }
+    if (dx)
+        gf_gpu_free(ctx->gpu, dx);
+    if (dout)
+        gf_gpu_free(ctx->gpu, dout);
+    gf_dense_gpu_destroy(&d);
+    free(x), free(w), free(bias), free(got);
+    return rc;
+}
+
 /* ---- the ResNet convolution candidates ------------------------------------ */
 
 #define CONV_SAMPLES 4096   /* output elements checked against float64 per tuple */
@@ -1039,6 +1155,8 @@ int gf_qualify_run(const gf_qualify_ctx *ctx, const gf_candidate *cand, int batc
         return qualify_sinc(ctx, cand, batch, math, out);
     if (strcmp(cand->area, "segconv") == 0)
         return qualify_segconv(ctx, cand, batch, math, out);
+    if (strcmp(cand->area, "dense") == 0)
+        return qualify_dense(ctx, cand, batch, math, out);
     if (strcmp(cand->area, "resnet") == 0)
         return qualify_conv(ctx, cand, batch, math, out);
     return GF_EUNSUP;

@@ -185,7 +185,9 @@ int main(int argc, char **argv)
             rc = rc ? rc : gf_embedding_gpu_apply_plan(eg, &pl, B);
         } else if (!rc) {
             static const char *const own_seg[] = { "sincnet.conv0.abs_pool", "segconv.conv1",
-                                                   "segconv.conv2", "lstm.stack" };
+                                                   "segconv.conv2", "lstm.stack",
+                                                   "dense.linear0", "dense.linear1",
+                                                   "dense.classifier" };
             for (size_t i = 0; i < GF_ARRAY_LEN(own_seg) && !rc; i++)
                 rc = gf_segmentation_gpu_set_route(sg, own_seg[i], plans[p].seg);
             rc = rc ? rc : gf_embedding_gpu_set_route(eg, "resnet", plans[p].resnet);

@@ -1,8 +1,9 @@
 /* test_gpu_nets.c — both networks on the GPU against their CPU references,
  * on random weights (GF_TEST_MODELS: a folder holding segmentation.safetensors
  * and embedding.safetensors, e.g. written by tests/ref/gpu_models.py) and
- * fresh random inputs; every route: the library route in fp32 and tf32, and
- * the own LSTM kernel. Skips without a GPU or without GF_TEST_MODELS. */
+ * fresh random inputs; every route: the library route in fp32 and tf32, the
+ * own LSTM kernel, and the own LSTM with the head's own kernels (dense.*).
+ * Skips without a GPU or without GF_TEST_MODELS. */
 #include "common/error.h"
 #include "worker/blas_gpu.h"
 #include "worker/diar/embedding.h"
@@ -110,16 +111,25 @@ static void test_segmentation_routes(void **state)
     assert_int_equal(gf_segmentation_run(cpu, wave, B, ref), 0);
     gf_segmentation_destroy(&cpu);
 
-    struct { const char *name; gf_math math; gf_route_kind lstm; double tol; } runs[] = {
-        { "fp32 library", GF_MATH_FP32, GF_ROUTE_LIBRARY, 1e-3 },
-        { "fp32 own lstm", GF_MATH_FP32, GF_ROUTE_OWN, 1e-3 },
-        { "tf32 library", GF_MATH_TF32, GF_ROUTE_LIBRARY, 5e-2 },
+    static const char *const head[] = { "dense.linear0", "dense.linear1", "dense.classifier" };
+    struct {
+        const char *name;
+        gf_math math;
+        gf_route_kind lstm, dense;
+        double tol;
+    } runs[] = {
+        { "fp32 library", GF_MATH_FP32, GF_ROUTE_LIBRARY, GF_ROUTE_LIBRARY, 1e-3 },
+        { "fp32 own lstm", GF_MATH_FP32, GF_ROUTE_OWN, GF_ROUTE_LIBRARY, 1e-3 },
+        { "fp32 own lstm + head", GF_MATH_FP32, GF_ROUTE_OWN, GF_ROUTE_OWN, 1e-3 },
+        { "tf32 library", GF_MATH_TF32, GF_ROUTE_LIBRARY, GF_ROUTE_LIBRARY, 5e-2 },
     };
     for (size_t r = 0; r < sizeof runs / sizeof runs[0]; r++) {
         gf_segmentation_gpu *g = gf_segmentation_gpu_new(gpu, blas, seg_path, NULL, B,
                                                          runs[r].math);
         assert_non_null(g);
         assert_int_equal(gf_segmentation_gpu_set_route(g, "lstm.stack", runs[r].lstm), 0);
+        for (size_t i = 0; i < sizeof head / sizeof head[0]; i++)
+            assert_int_equal(gf_segmentation_gpu_set_route(g, head[i], runs[r].dense), 0);
         for (size_t i = 0; i < n; i++)
             got[i] = NAN;
         assert_int_equal(gf_segmentation_gpu_run(g, wave, B, got, NULL), 0);

@@ -1,7 +1,8 @@
 /* segmentation_gpu.c — segmentation-3.0 forward pass on a CUDA card (see
  * segmentation_gpu.h); the SincNet filterbank (worker/sinc_gpu.c), the two
- * convolutions (worker/segconv_gpu.c) and the LSTM stack (worker/lstm_gpu.c)
- * each run the route planned for them.
+ * convolutions (worker/segconv_gpu.c), the LSTM stack (worker/lstm_gpu.c) and
+ * the head's three layers (worker/dense_gpu.c) each run the route planned for
+ * them.
  *
  * Shapes per window: 160000 samples → sinc |conv| [80, 15975] → pool
  * [80, 5325] → conv [60, 5321] → pool [60, 1773] → conv [60, 1769] → pool
@@ -9,6 +10,7 @@
  * stage is timed by device events into the job's statistics. */
 #include "worker/diar/segmentation_gpu.h"
 #include "worker/diar/safetensors.h"
+#include "worker/dense_gpu.h"
 #include "worker/lstm_gpu.h"
 #include "worker/segconv_gpu.h"
 #include "worker/sinc_gpu.h"
@@ -46,7 +48,7 @@
 #define EPS 1e-5f
 
 typedef struct {
-    gf_cu_function wavnorm, instnorm, transpose, bias_act, logsoftmax;
+    gf_cu_function wavnorm, instnorm, transpose;
 } kernels;
 
 struct gf_segmentation_gpu {
@@ -60,7 +62,7 @@ struct gf_segmentation_gpu {
     gf_sinc_gpu *sinc;             /* the filterbank and its routes */
     gf_segconv_gpu *segconv[2];    /* the two convolutions and their routes */
     gf_lstm_gpu *lstm;             /* the LSTM stack and its routes */
-    gf_cu_ptr lin_w[2], lin_b[2], cls_w, cls_b;
+    gf_dense_gpu *dense[3];        /* linear0, linear1, classifier and their routes */
     /* workspace */
     gf_cu_ptr wave, wn, p1, p2, p3, x0, lin0, lin1, out;
     gf_cu_ptr lstm_out;            /* the LSTM stack's output [B, T, 2H] */
@@ -151,12 +153,26 @@ static int load_weights(gf_segmentation_gpu *s, gf_safetensors *st)
         if (!s->lstm)
             rc = GF_EDEVICE;
     }
-    rc = rc ? rc : get(st, s, &s->lin_w[0], "linear.0.weight", L0, 2 * H, 0);
-    rc = rc ? rc : get(st, s, &s->lin_b[0], "linear.0.bias", L0, 0, 0);
-    rc = rc ? rc : get(st, s, &s->lin_w[1], "linear.1.weight", L0, L0, 0);
-    rc = rc ? rc : get(st, s, &s->lin_b[1], "linear.1.bias", L0, 0, 0);
-    rc = rc ? rc : get(st, s, &s->cls_w, "classifier.weight", CLASSES, L0, 0);
-    rc = rc ? rc : get(st, s, &s->cls_b, "classifier.bias", CLASSES, 0, 0);
+    static const struct {
+        const char *boundary, *weight, *bias;
+        int in, out;
+        gf_dense_act act;
+    } head[3] = {
+        { "dense.linear0", "linear.0.weight", "linear.0.bias", 2 * H, L0, GF_DENSE_LEAKY_RELU },
+        { "dense.linear1", "linear.1.weight", "linear.1.bias", L0, L0, GF_DENSE_LEAKY_RELU },
+        { "dense.classifier", "classifier.weight", "classifier.bias", L0, CLASSES,
+          GF_DENSE_LOG_SOFTMAX },
+    };
+    for (int i = 0; i < 3 && !rc; i++) {
+        const float *lw = gf_safetensors_get(st, head[i].weight, 2, head[i].out, head[i].in);
+        const float *lb = gf_safetensors_get(st, head[i].bias, 1, head[i].out);
+        if (!lw || !lb)
+            rc = GF_EINVAL;
+        else if (!(s->dense[i] = gf_dense_gpu_new(s->gpu, s->blas, head[i].boundary, head[i].in,
+                                                  head[i].out, lw, lb, head[i].act,
+                                                  s->max_batch * T)))
+            rc = GF_EDEVICE;
+    }
     if (!rc && gf_safetensors_unused(st) != 0)
         rc = GF_EINVAL;
     return rc;
@@ -164,13 +180,8 @@ static int load_weights(gf_segmentation_gpu *s, gf_safetensors *st)
 
 static int load_kernels(gf_segmentation_gpu *s)
 {
-    static const char *const names[] = {
-        "gf_wavnorm", "gf_instnorm_lrelu", "gf_transpose_ct", "gf_bias_leaky_relu",
-        "gf_logsoftmax_rows",
-    };
-    gf_cu_function *const fns[] = {
-        &s->k.wavnorm, &s->k.instnorm, &s->k.transpose, &s->k.bias_act, &s->k.logsoftmax,
-    };
+    static const char *const names[] = { "gf_wavnorm", "gf_instnorm_lrelu", "gf_transpose_ct" };
+    gf_cu_function *const fns[] = { &s->k.wavnorm, &s->k.instnorm, &s->k.transpose };
     return gf_gpu_functions(s->gpu, "glue", names, fns, GF_ARRAY_LEN(names));
 }
 
@@ -227,6 +238,8 @@ void gf_segmentation_gpu_destroy(gf_segmentation_gpu **self_p)
     gf_segconv_gpu_destroy(&s->segconv[0]);
     gf_segconv_gpu_destroy(&s->segconv[1]);
     gf_lstm_gpu_destroy(&s->lstm);
+    for (int i = 0; i < 3; i++)
+        gf_dense_gpu_destroy(&s->dense[i]);
     gf_gpu_allocs_release(&s->mem);
     free(s);
     *self_p = NULL;
@@ -270,10 +283,17 @@ static int lstm_stack(gf_segmentation_gpu *s, int B)
     return gf_lstm_gpu_run(s->lstm, s->math, s->x0, B, &s->lstm_out);
 }
 
+/* The head's layers in network order, as the boundaries name them. */
+static const char *const dense_names[3] = { "dense.linear0", "dense.linear1",
+                                            "dense.classifier" };
+
 /* The boundaries with two routes, and how each is switched. */
 static int route_of(gf_segmentation_gpu *s, const char *boundary, gf_route_kind kind,
                     const char **sha)
 {
+    for (int i = 0; i < 3; i++)
+        if (strcmp(boundary, dense_names[i]) == 0)
+            return gf_dense_gpu_set_route(s->dense[i], kind, sha);
     if (strcmp(boundary, "lstm.stack") == 0)
         return gf_lstm_gpu_set_route(s->lstm, kind, sha);
     if (strcmp(boundary, "sincnet.conv0.abs_pool") == 0)
@@ -295,7 +315,8 @@ int gf_segmentation_gpu_apply_plan(gf_segmentation_gpu *s, const gf_planner *pl,
                                    gf_math math)
 {
     static const char *const boundaries[] = { "sincnet.conv0.abs_pool", "segconv.conv1",
-                                               "segconv.conv2", "lstm.stack" };
+                                               "segconv.conv2", "lstm.stack", "dense.linear0",
+                                               "dense.linear1", "dense.classifier" };
     for (size_t i = 0; i < GF_ARRAY_LEN(boundaries); i++) {
         const char *name = boundaries[i];
         gf_route r;
@@ -315,26 +336,6 @@ int gf_segmentation_gpu_apply_plan(gf_segmentation_gpu *s, const gf_planner *pl,
     return 0;
 }
 
-static int head(gf_segmentation_gpu *s, int B, gf_cu_ptr lstm_out)
-{
-    int rows = B * T, l0 = L0, classes = CLASSES;
-    float slope = SLOPE, one = 1.0f;
-    GF_TRY(gf_blas_gpu_gemm(s->blas, s->math, true, rows, L0, 2 * H, 1.0f, lstm_out, 2 * H,
-                         s->lin_w[0], 2 * H, 0.0f, s->lin0, L0));
-    void *p0[] = { &s->lin0, &s->lin_b[0], &rows, &l0, &slope };
-    GF_TRY(launch1d(s, s->k.bias_act, (long)rows * L0, p0));
-    GF_TRY(gf_blas_gpu_gemm(s->blas, s->math, true, rows, L0, L0, 1.0f, s->lin0, L0, s->lin_w[1],
-                         L0, 0.0f, s->lin1, L0));
-    void *p1[] = { &s->lin1, &s->lin_b[1], &rows, &l0, &slope };
-    GF_TRY(launch1d(s, s->k.bias_act, (long)rows * L0, p1));
-    GF_TRY(gf_blas_gpu_gemm(s->blas, s->math, true, rows, CLASSES, L0, 1.0f, s->lin1, L0,
-                         s->cls_w, L0, 0.0f, s->out, CLASSES));
-    void *p2[] = { &s->out, &s->cls_b, &rows, &classes, &one };
-    GF_TRY(launch1d(s, s->k.bias_act, (long)rows * CLASSES, p2));
-    void *p3[] = { &s->out, &rows, &classes };
-    return launch1d(s, s->k.logsoftmax, (long)rows * 32, p3);
-}
-
 /* Run one timed stage: begin/end events bracket the call's launches. */
 #define STAGE_ON(name, route, call)                                    \
     do {                                                               \
@@ -344,7 +345,6 @@ static int head(gf_segmentation_gpu *s, int B, gf_cu_ptr lstm_out)
         if (stats)                                                     \
             GF_TRY(gf_gpu_timing_end(s->gpu));                            \
     } while (0)
-#define STAGE(name, call) STAGE_ON(name, "library", call)
 
 gf_cu_ptr gf_segmentation_gpu_input(const gf_segmentation_gpu *s)
 {
@@ -378,7 +378,13 @@ int gf_segmentation_gpu_run_dev(gf_segmentation_gpu *s, int B, float *logp, gf_d
              conv_stage(s, B, s->p2, 1, s->p3));
     STAGE_ON("lstm.stack", gf_lstm_gpu_route(s->lstm) == GF_ROUTE_OWN ? "own" : "library",
              lstm_stack(s, B));
-    STAGE("dense.head", head(s, B, s->lstm_out));
+    /* The head, a layer a stage: LSTM output → lin0 → lin1 → log-probabilities. */
+    const gf_cu_ptr head_in[3] = { s->lstm_out, s->lin0, s->lin1 };
+    const gf_cu_ptr head_out[3] = { s->lin0, s->lin1, s->out };
+    for (int i = 0; i < 3; i++)
+        STAGE_ON(dense_names[i], gf_dense_gpu_route(s->dense[i]) == GF_ROUTE_OWN ? "own"
+                                                                                : "library",
+                 gf_dense_gpu_run(s->dense[i], s->math, head_in[i], B * T, head_out[i]));
     GF_TRY(gf_gpu_download(s->gpu, logp, s->out, (size_t)B * T * CLASSES * sizeof(float)));
     if (stats)
         gf_gpu_timing_collect(s->gpu, stats);

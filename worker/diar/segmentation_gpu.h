@@ -4,7 +4,7 @@
  * GPU: the library route runs the convolutions as im2col + cuBLAS GEMM (the
  * sinc filterbank in float64, as the CPU reference), the LSTM as one GEMM for
  * the input projection of all steps plus one GEMM and one cell kernel per
- * step, the head as GEMMs with fused glue. Weights are uploaded once and
+ * step, the head's layers as GEMMs with fused glue. Weights are uploaded once and
  * device buffers sized for max_batch windows are taken once: running a batch
  * allocates nothing. */
 #ifndef GF_SEGMENTATION_GPU_H
@@ -25,7 +25,9 @@ gf_segmentation_gpu *gf_segmentation_gpu_new(gf_gpu *gpu, gf_blas_gpu *blas, con
 void gf_segmentation_gpu_destroy(gf_segmentation_gpu **self_p);
 
 /* Put `boundary` on the library route or the project's own kernel. Every
- * boundary can take the library route; own kernels exist for "lstm.stack".
+ * boundary can take the library route; own kernels exist for
+ * "sincnet.conv0.abs_pool", "segconv.conv1", "segconv.conv2", "lstm.stack",
+ * "dense.linear0", "dense.linear1" and "dense.classifier".
  * Returns 0; GF_ENOENT when there is no own kernel for the boundary;
  * GF_EUNSUP when the kernel refuses this card (e.g. too little shared
  * memory), with the reason logged. */

@@ -1,0 +1,239 @@
+// dense.cu — the project's own kernels for the segmentation network's head:
+// dense.linear0 (256 → 128) and dense.linear1 (128 → 128), each a matrix
+// product with bias and leaky ReLU fused, and dense.classifier (128 → 7) with
+// bias and log-softmax over the 7 classes fused. Float32 FMAs in both math
+// modes (no tensor cores). The library route runs cuBLAS's SGEMM, which
+// tiles these N = 128 and N = 7 shapes poorly, then one or two glue kernels
+// that read and write the whole output again.
+// CPU reference: kernels/linear.c and kernels/logsoftmax.c; the float64
+// definition the checks use is gf_dense_ref (worker/dense_gpu.c).
+//
+// gf_dense_lrelu_m32 / _m16 / _m8: out[r][c] = lrelu(sum_k x[r][k] · w[c][k]
+// + b[c]) for 128 outputs c. Block of 128 threads owns 4·TM rows (32, 16 or
+// 8) x all 128 columns; a warp owns 32 columns, its lanes a 4 x 8 grid of
+// threads, each TM rows x 4 columns in registers. K is walked 16 at a time
+// through two shared-memory stages (x transposed to [k][row], the weights
+// [k][128] as repacked at upload), the next slice held in registers while
+// the current one is multiplied; per k a thread reads its TM row values
+// (float4 or float2, broadcast to 8 lanes) and one float4 of weights (one
+// 128-byte wavefront a warp) for 4·TM FMAs. Static shared memory: 21.0 KB
+// (m32), 18.9 KB (m16), 17.9 KB (m8). Grid: rows / (4·TM).
+//
+// gf_dense_logsoftmax7: a row's 7 logits by 8 lanes (16 of the 128 inputs
+// each, reduced by shuffles), bias, then log-softmax with exp and log in
+// float64 as the glue kernel does; lanes 0-6 write one class each. The
+// classifier's weights (3.5 KB) in shared memory. Block of 128 threads, 16
+// rows; grid rows / 16.
+
+#define DENSE_N 128                      // outputs of the two linear layers
+#define DENSE_BK 16                      // K slice per shared-memory stage
+#define DENSE_THREADS 128
+
+#define CLS_C 7
+#define CLS_K 128
+#define CLS_LANES 8                      // lanes a row
+#define CLS_THREADS 128
+#define CLS_ROWS (CLS_THREADS / CLS_LANES)   // 16
+
+template <int TM>
+__device__ __forceinline__ void dense_lrelu(const float *__restrict__ x, int rows, int k_in,
+                                            const float4 *__restrict__ wt4,
+                                            const float *__restrict__ bias, float slope,
+                                            float *__restrict__ out)
+{
+    constexpr int BM = 4 * TM;                     // rows a block
+    constexpr int LDA = BM + 4;                    // padded: x stores hit 2 ways at most
+    constexpr int XQ = BM * DENSE_BK / 4;          // float4 of x per slice (128 or 64)
+    constexpr int WQ = DENSE_BK * DENSE_N / 4 / DENSE_THREADS;   // float4 of w per thread: 4
+    __shared__ __align__(16) float as[2][DENSE_BK][LDA];
+    __shared__ __align__(16) float4 bs[2][DENSE_BK][DENSE_N / 4];
+
+    const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+    const int r0 = (lane / 8) * TM;                // the thread's first row in the tile
+    const int c4 = warp * 8 + lane % 8;            // its column quad: columns 4·c4 .. 4·c4 + 3
+    const int m0 = blockIdx.x * BM;
+    // The slice loader: x row xr, float4 xq of the slice; w rows tid / 32 + 4i.
+    const int xr = tid / 4, xq = tid % 4;
+    const bool xload = tid < XQ && m0 + xr < rows;
+    const float4 *xp = reinterpret_cast<const float4 *>(x + (long)(m0 + xr) * k_in) + xq;
+    const int nk = k_in / DENSE_BK;
+
+    float4 xv = make_float4(0.0f, 0.0f, 0.0f, 0.0f), wv[WQ];
+    float acc[TM][4];
+#pragma unroll
+    for (int i = 0; i < TM; i++)
+        acc[i][0] = acc[i][1] = acc[i][2] = acc[i][3] = 0.0f;
+
+    // slice 0 into stage 0
+    if (xload)
+        xv = __ldg(xp);
+#pragma unroll
+    for (int i = 0; i < WQ; i++)
+        wv[i] = __ldg(wt4 + (tid / 32 + 4 * i) * (DENSE_N / 4) + tid % 32);
+    if (tid < XQ) {
+        as[0][4 * xq + 0][xr] = xv.x;
+        as[0][4 * xq + 1][xr] = xv.y;
+        as[0][4 * xq + 2][xr] = xv.z;
+        as[0][4 * xq + 3][xr] = xv.w;
+    }
+#pragma unroll
+    for (int i = 0; i < WQ; i++)
+        bs[0][tid / 32 + 4 * i][tid % 32] = wv[i];
+    __syncthreads();
+
+    for (int kc = 0; kc < nk; kc++) {
+        const int cur = kc & 1;
+        const bool next = kc + 1 < nk;
+        if (next) {
+            if (xload)
+                xv = __ldg(xp + (kc + 1) * (DENSE_BK / 4));
+            const float4 *wn = wt4 + (long)(kc + 1) * DENSE_BK * (DENSE_N / 4);
+#pragma unroll
+            for (int i = 0; i < WQ; i++)
+                wv[i] = __ldg(wn + (tid / 32 + 4 * i) * (DENSE_N / 4) + tid % 32);
+        }
+#pragma unroll
+        for (int k = 0; k < DENSE_BK; k++) {
+            float a[TM];
+            if constexpr (TM >= 4) {
+#pragma unroll
+                for (int j = 0; j < TM / 4; j++) {
+                    const float4 v = *reinterpret_cast<const float4 *>(&as[cur][k][r0 + 4 * j]);
+                    a[4 * j + 0] = v.x;
+                    a[4 * j + 1] = v.y;
+                    a[4 * j + 2] = v.z;
+                    a[4 * j + 3] = v.w;
+                }
+            } else {
+                const float2 v = *reinterpret_cast<const float2 *>(&as[cur][k][r0]);
+                a[0] = v.x;
+                a[1] = v.y;
+            }
+            const float4 b = bs[cur][k][c4];
+#pragma unroll
+            for (int i = 0; i < TM; i++) {
+                acc[i][0] = fmaf(a[i], b.x, acc[i][0]);
+                acc[i][1] = fmaf(a[i], b.y, acc[i][1]);
+                acc[i][2] = fmaf(a[i], b.z, acc[i][2]);
+                acc[i][3] = fmaf(a[i], b.w, acc[i][3]);
+            }
+        }
+        if (next) {
+            // The other stage was last read in slice kc - 1, before the barrier that ended it.
+            if (tid < XQ) {
+                as[cur ^ 1][4 * xq + 0][xr] = xv.x;
+                as[cur ^ 1][4 * xq + 1][xr] = xv.y;
+                as[cur ^ 1][4 * xq + 2][xr] = xv.z;
+                as[cur ^ 1][4 * xq + 3][xr] = xv.w;
+            }
+#pragma unroll
+            for (int i = 0; i < WQ; i++)
+                bs[cur ^ 1][tid / 32 + 4 * i][tid % 32] = wv[i];
+        }
+        __syncthreads();
+    }
+
+    const float4 bb = __ldg(reinterpret_cast<const float4 *>(bias) + c4);
+#pragma unroll
+    for (int i = 0; i < TM; i++) {
+        const int row = m0 + r0 + i;
+        if (row >= rows)
+            break;
+        float4 v;
+        v.x = acc[i][0] + bb.x;
+        v.y = acc[i][1] + bb.y;
+        v.z = acc[i][2] + bb.z;
+        v.w = acc[i][3] + bb.w;
+        v.x = v.x > 0.0f ? v.x : v.x * slope;
+        v.y = v.y > 0.0f ? v.y : v.y * slope;
+        v.z = v.z > 0.0f ? v.z : v.z * slope;
+        v.w = v.w > 0.0f ? v.w : v.w * slope;
+        reinterpret_cast<float4 *>(out + (long)row * DENSE_N)[c4] = v;
+    }
+}
+
+// x [rows][k_in] (k_in a multiple of 16, rows 16-byte aligned); wt4 the
+// weights [k_in][128] (transposed at upload) as float4; bias [128];
+// out [rows][128]. Grid ceil(rows / 32), 128 threads.
+extern "C" __global__ void __launch_bounds__(DENSE_THREADS)
+gf_dense_lrelu_m32(const float *__restrict__ x, int rows, int k_in, const float4 *__restrict__ wt4,
+                   const float *__restrict__ bias, float slope, float *__restrict__ out)
+{
+    dense_lrelu<8>(x, rows, k_in, wt4, bias, slope, out);
+}
+
+// The same with 16 rows a block, for fewer rows: grid ceil(rows / 16).
+extern "C" __global__ void __launch_bounds__(DENSE_THREADS)
+gf_dense_lrelu_m16(const float *__restrict__ x, int rows, int k_in, const float4 *__restrict__ wt4,
+                   const float *__restrict__ bias, float slope, float *__restrict__ out)
+{
+    dense_lrelu<4>(x, rows, k_in, wt4, bias, slope, out);
+}
+
+// The same with 8 rows a block, for a batch of one window: grid ceil(rows / 8).
+extern "C" __global__ void __launch_bounds__(DENSE_THREADS)
+gf_dense_lrelu_m8(const float *__restrict__ x, int rows, int k_in, const float4 *__restrict__ wt4,
+                  const float *__restrict__ bias, float slope, float *__restrict__ out)
+{
+    dense_lrelu<2>(x, rows, k_in, wt4, bias, slope, out);
+}
+
+// x [rows][128]; w [7][128] and bias [7] as loaded; out [rows][7] the
+// log-probabilities. Grid ceil(rows / 16), 128 threads.
+extern "C" __global__ void __launch_bounds__(CLS_THREADS)
+gf_dense_logsoftmax7(const float *__restrict__ x, int rows, const float4 *__restrict__ w4,
+                     const float *__restrict__ bias, float *__restrict__ out)
+{
+    __shared__ float4 ws[CLS_C * CLS_K / 4];
+    __shared__ float bs[CLS_C];
+    for (int i = threadIdx.x; i < CLS_C * CLS_K / 4; i += CLS_THREADS)
+        ws[i] = __ldg(w4 + i);
+    if (threadIdx.x < CLS_C)
+        bs[threadIdx.x] = __ldg(bias + threadIdx.x);
+    __syncthreads();
+    const int lane = threadIdx.x % CLS_LANES;
+    const int row = blockIdx.x * CLS_ROWS + threadIdx.x / CLS_LANES;
+    const bool valid = row < rows;   // every lane takes part in the shuffles below
+    float acc[CLS_C];
+#pragma unroll
+    for (int c = 0; c < CLS_C; c++)
+        acc[c] = 0.0f;
+    if (valid) {
+        const float4 *xr = reinterpret_cast<const float4 *>(x + (long)row * CLS_K);
+#pragma unroll
+        for (int s = 0; s < CLS_K / 4 / CLS_LANES; s++) {
+            const float4 v = __ldg(xr + s * CLS_LANES + lane);
+#pragma unroll
+            for (int c = 0; c < CLS_C; c++) {
+                const float4 wv = ws[c * (CLS_K / 4) + s * CLS_LANES + lane];
+                acc[c] = fmaf(v.x, wv.x, acc[c]);
+                acc[c] = fmaf(v.y, wv.y, acc[c]);
+                acc[c] = fmaf(v.z, wv.z, acc[c]);
+                acc[c] = fmaf(v.w, wv.w, acc[c]);
+            }
+        }
+    }
+#pragma unroll
+    for (int c = 0; c < CLS_C; c++)
+#pragma unroll
+        for (int o = CLS_LANES / 2; o > 0; o >>= 1)
+            acc[c] += __shfl_xor_sync(0xffffffffu, acc[c], o);
+    if (!valid || lane >= CLS_C)
+        return;
+    float z[CLS_C];
+#pragma unroll
+    for (int c = 0; c < CLS_C; c++)
+        z[c] = acc[c] + bs[c];
+    float m = z[0], mine = z[0];
+#pragma unroll
+    for (int c = 1; c < CLS_C; c++) {
+        m = fmaxf(m, z[c]);
+        if (c == lane)
+            mine = z[c];
+    }
+    double e = 0.0;
+#pragma unroll
+    for (int c = 0; c < CLS_C; c++)
+        e += exp((double)z[c] - (double)m);
+    out[(long)row * CLS_C + lane] = (float)((double)mine - (double)m - log(e));
+}

@@ -1067,7 +1067,7 @@ static int qualify_conv(const gf_qualify_ctx *ctx, const gf_candidate *cand, int
  * (gf_fbank_gpu_ref): float32 rounding in a power spectrum is relative to the
  * frame's whole power, and the log divides it by the mel bin's energy. */
 #define FBANK_ATOL 1e-4
-#define FBANK_RTOL 1e-7
+#define FBANK_RTOL 1e-9
 
 /* Speech-like windows: two tones at a random level, with noise. */
 static void fbank_wave(float *wave, int B, uint64_t *rng)

@@ -2,7 +2,7 @@
  * (worker/diar/fbank_gpu.c) on every pair of routes of its two boundaries:
  * own FFT + own mel, own FFT + library mel, library DFT + own mel, library +
  * library, at a batch of 1 and of 32 windows. Every feature of every window
- * against the float64 definition (gf_fbank_gpu_ref) within 1e-4 + 1e-7 x
+ * against the float64 definition (gf_fbank_gpu_ref) within 1e-4 + 1e-9 x
  * its conditioning (the frame's power over the mel bin's energy: float32
  * rounding in a power spectrum is relative to the frame's whole power), and
  * the stages timed under the route that ran. Skips cleanly where there is
@@ -28,7 +28,7 @@
 #define WINDOWS 32
 #define PER ((size_t)GF_FBANK_GPU_FRAMES * 80)
 #define ATOL 1e-4
-#define RTOL 1e-7
+#define RTOL 1e-9
 
 /* Speech-like windows: two tones at a level drawn per window, with noise. */
 static void make_wave(float *wave, unsigned *seed)

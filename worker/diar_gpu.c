@@ -201,6 +201,7 @@ static int apply_plan(gpu_ctx *c, int ordinal, int max_batch, gf_math math)
     gf_planner pl = { ev, &card, &gf_module_provider_embedded, gf_planner_force_library_env() };
     rc = rc ? rc : gf_segmentation_gpu_apply_plan(c->seg, &pl, max_batch, math);
     rc = rc ? rc : gf_embedding_gpu_apply_plan(c->emb, &pl, max_batch);
+    rc = rc ? rc : gf_fbank_gpu_apply_plan(c->fbank, &pl, max_batch, math);
     gf_evidence_destroy(&ev);
     return rc;
 }

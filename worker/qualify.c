@@ -3,7 +3,8 @@
  * lstm.stack, the fused SincNet filterbank (kernels/sincnet.cu) for
  * sincnet.conv0.abs_pool, the fused 1-D convolution (kernels/segconv.cu) for
  * segconv.conv1 and conv2, the head's fused layers (kernels/dense.cu) for
- * dense.linear0, linear1 and classifier, and the ResNet convolution
+ * dense.linear0, linear1 and classifier, the fbank's FFT and mel kernels
+ * (kernels/fbank.cu) for fbank.dft and fbank.mel, and the ResNet convolution
  * (kernels/resnet.cu) for each of the trunk's layers; a new candidate adds a
  * row to the table and a function that runs its boundary on both routes. */
 #include "worker/qualify.h"
@@ -14,6 +15,7 @@
 #include "worker/segconv_gpu.h"
 #include "worker/sinc_gpu.h"
 #include "worker/diar/embedding_gpu.h"
+#include "worker/diar/fbank_gpu.h"
 #include "common/devstats.h"
 #include "common/error.h"
 #include "common/log.h"
@@ -52,6 +54,21 @@ static const gf_pin segconv_pins[] = {
     { "frames_per_block", "192" },
     { "k_unroll", "5" },
     { "threads", "320" },
+};
+
+/* kernels/fbank.cu: the FFT takes one warp a frame, 16 frames a block of 256
+ * threads (radix 8, 8, 4 over 256 complex points); the mel kernel 16 frames
+ * a block of 256 threads, each bin's nonzero weights only. */
+static const gf_pin fbank_dft_pins[] = {
+    { "frames_per_block", "16" },
+    { "dft_tile", "fft256c-r884" },
+    { "threads", "256" },
+};
+
+static const gf_pin fbank_mel_pins[] = {
+    { "frames_per_block", "16" },
+    { "mel_tile", "sparse" },
+    { "threads", "256" },
 };
 
 static const gf_pin sinc_pins[] = {
@@ -101,7 +118,7 @@ typedef struct {
 #define MAX_CONV_LAYERS 40
 static conv_layer conv_layers[MAX_CONV_LAYERS];
 static size_t n_conv_layers;
-static gf_candidate candidates[7 + MAX_CONV_LAYERS];
+static gf_candidate candidates[9 + MAX_CONV_LAYERS];
 static size_t n_candidates;
 static int candidates_cc = -1;   /* the card they were built for */
 
@@ -171,6 +188,10 @@ static void build_candidates(int cc)
     candidates[n_candidates++] = (gf_candidate){ "dense", "dense.classifier",
                                                  dense_classifier_pins,
                                                  GF_ARRAY_LEN(dense_classifier_pins) };
+    candidates[n_candidates++] = (gf_candidate){ "fbank", "fbank.dft", fbank_dft_pins,
+                                                 GF_ARRAY_LEN(fbank_dft_pins) };
+    candidates[n_candidates++] = (gf_candidate){ "fbank", "fbank.mel", fbank_mel_pins,
+                                                 GF_ARRAY_LEN(fbank_mel_pins) };
     for (size_t i = 0; i < n_conv_layers; i++)
         candidates[n_candidates++] = (gf_candidate){ "resnet", conv_layers[i].boundary,
                                                      conv_layers[i].config.pins, RESNET_PINS };
@@ -384,11 +405,11 @@ typedef struct {
     double max_abs, max_rel, num, den;
 } acc_errors;
 
-/* Adds one element; false when it is outside the tolerance (NaN too). */
-static bool acc_add(acc_errors *e, double got, double ref)
+/* Adds one element; false when it is further from ref than lim (NaN too). */
+static bool acc_add_within(acc_errors *e, double got, double ref, double lim)
 {
     double d = fabs(got - ref);
-    bool ok = d <= e->atol + e->rtol * fabs(ref);
+    bool ok = d <= lim;
     e->elements++;
     if (!ok)
         e->mismatches++;
@@ -398,6 +419,12 @@ static bool acc_add(acc_errors *e, double got, double ref)
     e->num += d * d;
     e->den += ref * ref;
     return ok;
+}
+
+/* The same with the tolerance atol + rtol·|ref|. */
+static bool acc_add(acc_errors *e, double got, double ref)
+{
+    return acc_add_within(e, got, ref, e->atol + e->rtol * fabs(ref));
 }
 
 /* Outputs the run left as the NaN they were poisoned with (or made NaN). */
@@ -606,11 +633,14 @@ static int e2e_speed(const gf_qualify_ctx *ctx, const char *boundary, int B, gf_
 
 static int e2e_embedding(const gf_qualify_ctx *ctx, const char *boundary, int B, gf_math math,
                          uint64_t *seed, double *a, double *b);
+static int e2e_fbank(const gf_qualify_ctx *ctx, const char *boundary, int B, gf_math math,
+                     uint64_t *seed, double *a, double *b);
 
 /* From the A/B rounds (a: candidate, b: library, ms): the speed record when
  * the candidate wins outside the noise, then the end-to-end network with and
  * without it (segmentation for the LSTM, the filterbank, the 1-D
- * convolutions and the head's layers, embedding for the ResNet), whose
+ * convolutions and the head's layers, embedding for the ResNet, the fbank and
+ * the embedding network from the waveform for the fbank), whose
  * record is written only when the network did not get slower. */
 static int speed_and_e2e(const gf_qualify_ctx *ctx, const gf_candidate *cand, int B,
                          gf_math math, gf_qualify_result *res, double *a, double *b,
@@ -640,22 +670,27 @@ static int speed_and_e2e(const gf_qualify_ctx *ctx, const gf_candidate *cand, in
         res->win = false;
         return 0;
     }
-    rc = seg ? e2e_speed(ctx, cand->boundary, B, math, rng, a, b)
-              : e2e_embedding(ctx, cand->boundary, B, math, rng, a, b);
+    bool fbank = strcmp(cand->area, "fbank") == 0;
+    rc = seg     ? e2e_speed(ctx, cand->boundary, B, math, rng, a, b)
+         : fbank ? e2e_fbank(ctx, cand->boundary, B, math, rng, a, b)
+                 : e2e_embedding(ctx, cand->boundary, B, math, rng, a, b);
     if (rc)
         return rc;
     r = record_base(ctx, "end-to-end", cand, B, math, &res->module);
     json_object_object_add(r, "unit", json_object_new_string("s"));
     json_object_object_add(r, "order", json_object_new_string("ABAB"));
     json_object_object_add(r, "pipeline", json_object_new_string(
-        !seg ? "embedding network on the card"
+        fbank ? "fbank and embedding network on the card"
+        : !seg ? "embedding network on the card"
         : strcmp(cand->area, "lstm") == 0 ? "segmentation network on the card"
                                           : "segmentation network on the card, own LSTM"));
     json_object_object_add(r, "candidate", timing_json(a, ctx->rounds, &am, &alo, &ahi));
     json_object_object_add(r, "library", timing_json(b, ctx->rounds, &bm, &blo, &bhi));
     res->e2e_speedup = bm / am;
-    fprintf(ctx->report, "  end to end (%s network): %.3f ms with, %.3f ms without: %.2fx\n",
-            seg ? "segmentation" : "embedding", am * 1e3, bm * 1e3, res->e2e_speedup);
+    fprintf(ctx->report, "  end to end (%s): %.3f ms with, %.3f ms without: %.2fx\n",
+            seg ? "segmentation network" : fbank ? "fbank + embedding network"
+                                                 : "embedding network",
+            am * 1e3, bm * 1e3, res->e2e_speedup);
     if (am <= bm)
         rc = record_write(ctx, r, res->end_to_end);
     else
@@ -1141,6 +1176,176 @@ static int qualify_conv(const gf_qualify_ctx *ctx, const gf_candidate *cand, int
     return rc;
 }
 
+/* ---- the fbank candidates ------------------------------------------------- */
+
+#define FBANK_REF_WINDOWS 3   /* windows checked whole against float64 per tuple */
+/* Tolerance of a feature: FBANK_ATOL + FBANK_RTOL x its conditioning
+ * (gf_fbank_gpu_ref): float32 rounding in a power spectrum is relative to the
+ * frame's whole power, and the log divides it by the mel bin's energy. */
+#define FBANK_ATOL 1e-4
+#define FBANK_RTOL 1e-9
+
+/* Speech-like windows: two tones at a random level, with noise. */
+static void fbank_wave(float *wave, int B, uint64_t *rng)
+{
+    for (int b = 0; b < B; b++) {
+        double f1 = 100 + 150 * (1 + uniform(rng, 1)), f2 = 500 + 1000 * (1 + uniform(rng, 1));
+        double amp = 0.05 + 0.15 * (1 + uniform(rng, 1));
+        for (int i = 0; i < GF_FBANK_GPU_SAMPLES; i++) {
+            double t = i / 16000.0;
+            wave[(size_t)b * GF_FBANK_GPU_SAMPLES + i] =
+                (float)(amp * (sin(2 * M_PI * f1 * t) + 0.5 * sin(2 * M_PI * f2 * t)) +
+                        uniform(rng, 0.01f));
+        }
+    }
+}
+
+/* One boundary alone, timed. */
+typedef struct {
+    gf_gpu *gpu;
+    gf_fbank_gpu *f;
+    const char *boundary;
+    gf_cu_ptr wave;
+    int B;
+} fbank_subject;
+
+static int fbank_set_route(void *arg, gf_route_kind kind)
+{
+    fbank_subject *t = arg;
+    return gf_fbank_gpu_set_route(t->f, t->boundary, kind, NULL);
+}
+
+static int fbank_run(void *arg, gf_devstats *stats)
+{
+    fbank_subject *t = arg;
+    int rc = gf_gpu_timing_begin(t->gpu, t->boundary, "qualify");
+    rc = rc ? rc : gf_fbank_gpu_stage(t->f, t->boundary, t->wave, t->B);
+    rc = rc ? rc : gf_gpu_timing_end(t->gpu);
+    gf_gpu_timing_collect(t->gpu, stats);
+    return rc;
+}
+
+/* The fbank and the embedding network from the waveform, with `boundary`
+ * own (A) or library (B); the other fbank boundary on the library route. */
+typedef struct {
+    gf_fbank_gpu *f;
+    gf_embedding_gpu *e;
+    const char *boundary;
+    gf_cu_ptr wave;
+    const float *masks;
+    float *emb;
+    int B;
+} fbank_e2e_subject;
+
+static int fbank_e2e_set_route(void *arg, gf_route_kind kind)
+{
+    fbank_e2e_subject *t = arg;
+    return gf_fbank_gpu_set_route(t->f, t->boundary, kind, NULL);
+}
+
+static int fbank_e2e_run(void *arg, gf_devstats *stats)
+{
+    fbank_e2e_subject *t = arg;
+    int jw[1] = { 0 };
+    int rc = gf_fbank_gpu_run_dev(t->f, t->wave, t->B, NULL, stats);
+    return rc ? rc : gf_embedding_gpu_run_dev(t->e, gf_fbank_gpu_features(t->f), t->B, jw,
+                                              t->masks, 1, t->emb, stats);
+}
+
+static int e2e_fbank(const gf_qualify_ctx *ctx, const char *boundary, int B, gf_math math,
+                     uint64_t *seed, double *a, double *b)
+{
+    gf_embedding_gpu *e = gf_embedding_gpu_new(ctx->gpu, ctx->blas, ctx->embedding_model, NULL,
+                                               B, math);
+    gf_fbank_gpu *f = e ? gf_fbank_gpu_new(ctx->gpu, ctx->blas, B) : NULL;
+    const size_t nw = (size_t)B * GF_FBANK_GPU_SAMPLES;
+    float *wave = gf_malloc(sizeof(float) * nw), *masks = gf_malloc(sizeof(float) * 589);
+    float *emb = gf_malloc(sizeof(float) * GF_EMB_DIM);
+    gf_cu_ptr dw = 0;
+    fbank_wave(wave, B, seed);
+    for (int t = 0; t < 589; t++)
+        masks[t] = (t / 40) % 2 ? 1.0f : 0.0f;
+    int rc = e && f ? 0 : GF_EINVAL;
+    rc = rc ? rc : gf_gpu_alloc(ctx->gpu, sizeof(float) * nw, &dw);
+    rc = rc ? rc : gf_gpu_upload(ctx->gpu, dw, wave, sizeof(float) * nw);
+    if (!rc) {
+        fbank_e2e_subject t = { f, e, boundary, dw, masks, emb, B };
+        ab_subject sub = { fbank_e2e_set_route, fbank_e2e_run, &t };
+        rc = ab_rounds(ctx, &sub, 1e-9, a, b);   /* s */
+    }
+    if (dw)
+        gf_gpu_free(ctx->gpu, dw);
+    free(wave), free(masks), free(emb);
+    gf_fbank_gpu_destroy(&f);
+    gf_embedding_gpu_destroy(&e);
+    return rc;
+}
+
+/* The candidate on its own route and the other fbank boundary on the
+ * library route, from a fresh waveform to the features the network reads;
+ * whole windows against the float64 definition (gf_fbank_gpu_ref), every
+ * output, the tolerance scaled by each output's conditioning. The routes
+ * compute in float32 in every math mode. */
+static int qualify_fbank(const gf_qualify_ctx *ctx, const gf_candidate *cand, int B,
+                         gf_math math, gf_qualify_result *res)
+{
+    const bool dft = strcmp(cand->boundary, "fbank.dft") == 0;
+    const char *other = dft ? "fbank.mel" : "fbank.dft";
+    uint64_t seed = ctx->seed ^ ((uint64_t)B << 32) ^ (uint64_t)math ^ (dft ? 0xfd : 0xfe);
+    uint64_t rng = seed;
+    const size_t per = (size_t)GF_FBANK_GPU_FRAMES * GF_EMB_MELS;
+    const size_t nw = (size_t)B * GF_FBANK_GPU_SAMPLES, no = (size_t)B * per;
+    float *wave = gf_malloc(sizeof(float) * nw), *got = gf_malloc(sizeof(float) * no);
+    double *ref = gf_malloc(sizeof(double) * per), *cond = gf_malloc(sizeof(double) * per);
+    fbank_wave(wave, B, &rng);
+    gf_cu_ptr dw = 0;
+    const char *sha = NULL;
+    gf_fbank_gpu *f = gf_fbank_gpu_new(ctx->gpu, ctx->blas, B);
+    int rc = f ? 0 : GF_EDEVICE;
+    rc = rc ? rc : gf_fbank_gpu_set_route(f, cand->boundary, GF_ROUTE_OWN, &sha);
+    rc = rc ? rc : check_module(cand->boundary, sha, res);
+    rc = rc ? rc : gf_fbank_gpu_set_route(f, other, GF_ROUTE_LIBRARY, NULL);
+    rc = rc ? rc : gf_gpu_alloc(ctx->gpu, sizeof(float) * nw, &dw);
+    rc = rc ? rc : gf_gpu_upload(ctx->gpu, dw, wave, sizeof(float) * nw);
+    rc = rc ? rc : gf_gpu_fill32(ctx->gpu, gf_fbank_gpu_features(f), 0x7fc00000u, no);
+    rc = rc ? rc : gf_fbank_gpu_run_dev(f, dw, B, got, NULL);
+    if (!rc) {
+        acc_errors e = { .atol = FBANK_ATOL, .rtol = FBANK_RTOL };
+        int wins[FBANK_REF_WINDOWS] = { 0, B / 2, B - 1 }, checked = 0;
+        long loose = 0;
+        for (int q = 0; q < FBANK_REF_WINDOWS; q++) {
+            if (q > 0 && wins[q] == wins[q - 1])
+                continue;
+            const int b = wins[q];
+            checked++;
+            gf_fbank_gpu_ref(wave + (size_t)b * GF_FBANK_GPU_SAMPLES, ref, cond);
+            for (size_t i = 0; i < per; i++) {
+                double lim = FBANK_ATOL + FBANK_RTOL * cond[i], a = got[(size_t)b * per + i];
+                loose += lim > 1e-2;
+                if (!acc_add_within(&e, a, ref[i], lim) && e.mismatches <= 5)
+                    fprintf(ctx->report, "    mismatch: window %d frame %zu bin %zu: %.7g vs "
+                            "%.7g (allowed %.3g)\n", b, i / GF_EMB_MELS, i % GF_EMB_MELS, a,
+                            ref[i], lim);
+            }
+        }
+        fprintf(ctx->report, "  accuracy: tolerance %g + %g x conditioning; %ld of %ld outputs "
+                "ill-conditioned (allowed > 0.01)\n", FBANK_ATOL, FBANK_RTOL, loose,
+                (long)(checked * per));
+        rc = acc_record(ctx, cand, B, math, res, seed, &e, count_unwritten(got, no), no,
+                        "elements", "windows_checked", checked);
+    }
+    if (!rc && res->accurate) {
+        fbank_subject t = { ctx->gpu, f, cand->boundary, dw, B };
+        ab_subject sub = { fbank_set_route, fbank_run, &t };
+        rc = measure_speed(ctx, cand, B, math, res, &sub, &rng);
+    }
+    if (dw)
+        gf_gpu_free(ctx->gpu, dw);
+    gf_fbank_gpu_destroy(&f);
+    free(wave), free(got), free(ref), free(cond);
+    return rc;
+}
+
 int gf_qualify_run(const gf_qualify_ctx *ctx, const gf_candidate *cand, int batch, gf_math math,
                    gf_qualify_result *out)
 {
@@ -1159,6 +1364,8 @@ int gf_qualify_run(const gf_qualify_ctx *ctx, const gf_candidate *cand, int batc
         return qualify_dense(ctx, cand, batch, math, out);
     if (strcmp(cand->area, "resnet") == 0)
         return qualify_conv(ctx, cand, batch, math, out);
+    if (strcmp(cand->area, "fbank") == 0)
+        return qualify_fbank(ctx, cand, batch, math, out);
     return GF_EUNSUP;
 }
 

@@ -1,6 +1,8 @@
 /* bench_gpu_nets.c — device time of both networks on a CUDA card, per
  * boundary and route, at a batch of windows (default 32), for each plan:
- * library fp32, library tf32, and own kernels where they exist. Prints one
+ * library fp32, library tf32, and own kernels where they exist (the "own"
+ * plans run the fbank's own kernels too; the embedding network reads the
+ * fbank's features of the same waveform). Prints one
  * table per plan and the real-time factor of the networks (seconds of audio
  * per second of device time, counting each 10 s window as the 1 s of new
  * audio it covers at the pipeline's 1 s step).
@@ -9,6 +11,7 @@
 #include "common/util.h"
 #include "worker/blas_gpu.h"
 #include "worker/diar/embedding_gpu.h"
+#include "worker/diar/fbank_gpu.h"
 #include "worker/diar/segmentation.h"
 #include "worker/diar/segmentation_gpu.h"
 #include "worker/evidence.h"
@@ -25,7 +28,8 @@
 typedef struct {
     const char *name;     /* plan name */
     gf_math math;
-    gf_route_kind seg;    /* the segmentation network's boundaries with own kernels */
+    gf_route_kind seg;    /* the segmentation network's boundaries with own kernels, and
+                             the fbank's */
     bool planned;         /* routes from the planner and evidence/ instead */
     gf_route_kind resnet;
 } plan;
@@ -143,10 +147,6 @@ int main(int argc, char **argv)
         s = s * 1664525u + 1013904223u;
         wave[i] = 0.2f * sinf((float)(i % 16000) * 0.05f) + ((float)(s >> 9) / 8388608.0f - 1.0f) * 0.02f;
     }
-    for (size_t i = 0; i < (size_t)B * GF_EMB_FRAMES * GF_EMB_MELS; i++) {
-        s = s * 1664525u + 1013904223u;
-        feats[i] = (float)(s >> 9) / 8388608.0f - 1.0f;
-    }
     for (int j = 0; j < 3 * B; j++) {
         jw[j] = j / 3;
         for (int t = 0; t < GF_SEG_FRAMES; t++)
@@ -155,9 +155,9 @@ int main(int argc, char **argv)
     const plan plans[] = {
         { "library fp32", GF_MATH_FP32, GF_ROUTE_LIBRARY, false, GF_ROUTE_LIBRARY },
         { "library tf32", GF_MATH_TF32, GF_ROUTE_LIBRARY, false, GF_ROUTE_LIBRARY },
-        { "own segmentation + library fp32", GF_MATH_FP32, GF_ROUTE_OWN, false, GF_ROUTE_LIBRARY },
-        { "own segmentation + library tf32", GF_MATH_TF32, GF_ROUTE_OWN, false, GF_ROUTE_LIBRARY },
-        { "own segmentation + own resnet tf32", GF_MATH_TF32, GF_ROUTE_OWN, false, GF_ROUTE_OWN },
+        { "own segmentation, fbank + library fp32", GF_MATH_FP32, GF_ROUTE_OWN, false, GF_ROUTE_LIBRARY },
+        { "own segmentation, fbank + library tf32", GF_MATH_TF32, GF_ROUTE_OWN, false, GF_ROUTE_LIBRARY },
+        { "own segmentation, fbank, resnet tf32", GF_MATH_TF32, GF_ROUTE_OWN, false, GF_ROUTE_OWN },
         { "planned fp32 (evidence/)", GF_MATH_FP32, GF_ROUTE_LIBRARY, true, GF_ROUTE_LIBRARY },
         { "planned tf32 (evidence/)", GF_MATH_TF32, GF_ROUTE_LIBRARY, true, GF_ROUTE_LIBRARY },
     };
@@ -179,11 +179,15 @@ int main(int argc, char **argv)
     for (size_t p = 0; p < sizeof plans / sizeof plans[0]; p++) {
         gf_segmentation_gpu *sg = gf_segmentation_gpu_new(gpu, blas, seg, NULL, B, plans[p].math);
         gf_embedding_gpu *eg = gf_embedding_gpu_new(gpu, blas, emb, NULL, B, plans[p].math);
-        int rc = !sg || !eg;
+        gf_fbank_gpu *fb = gf_fbank_gpu_new(gpu, blas, B);
+        int rc = !sg || !eg || !fb;
         if (!rc && plans[p].planned) {
             rc = ev ? gf_segmentation_gpu_apply_plan(sg, &pl, B, plans[p].math) : 1;
             rc = rc ? rc : gf_embedding_gpu_apply_plan(eg, &pl, B);
+            rc = rc ? rc : gf_fbank_gpu_apply_plan(fb, &pl, B, plans[p].math);
         } else if (!rc) {
+            rc = gf_fbank_gpu_set_route(fb, "fbank.dft", plans[p].seg, NULL);
+            rc = rc ? rc : gf_fbank_gpu_set_route(fb, "fbank.mel", plans[p].seg, NULL);
             static const char *const own_seg[] = { "sincnet.conv0.abs_pool", "segconv.conv1",
                                                    "segconv.conv2", "lstm.stack",
                                                    "dense.linear0", "dense.linear1",
@@ -196,13 +200,16 @@ int main(int argc, char **argv)
             printf("plan %s: not available on this card\n", plans[p].name);
             gf_segmentation_gpu_destroy(&sg);
             gf_embedding_gpu_destroy(&eg);
+            gf_fbank_gpu_destroy(&fb);
             continue;
         }
         gf_segmentation_gpu_run(sg, wave, B, logp, NULL);   /* warm-up */
+        gf_fbank_gpu_run(fb, wave, B, feats, NULL);
         gf_embedding_gpu_run(eg, feats, B, jw, masks, 3 * B, out, NULL);
         gf_devstats *st = gf_devstats_new();
         for (int r = 0; r < reps; r++) {
             if (gf_segmentation_gpu_run(sg, wave, B, logp, st) ||
+                gf_fbank_gpu_run(fb, wave, B, feats, st) ||
                 gf_embedding_gpu_run(eg, feats, B, jw, masks, 3 * B, out, st)) {
                 fprintf(stderr, "plan %s: run failed\n", plans[p].name);
                 return 1;
@@ -220,6 +227,7 @@ int main(int argc, char **argv)
         gf_devstats_destroy(&st);
         gf_segmentation_gpu_destroy(&sg);
         gf_embedding_gpu_destroy(&eg);
+        gf_fbank_gpu_destroy(&fb);
     }
     gf_evidence_destroy(&ev);
     gf_blas_gpu_destroy(&blas);

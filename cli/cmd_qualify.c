@@ -30,7 +30,7 @@ int gf_cmd_qualify(int argc, char **argv);
 static void usage(FILE *out)
 {
     fprintf(out,
-            "usage: gpuflock qualify [--gpu N] [--area A] [--math M] [--batch B] [--rounds N]\n"
+            "usage: gpuflock qualify [--gpu N] [--area A[,A...]] [--math M] [--batch B] [--rounds N]\n"
             "                        [--models DIR] [--evidence DIR] [--binding-out FILE]\n"
             "                        [--config FILE]\n"
             "\n"
@@ -43,7 +43,7 @@ static void usage(FILE *out)
             "EVIDENCE/bindings/ (docs/evidence.md).\n"
             "\n"
             "  --gpu N            configured card (default 0); must be a CUDA card\n"
-            "  --area A           only candidates of this area (lstm, ...)\n"
+            "  --area A[,A...]    only candidates of these areas (lstm, ...)\n"
             "  --math M           only fp32 or tf32\n"
             "  --batch B          only this production batch\n"
             "  --rounds N         A/B rounds per measurement (default 10)\n"
@@ -193,6 +193,19 @@ static int run_candidate(const gf_qualify_ctx *ctx, const gf_planner *pl, const 
     return failures ? 1 : 0;
 }
 
+/* Whether area is one of the comma-separated names in list. */
+static bool area_listed(const char *list, const char *area)
+{
+    size_t n = strlen(area);
+    for (const char *p = list; *p;) {
+        size_t len = strcspn(p, ",");
+        if (len == n && strncmp(p, area, n) == 0)
+            return true;
+        p += len + (p[len] == ',');
+    }
+    return false;
+}
+
 int gf_cmd_qualify(int argc, char **argv)
 {
     opts o;
@@ -245,7 +258,7 @@ int gf_cmd_qualify(int argc, char **argv)
     fprintf(binding, "# Written by gpuflock qualify on %s (%s): review, then promote into\n"
             "# evidence/bindings/ (docs/evidence.md).\nbindings:\n", card.name, card.uuid);
     for (size_t i = 0; i < nc; i++) {
-        if (o.area && strcmp(o.area, cands[i].area) != 0)
+        if (o.area && !area_listed(o.area, cands[i].area))
             continue;
         ran++;
         if (run_candidate(&ctx, &pl, &o, &cands[i], entries, &n) != 0)
@@ -261,7 +274,7 @@ int gf_cmd_qualify(int argc, char **argv)
     }
     free(entries);
     if (ran == 0) {
-        fprintf(stderr, "gpuflock qualify: no candidate of area '%s'\n", o.area ? o.area : "?");
+        fprintf(stderr, "gpuflock qualify: no candidate of area %s\n", o.area ? o.area : "?");
         status = GF_EXIT_USAGE;
     }
 out:

@@ -103,9 +103,10 @@ gf_seg1_splitk(const float *__restrict__ pooled, int jobs, int K, const float *_
     float *pb = part + (long)blockIdx.z * rows * N;
 #pragma unroll
     for (int a = 0; a < 4; a++)
+        if (jt0 + jg + 8 * a < jobs)
 #pragma unroll
-        for (int b = 0; b < 4; b++)
-            pb[(long)(jt0 + jg + 8 * a) * N + n0 + ng + 16 * b] = acc[a][b];
+            for (int b = 0; b < 4; b++)
+                pb[(long)(jt0 + jg + 8 * a) * N + n0 + ng + 16 * b] = acc[a][b];
     __threadfence();   // the parts visible to the whole card before the count
     __syncthreads();
     if (tid == 0) {
@@ -119,26 +120,28 @@ gf_seg1_splitk(const float *__restrict__ pooled, int jobs, int K, const float *_
         return;
     __threadfence();
     // The sum of the slices: thread (rows jr + 8i, float4 column c4) of the
-    // tile, loads 16 bytes wide from L2, a slice's four loads and those of
-    // the next slices in flight together. Rows past the last job were
-    // written (as zeros) and are read but not stored.
+    // tile, loads 16 bytes wide from L2, a slice's loads and those of the
+    // next slices in flight together. Rows past the last job were neither
+    // written nor are they read.
     const int c4 = tid & 15, jr = tid >> 4, n = n0 + 4 * c4;
     const long step = rows * N / 4;   // a slice, in float4s
     const float4 *src = reinterpret_cast<const float4 *>(part + (long)(jt0 + jr) * N + n);
     float4 s[4];
 #pragma unroll
-    for (int i = 0; i < 4; i++)
-        s[i] = __ldcg(src + (long)i * 2 * N);   // row jr + 8i: 8 rows = 2N float4s
+    for (int i = 0; i < 4; i++)   // row jr + 8i: 8 rows = 2N float4s on
+        s[i] = jt0 + jr + 8 * i < jobs ? __ldcg(src + (long)i * 2 * N)
+                                       : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
 #pragma unroll 4
     for (int z = 1; z < slices; z++)
 #pragma unroll
-        for (int i = 0; i < 4; i++) {
-            const float4 v = __ldcg(src + z * step + (long)i * 2 * N);
-            s[i].x += v.x;
-            s[i].y += v.y;
-            s[i].z += v.z;
-            s[i].w += v.w;
-        }
+        for (int i = 0; i < 4; i++)
+            if (jt0 + jr + 8 * i < jobs) {
+                const float4 v = __ldcg(src + z * step + (long)i * 2 * N);
+                s[i].x += v.x;
+                s[i].y += v.y;
+                s[i].z += v.z;
+                s[i].w += v.w;
+            }
     const float4 bv = *reinterpret_cast<const float4 *>(bias + n);
 #pragma unroll
     for (int i = 0; i < 4; i++) {

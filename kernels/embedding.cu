@@ -8,7 +8,7 @@
 //
 // Block: 128 threads own 32 jobs x 64 outputs of one slice of K (K /
 // gridDim.z, a multiple of 32; the host picks the slices so that the grid
-// is about 128 blocks); grid (outputs / 64, ceil(jobs / 32), slices). Each
+// is at most 256 blocks); grid (outputs / 64, ceil(jobs / 32), slices). Each
 // chunk of 32 k comes into shared memory by 16-byte loads, rows of 36 floats
 // (pooled [32][36], W [64][36], 13.8 KB), the next chunk's loads in flight
 // during the current one's multiply; a thread keeps 4 jobs x 4 outputs (jobs

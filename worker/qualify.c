@@ -71,8 +71,8 @@ static const gf_pin pool_pins[] = {
 };
 
 /* kernels/embedding.cu: 64 outputs of 32 rows a block, 128 threads; k split
- * so that the grid is about 128 blocks (worker/seg1_gpu.c: 32 slices up to
- * 32 rows, 10 at 96). */
+ * so that the grid is at most 256 blocks (worker/seg1_gpu.c: 32 slices up to
+ * 64 rows, 20 at 96). */
 static const gf_pin seg1_pins[] = {
     { "tile_n", "64" },
     { "split_k", "auto" },

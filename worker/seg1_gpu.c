@@ -14,7 +14,8 @@
 #define OWN_NT 64
 #define OWN_KC 32
 #define OWN_THREADS 128
-#define OWN_BLOCKS 128   /* the grid the slices aim at: about one block an SM */
+#define OWN_BLOCKS 256   /* the most blocks the slices make: about two an SM, so that
+                          * one block's loads wait while the other multiplies */
 
 struct gf_seg1_gpu {
     gf_gpu *gpu;                   /* borrowed */
@@ -31,7 +32,8 @@ struct gf_seg1_gpu {
 static int row_tiles(int jobs) { return (jobs + OWN_JT - 1) / OWN_JT; }
 
 /* Slices of k for n_jobs rows: the most (up to 32) that divide k into whole
- * chunks and keep the grid within about OWN_BLOCKS blocks. */
+ * chunks and keep the grid within OWN_BLOCKS blocks: 32 up to 64 jobs, 20
+ * at 96. More slices make more partial sums for the last block to add. */
 static int own_slices(int n_jobs)
 {
     static const int choices[] = { 32, 20, 16, 10, 8, 5, 4, 2, 1 };

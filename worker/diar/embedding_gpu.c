@@ -204,7 +204,8 @@ static int run_conv(gf_embedding_gpu *s, gf_conv_gpu *c, int B, gf_cu_ptr x, int
     return gf_conv_gpu_run(c, s->math, B, x, h, w, out, residual, relu, s->col);
 }
 
-/* pooling.stats and embedding.seg_1: their route objects'. */
+/* Set the route of pooling.stats or embedding.seg_1 on its route object;
+ * GF_ENOENT for any other boundary. */
 static int tail_route(gf_embedding_gpu *s, const char *boundary, gf_route_kind kind,
                       const char **sha)
 {

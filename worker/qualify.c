@@ -4,14 +4,18 @@
  * sincnet.conv0.abs_pool, the fused 1-D convolution (kernels/segconv.cu) for
  * segconv.conv1 and conv2, the head's fused layers (kernels/dense.cu) for
  * dense.linear0, linear1 and classifier, the fbank's FFT and mel kernels
- * (kernels/fbank.cu) for fbank.dft and fbank.mel, and the ResNet convolution
- * (kernels/resnet.cu) for each of the trunk's layers; a new candidate adds a
- * row to the table and a function that runs its boundary on both routes. */
+ * (kernels/fbank.cu) for fbank.dft and fbank.mel, the ResNet convolution
+ * (kernels/resnet.cu) for each of the trunk's layers, the statistics pooling
+ * (kernels/pooling.cu) for pooling.stats and the split-K layer
+ * (kernels/embedding.cu) for embedding.seg_1; a new candidate adds a row to
+ * the table and a function that runs its boundary on both routes. */
 #include "worker/qualify.h"
 #include "worker/diar/segmentation_gpu.h"
 #include "worker/lstm_gpu.h"
 #include "worker/conv_gpu.h"
 #include "worker/dense_gpu.h"
+#include "worker/pool_gpu.h"
+#include "worker/seg1_gpu.h"
 #include "worker/segconv_gpu.h"
 #include "worker/sinc_gpu.h"
 #include "worker/diar/embedding_gpu.h"
@@ -97,6 +101,22 @@ static const gf_pin dense_classifier_pins[] = {
     { "threads", "128" },
 };
 
+/* kernels/pooling.cu: the 125 frames of 32 rows a block, 128 threads. */
+static const gf_pin pool_pins[] = {
+    { "frames_per_block", "125" },
+    { "channels_per_block", "32" },
+    { "threads", "128" },
+};
+
+/* kernels/embedding.cu: 64 outputs of 32 rows a block, 128 threads; k split
+ * so that the grid is at most 256 blocks (worker/seg1_gpu.c: 32 slices up to
+ * 64 rows, 20 at 96). */
+static const gf_pin seg1_pins[] = {
+    { "tile_n", "64" },
+    { "split_k", "auto" },
+    { "threads", "128" },
+};
+
 /* The ResNet kernel's configuration per layer, from the variant the own
  * route runs for its shape (gf_conv_gpu_own_kernel). */
 #define RESNET_PINS 7
@@ -118,7 +138,7 @@ typedef struct {
 #define MAX_CONV_LAYERS 40
 static conv_layer conv_layers[MAX_CONV_LAYERS];
 static size_t n_conv_layers;
-static gf_candidate candidates[9 + MAX_CONV_LAYERS];
+static gf_candidate candidates[11 + MAX_CONV_LAYERS];
 static size_t n_candidates;
 static int candidates_cc = -1;   /* the card they were built for */
 
@@ -195,6 +215,10 @@ static void build_candidates(int cc)
     for (size_t i = 0; i < n_conv_layers; i++)
         candidates[n_candidates++] = (gf_candidate){ "resnet", conv_layers[i].boundary,
                                                      conv_layers[i].config.pins, RESNET_PINS };
+    candidates[n_candidates++] = (gf_candidate){ "pooling", "pooling.stats", pool_pins,
+                                                 GF_ARRAY_LEN(pool_pins) };
+    candidates[n_candidates++] = (gf_candidate){ "embedding", "embedding.seg_1", seg1_pins,
+                                                 GF_ARRAY_LEN(seg1_pins) };
 }
 
 const gf_candidate *gf_qualify_candidates(int cc, size_t *count)
@@ -632,15 +656,16 @@ static int e2e_speed(const gf_qualify_ctx *ctx, const char *boundary, int B, gf_
 }
 
 static int e2e_embedding(const gf_qualify_ctx *ctx, const char *boundary, int B, gf_math math,
-                         uint64_t *seed, double *a, double *b);
+                         uint64_t *seed, double *a, double *b, bool *own_trunk);
 static int e2e_fbank(const gf_qualify_ctx *ctx, const char *boundary, int B, gf_math math,
                      uint64_t *seed, double *a, double *b);
 
 /* From the A/B rounds (a: candidate, b: library, ms): the speed record when
  * the candidate wins outside the noise, then the end-to-end network with and
  * without it (segmentation for the LSTM, the filterbank, the 1-D
- * convolutions and the head's layers, embedding for the ResNet, the fbank and
- * the embedding network from the waveform for the fbank), whose
+ * convolutions and the head's layers, embedding for the ResNet, the pooling
+ * and seg_1, the fbank and the embedding network from the waveform for the
+ * fbank), whose
  * record is written only when the network did not get slower. */
 static int speed_and_e2e(const gf_qualify_ctx *ctx, const gf_candidate *cand, int B,
                          gf_math math, gf_qualify_result *res, double *a, double *b,
@@ -670,10 +695,10 @@ static int speed_and_e2e(const gf_qualify_ctx *ctx, const gf_candidate *cand, in
         res->win = false;
         return 0;
     }
-    bool fbank = strcmp(cand->area, "fbank") == 0;
+    bool fbank = strcmp(cand->area, "fbank") == 0, own_trunk = false;
     rc = seg     ? e2e_speed(ctx, cand->boundary, B, math, rng, a, b)
          : fbank ? e2e_fbank(ctx, cand->boundary, B, math, rng, a, b)
-                 : e2e_embedding(ctx, cand->boundary, B, math, rng, a, b);
+                 : e2e_embedding(ctx, cand->boundary, B, math, rng, a, b, &own_trunk);
     if (rc)
         return rc;
     r = record_base(ctx, "end-to-end", cand, B, math, &res->module);
@@ -681,7 +706,8 @@ static int speed_and_e2e(const gf_qualify_ctx *ctx, const gf_candidate *cand, in
     json_object_object_add(r, "order", json_object_new_string("ABAB"));
     json_object_object_add(r, "pipeline", json_object_new_string(
         fbank ? "fbank and embedding network on the card"
-        : !seg ? "embedding network on the card"
+        : !seg ? (own_trunk ? "embedding network on the card, own ResNet"
+                            : "embedding network on the card")
         : strcmp(cand->area, "lstm") == 0 ? "segmentation network on the card"
                                           : "segmentation network on the card, own LSTM"));
     json_object_object_add(r, "candidate", timing_json(a, ctx->rounds, &am, &alo, &ahi));
@@ -1063,11 +1089,13 @@ static int conv_run(void *arg, gf_devstats *stats)
     return rc;
 }
 
-/* The embedding network end to end with `boundary` own (A) or library (B). */
+/* The embedding network end to end with `boundary` own (A) or library (B):
+ * 3 pooling jobs a window, as the pipeline runs it. */
 typedef struct {
     gf_embedding_gpu *e;
     const char *boundary;
     const float *feats, *masks;
+    const int *job_window;
     float *emb;
     int B;
 } emb_subject;
@@ -1081,30 +1109,45 @@ static int emb_set_route(void *arg, gf_route_kind kind)
 static int emb_run(void *arg, gf_devstats *stats)
 {
     emb_subject *t = arg;
-    int jw[1] = { 0 };
-    return gf_embedding_gpu_run(t->e, t->feats, t->B, jw, t->masks, 1, t->emb, stats);
+    return gf_embedding_gpu_run(t->e, t->feats, t->B, t->job_window, t->masks, 3 * t->B, t->emb,
+                                stats);
 }
 
+/* *own_trunk: whether the trunk ran on its own kernel (for a candidate
+ * other than a ResNet layer, where it loads, as the LSTM for the
+ * segmentation's: on the library route the trunk's time varies by more than
+ * the pooling's gain). */
 static int e2e_embedding(const gf_qualify_ctx *ctx, const char *boundary, int B, gf_math math,
-                         uint64_t *seed, double *a, double *b)
+                         uint64_t *seed, double *a, double *b, bool *own_trunk)
 {
     gf_embedding_gpu *e = gf_embedding_gpu_new(ctx->gpu, ctx->blas, ctx->embedding_model, NULL,
                                                B, math);
     if (!e)
         return GF_EINVAL;
-    size_t nf = (size_t)B * GF_EMB_FRAMES * GF_EMB_MELS;
-    float *feats = gf_malloc(sizeof(float) * nf), *masks = gf_malloc(sizeof(float) * 589);
-    float *emb = gf_malloc(sizeof(float) * GF_EMB_DIM);
+    *own_trunk = false;
+    if (strncmp(boundary, "resnet.", 7) != 0 && math == GF_MATH_TF32) {
+        *own_trunk = gf_embedding_gpu_set_route(e, "resnet", GF_ROUTE_OWN) == 0;
+        if (!*own_trunk)
+            gf_embedding_gpu_set_route(e, "resnet", GF_ROUTE_LIBRARY);
+    }
+    const int jobs = 3 * B;
+    size_t nf = (size_t)B * GF_EMB_FRAMES * GF_EMB_MELS, nm = (size_t)jobs * GF_EMB_MASK;
+    float *feats = gf_malloc(sizeof(float) * nf), *masks = gf_malloc(sizeof(float) * nm);
+    float *emb = gf_malloc(sizeof(float) * GF_EMB_DIM * (size_t)jobs);
+    int *jw = gf_malloc(sizeof(int) * (size_t)jobs);
     for (size_t i = 0; i < nf; i++)
         feats[i] = uniform(seed, 1.0f);
-    for (int t = 0; t < 589; t++)
-        masks[t] = (t / 40) % 2 ? 1.0f : 0.0f;
-    emb_subject t = { e, boundary, feats, masks, emb, B };
+    for (size_t i = 0; i < nm; i++)
+        masks[i] = 0.5f + uniform(seed, 0.5f);
+    for (int j = 0; j < jobs; j++)
+        jw[j] = j / 3;
+    emb_subject t = { e, boundary, feats, masks, jw, emb, B };
     ab_subject sub = { emb_set_route, emb_run, &t };
     int rc = ab_rounds(ctx, &sub, 1e-9, a, b);   /* s */
     free(feats);
     free(masks);
     free(emb);
+    free(jw);
     gf_embedding_gpu_destroy(&e);
     return rc;
 }
@@ -1346,6 +1389,173 @@ static int qualify_fbank(const gf_qualify_ctx *ctx, const gf_candidate *cand, in
     return rc;
 }
 
+/* ---- the statistics pooling candidate --------------------------------------- */
+
+typedef struct {
+    gf_gpu *gpu;
+    gf_pool_gpu *p;
+    gf_cu_ptr x, out;
+} pool_subject;
+
+static int pool_set_route(void *arg, gf_route_kind kind)
+{
+    pool_subject *t = arg;
+    return gf_pool_gpu_set_route(t->p, kind, NULL);
+}
+
+static int pool_run(void *arg, gf_devstats *stats)
+{
+    pool_subject *t = arg;
+    int rc = gf_gpu_timing_begin(t->gpu, "pooling.stats", "qualify");
+    rc = rc ? rc : gf_pool_gpu_run(t->p, t->x, t->out);
+    rc = rc ? rc : gf_gpu_timing_end(t->gpu);
+    gf_gpu_timing_collect(t->gpu, stats);
+    return rc;
+}
+
+/* Both routes sum in float64 whatever the math mode and round once to float:
+ * the tolerance is a few units in the last place, on every output of 3 jobs
+ * a window (jobs interleaved across the windows, as the own kernel's index
+ * must sort them) with random weights in (0, 1). */
+static int qualify_pool(const gf_qualify_ctx *ctx, const gf_candidate *cand, int B,
+                        gf_math math, gf_qualify_result *res)
+{
+    uint64_t seed = ctx->seed ^ ((uint64_t)B << 32) ^ (uint64_t)math ^ 0x9001;
+    uint64_t rng = seed;
+    const int jobs = 3 * B;
+    const size_t per = (size_t)GF_POOL_ROWS * GF_POOL_T, nx = (size_t)B * per;
+    const size_t no = (size_t)jobs * GF_POOL_OUT;
+    float *x = gf_malloc(sizeof(float) * nx), *w = gf_malloc(sizeof(float) * GF_POOL_T * jobs);
+    float *got = gf_malloc(sizeof(float) * no);
+    int *jw = gf_malloc(sizeof(int) * (size_t)jobs);
+    for (size_t i = 0; i < nx; i++)
+        x[i] = 0.5f + uniform(&rng, 1.0f);
+    for (int i = 0; i < GF_POOL_T * jobs; i++)
+        w[i] = 0.5f + uniform(&rng, 0.5f);
+    for (int j = 0; j < jobs; j++)
+        jw[j] = j % B;
+    gf_cu_ptr dx = 0, dout = 0;
+    const char *sha = NULL;
+    gf_pool_gpu *p = gf_pool_gpu_new(ctx->gpu, B, jobs);
+    int rc = p ? 0 : GF_EDEVICE;
+    rc = rc ? rc : gf_pool_gpu_set_route(p, GF_ROUTE_OWN, &sha);
+    rc = rc ? rc : check_module(cand->boundary, sha, res);
+    rc = rc ? rc : gf_gpu_alloc(ctx->gpu, sizeof(float) * nx, &dx);
+    rc = rc ? rc : gf_gpu_alloc(ctx->gpu, sizeof(float) * no, &dout);
+    rc = rc ? rc : gf_gpu_upload(ctx->gpu, dx, x, sizeof(float) * nx);
+    rc = rc ? rc : gf_pool_gpu_jobs(p, B, jw, w, jobs);
+    rc = rc ? rc : gf_gpu_fill32(ctx->gpu, dout, 0x7fc00000u, no);   /* NaN poison */
+    rc = rc ? rc : gf_pool_gpu_run(p, dx, dout);
+    rc = rc ? rc : gf_gpu_download(ctx->gpu, got, dout, sizeof(float) * no);
+    if (!rc) {
+        acc_errors e = { .atol = 1e-9, .rtol = 2.4e-7 };   /* 2 ulp of float */
+        for (int j = 0; j < jobs; j++)
+            for (int o = 0; o < GF_POOL_OUT; o++) {
+                double ref = gf_pool_ref(x + (size_t)jw[j] * per, w + (size_t)j * GF_POOL_T, o);
+                float g = got[(size_t)j * GF_POOL_OUT + o];
+                if (!acc_add(&e, g, ref) && e.mismatches <= 5)
+                    fprintf(ctx->report, "    mismatch: job %d output %d: %.9g vs %.9g\n", j, o,
+                            g, ref);
+            }
+        rc = acc_record(ctx, cand, B, math, res, seed, &e, count_unwritten(got, no), no,
+                        "elements", "jobs_checked", jobs);
+    }
+    if (!rc && res->accurate) {
+        pool_subject t = { ctx->gpu, p, dx, dout };
+        ab_subject sub = { pool_set_route, pool_run, &t };
+        rc = measure_speed(ctx, cand, B, math, res, &sub, &rng);
+    }
+    if (dx)
+        gf_gpu_free(ctx->gpu, dx);
+    if (dout)
+        gf_gpu_free(ctx->gpu, dout);
+    gf_pool_gpu_destroy(&p);
+    free(x), free(w), free(got), free(jw);
+    return rc;
+}
+
+/* ---- the seg_1 candidate ------------------------------------------------------ */
+
+typedef struct {
+    gf_gpu *gpu;
+    gf_seg1_gpu *s;
+    gf_math math;
+    gf_cu_ptr pooled, emb;
+    int jobs;
+} seg1_subject;
+
+static int seg1_set_route(void *arg, gf_route_kind kind)
+{
+    seg1_subject *t = arg;
+    return gf_seg1_gpu_set_route(t->s, kind, NULL);
+}
+
+static int seg1_run(void *arg, gf_devstats *stats)
+{
+    seg1_subject *t = arg;
+    int rc = gf_gpu_timing_begin(t->gpu, "embedding.seg_1", "qualify");
+    rc = rc ? rc : gf_seg1_gpu_run(t->s, t->math, t->pooled, t->jobs, t->emb);
+    rc = rc ? rc : gf_gpu_timing_end(t->gpu);
+    gf_gpu_timing_collect(t->gpu, stats);
+    return rc;
+}
+
+/* The own kernel sums in float32 FMAs in both math modes; the tolerances are
+ * the math mode's, as for the segmentation convolutions; every output of 3
+ * jobs a window. */
+static int qualify_seg1(const gf_qualify_ctx *ctx, const gf_candidate *cand, int B,
+                        gf_math math, gf_qualify_result *res)
+{
+    uint64_t seed = ctx->seed ^ ((uint64_t)B << 32) ^ (uint64_t)math ^ 0x5e91;
+    uint64_t rng = seed;
+    const int jobs = 3 * B;
+    const size_t nw = (size_t)GF_SEG1_OUT * GF_SEG1_IN, np = (size_t)jobs * GF_SEG1_IN;
+    const size_t no = (size_t)jobs * GF_SEG1_OUT;
+    float *w = gf_malloc(sizeof(float) * nw), *bias = gf_malloc(sizeof(float) * GF_SEG1_OUT);
+    float *pooled = gf_malloc(sizeof(float) * np), *got = gf_malloc(sizeof(float) * no);
+    for (size_t i = 0; i < nw; i++)
+        w[i] = uniform(&rng, 1.0f / sqrtf((float)GF_SEG1_IN));
+    for (int i = 0; i < GF_SEG1_OUT; i++)
+        bias[i] = uniform(&rng, 0.1f);
+    for (size_t i = 0; i < np; i++)
+        pooled[i] = uniform(&rng, 1.0f);
+    gf_cu_ptr dp = 0, dout = 0;
+    const char *sha = NULL;
+    gf_seg1_gpu *s = gf_seg1_gpu_new(ctx->gpu, ctx->blas, w, bias, jobs);
+    int rc = s ? 0 : GF_EDEVICE;
+    rc = rc ? rc : gf_seg1_gpu_set_route(s, GF_ROUTE_OWN, &sha);
+    rc = rc ? rc : check_module(cand->boundary, sha, res);
+    rc = rc ? rc : gf_gpu_alloc(ctx->gpu, sizeof(float) * np, &dp);
+    rc = rc ? rc : gf_gpu_alloc(ctx->gpu, sizeof(float) * no, &dout);
+    rc = rc ? rc : gf_gpu_upload(ctx->gpu, dp, pooled, sizeof(float) * np);
+    rc = rc ? rc : gf_gpu_fill32(ctx->gpu, dout, 0x7fc00000u, no);   /* NaN poison */
+    rc = rc ? rc : gf_seg1_gpu_run(s, math, dp, jobs, dout);
+    rc = rc ? rc : gf_gpu_download(ctx->gpu, got, dout, sizeof(float) * no);
+    if (!rc) {
+        acc_errors e = { .atol = math == GF_MATH_TF32 ? 5e-3 : 1e-4,
+                         .rtol = math == GF_MATH_TF32 ? 1e-2 : 1e-3 };
+        for (size_t o = 0; o < no; o++) {
+            double ref = gf_seg1_ref(w, bias, pooled, o);
+            if (!acc_add(&e, got[o], ref) && e.mismatches <= 5)
+                fprintf(ctx->report, "    mismatch: output %zu: %.9g vs %.9g\n", o, got[o], ref);
+        }
+        rc = acc_record(ctx, cand, B, math, res, seed, &e, count_unwritten(got, no), no,
+                        "elements", "jobs_checked", jobs);
+    }
+    if (!rc && res->accurate) {
+        seg1_subject t = { ctx->gpu, s, math, dp, dout, jobs };
+        ab_subject sub = { seg1_set_route, seg1_run, &t };
+        rc = measure_speed(ctx, cand, B, math, res, &sub, &rng);
+    }
+    if (dp)
+        gf_gpu_free(ctx->gpu, dp);
+    if (dout)
+        gf_gpu_free(ctx->gpu, dout);
+    gf_seg1_gpu_destroy(&s);
+    free(w), free(bias), free(pooled), free(got);
+    return rc;
+}
+
 int gf_qualify_run(const gf_qualify_ctx *ctx, const gf_candidate *cand, int batch, gf_math math,
                    gf_qualify_result *out)
 {
@@ -1366,6 +1576,10 @@ int gf_qualify_run(const gf_qualify_ctx *ctx, const gf_candidate *cand, int batc
         return qualify_conv(ctx, cand, batch, math, out);
     if (strcmp(cand->area, "fbank") == 0)
         return qualify_fbank(ctx, cand, batch, math, out);
+    if (strcmp(cand->area, "pooling") == 0)
+        return qualify_pool(ctx, cand, batch, math, out);
+    if (strcmp(cand->area, "embedding") == 0)
+        return qualify_seg1(ctx, cand, batch, math, out);
     return GF_EUNSUP;
 }
 

@@ -28,8 +28,8 @@
 typedef struct {
     const char *name;     /* plan name */
     gf_math math;
-    gf_route_kind seg;    /* the segmentation network's boundaries with own kernels, and
-                             the fbank's */
+    gf_route_kind seg;    /* the boundaries whose own kernels run in both math modes: the
+                           * segmentation's, the fbank's, the pooling and seg_1 */
     bool planned;         /* routes from the planner and evidence/ instead */
     gf_route_kind resnet;
 } plan;
@@ -155,9 +155,9 @@ int main(int argc, char **argv)
     const plan plans[] = {
         { "library fp32", GF_MATH_FP32, GF_ROUTE_LIBRARY, false, GF_ROUTE_LIBRARY },
         { "library tf32", GF_MATH_TF32, GF_ROUTE_LIBRARY, false, GF_ROUTE_LIBRARY },
-        { "own segmentation, fbank + library fp32", GF_MATH_FP32, GF_ROUTE_OWN, false, GF_ROUTE_LIBRARY },
-        { "own segmentation, fbank + library tf32", GF_MATH_TF32, GF_ROUTE_OWN, false, GF_ROUTE_LIBRARY },
-        { "own segmentation, fbank, resnet tf32", GF_MATH_TF32, GF_ROUTE_OWN, false, GF_ROUTE_OWN },
+        { "own segmentation, fbank, pooling + library fp32", GF_MATH_FP32, GF_ROUTE_OWN, false, GF_ROUTE_LIBRARY },
+        { "own segmentation, fbank, pooling + library tf32", GF_MATH_TF32, GF_ROUTE_OWN, false, GF_ROUTE_LIBRARY },
+        { "own segmentation, fbank, pooling, resnet tf32", GF_MATH_TF32, GF_ROUTE_OWN, false, GF_ROUTE_OWN },
         { "planned fp32 (evidence/)", GF_MATH_FP32, GF_ROUTE_LIBRARY, true, GF_ROUTE_LIBRARY },
         { "planned tf32 (evidence/)", GF_MATH_TF32, GF_ROUTE_LIBRARY, true, GF_ROUTE_LIBRARY },
     };
@@ -195,6 +195,8 @@ int main(int argc, char **argv)
             for (size_t i = 0; i < GF_ARRAY_LEN(own_seg) && !rc; i++)
                 rc = gf_segmentation_gpu_set_route(sg, own_seg[i], plans[p].seg);
             rc = rc ? rc : gf_embedding_gpu_set_route(eg, "resnet", plans[p].resnet);
+            rc = rc ? rc : gf_embedding_gpu_set_route(eg, "pooling.stats", plans[p].seg);
+            rc = rc ? rc : gf_embedding_gpu_set_route(eg, "embedding.seg_1", plans[p].seg);
         }
         if (rc) {
             printf("plan %s: not available on this card\n", plans[p].name);

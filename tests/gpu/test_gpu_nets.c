@@ -2,8 +2,9 @@
  * on random weights (GF_TEST_MODELS: a folder holding segmentation.safetensors
  * and embedding.safetensors, e.g. written by tests/ref/gpu_models.py) and
  * fresh random inputs; every route: the library route in fp32 and tf32, the
- * own LSTM kernel, and the own LSTM with the head's own kernels (dense.*).
- * Skips without a GPU or without GF_TEST_MODELS. */
+ * own LSTM kernel, the own LSTM with the head's own kernels (dense.*), and
+ * the embedding's own ResNet, pooling and seg_1 kernels. Skips without a GPU
+ * or without GF_TEST_MODELS. */
 #include "common/error.h"
 #include "worker/blas_gpu.h"
 #include "worker/diar/embedding.h"
@@ -178,15 +179,24 @@ static void test_embedding_routes(void **state)
         assert_int_equal(gf_embedding_pool(cpu, job_window[j], masks + j * GF_SEG_FRAMES,
                                            GF_SEG_FRAMES, ref[j]), 0);
     gf_embedding_destroy(&cpu);
-    struct { const char *name; gf_math math; gf_route_kind resnet; double min_cos; } runs[] = {
-        { "fp32 library", GF_MATH_FP32, GF_ROUTE_LIBRARY, 0.99999 },
-        { "tf32 library", GF_MATH_TF32, GF_ROUTE_LIBRARY, 0.999 },
-        { "tf32 own resnet", GF_MATH_TF32, GF_ROUTE_OWN, 0.999 },
+    struct {
+        const char *name;
+        gf_math math;
+        gf_route_kind resnet, tail;   /* tail: pooling.stats and embedding.seg_1 */
+        double min_cos;
+    } runs[] = {
+        { "fp32 library", GF_MATH_FP32, GF_ROUTE_LIBRARY, GF_ROUTE_LIBRARY, 0.99999 },
+        { "fp32 own pool+seg_1", GF_MATH_FP32, GF_ROUTE_LIBRARY, GF_ROUTE_OWN, 0.99999 },
+        { "tf32 library", GF_MATH_TF32, GF_ROUTE_LIBRARY, GF_ROUTE_LIBRARY, 0.999 },
+        { "tf32 own resnet", GF_MATH_TF32, GF_ROUTE_OWN, GF_ROUTE_LIBRARY, 0.999 },
+        { "tf32 all own", GF_MATH_TF32, GF_ROUTE_OWN, GF_ROUTE_OWN, 0.999 },
     };
     for (size_t r = 0; r < sizeof runs / sizeof runs[0]; r++) {
         gf_embedding_gpu *g = gf_embedding_gpu_new(gpu, blas, emb_path, NULL, B, runs[r].math);
         assert_non_null(g);
         assert_int_equal(gf_embedding_gpu_set_route(g, "resnet", runs[r].resnet), 0);
+        assert_int_equal(gf_embedding_gpu_set_route(g, "pooling.stats", runs[r].tail), 0);
+        assert_int_equal(gf_embedding_gpu_set_route(g, "embedding.seg_1", runs[r].tail), 0);
         memset(got, 0xff, sizeof got);   /* NaN poison */
         assert_int_equal(gf_embedding_gpu_run(g, feats, B, job_window, masks, JOBS, &got[0][0],
                                               NULL), 0);
@@ -196,7 +206,7 @@ static void test_embedding_routes(void **state)
             if (!(c >= worst))
                 worst = c;
         }
-        printf("embedding %-16s min cosine(gpu, cpu) %.8f (at least %.5f)\n", runs[r].name,
+        printf("embedding %-20s min cosine(gpu, cpu) %.8f (at least %.5f)\n", runs[r].name,
                worst, runs[r].min_cos);
         assert_true(worst >= runs[r].min_cos);
         gf_embedding_gpu_destroy(&g);

@@ -1,5 +1,7 @@
-/* embedding_gpu.c — ResNet34 speaker embeddings on a CUDA card, library route
- * (see embedding_gpu.h).
+/* embedding_gpu.c — ResNet34 speaker embeddings on a CUDA card (see
+ * embedding_gpu.h); the convolutions (worker/conv_gpu.c), the pooling
+ * (worker/pool_gpu.c) and seg_1 (worker/seg1_gpu.c) each run the route
+ * planned for them.
  *
  * Trunk [B,1,80,998] → conv1 32 → layer1 3×32 → layer2 4×64 (/2) → layer3
  * 6×128 (/2) → layer4 3×256 (/2) → [B,256,10,125] = [B,2560,125]; pooling
@@ -7,6 +9,8 @@
 #include "worker/diar/embedding_gpu.h"
 #include "worker/diar/safetensors.h"
 #include "worker/conv_gpu.h"
+#include "worker/pool_gpu.h"
+#include "worker/seg1_gpu.h"
 #include "common/error.h"
 #include "common/log.h"
 #include "common/util.h"
@@ -18,13 +22,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define TRUNK_T 125                   /* trunk frames after three stride-2 stages */
-#define POOL_R 2560                   /* 256 channels × 10 mel rows */
+#define TRUNK_T GF_POOL_T             /* trunk frames after three stride-2 stages */
 #define BN_EPS 1e-5
 #define MAX_CONVS 40                  /* 1 + 2·16 + 3 shortcuts = 36 */
 
 typedef struct {
-    gf_cu_function transpose, statspool, bias_act;
+    gf_cu_function transpose;
 } kernels;
 
 struct gf_embedding_gpu {
@@ -35,8 +38,9 @@ struct gf_embedding_gpu {
     kernels k;                    /* glue kernels */
     gf_conv_gpu *convs[MAX_CONVS];/* conv1, then per block conv1, conv2, [shortcut] */
     int n_convs;
-    gf_cu_ptr seg_w, seg_b;       /* [256, 5120], [256] */
-    gf_cu_ptr feats, act[4], col, masks, job_window, pooled, emb;
+    gf_pool_gpu *pool;            /* pooling.stats and its routes */
+    gf_seg1_gpu *seg1;            /* embedding.seg_1 and its routes */
+    gf_cu_ptr feats, act[4], col, pooled, emb;
     gf_cu_ptr trunk_out;          /* the last trunk's output (one of act[]) */
     int trunk_batch;              /* its windows; 0: none to pool */
     gf_gpu_allocs mem;            /* every device allocation */
@@ -49,11 +53,6 @@ static const int layer_width[4] = { 32, 64, 128, 256 };
 static int dalloc(gf_embedding_gpu *s, size_t bytes, gf_cu_ptr *dev)
 {
     return gf_gpu_allocs_take(&s->mem, bytes, dev);
-}
-
-static int upload(gf_embedding_gpu *s, const void *host, size_t bytes, gf_cu_ptr *dev)
-{
-    return gf_gpu_allocs_upload(&s->mem, host, bytes, dev);
 }
 
 /* Fold conv `wname` [cout,cin,k,k] and batch norm `bn` (prefix) into one conv. */
@@ -118,22 +117,21 @@ static int load_weights(gf_embedding_gpu *s, gf_safetensors *st)
     }
     if (rc)
         return rc;
-    const float *sw = gf_safetensors_get(st, "resnet.seg_1.weight", 2, GF_EMB_DIM, 2 * POOL_R);
-    const float *sb = gf_safetensors_get(st, "resnet.seg_1.bias", 1, GF_EMB_DIM);
+    const float *sw = gf_safetensors_get(st, "resnet.seg_1.weight", 2, GF_SEG1_OUT, GF_SEG1_IN);
+    const float *sb = gf_safetensors_get(st, "resnet.seg_1.bias", 1, GF_SEG1_OUT);
     if (!sw || !sb)
         return GF_EINVAL;
-    rc = upload(s, sw, sizeof(float) * GF_EMB_DIM * 2 * POOL_R, &s->seg_w);
-    rc = rc ? rc : upload(s, sb, sizeof(float) * GF_EMB_DIM, &s->seg_b);
-    if (!rc && gf_safetensors_unused(st) != 0)
+    if (!(s->seg1 = gf_seg1_gpu_new(s->gpu, s->blas, sw, sb, 3 * s->max_batch)))
+        return GF_EDEVICE;
+    if (gf_safetensors_unused(st) != 0)
         rc = GF_EINVAL;
     return rc;
 }
 
 static int load_kernels(gf_embedding_gpu *s)
 {
-    static const char *const names[] = { "gf_transpose_ct", "gf_statspool",
-                                         "gf_bias_leaky_relu" };
-    gf_cu_function *const fns[] = { &s->k.transpose, &s->k.statspool, &s->k.bias_act };
+    static const char *const names[] = { "gf_transpose_ct" };
+    gf_cu_function *const fns[] = { &s->k.transpose };
     return gf_gpu_functions(s->gpu, "glue", names, fns, GF_ARRAY_LEN(names));
 }
 
@@ -146,10 +144,10 @@ static int alloc_workspace(gf_embedding_gpu *s)
     for (int i = 0; i < 4 && !rc; i++)
         rc = dalloc(s, act * f, &s->act[i]);
     rc = rc ? rc : dalloc(s, col * f, &s->col);
-    rc = rc ? rc : dalloc(s, 3 * B * TRUNK_T * f, &s->masks);
-    rc = rc ? rc : dalloc(s, 3 * B * sizeof(int), &s->job_window);
-    rc = rc ? rc : dalloc(s, 3 * B * 2 * POOL_R * f, &s->pooled);
+    rc = rc ? rc : dalloc(s, 3 * B * GF_POOL_OUT * f, &s->pooled);
     rc = rc ? rc : dalloc(s, 3 * B * GF_EMB_DIM * f, &s->emb);
+    if (!rc && !(s->pool = gf_pool_gpu_new(s->gpu, s->max_batch, 3 * s->max_batch)))
+        rc = GF_EDEVICE;
     s->host_masks = gf_malloc(3 * B * TRUNK_T * f);
     return rc;
 }
@@ -184,6 +182,8 @@ void gf_embedding_gpu_destroy(gf_embedding_gpu **self_p)
     gf_embedding_gpu *s = *self_p;
     for (int i = 0; i < s->n_convs; i++)
         gf_conv_gpu_destroy(&s->convs[i]);
+    gf_pool_gpu_destroy(&s->pool);
+    gf_seg1_gpu_destroy(&s->seg1);
     gf_gpu_allocs_release(&s->mem);
     free(s->host_masks);
     free(s);
@@ -204,8 +204,23 @@ static int run_conv(gf_embedding_gpu *s, gf_conv_gpu *c, int B, gf_cu_ptr x, int
     return gf_conv_gpu_run(c, s->math, B, x, h, w, out, residual, relu, s->col);
 }
 
+/* Set the route of pooling.stats or embedding.seg_1 on its route object;
+ * GF_ENOENT for any other boundary. */
+static int tail_route(gf_embedding_gpu *s, const char *boundary, gf_route_kind kind,
+                      const char **sha)
+{
+    if (strcmp(boundary, "pooling.stats") == 0)
+        return gf_pool_gpu_set_route(s->pool, kind, sha);
+    if (strcmp(boundary, "embedding.seg_1") == 0)
+        return gf_seg1_gpu_set_route(s->seg1, kind, sha);
+    return GF_ENOENT;
+}
+
 int gf_embedding_gpu_set_route(gf_embedding_gpu *s, const char *boundary, gf_route_kind kind)
 {
+    int rc = tail_route(s, boundary, kind, NULL);
+    if (rc != GF_ENOENT)
+        return rc;
     bool all = strcmp(boundary, "resnet") == 0, found = false;
     for (int i = 0; i < s->n_convs; i++)
         if (all || strcmp(gf_conv_gpu_boundary(s->convs[i]), boundary) == 0) {
@@ -231,6 +246,21 @@ int gf_embedding_gpu_apply_plan(gf_embedding_gpu *s, const gf_planner *pl, int b
         GF_WARN("%s: the planned module %.12s did not load as bound: library route",
                 gf_conv_gpu_boundary(c), r.module.sha256);
         GF_TRY(gf_conv_gpu_set_route(c, GF_ROUTE_LIBRARY, s->math, NULL));
+    }
+    static const char *const tail[] = { "pooling.stats", "embedding.seg_1" };
+    for (size_t i = 0; i < GF_ARRAY_LEN(tail); i++) {
+        gf_route r;
+        GF_TRY(gf_plan_route(pl, tail[i], batch, s->math, &r));
+        GF_TRY(tail_route(s, tail[i], GF_ROUTE_LIBRARY, NULL));
+        if (r.kind != GF_ROUTE_OWN)
+            continue;
+        const char *sha = NULL;
+        int rc = tail_route(s, tail[i], GF_ROUTE_OWN, &sha);
+        if (rc == 0 && strcmp(sha, r.module.sha256) == 0)
+            continue;
+        GF_WARN("%s: the planned module %.12s did not load as bound (%s): library route", tail[i],
+                r.module.sha256, rc ? gf_strerror(rc) : "another module loaded");
+        GF_TRY(tail_route(s, tail[i], GF_ROUTE_LIBRARY, NULL));
     }
     return 0;
 }
@@ -337,6 +367,21 @@ int gf_embedding_gpu_trunk(gf_embedding_gpu *s, gf_cu_ptr feats, int B, gf_devst
     return 0;
 }
 
+static const char *route_name(gf_route_kind kind)
+{
+    return kind == GF_ROUTE_OWN ? "own" : "library";
+}
+
+/* Run one timed stage: begin/end events bracket the call's launches. */
+#define STAGE_ON(name, route, call)                                   \
+    do {                                                              \
+        if (stats)                                                    \
+            GF_TRY(gf_gpu_timing_begin(s->gpu, name, route));         \
+        GF_TRY(call);                                                 \
+        if (stats)                                                    \
+            GF_TRY(gf_gpu_timing_end(s->gpu));                        \
+    } while (0)
+
 int gf_embedding_gpu_pool(gf_embedding_gpu *s, int B, const int *job_window, const float *masks,
                           int n_jobs, float *emb, gf_devstats *stats)
 {
@@ -350,32 +395,13 @@ int gf_embedding_gpu_pool(gf_embedding_gpu *s, int B, const int *job_window, con
             GF_ERROR("embedding (gpu): job %d names window %d of %d", j, job_window[j], B);
             return GF_EINVAL;
         }
-    gf_cu_ptr x = s->trunk_out;
     if (n_jobs > 0) {
         resize_masks(masks, n_jobs, s->host_masks);
-        int rc = gf_gpu_upload(s->gpu, s->masks, s->host_masks,
-                               sizeof(float) * (size_t)n_jobs * TRUNK_T);
-        rc = rc ? rc : gf_gpu_upload(s->gpu, s->job_window, job_window,
-                                     sizeof(int) * (size_t)n_jobs);
-        GF_TRY(rc);
-        if (stats)
-            GF_TRY(gf_gpu_timing_begin(s->gpu, "pooling.stats", "library"));
-        int r = POOL_R, t = TRUNK_T;
-        void *p_pool[] = { &x, &r, &t, &s->masks, &s->job_window, &s->pooled };
-        GF_TRY(gf_gpu_launch(s->gpu, s->k.statspool, (unsigned)n_jobs, 1, 1, 256, 1, 1, 0, p_pool));
-        if (stats) {
-            GF_TRY(gf_gpu_timing_end(s->gpu));
-            GF_TRY(gf_gpu_timing_begin(s->gpu, "embedding.seg_1", "library"));
-        }
-        GF_TRY(gf_blas_gpu_gemm(s->blas, s->math, true, n_jobs, GF_EMB_DIM, 2 * POOL_R, 1.0f,
-                             s->pooled, 2 * POOL_R, s->seg_w, 2 * POOL_R, 0.0f, s->emb,
-                             GF_EMB_DIM));
-        int dim = GF_EMB_DIM;
-        float one = 1.0f;
-        void *p_b[] = { &s->emb, &s->seg_b, &n_jobs, &dim, &one };
-        GF_TRY(launch1d(s, s->k.bias_act, (long)n_jobs * GF_EMB_DIM, p_b));
-        if (stats)
-            GF_TRY(gf_gpu_timing_end(s->gpu));
+        GF_TRY(gf_pool_gpu_jobs(s->pool, B, job_window, s->host_masks, n_jobs));
+        STAGE_ON("pooling.stats", route_name(gf_pool_gpu_route(s->pool)),
+                 gf_pool_gpu_run(s->pool, s->trunk_out, s->pooled));
+        STAGE_ON("embedding.seg_1", route_name(gf_seg1_gpu_route(s->seg1)),
+                 gf_seg1_gpu_run(s->seg1, s->math, s->pooled, n_jobs, s->emb));
         GF_TRY(gf_gpu_download(s->gpu, emb, s->emb, sizeof(float) * (size_t)n_jobs * GF_EMB_DIM));
     }
     GF_TRY(gf_gpu_sync(s->gpu));

@@ -1,11 +1,13 @@
 /* embedding_gpu.h — the speaker-embedding network (WeSpeaker ResNet34 as
- * wrapped by pyannote) on a CUDA card, library route.
+ * wrapped by pyannote) on a CUDA card, each boundary on its planned route.
  *
  * Input: fbank features [B, 998, 80] (time × mel, mean-normalised, as
  * worker/diar/fbank makes them). The trunk runs once per window; then one
  * mask-weighted statistics pooling per (window, local speaker) job and the
  * seg_1 layer. Convolutions are im2col + cuBLAS GEMM with batch norm folded
- * into the weights at load and bias, residual and ReLU in one epilogue.
+ * into the weights at load and bias, residual and ReLU in one epilogue, or
+ * the own kernel (worker/conv_gpu.h); the pooling and seg_1 have their
+ * route objects (worker/pool_gpu.h, worker/seg1_gpu.h).
  * Device buffers for max_batch windows are taken once. */
 #ifndef GF_EMBEDDING_GPU_H
 #define GF_EMBEDDING_GPU_H
@@ -29,12 +31,15 @@ void gf_embedding_gpu_destroy(gf_embedding_gpu **self_p);
 
 /* Put a ResNet boundary ("resnet.layer2.0.conv1", ...) or all of them
  * ("resnet") on the library route or the own implicit-GEMM kernel
- * (kernels/resnet.cu). The own kernel is tf32 only and needs cc >= 8.0:
- * otherwise GF_EUNSUP (refused, logged). GF_ENOENT for an unknown boundary. */
+ * (kernels/resnet.cu), or "pooling.stats" / "embedding.seg_1" on theirs
+ * (kernels/pooling.cu, kernels/embedding.cu). The own ResNet kernel is tf32
+ * only and needs cc >= 8.0: otherwise GF_EUNSUP (refused, logged).
+ * GF_ENOENT for an unknown boundary. */
 int gf_embedding_gpu_set_route(gf_embedding_gpu *self, const char *boundary, gf_route_kind kind);
 
-/* Take the planner's production routes for every ResNet boundary at (batch,
- * math); own only where the loaded module is exactly the bound one. */
+/* Take the planner's production routes for every ResNet boundary, the
+ * pooling and seg_1 at (batch, math); own only where the loaded module is
+ * exactly the bound one. */
 int gf_embedding_gpu_apply_plan(gf_embedding_gpu *self, const gf_planner *pl, int batch);
 
 /* feats [B, 998, 80]; n_jobs pooling jobs, job j on window job_window[j]

@@ -1,0 +1,130 @@
+/* seg1_gpu.c — the seg_1 layer on the card, library and own routes (see
+ * seg1_gpu.h). */
+#include "worker/seg1_gpu.h"
+#include "common/error.h"
+#include "common/log.h"
+#include "common/util.h"
+
+#include <assert.h>
+#include <stdlib.h>
+
+/* Must match kernels/embedding.cu: a block of 128 threads owns 32 rows x 64
+ * outputs of one slice of k, in chunks of 32 k. */
+#define OWN_JT 32
+#define OWN_NT 64
+#define OWN_KC 32
+#define OWN_THREADS 128
+#define OWN_BLOCKS 256   /* the most blocks the slices make: about two an SM, so that
+                          * one block's loads wait while the other multiplies */
+
+struct gf_seg1_gpu {
+    gf_gpu *gpu;                   /* borrowed */
+    gf_blas_gpu *blas;             /* borrowed */
+    int max_jobs;                  /* rows a run at most */
+    gf_route_kind route;
+    gf_cu_ptr w, bias;             /* [256][5120], [256] */
+    gf_cu_ptr part;                /* own: [slices][row tiles · 32][256] partial sums */
+    gf_cu_ptr count;               /* own: arrivals per output tile, zero between runs */
+    gf_cu_function bias_act, own;  /* library: the bias kernel; own: loaded when chosen */
+    gf_gpu_allocs mem;
+};
+
+static int row_tiles(int jobs) { return (jobs + OWN_JT - 1) / OWN_JT; }
+
+/* Slices of k for n_jobs rows: the most (up to 32) that divide k into whole
+ * chunks and keep the grid within OWN_BLOCKS blocks: 32 up to 64 jobs, 20
+ * at 96. More slices make more partial sums for the last block to add. */
+static int own_slices(int n_jobs)
+{
+    static const int choices[] = { 32, 20, 16, 10, 8, 5, 4, 2, 1 };
+    int tiles = row_tiles(n_jobs) * (GF_SEG1_OUT / OWN_NT);
+    for (size_t i = 0; i < GF_ARRAY_LEN(choices); i++)
+        if (tiles * choices[i] <= OWN_BLOCKS && GF_SEG1_IN % (OWN_KC * choices[i]) == 0)
+            return choices[i];
+    return 1;
+}
+
+gf_seg1_gpu *gf_seg1_gpu_new(gf_gpu *gpu, gf_blas_gpu *blas, const float *w, const float *bias,
+                             int max_jobs)
+{
+    assert(max_jobs >= 1);
+    gf_seg1_gpu *s = gf_calloc(1, sizeof *s);
+    s->gpu = gpu;
+    s->blas = blas;
+    s->max_jobs = max_jobs;
+    s->mem.gpu = gpu;
+    const size_t f = sizeof(float), rows = (size_t)row_tiles(max_jobs) * OWN_JT;
+    const size_t tiles = (size_t)row_tiles(max_jobs) * (GF_SEG1_OUT / OWN_NT);
+    /* The most slices any run takes is own_slices(1) (fewest tiles). */
+    const size_t part = (size_t)own_slices(1) * rows * GF_SEG1_OUT * f;
+    static const char *const names[] = { "gf_bias_leaky_relu" };
+    gf_cu_function *const fns[] = { &s->bias_act };
+    int rc = gf_gpu_allocs_upload(&s->mem, w, f * GF_SEG1_OUT * GF_SEG1_IN, &s->w);
+    rc = rc ? rc : gf_gpu_allocs_upload(&s->mem, bias, f * GF_SEG1_OUT, &s->bias);
+    rc = rc ? rc : gf_gpu_allocs_take(&s->mem, part, &s->part);
+    rc = rc ? rc : gf_gpu_allocs_take(&s->mem, sizeof(unsigned) * tiles, &s->count);
+    rc = rc ? rc : gf_gpu_fill32(gpu, s->count, 0, tiles);
+    rc = rc ? rc : gf_gpu_functions(gpu, "glue", names, fns, GF_ARRAY_LEN(names));
+    rc = rc ? rc : gf_gpu_sync(gpu);   /* the caller may free its host copies next */
+    if (rc)
+        gf_seg1_gpu_destroy(&s);
+    return s;
+}
+
+void gf_seg1_gpu_destroy(gf_seg1_gpu **self_p)
+{
+    if (!self_p || !*self_p)
+        return;
+    gf_gpu_allocs_release(&(*self_p)->mem);
+    free(*self_p);
+    *self_p = NULL;
+}
+
+gf_route_kind gf_seg1_gpu_route(const gf_seg1_gpu *self) { return self->route; }
+
+int gf_seg1_gpu_set_route(gf_seg1_gpu *s, gf_route_kind kind, const char **module_sha256)
+{
+    if (kind == GF_ROUTE_LIBRARY) {
+        s->route = GF_ROUTE_LIBRARY;
+        return 0;
+    }
+    const char *sha = NULL;
+    int rc = gf_gpu_own_kernel(s->gpu, "embedding.seg_1", "embedding", "gf_seg1_splitk", 0,
+                               &s->own, &sha);
+    if (rc)
+        return rc;
+    s->route = GF_ROUTE_OWN;
+    if (module_sha256)
+        *module_sha256 = sha;
+    return 0;
+}
+
+int gf_seg1_gpu_run(gf_seg1_gpu *s, gf_math math, gf_cu_ptr pooled, int n_jobs, gf_cu_ptr emb)
+{
+    if (n_jobs < 0 || n_jobs > s->max_jobs) {
+        GF_ERROR("embedding.seg_1 (gpu): %d rows, capacity %d", n_jobs, s->max_jobs);
+        return GF_EINVAL;
+    }
+    if (n_jobs == 0)
+        return 0;
+    int k = GF_SEG1_IN, n = GF_SEG1_OUT;
+    if (s->route == GF_ROUTE_OWN) {
+        void *p[] = { &pooled, &n_jobs, &k, &s->w, &s->bias, &n, &s->part, &s->count, &emb };
+        return gf_gpu_launch(s->gpu, s->own, GF_SEG1_OUT / OWN_NT, (unsigned)row_tiles(n_jobs),
+                             (unsigned)own_slices(n_jobs), OWN_THREADS, 1, 1, 0, p);
+    }
+    GF_TRY(gf_blas_gpu_gemm(s->blas, math, true, n_jobs, GF_SEG1_OUT, GF_SEG1_IN, 1.0f, pooled,
+                            GF_SEG1_IN, s->w, GF_SEG1_IN, 0.0f, emb, GF_SEG1_OUT));
+    float one = 1.0f;
+    void *p_b[] = { &emb, &s->bias, &n_jobs, &n, &one };
+    return gf_gpu_launch1d(s->gpu, s->bias_act, (long)n_jobs * GF_SEG1_OUT, p_b);
+}
+
+double gf_seg1_ref(const float *w, const float *bias, const float *pooled, size_t o)
+{
+    const size_t j = o / GF_SEG1_OUT, n = o % GF_SEG1_OUT;
+    double acc = bias[n];
+    for (int k = 0; k < GF_SEG1_IN; k++)
+        acc += (double)pooled[j * GF_SEG1_IN + k] * w[n * GF_SEG1_IN + k];
+    return acc;
+}

@@ -6,8 +6,9 @@
  * step and direction, one GEMM [B, H]·[H, 4H] and one cell kernel (2·T
  * launches per direction and layer); the own route runs all steps of both
  * directions for all sequences in one launch of the persistent recurrent
- * kernel of kernels/lstm.cu. PyTorch conventions: gate order i, f, g, o; zero
- * initial state; each layer's output is [forward, reverse] (2H wide). */
+ * kernel of kernels/lstm.cu (a block per sequence and direction). PyTorch
+ * conventions: gate order i, f, g, o; zero initial state; each layer's
+ * output is [forward, reverse] (2H wide). */
 #ifndef GF_LSTM_GPU_H
 #define GF_LSTM_GPU_H
 
@@ -46,5 +47,10 @@ int gf_lstm_gpu_poison(gf_lstm_gpu *self);
 /* x [B, T, in0] on the card → *out [B, T, 2H] on the card (a buffer of the
  * object, valid until the next run). Returns 0, GF_EINVAL or GF_EDEVICE. */
 int gf_lstm_gpu_run(gf_lstm_gpu *self, gf_math math, gf_cu_ptr x, int B, gf_cu_ptr *out);
+
+/* The stack's float64 definition for one sequence, on the host: x [T, in0]
+ * → out [T, 2H], `layers` layers of w as for gf_lstm_gpu_new. For checks. */
+void gf_lstm_ref(const gf_lstm_gpu_dir (*w)[2], int layers, int in0, int hidden, int T,
+                 const float *x, double *out);
 
 #endif

@@ -257,51 +257,6 @@ static float uniform(uint64_t *s, float a)
     return (float)((2.0 * u - 1.0) * a);
 }
 
-/* ---- the float64 reference of the LSTM stack ---------------------------- */
-
-static double sigm(double v) { return 1.0 / (1.0 + exp(-v)); }
-
-/* One sequence through the whole stack: x [T, in0] → out [T, 2H]. */
-static void lstm_stack_f64(const gf_lstm_gpu_dir (*w)[2], const float *x, double *out)
-{
-    const int T = LSTM_T, H = LSTM_H, G = 4 * H;
-    double *in = gf_malloc(sizeof(double) * T * 2 * H);
-    double *gates = gf_malloc(sizeof(double) * G), h[LSTM_H], c[LSTM_H];
-    int in_w = LSTM_IN;
-    for (int t = 0; t < T; t++)
-        for (int i = 0; i < LSTM_IN; i++)
-            in[t * LSTM_IN + i] = x[t * LSTM_IN + i];
-    for (int l = 0; l < LSTM_LAYERS; l++) {
-        for (int d = 0; d < 2; d++) {
-            const gf_lstm_gpu_dir *dw = &w[l][d];
-            memset(h, 0, sizeof h);
-            memset(c, 0, sizeof c);
-            for (int s = 0; s < T; s++) {
-                int t = d ? T - 1 - s : s;
-                for (int g = 0; g < G; g++) {
-                    double acc = (double)dw->b_ih[g] + dw->b_hh[g];
-                    for (int i = 0; i < in_w; i++)
-                        acc += (double)dw->w_ih[(size_t)g * in_w + i] * in[t * in_w + i];
-                    for (int k = 0; k < H; k++)
-                        acc += (double)dw->w_hh[(size_t)g * H + k] * h[k];
-                    gates[g] = acc;
-                }
-                for (int j = 0; j < H; j++) {
-                    double ig = sigm(gates[j]), fg = sigm(gates[H + j]);
-                    double gg = tanh(gates[2 * H + j]), og = sigm(gates[3 * H + j]);
-                    c[j] = fg * c[j] + ig * gg;
-                    h[j] = og * tanh(c[j]);
-                    out[(size_t)t * 2 * H + d * H + j] = h[j];
-                }
-            }
-        }
-        in_w = 2 * H;
-        memcpy(in, out, sizeof(double) * T * 2 * H);
-    }
-    free(in);
-    free(gates);
-}
-
 /* ---- records ------------------------------------------------------------- */
 
 static const char *tier_name(int tier, char *buf, size_t len)
@@ -591,7 +546,7 @@ static int lstm_accuracy(const gf_qualify_ctx *ctx, const gf_candidate *cand, in
         if (q > 0 && seqs[q] == seqs[q - 1])
             continue;
         int b = seqs[q];
-        lstm_stack_f64(w->dirs, x + (size_t)b * LSTM_T * LSTM_IN, ref);
+        gf_lstm_ref(w->dirs, LSTM_LAYERS, LSTM_IN, LSTM_H, LSTM_T, x + (size_t)b * LSTM_T * LSTM_IN, ref);
         for (size_t i = 0; i < per; i++) {
             double a = got[(size_t)b * per + i];
             if (!acc_add(&e, a, ref[i]) && e.mismatches <= 5)

@@ -1,0 +1,141 @@
+/* test_gpu_lstm.c — the segmentation network's LSTM stack (worker/lstm_gpu.c:
+ * 4 bidirectional layers of 128, 60 inputs, 589 steps) on its own route
+ * against the float64 definition (gf_lstm_ref), every output of the
+ * sequences checked: batches of 1, 17 and 32, the first and last sequences
+ * of each; and the library route on the batch of 17. fp32 math (the input projections' GEMMs in pedantic fp32): within
+ * 1e-4 + 1e-3·|ref|, qualify's bound. Outputs are poisoned with NaN first.
+ * Skips cleanly where there is no CUDA device or the card's shared memory
+ * per block is too small for the own kernel. Run by `make gpu-check`. */
+#include "common/error.h"
+#include "worker/blas_gpu.h"
+#include "worker/gpu.h"
+#include "worker/lstm_gpu.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "tests/gpu/gpu_fixture.h"
+
+#define LAYERS 4
+#define IN 60
+#define H 128
+#define G (4 * H)
+#define T 589
+#define MAX_B 32
+
+typedef struct {
+    float *buf[LAYERS][2][4];
+    gf_lstm_gpu_dir dirs[LAYERS][2];
+} weights;
+
+/* PyTorch's default initialisation range, U(-1/sqrt(H), 1/sqrt(H)). */
+static void weights_random(weights *w, unsigned *seed)
+{
+    const float a = 1.0f / sqrtf((float)H);
+    for (int l = 0; l < LAYERS; l++)
+        for (int d = 0; d < 2; d++) {
+            size_t n[4] = { (size_t)G * (l ? 2 * H : IN), (size_t)G * H, G, G };
+            for (int k = 0; k < 4; k++) {
+                w->buf[l][d][k] = malloc(sizeof(float) * n[k]);
+                for (size_t i = 0; i < n[k]; i++)
+                    w->buf[l][d][k][i] = a * frand(seed);
+            }
+            w->dirs[l][d] = (gf_lstm_gpu_dir){ w->buf[l][d][0], w->buf[l][d][1], w->buf[l][d][2],
+                                               w->buf[l][d][3] };
+        }
+}
+
+static void weights_free(weights *w)
+{
+    for (int l = 0; l < LAYERS; l++)
+        for (int d = 0; d < 2; d++)
+            for (int k = 0; k < 4; k++)
+                free(w->buf[l][d][k]);
+}
+
+/* Run the stack on B sequences of x (on the card) and check sequences 0 and
+ * B - 1 on every output; returns the mismatches. */
+static int check_batch(gf_lstm_gpu *l, const weights *w, const float *x, gf_cu_ptr dx, int B,
+                       const char *what)
+{
+    const size_t per = (size_t)T * 2 * H;
+    float *got = malloc(sizeof(float) * per * B);
+    double *ref = malloc(sizeof(double) * per);
+    gf_cu_ptr out = 0;
+    assert_int_equal(gf_lstm_gpu_poison(l), 0);
+    assert_int_equal(gf_lstm_gpu_run(l, GF_MATH_FP32, dx, B, &out), 0);
+    assert_int_equal(gf_gpu_download(gpu, got, out, sizeof(float) * per * B), 0);
+    int bad = 0;
+    double worst = 0.0;
+    int seqs[2] = { 0, B - 1 };
+    for (int q = 0; q < (B > 1 ? 2 : 1); q++) {
+        int b = seqs[q];
+        gf_lstm_ref(w->dirs, LAYERS, IN, H, T, x + (size_t)b * T * IN, ref);
+        for (size_t i = 0; i < per; i++) {
+            double g = got[(size_t)b * per + i], e = fabs(g - ref[i]);
+            double tol = 1e-4 + 1e-3 * fabs(ref[i]);
+            if (!(e <= tol)) {
+                if (bad++ < 5)
+                    printf("%s: sequence %d element %zu: %.9g vs %.9g\n", what, b, i, g, ref[i]);
+            } else if (e / tol > worst) {
+                worst = e / tol;
+            }
+        }
+    }
+    printf("%s, batch %d: sequences 0 and %d, worst error %.2f of the bound, %d outside\n", what,
+           B, B - 1, worst, bad);
+    free(got);
+    free(ref);
+    return bad;
+}
+
+static void test_own_and_library(void **state)
+{
+    (void)state;
+    NEED_GPU();
+    unsigned seed = 20261201u;
+    weights w;
+    weights_random(&w, &seed);
+    float *x = malloc(sizeof(float) * (size_t)MAX_B * T * IN);
+    for (size_t i = 0; i < (size_t)MAX_B * T * IN; i++)
+        x[i] = frand(&seed);
+    gf_blas_gpu *blas = NULL;
+    assert_int_equal(gf_blas_gpu_open(gpu, &blas), 0);
+    gf_lstm_gpu *l = gf_lstm_gpu_new(gpu, blas, LAYERS, IN, H, w.dirs, MAX_B, T);
+    assert_non_null(l);
+    gf_cu_ptr dx = 0;
+    assert_int_equal(gf_gpu_alloc(gpu, sizeof(float) * (size_t)MAX_B * T * IN, &dx), 0);
+    assert_int_equal(gf_gpu_upload(gpu, dx, x, sizeof(float) * (size_t)MAX_B * T * IN), 0);
+    int rc = gf_lstm_gpu_set_route(l, GF_ROUTE_OWN, NULL);
+    if (rc == GF_EUNSUP) {
+        printf("the own LSTM kernel does not fit this card: skipping\n");
+    } else {
+        assert_int_equal(rc, 0);
+        int bad = check_batch(l, &w, x, dx, 1, "own");
+        bad += check_batch(l, &w, x, dx, 17, "own");
+        bad += check_batch(l, &w, x, dx, 32, "own");
+        assert_int_equal(bad, 0);
+    }
+    assert_int_equal(gf_lstm_gpu_set_route(l, GF_ROUTE_LIBRARY, NULL), 0);
+    assert_int_equal(check_batch(l, &w, x, dx, 17, "library"), 0);
+    assert_int_equal(gf_lstm_gpu_run(l, GF_MATH_FP32, dx, MAX_B + 1, &(gf_cu_ptr){ 0 }), GF_EINVAL);
+    gf_gpu_free(gpu, dx);
+    gf_lstm_gpu_destroy(&l);
+    gf_blas_gpu_destroy(&blas);
+    weights_free(&w);
+    free(x);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_own_and_library),
+    };
+    return cmocka_run_group_tests(tests, gpu_setup, gpu_teardown);
+}

@@ -85,7 +85,7 @@ static void print_text(const gf_card_identity *card, const char *dir, const gf_e
     for (size_t i = 0; i < n; i++) {
         const gf_route *r = &routes[i];
         printf("%-26s %5d %-4s  %-7s %-15s %s\n", r->boundary, r->batch, gf_math_name(r->math),
-               r->kind == GF_ROUTE_OWN ? "own" : "library", gf_route_why_name(r->why), r->detail);
+               gf_route_kind_name(r->kind), gf_route_why_name(r->why), r->detail);
     }
     free(id);
 }

@@ -100,6 +100,18 @@ int gf_gpu_launch(gf_gpu *self, gf_cu_function f, unsigned gx, unsigned gy, unsi
 int gf_gpu_timing_begin(gf_gpu *self, const char *stage, const char *route);
 int gf_gpu_timing_end(gf_gpu *self);
 void gf_gpu_timing_collect(gf_gpu *self, gf_devstats *stats);
+
+/* One timed stage: where stats is not NULL, begin/end events on gpu bracket
+ * the launches of call (an int expression; its error returns from the caller,
+ * as GF_TRY does). */
+#define GF_GPU_STAGE(gpu, stats, stage, route, call)                  \
+    do {                                                              \
+        if (stats)                                                    \
+            GF_TRY(gf_gpu_timing_begin(gpu, stage, route));           \
+        GF_TRY(call);                                                 \
+        if (stats)                                                    \
+            GF_TRY(gf_gpu_timing_end(gpu));                           \
+    } while (0)
 /* Forget the last region, begun and not ended, when nothing was launched in
  * it (the work went elsewhere): it is then neither measured nor failed. */
 void gf_gpu_timing_drop(gf_gpu *self);

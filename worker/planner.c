@@ -349,6 +349,11 @@ int gf_plan_all(const gf_planner *pl, gf_route **out, size_t *n)
     return 0;
 }
 
+const char *gf_route_kind_name(gf_route_kind kind)
+{
+    return kind == GF_ROUTE_OWN ? "own" : "library";
+}
+
 const char *gf_route_why_name(gf_route_why why)
 {
     switch (why) {
@@ -375,7 +380,7 @@ struct json_object *gf_route_to_json(const gf_route *r)
     json_object_object_add(o, "batch", json_object_new_int(r->batch));
     json_object_object_add(o, "math", json_object_new_string(gf_math_name(r->math)));
     json_object_object_add(o, "route",
-                           json_object_new_string(r->kind == GF_ROUTE_OWN ? "own" : "library"));
+                           json_object_new_string(gf_route_kind_name(r->kind)));
     json_object_object_add(o, "why", json_object_new_string(gf_route_why_name(r->why)));
     json_object_object_add(o, "detail", json_object_new_string(r->detail));
     if (r->binding) {

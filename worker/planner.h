@@ -136,6 +136,8 @@ int gf_plan_all(const gf_planner *pl, gf_route **out, size_t *n);
 
 /* "evidence", "force-library", "no-binding", ... */
 const char *gf_route_why_name(gf_route_why why);
+/* "own" or "library": the route's name in plans and device timing. */
+const char *gf_route_kind_name(gf_route_kind kind);
 
 /* A route as a json-c object (the caller puts it): tuple, route, why,
  * detail, and for own routes the binding (id, file, line), the module and

@@ -367,21 +367,6 @@ int gf_embedding_gpu_trunk(gf_embedding_gpu *s, gf_cu_ptr feats, int B, gf_devst
     return 0;
 }
 
-static const char *route_name(gf_route_kind kind)
-{
-    return kind == GF_ROUTE_OWN ? "own" : "library";
-}
-
-/* Run one timed stage: begin/end events bracket the call's launches. */
-#define STAGE_ON(name, route, call)                                   \
-    do {                                                              \
-        if (stats)                                                    \
-            GF_TRY(gf_gpu_timing_begin(s->gpu, name, route));         \
-        GF_TRY(call);                                                 \
-        if (stats)                                                    \
-            GF_TRY(gf_gpu_timing_end(s->gpu));                        \
-    } while (0)
-
 int gf_embedding_gpu_pool(gf_embedding_gpu *s, int B, const int *job_window, const float *masks,
                           int n_jobs, float *emb, gf_devstats *stats)
 {
@@ -398,10 +383,12 @@ int gf_embedding_gpu_pool(gf_embedding_gpu *s, int B, const int *job_window, con
     if (n_jobs > 0) {
         resize_masks(masks, n_jobs, s->host_masks);
         GF_TRY(gf_pool_gpu_jobs(s->pool, B, job_window, s->host_masks, n_jobs));
-        STAGE_ON("pooling.stats", route_name(gf_pool_gpu_route(s->pool)),
-                 gf_pool_gpu_run(s->pool, s->trunk_out, s->pooled));
-        STAGE_ON("embedding.seg_1", route_name(gf_seg1_gpu_route(s->seg1)),
-                 gf_seg1_gpu_run(s->seg1, s->math, s->pooled, n_jobs, s->emb));
+        GF_GPU_STAGE(s->gpu, stats, "pooling.stats",
+                     gf_route_kind_name(gf_pool_gpu_route(s->pool)),
+                     gf_pool_gpu_run(s->pool, s->trunk_out, s->pooled));
+        GF_GPU_STAGE(s->gpu, stats, "embedding.seg_1",
+                     gf_route_kind_name(gf_seg1_gpu_route(s->seg1)),
+                     gf_seg1_gpu_run(s->seg1, s->math, s->pooled, n_jobs, s->emb));
         GF_TRY(gf_gpu_download(s->gpu, emb, s->emb, sizeof(float) * (size_t)n_jobs * GF_EMB_DIM));
     }
     GF_TRY(gf_gpu_sync(s->gpu));

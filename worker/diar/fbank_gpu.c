@@ -293,21 +293,16 @@ int gf_fbank_gpu_run(gf_fbank_gpu *s, const float *wave, int B, float *feats, gf
     return gf_fbank_gpu_run_dev(s, s->wave, B, feats, stats);
 }
 
-static const char *route_name(gf_route_kind k)
-{
-    return k == GF_ROUTE_OWN ? "own" : "library";
-}
-
 int gf_fbank_gpu_run_dev(gf_fbank_gpu *s, gf_cu_ptr wave, int B, float *feats,
                          gf_devstats *stats)
 {
     GF_TRY(check_batch(s, B));
     if (stats)
-        GF_TRY(gf_gpu_timing_begin(s->gpu, "fbank.dft", route_name(s->route[DFT])));
+        GF_TRY(gf_gpu_timing_begin(s->gpu, "fbank.dft", gf_route_kind_name(s->route[DFT])));
     GF_TRY(run_dft(s, wave, B));
     if (stats) {
         GF_TRY(gf_gpu_timing_end(s->gpu));
-        GF_TRY(gf_gpu_timing_begin(s->gpu, "fbank.mel", route_name(s->route[MEL])));
+        GF_TRY(gf_gpu_timing_begin(s->gpu, "fbank.mel", gf_route_kind_name(s->route[MEL])));
     }
     GF_TRY(run_mel(s, B));
     if (stats)

@@ -336,16 +336,6 @@ int gf_segmentation_gpu_apply_plan(gf_segmentation_gpu *s, const gf_planner *pl,
     return 0;
 }
 
-/* Run one timed stage: begin/end events bracket the call's launches. */
-#define STAGE_ON(name, route, call)                                    \
-    do {                                                               \
-        if (stats)                                                     \
-            GF_TRY(gf_gpu_timing_begin(s->gpu, name, route));             \
-        GF_TRY(call);                                                     \
-        if (stats)                                                     \
-            GF_TRY(gf_gpu_timing_end(s->gpu));                            \
-    } while (0)
-
 gf_cu_ptr gf_segmentation_gpu_input(const gf_segmentation_gpu *s)
 {
     return s->wave;
@@ -368,23 +358,23 @@ int gf_segmentation_gpu_run_dev(gf_segmentation_gpu *s, int B, float *logp, gf_d
         GF_ERROR("segmentation (gpu): batch of %d windows, capacity %d", B, s->max_batch);
         return GF_EINVAL;
     }
-    STAGE_ON("sincnet.conv0.abs_pool",
-             gf_sinc_gpu_route(s->sinc) == GF_ROUTE_OWN ? "own" : "library", sincnet(s, B));
-    STAGE_ON("segconv.conv1", gf_segconv_gpu_route(s->segconv[0]) == GF_ROUTE_OWN ? "own"
-                                                                               : "library",
-             conv_stage(s, B, s->p1, 0, s->p2));
-    STAGE_ON("segconv.conv2", gf_segconv_gpu_route(s->segconv[1]) == GF_ROUTE_OWN ? "own"
-                                                                               : "library",
-             conv_stage(s, B, s->p2, 1, s->p3));
-    STAGE_ON("lstm.stack", gf_lstm_gpu_route(s->lstm) == GF_ROUTE_OWN ? "own" : "library",
-             lstm_stack(s, B));
+    GF_GPU_STAGE(s->gpu, stats, "sincnet.conv0.abs_pool",
+                 gf_route_kind_name(gf_sinc_gpu_route(s->sinc)), sincnet(s, B));
+    GF_GPU_STAGE(s->gpu, stats, "segconv.conv1",
+                 gf_route_kind_name(gf_segconv_gpu_route(s->segconv[0])),
+                 conv_stage(s, B, s->p1, 0, s->p2));
+    GF_GPU_STAGE(s->gpu, stats, "segconv.conv2",
+                 gf_route_kind_name(gf_segconv_gpu_route(s->segconv[1])),
+                 conv_stage(s, B, s->p2, 1, s->p3));
+    GF_GPU_STAGE(s->gpu, stats, "lstm.stack", gf_route_kind_name(gf_lstm_gpu_route(s->lstm)),
+                 lstm_stack(s, B));
     /* The head, a layer a stage: LSTM output → lin0 → lin1 → log-probabilities. */
     const gf_cu_ptr head_in[3] = { s->lstm_out, s->lin0, s->lin1 };
     const gf_cu_ptr head_out[3] = { s->lin0, s->lin1, s->out };
     for (int i = 0; i < 3; i++)
-        STAGE_ON(dense_names[i], gf_dense_gpu_route(s->dense[i]) == GF_ROUTE_OWN ? "own"
-                                                                                : "library",
-                 gf_dense_gpu_run(s->dense[i], s->math, head_in[i], B * T, head_out[i]));
+        GF_GPU_STAGE(s->gpu, stats, dense_names[i],
+                     gf_route_kind_name(gf_dense_gpu_route(s->dense[i])),
+                     gf_dense_gpu_run(s->dense[i], s->math, head_in[i], B * T, head_out[i]));
     GF_TRY(gf_gpu_download(s->gpu, logp, s->out, (size_t)B * T * CLASSES * sizeof(float)));
     if (stats)
         gf_gpu_timing_collect(s->gpu, stats);

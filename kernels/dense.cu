@@ -1,8 +1,10 @@
 // dense.cu — the project's own kernels for the segmentation network's head:
 // dense.linear0 (256 → 128) and dense.linear1 (128 → 128), each a matrix
 // product with bias and leaky ReLU fused, and dense.classifier (128 → 7) with
-// bias and log-softmax over the 7 classes fused. Float32 FMAs in both math
-// modes (no tensor cores). The library route runs cuBLAS's SGEMM, which
+// bias and log-softmax over the 7 classes fused. The linear layers in
+// float32 FMAs (math mode fp32) or on the tensor cores in tf32 (math mode
+// tf32, as the library then runs); the classifier in float32 FMAs in both
+// modes. The library route runs cuBLAS's SGEMM, which
 // tiles these N = 128 and N = 7 shapes poorly, then one or two glue kernels
 // that read and write the whole output again.
 // CPU reference: kernels/linear.c and kernels/logsoftmax.c; the float64
@@ -24,6 +26,22 @@
 // float64 as the glue kernel does; lanes 0-6 write one class each. The
 // classifier's weights (3.5 KB) in shared memory. Block of 128 threads, 16
 // rows; grid rows / 16.
+//
+// gf_dense_lrelu_tf32_m64 / _m16 (math mode tf32): the same product on the
+// tensor cores, mma.sync m16n8k8 tf32 with float32 accumulation, operands
+// rounded to tf32 by cvt.rna as cuBLAS does (the weights at upload, x as its
+// fragments are read). Block of 128 threads owns BM rows (64 or 16) x all 128
+// outputs; warp w the columns 32w .. 32w + 31 (4 n-tiles of 8) of all BM rows
+// (BM / 16 m-tiles), so each weight fragment is read by one warp of a block
+// and the x tile is shared by the four. x's whole [BM][K] tile comes into
+// dynamic shared memory by 16-byte cp.async, rows padded to K + 4 floats so
+// that a fragment's 32 reads fall in 32 banks, in two groups (K's halves):
+// the first half is multiplied while the second lands. The weights come
+// packed at upload in fragment order, [K/8][16 n-tiles][32 lanes] x 2 words,
+// so a warp's B fragment is one 256-byte __ldg. Dynamic shared memory
+// BM x (K + 4) x 4 bytes: 66.5 KB (m64, K 256), 16.6 KB (m16, K 256). Grid:
+// rows / BM. Needs sm_80: the sm75 tier traps (worker/dense_gpu.c runs the
+// float32 kernels there).
 
 #define DENSE_N 128                      // outputs of the two linear layers
 #define DENSE_BK 16                      // K slice per shared-memory stage
@@ -34,6 +52,57 @@
 #define CLS_LANES 8                      // lanes a row
 #define CLS_THREADS 128
 #define CLS_ROWS (CLS_THREADS / CLS_LANES)   // 16
+
+__device__ __forceinline__ unsigned to_tf32(float v)
+{
+    unsigned u;
+#if __CUDA_ARCH__ >= 800
+    asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(u) : "f"(v));
+#else
+    u = __float_as_uint(v);
+#endif
+    return u;
+}
+
+// One tf32 mma.m16n8k8 into four float32 accumulators. Fragments (lane =
+// 4g + t): a0 (row g, k t), a1 (g + 8, t), a2 (g, t + 4), a3 (g + 8, t + 4);
+// b0 (k t, column g), b1 (t + 4, g); c0, c1 (row g, columns 2t, 2t + 1),
+// c2, c3 (row g + 8, the same columns).
+__device__ __forceinline__ void mma_tf32(float (&c)[4], const unsigned (&a)[4], unsigned b0,
+                                         unsigned b1)
+{
+#if __CUDA_ARCH__ >= 800
+    asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 "
+                 "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+#endif
+}
+
+// 16 bytes global → shared; src_bytes 0 fills the 16 bytes with zeros.
+__device__ __forceinline__ void cp_async16(void *dst, const void *src, int src_bytes)
+{
+#if __CUDA_ARCH__ >= 800
+    const unsigned d = (unsigned)__cvta_generic_to_shared(dst);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(d), "l"(src),
+                 "r"(src_bytes));
+#endif
+}
+
+__device__ __forceinline__ void cp_async_commit()
+{
+#if __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.commit_group;");
+#endif
+}
+
+template <int N>
+__device__ __forceinline__ void cp_async_wait()
+{
+#if __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.wait_group %0;" ::"n"(N));
+#endif
+}
 
 template <int TM>
 __device__ __forceinline__ void dense_lrelu(const float *__restrict__ x, int rows, int k_in,
@@ -152,6 +221,93 @@ __device__ __forceinline__ void dense_lrelu(const float *__restrict__ x, int row
     }
 }
 
+template <int BM>
+__device__ __forceinline__ void dense_lrelu_tf32(const float *__restrict__ x, int rows, int k_in,
+                                                 const uint2 *__restrict__ wp,
+                                                 const float *__restrict__ bias, float slope,
+                                                 float *__restrict__ out)
+{
+#if __CUDA_ARCH__ >= 800
+    constexpr int MT = BM / 16;                    // m-tiles a warp
+    constexpr int NT = 4;                          // n-tiles a warp: 32 columns
+    extern __shared__ __align__(16) float xs[];    // [BM][k_in + 4]
+    const int pitch = k_in + 4;
+    const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
+    const int m0 = blockIdx.x * BM;
+    const int hq = k_in / 8;                       // float4s of a row's half of K
+
+    // Both halves of the tile in flight; rows past the end read as zeros
+    // (from row 0's address, which exists: rows >= 1).
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+        for (int i = tid; i < BM * hq; i += DENSE_THREADS) {
+            const int r = i / hq, c = h * (k_in / 2) + 4 * (i % hq);
+            const bool ok = m0 + r < rows;
+            cp_async16(xs + r * pitch + c, x + (long)(ok ? m0 + r : 0) * k_in + c, ok ? 16 : 0);
+        }
+        cp_async_commit();
+    }
+
+    float acc[MT][NT][4];
+#pragma unroll
+    for (int i = 0; i < MT; i++)
+#pragma unroll
+        for (int j = 0; j < NT; j++)
+            acc[i][j][0] = acc[i][j][1] = acc[i][j][2] = acc[i][j][3] = 0.0f;
+
+    // The packed weights: fragment (k-tile kt, n-tile 4·warp + j) of this lane.
+    const uint2 *wl = wp + warp * NT * 32 + lane;
+    const float *xa = xs + g * pitch + t;          // this lane's a0 in m-tile 0, k-tile 0
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+        if (h == 0)
+            cp_async_wait<1>();
+        else
+            cp_async_wait<0>();
+        __syncthreads();
+        const int kt1 = (h + 1) * (k_in / 16);
+#pragma unroll 2
+        for (int kt = h * (k_in / 16); kt < kt1; kt++) {
+            uint2 b[NT];
+#pragma unroll
+            for (int j = 0; j < NT; j++)
+                b[j] = __ldg(wl + (kt * (DENSE_N / 8) + j) * 32);
+#pragma unroll
+            for (int i = 0; i < MT; i++) {
+                const float *p = xa + i * 16 * pitch + kt * 8;
+                const unsigned a[4] = { to_tf32(p[0]), to_tf32(p[8 * pitch]), to_tf32(p[4]),
+                                        to_tf32(p[8 * pitch + 4]) };
+#pragma unroll
+                for (int j = 0; j < NT; j++)
+                    mma_tf32(acc[i][j], a, b[j].x, b[j].y);
+            }
+        }
+    }
+
+#pragma unroll
+    for (int j = 0; j < NT; j++) {
+        const int n = warp * 32 + j * 8 + 2 * t;
+        const float2 bb = __ldg(reinterpret_cast<const float2 *>(bias + n));
+#pragma unroll
+        for (int i = 0; i < MT; i++)
+#pragma unroll
+            for (int hf = 0; hf < 2; hf++) {
+                const int row = m0 + i * 16 + g + 8 * hf;
+                if (row >= rows)
+                    continue;
+                float2 v;
+                v.x = acc[i][j][2 * hf] + bb.x;
+                v.y = acc[i][j][2 * hf + 1] + bb.y;
+                v.x = v.x > 0.0f ? v.x : v.x * slope;
+                v.y = v.y > 0.0f ? v.y : v.y * slope;
+                *reinterpret_cast<float2 *>(out + (long)row * DENSE_N + n) = v;
+            }
+    }
+#else
+    __trap();
+#endif
+}
+
 // x [rows][k_in] (k_in a multiple of 16, rows 16-byte aligned); wt4 the
 // weights [k_in][128] (transposed at upload) as float4; bias [128];
 // out [rows][128]. Grid ceil(rows / 32), 128 threads.
@@ -176,6 +332,30 @@ gf_dense_lrelu_m8(const float *__restrict__ x, int rows, int k_in, const float4 
                   const float *__restrict__ bias, float slope, float *__restrict__ out)
 {
     dense_lrelu<2>(x, rows, k_in, wt4, bias, slope, out);
+}
+
+// Math mode tf32. x [rows][k_in] (k_in a multiple of 16, rows 16-byte
+// aligned); wp the weights rounded to tf32 and packed in fragment order
+// (worker/dense_gpu.c): word pair [(k_in/8 tile kt)·16 + n-tile][lane] =
+// (w[8·nt + lane/4][8·kt + lane%4], the same at k + 4); bias [128]; out
+// [rows][128]. Grid ceil(rows / 64), 128 threads, 64 · (k_in + 4) · 4 bytes
+// of dynamic shared memory.
+extern "C" __global__ void __launch_bounds__(DENSE_THREADS)
+gf_dense_lrelu_tf32_m64(const float *__restrict__ x, int rows, int k_in,
+                        const uint2 *__restrict__ wp, const float *__restrict__ bias, float slope,
+                        float *__restrict__ out)
+{
+    dense_lrelu_tf32<64>(x, rows, k_in, wp, bias, slope, out);
+}
+
+// The same with 16 rows a block, for fewer rows: grid ceil(rows / 16),
+// 16 · (k_in + 4) · 4 bytes of dynamic shared memory.
+extern "C" __global__ void __launch_bounds__(DENSE_THREADS)
+gf_dense_lrelu_tf32_m16(const float *__restrict__ x, int rows, int k_in,
+                        const uint2 *__restrict__ wp, const float *__restrict__ bias, float slope,
+                        float *__restrict__ out)
+{
+    dense_lrelu_tf32<16>(x, rows, k_in, wp, bias, slope, out);
 }
 
 // x [rows][128]; w [7][128] and bias [7] as loaded; out [rows][7] the

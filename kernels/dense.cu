@@ -29,23 +29,32 @@
 //
 // gf_dense_lrelu_tf32_m64 / _m16 (math mode tf32): the same product on the
 // tensor cores, mma.sync m16n8k8 tf32 with float32 accumulation, operands
-// rounded to tf32 by cvt.rna as cuBLAS does (the weights at upload, x as its
-// fragments are read). Block of 128 threads owns BM rows (64 or 16) x all 128
-// outputs; warp w the columns 32w .. 32w + 31 (4 n-tiles of 8) of all BM rows
-// (BM / 16 m-tiles), so each weight fragment is read by one warp of a block
-// and the x tile is shared by the four. x's whole [BM][K] tile comes into
-// dynamic shared memory by 16-byte cp.async, rows padded to K + 4 floats so
-// that a fragment's 32 reads fall in 32 banks, in two groups (K's halves):
-// the first half is multiplied while the second lands. The weights come
-// packed at upload in fragment order, [K/8][16 n-tiles][32 lanes] x 2 words,
-// so a warp's B fragment is one 256-byte __ldg. Dynamic shared memory
-// BM x (K + 4) x 4 bytes: 66.5 KB (m64, K 256), 16.6 KB (m16, K 256). Grid:
-// rows / BM. Needs sm_80: the sm75 tier traps (worker/dense_gpu.c runs the
-// float32 kernels there).
+// rounded to tf32 as cvt.rna does, as cuBLAS does (the weights at upload,
+// x as its fragments are read, by an integer add and mask). Block of 128
+// threads owns BM rows (64 or 16) x all 128 outputs; warp w the columns
+// 32w .. 32w + 31 (4 n-tiles of 8) of all BM rows (BM / 16 m-tiles), so
+// each weight fragment is read by one warp of a block and the x tile is
+// shared by the four. x's whole [BM][K] tile comes into dynamic shared
+// memory by 16-byte cp.async in four groups (K's quarters), each quarter
+// multiplied as soon as it lands while the later ones are in flight. K is
+// walked 16 at a time (two k-tiles of 8) with k permuted inside those 16,
+// the same way for x and the weights (a sum does not care in which order
+// it adds): lane 4g + t holds k 4t .. 4t + 3, so one 16-byte shared load
+// gives a row's fragment words for both k-tiles and one 16-byte global load
+// the weights'. Rows are padded to K + 16 floats, so the 16-byte loads of
+// eight lanes (rows g and g + 1) fall in 32 banks. The weights come rounded
+// and packed at upload as [K/16][16 n-tiles][32 lanes] x 4 words (the four
+// k of the lane, of output 8·nt + g), read PF pairs ahead (2 for m64, 4 for
+// m16, where fewer warps an SM hide L2's latency). Dynamic shared memory
+// BM x (K + 16) x 4 bytes: 69.6 KB (m64, K 256: three blocks an SM), 17.4 KB
+// (m16, K 256). Grid: rows / BM. K a multiple of 64. Needs sm_80: the sm75
+// tier traps (worker/dense_gpu.c runs the float32 kernels there).
 
 #define DENSE_N 128                      // outputs of the two linear layers
 #define DENSE_BK 16                      // K slice per shared-memory stage
 #define DENSE_THREADS 128
+#define DENSE_TF32_PAD 16                // tf32 tile row padding: 16-byte fragment loads
+                                         // of 8 lanes (rows g, g + 1) fall in 32 banks
 
 #define CLS_C 7
 #define CLS_K 128
@@ -53,15 +62,12 @@
 #define CLS_THREADS 128
 #define CLS_ROWS (CLS_THREADS / CLS_LANES)   // 16
 
-__device__ __forceinline__ unsigned to_tf32(float v)
+// v rounded to tf32 as cvt.rna does (to nearest, ties away from zero) by an
+// integer add and a mask on its bits, which keeps the conversion unit out of
+// the inner loop. Finite values; an infinity stays one.
+__device__ __forceinline__ unsigned round_tf32(float v)
 {
-    unsigned u;
-#if __CUDA_ARCH__ >= 800
-    asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(u) : "f"(v));
-#else
-    u = __float_as_uint(v);
-#endif
-    return u;
+    return (__float_as_uint(v) + 0x1000u) & 0xffffe000u;
 }
 
 // One tf32 mma.m16n8k8 into four float32 accumulators. Fragments (lane =
@@ -221,27 +227,28 @@ __device__ __forceinline__ void dense_lrelu(const float *__restrict__ x, int row
     }
 }
 
-template <int BM>
+template <int BM, int PF>
 __device__ __forceinline__ void dense_lrelu_tf32(const float *__restrict__ x, int rows, int k_in,
-                                                 const uint2 *__restrict__ wp,
+                                                 const uint4 *__restrict__ wp,
                                                  const float *__restrict__ bias, float slope,
                                                  float *__restrict__ out)
 {
 #if __CUDA_ARCH__ >= 800
     constexpr int MT = BM / 16;                    // m-tiles a warp
     constexpr int NT = 4;                          // n-tiles a warp: 32 columns
-    extern __shared__ __align__(16) float xs[];    // [BM][k_in + 4]
-    const int pitch = k_in + 4;
+    extern __shared__ __align__(16) float xs[];    // [BM][k_in + 16]
+    const int pitch = k_in + DENSE_TF32_PAD;
     const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
     const int m0 = blockIdx.x * BM;
-    const int hq = k_in / 8;                       // float4s of a row's half of K
+    const int gq = k_in / 16;                      // float4s of a row's quarter of K
+    const int np = k_in / 16, ppg = np / 4;        // k pairs (16 k), pairs a quarter
 
-    // Both halves of the tile in flight; rows past the end read as zeros
-    // (from row 0's address, which exists: rows >= 1).
+    // The four quarters of the tile in flight; rows past the end read as
+    // zeros (from row 0's address, which exists: rows >= 1).
 #pragma unroll
-    for (int h = 0; h < 2; h++) {
-        for (int i = tid; i < BM * hq; i += DENSE_THREADS) {
-            const int r = i / hq, c = h * (k_in / 2) + 4 * (i % hq);
+    for (int q = 0; q < 4; q++) {
+        for (int i = tid; i < BM * gq; i += DENSE_THREADS) {
+            const int r = i / gq, c = q * (k_in / 4) + 4 * (i % gq);
             const bool ok = m0 + r < rows;
             cp_async16(xs + r * pitch + c, x + (long)(ok ? m0 + r : 0) * k_in + c, ok ? 16 : 0);
         }
@@ -255,32 +262,54 @@ __device__ __forceinline__ void dense_lrelu_tf32(const float *__restrict__ x, in
         for (int j = 0; j < NT; j++)
             acc[i][j][0] = acc[i][j][1] = acc[i][j][2] = acc[i][j][3] = 0.0f;
 
-    // The packed weights: fragment (k-tile kt, n-tile 4·warp + j) of this lane.
-    const uint2 *wl = wp + warp * NT * 32 + lane;
-    const float *xa = xs + g * pitch + t;          // this lane's a0 in m-tile 0, k-tile 0
+    // The packed weights: pair p, n-tile 4·warp + j, this lane; PF pairs
+    // ahead in registers.
+    const uint4 *wl = wp + warp * NT * 32 + lane;
+    uint4 b[PF][NT];
 #pragma unroll
-    for (int h = 0; h < 2; h++) {
-        if (h == 0)
-            cp_async_wait<1>();
-        else
-            cp_async_wait<0>();
-        __syncthreads();
-        const int kt1 = (h + 1) * (k_in / 16);
-#pragma unroll 2
-        for (int kt = h * (k_in / 16); kt < kt1; kt++) {
-            uint2 b[NT];
+    for (int f = 0; f < PF; f++)
 #pragma unroll
-            for (int j = 0; j < NT; j++)
-                b[j] = __ldg(wl + (kt * (DENSE_N / 8) + j) * 32);
+        for (int j = 0; j < NT; j++)
+            b[f][j] = __ldg(wl + (f * (DENSE_N / 8) + j) * 32);
+    const float *xa = xs + g * pitch + 4 * t;      // this lane's k of pair 0, m-tile 0, row g
+    for (int p0 = 0; p0 < np; p0 += PF) {
+#pragma unroll
+        for (int f = 0; f < PF; f++) {
+            const int p = p0 + f;
+            if (p % ppg == 0) {                    // a quarter begins: its copies landed
+                switch (p / ppg) {
+                case 0: cp_async_wait<3>(); break;
+                case 1: cp_async_wait<2>(); break;
+                case 2: cp_async_wait<1>(); break;
+                default: cp_async_wait<0>(); break;
+                }
+                __syncthreads();
+            }
+            float4 va[MT][2];
 #pragma unroll
             for (int i = 0; i < MT; i++) {
-                const float *p = xa + i * 16 * pitch + kt * 8;
-                const unsigned a[4] = { to_tf32(p[0]), to_tf32(p[8 * pitch]), to_tf32(p[4]),
-                                        to_tf32(p[8 * pitch + 4]) };
+                va[i][0] = *reinterpret_cast<const float4 *>(xa + i * 16 * pitch + 16 * p);
+                va[i][1] = *reinterpret_cast<const float4 *>(xa + (i * 16 + 8) * pitch + 16 * p);
+            }
+#pragma unroll
+            for (int sub = 0; sub < 2; sub++)
+#pragma unroll
+                for (int i = 0; i < MT; i++) {
+                    const unsigned a[4] = {
+                        round_tf32(sub ? va[i][0].z : va[i][0].x),
+                        round_tf32(sub ? va[i][1].z : va[i][1].x),
+                        round_tf32(sub ? va[i][0].w : va[i][0].y),
+                        round_tf32(sub ? va[i][1].w : va[i][1].y),
+                    };
+#pragma unroll
+                    for (int j = 0; j < NT; j++)
+                        mma_tf32(acc[i][j], a, sub ? b[f][j].z : b[f][j].x,
+                                 sub ? b[f][j].w : b[f][j].y);
+                }
+            if (p + PF < np)
 #pragma unroll
                 for (int j = 0; j < NT; j++)
-                    mma_tf32(acc[i][j], a, b[j].x, b[j].y);
-            }
+                    b[f][j] = __ldg(wl + ((p + PF) * (DENSE_N / 8) + j) * 32);
         }
     }
 
@@ -334,28 +363,27 @@ gf_dense_lrelu_m8(const float *__restrict__ x, int rows, int k_in, const float4 
     dense_lrelu<2>(x, rows, k_in, wt4, bias, slope, out);
 }
 
-// Math mode tf32. x [rows][k_in] (k_in a multiple of 16, rows 16-byte
-// aligned); wp the weights rounded to tf32 and packed in fragment order
-// (worker/dense_gpu.c): word pair [(k_in/8 tile kt)·16 + n-tile][lane] =
-// (w[8·nt + lane/4][8·kt + lane%4], the same at k + 4); bias [128]; out
-// [rows][128]. Grid ceil(rows / 64), 128 threads, 64 · (k_in + 4) · 4 bytes
-// of dynamic shared memory.
+// Math mode tf32. x [rows][k_in] (k_in a multiple of 64, rows 16-byte
+// aligned); wp the weights rounded to tf32 and packed (worker/dense_gpu.c):
+// word quad [(k pair p) · 16 + n-tile nt][lane 4g + t] = w[8·nt + g][16p +
+// 4t .. 16p + 4t + 3]; bias [128]; out [rows][128]. Grid ceil(rows / 64),
+// 128 threads, 64 · (k_in + 16) · 4 bytes of dynamic shared memory.
 extern "C" __global__ void __launch_bounds__(DENSE_THREADS)
 gf_dense_lrelu_tf32_m64(const float *__restrict__ x, int rows, int k_in,
-                        const uint2 *__restrict__ wp, const float *__restrict__ bias, float slope,
+                        const uint4 *__restrict__ wp, const float *__restrict__ bias, float slope,
                         float *__restrict__ out)
 {
-    dense_lrelu_tf32<64>(x, rows, k_in, wp, bias, slope, out);
+    dense_lrelu_tf32<64, 2>(x, rows, k_in, wp, bias, slope, out);
 }
 
 // The same with 16 rows a block, for fewer rows: grid ceil(rows / 16),
-// 16 · (k_in + 4) · 4 bytes of dynamic shared memory.
+// 16 · (k_in + 16) · 4 bytes of dynamic shared memory.
 extern "C" __global__ void __launch_bounds__(DENSE_THREADS)
 gf_dense_lrelu_tf32_m16(const float *__restrict__ x, int rows, int k_in,
-                        const uint2 *__restrict__ wp, const float *__restrict__ bias, float slope,
+                        const uint4 *__restrict__ wp, const float *__restrict__ bias, float slope,
                         float *__restrict__ out)
 {
-    dense_lrelu_tf32<16>(x, rows, k_in, wp, bias, slope, out);
+    dense_lrelu_tf32<16, 4>(x, rows, k_in, wp, bias, slope, out);
 }
 
 // x [rows][128]; w [7][128] and bias [7] as loaded; out [rows][7] the

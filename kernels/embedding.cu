@@ -23,22 +23,26 @@
 //
 // gf_seg1_splitk_tf32: the same tiles, slices, partial sums and last-block
 // sum, the multiply on the tensor cores (mma.sync m16n8k8 tf32, float32
-// accumulation, both operands rounded by cvt.rna as their fragments are
-// read). A slice is 128 or 256 k (40 or 20 slices; the host picks), and
-// the block's whole slice, pooled [32][ks] and W [64][ks], comes into
-// dynamic shared memory at once by 16-byte cp.async (rows padded to ks + 4
-// floats: a fragment's 32 reads fall in 32 banks), in two groups, the
-// first half of k multiplied while the second lands: 99.8 KB at 256 k, two
-// blocks an SM; there is no chunk loop whose loads wait on each other. Warp
-// w owns outputs 16w .. 16w + 15 (2 n-tiles) of the 32 jobs (2 m-tiles).
-// Needs sm_80: the sm75 tier traps (worker/seg1_gpu.c runs gf_seg1_splitk
-// there).
+// accumulation, both operands rounded as cvt.rna does as their fragments
+// are read, by an integer add and mask). A slice is 128 or 256 k (40 or 20
+// slices; the host picks), and the block's whole slice, pooled [32][ks] and
+// W [64][ks], comes into dynamic shared memory at once by 16-byte cp.async
+// in four groups (the slice's quarters), each quarter multiplied as soon as
+// it lands; there is no chunk loop whose loads wait on each other. Rows are
+// padded to ks + 16 floats and k is permuted inside each 16 as in
+// kernels/dense.cu (lane 4g + t holds k 4t .. 4t + 3 of both k-tiles), so
+// each fragment row is one 16-byte load and eight lanes' loads fall in 32
+// banks: 104.4 KB at 256 k (two blocks an SM), 55.3 KB at 128. Warp w owns
+// outputs 16w .. 16w + 15 (2 n-tiles) of the 32 jobs (2 m-tiles). Needs
+// sm_80: the sm75 tier traps (worker/seg1_gpu.c runs gf_seg1_splitk there).
 
 #define SEG1_JT 32                     // jobs a block
 #define SEG1_NT 64                     // outputs a block
 #define SEG1_KC 32                     // k a chunk
 #define SEG1_PITCH (SEG1_KC + 4)       // shared row pitch, floats
 #define SEG1_THREADS 128
+#define SEG1_TF32_PAD 16               // tf32 slice row padding: 16-byte fragment loads
+                                       // of 8 lanes (rows g, g + 1) fall in 32 banks
 
 // One chunk's loads: 8 threads a row of 32 k (128 bytes); the pooled tile's
 // 32 rows in 2 passes of 16 (rows past the last job read as zeros), W's 64
@@ -179,15 +183,12 @@ gf_seg1_splitk(const float *__restrict__ pooled, int jobs, int K, const float *_
     seg1_finish(bias, N, part, count, out, jobs, jt0, n0, slices, rows);
 }
 
-__device__ __forceinline__ unsigned to_tf32(float v)
+// v rounded to tf32 as cvt.rna does (to nearest, ties away from zero) by an
+// integer add and a mask on its bits, which keeps the conversion unit out of
+// the inner loop. Finite values; an infinity stays one.
+__device__ __forceinline__ unsigned round_tf32(float v)
 {
-    unsigned u;
-#if __CUDA_ARCH__ >= 800
-    asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(u) : "f"(v));
-#else
-    u = __float_as_uint(v);
-#endif
-    return u;
+    return (__float_as_uint(v) + 0x1000u) & 0xffffe000u;
 }
 
 // One tf32 mma.m16n8k8 into four float32 accumulators. Fragments (lane =
@@ -230,9 +231,9 @@ __device__ __forceinline__ void cp_async_wait()
 #endif
 }
 
-// Math mode tf32. Arguments as gf_seg1_splitk's, with K a multiple of 16 ·
-// gridDim.z (a slice's halves whole k-tiles of 8) and (32 + 64) · (K /
-// gridDim.z + 4) · 4 bytes of dynamic shared memory. Grid (N / 64,
+// Math mode tf32. Arguments as gf_seg1_splitk's, with K a multiple of 64 ·
+// gridDim.z (a slice's quarters whole pairs of k-tiles) and (32 + 64) · (K
+// / gridDim.z + 16) · 4 bytes of dynamic shared memory. Grid (N / 64,
 // ceil(jobs / 32), slices), 128 threads.
 extern "C" __global__ void __launch_bounds__(SEG1_THREADS)
 gf_seg1_splitk_tf32(const float *__restrict__ pooled, int jobs, int K,
@@ -244,19 +245,20 @@ gf_seg1_splitk_tf32(const float *__restrict__ pooled, int jobs, int K,
     extern __shared__ __align__(16) float sm[];
     const int n0 = blockIdx.x * SEG1_NT, jt0 = blockIdx.y * SEG1_JT;
     const int slices = gridDim.z, ks = K / slices, kb = blockIdx.z * ks;
-    const int pitch = ks + 4;
+    const int pitch = ks + SEG1_TF32_PAD;
     float *ps = sm;                        // [32][pitch]: the jobs' slice
     float *wsm = sm + SEG1_JT * pitch;     // [64][pitch]: the outputs' weights
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;
-    const int hq = ks / 8;                 // float4s of a row's half slice
+    const int gq = ks / 16;                // float4s of a row's quarter slice
+    const int np = ks / 16, ppg = np / 4;  // k pairs (16 k), pairs a quarter
 
-    // Both halves in flight: 32 pooled rows, then 64 weight rows, 16 bytes a
-    // thread at a time along each row; jobs past the end read as zeros (from
-    // job 0's address, which exists: jobs >= 1).
+    // The four quarters in flight: 32 pooled rows, then 64 weight rows, 16
+    // bytes a thread at a time along each row; jobs past the end read as
+    // zeros (from job 0's address, which exists: jobs >= 1).
 #pragma unroll
-    for (int h = 0; h < 2; h++) {
-        for (int i = tid; i < (SEG1_JT + SEG1_NT) * hq; i += SEG1_THREADS) {
-            const int r = i / hq, c = h * (ks / 2) + 4 * (i % hq);
+    for (int q = 0; q < 4; q++) {
+        for (int i = tid; i < (SEG1_JT + SEG1_NT) * gq; i += SEG1_THREADS) {
+            const int r = i / gq, c = q * (ks / 4) + 4 * (i % gq);
             if (r < SEG1_JT) {
                 const bool ok = jt0 + r < jobs;
                 cp_async16(ps + r * pitch + c, pooled + (long)(ok ? jt0 + r : 0) * K + kb + c,
@@ -275,39 +277,45 @@ gf_seg1_splitk_tf32(const float *__restrict__ pooled, int jobs, int K,
 #pragma unroll
         for (int j = 0; j < 2; j++)
             acc[i][j][0] = acc[i][j][1] = acc[i][j][2] = acc[i][j][3] = 0.0f;
-    const float *pa = ps + g * pitch + t;                    // a0 of m-tile 0 at k 0
-    const float *wb = wsm + (warp * 16 + g) * pitch + t;     // b0 of n-tile 0 at k 0
+    // k permuted inside each 16 as in kernels/dense.cu: lane 4g + t holds
+    // k 4t .. 4t + 3 of both k-tiles, one 16-byte load a row.
+    const float *pa = ps + g * pitch + 4 * t;                 // m-tile 0, row g
+    const float *wb = wsm + (warp * 16 + g) * pitch + 4 * t;  // n-tile 0, output g
+#pragma unroll 2
+    for (int p = 0; p < np; p++) {
+        if (p % ppg == 0) {                // a quarter begins: its copies landed
+            switch (p / ppg) {
+            case 0: cp_async_wait<3>(); break;
+            case 1: cp_async_wait<2>(); break;
+            case 2: cp_async_wait<1>(); break;
+            default: cp_async_wait<0>(); break;
+            }
+            __syncthreads();
+        }
+        float4 va[2][2], vb[2];
 #pragma unroll
-    for (int h = 0; h < 2; h++) {
-        if (h == 0)
-            cp_async_wait<1>();
-        else
-            cp_async_wait<0>();
-        __syncthreads();
-        const int k1 = (h + 1) * (ks / 2);
-#pragma unroll 4
-        for (int k = h * (ks / 2); k < k1; k += 8) {
-            unsigned a[2][4], b[2][2];
+        for (int i = 0; i < 2; i++) {
+            va[i][0] = *reinterpret_cast<const float4 *>(pa + i * 16 * pitch + 16 * p);
+            va[i][1] = *reinterpret_cast<const float4 *>(pa + (i * 16 + 8) * pitch + 16 * p);
+        }
+#pragma unroll
+        for (int j = 0; j < 2; j++)
+            vb[j] = *reinterpret_cast<const float4 *>(wb + j * 8 * pitch + 16 * p);
+#pragma unroll
+        for (int sub = 0; sub < 2; sub++)
 #pragma unroll
             for (int i = 0; i < 2; i++) {
-                const float *p = pa + i * 16 * pitch + k;
-                a[i][0] = to_tf32(p[0]);
-                a[i][1] = to_tf32(p[8 * pitch]);
-                a[i][2] = to_tf32(p[4]);
-                a[i][3] = to_tf32(p[8 * pitch + 4]);
-            }
-#pragma unroll
-            for (int j = 0; j < 2; j++) {
-                const float *p = wb + j * 8 * pitch + k;
-                b[j][0] = to_tf32(p[0]);
-                b[j][1] = to_tf32(p[4]);
-            }
-#pragma unroll
-            for (int i = 0; i < 2; i++)
+                const unsigned a[4] = {
+                    round_tf32(sub ? va[i][0].z : va[i][0].x),
+                    round_tf32(sub ? va[i][1].z : va[i][1].x),
+                    round_tf32(sub ? va[i][0].w : va[i][0].y),
+                    round_tf32(sub ? va[i][1].w : va[i][1].y),
+                };
 #pragma unroll
                 for (int j = 0; j < 2; j++)
-                    mma_tf32(acc[i][j], a[i], b[j][0], b[j][1]);
-        }
+                    mma_tf32(acc[i][j], a, round_tf32(sub ? vb[j].z : vb[j].x),
+                             round_tf32(sub ? vb[j].w : vb[j].y));
+            }
     }
 
     const long rows = (long)gridDim.y * SEG1_JT;   // part's rows a slice

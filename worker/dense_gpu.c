@@ -36,10 +36,12 @@ static const struct {
 };
 /* The tf32 kernels (math mode tf32, cc >= 9.0: the sm90 tier; the sm75 tier
  * traps) by the rows they own: a batch of 32 (18,848 rows) gives 295 blocks
- * of 64, three fit an SM by shared memory (66.5 KB each at K 256), so one
+ * of 64, three fit an SM by shared memory (69.6 KB each at K 256), so one
  * wave on an H200; a batch of 8 (4,712) 295 of 16 and a batch of 1 (589) 37
  * of 16, where 64-row blocks would leave 74 and 10. Each block reads all the
- * weights (from L2 / L1), so the larger tile reads them fewer times. */
+ * weights (from L2 / L1), so the larger tile reads them fewer times. Both
+ * need K a multiple of 64 (256 and 128 here); other shapes keep the float32
+ * kernels in tf32 too. */
 static const struct {
     const char *name;
     int rows, min_rows;
@@ -48,6 +50,8 @@ static const struct {
     { "gf_dense_lrelu_tf32_m16", 16, 0 },
 };
 #define OWN_TF32_CC 90
+#define OWN_TF32_K 64      /* K a multiple of this */
+#define OWN_TF32_PAD 16    /* x tile rows padded by 16 floats */
 
 /* v rounded to tf32 as cvt.rna does: to nearest, ties away from zero, on
  * the 13 low mantissa bits (an infinity or NaN is left alone). */
@@ -60,23 +64,31 @@ static uint32_t round_tf32(float v)
     return (u + 0x1000u) & 0xffffe000u;
 }
 
-/* w [128][in] rounded to tf32 and packed for the tf32 kernels: for k-tile
- * kt (8 k), n-tile nt (8 outputs) and lane (4g + t), the pair (w[8nt + g]
- * [8kt + t], w[8nt + g][8kt + t + 4]) at word 2 · ((kt · 16 + nt) · 32 +
- * lane): a lane's B fragment of one mma. The caller frees. */
+/* w [128][in] rounded to tf32 and packed for the tf32 kernels: for the
+ * pair of k-tiles p (16 k), n-tile nt (8 outputs) and lane (4g + t), the
+ * four words w[8nt + g][16p + 4t .. 16p + 4t + 3] at word 4 · ((p · 16 +
+ * nt) · 32 + lane): the lane's B fragments of the pair's two mma, in the
+ * kernel's order of k (kernels/dense.cu). The caller frees. */
 static uint32_t *pack_tf32(const float *w, int in)
 {
     uint32_t *p = gf_malloc(sizeof(uint32_t) * (size_t)in * OWN_N);
-    for (int kt = 0; kt < in / 8; kt++)
+    for (int kp = 0; kp < in / 16; kp++)
         for (int nt = 0; nt < OWN_N / 8; nt++)
             for (int lane = 0; lane < 32; lane++) {
                 const int g = lane / 4, t = lane % 4;
-                const float *wr = w + (size_t)(8 * nt + g) * in + 8 * kt + t;
-                uint32_t *q = p + 2 * (((size_t)kt * (OWN_N / 8) + nt) * 32 + lane);
-                q[0] = round_tf32(wr[0]);
-                q[1] = round_tf32(wr[4]);
+                const float *wr = w + (size_t)(8 * nt + g) * in + 16 * kp + 4 * t;
+                uint32_t *q = p + 4 * (((size_t)kp * (OWN_N / 8) + nt) * 32 + lane);
+                for (int e = 0; e < 4; e++)
+                    q[e] = round_tf32(wr[e]);
             }
     return p;
+}
+
+/* The shapes the tf32 kernels run: 128 outputs with leaky ReLU and K a
+ * multiple of 64 (whole k pairs in each quarter of K). */
+static bool tf32_shape(gf_dense_act act, int in, int out)
+{
+    return act == GF_DENSE_LEAKY_RELU && out == OWN_N && in >= OWN_TF32_K && in % OWN_TF32_K == 0;
 }
 
 struct gf_dense_gpu {
@@ -117,7 +129,7 @@ gf_dense_gpu *gf_dense_gpu_new(gf_gpu *gpu, gf_blas_gpu *blas, const char *bound
             wt[(size_t)k * out + o] = w[(size_t)o * in + k];
     /* The tf32 kernels' weights, for the shapes they run (see set_route). */
     uint32_t *wp = NULL;
-    if (act == GF_DENSE_LEAKY_RELU && out == OWN_N && in >= OWN_BK && in % OWN_BK == 0)
+    if (tf32_shape(act, in, out))
         wp = pack_tf32(w, in);
     static const char *const names[] = { "gf_bias_leaky_relu", "gf_logsoftmax_rows" };
     gf_cu_function *const fns[] = { &s->bias_act, &s->logsoftmax };
@@ -168,8 +180,8 @@ int gf_dense_gpu_set_route(gf_dense_gpu *s, gf_route_kind kind, const char **mod
     /* The tf32 kernels where the sm90 tier loads (below it they trap): the
      * x tile's dynamic shared memory is largest for 64 rows. */
     s->has_tf32 = false;
-    if (!rc && leaky && gf_gpu_cc(s->gpu) >= OWN_TF32_CC) {
-        const int smem = own_tf32[0].rows * (s->in + 4) * (int)sizeof(float);
+    if (!rc && tf32_shape(s->act, s->in, s->out) && gf_gpu_cc(s->gpu) >= OWN_TF32_CC) {
+        const int smem = own_tf32[0].rows * (s->in + OWN_TF32_PAD) * (int)sizeof(float);
         for (int i = 0; i < 2 && !rc; i++)
             rc = gf_gpu_own_kernel(s->gpu, s->boundary, "dense", own_tf32[i].name, smem,
                                    &s->tf32[i], &sha);
@@ -246,7 +258,7 @@ int gf_dense_gpu_run(gf_dense_gpu *s, gf_math math, gf_cu_ptr x, int rows, gf_cu
         while (rows < own_tf32[t].min_rows)
             t++;
         unsigned bm = (unsigned)own_tf32[t].rows;
-        unsigned smem = bm * (unsigned)(in + 4) * (unsigned)sizeof(float);
+        unsigned smem = bm * (unsigned)(in + OWN_TF32_PAD) * (unsigned)sizeof(float);
         float slope = GF_DENSE_SLOPE;
         void *p[] = { &x, &rows, &in, &s->wp, &s->bias, &slope, &out };
         return gf_gpu_launch(s->gpu, s->tf32[t], ((unsigned)rows + bm - 1) / bm, 1, 1,

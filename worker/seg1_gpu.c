@@ -17,15 +17,15 @@
 #define OWN_BLOCKS 256   /* the most blocks the slices make: about two an SM, so that
                           * one block's loads wait while the other multiplies */
 /* The tf32 kernel (math mode tf32, cc >= 9.0: the sm90 tier; the sm75 tier
- * traps) takes a whole slice into shared memory: 40 slices of 128 k (50.7
- * KB a block) where they stay within OWN_BLOCKS blocks (up to 32 jobs), else
- * 20 of 256 k (99.8 KB, two blocks an SM): 160 blocks at 1 and 64 jobs, 240
- * at 96. */
+ * traps) takes a whole slice into shared memory, rows padded by 16 floats:
+ * 40 slices of 128 k (55.3 KB a block) where they stay within OWN_BLOCKS
+ * blocks (up to 32 jobs), else 20 of 256 k (104.4 KB, two blocks an SM):
+ * 160 blocks at 1 and 64 jobs, 240 at 96. Slices are multiples of 64 k. */
 #define OWN_TF32_CC 90
 #define OWN_TF32_MANY 40
 #define OWN_TF32_FEW 20
 #define OWN_TF32_SMEM(slices) \
-    ((OWN_JT + OWN_NT) * (GF_SEG1_IN / (slices) + 4) * (int)sizeof(float))
+    ((OWN_JT + OWN_NT) * (GF_SEG1_IN / (slices) + 16) * (int)sizeof(float))
 
 struct gf_seg1_gpu {
     gf_gpu *gpu;                   /* borrowed */

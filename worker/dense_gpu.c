@@ -205,13 +205,13 @@ const char *gf_dense_gpu_kernel(const gf_dense_gpu *s, gf_math math, int rows)
         return NULL;
     if (s->act != GF_DENSE_LEAKY_RELU)
         return "gf_dense_logsoftmax7";
-    int t = 0;
+    int t = 0;   /* the last kernel of each table takes any rows */
     if (math == GF_MATH_TF32 && s->has_tf32) {
-        while (rows < own_tf32[t].min_rows)
+        while (t + 1 < (int)GF_ARRAY_LEN(own_tf32) && rows < own_tf32[t].min_rows)
             t++;
         return own_tf32[t].name;
     }
-    while (rows < own_linear[t].min_rows)
+    while (t + 1 < (int)GF_ARRAY_LEN(own_linear) && rows < own_linear[t].min_rows)
         t++;
     return own_linear[t].name;
 }

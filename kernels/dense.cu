@@ -1,8 +1,10 @@
 // dense.cu — the project's own kernels for the segmentation network's head:
 // dense.linear0 (256 → 128) and dense.linear1 (128 → 128), each a matrix
 // product with bias and leaky ReLU fused, and dense.classifier (128 → 7) with
-// bias and log-softmax over the 7 classes fused. Float32 FMAs in both math
-// modes (no tensor cores). The library route runs cuBLAS's SGEMM, which
+// bias and log-softmax over the 7 classes fused. The linear layers in
+// float32 FMAs (math mode fp32) or on the tensor cores in tf32 (math mode
+// tf32, as the library then runs); the classifier in float32 FMAs in both
+// modes. The library route runs cuBLAS's SGEMM, which
 // tiles these N = 128 and N = 7 shapes poorly, then one or two glue kernels
 // that read and write the whole output again.
 // CPU reference: kernels/linear.c and kernels/logsoftmax.c; the float64
@@ -24,16 +26,89 @@
 // float64 as the glue kernel does; lanes 0-6 write one class each. The
 // classifier's weights (3.5 KB) in shared memory. Block of 128 threads, 16
 // rows; grid rows / 16.
+//
+// gf_dense_lrelu_tf32_m64 / _m16 (math mode tf32): the same product on the
+// tensor cores, mma.sync m16n8k8 tf32 with float32 accumulation, operands
+// rounded to tf32 as cvt.rna does, as cuBLAS does (the weights at upload,
+// x as its fragments are read, by an integer add and mask). Block of 128
+// threads owns BM rows (64 or 16) x all 128 outputs; warp w the columns
+// 32w .. 32w + 31 (4 n-tiles of 8) of all BM rows (BM / 16 m-tiles), so
+// each weight fragment is read by one warp of a block and the x tile is
+// shared by the four. x's whole [BM][K] tile comes into dynamic shared
+// memory by 16-byte cp.async in four groups (K's quarters), each quarter
+// multiplied as soon as it lands while the later ones are in flight. K is
+// walked 16 at a time (two k-tiles of 8) with k permuted inside those 16,
+// the same way for x and the weights (a sum does not care in which order
+// it adds): lane 4g + t holds k 4t .. 4t + 3, so one 16-byte shared load
+// gives a row's fragment words for both k-tiles and one 16-byte global load
+// the weights'. Rows are padded to K + 16 floats, so the 16-byte loads of
+// eight lanes (rows g and g + 1) fall in 32 banks. The weights come rounded
+// and packed at upload as [K/16][16 n-tiles][32 lanes] x 4 words (the four
+// k of the lane, of output 8·nt + g), read PF pairs ahead (2 for m64, 4 for
+// m16, where fewer warps an SM hide L2's latency). Dynamic shared memory
+// BM x (K + 16) x 4 bytes: 69.6 KB (m64, K 256: three blocks an SM), 17.4 KB
+// (m16, K 256). Grid: rows / BM. K a multiple of 64. Needs sm_80: the sm75
+// tier traps (worker/dense_gpu.c runs the float32 kernels there).
 
 #define DENSE_N 128                      // outputs of the two linear layers
 #define DENSE_BK 16                      // K slice per shared-memory stage
 #define DENSE_THREADS 128
+#define DENSE_TF32_PAD 16                // tf32 tile row padding: 16-byte fragment loads
+                                         // of 8 lanes (rows g, g + 1) fall in 32 banks
 
 #define CLS_C 7
 #define CLS_K 128
 #define CLS_LANES 8                      // lanes a row
 #define CLS_THREADS 128
 #define CLS_ROWS (CLS_THREADS / CLS_LANES)   // 16
+
+// v rounded to tf32 as cvt.rna does (to nearest, ties away from zero) by an
+// integer add and a mask on its bits, which keeps the conversion unit out of
+// the inner loop. Finite values; an infinity stays one.
+__device__ __forceinline__ unsigned round_tf32(float v)
+{
+    return (__float_as_uint(v) + 0x1000u) & 0xffffe000u;
+}
+
+// One tf32 mma.m16n8k8 into four float32 accumulators. Fragments (lane =
+// 4g + t): a0 (row g, k t), a1 (g + 8, t), a2 (g, t + 4), a3 (g + 8, t + 4);
+// b0 (k t, column g), b1 (t + 4, g); c0, c1 (row g, columns 2t, 2t + 1),
+// c2, c3 (row g + 8, the same columns).
+__device__ __forceinline__ void mma_tf32(float (&c)[4], const unsigned (&a)[4], unsigned b0,
+                                         unsigned b1)
+{
+#if __CUDA_ARCH__ >= 800
+    asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 "
+                 "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+#endif
+}
+
+// 16 bytes global → shared; src_bytes 0 fills the 16 bytes with zeros.
+__device__ __forceinline__ void cp_async16(void *dst, const void *src, int src_bytes)
+{
+#if __CUDA_ARCH__ >= 800
+    const unsigned d = (unsigned)__cvta_generic_to_shared(dst);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(d), "l"(src),
+                 "r"(src_bytes));
+#endif
+}
+
+__device__ __forceinline__ void cp_async_commit()
+{
+#if __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.commit_group;");
+#endif
+}
+
+template <int N>
+__device__ __forceinline__ void cp_async_wait()
+{
+#if __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.wait_group %0;" ::"n"(N));
+#endif
+}
 
 template <int TM>
 __device__ __forceinline__ void dense_lrelu(const float *__restrict__ x, int rows, int k_in,
@@ -152,6 +227,116 @@ __device__ __forceinline__ void dense_lrelu(const float *__restrict__ x, int row
     }
 }
 
+template <int BM, int PF>
+__device__ __forceinline__ void dense_lrelu_tf32(const float *__restrict__ x, int rows, int k_in,
+                                                 const uint4 *__restrict__ wp,
+                                                 const float *__restrict__ bias, float slope,
+                                                 float *__restrict__ out)
+{
+#if __CUDA_ARCH__ >= 800
+    constexpr int MT = BM / 16;                    // m-tiles a warp
+    constexpr int NT = 4;                          // n-tiles a warp: 32 columns
+    extern __shared__ __align__(16) float xs[];    // [BM][k_in + 16]
+    const int pitch = k_in + DENSE_TF32_PAD;
+    const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
+    const int m0 = blockIdx.x * BM;
+    const int gq = k_in / 16;                      // float4s of a row's quarter of K
+    const int np = k_in / 16, ppg = np / 4;        // k pairs (16 k), pairs a quarter
+
+    // The four quarters of the tile in flight; rows past the end read as
+    // zeros (from row 0's address, which exists: rows >= 1).
+#pragma unroll
+    for (int q = 0; q < 4; q++) {
+        for (int i = tid; i < BM * gq; i += DENSE_THREADS) {
+            const int r = i / gq, c = q * (k_in / 4) + 4 * (i % gq);
+            const bool ok = m0 + r < rows;
+            cp_async16(xs + r * pitch + c, x + (long)(ok ? m0 + r : 0) * k_in + c, ok ? 16 : 0);
+        }
+        cp_async_commit();
+    }
+
+    float acc[MT][NT][4];
+#pragma unroll
+    for (int i = 0; i < MT; i++)
+#pragma unroll
+        for (int j = 0; j < NT; j++)
+            acc[i][j][0] = acc[i][j][1] = acc[i][j][2] = acc[i][j][3] = 0.0f;
+
+    // The packed weights: pair p, n-tile 4·warp + j, this lane; PF pairs
+    // ahead in registers.
+    const uint4 *wl = wp + warp * NT * 32 + lane;
+    uint4 b[PF][NT];
+#pragma unroll
+    for (int f = 0; f < PF; f++)
+#pragma unroll
+        for (int j = 0; j < NT; j++)
+            b[f][j] = __ldg(wl + (f * (DENSE_N / 8) + j) * 32);
+    const float *xa = xs + g * pitch + 4 * t;      // this lane's k of pair 0, m-tile 0, row g
+    for (int p0 = 0; p0 < np; p0 += PF) {
+#pragma unroll
+        for (int f = 0; f < PF; f++) {
+            const int p = p0 + f;
+            if (p % ppg == 0) {                    // a quarter begins: its copies landed
+                switch (p / ppg) {
+                case 0: cp_async_wait<3>(); break;
+                case 1: cp_async_wait<2>(); break;
+                case 2: cp_async_wait<1>(); break;
+                default: cp_async_wait<0>(); break;
+                }
+                __syncthreads();
+            }
+            float4 va[MT][2];
+#pragma unroll
+            for (int i = 0; i < MT; i++) {
+                va[i][0] = *reinterpret_cast<const float4 *>(xa + i * 16 * pitch + 16 * p);
+                va[i][1] = *reinterpret_cast<const float4 *>(xa + (i * 16 + 8) * pitch + 16 * p);
+            }
+#pragma unroll
+            for (int sub = 0; sub < 2; sub++)
+#pragma unroll
+                for (int i = 0; i < MT; i++) {
+                    const unsigned a[4] = {
+                        round_tf32(sub ? va[i][0].z : va[i][0].x),
+                        round_tf32(sub ? va[i][1].z : va[i][1].x),
+                        round_tf32(sub ? va[i][0].w : va[i][0].y),
+                        round_tf32(sub ? va[i][1].w : va[i][1].y),
+                    };
+#pragma unroll
+                    for (int j = 0; j < NT; j++)
+                        mma_tf32(acc[i][j], a, sub ? b[f][j].z : b[f][j].x,
+                                 sub ? b[f][j].w : b[f][j].y);
+                }
+            if (p + PF < np)
+#pragma unroll
+                for (int j = 0; j < NT; j++)
+                    b[f][j] = __ldg(wl + ((p + PF) * (DENSE_N / 8) + j) * 32);
+        }
+    }
+
+#pragma unroll
+    for (int j = 0; j < NT; j++) {
+        const int n = warp * 32 + j * 8 + 2 * t;
+        const float2 bb = __ldg(reinterpret_cast<const float2 *>(bias + n));
+#pragma unroll
+        for (int i = 0; i < MT; i++)
+#pragma unroll
+            for (int hf = 0; hf < 2; hf++) {
+                const int row = m0 + i * 16 + g + 8 * hf;
+                if (row >= rows)
+                    continue;
+                float2 v;
+                v.x = acc[i][j][2 * hf] + bb.x;
+                v.y = acc[i][j][2 * hf + 1] + bb.y;
+                v.x = v.x > 0.0f ? v.x : v.x * slope;
+                v.y = v.y > 0.0f ? v.y : v.y * slope;
+                *reinterpret_cast<float2 *>(out + (long)row * DENSE_N + n) = v;
+            }
+    }
+#else
+    __trap();
+#endif
+}
+
 // x [rows][k_in] (k_in a multiple of 16, rows 16-byte aligned); wt4 the
 // weights [k_in][128] (transposed at upload) as float4; bias [128];
 // out [rows][128]. Grid ceil(rows / 32), 128 threads.
@@ -176,6 +361,29 @@ gf_dense_lrelu_m8(const float *__restrict__ x, int rows, int k_in, const float4 
                   const float *__restrict__ bias, float slope, float *__restrict__ out)
 {
     dense_lrelu<2>(x, rows, k_in, wt4, bias, slope, out);
+}
+
+// Math mode tf32. x [rows][k_in] (k_in a multiple of 64, rows 16-byte
+// aligned); wp the weights rounded to tf32 and packed (worker/dense_gpu.c):
+// word quad [(k pair p) · 16 + n-tile nt][lane 4g + t] = w[8·nt + g][16p +
+// 4t .. 16p + 4t + 3]; bias [128]; out [rows][128]. Grid ceil(rows / 64),
+// 128 threads, 64 · (k_in + 16) · 4 bytes of dynamic shared memory.
+extern "C" __global__ void __launch_bounds__(DENSE_THREADS)
+gf_dense_lrelu_tf32_m64(const float *__restrict__ x, int rows, int k_in,
+                        const uint4 *__restrict__ wp, const float *__restrict__ bias, float slope,
+                        float *__restrict__ out)
+{
+    dense_lrelu_tf32<64, 2>(x, rows, k_in, wp, bias, slope, out);
+}
+
+// The same with 16 rows a block, for fewer rows: grid ceil(rows / 16),
+// 16 · (k_in + 16) · 4 bytes of dynamic shared memory.
+extern "C" __global__ void __launch_bounds__(DENSE_THREADS)
+gf_dense_lrelu_tf32_m16(const float *__restrict__ x, int rows, int k_in,
+                        const uint4 *__restrict__ wp, const float *__restrict__ bias, float slope,
+                        float *__restrict__ out)
+{
+    dense_lrelu_tf32<16, 4>(x, rows, k_in, wp, bias, slope, out);
 }
 
 // x [rows][128]; w [7][128] and bias [7] as loaded; out [rows][7] the

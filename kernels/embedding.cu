@@ -1,7 +1,9 @@
 // embedding.cu — the project's own kernel for the boundary embedding.seg_1:
 // the embedding's last layer, emb[j][n] = bias[n] + Σk pooled[j][k]·W[n][k]
-// for up to a few hundred jobs j, 256 outputs n and K = 5120, in float32
-// FMAs whatever the math mode. The library route is cuBLAS's SGEMM and a
+// for up to a few hundred jobs j, 256 outputs n and K = 5120: in float32
+// FMAs (gf_seg1_splitk, math mode fp32) or on the tensor cores in tf32
+// (gf_seg1_splitk_tf32, math mode tf32, as the library then runs). The
+// library route is cuBLAS's SGEMM and a
 // bias kernel; with so few rows the product is short and wide, so it is
 // split along K here and the bias is added where the parts meet.
 // CPU reference: gf_seg1_ref (worker/seg1_gpu.c), kernels/linear.c.
@@ -18,12 +20,29 @@
 // to arrive (a counter per tile, reset by that block) adds the slices in
 // order 0, 1, ... and the bias, so the result does not depend on which
 // block came last.
+//
+// gf_seg1_splitk_tf32: the same tiles, slices, partial sums and last-block
+// sum, the multiply on the tensor cores (mma.sync m16n8k8 tf32, float32
+// accumulation, both operands rounded as cvt.rna does as their fragments
+// are read, by an integer add and mask). A slice is 128 or 256 k (40 or 20
+// slices; the host picks), and the block's whole slice, pooled [32][ks] and
+// W [64][ks], comes into dynamic shared memory at once by 16-byte cp.async
+// in four groups (the slice's quarters), each quarter multiplied as soon as
+// it lands; there is no chunk loop whose loads wait on each other. Rows are
+// padded to ks + 16 floats and k is permuted inside each 16 as in
+// kernels/dense.cu (lane 4g + t holds k 4t .. 4t + 3 of both k-tiles), so
+// each fragment row is one 16-byte load and eight lanes' loads fall in 32
+// banks: 104.4 KB at 256 k (two blocks an SM), 55.3 KB at 128. Warp w owns
+// outputs 16w .. 16w + 15 (2 n-tiles) of the 32 jobs (2 m-tiles). Needs
+// sm_80: the sm75 tier traps (worker/seg1_gpu.c runs gf_seg1_splitk there).
 
 #define SEG1_JT 32                     // jobs a block
 #define SEG1_NT 64                     // outputs a block
 #define SEG1_KC 32                     // k a chunk
 #define SEG1_PITCH (SEG1_KC + 4)       // shared row pitch, floats
 #define SEG1_THREADS 128
+#define SEG1_TF32_PAD 16               // tf32 slice row padding: 16-byte fragment loads
+                                       // of 8 lanes (rows g, g + 1) fall in 32 banks
 
 // One chunk's loads: 8 threads a row of 32 k (128 bytes); the pooled tile's
 // 32 rows in 2 passes of 16 (rows past the last job read as zeros), W's 64
@@ -44,6 +63,61 @@ __device__ __forceinline__ void seg1_load(const float *__restrict__ pooled, int 
         wv[p] = __ldg(reinterpret_cast<const float4 *>(w + (long)(n0 + lr + 16 * p) * K + k0 + lk));
 }
 
+// The end of both kernels, after the block wrote its partial sums: the
+// count of the tile's arrivals; the last block adds the slices and the bias.
+__device__ __forceinline__ void seg1_finish(const float *__restrict__ bias, int N,
+                                            const float *__restrict__ part,
+                                            unsigned *__restrict__ count,
+                                            float *__restrict__ out, int jobs, int jt0, int n0,
+                                            int slices, long rows)
+{
+    __shared__ bool last;
+    const int tid = threadIdx.x;
+    __threadfence();   // the parts visible to the whole card before the count
+    __syncthreads();
+    if (tid == 0) {
+        unsigned *c = count + blockIdx.y * gridDim.x + blockIdx.x;
+        last = atomicAdd(c, 1u) == (unsigned)slices - 1;
+        if (last)
+            *c = 0;   // ready for the next launch
+    }
+    __syncthreads();
+    if (!last)
+        return;
+    __threadfence();
+    // The sum of the slices: thread (rows jr + 8i, float4 column c4) of the
+    // tile, loads 16 bytes wide from L2, a slice's loads and those of the
+    // next slices in flight together. Rows past the last job were neither
+    // written nor are they read.
+    const int c4 = tid & 15, jr = tid >> 4, n = n0 + 4 * c4;
+    const long step = rows * N / 4;   // a slice, in float4s
+    const float4 *src = reinterpret_cast<const float4 *>(part + (long)(jt0 + jr) * N + n);
+    float4 s[4];
+#pragma unroll
+    for (int i = 0; i < 4; i++)   // row jr + 8i: 8 rows = 2N float4s on
+        s[i] = jt0 + jr + 8 * i < jobs ? __ldcg(src + (long)i * 2 * N)
+                                       : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+#pragma unroll 4
+    for (int z = 1; z < slices; z++)
+#pragma unroll
+        for (int i = 0; i < 4; i++)
+            if (jt0 + jr + 8 * i < jobs) {
+                const float4 v = __ldcg(src + z * step + (long)i * 2 * N);
+                s[i].x += v.x;
+                s[i].y += v.y;
+                s[i].z += v.z;
+                s[i].w += v.w;
+            }
+    const float4 bv = *reinterpret_cast<const float4 *>(bias + n);
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        const int j = jt0 + jr + 8 * i;
+        if (j < jobs)
+            *reinterpret_cast<float4 *>(out + (long)j * N + n) =
+                make_float4(s[i].x + bv.x, s[i].y + bv.y, s[i].z + bv.z, s[i].w + bv.w);
+    }
+}
+
 // pooled [jobs][K]; w [N][K]; bias [N]; part [slices][ceil(jobs/32)·32][N]
 // (workspace); count [ceil(jobs/32)][N/64] (zero before the first launch,
 // left zero by every launch); out [jobs][N]. N a multiple of 64, K of 32 ·
@@ -55,7 +129,6 @@ gf_seg1_splitk(const float *__restrict__ pooled, int jobs, int K, const float *_
 {
     __shared__ __align__(16) float ps[SEG1_JT][SEG1_PITCH];
     __shared__ __align__(16) float wsm[SEG1_NT][SEG1_PITCH];
-    __shared__ bool last;
     const int n0 = blockIdx.x * SEG1_NT, jt0 = blockIdx.y * SEG1_JT;
     const int slices = gridDim.z, ks = K / slices, kb = blockIdx.z * ks;
     const int tid = threadIdx.x, ng = tid & 15, jg = tid >> 4;
@@ -107,47 +180,160 @@ gf_seg1_splitk(const float *__restrict__ pooled, int jobs, int K, const float *_
 #pragma unroll
             for (int b = 0; b < 4; b++)
                 pb[(long)(jt0 + jg + 8 * a) * N + n0 + ng + 16 * b] = acc[a][b];
-    __threadfence();   // the parts visible to the whole card before the count
-    __syncthreads();
-    if (tid == 0) {
-        unsigned *c = count + blockIdx.y * gridDim.x + blockIdx.x;
-        last = atomicAdd(c, 1u) == (unsigned)slices - 1;
-        if (last)
-            *c = 0;   // ready for the next launch
-    }
-    __syncthreads();
-    if (!last)
-        return;
-    __threadfence();
-    // The sum of the slices: thread (rows jr + 8i, float4 column c4) of the
-    // tile, loads 16 bytes wide from L2, a slice's loads and those of the
-    // next slices in flight together. Rows past the last job were neither
-    // written nor are they read.
-    const int c4 = tid & 15, jr = tid >> 4, n = n0 + 4 * c4;
-    const long step = rows * N / 4;   // a slice, in float4s
-    const float4 *src = reinterpret_cast<const float4 *>(part + (long)(jt0 + jr) * N + n);
-    float4 s[4];
+    seg1_finish(bias, N, part, count, out, jobs, jt0, n0, slices, rows);
+}
+
+// v rounded to tf32 as cvt.rna does (to nearest, ties away from zero) by an
+// integer add and a mask on its bits, which keeps the conversion unit out of
+// the inner loop. Finite values; an infinity stays one.
+__device__ __forceinline__ unsigned round_tf32(float v)
+{
+    return (__float_as_uint(v) + 0x1000u) & 0xffffe000u;
+}
+
+// One tf32 mma.m16n8k8 into four float32 accumulators. Fragments (lane =
+// 4g + t): a0 (row g, k t), a1 (g + 8, t), a2 (g, t + 4), a3 (g + 8, t + 4);
+// b0 (k t, column g), b1 (t + 4, g); c0, c1 (row g, columns 2t, 2t + 1),
+// c2, c3 (row g + 8, the same columns).
+__device__ __forceinline__ void mma_tf32(float (&c)[4], const unsigned (&a)[4], unsigned b0,
+                                         unsigned b1)
+{
+#if __CUDA_ARCH__ >= 800
+    asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 "
+                 "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+#endif
+}
+
+// 16 bytes global → shared; src_bytes 0 fills the 16 bytes with zeros.
+__device__ __forceinline__ void cp_async16(void *dst, const void *src, int src_bytes)
+{
+#if __CUDA_ARCH__ >= 800
+    const unsigned d = (unsigned)__cvta_generic_to_shared(dst);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(d), "l"(src),
+                 "r"(src_bytes));
+#endif
+}
+
+__device__ __forceinline__ void cp_async_commit()
+{
+#if __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.commit_group;");
+#endif
+}
+
+template <int N>
+__device__ __forceinline__ void cp_async_wait()
+{
+#if __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.wait_group %0;" ::"n"(N));
+#endif
+}
+
+// Math mode tf32. Arguments as gf_seg1_splitk's, with K a multiple of 64 ·
+// gridDim.z (a slice's quarters whole pairs of k-tiles) and (32 + 64) · (K
+// / gridDim.z + 16) · 4 bytes of dynamic shared memory. Grid (N / 64,
+// ceil(jobs / 32), slices), 128 threads.
+extern "C" __global__ void __launch_bounds__(SEG1_THREADS)
+gf_seg1_splitk_tf32(const float *__restrict__ pooled, int jobs, int K,
+                    const float *__restrict__ w, const float *__restrict__ bias, int N,
+                    float *__restrict__ part, unsigned *__restrict__ count,
+                    float *__restrict__ out)
+{
+#if __CUDA_ARCH__ >= 800
+    extern __shared__ __align__(16) float sm[];
+    const int n0 = blockIdx.x * SEG1_NT, jt0 = blockIdx.y * SEG1_JT;
+    const int slices = gridDim.z, ks = K / slices, kb = blockIdx.z * ks;
+    const int pitch = ks + SEG1_TF32_PAD;
+    float *ps = sm;                        // [32][pitch]: the jobs' slice
+    float *wsm = sm + SEG1_JT * pitch;     // [64][pitch]: the outputs' weights
+    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;
+    const int gq = ks / 16;                // float4s of a row's quarter slice
+    const int np = ks / 16, ppg = np / 4;  // k pairs (16 k), pairs a quarter
+
+    // The four quarters in flight: 32 pooled rows, then 64 weight rows, 16
+    // bytes a thread at a time along each row; jobs past the end read as
+    // zeros (from job 0's address, which exists: jobs >= 1).
 #pragma unroll
-    for (int i = 0; i < 4; i++)   // row jr + 8i: 8 rows = 2N float4s on
-        s[i] = jt0 + jr + 8 * i < jobs ? __ldcg(src + (long)i * 2 * N)
-                                       : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-#pragma unroll 4
-    for (int z = 1; z < slices; z++)
-#pragma unroll
-        for (int i = 0; i < 4; i++)
-            if (jt0 + jr + 8 * i < jobs) {
-                const float4 v = __ldcg(src + z * step + (long)i * 2 * N);
-                s[i].x += v.x;
-                s[i].y += v.y;
-                s[i].z += v.z;
-                s[i].w += v.w;
+    for (int q = 0; q < 4; q++) {
+        for (int i = tid; i < (SEG1_JT + SEG1_NT) * gq; i += SEG1_THREADS) {
+            const int r = i / gq, c = q * (ks / 4) + 4 * (i % gq);
+            if (r < SEG1_JT) {
+                const bool ok = jt0 + r < jobs;
+                cp_async16(ps + r * pitch + c, pooled + (long)(ok ? jt0 + r : 0) * K + kb + c,
+                           ok ? 16 : 0);
+            } else {
+                const int wr = r - SEG1_JT;
+                cp_async16(wsm + wr * pitch + c, w + (long)(n0 + wr) * K + kb + c, 16);
             }
-    const float4 bv = *reinterpret_cast<const float4 *>(bias + n);
-#pragma unroll
-    for (int i = 0; i < 4; i++) {
-        const int j = jt0 + jr + 8 * i;
-        if (j < jobs)
-            *reinterpret_cast<float4 *>(out + (long)j * N + n) =
-                make_float4(s[i].x + bv.x, s[i].y + bv.y, s[i].z + bv.z, s[i].w + bv.w);
+        }
+        cp_async_commit();
     }
+
+    float acc[2][2][4];
+#pragma unroll
+    for (int i = 0; i < 2; i++)
+#pragma unroll
+        for (int j = 0; j < 2; j++)
+            acc[i][j][0] = acc[i][j][1] = acc[i][j][2] = acc[i][j][3] = 0.0f;
+    // k permuted inside each 16 as in kernels/dense.cu: lane 4g + t holds
+    // k 4t .. 4t + 3 of both k-tiles, one 16-byte load a row.
+    const float *pa = ps + g * pitch + 4 * t;                 // m-tile 0, row g
+    const float *wb = wsm + (warp * 16 + g) * pitch + 4 * t;  // n-tile 0, output g
+#pragma unroll 2
+    for (int p = 0; p < np; p++) {
+        if (p % ppg == 0) {                // a quarter begins: its copies landed
+            switch (p / ppg) {
+            case 0: cp_async_wait<3>(); break;
+            case 1: cp_async_wait<2>(); break;
+            case 2: cp_async_wait<1>(); break;
+            default: cp_async_wait<0>(); break;
+            }
+            __syncthreads();
+        }
+        float4 va[2][2], vb[2];
+#pragma unroll
+        for (int i = 0; i < 2; i++) {
+            va[i][0] = *reinterpret_cast<const float4 *>(pa + i * 16 * pitch + 16 * p);
+            va[i][1] = *reinterpret_cast<const float4 *>(pa + (i * 16 + 8) * pitch + 16 * p);
+        }
+#pragma unroll
+        for (int j = 0; j < 2; j++)
+            vb[j] = *reinterpret_cast<const float4 *>(wb + j * 8 * pitch + 16 * p);
+#pragma unroll
+        for (int sub = 0; sub < 2; sub++)
+#pragma unroll
+            for (int i = 0; i < 2; i++) {
+                const unsigned a[4] = {
+                    round_tf32(sub ? va[i][0].z : va[i][0].x),
+                    round_tf32(sub ? va[i][1].z : va[i][1].x),
+                    round_tf32(sub ? va[i][0].w : va[i][0].y),
+                    round_tf32(sub ? va[i][1].w : va[i][1].y),
+                };
+#pragma unroll
+                for (int j = 0; j < 2; j++)
+                    mma_tf32(acc[i][j], a, round_tf32(sub ? vb[j].z : vb[j].x),
+                             round_tf32(sub ? vb[j].w : vb[j].y));
+            }
+    }
+
+    const long rows = (long)gridDim.y * SEG1_JT;   // part's rows a slice
+    float *pb = part + (long)blockIdx.z * rows * N;
+#pragma unroll
+    for (int i = 0; i < 2; i++)
+#pragma unroll
+        for (int hf = 0; hf < 2; hf++) {
+            const int j = jt0 + i * 16 + g + 8 * hf;
+            if (j >= jobs)
+                continue;
+#pragma unroll
+            for (int nt = 0; nt < 2; nt++)
+                *reinterpret_cast<float2 *>(pb + (long)j * N + n0 + warp * 16 + nt * 8 + 2 * t) =
+                    make_float2(acc[i][nt][2 * hf], acc[i][nt][2 * hf + 1]);
+        }
+    seg1_finish(bias, N, part, count, out, jobs, jt0, n0, slices, rows);
+#else
+    __trap();
+#endif
 }

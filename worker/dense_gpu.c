@@ -7,8 +7,10 @@
 
 #include <assert.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* Must match kernels/dense.cu: 128 threads a block; the linear kernels own
  * 32, 16 or 8 rows (m32, m16, m8) x 128 outputs and walk K 16 at a time;
@@ -32,6 +34,62 @@ static const struct {
     { "gf_dense_lrelu_m16", 16, 2048 },
     { "gf_dense_lrelu_m8", 8, 0 },
 };
+/* The tf32 kernels (math mode tf32, cc >= 9.0: the sm90 tier; the sm75 tier
+ * traps) by the rows they own: a batch of 32 (18,848 rows) gives 295 blocks
+ * of 64, three fit an SM by shared memory (69.6 KB each at K 256), so one
+ * wave on an H200; a batch of 8 (4,712) 295 of 16 and a batch of 1 (589) 37
+ * of 16, where 64-row blocks would leave 74 and 10. Each block reads all the
+ * weights (from L2 / L1), so the larger tile reads them fewer times. Both
+ * need K a multiple of 64 (256 and 128 here); other shapes keep the float32
+ * kernels in tf32 too. */
+static const struct {
+    const char *name;
+    int rows, min_rows;
+} own_tf32[2] = {
+    { "gf_dense_lrelu_tf32_m64", 64, 8192 },
+    { "gf_dense_lrelu_tf32_m16", 16, 0 },
+};
+#define OWN_TF32_CC 90
+#define OWN_TF32_K 64      /* K a multiple of this */
+#define OWN_TF32_PAD 16    /* x tile rows padded by 16 floats */
+
+/* v rounded to tf32 as cvt.rna does: to nearest, ties away from zero, on
+ * the 13 low mantissa bits (an infinity or NaN is left alone). */
+static uint32_t round_tf32(float v)
+{
+    uint32_t u;
+    memcpy(&u, &v, sizeof u);
+    if ((u & 0x7f800000u) == 0x7f800000u)
+        return u;
+    return (u + 0x1000u) & 0xffffe000u;
+}
+
+/* w [128][in] rounded to tf32 and packed for the tf32 kernels: for the
+ * pair of k-tiles p (16 k), n-tile nt (8 outputs) and lane (4g + t), the
+ * four words w[8nt + g][16p + 4t .. 16p + 4t + 3] at word 4 · ((p · 16 +
+ * nt) · 32 + lane): the lane's B fragments of the pair's two mma, in the
+ * kernel's order of k (kernels/dense.cu). The caller frees. */
+static uint32_t *pack_tf32(const float *w, int in)
+{
+    uint32_t *p = gf_malloc(sizeof(uint32_t) * (size_t)in * OWN_N);
+    for (int kp = 0; kp < in / 16; kp++)
+        for (int nt = 0; nt < OWN_N / 8; nt++)
+            for (int lane = 0; lane < 32; lane++) {
+                const int g = lane / 4, t = lane % 4;
+                const float *wr = w + (size_t)(8 * nt + g) * in + 16 * kp + 4 * t;
+                uint32_t *q = p + 4 * (((size_t)kp * (OWN_N / 8) + nt) * 32 + lane);
+                for (int e = 0; e < 4; e++)
+                    q[e] = round_tf32(wr[e]);
+            }
+    return p;
+}
+
+/* The shapes the tf32 kernels run: 128 outputs with leaky ReLU and K a
+ * multiple of 64 (whole k pairs in each quarter of K). */
+static bool tf32_shape(gf_dense_act act, int in, int out)
+{
+    return act == GF_DENSE_LEAKY_RELU && out == OWN_N && in >= OWN_TF32_K && in % OWN_TF32_K == 0;
+}
 
 struct gf_dense_gpu {
     gf_gpu *gpu;                   /* borrowed */
@@ -42,8 +100,11 @@ struct gf_dense_gpu {
     gf_dense_act act;              /* leaky ReLU or log-softmax after the bias */
     gf_route_kind route;           /* the route runs take */
     gf_cu_ptr w, wt, bias;         /* [out][in]; [in][out] (own, leaky ReLU layers); [out] */
+    gf_cu_ptr wp;                  /* own tf32: w rounded to tf32, packed in mma fragment order */
     gf_cu_function bias_act, logsoftmax;   /* the library route's glue */
     gf_cu_function own[3];         /* own: own_linear's kernels, or [0] the classifier's */
+    gf_cu_function tf32[2];        /* own, leaky ReLU layers on cc >= 9.0: own_tf32's kernels */
+    bool has_tf32;                 /* tf32[] loaded: math mode tf32 runs them */
     gf_gpu_allocs mem;
 };
 
@@ -66,14 +127,21 @@ gf_dense_gpu *gf_dense_gpu_new(gf_gpu *gpu, gf_blas_gpu *blas, const char *bound
     for (int o = 0; o < out; o++)
         for (int k = 0; k < in; k++)
             wt[(size_t)k * out + o] = w[(size_t)o * in + k];
+    /* The tf32 kernels' weights, for the shapes they run (see set_route). */
+    uint32_t *wp = NULL;
+    if (tf32_shape(act, in, out))
+        wp = pack_tf32(w, in);
     static const char *const names[] = { "gf_bias_leaky_relu", "gf_logsoftmax_rows" };
     gf_cu_function *const fns[] = { &s->bias_act, &s->logsoftmax };
     int rc = gf_gpu_allocs_upload(&s->mem, w, f * n, &s->w);
     rc = rc ? rc : gf_gpu_allocs_upload(&s->mem, wt, f * n, &s->wt);
     rc = rc ? rc : gf_gpu_allocs_upload(&s->mem, bias, f * (size_t)out, &s->bias);
+    if (wp)
+        rc = rc ? rc : gf_gpu_allocs_upload(&s->mem, wp, f * n, &s->wp);
     rc = rc ? rc : gf_gpu_functions(gpu, "glue", names, fns, GF_ARRAY_LEN(names));
     rc = rc ? rc : gf_gpu_sync(gpu);   /* the caller may free its host copies next */
     free(wt);
+    free(wp);
     if (rc)
         gf_dense_gpu_destroy(&s);
     return s;
@@ -109,12 +177,43 @@ int gf_dense_gpu_set_route(gf_dense_gpu *s, gf_route_kind kind, const char **mod
         rc = gf_gpu_own_kernel(s->gpu, s->boundary, "dense",
                                leaky ? own_linear[i].name : "gf_dense_logsoftmax7", 0, &s->own[i],
                                &sha);
+    /* The tf32 kernels where the sm90 tier loads (below it they trap): the
+     * x tile's dynamic shared memory is largest for 64 rows. A card that
+     * offers less shared memory (GF_EUNSUP, logged) keeps the float32
+     * kernels in tf32 too. */
+    s->has_tf32 = false;
+    if (!rc && tf32_shape(s->act, s->in, s->out) && gf_gpu_cc(s->gpu) >= OWN_TF32_CC) {
+        const int smem = own_tf32[0].rows * (s->in + OWN_TF32_PAD) * (int)sizeof(float);
+        for (int i = 0; i < 2 && !rc; i++)
+            rc = gf_gpu_own_kernel(s->gpu, s->boundary, "dense", own_tf32[i].name, smem,
+                                   &s->tf32[i], &sha);
+        s->has_tf32 = rc == 0;
+        if (rc == GF_EUNSUP)
+            rc = 0;
+    }
     if (rc)
         return rc;
     s->route = GF_ROUTE_OWN;
     if (module_sha256)
         *module_sha256 = sha;
     return 0;
+}
+
+const char *gf_dense_gpu_kernel(const gf_dense_gpu *s, gf_math math, int rows)
+{
+    if (s->route != GF_ROUTE_OWN)
+        return NULL;
+    if (s->act != GF_DENSE_LEAKY_RELU)
+        return "gf_dense_logsoftmax7";
+    int t = 0;   /* the last kernel of each table takes any rows */
+    if (math == GF_MATH_TF32 && s->has_tf32) {
+        while (t + 1 < (int)GF_ARRAY_LEN(own_tf32) && rows < own_tf32[t].min_rows)
+            t++;
+        return own_tf32[t].name;
+    }
+    while (t + 1 < (int)GF_ARRAY_LEN(own_linear) && rows < own_linear[t].min_rows)
+        t++;
+    return own_linear[t].name;
 }
 
 double gf_dense_ref(const float *w, const float *bias, int in, int out, gf_dense_act act,
@@ -157,6 +256,18 @@ int gf_dense_gpu_run(gf_dense_gpu *s, gf_math math, gf_cu_ptr x, int rows, gf_cu
         return GF_EINVAL;
     }
     int in = s->in, n = s->out;
+    if (s->route == GF_ROUTE_OWN && s->act == GF_DENSE_LEAKY_RELU && math == GF_MATH_TF32 &&
+        s->has_tf32) {
+        int t = 0;
+        while (rows < own_tf32[t].min_rows)
+            t++;
+        unsigned bm = (unsigned)own_tf32[t].rows;
+        unsigned smem = bm * (unsigned)(in + OWN_TF32_PAD) * (unsigned)sizeof(float);
+        float slope = GF_DENSE_SLOPE;
+        void *p[] = { &x, &rows, &in, &s->wp, &s->bias, &slope, &out };
+        return gf_gpu_launch(s->gpu, s->tf32[t], ((unsigned)rows + bm - 1) / bm, 1, 1,
+                             OWN_THREADS, 1, 1, smem, p);
+    }
     if (s->route == GF_ROUTE_OWN && s->act == GF_DENSE_LEAKY_RELU) {
         int t = 0;
         while (rows < own_linear[t].min_rows)

@@ -7,10 +7,11 @@
  * 0.01 · z (leaky ReLU), or out[r][o] = z[r][o] - log sum over c of
  * exp(z[r][c]) (log-softmax over the row's outputs). Library route: cuBLAS
  * SGEMM in the job's math mode, then the bias + activation glue kernel (and
- * the log-softmax kernel). Own route: kernels/dense.cu, one launch in
- * float32 FMAs whatever the math mode, for the head's shapes only (128
- * outputs and a multiple of 16 inputs with leaky ReLU; 7 outputs of 128
- * inputs with log-softmax). */
+ * the log-softmax kernel). Own route: kernels/dense.cu, one launch, for the
+ * head's shapes only (128 outputs and a multiple of 16 inputs with leaky
+ * ReLU; 7 outputs of 128 inputs with log-softmax): float32 FMAs, except the
+ * leaky ReLU layers in math mode tf32 on cc >= 9.0, which run on the tensor
+ * cores in tf32 as the library then does. */
 #ifndef GF_DENSE_GPU_H
 #define GF_DENSE_GPU_H
 
@@ -41,6 +42,10 @@ void gf_dense_gpu_destroy(gf_dense_gpu **self_p);
  * the layer's shape is not one the own kernels run. */
 int gf_dense_gpu_set_route(gf_dense_gpu *self, gf_route_kind kind, const char **module_sha256);
 gf_route_kind gf_dense_gpu_route(const gf_dense_gpu *self);
+
+/* The own kernel a run of rows rows in math mode math launches (borrowed,
+ * static), or NULL on the library route. */
+const char *gf_dense_gpu_kernel(const gf_dense_gpu *self, gf_math math, int rows);
 
 /* Output o (flat index into [rows][out]) of the definition above, in
  * float64 on the host, from the host copies of x [rows][in], w and bias:

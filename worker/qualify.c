@@ -82,15 +82,19 @@ static const gf_pin sinc_pins[] = {
     { "threads", "256" },
 };
 
-/* kernels/dense.cu: the linear layers' block owns 32 rows (from 8,192 rows
- * on; 16 from 2,048, 8 below: batches 32, 8, 1) x all 128 outputs and walks
- * K 16 at a time through two shared-memory stages; the classifier's owns 16
- * rows, 8 lanes a row over its 128 inputs. 128 threads. */
+/* kernels/dense.cu, the linear layers, by math mode (worker/dense_gpu.c).
+ * fp32: float32 FMAs, a block owns 32 rows (from 8,192 rows on; 16 from
+ * 2,048, 8 below: batches 32, 8, 1) x all 128 outputs and walks K 16 at a
+ * time through two shared-memory stages. tf32 (cc >= 9.0): mma.sync tf32, a
+ * block owns 64 rows (from 8,192 on; 16 below) x all 128 outputs and takes
+ * all of K into shared memory at once in two halves. The classifier's block
+ * owns 16 rows, 8 lanes a row over its 128 inputs, float32 in both modes.
+ * 128 threads. */
 static const gf_pin dense_linear_pins[] = {
-    { "tile_m", "32/16/8" },
+    { "tile_m", "fp32 32/16/8, tf32 64/16" },
     { "tile_n", "128" },
-    { "tile_k", "16" },
-    { "stages", "2" },
+    { "tile_k", "fp32 16, tf32 all of K" },
+    { "stages", "fp32 2, tf32 2 (halves of K)" },
     { "threads", "128" },
 };
 
@@ -109,11 +113,12 @@ static const gf_pin pool_pins[] = {
 };
 
 /* kernels/embedding.cu: 64 outputs of 32 rows a block, 128 threads; k split
- * so that the grid is at most 256 blocks (worker/seg1_gpu.c: 32 slices up to
- * 64 rows, 20 at 96). */
+ * so that the grid is at most 256 blocks (worker/seg1_gpu.c). fp32: float32
+ * FMAs, 32 slices up to 64 rows, 20 at 96. tf32 (cc >= 9.0): mma.sync tf32,
+ * 40 slices of 128 k up to 32 rows, else 20 of 256 k. */
 static const gf_pin seg1_pins[] = {
     { "tile_n", "64" },
-    { "split_k", "auto" },
+    { "split_k", "fp32 auto (32/20/...), tf32 40/20" },
     { "threads", "128" },
 };
 

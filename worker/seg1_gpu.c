@@ -16,6 +16,16 @@
 #define OWN_THREADS 128
 #define OWN_BLOCKS 256   /* the most blocks the slices make: about two an SM, so that
                           * one block's loads wait while the other multiplies */
+/* The tf32 kernel (math mode tf32, cc >= 9.0: the sm90 tier; the sm75 tier
+ * traps) takes a whole slice into shared memory, rows padded by 16 floats:
+ * 40 slices of 128 k (55.3 KB a block) where they stay within OWN_BLOCKS
+ * blocks (up to 32 jobs), else 20 of 256 k (104.4 KB, two blocks an SM):
+ * 160 blocks at 1 and 64 jobs, 240 at 96. Slices are multiples of 64 k. */
+#define OWN_TF32_CC 90
+#define OWN_TF32_MANY 40
+#define OWN_TF32_FEW 20
+#define OWN_TF32_SMEM(slices) \
+    ((OWN_JT + OWN_NT) * (GF_SEG1_IN / (slices) + 16) * (int)sizeof(float))
 
 struct gf_seg1_gpu {
     gf_gpu *gpu;                   /* borrowed */
@@ -26,6 +36,8 @@ struct gf_seg1_gpu {
     gf_cu_ptr part;                /* own: [slices][row tiles · 32][256] partial sums */
     gf_cu_ptr count;               /* own: arrivals per output tile, zero between runs */
     gf_cu_function bias_act, own;  /* library: the bias kernel; own: loaded when chosen */
+    gf_cu_function own_tf32;       /* own, cc >= 9.0: the tensor-core kernel, for tf32 jobs */
+    bool has_tf32;                 /* own_tf32 loaded */
     gf_gpu_allocs mem;
 };
 
@@ -44,6 +56,12 @@ static int own_slices(int n_jobs)
     return 1;
 }
 
+static int own_tf32_slices(int n_jobs)
+{
+    int tiles = row_tiles(n_jobs) * (GF_SEG1_OUT / OWN_NT);
+    return tiles * OWN_TF32_MANY <= OWN_BLOCKS ? OWN_TF32_MANY : OWN_TF32_FEW;
+}
+
 gf_seg1_gpu *gf_seg1_gpu_new(gf_gpu *gpu, gf_blas_gpu *blas, const float *w, const float *bias,
                              int max_jobs)
 {
@@ -55,8 +73,10 @@ gf_seg1_gpu *gf_seg1_gpu_new(gf_gpu *gpu, gf_blas_gpu *blas, const float *w, con
     s->mem.gpu = gpu;
     const size_t f = sizeof(float), rows = (size_t)row_tiles(max_jobs) * OWN_JT;
     const size_t tiles = (size_t)row_tiles(max_jobs) * (GF_SEG1_OUT / OWN_NT);
-    /* The most slices any run takes is own_slices(1) (fewest tiles). */
-    const size_t part = (size_t)own_slices(1) * rows * GF_SEG1_OUT * f;
+    /* The most slices any run takes: own_slices(1) (fewest tiles) or the
+     * tf32 kernel's OWN_TF32_MANY. */
+    const int most = own_slices(1) > OWN_TF32_MANY ? own_slices(1) : OWN_TF32_MANY;
+    const size_t part = (size_t)most * rows * GF_SEG1_OUT * f;
     static const char *const names[] = { "gf_bias_leaky_relu" };
     gf_cu_function *const fns[] = { &s->bias_act };
     int rc = gf_gpu_allocs_upload(&s->mem, w, f * GF_SEG1_OUT * GF_SEG1_IN, &s->w);
@@ -82,6 +102,13 @@ void gf_seg1_gpu_destroy(gf_seg1_gpu **self_p)
 
 gf_route_kind gf_seg1_gpu_route(const gf_seg1_gpu *self) { return self->route; }
 
+const char *gf_seg1_gpu_kernel(const gf_seg1_gpu *s, gf_math math)
+{
+    if (s->route != GF_ROUTE_OWN)
+        return NULL;
+    return math == GF_MATH_TF32 && s->has_tf32 ? "gf_seg1_splitk_tf32" : "gf_seg1_splitk";
+}
+
 int gf_seg1_gpu_set_route(gf_seg1_gpu *s, gf_route_kind kind, const char **module_sha256)
 {
     if (kind == GF_ROUTE_LIBRARY) {
@@ -91,6 +118,17 @@ int gf_seg1_gpu_set_route(gf_seg1_gpu *s, gf_route_kind kind, const char **modul
     const char *sha = NULL;
     int rc = gf_gpu_own_kernel(s->gpu, "embedding.seg_1", "embedding", "gf_seg1_splitk", 0,
                                &s->own, &sha);
+    /* The tensor-core kernel where the sm90 tier loads (below it, it traps);
+     * a card that offers less shared memory (GF_EUNSUP, logged) keeps the
+     * float32 kernel in tf32 too. */
+    s->has_tf32 = false;
+    if (!rc && gf_gpu_cc(s->gpu) >= OWN_TF32_CC) {
+        rc = gf_gpu_own_kernel(s->gpu, "embedding.seg_1", "embedding", "gf_seg1_splitk_tf32",
+                               OWN_TF32_SMEM(OWN_TF32_FEW), &s->own_tf32, &sha);
+        s->has_tf32 = rc == 0;
+        if (rc == GF_EUNSUP)
+            rc = 0;
+    }
     if (rc)
         return rc;
     s->route = GF_ROUTE_OWN;
@@ -108,6 +146,13 @@ int gf_seg1_gpu_run(gf_seg1_gpu *s, gf_math math, gf_cu_ptr pooled, int n_jobs, 
     if (n_jobs == 0)
         return 0;
     int k = GF_SEG1_IN, n = GF_SEG1_OUT;
+    if (s->route == GF_ROUTE_OWN && math == GF_MATH_TF32 && s->has_tf32) {
+        int slices = own_tf32_slices(n_jobs);
+        void *p[] = { &pooled, &n_jobs, &k, &s->w, &s->bias, &n, &s->part, &s->count, &emb };
+        return gf_gpu_launch(s->gpu, s->own_tf32, GF_SEG1_OUT / OWN_NT,
+                             (unsigned)row_tiles(n_jobs), (unsigned)slices, OWN_THREADS, 1, 1,
+                             (unsigned)OWN_TF32_SMEM(slices), p);
+    }
     if (s->route == GF_ROUTE_OWN) {
         void *p[] = { &pooled, &n_jobs, &k, &s->w, &s->bias, &n, &s->part, &s->count, &emb };
         return gf_gpu_launch(s->gpu, s->own, GF_SEG1_OUT / OWN_NT, (unsigned)row_tiles(n_jobs),

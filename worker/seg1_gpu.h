@@ -4,8 +4,8 @@
  * emb[j][n] = bias[n] + Σk pooled[j][k] · w[n][k], k < 5120, n < 256, for
  * each pooling job j. Library route: cuBLAS SGEMM in the job's math mode
  * and the bias kernel. Own route: kernels/embedding.cu, split along k with
- * the bias added where the parts meet, in float32 FMAs whatever the math
- * mode. */
+ * the bias added where the parts meet: float32 FMAs, or in math mode tf32
+ * on cc >= 9.0 the tensor cores in tf32, as the library then runs. */
 #ifndef GF_SEG1_GPU_H
 #define GF_SEG1_GPU_H
 
@@ -31,6 +31,10 @@ void gf_seg1_gpu_destroy(gf_seg1_gpu **self_p);
  * error. */
 int gf_seg1_gpu_set_route(gf_seg1_gpu *self, gf_route_kind kind, const char **module_sha256);
 gf_route_kind gf_seg1_gpu_route(const gf_seg1_gpu *self);
+
+/* The own kernel a run in math mode math launches (borrowed, static), or
+ * NULL on the library route. */
+const char *gf_seg1_gpu_kernel(const gf_seg1_gpu *self, gf_math math);
 
 /* pooled [n_jobs][5120] → emb [n_jobs][256], both on the card; math: the
  * library route's SGEMM mode. Nothing is launched for n_jobs 0. Returns 0,

@@ -123,6 +123,7 @@ static void test_segmentation_routes(void **state)
         { "fp32 own lstm", GF_MATH_FP32, GF_ROUTE_OWN, GF_ROUTE_LIBRARY, 1e-3 },
         { "fp32 own lstm + head", GF_MATH_FP32, GF_ROUTE_OWN, GF_ROUTE_OWN, 1e-3 },
         { "tf32 library", GF_MATH_TF32, GF_ROUTE_LIBRARY, GF_ROUTE_LIBRARY, 5e-2 },
+        { "tf32 own lstm + head", GF_MATH_TF32, GF_ROUTE_OWN, GF_ROUTE_OWN, 5e-2 },
     };
     for (size_t r = 0; r < sizeof runs / sizeof runs[0]; r++) {
         gf_segmentation_gpu *g = gf_segmentation_gpu_new(gpu, blas, seg_path, NULL, B,

@@ -1570,8 +1570,9 @@ int gf_qualify_write_binding(FILE *f, const gf_card_identity *card,
         fprintf(f, "      - boundary: %s\n        batch: %d\n        math: %s\n", e->cand->boundary,
                 e->batch, gf_math_name(e->math));
         fprintf(f, "        config: {");
-        for (size_t k = 0; k < e->cand->n_config; k++)
-            fprintf(f, "%s%s: %s", k ? ", " : "", e->cand->config[k].key, e->cand->config[k].value);
+        for (size_t k = 0; k < e->cand->n_config; k++)   /* values quoted: they may hold , or : */
+            fprintf(f, "%s%s: \"%s\"", k ? ", " : "", e->cand->config[k].key,
+                    e->cand->config[k].value);
         fprintf(f, "}\n        accuracy: %s\n", r->accuracy);
         fprintf(f, "        speed:\n          kind: measured\n          scope: %s\n", scope);
         fprintf(f, "          record: %s\n          end_to_end: %s\n", r->speed, r->end_to_end);

@@ -50,6 +50,8 @@
 // (m16, K 256). Grid: rows / BM. K a multiple of 64. Needs sm_80: the sm75
 // tier traps (worker/dense_gpu.c runs the float32 kernels there).
 
+#include "kernels/tf32.cuh"
+
 #define DENSE_N 128                      // outputs of the two linear layers
 #define DENSE_BK 16                      // K slice per shared-memory stage
 #define DENSE_THREADS 128
@@ -61,54 +63,6 @@
 #define CLS_LANES 8                      // lanes a row
 #define CLS_THREADS 128
 #define CLS_ROWS (CLS_THREADS / CLS_LANES)   // 16
-
-// v rounded to tf32 as cvt.rna does (to nearest, ties away from zero) by an
-// integer add and a mask on its bits, which keeps the conversion unit out of
-// the inner loop. Finite values; an infinity stays one.
-__device__ __forceinline__ unsigned round_tf32(float v)
-{
-    return (__float_as_uint(v) + 0x1000u) & 0xffffe000u;
-}
-
-// One tf32 mma.m16n8k8 into four float32 accumulators. Fragments (lane =
-// 4g + t): a0 (row g, k t), a1 (g + 8, t), a2 (g, t + 4), a3 (g + 8, t + 4);
-// b0 (k t, column g), b1 (t + 4, g); c0, c1 (row g, columns 2t, 2t + 1),
-// c2, c3 (row g + 8, the same columns).
-__device__ __forceinline__ void mma_tf32(float (&c)[4], const unsigned (&a)[4], unsigned b0,
-                                         unsigned b1)
-{
-#if __CUDA_ARCH__ >= 800
-    asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 "
-                 "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
-                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-#endif
-}
-
-// 16 bytes global → shared; src_bytes 0 fills the 16 bytes with zeros.
-__device__ __forceinline__ void cp_async16(void *dst, const void *src, int src_bytes)
-{
-#if __CUDA_ARCH__ >= 800
-    const unsigned d = (unsigned)__cvta_generic_to_shared(dst);
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(d), "l"(src),
-                 "r"(src_bytes));
-#endif
-}
-
-__device__ __forceinline__ void cp_async_commit()
-{
-#if __CUDA_ARCH__ >= 800
-    asm volatile("cp.async.commit_group;");
-#endif
-}
-
-template <int N>
-__device__ __forceinline__ void cp_async_wait()
-{
-#if __CUDA_ARCH__ >= 800
-    asm volatile("cp.async.wait_group %0;" ::"n"(N));
-#endif
-}
 
 template <int TM>
 __device__ __forceinline__ void dense_lrelu(const float *__restrict__ x, int rows, int k_in,

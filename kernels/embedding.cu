@@ -36,6 +36,8 @@
 // outputs 16w .. 16w + 15 (2 n-tiles) of the 32 jobs (2 m-tiles). Needs
 // sm_80: the sm75 tier traps (worker/seg1_gpu.c runs gf_seg1_splitk there).
 
+#include "kernels/tf32.cuh"
+
 #define SEG1_JT 32                     // jobs a block
 #define SEG1_NT 64                     // outputs a block
 #define SEG1_KC 32                     // k a chunk
@@ -181,54 +183,6 @@ gf_seg1_splitk(const float *__restrict__ pooled, int jobs, int K, const float *_
             for (int b = 0; b < 4; b++)
                 pb[(long)(jt0 + jg + 8 * a) * N + n0 + ng + 16 * b] = acc[a][b];
     seg1_finish(bias, N, part, count, out, jobs, jt0, n0, slices, rows);
-}
-
-// v rounded to tf32 as cvt.rna does (to nearest, ties away from zero) by an
-// integer add and a mask on its bits, which keeps the conversion unit out of
-// the inner loop. Finite values; an infinity stays one.
-__device__ __forceinline__ unsigned round_tf32(float v)
-{
-    return (__float_as_uint(v) + 0x1000u) & 0xffffe000u;
-}
-
-// One tf32 mma.m16n8k8 into four float32 accumulators. Fragments (lane =
-// 4g + t): a0 (row g, k t), a1 (g + 8, t), a2 (g, t + 4), a3 (g + 8, t + 4);
-// b0 (k t, column g), b1 (t + 4, g); c0, c1 (row g, columns 2t, 2t + 1),
-// c2, c3 (row g + 8, the same columns).
-__device__ __forceinline__ void mma_tf32(float (&c)[4], const unsigned (&a)[4], unsigned b0,
-                                         unsigned b1)
-{
-#if __CUDA_ARCH__ >= 800
-    asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 "
-                 "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
-                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-#endif
-}
-
-// 16 bytes global → shared; src_bytes 0 fills the 16 bytes with zeros.
-__device__ __forceinline__ void cp_async16(void *dst, const void *src, int src_bytes)
-{
-#if __CUDA_ARCH__ >= 800
-    const unsigned d = (unsigned)__cvta_generic_to_shared(dst);
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(d), "l"(src),
-                 "r"(src_bytes));
-#endif
-}
-
-__device__ __forceinline__ void cp_async_commit()
-{
-#if __CUDA_ARCH__ >= 800
-    asm volatile("cp.async.commit_group;");
-#endif
-}
-
-template <int N>
-__device__ __forceinline__ void cp_async_wait()
-{
-#if __CUDA_ARCH__ >= 800
-    asm volatile("cp.async.wait_group %0;" ::"n"(N));
-#endif
 }
 
 // Math mode tf32. Arguments as gf_seg1_splitk's, with K a multiple of 64 ·

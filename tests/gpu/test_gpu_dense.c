@@ -81,18 +81,8 @@ static void check_layer(gf_blas_gpu *blas, const layer *L, int rows, unsigned se
     assert_int_equal(gf_gpu_alloc(gpu, sizeof(float) * nx, &dx), 0);
     assert_int_equal(gf_gpu_alloc(gpu, sizeof(float) * no, &dout), 0);
     assert_int_equal(gf_gpu_upload(gpu, dx, x, sizeof(float) * nx), 0);
-    static const struct {
-        gf_route_kind route;
-        gf_math math;
-        double rel;
-        const char *what;
-    } runs[] = {
-        { GF_ROUTE_OWN, GF_MATH_FP32, 2e-5, "own" },
-        { GF_ROUTE_OWN, GF_MATH_TF32, 2e-5, "own tf32" },   /* 1.05e-3 on tensor cores */
-        { GF_ROUTE_LIBRARY, GF_MATH_FP32, 2e-5, "library fp32" },
-        { GF_ROUTE_LIBRARY, GF_MATH_TF32, 1.05e-3, "library tf32" },
-    };
-    for (size_t r = 0; r < sizeof runs / sizeof runs[0]; r++) {
+    const gpu_route_run *runs = gpu_route_runs;   /* own tf32: 1.05e-3 on tensor cores */
+    for (size_t r = 0; r < GF_ARRAY_LEN(gpu_route_runs); r++) {
         assert_int_equal(gf_dense_gpu_set_route(d, runs[r].route, NULL), 0);
         assert_int_equal(gf_dense_gpu_route(d), runs[r].route);
         assert_int_equal(gf_gpu_fill32(gpu, dout, 0x7fc00000u, no), 0);   /* NaN poison */
@@ -108,24 +98,10 @@ static void check_layer(gf_blas_gpu *blas, const layer *L, int rows, unsigned se
         if (runs[r].math == GF_MATH_FP32)
             assert_false(tc);
         const double rel = tc ? 1.05e-3 : runs[r].rel;
-        long bad = 0;
-        double worst = 0.0;
-        for (size_t i = 0; i < no; i++) {
-            double lim = rel * bound[i] + 1e-6 + 2.4e-7 * fabs(ref[i]);
-            double e = fabs((double)got[i] - ref[i]);
-            if (!(e <= lim)) {
-                if (bad++ < 5)
-                    fprintf(stderr, "%s %s, %d rows: row %zu output %zu: got %.9g, want %.9g\n",
-                            L->name, runs[r].what, rows, i / (size_t)L->out,
-                            i % (size_t)L->out, got[i], ref[i]);
-            } else if (e / lim > worst) {
-                worst = e / lim;
-            }
-        }
-        printf("%-16s %-15s %6d rows (%s): %zu outputs, worst error %.2f of the bound, "
-               "%ld outside\n", L->name, runs[r].what, rows, kern ? kern : "cuBLAS", no, worst,
-               bad);
-        assert_int_equal(bad, 0);
+        char what[96];
+        snprintf(what, sizeof what, "%s %s, %d rows (%s)", L->name, runs[r].what, rows,
+                 kern ? kern : "cuBLAS");
+        assert_int_equal(gpu_compare(what, got, ref, bound, rel, 2.4e-7, 1e-6, no), 0);
     }
     gf_gpu_free(gpu, dx);
     gf_gpu_free(gpu, dout);

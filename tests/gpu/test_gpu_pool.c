@@ -34,25 +34,6 @@
 
 /* n outputs against ref: |got - ref| <= rel · bound + slack; prints the first
  * mismatches and the worst error against its limit; returns the mismatches. */
-static long compare(const char *what, const float *got, const double *ref, const double *bound,
-                    double rel, double slack, size_t n)
-{
-    long bad = 0;
-    double worst = 0.0;
-    for (size_t i = 0; i < n; i++) {
-        double lim = rel * bound[i] + slack, e = fabs((double)got[i] - ref[i]);
-        if (!(e <= lim)) {
-            if (bad++ < 5)
-                fprintf(stderr, "%s: output %zu: got %.9g, want %.9g\n", what, i, got[i], ref[i]);
-        } else if (e / lim > worst) {
-            worst = e / lim;
-        }
-    }
-    printf("%-34s %zu outputs, worst error %.2f of the bound, %ld outside\n", what, n, worst,
-           bad);
-    return bad;
-}
-
 /* The pooling of n_jobs jobs on B windows, both routes, every output. */
 static void check_pool(const char *name, int B, const int *job_window, int n_jobs,
                        unsigned seed)
@@ -98,7 +79,7 @@ static void check_pool(const char *name, int B, const int *job_window, int n_job
             assert_int_equal(gf_gpu_fill32(gpu, dout, 0x7fc00000u, no), 0);   /* NaN poison */
             assert_int_equal(gf_pool_gpu_run(p, dx, dout), 0);
             assert_int_equal(gf_gpu_download(gpu, got, dout, sizeof(float) * no), 0);
-            assert_int_equal(compare(what, got, ref, mag, 2.4e-7, 1e-9, no), 0);
+            assert_int_equal(gpu_compare(what, got, ref, mag, 2.4e-7, 0.0, 1e-9, no), 0);
         }
     }
     gf_gpu_free(gpu, dx);
@@ -151,18 +132,8 @@ static void check_seg1(gf_blas_gpu *blas, int n_jobs, unsigned seed)
     assert_int_equal(gf_gpu_alloc(gpu, sizeof(float) * np, &dp), 0);
     assert_int_equal(gf_gpu_alloc(gpu, sizeof(float) * no, &dout), 0);
     assert_int_equal(gf_gpu_upload(gpu, dp, pooled, sizeof(float) * np), 0);
-    static const struct {
-        gf_route_kind route;
-        gf_math math;
-        double rel;
-        const char *what;
-    } runs[] = {
-        { GF_ROUTE_OWN, GF_MATH_FP32, 2e-5, "own" },
-        { GF_ROUTE_OWN, GF_MATH_TF32, 2e-5, "own tf32" },   /* 1.05e-3 on tensor cores */
-        { GF_ROUTE_LIBRARY, GF_MATH_FP32, 2e-5, "library fp32" },
-        { GF_ROUTE_LIBRARY, GF_MATH_TF32, 1.05e-3, "library tf32" },
-    };
-    for (size_t r = 0; r < sizeof runs / sizeof runs[0]; r++) {
+    const gpu_route_run *runs = gpu_route_runs;   /* own tf32: 1.05e-3 on tensor cores */
+    for (size_t r = 0; r < GF_ARRAY_LEN(gpu_route_runs); r++) {
         assert_int_equal(gf_seg1_gpu_set_route(s, runs[r].route, NULL), 0);
         assert_int_equal(gf_seg1_gpu_route(s), runs[r].route);
         const char *kern = gf_seg1_gpu_kernel(s, runs[r].math);
@@ -180,7 +151,7 @@ static void check_seg1(gf_blas_gpu *blas, int n_jobs, unsigned seed)
             assert_int_equal(gf_gpu_fill32(gpu, dout, 0x7fc00000u, no), 0);   /* NaN poison */
             assert_int_equal(gf_seg1_gpu_run(s, runs[r].math, dp, n_jobs, dout), 0);
             assert_int_equal(gf_gpu_download(gpu, got, dout, sizeof(float) * no), 0);
-            assert_int_equal(compare(what, got, ref, bound, rel, 1e-6, no), 0);
+            assert_int_equal(gpu_compare(what, got, ref, bound, rel, 0.0, 1e-6, no), 0);
         }
     }
     gf_gpu_free(gpu, dp);

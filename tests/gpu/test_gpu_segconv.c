@@ -75,18 +75,8 @@ static void check_stage(gf_blas_gpu *blas, const char *name, int cin, int tin, u
     assert_int_equal(gf_gpu_alloc(gpu, sizeof(float) * nx, &dx), 0);
     assert_int_equal(gf_gpu_alloc(gpu, sizeof(float) * no, &dout), 0);
     assert_int_equal(gf_gpu_upload(gpu, dx, x, sizeof(float) * nx), 0);
-    static const struct {
-        gf_route_kind route;
-        gf_math math;
-        double rel;
-        const char *what;
-    } runs[] = {
-        { GF_ROUTE_OWN, GF_MATH_FP32, 2e-5, "own" },
-        { GF_ROUTE_OWN, GF_MATH_TF32, 2e-5, "own (tf32 job)" },
-        { GF_ROUTE_LIBRARY, GF_MATH_FP32, 2e-5, "library fp32" },
-        { GF_ROUTE_LIBRARY, GF_MATH_TF32, 1.05e-3, "library tf32" },
-    };
-    for (size_t r = 0; r < sizeof runs / sizeof runs[0]; r++) {
+    const gpu_route_run *runs = gpu_route_runs;
+    for (size_t r = 0; r < GF_ARRAY_LEN(gpu_route_runs); r++) {
         int rc = gf_segconv_gpu_set_route(s, runs[r].route, NULL);
         if (rc == GF_EUNSUP) {
             printf("%s %s: refused on this card\n", name, runs[r].what);
@@ -96,21 +86,9 @@ static void check_stage(gf_blas_gpu *blas, const char *name, int cin, int tin, u
         assert_int_equal(gf_gpu_fill32(gpu, dout, 0x7fc00000u, no), 0);   /* NaN poison */
         assert_int_equal(gf_segconv_gpu_run(s, runs[r].math, dx, WINDOWS, dout), 0);
         assert_int_equal(gf_gpu_download(gpu, got, dout, sizeof(float) * no), 0);
-        long bad = 0;
-        double worst = 0.0;
-        for (size_t i = 0; i < no; i++) {
-            double lim = runs[r].rel * bound[i] + 1e-6, e = fabs((double)got[i] - ref[i]);
-            if (!(e <= lim)) {
-                if (bad++ < 5)
-                    fprintf(stderr, "%s %s: output %zu: got %.9g, want %.9g\n", name,
-                            runs[r].what, i, got[i], ref[i]);
-            } else if (e / lim > worst) {
-                worst = e / lim;
-            }
-        }
-        printf("%s %-15s %zu outputs, worst error %.2f of the bound, %ld outside\n", name,
-               runs[r].what, no, worst, bad);
-        assert_int_equal(bad, 0);
+        char what[96];
+        snprintf(what, sizeof what, "%s %s", name, runs[r].what);
+        assert_int_equal(gpu_compare(what, got, ref, bound, runs[r].rel, 0.0, 1e-6, no), 0);
     }
     gf_gpu_free(gpu, dx);
     gf_gpu_free(gpu, dout);

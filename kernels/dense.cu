@@ -231,12 +231,7 @@ __device__ __forceinline__ void dense_lrelu_tf32(const float *__restrict__ x, in
         for (int f = 0; f < PF; f++) {
             const int p = p0 + f;
             if (p % ppg == 0) {                    // a quarter begins: its copies landed
-                switch (p / ppg) {
-                case 0: cp_async_wait<3>(); break;
-                case 1: cp_async_wait<2>(); break;
-                case 2: cp_async_wait<1>(); break;
-                default: cp_async_wait<0>(); break;
-                }
+                cp_async_wait_quarter(p / ppg);
                 __syncthreads();
             }
             float4 va[MT][2];

@@ -238,12 +238,7 @@ gf_seg1_splitk_tf32(const float *__restrict__ pooled, int jobs, int K,
 #pragma unroll 2
     for (int p = 0; p < np; p++) {
         if (p % ppg == 0) {                // a quarter begins: its copies landed
-            switch (p / ppg) {
-            case 0: cp_async_wait<3>(); break;
-            case 1: cp_async_wait<2>(); break;
-            case 2: cp_async_wait<1>(); break;
-            default: cp_async_wait<0>(); break;
-            }
+            cp_async_wait_quarter(p / ppg);
             __syncthreads();
         }
         float4 va[2][2], vb[2];

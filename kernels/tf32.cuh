@@ -1,6 +1,7 @@
 // tf32.cuh — the PTX the own kernels of the head and of seg_1 share
-// (kernels/dense.cu, kernels/embedding.cu): tf32 rounding, one tf32 mma and
-// 16-byte cp.async. Inline only: a module's PTX holds no copy of its own.
+// (kernels/dense.cu, kernels/embedding.cu): tf32 rounding, one tf32 mma,
+// 16-byte cp.async and its waits. Inline only: a module's PTX holds no copy
+// of its own.
 #ifndef GF_KERNELS_TF32_CUH
 #define GF_KERNELS_TF32_CUH
 
@@ -50,6 +51,19 @@ __device__ __forceinline__ void cp_async_wait()
 #if __CUDA_ARCH__ >= 800
     asm volatile("cp.async.wait_group %0;" ::"n"(N));
 #endif
+}
+
+
+// Wait until the first q + 1 of four cp.async groups, committed in order,
+// have landed (q = 0 .. 3).
+__device__ __forceinline__ void cp_async_wait_quarter(int q)
+{
+    switch (q) {
+    case 0: cp_async_wait<3>(); break;
+    case 1: cp_async_wait<2>(); break;
+    case 2: cp_async_wait<1>(); break;
+    default: cp_async_wait<0>(); break;
+    }
 }
 
 #endif

@@ -78,31 +78,35 @@ gf_sinc_abs_pool_f64(const float *__restrict__ wave, int n, const double *__rest
                 (float)fmax(fabs(acc[f][0]), fmax(fabs(acc[f][1]), fabs(acc[f][2])));
 }
 
-// The DMMA kernel (float64 tensor cores, mma.sync m8n8k4 f64: cc >= 8.0; the
+// The DMMA kernel (float64 tensor cores, mma.sync m16n8k4 f64: sm_90; the
 // route takes it where the sm90 tier loads, cc >= 9.0; in the sm75 tier it
-// traps). Per window a GEMM: M frames, N filters, K 251 taps padded to 252
-// with a zero tap, A[m][k] = x[10m + k] read straight from the waveform span
-// in shared memory, B[k][n] = filter n's tap k. Fragments (PTX ISA, m8n8k4
-// .f64): A one double a lane at row lane/4, column lane%4; B one double at
-// row lane%4, column lane/4; C/D two doubles at row lane/4, columns
-// 2(lane%4) and 2(lane%4)+1.
-// M is ordered by phase: a warp owns 8 pooled outputs and takes three
+// traps). m16n8k4 rather than Ampere's m8n8k4: on Hopper the m8n8k4 shape
+// falls well short of the float64 tensor rate (Triton's DGEMM on an H100:
+// about 31 TFLOP/s with m8n8k4, 53 with m16n8k4, triton-lang/triton#10313;
+// not measured here), near what FMAs give. Per window
+// a GEMM: M frames, N filters, K 251 taps padded to 252 with a zero tap,
+// A[m][k] = x[10m + k] read straight from the waveform span in shared memory,
+// B[k][n] = filter n's tap k. Fragments (PTX ISA, m16n8k4 .f64): A two
+// doubles a lane at rows lane/4 and lane/4 + 8, column lane%4; B one double
+// at row lane%4, column lane/4; C/D four doubles at rows lane/4 (c0, c1) and
+// lane/4 + 8 (c2, c3), columns 2(lane%4) and 2(lane%4)+1.
+// M is ordered by phase: a warp owns 16 pooled outputs and takes three
 // m-tiles, tile j holding frame 3p + j of each, so the three frames of a
 // pooled output land in the same thread's registers and |.| and the max
-// need no shuffle. Row r of a tile is pooled output 2r (r < 4) or
-// 2(r - 4) + 1 (r >= 4) of the warp's 8: with rows 30 samples apart this
-// makes the A loads of each half-warp hit 16 distinct banks (30·2r mod 16 =
-// 0, 12, 8, 4 plus column 0..3), and a filter pitch of 252 doubles does the
-// same for B.
-// Block: 256 threads, 8 warps of 8 pooled outputs (64 a block), 40 filters
-// (5 n-tiles of 8), 15 m8n8k4 a warp per step of 4 taps, 30 float64
+// need no shuffle. Rows r and r + 8 of a tile are pooled outputs q and q + 8
+// of the warp's 16, q = 2r (r < 4) or 2(r - 4) + 1 (r >= 4): with rows 30
+// samples apart this makes the A loads of each half-warp hit 16 distinct
+// banks (30·2r mod 16 = 0, 12, 8, 4 plus column 0..3), and a filter pitch of
+// 252 doubles does the same for B.
+// Block: 128 threads, 4 warps of 16 pooled outputs (64 a block), 40 filters
+// (5 n-tiles of 8), 15 m16n8k4 a warp per step of 4 taps, 60 float64
 // accumulators a thread; grid (pooled outputs / 64, 80 / 40, windows); two
 // blocks a multiprocessor. Shared memory: the span, 30·64 + 242 samples, and
 // the 40 filters [filter][252], float64: 97,936 bytes.
 #define SINC_MMA_FB 40                                // filters per block
 #define SINC_MMA_NT (SINC_MMA_FB / 8)                 // n-tiles
-#define SINC_MMA_THREADS 256
-#define SINC_MMA_PT (SINC_MMA_THREADS / 32 * 8)      // pooled outputs per block: 64
+#define SINC_MMA_THREADS 128
+#define SINC_MMA_PT (SINC_MMA_THREADS / 32 * 16)     // pooled outputs per block: 64
 #define SINC_MMA_K 252                                // taps padded to a multiple of 4
 #define SINC_MMA_SPAN (SINC_MMA_PT * 3 * SINC_STRIDE + SINC_MMA_K - SINC_STRIDE)   // 2162
 
@@ -112,7 +116,7 @@ extern "C" __global__ void __launch_bounds__(SINC_MMA_THREADS, 2)
 gf_sinc_abs_pool_dmma(const float *__restrict__ wave, int n, const double *__restrict__ filters,
                       int nf, int t_pool, float *__restrict__ out)
 {
-#if __CUDA_ARCH__ >= 800
+#if __CUDA_ARCH__ >= 900
     extern __shared__ __align__(16) double gf_sinc_smem[];
     double *xs = gf_sinc_smem, *ws = gf_sinc_smem + SINC_MMA_SPAN;
     const int b = blockIdx.z, f0 = blockIdx.y * SINC_MMA_FB, p0 = blockIdx.x * SINC_MMA_PT;
@@ -129,22 +133,25 @@ gf_sinc_abs_pool_dmma(const float *__restrict__ wave, int n, const double *__res
     }
     __syncthreads();
 
-    // This lane's pooled output within the warp's 8 (its A row and C row).
+    // This lane's pooled outputs within the warp's 16: q (A and C row g) and
+    // q + 8 (row g + 8).
     const int q = g < 4 ? 2 * g : 2 * (g - 4) + 1;
-    const double *xa = xs + (warp * 8 + q) * 3 * SINC_STRIDE + t;   // + 10j + k0
+    const double *xa = xs + (warp * 16 + q) * 3 * SINC_STRIDE + t;  // + 10j + k0, + 240: q + 8
     const double *wb = ws + g * SINC_MMA_K + t;                     // + 8·252·nt + k0
-    double acc[3][SINC_MMA_NT][2];
+    double acc[3][SINC_MMA_NT][4];
 #pragma unroll
     for (int j = 0; j < 3; j++)
 #pragma unroll
         for (int nt = 0; nt < SINC_MMA_NT; nt++)
-            acc[j][nt][0] = acc[j][nt][1] = 0.0;
+            acc[j][nt][0] = acc[j][nt][1] = acc[j][nt][2] = acc[j][nt][3] = 0.0;
 #pragma unroll 3
     for (int k0 = 0; k0 < SINC_MMA_K; k0 += 4) {
-        double a[3], bf[SINC_MMA_NT];
+        double a[3][2], bf[SINC_MMA_NT];
 #pragma unroll
-        for (int j = 0; j < 3; j++)
-            a[j] = xa[j * SINC_STRIDE + k0];
+        for (int j = 0; j < 3; j++) {
+            a[j][0] = xa[j * SINC_STRIDE + k0];
+            a[j][1] = xa[8 * 3 * SINC_STRIDE + j * SINC_STRIDE + k0];
+        }
 #pragma unroll
         for (int nt = 0; nt < SINC_MMA_NT; nt++)
             bf[nt] = wb[nt * 8 * SINC_MMA_K + k0];
@@ -152,23 +159,27 @@ gf_sinc_abs_pool_dmma(const float *__restrict__ wave, int n, const double *__res
         for (int j = 0; j < 3; j++)
 #pragma unroll
             for (int nt = 0; nt < SINC_MMA_NT; nt++)
-                asm volatile("mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 "
-                             "{%0, %1}, {%2}, {%3}, {%0, %1};"
-                             : "+d"(acc[j][nt][0]), "+d"(acc[j][nt][1])
-                             : "d"(a[j]), "d"(bf[nt]));
+                asm volatile("mma.sync.aligned.m16n8k4.row.col.f64.f64.f64.f64 "
+                             "{%0, %1, %2, %3}, {%4, %5}, {%6}, {%0, %1, %2, %3};"
+                             : "+d"(acc[j][nt][0]), "+d"(acc[j][nt][1]), "+d"(acc[j][nt][2]),
+                               "+d"(acc[j][nt][3])
+                             : "d"(a[j][0]), "d"(a[j][1]), "d"(bf[nt]));
     }
-    const int p = p0 + warp * 8 + q;
-    if (p >= t_pool)
-        return;
 #pragma unroll
-    for (int nt = 0; nt < SINC_MMA_NT; nt++)
+    for (int h = 0; h < 2; h++) {   // rows g and g + 8: pooled outputs q and q + 8
+        const int p = p0 + warp * 16 + q + 8 * h;
+        if (p >= t_pool)
+            break;
 #pragma unroll
-        for (int c = 0; c < 2; c++) {
-            const int f = f0 + nt * 8 + 2 * t + c;
-            if (f < nf)
-                out[((long)b * nf + f) * t_pool + p] = (float)fmax(
-                    fabs(acc[0][nt][c]), fmax(fabs(acc[1][nt][c]), fabs(acc[2][nt][c])));
-        }
+        for (int nt = 0; nt < SINC_MMA_NT; nt++)
+#pragma unroll
+            for (int c = 0; c < 2; c++) {
+                const int f = f0 + nt * 8 + 2 * t + c, i = 2 * h + c;
+                if (f < nf)
+                    out[((long)b * nf + f) * t_pool + p] = (float)fmax(
+                        fabs(acc[0][nt][i]), fmax(fabs(acc[1][nt][i]), fabs(acc[2][nt][i])));
+            }
+    }
 #else
     __trap();
 #endif

@@ -76,10 +76,11 @@ static const gf_pin fbank_mel_pins[] = {
 };
 
 /* kernels/sincnet.cu, by the kernel the route runs (worker/sinc_gpu.c).
- * FMA kernel (cc < 9.0): a block owns 256 pooled outputs (7,680 samples) of
- * 16 filters, taps unrolled by 2. DMMA kernel (cc >= 9.0: the sm90 tier):
- * a block owns 64 pooled outputs (1,920 samples) of 40 filters, mma.sync
- * m8n8k4 f64 over taps 4 at a time, unrolled by 3 (12 taps). 256 threads. */
+ * FMA kernel (cc < 9.0): a block of 256 threads owns 256 pooled outputs
+ * (7,680 samples) of 16 filters, taps unrolled by 2. DMMA kernel (cc >= 9.0:
+ * the sm90 tier): a block of 128 threads owns 64 pooled outputs (1,920
+ * samples) of 40 filters, mma.sync m16n8k4 f64 over taps 4 at a time,
+ * unrolled by 3 (12 taps). */
 static const gf_pin sinc_pins[] = {
     { "filters_per_block", "16" },
     { "samples_per_block", "7680" },
@@ -91,7 +92,7 @@ static const gf_pin sinc_dmma_pins[] = {
     { "filters_per_block", "40" },
     { "samples_per_block", "1920" },
     { "taps_unroll", "12" },
-    { "threads", "256" },
+    { "threads", "128" },
 };
 
 /* kernels/dense.cu, the linear layers, by math mode (worker/dense_gpu.c).

@@ -17,14 +17,15 @@
 #define OWN_SPAN (OWN_PT * 3 * GF_SINC_STRIDE + GF_SINC_TAPS - GF_SINC_STRIDE)
 #define OWN_SMEM ((int)sizeof(double) * (OWN_SPAN + 1 + OWN_FB * GF_SINC_TAPS))
 
-/* The DMMA kernel (float64 tensor cores), where the sm90 tier loads (below
- * it, it traps): 40 filters and 64 pooled outputs a block, 256 threads;
- * shared memory for the span (taps padded to 252) and the 40 filters of 252
- * taps, all float64. Must match kernels/sincnet.cu. */
+/* The DMMA kernel (float64 tensor cores, mma.sync m16n8k4 f64: sm_90),
+ * where the sm90 tier loads (below it, it traps): 40 filters and 64 pooled
+ * outputs a block, 128 threads; shared memory for the span (taps padded to
+ * 252) and the 40 filters of 252 taps, all float64. Must match
+ * kernels/sincnet.cu. */
 #define OWN_DMMA_CC 90
 #define OWN_DMMA_FB 40
 #define OWN_DMMA_PT 64
-#define OWN_DMMA_THREADS 256
+#define OWN_DMMA_THREADS 128
 #define OWN_DMMA_K 252
 #define OWN_DMMA_SPAN (OWN_DMMA_PT * 3 * GF_SINC_STRIDE + OWN_DMMA_K - GF_SINC_STRIDE)
 #define OWN_DMMA_SMEM ((int)sizeof(double) * (OWN_DMMA_SPAN + OWN_DMMA_FB * OWN_DMMA_K))

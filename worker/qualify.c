@@ -75,11 +75,24 @@ static const gf_pin fbank_mel_pins[] = {
     { "threads", "256" },
 };
 
+/* kernels/sincnet.cu, by the kernel the route runs (worker/sinc_gpu.c).
+ * FMA kernel (cc < 9.0): a block of 256 threads owns 256 pooled outputs
+ * (7,680 samples) of 16 filters, taps unrolled by 2. DMMA kernel (cc >= 9.0:
+ * the sm90 tier): a block of 128 threads owns 64 pooled outputs (1,920
+ * samples) of 40 filters, mma.sync m16n8k4 f64 over taps 4 at a time,
+ * unrolled by 3 (12 taps). */
 static const gf_pin sinc_pins[] = {
     { "filters_per_block", "16" },
     { "samples_per_block", "7680" },
     { "taps_unroll", "2" },
     { "threads", "256" },
+};
+
+static const gf_pin sinc_dmma_pins[] = {
+    { "filters_per_block", "40" },
+    { "samples_per_block", "1920" },
+    { "taps_unroll", "12" },
+    { "threads", "128" },
 };
 
 /* kernels/dense.cu, the linear layers, by math mode (worker/dense_gpu.c).
@@ -200,8 +213,13 @@ static void build_candidates(int cc)
         }
     candidates[n_candidates++] = (gf_candidate){ "lstm", "lstm.stack", lstm_pins,
                                                  GF_ARRAY_LEN(lstm_pins) };
-    candidates[n_candidates++] = (gf_candidate){ "sincnet", "sincnet.conv0.abs_pool", sinc_pins,
-                                                 GF_ARRAY_LEN(sinc_pins) };
+    if (cc >= 90)
+        candidates[n_candidates++] = (gf_candidate){ "sincnet", "sincnet.conv0.abs_pool",
+                                                     sinc_dmma_pins,
+                                                     GF_ARRAY_LEN(sinc_dmma_pins) };
+    else
+        candidates[n_candidates++] = (gf_candidate){ "sincnet", "sincnet.conv0.abs_pool",
+                                                     sinc_pins, GF_ARRAY_LEN(sinc_pins) };
     candidates[n_candidates++] = (gf_candidate){ "segconv", "segconv.conv1", segconv_pins,
                                                  GF_ARRAY_LEN(segconv_pins) };
     candidates[n_candidates++] = (gf_candidate){ "segconv", "segconv.conv2", segconv_pins,

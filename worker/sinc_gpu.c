@@ -6,6 +6,7 @@
 #include "common/util.h"
 
 #include <math.h>
+#include <stdbool.h>
 #include <stdlib.h>
 
 /* Must match kernels/sincnet.cu: 16 filters and 256 pooled outputs a block,
@@ -16,6 +17,19 @@
 #define OWN_SPAN (OWN_PT * 3 * GF_SINC_STRIDE + GF_SINC_TAPS - GF_SINC_STRIDE)
 #define OWN_SMEM ((int)sizeof(double) * (OWN_SPAN + 1 + OWN_FB * GF_SINC_TAPS))
 
+/* The DMMA kernel (float64 tensor cores, mma.sync m16n8k4 f64: sm_90),
+ * where the sm90 tier loads (below it, it traps): 40 filters and 64 pooled
+ * outputs a block, 128 threads; shared memory for the span (taps padded to
+ * 252) and the 40 filters of 252 taps, all float64. Must match
+ * kernels/sincnet.cu. */
+#define OWN_DMMA_CC 90
+#define OWN_DMMA_FB 40
+#define OWN_DMMA_PT 64
+#define OWN_DMMA_THREADS 128
+#define OWN_DMMA_K 252
+#define OWN_DMMA_SPAN (OWN_DMMA_PT * 3 * GF_SINC_STRIDE + OWN_DMMA_K - GF_SINC_STRIDE)
+#define OWN_DMMA_SMEM ((int)sizeof(double) * (OWN_DMMA_SPAN + OWN_DMMA_FB * OWN_DMMA_K))
+
 struct gf_sinc_gpu {
     gf_gpu *gpu;                   /* borrowed */
     gf_blas_gpu *blas;             /* borrowed */
@@ -23,6 +37,8 @@ struct gf_sinc_gpu {
     gf_route_kind route;
     gf_cu_ptr filters, col, frames;   /* [80][251]; im2col and DGEMM output (library) */
     gf_cu_function im2col, pool, own; /* own: loaded when chosen */
+    gf_cu_function own_dmma;          /* own on cc >= 9.0: the DMMA kernel */
+    bool has_dmma;                    /* the own route runs own_dmma, not own */
     gf_gpu_allocs mem;
 };
 
@@ -69,12 +85,29 @@ int gf_sinc_gpu_set_route(gf_sinc_gpu *s, gf_route_kind kind, const char **modul
     const char *sha = NULL;
     int rc = gf_gpu_own_kernel(s->gpu, "sincnet.conv0.abs_pool", "sincnet", "gf_sinc_abs_pool_f64",
                                OWN_SMEM, &s->own, &sha);
+    /* A card that offers less shared memory for the DMMA kernel (GF_EUNSUP,
+     * logged) keeps the FMA kernel. */
+    s->has_dmma = false;
+    if (!rc && gf_gpu_cc(s->gpu) >= OWN_DMMA_CC) {
+        rc = gf_gpu_own_kernel(s->gpu, "sincnet.conv0.abs_pool", "sincnet",
+                               "gf_sinc_abs_pool_dmma", OWN_DMMA_SMEM, &s->own_dmma, &sha);
+        s->has_dmma = rc == 0;
+        if (rc == GF_EUNSUP)
+            rc = 0;
+    }
     if (rc)
         return rc;
     s->route = GF_ROUTE_OWN;
     if (module_sha256)
         *module_sha256 = sha;
     return 0;
+}
+
+const char *gf_sinc_gpu_kernel(const gf_sinc_gpu *s)
+{
+    if (s->route != GF_ROUTE_OWN)
+        return NULL;
+    return s->has_dmma ? "gf_sinc_abs_pool_dmma" : "gf_sinc_abs_pool_f64";
 }
 
 double gf_sinc_ref(const double *filters, const float *wave, size_t o)
@@ -99,6 +132,11 @@ int gf_sinc_gpu_run(gf_sinc_gpu *s, gf_cu_ptr wave, int B, gf_cu_ptr out)
     int n = GF_SINC_SAMPLES, nf = GF_SINC_FILTERS, tp = GF_SINC_POOLED;
     if (s->route == GF_ROUTE_OWN) {
         void *p[] = { &wave, &n, &s->filters, &nf, &tp, &out };
+        if (s->has_dmma)
+            return gf_gpu_launch(s->gpu, s->own_dmma,
+                                 (unsigned)((tp + OWN_DMMA_PT - 1) / OWN_DMMA_PT),
+                                 (unsigned)((nf + OWN_DMMA_FB - 1) / OWN_DMMA_FB), (unsigned)B,
+                                 OWN_DMMA_THREADS, 1, 1, (unsigned)OWN_DMMA_SMEM, p);
         return gf_gpu_launch(s->gpu, s->own, (unsigned)((tp + OWN_PT - 1) / OWN_PT),
                              (unsigned)((nf + OWN_FB - 1) / OWN_FB), (unsigned)B, OWN_PT, 1, 1,
                              (unsigned)OWN_SMEM, p);

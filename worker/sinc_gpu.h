@@ -7,7 +7,8 @@
  * 5,325 pooled outputs per filter. Library route: the waveform's im2col
  * matrix in float64, cuBLAS DGEMM, then a pooling kernel (two float64
  * workspaces: 1.4 GB at a batch of 32). Own route: kernels/sincnet.cu, the
- * three steps in one kernel with no workspace. */
+ * three steps in one kernel with no workspace: on float64 tensor cores
+ * (DMMA) where the sm90 tier loads, else in float64 FMAs. */
 #ifndef GF_SINC_GPU_H
 #define GF_SINC_GPU_H
 
@@ -36,6 +37,10 @@ void gf_sinc_gpu_destroy(gf_sinc_gpu **self_p);
  * is the identity of the module that loaded. */
 int gf_sinc_gpu_set_route(gf_sinc_gpu *self, gf_route_kind kind, const char **module_sha256);
 gf_route_kind gf_sinc_gpu_route(const gf_sinc_gpu *self);
+/* The kernel gf_sinc_gpu_run launches on the own route: the DMMA kernel
+ * where the sm90 tier loads (cc >= 9.0), else the FMA kernel; NULL on the
+ * library route. */
+const char *gf_sinc_gpu_kernel(const gf_sinc_gpu *self);
 
 /* Output o (flat index into [B][80][5325]) of the definition above, in
  * float64 on the host: the reference the checks compare both routes with. */

@@ -177,19 +177,17 @@ int gf_dense_gpu_set_route(gf_dense_gpu *s, gf_route_kind kind, const char **mod
         rc = gf_gpu_own_kernel(s->gpu, s->boundary, "dense",
                                leaky ? own_linear[i].name : "gf_dense_logsoftmax7", 0, &s->own[i],
                                &sha);
-    /* The tf32 kernels where the sm90 tier loads (below it they trap): the
-     * x tile's dynamic shared memory is largest for 64 rows. A card that
-     * offers less shared memory (GF_EUNSUP, logged) keeps the float32
-     * kernels in tf32 too. */
+    /* The tf32 kernels where the sm90 tier loads (the x tile's dynamic shared
+     * memory is largest for 64 rows); elsewhere the float32 kernels serve
+     * tf32 jobs too. */
     s->has_tf32 = false;
-    if (!rc && tf32_shape(s->act, s->in, s->out) && gf_gpu_cc(s->gpu) >= OWN_TF32_CC) {
+    if (!rc && tf32_shape(s->act, s->in, s->out)) {
         const int smem = own_tf32[0].rows * (s->in + OWN_TF32_PAD) * (int)sizeof(float);
+        bool have[2] = { false, false };
         for (int i = 0; i < 2 && !rc; i++)
-            rc = gf_gpu_own_kernel(s->gpu, s->boundary, "dense", own_tf32[i].name, smem,
-                                   &s->tf32[i], &sha);
-        s->has_tf32 = rc == 0;
-        if (rc == GF_EUNSUP)
-            rc = 0;
+            rc = gf_gpu_own_kernel_extra(s->gpu, OWN_TF32_CC, s->boundary, "dense",
+                                         own_tf32[i].name, smem, &s->tf32[i], &sha, &have[i]);
+        s->has_tf32 = have[0] && have[1];
     }
     if (rc)
         return rc;

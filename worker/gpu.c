@@ -340,6 +340,18 @@ int gf_gpu_own_kernel(gf_gpu *self, const char *boundary, const char *area, cons
     return rc || !smem ? rc : func_smem(self, *out, smem);
 }
 
+int gf_gpu_own_kernel_extra(gf_gpu *self, int min_cc, const char *boundary, const char *area,
+                            const char *name, int smem, gf_cu_function *out,
+                            const char **sha256, bool *have)
+{
+    *have = false;
+    if (gf_gpu_cc(self) < min_cc)
+        return 0;
+    int rc = gf_gpu_own_kernel(self, boundary, area, name, smem, out, sha256);
+    *have = rc == 0;
+    return rc == GF_EUNSUP ? 0 : rc;
+}
+
 int gf_gpu_launch(gf_gpu *self, gf_cu_function f, unsigned gx, unsigned gy, unsigned gz,
                   unsigned bx, unsigned by, unsigned bz, unsigned smem, void **params)
 {

@@ -89,6 +89,15 @@ int gf_gpu_function(gf_gpu *self, const char *area, const char *name, gf_cu_func
  * which every smaller launch fits. */
 int gf_gpu_own_kernel(gf_gpu *self, const char *boundary, const char *area, const char *name,
                       int smem, gf_cu_function *out, const char **sha256);
+/* A faster own kernel beside a route's portable one, for cards of compute
+ * capability min_cc and up only (major·10 + minor; below, its tier does not
+ * load and it traps). *have says whether it loaded: below min_cc, or where
+ * the card offers less shared memory (GF_EUNSUP, logged), it did not and the
+ * portable kernel serves, which is not an error. Returns 0 or a driver
+ * error. */
+int gf_gpu_own_kernel_extra(gf_gpu *self, int min_cc, const char *boundary, const char *area,
+                            const char *name, int smem, gf_cu_function *out,
+                            const char **sha256, bool *have);
 /* Launch on the job stream; in debug builds (GF_GPU_DEBUG set in the
  * environment) synchronise and check after each launch. */
 int gf_gpu_launch(gf_gpu *self, gf_cu_function f, unsigned gx, unsigned gy, unsigned gz,

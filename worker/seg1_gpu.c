@@ -118,17 +118,13 @@ int gf_seg1_gpu_set_route(gf_seg1_gpu *s, gf_route_kind kind, const char **modul
     const char *sha = NULL;
     int rc = gf_gpu_own_kernel(s->gpu, "embedding.seg_1", "embedding", "gf_seg1_splitk", 0,
                                &s->own, &sha);
-    /* The tensor-core kernel where the sm90 tier loads (below it, it traps);
-     * a card that offers less shared memory (GF_EUNSUP, logged) keeps the
-     * float32 kernel in tf32 too. */
+    /* The tensor-core kernel where the sm90 tier loads; elsewhere the
+     * float32 kernel serves tf32 jobs too. */
     s->has_tf32 = false;
-    if (!rc && gf_gpu_cc(s->gpu) >= OWN_TF32_CC) {
-        rc = gf_gpu_own_kernel(s->gpu, "embedding.seg_1", "embedding", "gf_seg1_splitk_tf32",
-                               OWN_TF32_SMEM(OWN_TF32_FEW), &s->own_tf32, &sha);
-        s->has_tf32 = rc == 0;
-        if (rc == GF_EUNSUP)
-            rc = 0;
-    }
+    rc = rc ? rc
+            : gf_gpu_own_kernel_extra(s->gpu, OWN_TF32_CC, "embedding.seg_1", "embedding",
+                                      "gf_seg1_splitk_tf32", OWN_TF32_SMEM(OWN_TF32_FEW),
+                                      &s->own_tf32, &sha, &s->has_tf32);
     if (rc)
         return rc;
     s->route = GF_ROUTE_OWN;

@@ -85,16 +85,12 @@ int gf_sinc_gpu_set_route(gf_sinc_gpu *s, gf_route_kind kind, const char **modul
     const char *sha = NULL;
     int rc = gf_gpu_own_kernel(s->gpu, "sincnet.conv0.abs_pool", "sincnet", "gf_sinc_abs_pool_f64",
                                OWN_SMEM, &s->own, &sha);
-    /* A card that offers less shared memory for the DMMA kernel (GF_EUNSUP,
-     * logged) keeps the FMA kernel. */
+    /* The DMMA kernel where the sm90 tier loads; elsewhere the FMA kernel. */
     s->has_dmma = false;
-    if (!rc && gf_gpu_cc(s->gpu) >= OWN_DMMA_CC) {
-        rc = gf_gpu_own_kernel(s->gpu, "sincnet.conv0.abs_pool", "sincnet",
-                               "gf_sinc_abs_pool_dmma", OWN_DMMA_SMEM, &s->own_dmma, &sha);
-        s->has_dmma = rc == 0;
-        if (rc == GF_EUNSUP)
-            rc = 0;
-    }
+    rc = rc ? rc
+            : gf_gpu_own_kernel_extra(s->gpu, OWN_DMMA_CC, "sincnet.conv0.abs_pool", "sincnet",
+                                      "gf_sinc_abs_pool_dmma", OWN_DMMA_SMEM, &s->own_dmma, &sha,
+                                      &s->has_dmma);
     if (rc)
         return rc;
     s->route = GF_ROUTE_OWN;

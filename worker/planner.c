@@ -9,6 +9,7 @@
  * run. */
 #include "worker/planner.h"
 #include "common/error.h"
+#include "common/log.h"
 #include "common/sha256.h"
 #include "common/util.h"
 #include "worker/ptx.h"
@@ -259,6 +260,22 @@ int gf_plan_route(const gf_planner *pl, const char *boundary, int batch, gf_math
 out:
     free(cands);
     return rc;
+}
+
+int gf_plan_apply(const gf_planner *pl, const char *boundary, int batch, gf_math math,
+                  gf_route_setter set, void *obj)
+{
+    gf_route r;
+    GF_TRY(gf_plan_route(pl, boundary, batch, math, &r));
+    if (r.kind != GF_ROUTE_OWN)
+        return set(obj, boundary, GF_ROUTE_LIBRARY, NULL);
+    const char *sha = NULL;
+    int rc = set(obj, boundary, GF_ROUTE_OWN, &sha);
+    if (rc == 0 && sha && strcmp(sha, r.module.sha256) == 0)
+        return 0;
+    GF_WARN("%s: the planned module %.12s did not load as bound (%s): library route", boundary,
+            r.module.sha256, rc ? gf_strerror(rc) : "another module loaded");
+    return set(obj, boundary, GF_ROUTE_LIBRARY, NULL);
 }
 
 int gf_plan_explicit(const gf_planner *pl, const gf_route_request *req,

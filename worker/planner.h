@@ -120,6 +120,18 @@ bool gf_planner_force_library_env(void);
 int gf_plan_route(const gf_planner *pl, const char *boundary, int batch, gf_math math,
                   gf_route *out);
 
+/* Switches one boundary of a network object to a route; with the own route,
+ * *sha256 (may be NULL) becomes the identity of the module that loaded. */
+typedef int (*gf_route_setter)(void *obj, const char *boundary, gf_route_kind kind,
+                               const char **sha256);
+
+/* Put boundary of obj on its production route: the own kernel where the plan
+ * says own and the module that actually loads is the bound one; the library
+ * route otherwise (a planned module that did not load as bound is logged).
+ * Returns 0 or the first error of gf_plan_route or of a library switch. */
+int gf_plan_apply(const gf_planner *pl, const char *boundary, int batch, gf_math math,
+                  gf_route_setter set, void *obj);
+
 /* Explicit request: run exactly 'candidate' for req. Returns 0 (an own
  * route), or a typed error with the reason in out->detail: GF_ESTATE when
  * force-library is set or the module that would load is not the candidate;

@@ -147,6 +147,68 @@ static void test_point_binding_selects_on_that_card_only(void **state)
     world_destroy(&w);
 }
 
+/* A network object's boundary switch, as gf_plan_apply drives it: loads
+ * `loads` (a module identity) or fails with `fail` on the own route. */
+typedef struct {
+    const char *loads;
+    int fail;
+    gf_route_kind kinds[4];
+    int n;
+} fake_obj;
+
+static int fake_set(void *obj, const char *boundary, gf_route_kind kind, const char **sha)
+{
+    fake_obj *o = obj;
+    assert_string_equal(boundary, "lstm.stack");
+    o->kinds[o->n++] = kind;
+    if (kind == GF_ROUTE_OWN) {
+        if (o->fail)
+            return o->fail;
+        if (sha)
+            *sha = o->loads;
+    }
+    return 0;
+}
+
+static void test_apply_takes_own_only_as_bound(void **state)
+{
+    (void)state;
+    world w;
+    fx_binding b = fx_h200_lstm();
+    world_init(&w, ALL_AREAS, &b, 1);
+    gf_card_identity h200 = card("NVIDIA H200:9.0:132");
+    gf_planner pl = planner_for(&w, &h200);
+    gf_route r;
+    assert_int_equal(gf_plan_route(&pl, "lstm.stack", 32, GF_MATH_FP32, &r), 0);
+    assert_int_equal(r.kind, GF_ROUTE_OWN);
+
+    fake_obj bound = { r.module.sha256, 0, { 0 }, 0 };   /* the bound module loads */
+    assert_int_equal(gf_plan_apply(&pl, "lstm.stack", 32, GF_MATH_FP32, fake_set, &bound), 0);
+    assert_int_equal(bound.n, 1);
+    assert_int_equal(bound.kinds[0], GF_ROUTE_OWN);
+
+    fake_obj other = { FX_SHA_B, 0, { 0 }, 0 };           /* another module loads */
+    assert_int_equal(gf_plan_apply(&pl, "lstm.stack", 32, GF_MATH_FP32, fake_set, &other), 0);
+    assert_int_equal(other.n, 2);
+    assert_int_equal(other.kinds[1], GF_ROUTE_LIBRARY);
+
+    fake_obj refused = { NULL, GF_EUNSUP, { 0 }, 0 };      /* the card refuses the kernel */
+    assert_int_equal(gf_plan_apply(&pl, "lstm.stack", 32, GF_MATH_FP32, fake_set, &refused), 0);
+    assert_int_equal(refused.n, 2);
+    assert_int_equal(refused.kinds[1], GF_ROUTE_LIBRARY);
+
+    fake_obj unproven = { r.module.sha256, 0, { 0 }, 0 };  /* batch 8 has no proof */
+    assert_int_equal(gf_plan_apply(&pl, "lstm.stack", 8, GF_MATH_FP32, fake_set, &unproven), 0);
+    assert_int_equal(unproven.n, 1);
+    assert_int_equal(unproven.kinds[0], GF_ROUTE_LIBRARY);
+
+    fake_obj none = { NULL, 0, { 0 }, 0 };
+    assert_int_equal(gf_plan_apply(&pl, "lstm.stak", 32, GF_MATH_FP32, fake_set, &none),
+                     GF_EINVAL);
+    assert_int_equal(none.n, 0);
+    world_destroy(&w);
+}
+
 static void test_unmeasured_never_selects(void **state)
 {
     (void)state;
@@ -430,6 +492,7 @@ int main(void)
         cmocka_unit_test(test_refusal_production_versus_explicit),
         cmocka_unit_test(test_explicit_runs_exactly_the_candidate),
         cmocka_unit_test(test_whole_plan_and_bad_tuples),
+        cmocka_unit_test(test_apply_takes_own_only_as_bound),
         cmocka_unit_test(test_embedded_provider_reports_the_embedded_ptx),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -216,6 +216,19 @@ static int tail_route(gf_embedding_gpu *s, const char *boundary, gf_route_kind k
     return GF_ENOENT;
 }
 
+/* Any boundary of the network by name, as gf_plan_apply switches it. */
+static int route_of(void *obj, const char *boundary, gf_route_kind kind, const char **sha)
+{
+    gf_embedding_gpu *s = obj;
+    int rc = tail_route(s, boundary, kind, sha);
+    if (rc != GF_ENOENT)
+        return rc;
+    for (int i = 0; i < s->n_convs; i++)
+        if (strcmp(gf_conv_gpu_boundary(s->convs[i]), boundary) == 0)
+            return gf_conv_gpu_set_route(s->convs[i], kind, s->math, sha);
+    return GF_ENOENT;
+}
+
 int gf_embedding_gpu_set_route(gf_embedding_gpu *s, const char *boundary, gf_route_kind kind)
 {
     int rc = tail_route(s, boundary, kind, NULL);
@@ -232,36 +245,11 @@ int gf_embedding_gpu_set_route(gf_embedding_gpu *s, const char *boundary, gf_rou
 
 int gf_embedding_gpu_apply_plan(gf_embedding_gpu *s, const gf_planner *pl, int batch)
 {
-    for (int i = 0; i < s->n_convs; i++) {
-        gf_conv_gpu *c = s->convs[i];
-        gf_route r;
-        GF_TRY(gf_plan_route(pl, gf_conv_gpu_boundary(c), batch, s->math, &r));
-        GF_TRY(gf_conv_gpu_set_route(c, GF_ROUTE_LIBRARY, s->math, NULL));
-        if (r.kind != GF_ROUTE_OWN)
-            continue;
-        const char *sha = NULL;
-        int rc = gf_conv_gpu_set_route(c, GF_ROUTE_OWN, s->math, &sha);
-        if (rc == 0 && strcmp(sha, r.module.sha256) == 0)
-            continue;
-        GF_WARN("%s: the planned module %.12s did not load as bound: library route",
-                gf_conv_gpu_boundary(c), r.module.sha256);
-        GF_TRY(gf_conv_gpu_set_route(c, GF_ROUTE_LIBRARY, s->math, NULL));
-    }
+    for (int i = 0; i < s->n_convs; i++)
+        GF_TRY(gf_plan_apply(pl, gf_conv_gpu_boundary(s->convs[i]), batch, s->math, route_of, s));
     static const char *const tail[] = { "pooling.stats", "embedding.seg_1" };
-    for (size_t i = 0; i < GF_ARRAY_LEN(tail); i++) {
-        gf_route r;
-        GF_TRY(gf_plan_route(pl, tail[i], batch, s->math, &r));
-        GF_TRY(tail_route(s, tail[i], GF_ROUTE_LIBRARY, NULL));
-        if (r.kind != GF_ROUTE_OWN)
-            continue;
-        const char *sha = NULL;
-        int rc = tail_route(s, tail[i], GF_ROUTE_OWN, &sha);
-        if (rc == 0 && strcmp(sha, r.module.sha256) == 0)
-            continue;
-        GF_WARN("%s: the planned module %.12s did not load as bound (%s): library route", tail[i],
-                r.module.sha256, rc ? gf_strerror(rc) : "another module loaded");
-        GF_TRY(tail_route(s, tail[i], GF_ROUTE_LIBRARY, NULL));
-    }
+    for (size_t i = 0; i < GF_ARRAY_LEN(tail); i++)
+        GF_TRY(gf_plan_apply(pl, tail[i], batch, s->math, route_of, s));
     return 0;
 }
 

@@ -196,24 +196,15 @@ gf_route_kind gf_fbank_gpu_route(const gf_fbank_gpu *s, const char *boundary)
     return i < 0 ? GF_ROUTE_LIBRARY : s->route[i];
 }
 
+static int set_route(void *obj, const char *boundary, gf_route_kind kind, const char **sha)
+{
+    return gf_fbank_gpu_set_route(obj, boundary, kind, sha);
+}
+
 int gf_fbank_gpu_apply_plan(gf_fbank_gpu *s, const gf_planner *pl, int batch, gf_math math)
 {
-    for (int i = 0; i < 2; i++) {
-        const char *name = boundary_names[i];
-        gf_route r;
-        GF_TRY(gf_plan_route(pl, name, batch, math, &r));
-        if (r.kind != GF_ROUTE_OWN) {
-            GF_TRY(gf_fbank_gpu_set_route(s, name, GF_ROUTE_LIBRARY, NULL));
-            continue;
-        }
-        const char *sha = NULL;
-        int rc = gf_fbank_gpu_set_route(s, name, GF_ROUTE_OWN, &sha);
-        if (rc == 0 && strcmp(sha, r.module.sha256) == 0)
-            continue;
-        GF_WARN("%s: the planned module %.12s did not load as bound (%s): library route", name,
-                r.module.sha256, rc ? gf_strerror(rc) : "another module loaded");
-        GF_TRY(gf_fbank_gpu_set_route(s, name, GF_ROUTE_LIBRARY, NULL));
-    }
+    for (int i = 0; i < 2; i++)
+        GF_TRY(gf_plan_apply(pl, boundary_names[i], batch, math, set_route, s));
     return 0;
 }
 

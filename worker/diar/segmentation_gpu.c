@@ -288,9 +288,9 @@ static const char *const dense_names[3] = { "dense.linear0", "dense.linear1",
                                             "dense.classifier" };
 
 /* The boundaries with two routes, and how each is switched. */
-static int route_of(gf_segmentation_gpu *s, const char *boundary, gf_route_kind kind,
-                    const char **sha)
+static int route_of(void *obj, const char *boundary, gf_route_kind kind, const char **sha)
 {
+    gf_segmentation_gpu *s = obj;
     for (int i = 0; i < 3; i++)
         if (strcmp(boundary, dense_names[i]) == 0)
             return gf_dense_gpu_set_route(s->dense[i], kind, sha);
@@ -317,22 +317,8 @@ int gf_segmentation_gpu_apply_plan(gf_segmentation_gpu *s, const gf_planner *pl,
     static const char *const boundaries[] = { "sincnet.conv0.abs_pool", "segconv.conv1",
                                                "segconv.conv2", "lstm.stack", "dense.linear0",
                                                "dense.linear1", "dense.classifier" };
-    for (size_t i = 0; i < GF_ARRAY_LEN(boundaries); i++) {
-        const char *name = boundaries[i];
-        gf_route r;
-        GF_TRY(gf_plan_route(pl, name, batch, math, &r));
-        if (r.kind != GF_ROUTE_OWN) {
-            GF_TRY(route_of(s, name, GF_ROUTE_LIBRARY, NULL));
-            continue;
-        }
-        const char *sha = NULL;
-        int rc = route_of(s, name, GF_ROUTE_OWN, &sha);
-        if (rc == 0 && strcmp(sha, r.module.sha256) == 0)
-            continue;
-        GF_WARN("%s: the planned module %.12s did not load as bound (%s): library route", name,
-                r.module.sha256, rc ? gf_strerror(rc) : "another module loaded");
-        GF_TRY(route_of(s, name, GF_ROUTE_LIBRARY, NULL));
-    }
+    for (size_t i = 0; i < GF_ARRAY_LEN(boundaries); i++)
+        GF_TRY(gf_plan_apply(pl, boundaries[i], batch, math, route_of, s));
     return 0;
 }
 

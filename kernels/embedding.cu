@@ -254,12 +254,8 @@ gf_seg1_splitk_tf32(const float *__restrict__ pooled, int jobs, int K,
         for (int sub = 0; sub < 2; sub++)
 #pragma unroll
             for (int i = 0; i < 2; i++) {
-                const unsigned a[4] = {
-                    round_tf32(sub ? va[i][0].z : va[i][0].x),
-                    round_tf32(sub ? va[i][1].z : va[i][1].x),
-                    round_tf32(sub ? va[i][0].w : va[i][0].y),
-                    round_tf32(sub ? va[i][1].w : va[i][1].y),
-                };
+                unsigned a[4];
+                a_fragment(va[i][0], va[i][1], sub, a);
 #pragma unroll
                 for (int j = 0; j < 2; j++)
                     mma_tf32(acc[i][j], a, round_tf32(sub ? vb[j].z : vb[j].x),

@@ -66,4 +66,17 @@ __device__ __forceinline__ void cp_async_wait_quarter(int q)
     }
 }
 
+
+// The A fragment of one m16n8k8 from two rows' float4 loads (rows g and
+// g + 8, k 4t .. 4t + 3 with k permuted inside each 16): sub 0 takes k-step
+// (x, y), sub 1 (z, w), each rounded to tf32.
+__device__ __forceinline__ void a_fragment(const float4 &r0, const float4 &r1, int sub,
+                                           unsigned (&a)[4])
+{
+    a[0] = round_tf32(sub ? r0.z : r0.x);
+    a[1] = round_tf32(sub ? r1.z : r1.x);
+    a[2] = round_tf32(sub ? r0.w : r0.y);
+    a[3] = round_tf32(sub ? r1.w : r1.y);
+}
+
 #endif

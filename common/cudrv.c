@@ -66,6 +66,7 @@ static void load(void)
         S(module_get_function, "cuModuleGetFunction"),
         S(func_set_attr, "cuFuncSetAttribute"),
         S(launch, "cuLaunchKernel"),
+        S(launch_ex, "cuLaunchKernelEx"),
         S(error_name, "cuGetErrorName"),
         S(error_string, "cuGetErrorString"),
 #undef S
@@ -76,6 +77,8 @@ static void load(void)
             if (strcmp(syms[i].name, "cuEventElapsedTime_v2") == 0 &&
                 resolve(h, (char *)&table + syms[i].off, "cuEventElapsedTime") == 0)
                 continue;
+            if (strcmp(syms[i].name, "cuLaunchKernelEx") == 0)
+                continue;   /* optional: cluster launches only */
             load_why = "the CUDA driver lacks an entry point gpuflock needs (too old?)";
             dlclose(h);
             return;

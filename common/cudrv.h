@@ -36,6 +36,29 @@ enum {
 #define GF_CU_EVENT_DEFAULT 0
 /* cuStreamCreate flags: CU_STREAM_NON_BLOCKING */
 #define GF_CU_STREAM_NON_BLOCKING 1
+/* CUlaunchAttributeID: CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION */
+#define GF_CU_LAUNCH_ATTR_CLUSTER_DIM 4
+
+/* CUlaunchAttribute: the id, padding to 8 bytes, a 64-byte value union
+ * (8-byte aligned); only the cluster dimension is used here. */
+typedef struct {
+    int id;
+    char pad[4];
+    union {
+        char bytes[64];
+        struct { unsigned x, y, z; } cluster_dim;
+        void *align;
+    } value;
+} gf_cu_launch_attr;
+
+/* CUlaunchConfig, for cuLaunchKernelEx. */
+typedef struct {
+    unsigned gx, gy, gz, bx, by, bz, smem;
+    struct gf_cu_stream_st *stream;
+    gf_cu_launch_attr *attrs;
+    unsigned n_attrs;
+} gf_cu_launch_config;
+_Static_assert(sizeof(gf_cu_launch_attr) == 72, "CUlaunchAttribute is 72 bytes");
 
 typedef struct {
     gf_cu_result (*init)(unsigned flags);
@@ -75,6 +98,9 @@ typedef struct {
     gf_cu_result (*launch)(gf_cu_function f, unsigned gx, unsigned gy, unsigned gz,
                            unsigned bx, unsigned by, unsigned bz, unsigned smem,
                            gf_cu_stream s, void **params, void **extra);
+    /* cuLaunchKernelEx (CUDA 11.8 drivers on); NULL on older drivers. */
+    gf_cu_result (*launch_ex)(const gf_cu_launch_config *cfg, gf_cu_function f, void **params,
+                              void **extra);
     gf_cu_result (*error_name)(gf_cu_result r, const char **name);
     gf_cu_result (*error_string)(gf_cu_result r, const char **text);
 } gf_cudrv;

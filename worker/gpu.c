@@ -362,6 +362,28 @@ int gf_gpu_launch(gf_gpu *self, gf_cu_function f, unsigned gx, unsigned gy, unsi
     return 0;
 }
 
+int gf_gpu_launch_cluster(gf_gpu *self, gf_cu_function f, unsigned gx, unsigned gy, unsigned gz,
+                          unsigned bx, unsigned by, unsigned bz, unsigned smem, unsigned cluster_x,
+                          void **params)
+{
+    if (!self->cu->launch_ex)
+        return GF_EUNSUP;
+    gf_cu_launch_attr attr = { .id = GF_CU_LAUNCH_ATTR_CLUSTER_DIM };
+    attr.value.cluster_dim.x = cluster_x;
+    attr.value.cluster_dim.y = 1;
+    attr.value.cluster_dim.z = 1;
+    gf_cu_launch_config cfg = { gx, gy, gz, bx, by, bz, smem, self->stream, &attr, 1 };
+    CU_CHECK(self, self->cu->launch_ex(&cfg, f, params, NULL), "cuLaunchKernelEx (cluster)");
+    if (self->debug)
+        CU_CHECK(self, self->cu->stream_synchronize(self->stream), "kernel (debug sync)");
+    return 0;
+}
+
+bool gf_gpu_can_launch_clusters(const gf_gpu *self)
+{
+    return self->cu->launch_ex && gf_gpu_cc(self) >= 90;
+}
+
 /* The i-th event of the pool, created the first time it is needed: timing
  * allocates nothing once every slot has been used. */
 static int pool_event(gf_gpu *self, size_t i, gf_cu_event *out)

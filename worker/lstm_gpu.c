@@ -13,6 +13,10 @@
 #define MAX_LAYERS 8
 #define OWN_HIDDEN 128   /* the hidden size kernels/lstm.cu is built for */
 #define OWN_KREG 64      /* W_hh columns the own kernel keeps in registers */
+#define CL_BLOCKS 8      /* gf_lstm_rec_cluster: blocks a cluster, hidden units 16 a block */
+#define CL_THREADS 256
+#define CL_MAX_SEQS 32   /* sequences a cluster, at most (a multiple of 8) */
+#define CL_SEQS 32       /* the default: 16 multiprocessors at a batch of 32 */
 
 typedef struct {
     gf_cu_ptr w_ih, w_hh, bias;   /* [G, in], [G, H], b_ih + b_hh [G] */
@@ -29,8 +33,10 @@ struct gf_lstm_gpu {
     gf_cu_ptr cell;                       /* [B, H] (library route) */
     gf_cu_ptr h[2];                       /* layer outputs [B, T, 2H], ping-pong */
     gf_route_kind route;                  /* library or own */
-    gf_cu_function bias_act, cell_fn, rec;
+    gf_cu_function bias_act, cell_fn, rec, rec_cl;
     size_t rec_smem;                      /* own kernel's dynamic shared memory */
+    bool have_cl;                         /* gf_lstm_rec_cluster loaded (cc >= 9.0) */
+    int cl_seqs;                          /* its sequences a cluster (tf32); 0: v1 */
     gf_gpu_allocs mem;                    /* every device allocation */
 };
 
@@ -97,6 +103,13 @@ gf_route_kind gf_lstm_gpu_route(const gf_lstm_gpu *self)
     return self->route;
 }
 
+/* gf_lstm_rec_cluster's dynamic shared memory for `seqs` sequences a
+ * cluster: two hidden buffers [seqs][132] and the gates [seqs][80]. */
+static size_t cluster_smem(int seqs)
+{
+    return ((size_t)2 * seqs * (OWN_HIDDEN + 4) + (size_t)seqs * 80) * sizeof(float);
+}
+
 int gf_lstm_gpu_set_route(gf_lstm_gpu *s, gf_route_kind kind, const char **module_sha256)
 {
     if (kind == GF_ROUTE_LIBRARY) {
@@ -116,10 +129,34 @@ int gf_lstm_gpu_set_route(gf_lstm_gpu *s, gf_route_kind kind, const char **modul
     if (rc)
         return rc;
     s->rec_smem = smem;
+    s->have_cl = false;
+    s->cl_seqs = 0;
+    if (gf_gpu_can_launch_clusters(s->gpu)) {
+        rc = gf_gpu_own_kernel_extra(s->gpu, 90, "lstm.stack", "lstm", "gf_lstm_rec_cluster",
+                                     (int)cluster_smem(CL_MAX_SEQS), &s->rec_cl, NULL,
+                                     &s->have_cl);
+        if (rc)
+            return rc;
+        s->cl_seqs = s->have_cl ? CL_SEQS : 0;
+    }
     s->route = GF_ROUTE_OWN;
     if (module_sha256)
         *module_sha256 = sha;
     return 0;
+}
+
+int gf_lstm_gpu_set_seqs_per_cluster(gf_lstm_gpu *s, int seqs)
+{
+    if (seqs == 0 || (s->have_cl && seqs % 8 == 0 && seqs >= 8 && seqs <= CL_MAX_SEQS)) {
+        s->cl_seqs = seqs;
+        return 0;
+    }
+    return s->have_cl ? GF_EINVAL : GF_EUNSUP;
+}
+
+int gf_lstm_gpu_seqs_per_cluster(const gf_lstm_gpu *s)
+{
+    return s->route == GF_ROUTE_OWN ? s->cl_seqs : 0;
 }
 
 int gf_lstm_gpu_poison(gf_lstm_gpu *s)
@@ -186,7 +223,14 @@ int gf_lstm_gpu_run(gf_lstm_gpu *s, gf_math math, gf_cu_ptr x, int B, gf_cu_ptr 
         gf_cu_ptr o = s->h[l % 2];
         for (int d = 0; d < 2; d++)
             GF_TRY(project(s, math, &s->w[l][d], in, ldx, B, s->gates + (size_t)d * half));
-        if (s->route == GF_ROUTE_OWN) {
+        if (s->route == GF_ROUTE_OWN && s->cl_seqs && math == GF_MATH_TF32) {
+            gf_cu_ptr gates = s->gates, w = s->w_hh_pair[l];
+            int t = s->T, sb = s->cl_seqs;
+            void *p[] = { &gates, &w, &o, &B, &t, &sb };
+            GF_TRY(gf_gpu_launch_cluster(s->gpu, s->rec_cl, CL_BLOCKS,
+                                         (unsigned)((B + sb - 1) / sb), 2, CL_THREADS, 1, 1,
+                                         (unsigned)cluster_smem(sb), CL_BLOCKS, p));
+        } else if (s->route == GF_ROUTE_OWN) {
             gf_cu_ptr gates = s->gates, w = s->w_hh_pair[l];
             int t = s->T;
             void *p[] = { &gates, &w, &o, &B, &t };

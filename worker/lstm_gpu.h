@@ -40,6 +40,19 @@ void gf_lstm_gpu_destroy(gf_lstm_gpu **self_p);
 int gf_lstm_gpu_set_route(gf_lstm_gpu *self, gf_route_kind kind, const char **module_sha256);
 gf_route_kind gf_lstm_gpu_route(const gf_lstm_gpu *self);
 
+/* The own route runs one of two kernels of the same module (kernels/lstm.cu):
+ * in tf32 math, on cc >= 9.0 with a driver that launches clusters,
+ * gf_lstm_rec_cluster (the recurrence on the tensor cores, 32 sequences a
+ * cluster of 8 blocks: 16 multiprocessors at a batch of 32); otherwise
+ * gf_lstm_rec_v1 (float32, a block of 512 threads a sequence and
+ * direction). For tests and benchmarks: 0 selects v1 in both maths, 8, 16
+ * or 32 the cluster kernel in tf32 with that many sequences a cluster
+ * (GF_EUNSUP where it is not loaded, GF_EINVAL for another value); set
+ * after the route, which resets it. gf_lstm_gpu_seqs_per_cluster says what
+ * tf32 runs (0: v1 or the library route). */
+int gf_lstm_gpu_set_seqs_per_cluster(gf_lstm_gpu *self, int seqs);
+int gf_lstm_gpu_seqs_per_cluster(const gf_lstm_gpu *self);
+
 /* Fill the layer outputs with NaN, so a check can prove every element was
  * written by the next run. */
 int gf_lstm_gpu_poison(gf_lstm_gpu *self);

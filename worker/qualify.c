@@ -49,6 +49,20 @@ static const gf_pin lstm_pins[] = {
     { "threads", "512" },
 };
 
+/* kernels/lstm.cu on cc >= 9.0, by math mode (worker/lstm_gpu.c): fp32 runs
+ * v1 as above; tf32 the cluster kernel, a cluster of 8 blocks of 256
+ * threads a direction and 32 sequences, 16 hidden units a block, the
+ * recurrence on the tensor cores, the hidden state exchanged through
+ * distributed shared memory. */
+static const gf_pin lstm_cluster_pins[] = {
+    { "hidden_per_block", "fp32 128, tf32 16" },
+    { "persistent", "1" },
+    { "directions_fused", "fp32 1, tf32 0" },
+    { "cluster", "fp32 1, tf32 8" },
+    { "seqs_per_cluster", "fp32 1, tf32 32" },
+    { "threads", "fp32 512, tf32 256" },
+};
+
 /* kernels/sincnet.cu: 16 filters and 256 pooled outputs (7,680 samples of
  * output span) a block, the tap loop unrolled by 2, 256 threads. */
 /* kernels/segconv.cu: all 60 channels and 192 frames (64 pooled outputs) a
@@ -211,8 +225,12 @@ static void build_candidates(int cc)
             w = wo;
             cin = width;
         }
-    candidates[n_candidates++] = (gf_candidate){ "lstm", "lstm.stack", lstm_pins,
-                                                 GF_ARRAY_LEN(lstm_pins) };
+    if (cc >= 90)
+        candidates[n_candidates++] = (gf_candidate){ "lstm", "lstm.stack", lstm_cluster_pins,
+                                                     GF_ARRAY_LEN(lstm_cluster_pins) };
+    else
+        candidates[n_candidates++] = (gf_candidate){ "lstm", "lstm.stack", lstm_pins,
+                                                     GF_ARRAY_LEN(lstm_pins) };
     if (cc >= 90)
         candidates[n_candidates++] = (gf_candidate){ "sincnet", "sincnet.conv0.abs_pool",
                                                      sinc_dmma_pins,

@@ -1,0 +1,141 @@
+/* bench_gpu_lstm.c — the segmentation network's LSTM stack (4 bidirectional
+ * layers of 128, 60 inputs, 589 steps) on each kernel of its own route side
+ * by side with the library route (cuBLAS GEMM + cell kernel a step), in one
+ * run: device time by events, median of R after two warm-ups, for batches
+ * 1, 8 and 32, in tf32 math. The own kernels are gf_lstm_rec_v1 (float32,
+ * a block of 512 threads a sequence and direction) and, on cc >= 9.0,
+ * gf_lstm_rec_cluster (the recurrence on the tensor cores) with 8, 16 or
+ * 32 sequences a cluster of 8 blocks; the multiprocessors each holds are
+ * printed beside it, since that, not its time alone, is what the ResNet
+ * trunk running beside it on the card loses. The variant the route picks by
+ * default is marked. Random weights and inputs (the time does not depend on
+ * them). Usage: bench_gpu_lstm [R] */
+#include "common/devstats.h"
+#include "common/util.h"
+#include "worker/blas_gpu.h"
+#include "worker/gpu.h"
+#include "worker/lstm_gpu.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#define LAYERS 4
+#define IN 60
+#define H 128
+#define G (4 * H)
+#define T 589
+#define MAX_B 32
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Uniform in [-1, 1). */
+static float urand(unsigned *s)
+{
+    *s = *s * 1664525u + 1013904223u;
+    return (float)(*s >> 9) / 4194304.0f - 1.0f;
+}
+
+static double time_stack(gf_gpu *gpu, gf_lstm_gpu *l, gf_cu_ptr x, int B, int reps)
+{
+    double *ms = gf_calloc((size_t)reps, sizeof *ms);
+    int got = 0;
+    for (int r = -2; r < reps; r++) {
+        gf_devstats *st = gf_devstats_new();
+        gf_cu_ptr out = 0;
+        gf_gpu_timing_begin(gpu, "lstm", "x");
+        int rc = gf_lstm_gpu_run(l, GF_MATH_TF32, x, B, &out);
+        gf_gpu_timing_end(gpu);
+        gf_gpu_timing_collect(gpu, st);
+        const gf_devstats_row *rows;
+        if (rc == 0 && r >= 0 && gf_devstats_rows(st, &rows) == 1 && rows[0].count == 1)
+            ms[got++] = (double)rows[0].total_ns / 1e6;
+        gf_devstats_destroy(&st);
+    }
+    qsort(ms, (size_t)got, sizeof *ms, cmp_double);
+    double m = got ? ms[got / 2] : 0;
+    free(ms);
+    return m;
+}
+
+int main(int argc, char **argv)
+{
+    int reps = argc > 1 ? atoi(argv[1]) : 10;
+    gf_gpu *gpu = NULL;
+    gf_blas_gpu *blas = NULL;
+    if (gf_gpu_open(0, &gpu) != 0 || gf_blas_gpu_open(gpu, &blas) != 0) {
+        fprintf(stderr, "bench_gpu_lstm: no CUDA card 0\n");
+        return 1;
+    }
+    unsigned seed = 20261201u;
+    float *buf[LAYERS][2][4];
+    gf_lstm_gpu_dir dirs[LAYERS][2];
+    const float a = 0.0883883f;   /* 1/sqrt(128), PyTorch's initialisation range */
+    for (int li = 0; li < LAYERS; li++)
+        for (int d = 0; d < 2; d++) {
+            size_t n[4] = { (size_t)G * (li ? 2 * H : IN), (size_t)G * H, G, G };
+            for (int k = 0; k < 4; k++) {
+                buf[li][d][k] = gf_malloc(sizeof(float) * n[k]);
+                for (size_t i = 0; i < n[k]; i++)
+                    buf[li][d][k][i] = a * urand(&seed);
+            }
+            dirs[li][d] = (gf_lstm_gpu_dir){ buf[li][d][0], buf[li][d][1], buf[li][d][2],
+                                             buf[li][d][3] };
+        }
+    size_t nx = (size_t)MAX_B * T * IN;
+    float *x = gf_malloc(sizeof(float) * nx);
+    for (size_t i = 0; i < nx; i++)
+        x[i] = urand(&seed);
+    gf_cu_ptr dx = 0;
+    gf_lstm_gpu *l = gf_lstm_gpu_new(gpu, blas, LAYERS, IN, H, dirs, MAX_B, T);
+    if (!l || gf_gpu_alloc(gpu, sizeof(float) * nx, &dx) || gf_gpu_upload(gpu, dx, x, sizeof(float) * nx))
+        return 1;
+    printf("LSTM stack, tf32 input projections, device ms (median of %d) and multiprocessors held:\n",
+           reps);
+    printf("%-34s %14s %14s %14s\n", "kernel", "batch 1", "batch 8", "batch 32");
+    int variants[] = { -1, 0, 8, 16, 32 };
+    int def = -2;
+    if (gf_lstm_gpu_set_route(l, GF_ROUTE_OWN, NULL) == 0)
+        def = gf_lstm_gpu_seqs_per_cluster(l);
+    for (size_t v = 0; v < sizeof variants / sizeof variants[0]; v++) {
+        int sv = variants[v];
+        if (sv < 0) {
+            gf_lstm_gpu_set_route(l, GF_ROUTE_LIBRARY, NULL);
+        } else if (gf_lstm_gpu_set_route(l, GF_ROUTE_OWN, NULL) != 0 ||
+                   gf_lstm_gpu_set_seqs_per_cluster(l, sv) != 0) {
+            continue;
+        }
+        char name[64];
+        if (sv < 0)
+            snprintf(name, sizeof name, "library (cuBLAS a step)");
+        else if (sv == 0)
+            snprintf(name, sizeof name, "own v1%s", def == 0 ? " *" : "");
+        else
+            snprintf(name, sizeof name, "own cluster, %d seqs a cluster%s", sv, def == sv ? " *" : "");
+        printf("%-34s", name);
+        int batches[] = { 1, 8, 32 };
+        for (int bi = 0; bi < 3; bi++) {
+            int B = batches[bi];
+            int held = sv == 0 ? 2 * B : 2 * 8 * ((B + sv - 1) / sv);
+            if (sv < 0)
+                printf(" %8.3f (all)", time_stack(gpu, l, dx, B, reps));
+            else
+                printf(" %8.3f (%3d)", time_stack(gpu, l, dx, B, reps), held);
+        }
+        printf("\n");
+    }
+    printf("(* the kernel the own route runs by default on this card)\n");
+    gf_gpu_free(gpu, dx);
+    gf_lstm_gpu_destroy(&l);
+    gf_blas_gpu_destroy(&blas);
+    gf_gpu_destroy(&gpu);
+    for (int li = 0; li < LAYERS; li++)
+        for (int d = 0; d < 2; d++)
+            for (int k = 0; k < 4; k++)
+                free(buf[li][d][k]);
+    free(x);
+    return 0;
+}

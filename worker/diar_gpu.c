@@ -253,6 +253,7 @@ int gf_diar_backend_gpu(int ordinal, const char *models_dir, int max_batch, gf_m
     rc = apply_plan(c, ordinal, max_batch, math);
     c->max_batch = max_batch;
     c->overlap = overlap;
+    gf_segmentation_gpu_share_card(c->seg, overlap);   /* the trunk runs beside it */
     rc = rc ? rc : gf_gpu_alloc(c->gpu, ((size_t)(max_batch - 1) * GF_DIAR_STEP + GF_DIAR_WINDOW)
                                             * sizeof(float), &c->span);
     rc = rc ? rc : gf_gpu_function(c->gpu, "glue", "gf_windows_expand", &c->expand, NULL, NULL);

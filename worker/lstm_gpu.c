@@ -16,7 +16,8 @@
 #define CL_BLOCKS 8      /* gf_lstm_rec_cluster: blocks a cluster, hidden units 16 a block */
 #define CL_THREADS 256
 #define CL_MAX_SEQS 32   /* sequences a cluster, at most (a multiple of 8) */
-#define CL_SEQS 32       /* the default: 16 multiprocessors at a batch of 32 */
+#define CL_SEQS_ALONE 8  /* the fastest alone: 64 multiprocessors at a batch of 32 */
+#define CL_SEQS_NARROW 32 /* beside other work: 16 multiprocessors at a batch of 32 */
 
 typedef struct {
     gf_cu_ptr w_ih, w_hh, bias;   /* [G, in], [G, H], b_ih + b_hh [G] */
@@ -36,7 +37,8 @@ struct gf_lstm_gpu {
     gf_cu_function bias_act, cell_fn, rec, rec_cl;
     size_t rec_smem;                      /* own kernel's dynamic shared memory */
     bool have_cl;                         /* gf_lstm_rec_cluster loaded (cc >= 9.0) */
-    int cl_seqs;                          /* its sequences a cluster (tf32); 0: v1 */
+    bool narrow;                          /* few multiprocessors: work runs beside */
+    int cl_force;                         /* sequences a cluster set by hand; -1: none */
     gf_gpu_allocs mem;                    /* every device allocation */
 };
 
@@ -56,7 +58,7 @@ gf_lstm_gpu *gf_lstm_gpu_new(gf_gpu *gpu, gf_blas_gpu *blas, int layers, int in0
     assert(layers >= 1 && layers <= MAX_LAYERS && hidden >= 1 && max_batch >= 1 && T >= 1);
     gf_lstm_gpu *s = gf_calloc(1, sizeof *s);
     *s = (gf_lstm_gpu){ .gpu = gpu, .blas = blas, .layers = layers, .hidden = hidden,
-                        .in0 = in0, .T = T, .max_batch = max_batch };
+                        .in0 = in0, .T = T, .max_batch = max_batch, .cl_force = -1 };
     s->mem.gpu = gpu;
     const size_t H = (size_t)hidden, G = 4 * H, B = (size_t)max_batch;
     int rc = 0;
@@ -130,14 +132,13 @@ int gf_lstm_gpu_set_route(gf_lstm_gpu *s, gf_route_kind kind, const char **modul
         return rc;
     s->rec_smem = smem;
     s->have_cl = false;
-    s->cl_seqs = 0;
+    s->cl_force = -1;
     if (gf_gpu_can_launch_clusters(s->gpu)) {
         rc = gf_gpu_own_kernel_extra(s->gpu, 90, "lstm.stack", "lstm", "gf_lstm_rec_cluster",
                                      (int)cluster_smem(CL_MAX_SEQS), &s->rec_cl, NULL,
                                      &s->have_cl);
         if (rc)
             return rc;
-        s->cl_seqs = s->have_cl ? CL_SEQS : 0;
     }
     s->route = GF_ROUTE_OWN;
     if (module_sha256)
@@ -145,10 +146,15 @@ int gf_lstm_gpu_set_route(gf_lstm_gpu *s, gf_route_kind kind, const char **modul
     return 0;
 }
 
+void gf_lstm_gpu_set_narrow(gf_lstm_gpu *s, bool narrow)
+{
+    s->narrow = narrow;
+}
+
 int gf_lstm_gpu_set_seqs_per_cluster(gf_lstm_gpu *s, int seqs)
 {
     if (seqs == 0 || (s->have_cl && seqs % 8 == 0 && seqs >= 8 && seqs <= CL_MAX_SEQS)) {
-        s->cl_seqs = seqs;
+        s->cl_force = seqs;
         return 0;
     }
     return s->have_cl ? GF_EINVAL : GF_EUNSUP;
@@ -156,7 +162,11 @@ int gf_lstm_gpu_set_seqs_per_cluster(gf_lstm_gpu *s, int seqs)
 
 int gf_lstm_gpu_seqs_per_cluster(const gf_lstm_gpu *s)
 {
-    return s->route == GF_ROUTE_OWN ? s->cl_seqs : 0;
+    if (s->route != GF_ROUTE_OWN || !s->have_cl)
+        return 0;
+    if (s->cl_force >= 0)
+        return s->cl_force;
+    return s->narrow ? CL_SEQS_NARROW : CL_SEQS_ALONE;
 }
 
 int gf_lstm_gpu_poison(gf_lstm_gpu *s)
@@ -223,10 +233,12 @@ int gf_lstm_gpu_run(gf_lstm_gpu *s, gf_math math, gf_cu_ptr x, int B, gf_cu_ptr 
         gf_cu_ptr o = s->h[l % 2];
         for (int d = 0; d < 2; d++)
             GF_TRY(project(s, math, &s->w[l][d], in, ldx, B, s->gates + (size_t)d * half));
-        if (s->route == GF_ROUTE_OWN && s->cl_seqs && math == GF_MATH_TF32) {
+        const int sb = gf_lstm_gpu_seqs_per_cluster(s);
+        if (sb && math == GF_MATH_TF32) {
             gf_cu_ptr gates = s->gates, w = s->w_hh_pair[l];
-            int t = s->T, sb = s->cl_seqs;
-            void *p[] = { &gates, &w, &o, &B, &t, &sb };
+            int t = s->T;
+            int seqs = sb;
+            void *p[] = { &gates, &w, &o, &B, &t, &seqs };
             GF_TRY(gf_gpu_launch_cluster(s->gpu, s->rec_cl, CL_BLOCKS,
                                          (unsigned)((B + sb - 1) / sb), 2, CL_THREADS, 1, 1,
                                          (unsigned)cluster_smem(sb), CL_BLOCKS, p));

@@ -42,14 +42,20 @@ gf_route_kind gf_lstm_gpu_route(const gf_lstm_gpu *self);
 
 /* The own route runs one of two kernels of the same module (kernels/lstm.cu):
  * in tf32 math, on cc >= 9.0 with a driver that launches clusters,
- * gf_lstm_rec_cluster (the recurrence on the tensor cores, 32 sequences a
- * cluster of 8 blocks: 16 multiprocessors at a batch of 32); otherwise
- * gf_lstm_rec_v1 (float32, a block of 512 threads a sequence and
- * direction). For tests and benchmarks: 0 selects v1 in both maths, 8, 16
- * or 32 the cluster kernel in tf32 with that many sequences a cluster
- * (GF_EUNSUP where it is not loaded, GF_EINVAL for another value); set
- * after the route, which resets it. gf_lstm_gpu_seqs_per_cluster says what
- * tf32 runs (0: v1 or the library route). */
+ * gf_lstm_rec_cluster (the recurrence on the tensor cores, a cluster of 8
+ * blocks a direction and group of sequences); otherwise gf_lstm_rec_v1
+ * (float32, a block of 512 threads a sequence and direction).
+ *
+ * The cluster kernel takes 8 sequences a cluster by default, the fastest
+ * alone (64 multiprocessors at a batch of 32); narrow (set when other work
+ * runs beside the stack on the card, the stages overlapped) takes 32, a
+ * quarter of the multiprocessors for a longer time. For tests and
+ * benchmarks, gf_lstm_gpu_set_seqs_per_cluster overrides both until the
+ * route is set again: 0 selects v1 in both maths, 8, 16 or 32 the cluster
+ * kernel (GF_EUNSUP where it is not loaded, GF_EINVAL for another value).
+ * gf_lstm_gpu_seqs_per_cluster says what tf32 runs (0: v1 or the library
+ * route). */
+void gf_lstm_gpu_set_narrow(gf_lstm_gpu *self, bool narrow);
 int gf_lstm_gpu_set_seqs_per_cluster(gf_lstm_gpu *self, int seqs);
 int gf_lstm_gpu_seqs_per_cluster(const gf_lstm_gpu *self);
 

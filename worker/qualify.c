@@ -51,15 +51,16 @@ static const gf_pin lstm_pins[] = {
 
 /* kernels/lstm.cu on cc >= 9.0, by math mode (worker/lstm_gpu.c): fp32 runs
  * v1 as above; tf32 the cluster kernel, a cluster of 8 blocks of 256
- * threads a direction and 32 sequences, 16 hidden units a block, the
- * recurrence on the tensor cores, the hidden state exchanged through
- * distributed shared memory. */
+ * threads a direction and 8 sequences (32 in the pipeline when its stages
+ * overlap: the same kernel on fewer multiprocessors), 16 hidden units a
+ * block, the recurrence on the tensor cores, the hidden state exchanged
+ * through distributed shared memory. */
 static const gf_pin lstm_cluster_pins[] = {
     { "hidden_per_block", "fp32 128, tf32 16" },
     { "persistent", "1" },
     { "directions_fused", "fp32 1, tf32 0" },
     { "cluster", "fp32 1, tf32 8" },
-    { "seqs_per_cluster", "fp32 1, tf32 32" },
+    { "seqs_per_cluster", "fp32 1, tf32 8 (32 beside the trunk)" },
     { "threads", "fp32 512, tf32 256" },
 };
 

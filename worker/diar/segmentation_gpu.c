@@ -305,6 +305,11 @@ static int route_of(void *obj, const char *boundary, gf_route_kind kind, const c
     return kind == GF_ROUTE_LIBRARY ? 0 : GF_ENOENT;
 }
 
+void gf_segmentation_gpu_share_card(gf_segmentation_gpu *s, bool shared)
+{
+    gf_lstm_gpu_set_narrow(s->lstm, shared);
+}
+
 int gf_segmentation_gpu_set_route(gf_segmentation_gpu *s, const char *boundary,
                                   gf_route_kind kind)
 {

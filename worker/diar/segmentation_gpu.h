@@ -34,6 +34,11 @@ void gf_segmentation_gpu_destroy(gf_segmentation_gpu **self_p);
 int gf_segmentation_gpu_set_route(gf_segmentation_gpu *self, const char *boundary,
                                   gf_route_kind kind);
 
+/* Other work runs beside this network on the card (the pipeline's stages
+ * overlapped): kernels that can then hold fewer multiprocessors for longer
+ * (the LSTM stack's cluster kernel, gf_lstm_gpu_set_narrow). */
+void gf_segmentation_gpu_share_card(gf_segmentation_gpu *self, bool shared);
+
 /* Take the planner's production routes for this network's boundaries at
  * (batch, math): an own route is used only when the module that loads is
  * exactly the one the route stands on; otherwise that boundary stays on the

@@ -195,7 +195,8 @@ int gf_conv_gpu_set_own_variant(gf_conv_gpu *c, const gf_conv_own_kernel *kern,
                 kern->only_cc / 10, kern->only_cc % 10);
         return GF_EUNSUP;
     }
-    if ((c->shape.k == 3 ? kern->name3 : kern->name1) == NULL || (kern->packed && !c->wp)) {
+    if ((c->shape.k == 3 ? kern->name3 : kern->name1) == NULL || (kern->packed && !c->wp) ||
+        (kern->tile_rows && c->shape.stride != 1)) {   /* the halo variants: stride 1 only */
         GF_WARN("%s: the own kernel's v%d has no entry for this shape: refused", c->boundary,
                 kern->version);
         return GF_EUNSUP;

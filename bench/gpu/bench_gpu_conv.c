@@ -1,7 +1,7 @@
 /* bench_gpu_conv.c — the own ResNet kernel's variants side by side on the
  * trunk's 3x3 stride-1 layer shapes (one per stage, batch B, with the ReLU;
  * with the residual, as a block's second convolution runs, and without, as
- * its first), each against the library route (im2col + cuBLAS) in the same
+ * its first) and on its three stride-2 layers (without), each against the library route (im2col + cuBLAS) in the same
  * run: device time by events, median of R after two warm-ups, and the rate
  * in useful TFLOP/s. The
  * variant the planner's table picks for this card is marked. Variants that
@@ -18,11 +18,15 @@
 #include <string.h>
 
 typedef struct {
-    int c, h, w;   /* channels in and out, input extent (stride 1: output too) */
+    int c, cout, stride, h, w;   /* channels in and out, stride, input extent */
 } layer;
 
+/* One 3x3 stride-1 layer per stage, then the three strided layers that
+ * open stages 2-4 (no residual: a block's first convolution). */
 static const layer layers[] = {
-    { 32, 80, 998 }, { 64, 40, 499 }, { 128, 20, 250 }, { 256, 10, 125 },
+    { 32, 32, 1, 80, 998 }, { 64, 64, 1, 40, 499 }, { 128, 128, 1, 20, 250 },
+    { 256, 256, 1, 10, 125 },
+    { 32, 64, 2, 80, 998 }, { 64, 128, 2, 40, 499 }, { 128, 256, 2, 20, 250 },
 };
 
 static int cmp_double(const void *a, const void *b)
@@ -64,16 +68,18 @@ int main(int argc, char **argv)
         return 1;
     }
     int cc = gf_gpu_cc(gpu);
-    printf("own ResNet kernel variants, 3x3 stride 1 + bias + residual + ReLU, tf32, batch %d, "
+    printf("own ResNet kernel variants, 3x3 + bias (+ residual) + ReLU, tf32, batch %d, "
            "median of %d (cc %d.%d)\n", B, reps, cc / 10, cc % 10);
     size_t nk = 0;
     const gf_conv_own_kernel *ks = gf_conv_own_kernels(&nk);
     for (size_t li = 0; li < GF_ARRAY_LEN(layers); li++) {
         const layer *l = &layers[li];
-        gf_conv_shape shape = { l->c, l->c, 3, 1 };
-        size_t n = (size_t)B * l->c * l->h * l->w, nw = (size_t)l->c * l->c * 9;
+        gf_conv_shape shape = { l->c, l->cout, 3, l->stride };
+        const int ho = (l->h - 1) / l->stride + 1, wo = (l->w - 1) / l->stride + 1;
+        size_t n = (size_t)B * l->c * l->h * l->w, nw = (size_t)l->cout * l->c * 9;
+        size_t n_out = (size_t)B * l->cout * ho * wo;
         float *hx = gf_malloc(sizeof(float) * n), *hw = gf_malloc(sizeof(float) * nw);
-        float *hb = gf_calloc((size_t)l->c, sizeof(float));
+        float *hb = gf_calloc((size_t)l->cout, sizeof(float));
         unsigned s = 11;
         for (size_t i = 0; i < n; i++) {
             s = s * 1664525u + 1013904223u;
@@ -84,36 +90,43 @@ int main(int argc, char **argv)
             hw[i] = ((float)(s >> 9) / 8388608.0f - 1.0f) * 0.05f;
         }
         gf_conv_gpu *c = gf_conv_gpu_new(gpu, blas, "bench.conv", shape, hw, hb);
-        gf_cu_ptr x, out, res, col;
+        gf_cu_ptr x, out, res = 0, col;
         size_t col_n = gf_conv_gpu_col_floats(c, B, l->h, l->w);
         if (!c || gf_gpu_alloc(gpu, sizeof(float) * n, &x) ||
-            gf_gpu_alloc(gpu, sizeof(float) * n, &out) || gf_gpu_alloc(gpu, sizeof(float) * n, &res) ||
+            gf_gpu_alloc(gpu, sizeof(float) * n_out, &out) ||
+            (l->stride == 1 && gf_gpu_alloc(gpu, sizeof(float) * n, &res)) ||
             gf_gpu_alloc(gpu, sizeof(float) * col_n, &col) ||
             gf_gpu_upload(gpu, x, hx, sizeof(float) * n) ||
-            gf_gpu_upload(gpu, res, hx, sizeof(float) * n)) {
+            (res && gf_gpu_upload(gpu, res, hx, sizeof(float) * n))) {
             fprintf(stderr, "bench_gpu_conv: device memory\n");
             return 1;
         }
-        double flop = 2.0 * B * l->c * l->c * 9.0 * l->h * l->w;
+        double flop = 2.0 * B * l->cout * l->c * 9.0 * ho * wo;
         const gf_conv_own_kernel *pick = gf_conv_gpu_own_kernel(shape, cc);
         gf_conv_gpu_set_route(c, GF_ROUTE_LIBRARY, GF_MATH_TF32, NULL);
-        double lib = time_conv(gpu, c, B, l, x, out, res, col, reps);
+        /* stride 2: no residual run (the column shows the time without) */
         double lib0 = time_conv(gpu, c, B, l, x, out, 0, col, reps);
-        printf("%3d->%3d %3dx%-4d  %-22s %8.3f ms %7.1f TFLOP/s   no residual %8.3f ms\n",
-               l->c, l->c, l->h, l->w, "library (cuBLAS)", lib, flop / lib / 1e9, lib0);
+        double lib = res ? time_conv(gpu, c, B, l, x, out, res, col, reps) : lib0;
+        printf("%3d->%3d s%d %3dx%-4d  %-22s %8.3f ms %7.1f TFLOP/s   no residual %8.3f ms\n",
+               l->c, l->cout, l->stride, l->h, l->w, "library (cuBLAS)", lib, flop / lib / 1e9,
+               lib0);
         for (size_t k = 0; k < nk; k++) {
             const gf_conv_own_kernel *kn = &ks[k];
-            if (kn->version < 4 || (kn->version == 5 && l->c % kn->tile_m != 0))
+            /* the halo variants at their stride; v3 too for the strided layers */
+            if (kn->version < (l->stride == 1 ? 4 : 3) || !kn->name3 ||
+                (kn->version == 5 && l->cout % kn->tile_m != 0))
                 continue;
             if (gf_conv_gpu_set_own_variant(c, kn, NULL) != 0)
                 continue;
-            double ms = time_conv(gpu, c, B, l, x, out, res, col, reps);
             double ms0 = time_conv(gpu, c, B, l, x, out, 0, col, reps);
-            printf("%3d->%3d %3dx%-4d  %-22s %8.3f ms %7.1f TFLOP/s   no residual %8.3f ms   "
-                   "%5.2fx library%s\n", l->c, l->c, l->h, l->w, kn->name3, ms, flop / ms / 1e9,
-                   ms0, lib / ms, kn == pick ? "  (picked)" : "");
+            double ms = res ? time_conv(gpu, c, B, l, x, out, res, col, reps) : ms0;
+            printf("%3d->%3d s%d %3dx%-4d  %-22s %8.3f ms %7.1f TFLOP/s   no residual %8.3f ms   "
+                   "%5.2fx library%s\n", l->c, l->cout, l->stride, l->h, l->w, kn->name3, ms,
+                   flop / ms / 1e9, ms0, lib / ms, kn == pick ? "  (picked)" : "");
         }
-        gf_gpu_free(gpu, x), gf_gpu_free(gpu, out), gf_gpu_free(gpu, res), gf_gpu_free(gpu, col);
+        gf_gpu_free(gpu, x), gf_gpu_free(gpu, out), gf_gpu_free(gpu, col);
+        if (res)
+            gf_gpu_free(gpu, res);
         gf_conv_gpu_destroy(&c);
         free(hx), free(hw), free(hb);
     }

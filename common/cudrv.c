@@ -67,6 +67,7 @@ static void load(void)
         S(func_set_attr, "cuFuncSetAttribute"),
         S(launch, "cuLaunchKernel"),
         S(launch_ex, "cuLaunchKernelEx"),
+        S(max_active_clusters, "cuOccupancyMaxActiveClusters"),
         S(error_name, "cuGetErrorName"),
         S(error_string, "cuGetErrorString"),
 #undef S
@@ -77,7 +78,8 @@ static void load(void)
             if (strcmp(syms[i].name, "cuEventElapsedTime_v2") == 0 &&
                 resolve(h, (char *)&table + syms[i].off, "cuEventElapsedTime") == 0)
                 continue;
-            if (strcmp(syms[i].name, "cuLaunchKernelEx") == 0)
+            if (strcmp(syms[i].name, "cuLaunchKernelEx") == 0 ||
+                strcmp(syms[i].name, "cuOccupancyMaxActiveClusters") == 0)
                 continue;   /* optional: cluster launches only */
             load_why = "the CUDA driver lacks an entry point gpuflock needs (too old?)";
             dlclose(h);

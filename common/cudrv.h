@@ -101,6 +101,8 @@ typedef struct {
     /* cuLaunchKernelEx (CUDA 11.8 drivers on); NULL on older drivers. */
     gf_cu_result (*launch_ex)(const gf_cu_launch_config *cfg, gf_cu_function f, void **params,
                               void **extra);
+    /* cuOccupancyMaxActiveClusters (CUDA 11.8 on); NULL on older drivers. */
+    gf_cu_result (*max_active_clusters)(int *n, gf_cu_function f, const gf_cu_launch_config *cfg);
     gf_cu_result (*error_name)(gf_cu_result r, const char **name);
     gf_cu_result (*error_string)(gf_cu_result r, const char **text);
 } gf_cudrv;

@@ -381,7 +381,21 @@ int gf_gpu_launch_cluster(gf_gpu *self, gf_cu_function f, unsigned gx, unsigned 
 
 bool gf_gpu_can_launch_clusters(const gf_gpu *self)
 {
-    return self->cu->launch_ex && gf_gpu_cc(self) >= 90;
+    return self->cu->launch_ex && self->cu->max_active_clusters && gf_gpu_cc(self) >= 90;
+}
+
+int gf_gpu_max_active_clusters(gf_gpu *self, gf_cu_function f, unsigned bx, unsigned smem,
+                               unsigned cluster_x)
+{
+    if (!gf_gpu_can_launch_clusters(self))
+        return 0;
+    gf_cu_launch_attr attr = { .id = GF_CU_LAUNCH_ATTR_CLUSTER_DIM };
+    attr.value.cluster_dim.x = cluster_x;
+    attr.value.cluster_dim.y = 1;
+    attr.value.cluster_dim.z = 1;
+    gf_cu_launch_config cfg = { cluster_x, 1, 1, bx, 1, 1, smem, self->stream, &attr, 1 };
+    int n = 0;
+    return self->cu->max_active_clusters(&n, f, &cfg) == 0 ? n : 0;
 }
 
 /* The i-th event of the pool, created the first time it is needed: timing

@@ -112,6 +112,12 @@ int gf_gpu_launch_cluster(gf_gpu *self, gf_cu_function f, unsigned gx, unsigned 
 /* Whether this card and driver run cluster launches (cc >= 9.0 and
  * cuLaunchKernelEx present). */
 bool gf_gpu_can_launch_clusters(const gf_gpu *self);
+/* How many clusters of cluster_x blocks of bx threads and smem bytes of
+ * dynamic shared memory of f the card can hold at once
+ * (cuOccupancyMaxActiveClusters); 0 where it can hold none, cannot launch
+ * clusters, or the query fails. */
+int gf_gpu_max_active_clusters(gf_gpu *self, gf_cu_function f, unsigned bx, unsigned smem,
+                               unsigned cluster_x);
 
 /* Device timing of a region on the stream, by events. begin/end bracket the
  * region; gf_gpu_timing_collect synchronises and adds the samples to stats:

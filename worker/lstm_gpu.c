@@ -139,6 +139,14 @@ int gf_lstm_gpu_set_route(gf_lstm_gpu *s, gf_route_kind kind, const char **modul
                                      &s->have_cl);
         if (rc)
             return rc;
+        /* a card partition (MIG) or a driver may not place a cluster of 8 */
+        if (s->have_cl && gf_gpu_max_active_clusters(s->gpu, s->rec_cl, CL_THREADS,
+                                                     (unsigned)cluster_smem(CL_MAX_SEQS),
+                                                     CL_BLOCKS) < 1) {
+            GF_WARN("lstm.stack: this card cannot place a cluster of %d blocks: the "
+                    "cluster kernel is not used", CL_BLOCKS);
+            s->have_cl = false;
+        }
     }
     s->route = GF_ROUTE_OWN;
     if (module_sha256)

@@ -1015,6 +1015,94 @@ CONV_ENTRY_V3(gf_conv1_tf32_v3, 1, 64, 128, 2, 3)
 CONV_ENTRY_V3(gf_conv3_tf32_v3w, 3, 128, 128, 2, 2)
 CONV_ENTRY_V3(gf_conv1_tf32_v3w, 1, 128, 128, 2, 2)
 
+// resnet.conv1, the one layer with a single input channel (the fbank's 80 x
+// 998 features → 32 channels): K is 9, too short for a tensor-core tile (v1
+// pads it to 16 and runs it as a GEMM), and the layer is bound by its 327 MB
+// of output at batch 32, not by its 0.7 G multiply-adds. So a direct
+// convolution in float32 FMAs: a block owns 16 output rows x 256 columns of
+// one window for all (up to 32) output channels; the input tile with its
+// halo, the weights and the bias sit in shared memory; a thread keeps the 6 x
+// 6 inputs of its 4 rows x 4 columns in registers and writes each channel's
+// 4 x 4 outputs, bias and ReLU applied (float2 pairs where the width is
+// even: a warp stores 256 consecutive bytes of a row). More accurate than
+// tf32, so it serves the tf32 boundary as it is.
+// Grid (column tiles x row tiles, 1, windows), 256 threads, static shared
+// memory only; 3x3, stride 1, pad 1, Cin 1, Cout <= 32 (worker/conv_gpu.c).
+#define C1_R 16
+#define C1_C 256
+#define C1_CO 32
+extern "C" __global__ void __launch_bounds__(THREADS)
+gf_conv3_cin1(const float *x, const float *w, const float *bias, const float *residual,
+              float *out, int B, int Cin, int H, int W, int Cout, int stride, int pad, int Ho,
+              int Wo, int relu)
+{
+    (void)B, (void)Cin, (void)stride, (void)pad;
+    __shared__ float tile[C1_R + 2][C1_C + 4];
+    __shared__ float ws[C1_CO * 9], bs[C1_CO];
+    const int tid = threadIdx.x;
+    const int tiles_x = (Wo + C1_C - 1) / C1_C;
+    const int oy0 = (blockIdx.x / tiles_x) * C1_R, ox0 = (blockIdx.x % tiles_x) * C1_C;
+    const int b = blockIdx.z;
+    const float *xb = x + (long)b * H * W;
+    for (int i = tid; i < (C1_R + 2) * (C1_C + 2); i += THREADS) {
+        const int r = i / (C1_C + 2), c = i % (C1_C + 2);
+        const int iy = oy0 - 1 + r, ix = ox0 - 1 + c;
+        tile[r][c] = iy >= 0 && iy < H && ix >= 0 && ix < W ? xb[(long)iy * W + ix] : 0.0f;
+    }
+    for (int i = tid; i < Cout * 9; i += THREADS)
+        ws[i] = w[i];
+    for (int i = tid; i < Cout; i += THREADS)
+        bs[i] = bias[i];
+    __syncthreads();
+    const int c0 = 4 * (tid % 64), r0 = 4 * (tid / 64);
+    const int ox = ox0 + c0;
+    if (ox >= Wo)
+        return;
+    float in[6][6];
+#pragma unroll
+    for (int r = 0; r < 6; r++)
+#pragma unroll
+        for (int c = 0; c < 6; c++)
+            in[r][c] = tile[r0 + r][c0 + c];
+    const bool pairs = (Wo & 1) == 0;
+    for (int co = 0; co < Cout; co++) {
+        float wv[9];
+#pragma unroll
+        for (int t = 0; t < 9; t++)
+            wv[t] = ws[co * 9 + t];
+        const float bv = bs[co];
+#pragma unroll
+        for (int r = 0; r < 4; r++) {
+            const int oy = oy0 + r0 + r;
+            if (oy >= Ho)
+                break;
+            const long o = (((long)b * Cout + co) * Ho + oy) * Wo + ox;
+            float v[4];
+#pragma unroll
+            for (int cx = 0; cx < 4; cx++) {
+                float a = bv;
+#pragma unroll
+                for (int ky = 0; ky < 3; ky++)
+#pragma unroll
+                    for (int kx = 0; kx < 3; kx++)
+                        a = fmaf(wv[ky * 3 + kx], in[r + ky][cx + kx], a);
+                if (residual && ox + cx < Wo)
+                    a += residual[o + cx];
+                v[cx] = relu ? fmaxf(a, 0.0f) : a;
+            }
+            if (pairs && ox + 3 < Wo) {
+                *reinterpret_cast<float2 *>(out + o) = make_float2(v[0], v[1]);
+                *reinterpret_cast<float2 *>(out + o + 2) = make_float2(v[2], v[3]);
+            } else {
+#pragma unroll
+                for (int cx = 0; cx < 4; cx++)
+                    if (ox + cx < Wo)
+                        out[o + cx] = v[cx];
+            }
+        }
+    }
+}
+
 // The halo variants, v4 and v5: 3x3, stride 1, pad 1 only (stride and pad
 // are taken for the common signature and not read); dynamic shared memory.
 // The variant's device function, a template instance, is the last argument.

@@ -30,8 +30,10 @@ struct gf_conv_gpu {
  * channels (stages 2 and 3), where it beats v4 by 25 % and 5 %, and leaves
  * stage 1 (32 channels) and stage 4 (256) to v4 (bench/gpu/bench_gpu_conv).
  * v3 runs the other layers of whole 16-channel K tiles (the strided 3x3 and
- * the 1x1 shortcuts), with packed weights and a block that follows Cout; v1
- * the rest (resnet.conv1). */
+ * the 1x1 shortcuts), with packed weights and a block that follows Cout.
+ * resnet.conv1 (one input channel) runs the direct kernel, float32 FMAs
+ * (version 6); v1 what is left (other channel counts that are not a
+ * multiple of 16). */
 static const gf_conv_own_kernel own_kernels[] = {
     { 1, "gf_conv1_tf32_v1", "gf_conv3_tf32_v1", 64, 128, 16, 1, false, 0, 0, 0 },
     { 3, "gf_conv1_tf32_v3", "gf_conv3_tf32_v3", 64, 128, 16, 2, true, 0, 0, 0 },
@@ -39,10 +41,13 @@ static const gf_conv_own_kernel own_kernels[] = {
     { 4, NULL, "gf_conv3_tf32_v4s", 32, 16 * 16, 8, 2, true, 16, 16, 0 },
     { 4, NULL, "gf_conv3_tf32_v4", 64, 4 * 32, 16, 2, true, 4, 32, 0 },
     { 5, NULL, "gf_conv3_tf32_v5", 64, 8 * 30, 8, 3, true, 8, 30, 90 },
+    { 6, NULL, "gf_conv3_cin1", 32, 16 * 256, 1, 1, false, 16, 256, 0 },
 };
 
 const gf_conv_own_kernel *gf_conv_gpu_own_kernel(gf_conv_shape s, int cc)
 {
+    if (s.cin == 1 && s.cout <= 32 && s.k == 3 && s.stride == 1)
+        return &own_kernels[6];
     if (s.cin % 16 != 0)
         return &own_kernels[0];
     if (s.k == 3 && s.stride == 1) {
@@ -60,6 +65,8 @@ const gf_conv_own_kernel *gf_conv_gpu_own_kernel(gf_conv_shape s, int cc)
  * weights, 9 * tile_k / 4 planes of tile_m channels at 16 bytes. */
 int gf_conv_own_smem(const gf_conv_own_kernel *k)
 {
+    if (k->version == 6)   /* static shared memory only */
+        return 0;
     if (k->version == 5) {
         int nh = (k->tile_rows + 2) * (k->tile_cols + 2) + 8, quads = k->tile_k / 4;
         return k->stages * 16 * (quads * nh + 9 * quads * k->tile_m);
@@ -196,7 +203,8 @@ int gf_conv_gpu_set_own_variant(gf_conv_gpu *c, const gf_conv_own_kernel *kern,
         return GF_EUNSUP;
     }
     if ((c->shape.k == 3 ? kern->name3 : kern->name1) == NULL || (kern->packed && !c->wp) ||
-        (kern->tile_rows && c->shape.stride != 1)) {   /* the halo variants: stride 1 only */
+        (kern->tile_rows && c->shape.stride != 1) ||   /* the halo variants: stride 1 only */
+        (kern->version == 6 && (c->shape.cin != 1 || c->shape.cout > 32))) {
         GF_WARN("%s: the own kernel's v%d has no entry for this shape: refused", c->boundary,
                 kern->version);
         return GF_EUNSUP;

@@ -197,7 +197,8 @@ static void add_conv(int cc, const char *name, int cin, int cout, int k, int str
         snprintf(rc->halo, sizeof rc->halo, "none");
     const gf_pin pins[RESNET_PINS] = {
         { "tile_m", rc->tile_m }, { "tile_n", rc->tile_n }, { "tile_k", rc->tile_k },
-        { "stages", rc->stages }, { "warps", "8" },         { "implicit_gemm", "1" },
+        { "stages", rc->stages }, { "warps", "8" },
+        { "implicit_gemm", kern->version == 6 ? "0" : "1" },
         { "halo", rc->halo },
     };
     memcpy(rc->pins, pins, sizeof pins);

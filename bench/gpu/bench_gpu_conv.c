@@ -21,9 +21,11 @@ typedef struct {
     int c, cout, stride, h, w;   /* channels in and out, stride, input extent */
 } layer;
 
-/* One 3x3 stride-1 layer per stage, then the three strided layers that
- * open stages 2-4 (no residual: a block's first convolution). */
+/* resnet.conv1 (one input channel), one 3x3 stride-1 layer per stage, then
+ * the three strided layers that open stages 2-4 (no residual: a block's
+ * first convolution). */
 static const layer layers[] = {
+    { 1, 32, 1, 80, 998 },
     { 32, 32, 1, 80, 998 }, { 64, 64, 1, 40, 499 }, { 128, 128, 1, 20, 250 },
     { 256, 256, 1, 10, 125 },
     { 32, 64, 2, 80, 998 }, { 64, 128, 2, 40, 499 }, { 128, 256, 2, 20, 250 },
@@ -94,7 +96,7 @@ int main(int argc, char **argv)
         size_t col_n = gf_conv_gpu_col_floats(c, B, l->h, l->w);
         if (!c || gf_gpu_alloc(gpu, sizeof(float) * n, &x) ||
             gf_gpu_alloc(gpu, sizeof(float) * n_out, &out) ||
-            (l->stride == 1 && gf_gpu_alloc(gpu, sizeof(float) * n, &res)) ||
+            (l->stride == 1 && l->c == l->cout && gf_gpu_alloc(gpu, sizeof(float) * n, &res)) ||
             gf_gpu_alloc(gpu, sizeof(float) * col_n, &col) ||
             gf_gpu_upload(gpu, x, hx, sizeof(float) * n) ||
             (res && gf_gpu_upload(gpu, res, hx, sizeof(float) * n))) {
@@ -104,7 +106,7 @@ int main(int argc, char **argv)
         double flop = 2.0 * B * l->cout * l->c * 9.0 * ho * wo;
         const gf_conv_own_kernel *pick = gf_conv_gpu_own_kernel(shape, cc);
         gf_conv_gpu_set_route(c, GF_ROUTE_LIBRARY, GF_MATH_TF32, NULL);
-        /* stride 2: no residual run (the column shows the time without) */
+        /* stride 2 and resnet.conv1: no residual run (the column shows the time without) */
         double lib0 = time_conv(gpu, c, B, l, x, out, 0, col, reps);
         double lib = res ? time_conv(gpu, c, B, l, x, out, res, col, reps) : lib0;
         printf("%3d->%3d s%d %3dx%-4d  %-22s %8.3f ms %7.1f TFLOP/s   no residual %8.3f ms\n",
@@ -112,9 +114,11 @@ int main(int argc, char **argv)
                lib0);
         for (size_t k = 0; k < nk; k++) {
             const gf_conv_own_kernel *kn = &ks[k];
-            /* the halo variants at their stride; v3 too for the strided layers */
-            if (kn->version < (l->stride == 1 ? 4 : 3) || !kn->name3 ||
-                (kn->version == 5 && l->cout % kn->tile_m != 0))
+            /* every variant for resnet.conv1; else the halo variants at their
+             * stride, v3 too for the strided layers */
+            if (l->c > 1 && (kn->version < (l->stride == 1 ? 4 : 3) || kn->version == 6))
+                continue;
+            if (!kn->name3 || (kn->version == 5 && l->cout % kn->tile_m != 0))
                 continue;
             if (gf_conv_gpu_set_own_variant(c, kn, NULL) != 0)
                 continue;

@@ -167,8 +167,14 @@ static void test_own_conv_variants(void **state)
         { 64, 128, 3, 2, 8, 13, 2, 0, 1, "gf_conv3_tf32_v3w", NULL },
         { 32, 64, 1, 2, 9, 21, 2, 0, 0, "gf_conv1_tf32_v3", NULL },
         { 128, 256, 1, 2, 6, 11, 2, 0, 0, "gf_conv1_tf32_v3w", NULL },
-        /* v1: one input channel (resnet.conv1). */
-        { 1, 32, 3, 1, 11, 29, 2, 0, 1, "gf_conv3_tf32_v1", NULL },
+        /* the direct kernel: one input channel (resnet.conv1). Odd width
+         * (single stores); two column tiles and two row tiles, both ending
+         * early, with the residual; 16 output channels without the ReLU. */
+        { 1, 32, 3, 1, 11, 29, 2, 0, 1, "gf_conv3_cin1", NULL },
+        { 1, 32, 3, 1, 20, 300, 2, 1, 1, "gf_conv3_cin1", NULL },
+        { 1, 16, 3, 1, 9, 998, 1, 0, 0, "gf_conv3_cin1", NULL },
+        /* v1: other channel counts that are not a multiple of 16. */
+        { 3, 32, 3, 1, 11, 29, 2, 0, 1, "gf_conv3_tf32_v1", NULL },
     };
     unsigned seed = 2024;
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)

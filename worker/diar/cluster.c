@@ -255,7 +255,7 @@ reconstruct:
         for (size_t t = 0; t < r->n_total; t++)
             capped[t] = (max_spk != -1 && r->count[t] > max_spk) ? (uint8_t)max_spk : r->count[t];
         r->diar = gf_reconstruct(seg, n_chunks, n_frames, n_spk, r->hard, capped, &o->chunks,
-                                 &o->frames, &r->n_clusters);
+                                 &o->frames, NULL, &r->n_clusters);
         free(capped);
         gf_swin grid = { o->chunks.start, o->frames.duration, o->frames.step };
         r->turns = gf_reconstruct_turns(r->diar, r->n_total, r->n_clusters, &grid,

@@ -108,7 +108,7 @@ int gf_cluster_run(const float *seg, const float *emb, size_t n_chunks, size_t n
     uint64_t t0 = gf_now_ns();
     r->n_total = gf_aggregate_frames(&o->chunks, n_chunks, &o->frames);
     r->count = gf_malloc((r->n_total ? r->n_total : 1) * sizeof *r->count);
-    gf_speaker_count(seg, n_chunks, n_frames, n_spk, &o->chunks, &o->frames, r->count);
+    gf_speaker_count(seg, n_chunks, n_frames, n_spk, &o->chunks, &o->frames, NULL, r->count);
     size_t cells = n_chunks * n_spk;
     r->t_count = (double)(gf_now_ns() - t0) * 1e-9;
     r->hard = gf_malloc((cells ? cells : 1) * sizeof *r->hard);

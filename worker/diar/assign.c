@@ -9,91 +9,266 @@
 #include <stdlib.h>
 #include <string.h>
 
-size_t gf_assign_filter(const float *seg, const float *emb, size_t n_chunks, size_t n_frames,
-                        size_t n_spk, size_t dim, double min_active_ratio, int64_t *chunk_idx,
-                        int64_t *spk_idx)
+/* Chunks per task of the per-chunk passes (filter, assignment). */
+#define CHUNKS_PER_TASK 64
+
+static int chunk_tasks(size_t n_chunks)
 {
-    size_t n = 0;
-    float *clean = gf_malloc(n_spk * sizeof *clean);
-    for (size_t c = 0; c < n_chunks; c++) {
-        for (size_t s = 0; s < n_spk; s++)
-            clean[s] = 0.0f;
-        for (size_t f = 0; f < n_frames; f++) {
-            const float *row = seg + (c * n_frames + f) * n_spk;
-            float sum = 0.0f;
-            for (size_t s = 0; s < n_spk; s++)
-                sum += row[s];
-            if (sum == 1.0f)
-                for (size_t s = 0; s < n_spk; s++)
-                    clean[s] += row[s];
+    return (int)((n_chunks + CHUNKS_PER_TASK - 1) / CHUNKS_PER_TASK);
+}
+
+/* Run fn over ntasks tasks, on par when there is one, else here. */
+static void run_tasks(gf_par *par, int ntasks, gf_par_fn fn, void *arg)
+{
+    if (par)
+        gf_par_run(par, ntasks, fn, arg);
+    else
+        for (int t = 0; t < ntasks; t++)
+            fn(arg, 0, t);
+}
+
+typedef struct {
+    const float *seg, *emb;       /* inputs (assign.h layouts) */
+    size_t n_chunks, n_frames, n_spk, dim;
+    double min_active_ratio;      /* share of n_frames a speaker must hold alone */
+    float *clean;                 /* per worker: n_spk frame counts */
+    unsigned char *keep;          /* n_chunks x n_spk: 1 to keep */
+    float *act;                   /* n_chunks x n_spk activity sums, or NULL */
+} filter_job;
+
+static void filter_task(void *arg, int worker, int task)
+{
+    filter_job *j = arg;
+    size_t S = j->n_spk;
+    float *clean = j->clean + (size_t)worker * S;
+    size_t c1 = ((size_t)task + 1) * CHUNKS_PER_TASK;
+    if (c1 > j->n_chunks)
+        c1 = j->n_chunks;
+    for (size_t c = (size_t)task * CHUNKS_PER_TASK; c < c1; c++) {
+        float *act = j->act ? j->act + c * S : NULL;
+        const float *seg = j->seg + c * j->n_frames * S;
+        if (S == 3) {
+            /* the recipe's three local speakers, sums held in registers */
+            float cl0 = 0.0f, cl1 = 0.0f, cl2 = 0.0f, a0 = 0.0f, a1 = 0.0f, a2 = 0.0f;
+            for (size_t f = 0; f < j->n_frames; f++) {
+                const float *row = seg + f * 3;
+                float sum = 0.0f;
+                sum += row[0];
+                sum += row[1];
+                sum += row[2];
+                if (sum == 1.0f) {
+                    cl0 += row[0];
+                    cl1 += row[1];
+                    cl2 += row[2];
+                }
+                a0 += row[0];
+                a1 += row[1];
+                a2 += row[2];
+            }
+            clean[0] = cl0;
+            clean[1] = cl1;
+            clean[2] = cl2;
+            if (act) {
+                act[0] = a0;
+                act[1] = a1;
+                act[2] = a2;
+            }
+        } else {
+            for (size_t s = 0; s < S; s++)
+                clean[s] = 0.0f;
+            for (size_t s = 0; act && s < S; s++)
+                act[s] = 0.0f;
+            for (size_t f = 0; f < j->n_frames; f++) {
+                const float *row = seg + f * S;
+                float sum = 0.0f;
+                for (size_t s = 0; s < S; s++)
+                    sum += row[s];
+                if (sum == 1.0f)
+                    for (size_t s = 0; s < S; s++)
+                        clean[s] += row[s];
+                for (size_t s = 0; act && s < S; s++)   /* each speaker's sum in frame order */
+                    act[s] += row[s];
+            }
         }
-        for (size_t s = 0; s < n_spk; s++) {
-            bool active = (double)clean[s] >= min_active_ratio * (double)n_frames;
+        for (size_t s = 0; s < S; s++) {
+            bool active = (double)clean[s] >= j->min_active_ratio * (double)j->n_frames;
             bool valid = true;
-            const float *e = emb + (c * n_spk + s) * dim;
-            for (size_t d = 0; d < dim && valid; d++)
+            const float *e = j->emb + (c * S + s) * j->dim;
+            for (size_t d = 0; d < j->dim && valid; d++)
                 if (isnan(e[d]))
                     valid = false;
-            if (active && valid) {
+            j->keep[c * S + s] = active && valid;
+        }
+    }
+}
+
+size_t gf_assign_filter(const float *seg, const float *emb, size_t n_chunks, size_t n_frames,
+                        size_t n_spk, size_t dim, double min_active_ratio, gf_par *par,
+                        int64_t *chunk_idx, int64_t *spk_idx, float *act)
+{
+    int workers = par ? gf_par_threads(par) : 1;
+    filter_job j = { seg, emb, n_chunks, n_frames, n_spk, dim, min_active_ratio,
+                     gf_malloc((size_t)workers * (n_spk ? n_spk : 1) * sizeof(float)),
+                     gf_malloc(n_chunks * n_spk + 1), act };
+    run_tasks(par, chunk_tasks(n_chunks), filter_task, &j);
+    size_t n = 0;
+    for (size_t c = 0; c < n_chunks; c++)
+        for (size_t s = 0; s < n_spk; s++)
+            if (j.keep[c * n_spk + s]) {
                 chunk_idx[n] = (int64_t)c;
                 spk_idx[n] = (int64_t)s;
                 n++;
             }
-        }
-    }
-    free(clean);
+    free(j.keep);
+    free(j.clean);
     return n;
 }
 
-void gf_assign_centroids(const float *emb, size_t n, size_t dim, const double *w, size_t k,
-                         double *centroids)
+typedef struct {
+    const float *emb;   /* n x dim */
+    size_t n, dim;
+    const double *w;    /* n x k */
+    size_t k;
+    double *cent;       /* k x dim */
+} centroid_job;
+
+/* Centroid number `task`: one pass over the embeddings, sums in t order.
+ * (Splitting the dimensions across tasks as well was slower: each task
+ * then strides through every row for a few cache lines.) */
+static void centroid_task(void *arg, int worker, int task)
 {
-    for (size_t j = 0; j < k; j++) {
-        double ws = 0.0;
-        double *c = centroids + j * dim;
+    (void)worker;
+    const centroid_job *j = arg;
+    const size_t n = j->n, dim = j->dim, k = j->k, c = (size_t)task;
+    const float *restrict emb = j->emb;
+    const double *restrict w = j->w;
+    double *restrict cc = j->cent + c * dim;
+    double ws = 0.0;
+    for (size_t d = 0; d < dim; d++)
+        cc[d] = 0.0;
+    for (size_t t = 0; t < n; t++) {
+        double wt = w[t * k + c];
+        ws += wt;
         for (size_t d = 0; d < dim; d++)
-            c[d] = 0.0;
-        for (size_t t = 0; t < n; t++) {
-            double wt = w[t * k + j];
-            ws += wt;
-            for (size_t d = 0; d < dim; d++)
-                c[d] += wt * (double)emb[t * dim + d];
+            cc[d] += wt * (double)emb[t * dim + d];
+    }
+    for (size_t d = 0; d < dim; d++)
+        cc[d] /= ws;
+}
+
+void gf_assign_centroids(const float *emb, size_t n, size_t dim, const double *w, size_t k,
+                         gf_par *par, double *centroids)
+{
+    centroid_job j = { emb, n, dim, w, k, centroids };
+    run_tasks(par, (int)k, centroid_task, &j);
+}
+
+/* Cells per score task, and cells scored side by side within one. */
+#define CELLS_PER_TASK 256
+#define CELLS_AT_ONCE 4
+
+typedef struct {
+    const float *emb;   /* cells x dim */
+    size_t cells, dim;
+    const double *ct;   /* dim x k: the centroids transposed */
+    const double *cn;   /* k: their squared norms */
+    size_t k;
+    double *dot;        /* per worker: CELLS_AT_ONCE x k */
+    double *soft;       /* cells x k */
+} score_job;
+
+/* A few cells at a time, every centroid at once: each dot product and
+ * norm still sums over d in order, in its own accumulator. */
+static void score_task(void *arg, int worker, int task)
+{
+    score_job *j = arg;
+    size_t k = j->k, dim = j->dim;
+    double *dot = j->dot + (size_t)worker * CELLS_AT_ONCE * k;
+    size_t i1 = ((size_t)task + 1) * CELLS_PER_TASK;
+    if (i1 > j->cells)
+        i1 = j->cells;
+    for (size_t i0 = (size_t)task * CELLS_PER_TASK; i0 < i1; i0 += CELLS_AT_ONCE) {
+        size_t nb = i1 - i0 < CELLS_AT_ONCE ? i1 - i0 : CELLS_AT_ONCE;
+        double en[CELLS_AT_ONCE] = { 0 };
+        for (size_t x = 0; x < nb * k; x++)
+            dot[x] = 0.0;
+        for (size_t d = 0; d < dim; d++) {
+            const double *cd = j->ct + d * k;
+            for (size_t b = 0; b < nb; b++) {
+                double ed = (double)j->emb[(i0 + b) * dim + d];
+                en[b] += ed * ed;
+                double *db = dot + b * k;
+                for (size_t c = 0; c < k; c++)
+                    db[c] += ed * cd[c];
+            }
         }
-        for (size_t d = 0; d < dim; d++)
-            c[d] /= ws;
+        for (size_t b = 0; b < nb; b++)
+            for (size_t c = 0; c < k; c++) {
+                double cosv = dot[b * k + c] / sqrt(en[b] * j->cn[c]);
+                if (fabs(cosv) > 1.0)
+                    cosv = copysign(1.0, cosv);
+                j->soft[(i0 + b) * k + c] = 2.0 - (1.0 - cosv);
+            }
     }
 }
 
 void gf_assign_scores(const float *emb, size_t n_chunks, size_t n_spk, size_t dim,
-                      const double *centroids, size_t k, double *soft)
+                      const double *centroids, size_t k, gf_par *par, double *soft)
 {
-    double *cn = gf_malloc(k * sizeof *cn);
-    for (size_t j = 0; j < k; j++) {
+    int workers = par ? gf_par_threads(par) : 1;
+    double *cn = gf_malloc((k ? k : 1) * sizeof *cn);
+    double *ct = gf_malloc((k ? k : 1) * dim * sizeof *ct);
+    for (size_t c = 0; c < k; c++) {
         double s = 0.0;
-        for (size_t d = 0; d < dim; d++)
-            s += centroids[j * dim + d] * centroids[j * dim + d];
-        cn[j] = s;
-    }
-    for (size_t i = 0; i < n_chunks * n_spk; i++) {
-        const float *e = emb + i * dim;
-        double en = 0.0;
-        for (size_t d = 0; d < dim; d++)
-            en += (double)e[d] * (double)e[d];
-        for (size_t j = 0; j < k; j++) {
-            double dot = 0.0;
-            for (size_t d = 0; d < dim; d++)
-                dot += (double)e[d] * centroids[j * dim + d];
-            double cosv = dot / sqrt(en * cn[j]);
-            if (fabs(cosv) > 1.0)
-                cosv = copysign(1.0, cosv);
-            soft[i * k + j] = 2.0 - (1.0 - cosv);
+        for (size_t d = 0; d < dim; d++) {
+            s += centroids[c * dim + d] * centroids[c * dim + d];
+            ct[d * k + c] = centroids[c * dim + d];
         }
+        cn[c] = s;
     }
+    size_t cells = n_chunks * n_spk;
+    score_job j = { emb, cells, dim, ct, cn, k,
+                    gf_malloc((size_t)workers * CELLS_AT_ONCE * (k ? k : 1) * sizeof(double)),
+                    soft };
+    run_tasks(par, (int)((cells + CELLS_PER_TASK - 1) / CELLS_PER_TASK), score_task, &j);
+    free(j.dot);
+    free(ct);
     free(cn);
 }
 
-void gf_assign_hard(double *soft, const float *seg, size_t n_chunks, size_t n_frames,
-                    size_t n_spk, size_t k, bool constrained, int8_t *hard)
+typedef struct {
+    const double *soft;   /* n_chunks x n_spk x k, inactive rows and NaNs settled */
+    size_t n_chunks, n_spk, k;
+    double nanmin;        /* what a NaN score becomes */
+    int *col;             /* per worker: n_spk */
+    double *cost;         /* per worker: n_spk x k */
+    int8_t *hard;         /* n_chunks x n_spk */
+} lsa_job;
+
+static void lsa_task(void *arg, int worker, int task)
+{
+    lsa_job *j = arg;
+    size_t S = j->n_spk, k = j->k;
+    int *col = j->col + (size_t)worker * S;
+    double *cost = j->cost + (size_t)worker * S * k;
+    size_t c1 = ((size_t)task + 1) * CHUNKS_PER_TASK;
+    if (c1 > j->n_chunks)
+        c1 = j->n_chunks;
+    for (size_t c = (size_t)task * CHUNKS_PER_TASK; c < c1; c++) {
+        for (size_t i = 0; i < S * k; i++) {
+            double v = j->soft[c * S * k + i];
+            cost[i] = isnan(v) ? j->nanmin : v;
+        }
+        if (gf_lsa_solve(cost, S, k, true, col) != 0)
+            continue;   /* only with non-finite scores: leave unassigned */
+        for (size_t s = 0; s < S; s++)
+            if (col[s] >= 0)
+                j->hard[c * S + s] = (int8_t)col[s];
+    }
+}
+
+void gf_assign_hard(double *soft, const float *act, size_t n_chunks, size_t n_spk, size_t k,
+                    bool constrained, gf_par *par, int8_t *hard)
 {
     size_t cells = n_chunks * n_spk * k;
     for (size_t i = 0; i < n_chunks * n_spk; i++)
@@ -127,35 +302,22 @@ void gf_assign_hard(double *soft, const float *seg, size_t n_chunks, size_t n_fr
             nanmin = soft[i];
     }
     mn = any_nan ? NAN : nanmin - 1.0;
-    for (size_t c = 0; c < n_chunks; c++) {
-        for (size_t s = 0; s < n_spk; s++) {
-            float act = 0.0f;
-            for (size_t f = 0; f < n_frames; f++)
-                act += seg[(c * n_frames + f) * n_spk + s];
-            if (act == 0.0f)
-                for (size_t j = 0; j < k; j++)
-                    soft[(c * n_spk + s) * k + j] = mn;
-        }
-    }
+    for (size_t i = 0; i < n_chunks * n_spk; i++)
+        if (act[i] == 0.0f)
+            for (size_t j = 0; j < k; j++)
+                soft[i * k + j] = mn;
     nanmin = INFINITY;
     for (size_t i = 0; i < cells; i++)
         if (!isnan(soft[i]) && soft[i] < nanmin)
             nanmin = soft[i];
-    int *col = gf_malloc(n_spk * sizeof *col);
-    double *cost = gf_malloc(n_spk * k * sizeof *cost);
-    for (size_t c = 0; c < n_chunks; c++) {
-        for (size_t i = 0; i < n_spk * k; i++) {
-            double v = soft[c * n_spk * k + i];
-            cost[i] = isnan(v) ? nanmin : v;
-        }
-        if (gf_lsa_solve(cost, n_spk, k, true, col) != 0)
-            continue;   /* only with non-finite scores: leave unassigned */
-        for (size_t s = 0; s < n_spk; s++)
-            if (col[s] >= 0)
-                hard[c * n_spk + s] = (int8_t)col[s];
-    }
-    free(cost);
-    free(col);
+    int workers = par ? gf_par_threads(par) : 1;
+    lsa_job j = { soft, n_chunks, n_spk, k, nanmin,
+                  gf_malloc((size_t)workers * (n_spk ? n_spk : 1) * sizeof(int)),
+                  gf_malloc((size_t)workers * (n_spk * k + 1) * sizeof(double)),
+                  hard };
+    run_tasks(par, chunk_tasks(n_chunks), lsa_task, &j);
+    free(j.cost);
+    free(j.col);
 }
 
 /* splitmix64: a small, well-mixed deterministic generator */

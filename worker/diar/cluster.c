@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 gf_cluster_opts gf_cluster_defaults(void)
 {
@@ -105,10 +106,19 @@ int gf_cluster_run(const float *seg, const float *emb, size_t n_chunks, size_t n
     if (min_spk == max_spk)
         num = min_spk;
 
+    /* host threads for everything but the AHC linkage */
+    int threads = o->threads;
+    if (threads <= 0) {
+        long cores = sysconf(_SC_NPROCESSORS_ONLN);
+        threads = cores < 1 ? 1 : cores > 16 ? 16 : (int)cores;
+    }
+    gf_par *par = gf_par_new(threads);
+    float *act = NULL;
+
     uint64_t t0 = gf_now_ns();
     r->n_total = gf_aggregate_frames(&o->chunks, n_chunks, &o->frames);
     r->count = gf_malloc((r->n_total ? r->n_total : 1) * sizeof *r->count);
-    gf_speaker_count(seg, n_chunks, n_frames, n_spk, &o->chunks, &o->frames, NULL, r->count);
+    gf_speaker_count(seg, n_chunks, n_frames, n_spk, &o->chunks, &o->frames, par, r->count);
     size_t cells = n_chunks * n_spk;
     r->t_count = (double)(gf_now_ns() - t0) * 1e-9;
     r->hard = gf_malloc((cells ? cells : 1) * sizeof *r->hard);
@@ -122,13 +132,16 @@ int gf_cluster_run(const float *seg, const float *emb, size_t n_chunks, size_t n
             r->hard[i] = -2;
         r->diar = gf_calloc(1, sizeof *r->diar);
         r->turns = gf_calloc(1, sizeof *r->turns);
+        gf_par_destroy(&par);
         return 0;
     }
 
     r->train_chunk = gf_malloc((cells ? cells : 1) * sizeof *r->train_chunk);
     r->train_spk = gf_malloc((cells ? cells : 1) * sizeof *r->train_spk);
+    /* with the per (window, speaker) activity: who is never active */
+    act = gf_malloc((cells ? cells : 1) * sizeof *act);
     r->n_train = gf_assign_filter(seg, emb, n_chunks, n_frames, n_spk, dim, o->min_active_ratio,
-                                  r->train_chunk, r->train_spk);
+                                  par, r->train_chunk, r->train_spk, act);
     size_t n = r->n_train;
     float *train = gf_malloc((n ? n : 1) * dim * sizeof *train);
     for (size_t i = 0; i < n; i++)
@@ -162,7 +175,7 @@ int gf_cluster_run(const float *seg, const float *emb, size_t n_chunks, size_t n
         for (size_t i = 0; i < n; i++)
             onehot[i * K + (size_t)r->ahc[i]] = 1.0;
         centroids = gf_malloc(K * dim * sizeof *centroids);
-        gf_assign_centroids(train, n, dim, onehot, K, centroids);
+        gf_assign_centroids(train, n, dim, onehot, K, par, centroids);
         free(onehot);
         goto constraints;
     }
@@ -193,7 +206,7 @@ int gf_cluster_run(const float *seg, const float *emb, size_t n_chunks, size_t n
             wk[t * K + j] = w[t * r->n_ahc + j];
     free(w);
     centroids = gf_malloc((K ? K : 1) * dim * sizeof *centroids);
-    gf_assign_centroids(train, n, dim, wk, K, centroids);
+    gf_assign_centroids(train, n, dim, wk, K, par, centroids);
     free(wk);
 
 constraints:;
@@ -229,33 +242,28 @@ constraints:;
         K = kk;
         free(centroids);
         centroids = gf_malloc(K * dim * sizeof *centroids);
-        gf_assign_centroids(train, n, dim, onehot, K, centroids);
+        gf_assign_centroids(train, n, dim, onehot, K, par, centroids);
         free(onehot);
     }
     r->n_centroids = K;
     double *soft = gf_malloc(cells * K * sizeof *soft);
-    gf_assign_scores(emb, n_chunks, n_spk, dim, centroids, K, soft);
-    gf_assign_hard(soft, seg, n_chunks, n_frames, n_spk, K, constrained, r->hard);
+    gf_assign_scores(emb, n_chunks, n_spk, dim, centroids, K, par, soft);
+    gf_assign_hard(soft, act, n_chunks, n_spk, K, constrained, par, r->hard);
     free(soft);
     r->t_assign = (double)(gf_now_ns() - t0) * 1e-9;
 
 reconstruct:
     t0 = gf_now_ns();
     /* speakers never active in a window get no cluster */
-    for (size_t c = 0; c < n_chunks; c++)
-        for (size_t s = 0; s < n_spk; s++) {
-            float act = 0.0f;
-            for (size_t f = 0; f < n_frames; f++)
-                act += seg[(c * n_frames + f) * n_spk + s];
-            if (act == 0.0f)
-                r->hard[c * n_spk + s] = -2;
-        }
+    for (size_t i = 0; i < cells; i++)
+        if (act[i] == 0.0f)
+            r->hard[i] = -2;
     {
         uint8_t *capped = gf_malloc(r->n_total * sizeof *capped);
         for (size_t t = 0; t < r->n_total; t++)
             capped[t] = (max_spk != -1 && r->count[t] > max_spk) ? (uint8_t)max_spk : r->count[t];
         r->diar = gf_reconstruct(seg, n_chunks, n_frames, n_spk, r->hard, capped, &o->chunks,
-                                 &o->frames, NULL, &r->n_clusters);
+                                 &o->frames, par, &r->n_clusters);
         free(capped);
         gf_swin grid = { o->chunks.start, o->frames.duration, o->frames.step };
         r->turns = gf_reconstruct_turns(r->diar, r->n_total, r->n_clusters, &grid,
@@ -276,6 +284,8 @@ reconstruct:
     }
     r->t_reconstruct = (double)(gf_now_ns() - t0) * 1e-9;
 out:
+    gf_par_destroy(&par);
+    free(act);
     free(centroids);
     free(train);
     if (rc)

@@ -187,7 +187,7 @@ int gf_cluster_run(const float *seg, const float *emb, size_t n_chunks, size_t n
     t0 = gf_now_ns();
     r->gamma = gf_malloc(n * r->n_ahc * sizeof *r->gamma);
     r->pi = gf_malloc(r->n_ahc * sizeof *r->pi);
-    gf_vbx(r->fea, n, L, gf_plda_phi(plda), r->ahc, r->n_ahc, &o->vbx, r->gamma, r->pi);
+    gf_vbx(r->fea, n, L, gf_plda_phi(plda), r->ahc, r->n_ahc, &o->vbx, par, r->gamma, r->pi);
     r->t_vbx = (double)(gf_now_ns() - t0) * 1e-9;
     t0 = gf_now_ns();
     /* keep the speakers VBx kept (prior > 1e-7) */

@@ -182,7 +182,7 @@ int gf_cluster_run(const float *seg, const float *emb, size_t n_chunks, size_t n
     size_t L = gf_plda_dim(plda);
     r->fea = gf_malloc(n * L * sizeof *r->fea);
     t0 = gf_now_ns();
-    gf_plda_features(plda, train, n, r->fea);
+    gf_plda_features(plda, train, n, par, r->fea);
     r->t_plda = (double)(gf_now_ns() - t0) * 1e-9;
     t0 = gf_now_ns();
     r->gamma = gf_malloc(n * r->n_ahc * sizeof *r->gamma);

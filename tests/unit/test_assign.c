@@ -86,7 +86,7 @@ static void test_kmeans_blobs(void **state)
         for (int d = 0; d < D; d++)
             x[i * D + d] = (i % 3 == d ? 10.0 : 0.0) + 0.1 * sin(i * 1.7 + d * 0.3);
     int lab[N];
-    gf_assign_kmeans(x, N, D, 3, 3, 42, lab);
+    gf_assign_kmeans(x, N, D, 3, 3, 42, NULL, lab);
     for (int i = 3; i < N; i++)
         assert_int_equal(lab[i], lab[i % 3]);
     assert_true(lab[0] != lab[1] && lab[1] != lab[2] && lab[0] != lab[2]);

@@ -344,15 +344,141 @@ static double sqdist(const double *a, const double *b, size_t dim)
     return s;
 }
 
-/* One k-means run; returns the inertia. */
-static double kmeans_once(const double *x, size_t n, size_t dim, size_t k, uint64_t *rng,
-                          int *labels, double *cent)
+/* Points per k-means task, and dimensions per centroid-update task. */
+#define POINTS_PER_TASK 256
+#define KM_DIMS_PER_TASK 32
+
+enum km_step { KM_FIRST, KM_CLOSEST, KM_POTENTIAL, KM_ASSIGN, KM_SUMS };
+
+typedef struct {
+    const double *x;       /* n x dim */
+    size_t n, dim, k;
+    enum km_step step;     /* what the tasks do */
+    const double *ref;     /* KM_FIRST, KM_CLOSEST, KM_POTENTIAL: the point measured against */
+    double *closest;       /* n: squared distance to the nearest centre so far */
+    double *val;           /* n: KM_POTENTIAL min(d, closest); KM_ASSIGN the best distance */
+    double *cent;          /* k x dim */
+    double *dist;          /* per worker: k distances */
+    int *labels;           /* n */
+    unsigned char *changed;/* per task: KM_ASSIGN changed a label */
+} km_job;
+
+/* Squared distances of a to the k rows of cent, four at a time in
+ * registers: each sums over d in order in its own accumulator, exactly as
+ * sqdist does, and the four chains overlap in the pipeline. */
+static void sqdist_all(const double *a, const double *cent, size_t k, size_t dim, double *out)
 {
-    double *closest = gf_malloc(n * sizeof *closest);
+    for (size_t c0 = 0; c0 < k; c0 += 4) {
+        size_t nb = k - c0 < 4 ? k - c0 : 4;
+        /* rows past k repeat the last one; their sums are dropped */
+        const double *r0 = cent + c0 * dim;
+        const double *r1 = cent + (c0 + (nb > 1 ? 1 : 0)) * dim;
+        const double *r2 = cent + (c0 + (nb > 2 ? 2 : 0)) * dim;
+        const double *r3 = cent + (c0 + (nb > 3 ? 3 : 0)) * dim;
+        double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;
+        for (size_t d = 0; d < dim; d++) {
+            double t0 = a[d] - r0[d], t1 = a[d] - r1[d];
+            double t2 = a[d] - r2[d], t3 = a[d] - r3[d];
+            s0 += t0 * t0;
+            s1 += t1 * t1;
+            s2 += t2 * t2;
+            s3 += t3 * t3;
+        }
+        out[c0] = s0;
+        if (nb > 1)
+            out[c0 + 1] = s1;
+        if (nb > 2)
+            out[c0 + 2] = s2;
+        if (nb > 3)
+            out[c0 + 3] = s3;
+    }
+}
+
+static void km_task(void *arg, int worker, int task)
+{
+    km_job *j = arg;
+    const size_t dim = j->dim, k = j->k, n = j->n;
+    const double *restrict x = j->x;
+    double *restrict cent = j->cent, *restrict closest = j->closest, *restrict val = j->val;
+    int *restrict labels = j->labels;
+    if (j->step == KM_SUMS) {
+        /* dimensions [d0, d1) of every centre's sum, points in order */
+        size_t d0 = (size_t)task * KM_DIMS_PER_TASK;
+        size_t d1 = d0 + KM_DIMS_PER_TASK < dim ? d0 + KM_DIMS_PER_TASK : dim;
+        for (size_t c = 0; c < k; c++)
+            for (size_t d = d0; d < d1; d++)
+                cent[c * dim + d] = 0.0;
+        for (size_t i = 0; i < n; i++) {
+            double *cc = cent + (size_t)labels[i] * dim;
+            const double *xi = x + i * dim;
+            for (size_t d = d0; d < d1; d++)
+                cc[d] += xi[d];
+        }
+        return;
+    }
+    size_t i0 = (size_t)task * POINTS_PER_TASK;
+    size_t i1 = i0 + POINTS_PER_TASK < n ? i0 + POINTS_PER_TASK : n;
+    if (j->step != KM_ASSIGN) {
+        /* four points at a time against one: (ref - x)^2 is (x - ref)^2 */
+        for (size_t i = i0; i < i1; i += 4) {
+            size_t nb = i1 - i < 4 ? i1 - i : 4;
+            double d4[4];
+            sqdist_all(j->ref, x + i * dim, nb, dim, d4);
+            for (size_t b = 0; b < nb; b++) {
+                double d = d4[b];
+                if (j->step == KM_FIRST)
+                    closest[i + b] = d;
+                else if (j->step == KM_CLOSEST && d < closest[i + b])
+                    closest[i + b] = d;
+                else if (j->step == KM_POTENTIAL)
+                    val[i + b] = d < closest[i + b] ? d : closest[i + b];
+            }
+        }
+        return;
+    }
+    double *dist = j->dist + (size_t)worker * k;
+    bool changed = false;
+    for (size_t i = i0; i < i1; i++) {
+        sqdist_all(x + i * dim, cent, k, dim, dist);
+        int b = 0;
+        double bd = INFINITY;
+        for (size_t c = 0; c < k; c++)
+            if (dist[c] < bd) {
+                bd = dist[c];
+                b = (int)c;
+            }
+        if (labels[i] != b)
+            changed = true;
+        labels[i] = b;
+        val[i] = bd;
+    }
+    j->changed[task] = changed;
+}
+
+static int km_tasks(const km_job *j)
+{
+    return j->step == KM_SUMS ? (int)((j->dim + KM_DIMS_PER_TASK - 1) / KM_DIMS_PER_TASK)
+                              : (int)((j->n + POINTS_PER_TASK - 1) / POINTS_PER_TASK);
+}
+
+static void km_run(gf_par *par, km_job *j, enum km_step step, const double *ref)
+{
+    j->step = step;
+    j->ref = ref;
+    run_tasks(par, km_tasks(j), km_task, j);
+}
+
+/* One k-means run; returns the inertia. Every sum over points runs in point
+ * order on this thread; the per-point work is spread over par. */
+static double kmeans_once(km_job *j, gf_par *par, uint64_t *rng)
+{
+    const double *x = j->x;
+    size_t n = j->n, dim = j->dim, k = j->k;
+    double *closest = j->closest, *val = j->val, *cent = j->cent;
+    int *labels = j->labels;
     size_t first = (size_t)(uniform(rng) * (double)n) % n;
     memcpy(cent, x + first * dim, dim * sizeof *cent);
-    for (size_t i = 0; i < n; i++)
-        closest[i] = sqdist(x + i * dim, cent, dim);
+    km_run(par, j, KM_FIRST, cent);
     /* greedy k-means++: a few candidates per centre, keep the best */
     int trials = 2 + (int)log((double)k);
     for (size_t c = 1; c < k; c++) {
@@ -371,53 +497,35 @@ static double kmeans_once(const double *x, size_t n, size_t dim, size_t k, uint6
                     break;
                 }
             }
+            km_run(par, j, KM_POTENTIAL, x + cand * dim);
             double pot = 0.0;
-            for (size_t i = 0; i < n; i++) {
-                double d = sqdist(x + i * dim, x + cand * dim, dim);
-                pot += d < closest[i] ? d : closest[i];
-            }
+            for (size_t i = 0; i < n; i++)
+                pot += val[i];
             if (pot < best_pot) {
                 best_pot = pot;
                 best = cand;
             }
         }
         memcpy(cent + c * dim, x + best * dim, dim * sizeof *cent);
-        for (size_t i = 0; i < n; i++) {
-            double d = sqdist(x + i * dim, cent + c * dim, dim);
-            if (d < closest[i])
-                closest[i] = d;
-        }
+        km_run(par, j, KM_CLOSEST, cent + c * dim);
     }
-    free(closest);
     size_t *cnt = gf_malloc(k * sizeof *cnt);
     double inertia = INFINITY;
+    int ntasks_assign = (int)((n + POINTS_PER_TASK - 1) / POINTS_PER_TASK);
     for (int it = 0; it < 300; it++) {
         bool changed = it == 0;
+        km_run(par, j, KM_ASSIGN, NULL);
+        for (int t = 0; t < ntasks_assign; t++)
+            changed |= j->changed[t];
         inertia = 0.0;
-        for (size_t i = 0; i < n; i++) {
-            int b = 0;
-            double bd = INFINITY;
-            for (size_t c = 0; c < k; c++) {
-                double d = sqdist(x + i * dim, cent + c * dim, dim);
-                if (d < bd) {
-                    bd = d;
-                    b = (int)c;
-                }
-            }
-            if (labels[i] != b)
-                changed = true;
-            labels[i] = b;
-            inertia += bd;
-        }
+        for (size_t i = 0; i < n; i++)
+            inertia += val[i];
         if (!changed)
             break;
-        memset(cent, 0, k * dim * sizeof *cent);
         memset(cnt, 0, k * sizeof *cnt);
-        for (size_t i = 0; i < n; i++) {
+        for (size_t i = 0; i < n; i++)
             cnt[labels[i]]++;
-            for (size_t d = 0; d < dim; d++)
-                cent[(size_t)labels[i] * dim + d] += x[i * dim + d];
-        }
+        km_run(par, j, KM_SUMS, NULL);
         for (size_t c = 0; c < k; c++) {
             if (cnt[c] == 0) {   /* empty cluster: take the farthest point */
                 size_t far = 0;
@@ -441,7 +549,7 @@ static double kmeans_once(const double *x, size_t n, size_t dim, size_t k, uint6
 }
 
 void gf_assign_kmeans(const double *x, size_t n, size_t dim, size_t k, int n_init, uint64_t seed,
-                      int *labels)
+                      gf_par *par, int *labels)
 {
     if (k == 0 || n == 0)
         return;
@@ -451,18 +559,30 @@ void gf_assign_kmeans(const double *x, size_t n, size_t dim, size_t k, int n_ini
         return;
     }
     uint64_t rng = seed;
-    int *lab = gf_malloc(n * sizeof *lab);
-    double *cent = gf_malloc(k * dim * sizeof *cent);
+    int workers = par ? gf_par_threads(par) : 1;
+    km_job j = {
+        .x = x, .n = n, .dim = dim, .k = k,
+        .closest = gf_malloc(n * sizeof(double)),
+        .val = gf_malloc(n * sizeof(double)),
+        .cent = gf_malloc(k * dim * sizeof(double)),
+        .dist = gf_malloc((size_t)workers * k * sizeof(double)),
+        .labels = gf_malloc(n * sizeof(int)),
+        .changed = gf_malloc((n + POINTS_PER_TASK - 1) / POINTS_PER_TASK),
+    };
     double best = INFINITY;
     for (int r = 0; r < (n_init > 0 ? n_init : 1); r++) {
         for (size_t i = 0; i < n; i++)
-            lab[i] = -1;
-        double inertia = kmeans_once(x, n, dim, k, &rng, lab, cent);
+            j.labels[i] = -1;
+        double inertia = kmeans_once(&j, par, &rng);
         if (inertia < best) {
             best = inertia;
-            memcpy(labels, lab, n * sizeof *labels);
+            memcpy(labels, j.labels, n * sizeof *labels);
         }
     }
-    free(cent);
-    free(lab);
+    free(j.changed);
+    free(j.labels);
+    free(j.dist);
+    free(j.cent);
+    free(j.val);
+    free(j.closest);
 }

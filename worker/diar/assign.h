@@ -49,6 +49,6 @@ void gf_assign_hard(double *soft, const float *act, size_t n_chunks, size_t n_sp
  * iterations) of n rows of x (n x dim, double). labels[n] in 0..k-1. Not
  * scikit-learn's random stream: same method, different draws. */
 void gf_assign_kmeans(const double *x, size_t n, size_t dim, size_t k, int n_init, uint64_t seed,
-                      int *labels);
+                      gf_par *par, int *labels);
 
 #endif

@@ -232,7 +232,7 @@ constraints:;
         int *lab = gf_malloc(n * sizeof *lab);
         /* scikit-learn refuses more clusters than samples; we cap instead */
         size_t kk = (size_t)want > n ? n : (size_t)want;
-        gf_assign_kmeans(xn, n, dim, kk, 3, 42, lab);
+        gf_assign_kmeans(xn, n, dim, kk, 3, 42, par, lab);
         free(xn);
         double *onehot = gf_calloc(n * kk, sizeof *onehot);
         for (size_t i = 0; i < n; i++)

@@ -190,21 +190,17 @@ int gf_cluster_run(const float *seg, const float *emb, size_t n_chunks, size_t n
     gf_vbx(r->fea, n, L, gf_plda_phi(plda), r->ahc, r->n_ahc, &o->vbx, par, r->gamma, r->pi);
     r->t_vbx = (double)(gf_now_ns() - t0) * 1e-9;
     t0 = gf_now_ns();
-    /* keep the speakers VBx kept (prior > 1e-7) */
-    double *w = gf_malloc(n * r->n_ahc * sizeof *w);
-    for (size_t j = 0; j < r->n_ahc; j++) {
-        if (!(r->pi[j] > 1e-7))
-            continue;
-        for (size_t t = 0; t < n; t++)
-            w[t * r->n_ahc + K] = r->gamma[t * r->n_ahc + j];
-        K++;
-    }
-    /* compact the kept columns: w was filled with stride n_ahc */
+    /* keep the speakers VBx kept (prior > 1e-7): their columns of gamma,
+     * copied row by row */
+    size_t *kept = gf_malloc(r->n_ahc * sizeof *kept);
+    for (size_t j = 0; j < r->n_ahc; j++)
+        if (r->pi[j] > 1e-7)
+            kept[K++] = j;
     double *wk = gf_malloc(n * (K ? K : 1) * sizeof *wk);
     for (size_t t = 0; t < n; t++)
         for (size_t j = 0; j < K; j++)
-            wk[t * K + j] = w[t * r->n_ahc + j];
-    free(w);
+            wk[t * K + j] = r->gamma[t * r->n_ahc + kept[j]];
+    free(kept);
     centroids = gf_malloc((K ? K : 1) * dim * sizeof *centroids);
     gf_assign_centroids(train, n, dim, wk, K, par, centroids);
     free(wk);

@@ -163,76 +163,89 @@ void gf_assign_centroids(const float *emb, size_t n, size_t dim, const double *w
     run_tasks(par, (int)k, centroid_task, &j);
 }
 
-/* Cells per score task, and cells scored side by side within one. */
+/* Cells per score task. */
 #define CELLS_PER_TASK 256
-#define CELLS_AT_ONCE 4
 
 typedef struct {
-    const float *emb;   /* cells x dim */
+    const float *emb;         /* cells x dim */
     size_t cells, dim;
-    const double *ct;   /* dim x k: the centroids transposed */
-    const double *cn;   /* k: their squared norms */
+    const double *centroids;  /* k x dim */
+    const double *cn;         /* k: their squared norms */
     size_t k;
-    double *dot;        /* per worker: CELLS_AT_ONCE x k */
-    double *soft;       /* cells x k */
+    double *soft;             /* cells x k */
 } score_job;
 
-/* A few cells at a time, every centroid at once: each dot product and
- * norm still sums over d in order, in its own accumulator. */
+static double score(double dot, double en, double cn)
+{
+    double cosv = dot / sqrt(en * cn);
+    if (fabs(cosv) > 1.0)
+        cosv = copysign(1.0, cosv);
+    return 2.0 - (1.0 - cosv);
+}
+
+/* Two cells against four centroids at a time, ten sums in registers: each
+ * dot product and norm still sums over d in order in its own accumulator,
+ * and the chains overlap in the pipeline. Rows past the end repeat the
+ * last one; their sums are dropped. */
 static void score_task(void *arg, int worker, int task)
 {
-    score_job *j = arg;
-    size_t k = j->k, dim = j->dim;
-    double *dot = j->dot + (size_t)worker * CELLS_AT_ONCE * k;
+    (void)worker;
+    const score_job *j = arg;
+    const size_t k = j->k, dim = j->dim;
     size_t i1 = ((size_t)task + 1) * CELLS_PER_TASK;
     if (i1 > j->cells)
         i1 = j->cells;
-    for (size_t i0 = (size_t)task * CELLS_PER_TASK; i0 < i1; i0 += CELLS_AT_ONCE) {
-        size_t nb = i1 - i0 < CELLS_AT_ONCE ? i1 - i0 : CELLS_AT_ONCE;
-        double en[CELLS_AT_ONCE] = { 0 };
-        for (size_t x = 0; x < nb * k; x++)
-            dot[x] = 0.0;
-        for (size_t d = 0; d < dim; d++) {
-            const double *cd = j->ct + d * k;
-            for (size_t b = 0; b < nb; b++) {
-                double ed = (double)j->emb[(i0 + b) * dim + d];
-                en[b] += ed * ed;
-                double *db = dot + b * k;
-                for (size_t c = 0; c < k; c++)
-                    db[c] += ed * cd[c];
+    for (size_t i = (size_t)task * CELLS_PER_TASK; i < i1; i += 2) {
+        bool two = i + 1 < i1;
+        const float *e0 = j->emb + i * dim, *e1 = two ? e0 + dim : e0;
+        double en0 = 0.0, en1 = 0.0;
+        for (size_t c0 = 0; c0 < k; c0 += 4) {
+            size_t nb = k - c0 < 4 ? k - c0 : 4;
+            const double *r0 = j->centroids + c0 * dim;
+            const double *r1 = r0 + (nb > 1 ? dim : 0);
+            const double *r2 = r0 + (nb > 2 ? 2 * dim : 0);
+            const double *r3 = r0 + (nb > 3 ? 3 * dim : 0);
+            double n0 = 0.0, n1 = 0.0;
+            double a0 = 0.0, a1 = 0.0, a2 = 0.0, a3 = 0.0;
+            double b0 = 0.0, b1 = 0.0, b2 = 0.0, b3 = 0.0;
+            for (size_t d = 0; d < dim; d++) {
+                double x = (double)e0[d], y = (double)e1[d];
+                n0 += x * x;
+                n1 += y * y;
+                a0 += x * r0[d];
+                a1 += x * r1[d];
+                a2 += x * r2[d];
+                a3 += x * r3[d];
+                b0 += y * r0[d];
+                b1 += y * r1[d];
+                b2 += y * r2[d];
+                b3 += y * r3[d];
+            }
+            en0 = n0;   /* the same in every block */
+            en1 = n1;
+            double a[4] = { a0, a1, a2, a3 }, b[4] = { b0, b1, b2, b3 };
+            for (size_t c = 0; c < nb; c++) {
+                j->soft[i * k + c0 + c] = score(a[c], en0, j->cn[c0 + c]);
+                if (two)
+                    j->soft[(i + 1) * k + c0 + c] = score(b[c], en1, j->cn[c0 + c]);
             }
         }
-        for (size_t b = 0; b < nb; b++)
-            for (size_t c = 0; c < k; c++) {
-                double cosv = dot[b * k + c] / sqrt(en[b] * j->cn[c]);
-                if (fabs(cosv) > 1.0)
-                    cosv = copysign(1.0, cosv);
-                j->soft[(i0 + b) * k + c] = 2.0 - (1.0 - cosv);
-            }
     }
 }
 
 void gf_assign_scores(const float *emb, size_t n_chunks, size_t n_spk, size_t dim,
                       const double *centroids, size_t k, gf_par *par, double *soft)
 {
-    int workers = par ? gf_par_threads(par) : 1;
     double *cn = gf_malloc((k ? k : 1) * sizeof *cn);
-    double *ct = gf_malloc((k ? k : 1) * dim * sizeof *ct);
     for (size_t c = 0; c < k; c++) {
         double s = 0.0;
-        for (size_t d = 0; d < dim; d++) {
+        for (size_t d = 0; d < dim; d++)
             s += centroids[c * dim + d] * centroids[c * dim + d];
-            ct[d * k + c] = centroids[c * dim + d];
-        }
         cn[c] = s;
     }
     size_t cells = n_chunks * n_spk;
-    score_job j = { emb, cells, dim, ct, cn, k,
-                    gf_malloc((size_t)workers * CELLS_AT_ONCE * (k ? k : 1) * sizeof(double)),
-                    soft };
+    score_job j = { emb, cells, dim, centroids, cn, k, soft };
     run_tasks(par, (int)((cells + CELLS_PER_TASK - 1) / CELLS_PER_TASK), score_task, &j);
-    free(j.dot);
-    free(ct);
     free(cn);
 }
 

@@ -94,7 +94,7 @@ void gf_aggregate(const float *scores, size_t n_chunks, size_t n_frames, size_t 
 }
 
 /* Global frames per counting task: tasks write disjoint frames. */
-#define COUNT_FRAMES_PER_TASK 8192
+#define COUNT_FRAMES_PER_TASK 4096
 
 typedef struct {
     const float *bin;         /* n_chunks x n_frames x n_speakers */

@@ -38,7 +38,8 @@ static void usage(FILE *out)
             "usage: gpuflock cluster --segmentations SEG.npy --embeddings EMB.npy [--plda DIR]\n"
             "                        [--step SEC] [--num-speakers N | --min-speakers A\n"
             "                        --max-speakers B] [--min-duration-off SEC] [-o OUT]\n"
-            "                        [--uri NAME] [--json] [--timings] [--gpu N] [--config FILE]\n"
+            "                        [--uri NAME] [--json] [--timings] [--gpu N] [--threads N]\n"
+            "                        [--config FILE]\n"
             "\n"
             "Cluster saved intermediates with the community-1 recipe (powerset-decoded\n"
             "segmentation, AHC 0.6, PLDA + VBx Fa 0.07 Fb 0.8) and write speaker turns.\n"
@@ -56,6 +57,8 @@ static void usage(FILE *out)
             "  --gpu N          run the AHC linkage on CUDA card N of the configuration,\n"
             "                   under its exclusive lock (the distance matrix then lives in\n"
             "                   the card's memory: n(n-1)/2 doubles for n embeddings)\n"
+            "  --threads N      host threads for the stages after the AHC linkage (default:\n"
+            "                   one per core, at most 16; the result does not depend on it)\n"
             "Exit status: 0 ok, 64 usage, 65 bad input data or PLDA, 66 input missing,\n"
             "69 card unavailable, 73 output not writable, 78 configuration error.\n");
 }
@@ -142,7 +145,7 @@ static char *base_name(const char *path)
 int gf_cmd_cluster(int argc, char **argv)
 {
     enum { O_SEG = 1000, O_EMB, O_PLDA, O_STEP, O_NUM, O_MIN, O_MAX, O_OFF, O_URI, O_JSON,
-           O_CONFIG, O_TIMINGS, O_GPU, O_HELP };
+           O_CONFIG, O_TIMINGS, O_GPU, O_THREADS, O_HELP };
     static const struct option opts[] = {
         { "segmentations", required_argument, NULL, O_SEG },
         { "embeddings", required_argument, NULL, O_EMB },
@@ -158,6 +161,7 @@ int gf_cmd_cluster(int argc, char **argv)
         { "config", required_argument, NULL, O_CONFIG },
         { "timings", no_argument, NULL, O_TIMINGS },
         { "gpu", required_argument, NULL, O_GPU },
+        { "threads", required_argument, NULL, O_THREADS },
         { "help", no_argument, NULL, O_HELP },
         { NULL, 0, NULL, 0 },
     };
@@ -201,6 +205,14 @@ int gf_cmd_cluster(int argc, char **argv)
         case O_GPU:
             if (gf_cli_int("cluster", "--gpu", optarg, 0, &gpu_index))
                 return GF_EXIT_USAGE;
+            break;
+        case O_THREADS:
+            if (gf_cli_int("cluster", "--threads", optarg, 1, &o.threads))
+                return GF_EXIT_USAGE;
+            if (o.threads > 4096) {   /* worker.cpu_threads' range */
+                fprintf(stderr, "gpuflock cluster: --threads %d: at most 4096\n", o.threads);
+                return GF_EXIT_USAGE;
+            }
             break;
         case O_CONFIG: config_path = optarg; break;
         case 'h':

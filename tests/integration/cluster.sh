@@ -1,7 +1,8 @@
 #!/bin/bash
 # cluster.sh — `gpuflock cluster` on the community-1 fixtures: the RTTM
 # equals pipeline_expected.rttm turn for turn (times within 1 ms); JSON
-# output; the PLDA found through --config's models_dir; bad inputs give
+# output; the PLDA found through --config's models_dir; the same RTTM for
+# any --threads; bad inputs give
 # clear errors with exit 64/65/66 and leave no output file behind.
 set -u
 BUILD=${BUILD:-build}
@@ -42,6 +43,16 @@ printf 'models_dir: %s\n' "$T/models" >"$T/cfg.yaml"
     -o "$T/cfg.rttm" || fail "config run exited $?"
 cmp -s "$T/cfg.rttm" "$T/out.rttm" || fail "config run differs"
 echo "ok: PLDA from models_dir"
+
+# 3b. any host thread count gives the same bytes; 0 is a usage error
+for n in 1 3; do
+    "$G" cluster --segmentations "$SEG" --embeddings "$EMB" --plda "$P" --uri pipeline \
+        --threads $n -o "$T/threads$n.rttm" || fail "--threads $n exited $?"
+    cmp -s "$T/threads$n.rttm" "$T/out.rttm" || fail "--threads $n differs"
+done
+"$G" cluster --segmentations "$SEG" --embeddings "$EMB" --plda "$P" --threads 0 \
+    >/dev/null 2>&1; [ $? -eq 64 ] || fail "--threads 0 must be a usage error"
+echo "ok: --threads"
 
 # 4. speaker constraints
 "$G" cluster --segmentations "$SEG" --embeddings "$EMB" --plda "$P" --max-speakers 1 -o "$T/one.rttm" \

@@ -29,7 +29,7 @@ static void test_speaker_count_fixture_exact(void **state)
     gf_npy_array *seg = fx_load("pipeline_segmentation_data.npy");
     gf_npy_array *want = fx_load("pipeline_speaker_counting_data.npy");
     uint8_t count[1601];
-    gf_speaker_count(seg->data, 18, 589, 3, &chunks, &frames, count);
+    gf_speaker_count(seg->data, 18, 589, 3, &chunks, &frames, NULL, count);
     size_t bad = 0;
     for (size_t t = 0; t < 1601; t++)
         if (count[t] != ((uint8_t *)want->data)[t] && bad++ < 8)

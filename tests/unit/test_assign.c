@@ -20,7 +20,7 @@ static void test_filter_fixture_exact(void **state)
     gf_npy_array *ts = fx_load("pipeline_train_speaker_idx.npy");
     gf_npy_array *te = fx_load("pipeline_train_embeddings.npy");
     int64_t ci[54], si[54];
-    size_t n = gf_assign_filter(seg->data, emb->data, 18, 589, 3, 256, 0.2, ci, si);
+    size_t n = gf_assign_filter(seg->data, emb->data, 18, 589, 3, 256, 0.2, NULL, ci, si, NULL);
     assert_int_equal(n, 27);
     assert_memory_equal(ci, tc->data, 27 * sizeof(int64_t));
     assert_memory_equal(si, ts->data, 27 * sizeof(int64_t));
@@ -43,10 +43,13 @@ static void test_hard_clusters_fixture_exact(void **state)
     gf_npy_array *g = fx_load("pipeline_vbx_gamma.npy");
     gf_npy_array *want = fx_load("pipeline_hard_clusters.npy");
     double cent[2 * 256], soft[54 * 2];
-    gf_assign_centroids(te->data, 27, 256, g->data, 2, cent);
-    gf_assign_scores(emb->data, 18, 3, 256, cent, 2, soft);
+    gf_assign_centroids(te->data, 27, 256, g->data, 2, NULL, cent);
+    gf_assign_scores(emb->data, 18, 3, 256, cent, 2, NULL, soft);
     int8_t hard[54];
-    gf_assign_hard(soft, seg->data, 18, 589, 3, 2, true, hard);
+    float act[54];
+    int64_t ci[54], si[54];
+    gf_assign_filter(seg->data, emb->data, 18, 589, 3, 256, 0.2, NULL, ci, si, act);
+    gf_assign_hard(soft, act, 18, 3, 2, true, NULL, hard);
     /* the pipeline then marks speakers never active as unassigned */
     for (size_t c = 0; c < 18; c++)
         for (size_t s = 0; s < 3; s++) {
@@ -83,7 +86,7 @@ static void test_kmeans_blobs(void **state)
         for (int d = 0; d < D; d++)
             x[i * D + d] = (i % 3 == d ? 10.0 : 0.0) + 0.1 * sin(i * 1.7 + d * 0.3);
     int lab[N];
-    gf_assign_kmeans(x, N, D, 3, 3, 42, lab);
+    gf_assign_kmeans(x, N, D, 3, 3, 42, NULL, lab);
     for (int i = 3; i < N; i++)
         assert_int_equal(lab[i], lab[i % 3]);
     assert_true(lab[0] != lab[1] && lab[1] != lab[2] && lab[0] != lab[2]);

@@ -2,7 +2,7 @@
  * segmentation and embeddings: every intermediate against the reference
  * (counts, kept embeddings, AHC, PLDA, VBx, hard clusters, frame-level
  * diarization) and the turns against pipeline_expected.rttm; speaker-count
- * constraints; input checks. */
+ * constraints; input checks; the same result on one thread and on several. */
 #include "tests/unit/fixtures.h"
 #include "common/log.h"
 #include "worker/diar/cluster.h"
@@ -201,6 +201,110 @@ static void test_silence_gives_no_turns(void **state)
     free(seg);
 }
 
+/* A generated recording of n_chunks windows: four speakers taking turns
+ * in blocks, two to three local speakers per window (some overlapping,
+ * some silent), embeddings around one direction per speaker. */
+typedef struct {
+    size_t n_chunks;
+    float *seg;   /* n_chunks x 589 x 3 */
+    float *emb;   /* n_chunks x 3 x 256 */
+} gen_case;
+
+static double gen_uniform(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return (double)((z ^ (z >> 31)) >> 11) * (1.0 / 9007199254740992.0);
+}
+
+static gen_case gen_recording(size_t n_chunks)
+{
+    enum { F = 589, S = 3, D = 256, G = 4 };
+    gen_case g = { n_chunks, calloc(n_chunks * F * S, sizeof(float)),
+                   malloc(n_chunks * S * D * sizeof(float)) };
+    uint64_t rng = 7;
+    float dir[G][D];
+    for (int k = 0; k < G; k++)
+        for (int d = 0; d < D; d++)
+            dir[k][d] = (float)(gen_uniform(&rng) - 0.5);
+    for (size_t c = 0; c < n_chunks; c++) {
+        size_t first = c / 12;   /* global speakers (first + s) % G, turns every 12 s */
+        for (size_t s = 0; s < S; s++) {
+            /* speaker s holds frames [a, b); the third speaker is silent in
+             * one window of three */
+            size_t a = s == 0 ? 0 : s == 1 ? 250 + (c * 37) % 100 : 450;
+            size_t b = s == 0 ? 300 + (c * 53) % 120 : s == 1 ? 560 : (c % 3 == 0 ? 450 : 589);
+            for (size_t f = a; f < b; f++)
+                g.seg[(c * F + f) * S + s] = 1.0f;
+            float *e = g.emb + (c * S + s) * D;
+            int k = (int)((first + s) % G);
+            for (int d = 0; d < D; d++)
+                e[d] = b > a ? dir[k][d] + (float)(0.35 * (gen_uniform(&rng) - 0.5)) : NAN;
+        }
+    }
+    return g;
+}
+
+static void same_result(const gf_cluster_result *a, const gf_cluster_result *b, size_t cells)
+{
+    assert_int_equal(a->n_total, b->n_total);
+    assert_memory_equal(a->count, b->count, a->n_total);
+    assert_int_equal(a->n_train, b->n_train);
+    assert_memory_equal(a->train_chunk, b->train_chunk, a->n_train * sizeof *a->train_chunk);
+    assert_memory_equal(a->train_spk, b->train_spk, a->n_train * sizeof *a->train_spk);
+    assert_int_equal(a->n_ahc, b->n_ahc);
+    assert_memory_equal(a->ahc, b->ahc, a->n_train * sizeof *a->ahc);
+    assert_true((a->fea == NULL) == (b->fea == NULL));
+    if (a->fea) {
+        assert_memory_equal(a->fea, b->fea, a->n_train * 128 * sizeof *a->fea);
+        assert_memory_equal(a->gamma, b->gamma, a->n_train * a->n_ahc * sizeof *a->gamma);
+        assert_memory_equal(a->pi, b->pi, a->n_ahc * sizeof *a->pi);
+    }
+    assert_int_equal(a->n_centroids, b->n_centroids);
+    assert_memory_equal(a->hard, b->hard, cells);
+    assert_int_equal(a->n_clusters, b->n_clusters);
+    assert_memory_equal(a->diar, b->diar, a->n_total * a->n_clusters * sizeof *a->diar);
+    assert_int_equal(a->n_turns, b->n_turns);
+    for (size_t i = 0; i < a->n_turns; i++) {
+        assert_true(a->turns[i].start == b->turns[i].start);
+        assert_true(a->turns[i].end == b->turns[i].end);
+        assert_int_equal(a->turns[i].label, b->turns[i].label);
+    }
+}
+
+static void test_threads_do_not_change_results(void **state)
+{
+    fx *f = *state;
+    /* 700 windows: several tasks in every split (frames, windows,
+     * embeddings, points) */
+    gen_case g = gen_recording(700);
+    struct {
+        int num_speakers;   /* 0: VBx decides; 6: forces k-means */
+        bool plda;          /* false: the weight-free mode */
+    } cases[] = { { 0, true }, { 6, true }, { 0, false } };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        gf_cluster_result r[3];
+        int threads[3] = { 1, 4, 3 };
+        for (int t = 0; t < 3; t++) {
+            gf_cluster_opts o = gf_cluster_defaults();
+            o.num_speakers = cases[i].num_speakers;
+            o.threads = threads[t];
+            assert_int_equal(gf_cluster_run(g.seg, g.emb, g.n_chunks, 589, 3, 256,
+                                            cases[i].plda ? f->plda : NULL, &o, &r[t]), 0);
+        }
+        assert_true(r[0].n_turns > 0 && r[0].n_train > 256);
+        if (cases[i].num_speakers)
+            assert_int_equal(r[0].n_centroids, (size_t)cases[i].num_speakers);
+        same_result(&r[0], &r[1], g.n_chunks * 3);
+        same_result(&r[0], &r[2], g.n_chunks * 3);
+        for (int t = 0; t < 3; t++)
+            gf_cluster_result_free(&r[t]);
+    }
+    free(g.seg);
+    free(g.emb);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -208,6 +312,7 @@ int main(void)
         cmocka_unit_test(test_speaker_constraints),
         cmocka_unit_test(test_input_checks),
         cmocka_unit_test(test_silence_gives_no_turns),
+        cmocka_unit_test(test_threads_do_not_change_results),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

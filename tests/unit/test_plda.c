@@ -24,7 +24,7 @@ static void test_features_and_phi(void **state)
     gf_npy_array *want = fx_load("pipeline_plda_features.npy");
     gf_npy_array *phi = fx_load("pipeline_plda_phi.npy");
     double *fea = malloc(27 * 128 * sizeof *fea);
-    gf_plda_features(p, emb->data, 27, fea);
+    gf_plda_features(p, emb->data, 27, NULL, fea);
     assert_int_equal(fx_compare("plda features", fea, want->data, 27 * 128, 0.0, 1e-6), 0);
     assert_int_equal(fx_compare("plda phi", gf_plda_phi(p), phi->data, 128, 0.0, 1e-6), 0);
     free(fea);

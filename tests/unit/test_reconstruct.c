@@ -23,7 +23,7 @@ static void test_fixture_diarization_and_turns(void **state)
     gf_npy_array *cnt = fx_load("pipeline_speaker_counting_data.npy");
     gf_npy_array *want = fx_load("pipeline_discrete_diarization_data.npy");
     size_t K;
-    float *d = gf_reconstruct(seg->data, 18, 589, 3, hard->data, cnt->data, &chunks, &frames, &K);
+    float *d = gf_reconstruct(seg->data, 18, 589, 3, hard->data, cnt->data, &chunks, &frames, NULL, &K);
     assert_int_equal(K, 2);
     size_t bad = 0;
     for (size_t i = 0; i < 1601 * 2; i++)
@@ -80,7 +80,7 @@ static void test_count_above_clusters_pads(void **state)
     for (size_t t = 100; t < 300; t++)
         count[t] = 2;
     size_t K;
-    float *d = gf_reconstruct(seg, 1, F, 3, hard, count, &chunks, &frames, &K);
+    float *d = gf_reconstruct(seg, 1, F, 3, hard, count, &chunks, &frames, NULL, &K);
     assert_int_equal(K, 2);
     assert_true(d[150 * 2] == 1.0f && d[150 * 2 + 1] == 1.0f);   /* count honoured */
     assert_true(d[50 * 2] == 0.0f);

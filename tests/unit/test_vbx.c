@@ -23,7 +23,7 @@ static void test_fixture(void **state)
         init[i] = (int)a64[i];
     double gamma[27 * 2], prior[2];
     gf_vbx_opts o = gf_vbx_defaults();
-    int it = gf_vbx(fea->data, 27, 128, phi->data, init, 2, &o, gamma, prior);
+    int it = gf_vbx(fea->data, 27, 128, phi->data, init, 2, &o, NULL, gamma, prior);
     assert_true(it >= 1 && it <= 20);
     assert_int_equal(fx_compare("vbx gamma", gamma, g->data, 54, 1e-4, 0.0), 0);
     assert_int_equal(fx_compare("vbx pi", prior, pi->data, 2, 1e-4, 0.0), 0);
@@ -55,7 +55,7 @@ static void test_redundant_speaker_loses_its_prior(void **state)
     init[3] = 2;
     double gamma[N * 3], pi[3];
     gf_vbx_opts o = gf_vbx_defaults();
-    gf_vbx(x, N, D, phi, init, 3, &o, gamma, pi);
+    gf_vbx(x, N, D, phi, init, 3, &o, NULL, gamma, pi);
     fprintf(stderr, "pi %g %g %g gamma3 %g %g %g\n", pi[0], pi[1], pi[2], gamma[9], gamma[10], gamma[11]);
     assert_true(pi[2] < 1e-3);
     assert_true(pi[0] > 0.4 && pi[1] > 0.4);

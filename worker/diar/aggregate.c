@@ -93,25 +93,79 @@ void gf_aggregate(const float *scores, size_t n_chunks, size_t n_frames, size_t 
     free(sum);
 }
 
+/* Global frames per counting task: tasks write disjoint frames. */
+#define COUNT_FRAMES_PER_TASK 4096
+
+typedef struct {
+    const float *bin;         /* n_chunks x n_frames x n_speakers */
+    size_t n_chunks, n_frames, n_speakers;
+    const size_t *off;        /* n_chunks: first global frame of each chunk */
+    size_t total;             /* global frames */
+    float *sum, *cnt;         /* per worker: COUNT_FRAMES_PER_TASK accumulators each */
+    uint8_t *count;           /* total */
+} count_job;
+
+/* Frames [t0, t1): gf_aggregate of the per-frame sums (no Hamming, average,
+ * missing 0) restricted to these frames, same updates in chunk order. */
+static void count_task(void *arg, int worker, int task)
+{
+    count_job *j = arg;
+    size_t F = j->n_frames, S = j->n_speakers;
+    size_t t0 = (size_t)task * COUNT_FRAMES_PER_TASK;
+    size_t t1 = t0 + COUNT_FRAMES_PER_TASK < j->total ? t0 + COUNT_FRAMES_PER_TASK : j->total;
+    float *sum = j->sum + (size_t)worker * COUNT_FRAMES_PER_TASK;
+    float *cnt = j->cnt + (size_t)worker * COUNT_FRAMES_PER_TASK;
+    memset(sum, 0, (t1 - t0) * sizeof *sum);
+    memset(cnt, 0, (t1 - t0) * sizeof *cnt);
+    for (size_t c = 0; c < j->n_chunks; c++) {
+        size_t off = j->off[c];
+        if (off >= t1 || off + F <= t0)
+            continue;
+        size_t f0 = off < t0 ? t0 - off : 0;
+        size_t f1 = off + F < t1 ? F : t1 - off;
+        for (size_t f = f0; f < f1; f++) {
+            const float *row = j->bin + (c * F + f) * S;
+            float v = 0.0f;
+            for (size_t k = 0; k < S; k++)
+                v += row[k];
+            if (isnan(v))
+                continue;
+            size_t g = off + f - t0;
+            sum[g] = (float)((double)sum[g] + (double)v);
+            cnt[g] = (float)((double)cnt[g] + 1.0);
+        }
+    }
+    for (size_t t = t0; t < t1; t++) {
+        /* a frame some chunk scored has cnt >= 1 */
+        float avg = cnt[t - t0] > 0.0f ? sum[t - t0] / fmaxf(cnt[t - t0], 1e-12f) : 0.0f;
+        float r = rintf(avg);
+        j->count[t] = (uint8_t)(r < 0 ? 0 : r > 255 ? 255 : r);
+    }
+}
+
 void gf_speaker_count(const float *binarized, size_t n_chunks, size_t n_frames,
                       size_t n_speakers, const gf_swin *chunks, const gf_swin *frames,
-                      uint8_t *count)
+                      gf_par *par, uint8_t *count)
 {
-    float *per = gf_malloc(n_chunks * n_frames * sizeof *per);
-    for (size_t i = 0; i < n_chunks * n_frames; i++) {
-        float s = 0.0f;
-        for (size_t k = 0; k < n_speakers; k++)
-            s += binarized[i * n_speakers + k];
-        per[i] = s;
-    }
     size_t total = gf_aggregate_frames(chunks, n_chunks, frames);
-    float *avg = gf_malloc(total * sizeof *avg);
-    gf_aggregate_opts o = { .hamming = false, .skip_average = false, .missing = 0.0f };
-    gf_aggregate(per, n_chunks, n_frames, 1, chunks, frames, &o, avg);
-    for (size_t t = 0; t < total; t++) {
-        float r = rintf(avg[t]);
-        count[t] = (uint8_t)(r < 0 ? 0 : r > 255 ? 255 : r);
-    }
-    free(avg);
-    free(per);
+    int workers = par ? gf_par_threads(par) : 1;
+    size_t *off = gf_malloc((n_chunks ? n_chunks : 1) * sizeof *off);
+    for (size_t c = 0; c < n_chunks; c++)
+        off[c] = gf_aggregate_offset(chunks, c, frames);
+    count_job j = {
+        .bin = binarized, .n_chunks = n_chunks, .n_frames = n_frames, .n_speakers = n_speakers,
+        .off = off, .total = total,
+        .sum = gf_malloc((size_t)workers * COUNT_FRAMES_PER_TASK * sizeof(float)),
+        .cnt = gf_malloc((size_t)workers * COUNT_FRAMES_PER_TASK * sizeof(float)),
+        .count = count,
+    };
+    int ntasks = (int)((total + COUNT_FRAMES_PER_TASK - 1) / COUNT_FRAMES_PER_TASK);
+    if (par)
+        gf_par_run(par, ntasks, count_task, &j);
+    else
+        for (int t = 0; t < ntasks; t++)
+            count_task(&j, 0, t);
+    free(j.cnt);
+    free(j.sum);
+    free(off);
 }

@@ -15,6 +15,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "worker/diar/par.h"
+
 /* A sliding window, pyannote.core's SlidingWindow: position i covers
  * [start + i*step, start + i*step + duration]. */
 typedef struct {
@@ -50,9 +52,10 @@ void gf_aggregate(const float *scores, size_t n_chunks, size_t n_frames, size_t 
 /* Per-frame speaker count: the sum of active local speakers per chunk
  * frame, averaged over overlapping chunks and rounded half to even.
  * binarized: n_chunks x n_frames x n_speakers of 0/1; count: one byte per
- * global frame (gf_aggregate_frames(...) entries). */
+ * global frame (gf_aggregate_frames(...) entries). par: threads to split
+ * the frames across (NULL: this one); the result does not depend on it. */
 void gf_speaker_count(const float *binarized, size_t n_chunks, size_t n_frames,
                       size_t n_speakers, const gf_swin *chunks, const gf_swin *frames,
-                      uint8_t *count);
+                      gf_par *par, uint8_t *count);
 
 #endif

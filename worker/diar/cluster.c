@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 gf_cluster_opts gf_cluster_defaults(void)
 {
@@ -105,10 +106,19 @@ int gf_cluster_run(const float *seg, const float *emb, size_t n_chunks, size_t n
     if (min_spk == max_spk)
         num = min_spk;
 
+    /* host threads for everything but the AHC linkage */
+    int threads = o->threads;
+    if (threads <= 0) {
+        long cores = sysconf(_SC_NPROCESSORS_ONLN);
+        threads = cores < 1 ? 1 : cores > 16 ? 16 : (int)cores;
+    }
+    gf_par *par = gf_par_new(threads);
+    float *act = NULL;
+
     uint64_t t0 = gf_now_ns();
     r->n_total = gf_aggregate_frames(&o->chunks, n_chunks, &o->frames);
     r->count = gf_malloc((r->n_total ? r->n_total : 1) * sizeof *r->count);
-    gf_speaker_count(seg, n_chunks, n_frames, n_spk, &o->chunks, &o->frames, r->count);
+    gf_speaker_count(seg, n_chunks, n_frames, n_spk, &o->chunks, &o->frames, par, r->count);
     size_t cells = n_chunks * n_spk;
     r->t_count = (double)(gf_now_ns() - t0) * 1e-9;
     r->hard = gf_malloc((cells ? cells : 1) * sizeof *r->hard);
@@ -122,13 +132,16 @@ int gf_cluster_run(const float *seg, const float *emb, size_t n_chunks, size_t n
             r->hard[i] = -2;
         r->diar = gf_calloc(1, sizeof *r->diar);
         r->turns = gf_calloc(1, sizeof *r->turns);
+        gf_par_destroy(&par);
         return 0;
     }
 
     r->train_chunk = gf_malloc((cells ? cells : 1) * sizeof *r->train_chunk);
     r->train_spk = gf_malloc((cells ? cells : 1) * sizeof *r->train_spk);
+    /* with the per (window, speaker) activity: who is never active */
+    act = gf_malloc((cells ? cells : 1) * sizeof *act);
     r->n_train = gf_assign_filter(seg, emb, n_chunks, n_frames, n_spk, dim, o->min_active_ratio,
-                                  r->train_chunk, r->train_spk);
+                                  par, r->train_chunk, r->train_spk, act);
     size_t n = r->n_train;
     float *train = gf_malloc((n ? n : 1) * dim * sizeof *train);
     for (size_t i = 0; i < n; i++)
@@ -162,38 +175,34 @@ int gf_cluster_run(const float *seg, const float *emb, size_t n_chunks, size_t n
         for (size_t i = 0; i < n; i++)
             onehot[i * K + (size_t)r->ahc[i]] = 1.0;
         centroids = gf_malloc(K * dim * sizeof *centroids);
-        gf_assign_centroids(train, n, dim, onehot, K, centroids);
+        gf_assign_centroids(train, n, dim, onehot, K, par, centroids);
         free(onehot);
         goto constraints;
     }
     size_t L = gf_plda_dim(plda);
     r->fea = gf_malloc(n * L * sizeof *r->fea);
     t0 = gf_now_ns();
-    gf_plda_features(plda, train, n, r->fea);
+    gf_plda_features(plda, train, n, par, r->fea);
     r->t_plda = (double)(gf_now_ns() - t0) * 1e-9;
     t0 = gf_now_ns();
     r->gamma = gf_malloc(n * r->n_ahc * sizeof *r->gamma);
     r->pi = gf_malloc(r->n_ahc * sizeof *r->pi);
-    gf_vbx(r->fea, n, L, gf_plda_phi(plda), r->ahc, r->n_ahc, &o->vbx, r->gamma, r->pi);
+    gf_vbx(r->fea, n, L, gf_plda_phi(plda), r->ahc, r->n_ahc, &o->vbx, par, r->gamma, r->pi);
     r->t_vbx = (double)(gf_now_ns() - t0) * 1e-9;
     t0 = gf_now_ns();
-    /* keep the speakers VBx kept (prior > 1e-7) */
-    double *w = gf_malloc(n * r->n_ahc * sizeof *w);
-    for (size_t j = 0; j < r->n_ahc; j++) {
-        if (!(r->pi[j] > 1e-7))
-            continue;
-        for (size_t t = 0; t < n; t++)
-            w[t * r->n_ahc + K] = r->gamma[t * r->n_ahc + j];
-        K++;
-    }
-    /* compact the kept columns: w was filled with stride n_ahc */
+    /* keep the speakers VBx kept (prior > 1e-7): their columns of gamma,
+     * copied row by row */
+    size_t *kept = gf_malloc(r->n_ahc * sizeof *kept);
+    for (size_t j = 0; j < r->n_ahc; j++)
+        if (r->pi[j] > 1e-7)
+            kept[K++] = j;
     double *wk = gf_malloc(n * (K ? K : 1) * sizeof *wk);
     for (size_t t = 0; t < n; t++)
         for (size_t j = 0; j < K; j++)
-            wk[t * K + j] = w[t * r->n_ahc + j];
-    free(w);
+            wk[t * K + j] = r->gamma[t * r->n_ahc + kept[j]];
+    free(kept);
     centroids = gf_malloc((K ? K : 1) * dim * sizeof *centroids);
-    gf_assign_centroids(train, n, dim, wk, K, centroids);
+    gf_assign_centroids(train, n, dim, wk, K, par, centroids);
     free(wk);
 
 constraints:;
@@ -219,7 +228,7 @@ constraints:;
         int *lab = gf_malloc(n * sizeof *lab);
         /* scikit-learn refuses more clusters than samples; we cap instead */
         size_t kk = (size_t)want > n ? n : (size_t)want;
-        gf_assign_kmeans(xn, n, dim, kk, 3, 42, lab);
+        gf_assign_kmeans(xn, n, dim, kk, 3, 42, par, lab);
         free(xn);
         double *onehot = gf_calloc(n * kk, sizeof *onehot);
         for (size_t i = 0; i < n; i++)
@@ -229,33 +238,28 @@ constraints:;
         K = kk;
         free(centroids);
         centroids = gf_malloc(K * dim * sizeof *centroids);
-        gf_assign_centroids(train, n, dim, onehot, K, centroids);
+        gf_assign_centroids(train, n, dim, onehot, K, par, centroids);
         free(onehot);
     }
     r->n_centroids = K;
     double *soft = gf_malloc(cells * K * sizeof *soft);
-    gf_assign_scores(emb, n_chunks, n_spk, dim, centroids, K, soft);
-    gf_assign_hard(soft, seg, n_chunks, n_frames, n_spk, K, constrained, r->hard);
+    gf_assign_scores(emb, n_chunks, n_spk, dim, centroids, K, par, soft);
+    gf_assign_hard(soft, act, n_chunks, n_spk, K, constrained, par, r->hard);
     free(soft);
     r->t_assign = (double)(gf_now_ns() - t0) * 1e-9;
 
 reconstruct:
     t0 = gf_now_ns();
     /* speakers never active in a window get no cluster */
-    for (size_t c = 0; c < n_chunks; c++)
-        for (size_t s = 0; s < n_spk; s++) {
-            float act = 0.0f;
-            for (size_t f = 0; f < n_frames; f++)
-                act += seg[(c * n_frames + f) * n_spk + s];
-            if (act == 0.0f)
-                r->hard[c * n_spk + s] = -2;
-        }
+    for (size_t i = 0; i < cells; i++)
+        if (act[i] == 0.0f)
+            r->hard[i] = -2;
     {
         uint8_t *capped = gf_malloc(r->n_total * sizeof *capped);
         for (size_t t = 0; t < r->n_total; t++)
             capped[t] = (max_spk != -1 && r->count[t] > max_spk) ? (uint8_t)max_spk : r->count[t];
         r->diar = gf_reconstruct(seg, n_chunks, n_frames, n_spk, r->hard, capped, &o->chunks,
-                                 &o->frames, &r->n_clusters);
+                                 &o->frames, par, &r->n_clusters);
         free(capped);
         gf_swin grid = { o->chunks.start, o->frames.duration, o->frames.step };
         r->turns = gf_reconstruct_turns(r->diar, r->n_total, r->n_clusters, &grid,
@@ -276,6 +280,8 @@ reconstruct:
     }
     r->t_reconstruct = (double)(gf_now_ns() - t0) * 1e-9;
 out:
+    gf_par_destroy(&par);
+    free(act);
     free(centroids);
     free(train);
     if (rc)

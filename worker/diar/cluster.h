@@ -32,6 +32,9 @@ typedef struct {
                                   card: worker/diar/ahc_gpu.h) */
     void *ahc_ctx;             /* passed to ahc_link */
     gf_devstats *stats;        /* ahc_link's device time, where it has one; may be NULL */
+    int threads;               /* host threads for everything but the AHC linkage (counting,
+                                  filtering, PLDA, VBx, assignment, reconstruction); 0: one
+                                  per online CPU, at most 16. Results do not depend on it. */
 } gf_cluster_opts;
 
 /* The community-1 parameters. */

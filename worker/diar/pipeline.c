@@ -271,6 +271,8 @@ out:
 struct gf_diar {
     bool weight_free;          /* energy VAD + fbank statistics */
     int batch;                 /* windows per network call */
+    int threads;               /* worker.cpu_threads, for the clustering's host stages
+                                  (<= 0: gf_cluster_run's default) */
     gf_diar_backend backend;   /* the networks (unused in weight-free mode) */
     bool has_backend;          /* backend holds something to destroy */
     float *span;               /* span mode (backend.segment_span): the batch as one
@@ -387,7 +389,10 @@ gf_diar *gf_diar_new(const char *models_dir, int batch_size, int threads, bool *
                 GF_MODELS_SEGMENTATION, GF_MODELS_EMBEDDING);
         if (weight_free)
             *weight_free = true;
-        return gf_diar_new_weight_free(bs);
+        gf_diar *wf = gf_diar_new_weight_free(bs);
+        if (wf)
+            wf->threads = threads;
+        return wf;
     }
     if (rc != 0)
         return NULL;
@@ -402,6 +407,7 @@ gf_diar *gf_diar_new(const char *models_dir, int batch_size, int threads, bool *
         return NULL;
     }
     gf_diar *d = diar_alloc(bs, false);
+    d->threads = threads;
     d->backend = be;
     d->has_backend = true;
     batch_buffer(d);
@@ -1034,6 +1040,8 @@ int gf_diar_run(gf_diar *d, const char *path, const gf_diar_run_opts *o, gf_devs
 
     t0 = gf_now_ns();
     gf_cluster_opts copts = o->cluster;
+    if (copts.threads <= 0)
+        copts.threads = d->threads;
     if (d->has_backend && d->backend.ahc_link && !copts.ahc_link) {
         copts.ahc_link = d->backend.ahc_link;
         copts.ahc_ctx = d->backend.ahc_ctx;

@@ -131,7 +131,9 @@ char *gf_diar_result_json(const gf_diar_result *r, const char *models_dir, const
 typedef struct gf_diar gf_diar;
 
 /* A pipeline with models from models_dir (batch_size windows per network
- * call, <= 0: 32; threads for the CPU networks, <= 0: one per core). When the two network files are missing it is built in
+ * call, <= 0: 32; threads for the CPU networks and the clustering's host
+ * stages, <= 0: one per core, for the clustering at most 16, unless
+ * gf_diar_run_opts.cluster.threads says otherwise). When the two network files are missing it is built in
  * weight-free mode and logs so once; *weight_free (optional) tells which.
  * Returns NULL after logging when a model file or the PLDA is unusable. */
 gf_diar *gf_diar_new(const char *models_dir, int batch_size, int threads, bool *weight_free);

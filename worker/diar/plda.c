@@ -231,43 +231,81 @@ size_t gf_plda_in_dim(const gf_plda *p) { return p->D; }
 size_t gf_plda_dim(const gf_plda *p) { return p->L; }
 const double *gf_plda_phi(const gf_plda *p) { return p->phi; }
 
-/* Rows of x (n x d) divided by their numpy-order L2 norms, times scale. */
-static void l2_rows(double *x, size_t n, size_t d, double scale)
+/* Row r (d values) divided by its numpy-order L2 norm, times scale; sq: d
+ * doubles of workspace. */
+static void l2_row(double *r, size_t d, double scale, double *sq)
 {
-    double *sq = gf_malloc(d * sizeof *sq);
-    for (size_t i = 0; i < n; i++) {
-        double *r = x + i * d;
-        for (size_t k = 0; k < d; k++)
-            sq[k] = r[k] * r[k];
-        double norm = sqrt(gf_npsum_f64(sq, d, 1));
-        for (size_t k = 0; k < d; k++)
-            r[k] = scale * (r[k] / norm);
-    }
-    free(sq);
+    for (size_t k = 0; k < d; k++)
+        sq[k] = r[k] * r[k];
+    double norm = sqrt(gf_npsum_f64(sq, d, 1));
+    for (size_t k = 0; k < d; k++)
+        r[k] = scale * (r[k] / norm);
 }
 
-void gf_plda_features(const gf_plda *p, const float *emb, size_t n, double *fea)
+/* Embeddings per task of the row-wise steps. */
+#define ROWS_PER_TASK 256
+
+typedef struct {
+    const gf_plda *p;
+    const float *emb;   /* n x D */
+    size_t n;
+    double *x;          /* n x D: centred, normalised embeddings */
+    double *y;          /* n x L: projected, then centred, normalised, centred */
+    double *sq;         /* per worker: D doubles */
+    int step;           /* 0: emb -> x; 1: y in place */
+} rows_job;
+
+static void rows_task(void *arg, int worker, int task)
+{
+    const rows_job *j = arg;
+    const gf_plda *p = j->p;
+    size_t D = p->D, L = p->L;
+    double *sq = j->sq + (size_t)worker * D;
+    size_t i0 = (size_t)task * ROWS_PER_TASK;
+    size_t i1 = i0 + ROWS_PER_TASK < j->n ? i0 + ROWS_PER_TASK : j->n;
+    for (size_t i = i0; i < i1; i++) {
+        if (j->step == 0) {
+            double *x = j->x + i * D;
+            for (size_t k = 0; k < D; k++)
+                x[k] = (double)j->emb[i * D + k] - p->mean1[k];
+            l2_row(x, D, sqrt((double)D), sq);
+        } else {
+            double *y = j->y + i * L;
+            for (size_t k = 0; k < L; k++)
+                y[k] -= p->mean2[k];
+            l2_row(y, L, sqrt((double)L), sq);
+            for (size_t k = 0; k < L; k++)
+                y[k] -= p->mu[k];
+        }
+    }
+}
+
+static void run_rows(gf_par *par, rows_job *j)
+{
+    int ntasks = (int)((j->n + ROWS_PER_TASK - 1) / ROWS_PER_TASK);
+    if (par)
+        gf_par_run(par, ntasks, rows_task, j);
+    else
+        for (int t = 0; t < ntasks; t++)
+            rows_task(j, 0, t);
+}
+
+void gf_plda_features(const gf_plda *p, const float *emb, size_t n, gf_par *par, double *fea)
 {
     if (n == 0)
         return;
     size_t D = p->D, L = p->L;
-    double *x = gf_malloc(n * D * sizeof *x);
-    for (size_t i = 0; i < n; i++)
-        for (size_t k = 0; k < D; k++)
-            x[i * D + k] = (double)emb[i * D + k] - p->mean1[k];
-    l2_rows(x, n, D, sqrt((double)D));
-    double *y = gf_malloc(n * L * sizeof *y);
-    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)n, (int)L, (int)D, 1.0, x,
-                (int)D, p->lda, (int)L, 0.0, y, (int)L);
-    for (size_t i = 0; i < n; i++)
-        for (size_t k = 0; k < L; k++)
-            y[i * L + k] -= p->mean2[k];
-    l2_rows(y, n, L, sqrt((double)L));
-    for (size_t i = 0; i < n; i++)
-        for (size_t k = 0; k < L; k++)
-            y[i * L + k] -= p->mu[k];
-    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)n, (int)L, (int)L, 1.0, y, (int)L,
-                p->rot, (int)L, 0.0, fea, (int)L);
-    free(y);
-    free(x);
+    int workers = par ? gf_par_threads(par) : 1;
+    rows_job j = { p, emb, n, gf_malloc(n * D * sizeof(double)), gf_malloc(n * L * sizeof(double)),
+                   gf_malloc((size_t)workers * (D > L ? D : L) * sizeof(double)), 0 };
+    run_rows(par, &j);
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)n, (int)L, (int)D, 1.0, j.x,
+                (int)D, p->lda, (int)L, 0.0, j.y, (int)L);
+    j.step = 1;
+    run_rows(par, &j);
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)n, (int)L, (int)L, 1.0, j.y,
+                (int)L, p->rot, (int)L, 0.0, fea, (int)L);
+    free(j.sq);
+    free(j.y);
+    free(j.x);
 }

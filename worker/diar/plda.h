@@ -15,6 +15,8 @@
 
 #include <stddef.h>
 
+#include "worker/diar/par.h"
+
 typedef struct gf_plda gf_plda;
 
 /* Load dir/xvec_transform.npz and dir/plda.npz. Returns 0 and a new model,
@@ -30,7 +32,9 @@ size_t gf_plda_dim(const gf_plda *p);
 /* The L eigenvalues, decreasing (the across-class variances, VBx's Phi). */
 const double *gf_plda_phi(const gf_plda *p);
 
-/* PLDA features of n embeddings (n x D float32, finite) into fea (n x L). */
-void gf_plda_features(const gf_plda *p, const float *emb, size_t n, double *fea);
+/* PLDA features of n embeddings (n x D float32, finite) into fea (n x L).
+ * par: threads for the row-wise steps (NULL: this one; the products use
+ * BLAS's own threads); the result does not depend on it. */
+void gf_plda_features(const gf_plda *p, const float *emb, size_t n, gf_par *par, double *fea);
 
 #endif

@@ -6,59 +6,80 @@
 #include "common/util.h"
 
 #include <math.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
-float *gf_reconstruct(const float *seg, size_t n_chunks, size_t n_frames, size_t n_spk,
-                      const int8_t *hard, const uint8_t *count, const gf_swin *chunks,
-                      const gf_swin *frames, size_t *n_clusters)
+/* Global frames per reconstruction task: tasks write disjoint rows. */
+#define FRAMES_PER_TASK 4096
+
+typedef struct {
+    const float *seg;       /* n_chunks x n_frames x n_spk */
+    size_t n_chunks, n_frames, n_spk;
+    const int8_t *hard;     /* n_chunks x n_spk */
+    const uint8_t *count;   /* n_total */
+    const size_t *off;      /* n_chunks: first global frame of each chunk */
+    size_t n_total;         /* global frames */
+    size_t K, W;            /* clusters; output columns (K padded to max(count)) */
+    float *act;             /* per worker: FRAMES_PER_TASK x K activity */
+    size_t *order;          /* per worker: W cluster indices */
+    float *out;             /* n_total x W */
+} recon_job;
+
+/* Frames [t0, t1): the clustered segmentation (per chunk and cluster, the
+ * maximum over its speakers; NaN where the cluster has none) added up in
+ * chunk order on the global grid, as gf_aggregate(skip_average, missing 0)
+ * would, then the count[t] most active clusters marked. */
+static void recon_task(void *arg, int worker, int task)
 {
-    int kmax = -1;
-    for (size_t i = 0; i < n_chunks * n_spk; i++)
-        if (hard[i] > kmax)
-            kmax = hard[i];
-    size_t K = (size_t)(kmax + 1);
-    size_t n_total = gf_aggregate_frames(chunks, n_chunks, frames);
-    /* clustered segmentation: NaN where a cluster has no speaker in a chunk */
-    float *cs = gf_malloc((n_chunks * n_frames * (K ? K : 1)) * sizeof *cs);
-    for (size_t i = 0; i < n_chunks * n_frames * K; i++)
-        cs[i] = NAN;
-    for (size_t c = 0; c < n_chunks; c++) {
-        for (size_t s = 0; s < n_spk; s++) {
-            int k = hard[c * n_spk + s];
-            if (k < 0)
-                continue;
-            for (size_t f = 0; f < n_frames; f++) {
-                float v = seg[(c * n_frames + f) * n_spk + s];
-                float *o = cs + (c * n_frames + f) * K + (size_t)k;
-                if (isnan(*o) || v > *o)
-                    *o = v;
+    recon_job *j = arg;
+    size_t K = j->K, W = j->W, S = j->n_spk, F = j->n_frames;
+    size_t t0 = (size_t)task * FRAMES_PER_TASK;
+    size_t t1 = t0 + FRAMES_PER_TASK < j->n_total ? t0 + FRAMES_PER_TASK : j->n_total;
+    float *act = j->act + (size_t)worker * FRAMES_PER_TASK * (K ? K : 1);
+    size_t *order = j->order + (size_t)worker * (W ? W : 1);
+    memset(act, 0, (t1 - t0) * K * sizeof *act);
+    for (size_t c = 0; c < j->n_chunks; c++) {
+        size_t off = j->off[c];
+        if (off >= t1 || off + F <= t0)
+            continue;
+        size_t f0 = off < t0 ? t0 - off : 0;
+        size_t f1 = off + F < t1 ? F : t1 - off;
+        const int8_t *h = j->hard + c * S;
+        for (size_t s = 0; s < S; s++) {
+            int k = h[s];
+            bool first = k >= 0;
+            for (size_t q = 0; q < s && first; q++)
+                first = h[q] != k;
+            if (!first)
+                continue;   /* no cluster, or taken with an earlier speaker */
+            for (size_t f = f0; f < f1; f++) {
+                const float *row = j->seg + (c * F + f) * S;
+                float m = row[s];
+                for (size_t q = s + 1; q < S; q++)
+                    if (h[q] == k && (isnan(m) || row[q] > m))
+                        m = row[q];
+                if (isnan(m))
+                    continue;
+                float *a = act + (off + f - t0) * K + (size_t)k;
+                *a = (float)((double)*a + (double)m);
             }
         }
     }
-    float *act = gf_malloc((n_total * (K ? K : 1)) * sizeof *act);
-    gf_aggregate_opts o = { .hamming = false, .skip_average = true, .missing = 0.0f };
-    if (K)
-        gf_aggregate(cs, n_chunks, n_frames, K, chunks, frames, &o, act);
-    free(cs);
-    size_t maxc = 0;
-    for (size_t t = 0; t < n_total; t++)
-        if (count[t] > maxc)
-            maxc = count[t];
-    size_t W = K > maxc ? K : maxc;   /* padded with never-active columns */
-    float *out = gf_calloc(n_total * (W ? W : 1), sizeof *out);
-    size_t *order = gf_malloc((W ? W : 1) * sizeof *order);
-    for (size_t t = 0; t < n_total; t++) {
+    for (size_t t = t0; t < t1; t++) {
+        if (j->count[t] == 0)
+            continue;
+        const float *a = act + (t - t0) * K;
         /* stable sort of clusters by decreasing activity */
-        for (size_t j = 0; j < W; j++)
-            order[j] = j;
-        for (size_t a = 1; a < W; a++) {
-            size_t x = order[a];
-            float vx = x < K ? act[t * K + x] : 0.0f;
-            size_t b = a;
+        for (size_t i = 0; i < W; i++)
+            order[i] = i;
+        for (size_t i = 1; i < W; i++) {
+            size_t x = order[i];
+            float vx = x < K ? a[x] : 0.0f;
+            size_t b = i;
             while (b > 0) {
                 size_t y = order[b - 1];
-                float vy = y < K ? act[t * K + y] : 0.0f;
+                float vy = y < K ? a[y] : 0.0f;
                 if (vy >= vx)
                     break;
                 order[b] = y;
@@ -66,11 +87,47 @@ float *gf_reconstruct(const float *seg, size_t n_chunks, size_t n_frames, size_t
             }
             order[b] = x;
         }
-        for (size_t i = 0; i < count[t] && i < W; i++)
-            out[t * W + order[i]] = 1.0f;
+        for (size_t i = 0; i < j->count[t] && i < W; i++)
+            j->out[t * W + order[i]] = 1.0f;
     }
-    free(order);
-    free(act);
+}
+
+float *gf_reconstruct(const float *seg, size_t n_chunks, size_t n_frames, size_t n_spk,
+                      const int8_t *hard, const uint8_t *count, const gf_swin *chunks,
+                      const gf_swin *frames, gf_par *par, size_t *n_clusters)
+{
+    int kmax = -1;
+    for (size_t i = 0; i < n_chunks * n_spk; i++)
+        if (hard[i] > kmax)
+            kmax = hard[i];
+    size_t K = (size_t)(kmax + 1);
+    size_t n_total = gf_aggregate_frames(chunks, n_chunks, frames);
+    size_t maxc = 0;
+    for (size_t t = 0; t < n_total; t++)
+        if (count[t] > maxc)
+            maxc = count[t];
+    size_t W = K > maxc ? K : maxc;   /* padded with never-active columns */
+    float *out = gf_calloc(n_total * (W ? W : 1), sizeof *out);
+    int workers = par ? gf_par_threads(par) : 1;
+    size_t *off = gf_malloc((n_chunks ? n_chunks : 1) * sizeof *off);
+    for (size_t c = 0; c < n_chunks; c++)
+        off[c] = gf_aggregate_offset(chunks, c, frames);
+    recon_job j = {
+        .seg = seg, .n_chunks = n_chunks, .n_frames = n_frames, .n_spk = n_spk, .hard = hard,
+        .count = count, .off = off, .n_total = n_total, .K = K, .W = W,
+        .act = gf_malloc((size_t)workers * FRAMES_PER_TASK * (K ? K : 1) * sizeof(float)),
+        .order = gf_malloc((size_t)workers * (W ? W : 1) * sizeof(size_t)),
+        .out = out,
+    };
+    int ntasks = (int)((n_total + FRAMES_PER_TASK - 1) / FRAMES_PER_TASK);
+    if (par)
+        gf_par_run(par, ntasks, recon_task, &j);
+    else
+        for (int t = 0; t < ntasks; t++)
+            recon_task(&j, 0, t);
+    free(j.order);
+    free(j.act);
+    free(off);
     *n_clusters = W;
     return out;
 }
@@ -94,12 +151,12 @@ gf_segment *gf_reconstruct_turns(const float *diar, size_t n_total, size_t n_clu
         size_t first = len;
         double start = gf_swin_middle(grid, 0);
         int active = diar[k] > 0.5f;
-        double t = start;
+        /* frame middles are needed only where the state switches */
         for (size_t i = 1; i < n_total; i++) {
-            t = gf_swin_middle(grid, i);
             float y = diar[i * n_clusters + k];
             if (active) {
                 if (y < 0.5f) {
+                    double t = gf_swin_middle(grid, i);
                     if (len == cap)
                         v = gf_realloc(v, (cap *= 2) * sizeof *v);
                     v[len++] = (gf_segment){ start, t, (int)k };
@@ -107,14 +164,14 @@ gf_segment *gf_reconstruct_turns(const float *diar, size_t n_total, size_t n_clu
                     active = 0;
                 }
             } else if (y > 0.5f) {
-                start = t;
+                start = gf_swin_middle(grid, i);
                 active = 1;
             }
         }
         if (active) {
             if (len == cap)
                 v = gf_realloc(v, (cap *= 2) * sizeof *v);
-            v[len++] = (gf_segment){ start, t, (int)k };
+            v[len++] = (gf_segment){ start, gf_swin_middle(grid, n_total - 1), (int)k };
         }
         /* drop empty segments (pyannote.core: duration <= 1 us) */
         size_t w = first;

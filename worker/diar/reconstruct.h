@@ -16,15 +16,17 @@
 #include <stdint.h>
 
 #include "worker/diar/aggregate.h"
+#include "worker/diar/par.h"
 
 /* Frame-level diarization. seg: n_chunks x n_frames x n_spk (0/1); hard:
  * n_chunks x n_spk (-2: none); count: n_total speakers per global frame
  * (n_total = gf_aggregate_frames(...)). Returns a new n_total x *n_clusters
  * float32 0/1 matrix (caller frees); *n_clusters = max(max(hard) + 1,
- * max(count)). */
+ * max(count)). par: threads to split the frames across (NULL: this one);
+ * the result does not depend on it. */
 float *gf_reconstruct(const float *seg, size_t n_chunks, size_t n_frames, size_t n_spk,
                       const int8_t *hard, const uint8_t *count, const gf_swin *chunks,
-                      const gf_swin *frames, size_t *n_clusters);
+                      const gf_swin *frames, gf_par *par, size_t *n_clusters);
 
 typedef struct {
     double start;   /* seconds */

@@ -12,6 +12,8 @@
 
 #include <stddef.h>
 
+#include "worker/diar/par.h"
+
 typedef struct {
     double Fa;              /* sufficient-statistics scale (0.07) */
     double Fb;              /* speaker regularisation (0.8) */
@@ -24,8 +26,10 @@ typedef struct {
 gf_vbx_opts gf_vbx_defaults(void);
 
 /* fea: n x dim; phi: dim; init: n labels in 0..k-1. Writes gamma (n x k,
- * responsibilities) and pi (k, priors). Returns the iterations run. */
+ * responsibilities) and pi (k, priors). Returns the iterations run. par:
+ * threads to split the embeddings across (NULL: this one); the result does
+ * not depend on it (every sum over embeddings stays in their order). */
 int gf_vbx(const double *fea, size_t n, size_t dim, const double *phi, const int *init,
-           size_t k, const gf_vbx_opts *opts, double *gamma, double *pi);
+           size_t k, const gf_vbx_opts *opts, gf_par *par, double *gamma, double *pi);
 
 #endif

@@ -12,6 +12,7 @@
 #include "worker/blas_gpu.h"
 #include "worker/conv_gpu.h"
 #include "worker/gpu.h"
+#include "bench/gpu/devtime.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,33 +32,26 @@ static const layer layers[] = {
     { 32, 64, 2, 80, 998 }, { 64, 128, 2, 40, 499 }, { 128, 256, 2, 20, 250 },
 };
 
-static int cmp_double(const void *a, const void *b)
+typedef struct {
+    gf_conv_gpu *c;
+    int B;
+    const layer *l;
+    gf_cu_ptr x, out, res, col;
+} conv_run;
+
+static int run_conv(void *arg)
 {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
+    conv_run *r = arg;
+    return gf_conv_gpu_run(r->c, GF_MATH_TF32, r->B, r->x, r->l->h, r->l->w, r->out, r->res, 1,
+                           r->col);
 }
 
 /* Median device ms of reps runs of the layer's current route; res 0: none. */
 static double time_conv(gf_gpu *gpu, gf_conv_gpu *c, int B, const layer *l, gf_cu_ptr x,
                         gf_cu_ptr out, gf_cu_ptr res, gf_cu_ptr col, int reps)
 {
-    double *ms = gf_calloc((size_t)reps, sizeof *ms);
-    int got = 0;
-    for (int r = -2; r < reps; r++) {
-        gf_devstats *st = gf_devstats_new();
-        gf_gpu_timing_begin(gpu, "conv", "x");
-        int rc = gf_conv_gpu_run(c, GF_MATH_TF32, B, x, l->h, l->w, out, res, 1, col);
-        gf_gpu_timing_end(gpu);
-        gf_gpu_timing_collect(gpu, st);
-        const gf_devstats_row *rows;
-        if (rc == 0 && r >= 0 && gf_devstats_rows(st, &rows) == 1 && rows[0].count == 1)
-            ms[got++] = (double)rows[0].total_ns / 1e6;
-        gf_devstats_destroy(&st);
-    }
-    qsort(ms, (size_t)got, sizeof *ms, cmp_double);
-    double m = got ? ms[got / 2] : 0;
-    free(ms);
-    return m;
+    conv_run r = { c, B, l, x, out, res, col };
+    return bench_median_ms(gpu, run_conv, &r, reps);
 }
 
 int main(int argc, char **argv)

@@ -15,6 +15,7 @@
 #include "worker/blas_gpu.h"
 #include "worker/gpu.h"
 #include "worker/lstm_gpu.h"
+#include "bench/gpu/devtime.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,12 +27,6 @@
 #define T 589
 #define MAX_B 32
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 /* Uniform in [-1, 1). */
 static float urand(unsigned *s)
 {
@@ -39,26 +34,23 @@ static float urand(unsigned *s)
     return (float)(*s >> 9) / 4194304.0f - 1.0f;
 }
 
+typedef struct {
+    gf_lstm_gpu *l;
+    gf_cu_ptr x;
+    int B;
+} stack_run;
+
+static int run_stack(void *arg)
+{
+    stack_run *r = arg;
+    gf_cu_ptr out = 0;
+    return gf_lstm_gpu_run(r->l, GF_MATH_TF32, r->x, r->B, &out);
+}
+
 static double time_stack(gf_gpu *gpu, gf_lstm_gpu *l, gf_cu_ptr x, int B, int reps)
 {
-    double *ms = gf_calloc((size_t)reps, sizeof *ms);
-    int got = 0;
-    for (int r = -2; r < reps; r++) {
-        gf_devstats *st = gf_devstats_new();
-        gf_cu_ptr out = 0;
-        gf_gpu_timing_begin(gpu, "lstm", "x");
-        int rc = gf_lstm_gpu_run(l, GF_MATH_TF32, x, B, &out);
-        gf_gpu_timing_end(gpu);
-        gf_gpu_timing_collect(gpu, st);
-        const gf_devstats_row *rows;
-        if (rc == 0 && r >= 0 && gf_devstats_rows(st, &rows) == 1 && rows[0].count == 1)
-            ms[got++] = (double)rows[0].total_ns / 1e6;
-        gf_devstats_destroy(&st);
-    }
-    qsort(ms, (size_t)got, sizeof *ms, cmp_double);
-    double m = got ? ms[got / 2] : 0;
-    free(ms);
-    return m;
+    stack_run r = { l, x, B };
+    return bench_median_ms(gpu, run_stack, &r, reps);
 }
 
 int main(int argc, char **argv)

@@ -49,6 +49,14 @@ size_t gf_aggregate_offset(const gf_swin *chunks, size_t c, const gf_swin *frame
     return f > 0 ? (size_t)f : 0;
 }
 
+size_t *gf_aggregate_offsets(const gf_swin *chunks, size_t n_chunks, const gf_swin *frames)
+{
+    size_t *off = gf_malloc((n_chunks ? n_chunks : 1) * sizeof *off);
+    for (size_t c = 0; c < n_chunks; c++)
+        off[c] = gf_aggregate_offset(chunks, c, frames);
+    return off;
+}
+
 void gf_aggregate(const float *scores, size_t n_chunks, size_t n_frames, size_t n_classes,
                   const gf_swin *chunks, const gf_swin *frames, const gf_aggregate_opts *opts,
                   float *out)
@@ -148,10 +156,8 @@ void gf_speaker_count(const float *binarized, size_t n_chunks, size_t n_frames,
                       gf_par *par, uint8_t *count)
 {
     size_t total = gf_aggregate_frames(chunks, n_chunks, frames);
-    int workers = par ? gf_par_threads(par) : 1;
-    size_t *off = gf_malloc((n_chunks ? n_chunks : 1) * sizeof *off);
-    for (size_t c = 0; c < n_chunks; c++)
-        off[c] = gf_aggregate_offset(chunks, c, frames);
+    int workers = gf_par_threads(par);
+    size_t *off = gf_aggregate_offsets(chunks, n_chunks, frames);
     count_job j = {
         .bin = binarized, .n_chunks = n_chunks, .n_frames = n_frames, .n_speakers = n_speakers,
         .off = off, .total = total,
@@ -160,11 +166,7 @@ void gf_speaker_count(const float *binarized, size_t n_chunks, size_t n_frames,
         .count = count,
     };
     int ntasks = (int)((total + COUNT_FRAMES_PER_TASK - 1) / COUNT_FRAMES_PER_TASK);
-    if (par)
-        gf_par_run(par, ntasks, count_task, &j);
-    else
-        for (int t = 0; t < ntasks; t++)
-            count_task(&j, 0, t);
+    gf_par_run(par, ntasks, count_task, &j);
     free(j.cnt);
     free(j.sum);
     free(off);

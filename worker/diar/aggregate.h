@@ -36,6 +36,9 @@ long gf_swin_closest(const gf_swin *w, double t);
 size_t gf_aggregate_frames(const gf_swin *chunks, size_t n_chunks, const gf_swin *frames);
 /* Global frame index where chunk c starts. */
 size_t gf_aggregate_offset(const gf_swin *chunks, size_t c, const gf_swin *frames);
+/* The same for every chunk: n_chunks offsets (at least one element),
+ * allocated; the caller frees. */
+size_t *gf_aggregate_offsets(const gf_swin *chunks, size_t n_chunks, const gf_swin *frames);
 
 typedef struct {
     bool hamming;        /* weight frames of each chunk by a Hamming window */

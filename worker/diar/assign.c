@@ -20,11 +20,7 @@ static int chunk_tasks(size_t n_chunks)
 /* Run fn over ntasks tasks, on par when there is one, else here. */
 static void run_tasks(gf_par *par, int ntasks, gf_par_fn fn, void *arg)
 {
-    if (par)
-        gf_par_run(par, ntasks, fn, arg);
-    else
-        for (int t = 0; t < ntasks; t++)
-            fn(arg, 0, t);
+    gf_par_run(par, ntasks, fn, arg);
 }
 
 typedef struct {
@@ -106,7 +102,7 @@ size_t gf_assign_filter(const float *seg, const float *emb, size_t n_chunks, siz
                         size_t n_spk, size_t dim, double min_active_ratio, gf_par *par,
                         int64_t *chunk_idx, int64_t *spk_idx, float *act)
 {
-    int workers = par ? gf_par_threads(par) : 1;
+    int workers = gf_par_threads(par);
     filter_job j = { seg, emb, n_chunks, n_frames, n_spk, dim, min_active_ratio,
                      gf_malloc((size_t)workers * (n_spk ? n_spk : 1) * sizeof(float)),
                      gf_malloc(n_chunks * n_spk + 1), act };
@@ -323,7 +319,7 @@ void gf_assign_hard(double *soft, const float *act, size_t n_chunks, size_t n_sp
     for (size_t i = 0; i < cells; i++)
         if (!isnan(soft[i]) && soft[i] < nanmin)
             nanmin = soft[i];
-    int workers = par ? gf_par_threads(par) : 1;
+    int workers = gf_par_threads(par);
     lsa_job j = { soft, n_chunks, n_spk, k, nanmin,
                   gf_malloc((size_t)workers * (n_spk ? n_spk : 1) * sizeof(int)),
                   gf_malloc((size_t)workers * (n_spk * k + 1) * sizeof(double)),
@@ -572,7 +568,7 @@ void gf_assign_kmeans(const double *x, size_t n, size_t dim, size_t k, int n_ini
         return;
     }
     uint64_t rng = seed;
-    int workers = par ? gf_par_threads(par) : 1;
+    int workers = gf_par_threads(par);
     km_job j = {
         .x = x, .n = n, .dim = dim, .k = k,
         .closest = gf_malloc(n * sizeof(double)),

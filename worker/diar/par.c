@@ -108,12 +108,12 @@ void gf_par_destroy(gf_par **self_p)
 
 int gf_par_threads(const gf_par *self)
 {
-    return self->threads;
+    return self ? self->threads : 1;
 }
 
 void gf_par_run(gf_par *p, int ntasks, gf_par_fn fn, void *arg)
 {
-    if (p->threads == 1 || ntasks <= 1) {
+    if (!p || p->threads == 1 || ntasks <= 1) {
         for (int t = 0; t < ntasks; t++)
             fn(arg, 0, t);
         return;

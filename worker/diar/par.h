@@ -19,10 +19,11 @@ gf_par *gf_par_new(int threads);
 /* Stop and join the threads; accepts NULL and sets *self_p to NULL. */
 void gf_par_destroy(gf_par **self_p);
 
+/* 1 for NULL: no pool is the calling thread alone. */
 int gf_par_threads(const gf_par *self);
 
 /* Run fn(arg, worker, task) for task = 0 .. ntasks-1 across the pool and
- * return when all are done. While tasks run, OpenBLAS is held to one thread
+ * return when all are done (self NULL: on the calling thread, worker 0). While tasks run, OpenBLAS is held to one thread
  * per caller (the pool is the parallelism), then restored. */
 void gf_par_run(gf_par *self, int ntasks, gf_par_fn fn, void *arg);
 

@@ -283,11 +283,7 @@ static void rows_task(void *arg, int worker, int task)
 static void run_rows(gf_par *par, rows_job *j)
 {
     int ntasks = (int)((j->n + ROWS_PER_TASK - 1) / ROWS_PER_TASK);
-    if (par)
-        gf_par_run(par, ntasks, rows_task, j);
-    else
-        for (int t = 0; t < ntasks; t++)
-            rows_task(j, 0, t);
+    gf_par_run(par, ntasks, rows_task, j);
 }
 
 void gf_plda_features(const gf_plda *p, const float *emb, size_t n, gf_par *par, double *fea)
@@ -295,7 +291,7 @@ void gf_plda_features(const gf_plda *p, const float *emb, size_t n, gf_par *par,
     if (n == 0)
         return;
     size_t D = p->D, L = p->L;
-    int workers = par ? gf_par_threads(par) : 1;
+    int workers = gf_par_threads(par);
     rows_job j = { p, emb, n, gf_malloc(n * D * sizeof(double)), gf_malloc(n * L * sizeof(double)),
                    gf_malloc((size_t)workers * (D > L ? D : L) * sizeof(double)), 0 };
     run_rows(par, &j);

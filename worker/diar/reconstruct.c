@@ -108,10 +108,8 @@ float *gf_reconstruct(const float *seg, size_t n_chunks, size_t n_frames, size_t
             maxc = count[t];
     size_t W = K > maxc ? K : maxc;   /* padded with never-active columns */
     float *out = gf_calloc(n_total * (W ? W : 1), sizeof *out);
-    int workers = par ? gf_par_threads(par) : 1;
-    size_t *off = gf_malloc((n_chunks ? n_chunks : 1) * sizeof *off);
-    for (size_t c = 0; c < n_chunks; c++)
-        off[c] = gf_aggregate_offset(chunks, c, frames);
+    int workers = gf_par_threads(par);
+    size_t *off = gf_aggregate_offsets(chunks, n_chunks, frames);
     recon_job j = {
         .seg = seg, .n_chunks = n_chunks, .n_frames = n_frames, .n_spk = n_spk, .hard = hard,
         .count = count, .off = off, .n_total = n_total, .K = K, .W = W,
@@ -120,11 +118,7 @@ float *gf_reconstruct(const float *seg, size_t n_chunks, size_t n_frames, size_t
         .out = out,
     };
     int ntasks = (int)((n_total + FRAMES_PER_TASK - 1) / FRAMES_PER_TASK);
-    if (par)
-        gf_par_run(par, ntasks, recon_task, &j);
-    else
-        for (int t = 0; t < ntasks; t++)
-            recon_task(&j, 0, t);
+    gf_par_run(par, ntasks, recon_task, &j);
     free(j.order);
     free(j.act);
     free(off);

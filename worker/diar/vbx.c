@@ -94,11 +94,7 @@ static void column_sums(gf_par *par, const double *gamma, size_t n, size_t k, do
 {
     colsum_job j = { gamma, n, k, sum };
     int ntasks = (int)((k + COLS_PER_TASK - 1) / COLS_PER_TASK);
-    if (par)
-        gf_par_run(par, ntasks, colsum_task, &j);
-    else
-        for (int t = 0; t < ntasks; t++)
-            colsum_task(&j, 0, t);
+    gf_par_run(par, ntasks, colsum_task, &j);
 }
 
 typedef struct {
@@ -160,7 +156,7 @@ int gf_vbx(const double *fea, size_t n, size_t dim, const double *phi, const int
     const double Fa = opts->Fa, Fb = opts->Fb;
     double *G = gf_malloc((n ? n : 1) * sizeof *G);
     double *rho = gf_malloc((n ? n : 1) * dim * sizeof *rho);
-    int workers = par ? gf_par_threads(par) : 1;
+    int workers = gf_par_threads(par);
     init_job ij = { fea, n, dim, init, k, opts->init_smoothing, 0.0, 0.0,
                     gf_malloc(dim * sizeof(double)),
                     gf_malloc((size_t)workers * dim * sizeof(double)), gamma, rho, G };
@@ -173,11 +169,7 @@ int gf_vbx(const double *fea, size_t n, size_t dim, const double *phi, const int
     for (size_t d = 0; d < dim; d++)
         ij.sphi[d] = sqrt(phi[d]);
     int nrows = (int)((n + ROWS_PER_TASK - 1) / ROWS_PER_TASK);
-    if (par)
-        gf_par_run(par, nrows, init_task, &ij);
-    else
-        for (int t = 0; t < nrows; t++)
-            init_task(&ij, 0, t);
+    gf_par_run(par, nrows, init_task, &ij);
     free(ij.sq);
     free(ij.sphi);
     for (size_t s = 0; s < k; s++)
@@ -216,11 +208,7 @@ int gf_vbx(const double *fea, size_t n, size_t dim, const double *phi, const int
             lpi[s] = log(pi[s] + 1e-8);
         resp_job rj = { n, k, Fa, quad, lpi, G, logp, lpx, gamma };
         int ntasks = (int)((n + ROWS_PER_TASK - 1) / ROWS_PER_TASK);
-        if (par)
-            gf_par_run(par, ntasks, resp_task, &rj);
-        else
-            for (int t = 0; t < ntasks; t++)
-                resp_task(&rj, 0, t);
+        gf_par_run(par, ntasks, resp_task, &rj);
         double total = 0.0;
         for (size_t t = 0; t < n; t++)
             total += lpx[t];

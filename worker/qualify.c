@@ -10,6 +10,7 @@
  * (kernels/embedding.cu) for embedding.seg_1; a new candidate adds a row to
  * the table and a function that runs its boundary on both routes. */
 #include "worker/qualify.h"
+#include "worker/qualify_priv.h"
 #include "worker/diar/segmentation_gpu.h"
 #include "worker/lstm_gpu.h"
 #include "worker/conv_gpu.h"
@@ -26,6 +27,7 @@
 #include "common/sha256.h"
 #include "common/util.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <json-c/json.h>
 #include <math.h>
@@ -168,10 +170,9 @@ typedef struct {
     resnet_config config;
 } conv_layer;
 
-#define MAX_CONV_LAYERS 40
-static conv_layer conv_layers[MAX_CONV_LAYERS];
+static conv_layer conv_layers[GFQ_MAX_CONV_LAYERS];
 static size_t n_conv_layers;
-static gf_candidate candidates[11 + MAX_CONV_LAYERS];
+static gf_candidate candidates[GFQ_MAX_CANDIDATES];
 static size_t n_candidates;
 static int candidates_cc = -1;   /* the card they were built for */
 
@@ -204,9 +205,40 @@ static void add_conv(int cc, const char *name, int cin, int cout, int k, int str
     memcpy(rc->pins, pins, sizeof pins);
 }
 
-static void build_candidates(int cc)
+/* The segmentation network's candidates, in the report's order. */
+size_t gfq_seg_candidates(int cc, gf_candidate *out, size_t cap)
 {
-    n_conv_layers = n_candidates = 0;
+    size_t n = 0;
+    assert(cap >= 7);   /* lstm, sincnet, 2 segconv, 3 dense */
+    if (cc >= 90)
+        out[n++] = (gf_candidate){ "lstm", "lstm.stack", lstm_cluster_pins,
+                                   GF_ARRAY_LEN(lstm_cluster_pins) };
+    else
+        out[n++] = (gf_candidate){ "lstm", "lstm.stack", lstm_pins, GF_ARRAY_LEN(lstm_pins) };
+    if (cc >= 90)
+        out[n++] = (gf_candidate){ "sincnet", "sincnet.conv0.abs_pool", sinc_dmma_pins,
+                                   GF_ARRAY_LEN(sinc_dmma_pins) };
+    else
+        out[n++] = (gf_candidate){ "sincnet", "sincnet.conv0.abs_pool", sinc_pins,
+                                   GF_ARRAY_LEN(sinc_pins) };
+    out[n++] = (gf_candidate){ "segconv", "segconv.conv1", segconv_pins,
+                               GF_ARRAY_LEN(segconv_pins) };
+    out[n++] = (gf_candidate){ "segconv", "segconv.conv2", segconv_pins,
+                               GF_ARRAY_LEN(segconv_pins) };
+    out[n++] = (gf_candidate){ "dense", "dense.linear0", dense_linear_pins,
+                               GF_ARRAY_LEN(dense_linear_pins) };
+    out[n++] = (gf_candidate){ "dense", "dense.linear1", dense_linear_pins,
+                               GF_ARRAY_LEN(dense_linear_pins) };
+    out[n++] = (gf_candidate){ "dense", "dense.classifier", dense_classifier_pins,
+                               GF_ARRAY_LEN(dense_classifier_pins) };
+    return n;
+}
+
+/* The embedding network's candidates, in the report's order: the fbank, the
+ * ResNet trunk's layers in network order, the pooling and seg_1. */
+size_t gfq_emb_candidates(int cc, gf_candidate *out, size_t cap)
+{
+    n_conv_layers = 0;
     static const int blocks[4] = { 3, 4, 6, 3 }, widths[4] = { 32, 64, 128, 256 };
     char name[48];
     int h = 80, w = 998, cin = 32;
@@ -227,47 +259,27 @@ static void build_candidates(int cc)
             w = wo;
             cin = width;
         }
-    if (cc >= 90)
-        candidates[n_candidates++] = (gf_candidate){ "lstm", "lstm.stack", lstm_cluster_pins,
-                                                     GF_ARRAY_LEN(lstm_cluster_pins) };
-    else
-        candidates[n_candidates++] = (gf_candidate){ "lstm", "lstm.stack", lstm_pins,
-                                                     GF_ARRAY_LEN(lstm_pins) };
-    if (cc >= 90)
-        candidates[n_candidates++] = (gf_candidate){ "sincnet", "sincnet.conv0.abs_pool",
-                                                     sinc_dmma_pins,
-                                                     GF_ARRAY_LEN(sinc_dmma_pins) };
-    else
-        candidates[n_candidates++] = (gf_candidate){ "sincnet", "sincnet.conv0.abs_pool",
-                                                     sinc_pins, GF_ARRAY_LEN(sinc_pins) };
-    candidates[n_candidates++] = (gf_candidate){ "segconv", "segconv.conv1", segconv_pins,
-                                                 GF_ARRAY_LEN(segconv_pins) };
-    candidates[n_candidates++] = (gf_candidate){ "segconv", "segconv.conv2", segconv_pins,
-                                                 GF_ARRAY_LEN(segconv_pins) };
-    candidates[n_candidates++] = (gf_candidate){ "dense", "dense.linear0", dense_linear_pins,
-                                                 GF_ARRAY_LEN(dense_linear_pins) };
-    candidates[n_candidates++] = (gf_candidate){ "dense", "dense.linear1", dense_linear_pins,
-                                                 GF_ARRAY_LEN(dense_linear_pins) };
-    candidates[n_candidates++] = (gf_candidate){ "dense", "dense.classifier",
-                                                 dense_classifier_pins,
-                                                 GF_ARRAY_LEN(dense_classifier_pins) };
-    candidates[n_candidates++] = (gf_candidate){ "fbank", "fbank.dft", fbank_dft_pins,
-                                                 GF_ARRAY_LEN(fbank_dft_pins) };
-    candidates[n_candidates++] = (gf_candidate){ "fbank", "fbank.mel", fbank_mel_pins,
-                                                 GF_ARRAY_LEN(fbank_mel_pins) };
+    size_t n = 0;
+    assert(cap >= 4 + n_conv_layers);
+    out[n++] = (gf_candidate){ "fbank", "fbank.dft", fbank_dft_pins,
+                               GF_ARRAY_LEN(fbank_dft_pins) };
+    out[n++] = (gf_candidate){ "fbank", "fbank.mel", fbank_mel_pins,
+                               GF_ARRAY_LEN(fbank_mel_pins) };
     for (size_t i = 0; i < n_conv_layers; i++)
-        candidates[n_candidates++] = (gf_candidate){ "resnet", conv_layers[i].boundary,
-                                                     conv_layers[i].config.pins, RESNET_PINS };
-    candidates[n_candidates++] = (gf_candidate){ "pooling", "pooling.stats", pool_pins,
-                                                 GF_ARRAY_LEN(pool_pins) };
-    candidates[n_candidates++] = (gf_candidate){ "embedding", "embedding.seg_1", seg1_pins,
-                                                 GF_ARRAY_LEN(seg1_pins) };
+        out[n++] = (gf_candidate){ "resnet", conv_layers[i].boundary, conv_layers[i].config.pins,
+                                   RESNET_PINS };
+    out[n++] = (gf_candidate){ "pooling", "pooling.stats", pool_pins, GF_ARRAY_LEN(pool_pins) };
+    out[n++] = (gf_candidate){ "embedding", "embedding.seg_1", seg1_pins,
+                               GF_ARRAY_LEN(seg1_pins) };
+    return n;
 }
 
 const gf_candidate *gf_qualify_candidates(int cc, size_t *count)
 {
     if (cc != candidates_cc) {
-        build_candidates(cc);
+        n_candidates = gfq_seg_candidates(cc, candidates, GF_ARRAY_LEN(candidates));
+        n_candidates += gfq_emb_candidates(cc, candidates + n_candidates,
+                                           GF_ARRAY_LEN(candidates) - n_candidates);
         candidates_cc = cc;
     }
     *count = n_candidates;
@@ -284,7 +296,7 @@ static const conv_layer *conv_layer_find(const char *boundary)
 
 /* ---- random inputs ------------------------------------------------------ */
 
-static uint64_t next_u64(uint64_t *s)
+uint64_t gfq_next_u64(uint64_t *s)
 {
     /* splitmix64: well mixed from any seed */
     uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
@@ -293,10 +305,9 @@ static uint64_t next_u64(uint64_t *s)
     return z ^ (z >> 31);
 }
 
-/* Uniform in [-a, a], never exactly zero. */
-static float uniform(uint64_t *s, float a)
+float gfq_uniform(uint64_t *s, float a)
 {
-    double u = ((double)(next_u64(s) >> 11) + 0.5) / 9007199254740992.0;
+    double u = ((double)(gfq_next_u64(s) >> 11) + 0.5) / 9007199254740992.0;
     return (float)((2.0 * u - 1.0) * a);
 }
 
@@ -394,12 +405,12 @@ static void lstm_weights_random(lstm_weights *w, uint64_t *seed)
             w->b_ih[l][d] = gf_malloc(sizeof(float) * G);
             w->b_hh[l][d] = gf_malloc(sizeof(float) * G);
             for (int i = 0; i < G * in; i++)
-                w->w_ih[l][d][i] = uniform(seed, k);
+                w->w_ih[l][d][i] = gfq_uniform(seed, k);
             for (int i = 0; i < G * LSTM_H; i++)
-                w->w_hh[l][d][i] = uniform(seed, k);
+                w->w_hh[l][d][i] = gfq_uniform(seed, k);
             for (int i = 0; i < G; i++) {
-                w->b_ih[l][d][i] = uniform(seed, k);
-                w->b_hh[l][d][i] = uniform(seed, k);
+                w->b_ih[l][d][i] = gfq_uniform(seed, k);
+                w->b_hh[l][d][i] = gfq_uniform(seed, k);
             }
             w->dirs[l][d] = (gf_lstm_gpu_dir){ w->w_ih[l][d], w->w_hh[l][d], w->b_ih[l][d],
                                                w->b_hh[l][d] };
@@ -419,16 +430,7 @@ static void lstm_weights_free(lstm_weights *w)
 
 /* ---- accuracy against float64 --------------------------------------------- */
 
-/* A candidate's outputs against the float64 reference, one element at a
- * time, with the math mode's per-element tolerance atol + rtol·|ref|. */
-typedef struct {
-    double atol, rtol;
-    long elements, mismatches;
-    double max_abs, max_rel, num, den;
-} acc_errors;
-
-/* Adds one element; false when it is further from ref than lim (NaN too). */
-static bool acc_add_within(acc_errors *e, double got, double ref, double lim)
+bool gfq_acc_add_within(gfq_acc_errors *e, double got, double ref, double lim)
 {
     double d = fabs(got - ref);
     bool ok = d <= lim;
@@ -443,14 +445,12 @@ static bool acc_add_within(acc_errors *e, double got, double ref, double lim)
     return ok;
 }
 
-/* The same with the tolerance atol + rtol·|ref|. */
-static bool acc_add(acc_errors *e, double got, double ref)
+bool gfq_acc_add(gfq_acc_errors *e, double got, double ref)
 {
-    return acc_add_within(e, got, ref, e->atol + e->rtol * fabs(ref));
+    return gfq_acc_add_within(e, got, ref, e->atol + e->rtol * fabs(ref));
 }
 
-/* Outputs the run left as the NaN they were poisoned with (or made NaN). */
-static long count_unwritten(const float *got, size_t n)
+long gfq_count_unwritten(const float *got, size_t n)
 {
     long bad = 0;
     for (size_t i = 0; i < n; i++)
@@ -459,13 +459,9 @@ static long count_unwritten(const float *got, size_t n)
     return bad;
 }
 
-/* The verdict (an unwritten output is a mismatch), its report line, and the
- * accuracy record: what was compared (`what`: "sampled outputs", "elements")
- * and one key of its own (extra_key: extra_value). */
-static int acc_record(const gf_qualify_ctx *ctx, const gf_candidate *cand, int B, gf_math math,
-                      gf_qualify_result *res, uint64_t seed, const acc_errors *e, long unwritten,
-                      size_t outputs, const char *what, const char *extra_key,
-                      int64_t extra_value)
+int gfq_acc_record(const gf_qualify_ctx *ctx, const gf_candidate *cand, int B, gf_math math,
+                   gf_qualify_result *res, uint64_t seed, const gfq_acc_errors *e, long unwritten,
+                   size_t outputs, const char *what, const char *extra_key, int64_t extra_value)
 {
     long mismatches = e->mismatches + unwritten;
     double norm_err = sqrt(e->num / (e->den > 0 ? e->den : 1));
@@ -490,8 +486,7 @@ static int acc_record(const gf_qualify_ctx *ctx, const gf_candidate *cand, int B
     return rc;
 }
 
-/* The module the own route loaded must be the candidate's. */
-static int check_module(const char *boundary, const char *sha, const gf_qualify_result *res)
+int gfq_check_module(const char *boundary, const char *sha, const gf_qualify_result *res)
 {
     if (strcmp(sha, res->module.sha256) == 0)
         return 0;
@@ -501,14 +496,6 @@ static int check_module(const char *boundary, const char *sha, const gf_qualify_
 }
 
 /* ---- A/B timing ------------------------------------------------------------ */
-
-/* What A/B rounds compare: the same work on the own route (A) and on the
- * library route (B). run adds the device time of one run to stats. */
-typedef struct {
-    int (*set_route)(void *arg, gf_route_kind kind);
-    int (*run)(void *arg, gf_devstats *stats);
-    void *arg;
-} ab_subject;
 
 static double stats_total_ns(const gf_devstats *st)
 {
@@ -520,10 +507,8 @@ static double stats_total_ns(const gf_devstats *st)
     return total;
 }
 
-/* One warm-up of each route, then ctx->rounds interleaved rounds A, B, A, B;
- * a[r], b[r] in ns x scale. A run whose timing failed fails the rounds. */
-static int ab_rounds(const gf_qualify_ctx *ctx, const ab_subject *sub, double scale, double *a,
-                     double *b)
+int gfq_ab_rounds(const gf_qualify_ctx *ctx, const gfq_ab_subject *sub, double scale, double *a,
+                  double *b)
 {
     int rc = 0;
     for (int r = -1; r < ctx->rounds && !rc; r++)
@@ -582,7 +567,7 @@ static int lstm_accuracy(const gf_qualify_ctx *ctx, const gf_candidate *cand, in
     if (rc)
         goto out;
     /* Tolerances by math mode: fp32 end to end, or tf32 input projections. */
-    acc_errors e = { .atol = math == GF_MATH_TF32 ? 2e-2 : 1e-4,
+    gfq_acc_errors e = { .atol = math == GF_MATH_TF32 ? 2e-2 : 1e-4,
                      .rtol = math == GF_MATH_TF32 ? 2e-2 : 1e-3 };
     int seqs[REF_SEQS] = { 0, B / 2, B - 1 };
     for (int q = 0; q < REF_SEQS; q++) {
@@ -592,13 +577,14 @@ static int lstm_accuracy(const gf_qualify_ctx *ctx, const gf_candidate *cand, in
         gf_lstm_ref(w->dirs, LSTM_LAYERS, LSTM_IN, LSTM_H, LSTM_T, x + (size_t)b * LSTM_T * LSTM_IN, ref);
         for (size_t i = 0; i < per; i++) {
             double a = got[(size_t)b * per + i];
-            if (!acc_add(&e, a, ref[i]) && e.mismatches <= 5)
+            if (!gfq_acc_add(&e, a, ref[i]) && e.mismatches <= 5)
                 fprintf(ctx->report, "    mismatch: sequence %d element %zu: %.9g vs %.9g\n",
                         b, i, a, ref[i]);
         }
     }
-    rc = acc_record(ctx, cand, B, math, res, seed, &e, count_unwritten(got, (size_t)B * per),
-                    (size_t)B * per, "elements", "sequences_checked", REF_SEQS);
+    rc = gfq_acc_record(ctx, cand, B, math, res, seed, &e,
+                        gfq_count_unwritten(got, (size_t)B * per), (size_t)B * per, "elements",
+                        "sequences_checked", REF_SEQS);
 out:
     free(got);
     free(ref);
@@ -627,8 +613,8 @@ static int seg_run(void *arg, gf_devstats *stats)
     return gf_segmentation_gpu_run(t->s, t->wave, t->B, t->logp, stats);
 }
 
-static int e2e_speed(const gf_qualify_ctx *ctx, const char *boundary, int B, gf_math math,
-                     uint64_t *seed, double *a, double *b)
+int gfq_e2e_segmentation(const gf_qualify_ctx *ctx, const char *boundary, int B, gf_math math,
+                         uint64_t *seed, double *a, double *b)
 {
     gf_segmentation_gpu *s = gf_segmentation_gpu_new(ctx->gpu, ctx->blas,
                                                      ctx->segmentation_model, NULL, B, math);
@@ -643,20 +629,15 @@ static int e2e_speed(const gf_qualify_ctx *ctx, const char *boundary, int B, gf_
     float *wave = gf_malloc(sizeof(float) * (size_t)B * 160000);
     float *logp = gf_malloc(sizeof(float) * (size_t)B * 589 * 7);
     for (size_t i = 0; i < (size_t)B * 160000; i++)
-        wave[i] = uniform(seed, 0.3f);
+        wave[i] = gfq_uniform(seed, 0.3f);
     seg_subject t = { s, boundary, wave, logp, B };
-    ab_subject sub = { seg_set_route, seg_run, &t };
-    int rc = ab_rounds(ctx, &sub, 1e-9, a, b);   /* s */
+    gfq_ab_subject sub = { seg_set_route, seg_run, &t };
+    int rc = gfq_ab_rounds(ctx, &sub, 1e-9, a, b);   /* s */
     free(wave);
     free(logp);
     gf_segmentation_gpu_destroy(&s);
     return rc;
 }
-
-static int e2e_embedding(const gf_qualify_ctx *ctx, const char *boundary, int B, gf_math math,
-                         uint64_t *seed, double *a, double *b, bool *own_trunk);
-static int e2e_fbank(const gf_qualify_ctx *ctx, const char *boundary, int B, gf_math math,
-                     uint64_t *seed, double *a, double *b);
 
 /* From the A/B rounds (a: candidate, b: library, ms): the speed record when
  * the candidate wins outside the noise, then the end-to-end network with and
@@ -694,9 +675,9 @@ static int speed_and_e2e(const gf_qualify_ctx *ctx, const gf_candidate *cand, in
         return 0;
     }
     bool fbank = strcmp(cand->area, "fbank") == 0, own_trunk = false;
-    rc = seg     ? e2e_speed(ctx, cand->boundary, B, math, rng, a, b)
-         : fbank ? e2e_fbank(ctx, cand->boundary, B, math, rng, a, b)
-                 : e2e_embedding(ctx, cand->boundary, B, math, rng, a, b, &own_trunk);
+    rc = seg     ? gfq_e2e_segmentation(ctx, cand->boundary, B, math, rng, a, b)
+         : fbank ? gfq_e2e_fbank(ctx, cand->boundary, B, math, rng, a, b)
+                 : gfq_e2e_embedding(ctx, cand->boundary, B, math, rng, a, b, &own_trunk);
     if (rc)
         return rc;
     r = record_base(ctx, "end-to-end", cand, B, math, &res->module);
@@ -725,13 +706,12 @@ static int speed_and_e2e(const gf_qualify_ctx *ctx, const gf_candidate *cand, in
 
 /* An accurate candidate's speed: interleaved A/B rounds of sub (ms), then
  * speed_and_e2e's records. */
-static int measure_speed(const gf_qualify_ctx *ctx, const gf_candidate *cand, int B,
-                         gf_math math, gf_qualify_result *res, const ab_subject *sub,
-                         uint64_t *rng)
+int gfq_measure_speed(const gf_qualify_ctx *ctx, const gf_candidate *cand, int B, gf_math math,
+                      gf_qualify_result *res, const gfq_ab_subject *sub, uint64_t *rng)
 {
     double *a = gf_calloc((size_t)ctx->rounds, sizeof(double));
     double *b = gf_calloc((size_t)ctx->rounds, sizeof(double));
-    int rc = ab_rounds(ctx, sub, 1e-6, a, b);
+    int rc = gfq_ab_rounds(ctx, sub, 1e-6, a, b);
     if (!rc)
         rc = speed_and_e2e(ctx, cand, B, math, res, a, b, rng);
     free(a);
@@ -739,8 +719,8 @@ static int measure_speed(const gf_qualify_ctx *ctx, const gf_candidate *cand, in
     return rc;
 }
 
-static int qualify_lstm(const gf_qualify_ctx *ctx, const gf_candidate *cand, int B, gf_math math,
-                        gf_qualify_result *res)
+int gfq_lstm(const gf_qualify_ctx *ctx, const gf_candidate *cand, int B, gf_math math,
+             gf_qualify_result *res)
 {
     uint64_t seed = ctx->seed ^ ((uint64_t)B << 32) ^ (uint64_t)math;
     uint64_t rng = seed;
@@ -748,21 +728,21 @@ static int qualify_lstm(const gf_qualify_ctx *ctx, const gf_candidate *cand, int
     lstm_weights_random(&w, &rng);
     float *x = gf_malloc(sizeof(float) * (size_t)B * LSTM_T * LSTM_IN);
     for (size_t i = 0; i < (size_t)B * LSTM_T * LSTM_IN; i++)
-        x[i] = uniform(&rng, 1.0f);
+        x[i] = gfq_uniform(&rng, 1.0f);
     gf_cu_ptr dx = 0;
     const char *sha = NULL;
     gf_lstm_gpu *l = gf_lstm_gpu_new(ctx->gpu, ctx->blas, LSTM_LAYERS, LSTM_IN, LSTM_H, w.dirs,
                                      B, LSTM_T);
     int rc = l ? 0 : GF_EDEVICE;
     rc = rc ? rc : gf_lstm_gpu_set_route(l, GF_ROUTE_OWN, &sha);
-    rc = rc ? rc : check_module(cand->boundary, sha, res);
+    rc = rc ? rc : gfq_check_module(cand->boundary, sha, res);
     rc = rc ? rc : gf_gpu_alloc(ctx->gpu, sizeof(float) * (size_t)B * LSTM_T * LSTM_IN, &dx);
     rc = rc ? rc : gf_gpu_upload(ctx->gpu, dx, x, sizeof(float) * (size_t)B * LSTM_T * LSTM_IN);
     rc = rc ? rc : lstm_accuracy(ctx, cand, B, math, &w, x, l, dx, res, seed);
     if (!rc && res->accurate) {
         lstm_subject t = { ctx->gpu, l, math, dx, B };
-        ab_subject sub = { lstm_set_route, lstm_run, &t };
-        rc = measure_speed(ctx, cand, B, math, res, &sub, &rng);
+        gfq_ab_subject sub = { lstm_set_route, lstm_run, &t };
+        rc = gfq_measure_speed(ctx, cand, B, math, res, &sub, &rng);
     }
     if (dx)
         gf_gpu_free(ctx->gpu, dx);
@@ -801,8 +781,8 @@ static int sinc_run(void *arg, gf_devstats *stats)
 
 /* The filterbank sums in float64 on both routes whatever the math mode, and
  * rounds once to float: the tolerance is a few units in the last place. */
-static int qualify_sinc(const gf_qualify_ctx *ctx, const gf_candidate *cand, int B,
-                        gf_math math, gf_qualify_result *res)
+int gfq_sinc(const gf_qualify_ctx *ctx, const gf_candidate *cand, int B, gf_math math,
+             gf_qualify_result *res)
 {
     uint64_t seed = ctx->seed ^ ((uint64_t)B << 32) ^ (uint64_t)math ^ 0x51ac;
     uint64_t rng = seed;
@@ -811,15 +791,15 @@ static int qualify_sinc(const gf_qualify_ctx *ctx, const gf_candidate *cand, int
     double *filters = gf_malloc(sizeof(double) * GF_SINC_FILTERS * GF_SINC_TAPS);
     float *wave = gf_malloc(sizeof(float) * nw), *got = gf_malloc(sizeof(float) * no);
     for (int i = 0; i < GF_SINC_FILTERS * GF_SINC_TAPS; i++)
-        filters[i] = uniform(&rng, 0.1f);
+        filters[i] = gfq_uniform(&rng, 0.1f);
     for (size_t i = 0; i < nw; i++)
-        wave[i] = uniform(&rng, 1.5f);
+        wave[i] = gfq_uniform(&rng, 1.5f);
     gf_cu_ptr dw = 0, dout = 0;
     const char *sha = NULL;
     gf_sinc_gpu *s = gf_sinc_gpu_new(ctx->gpu, ctx->blas, filters, B);
     int rc = s ? 0 : GF_EDEVICE;
     rc = rc ? rc : gf_sinc_gpu_set_route(s, GF_ROUTE_OWN, &sha);
-    rc = rc ? rc : check_module(cand->boundary, sha, res);
+    rc = rc ? rc : gfq_check_module(cand->boundary, sha, res);
     rc = rc ? rc : gf_gpu_alloc(ctx->gpu, sizeof(float) * nw, &dw);
     rc = rc ? rc : gf_gpu_alloc(ctx->gpu, sizeof(float) * no, &dout);
     rc = rc ? rc : gf_gpu_upload(ctx->gpu, dw, wave, sizeof(float) * nw);
@@ -827,18 +807,18 @@ static int qualify_sinc(const gf_qualify_ctx *ctx, const gf_candidate *cand, int
     rc = rc ? rc : gf_sinc_gpu_run(s, dw, B, dout);
     rc = rc ? rc : gf_gpu_download(ctx->gpu, got, dout, sizeof(float) * no);
     if (!rc) {
-        acc_errors e = { .atol = 1e-9, .rtol = 2.4e-7 };   /* 2 ulp of float */
+        gfq_acc_errors e = { .atol = 1e-9, .rtol = 2.4e-7 };   /* 2 ulp of float */
         for (int k = 0; k < SINC_SAMPLES; k++) {
-            size_t o = (size_t)(next_u64(&rng) % no);
-            acc_add(&e, got[o], gf_sinc_ref(filters, wave, o));
+            size_t o = (size_t)(gfq_next_u64(&rng) % no);
+            gfq_acc_add(&e, got[o], gf_sinc_ref(filters, wave, o));
         }
-        rc = acc_record(ctx, cand, B, math, res, seed, &e, count_unwritten(got, no), no,
-                        "sampled outputs", "outputs_written_checked", (int64_t)no);
+        rc = gfq_acc_record(ctx, cand, B, math, res, seed, &e, gfq_count_unwritten(got, no), no,
+                            "sampled outputs", "outputs_written_checked", (int64_t)no);
     }
     if (!rc && res->accurate) {
         sinc_subject t = { ctx->gpu, s, dw, dout, B };
-        ab_subject sub = { sinc_set_route, sinc_run, &t };
-        rc = measure_speed(ctx, cand, B, math, res, &sub, &rng);
+        gfq_ab_subject sub = { sinc_set_route, sinc_run, &t };
+        rc = gfq_measure_speed(ctx, cand, B, math, res, &sub, &rng);
     }
     if (dw)
         gf_gpu_free(ctx->gpu, dw);
@@ -880,8 +860,8 @@ static int segconv_run(void *arg, gf_devstats *stats)
 
 /* The own kernel sums in float32 FMAs in both math modes; the tolerances are
  * the math mode's, as for the ResNet layers (fp32: those of the LSTM). */
-static int qualify_segconv(const gf_qualify_ctx *ctx, const gf_candidate *cand, int B,
-                           gf_math math, gf_qualify_result *res)
+int gfq_segconv(const gf_qualify_ctx *ctx, const gf_candidate *cand, int B, gf_math math,
+                gf_qualify_result *res)
 {
     bool first = strcmp(cand->boundary, "segconv.conv1") == 0;
     const int cin = first ? 80 : 60, tin = first ? 5325 : 1773, C = GF_SEGCONV_COUT;
@@ -892,18 +872,18 @@ static int qualify_segconv(const gf_qualify_ctx *ctx, const gf_candidate *cand, 
     float *x = gf_malloc(sizeof(float) * nx), *w = gf_malloc(sizeof(float) * nw);
     float *bias = gf_malloc(sizeof(float) * C), *got = gf_malloc(sizeof(float) * no);
     for (size_t i = 0; i < nx; i++)
-        x[i] = uniform(&rng, 1.0f);
+        x[i] = gfq_uniform(&rng, 1.0f);
     for (size_t i = 0; i < nw; i++)
-        w[i] = uniform(&rng, 1.0f / sqrtf((float)(cin * K)));
+        w[i] = gfq_uniform(&rng, 1.0f / sqrtf((float)(cin * K)));
     for (int i = 0; i < C; i++)
-        bias[i] = uniform(&rng, 0.1f);
+        bias[i] = gfq_uniform(&rng, 0.1f);
     gf_cu_ptr dx = 0, dout = 0;
     const char *sha = NULL;
     gf_segconv_gpu *s = gf_segconv_gpu_new(ctx->gpu, ctx->blas, cand->boundary, cin, tin, w,
                                            bias, B);
     int rc = s ? 0 : GF_EDEVICE;
     rc = rc ? rc : gf_segconv_gpu_set_route(s, GF_ROUTE_OWN, &sha);
-    rc = rc ? rc : check_module(cand->boundary, sha, res);
+    rc = rc ? rc : gfq_check_module(cand->boundary, sha, res);
     rc = rc ? rc : gf_gpu_alloc(ctx->gpu, sizeof(float) * nx, &dx);
     rc = rc ? rc : gf_gpu_alloc(ctx->gpu, sizeof(float) * no, &dout);
     rc = rc ? rc : gf_gpu_upload(ctx->gpu, dx, x, sizeof(float) * nx);
@@ -911,10 +891,10 @@ static int qualify_segconv(const gf_qualify_ctx *ctx, const gf_candidate *cand, 
     rc = rc ? rc : gf_segconv_gpu_run(s, math, dx, B, dout);
     rc = rc ? rc : gf_gpu_download(ctx->gpu, got, dout, sizeof(float) * no);
     if (!rc) {
-        acc_errors e = { .atol = math == GF_MATH_TF32 ? 5e-3 : 1e-4,
+        gfq_acc_errors e = { .atol = math == GF_MATH_TF32 ? 5e-3 : 1e-4,
                          .rtol = math == GF_MATH_TF32 ? 1e-2 : 1e-3 };
         for (int k = 0; k < SEGCONV_SAMPLES; k++) {
-            size_t o = (size_t)(next_u64(&rng) % no);
+            size_t o = (size_t)(gfq_next_u64(&rng) % no);
             size_t b = o / ((size_t)C * tp), c = (o / tp) % C, p = o % tp;
             double ref = -INFINITY;
             for (int j = 0; j < 3; j++) {
@@ -925,15 +905,15 @@ static int qualify_segconv(const gf_qualify_ctx *ctx, const gf_candidate *cand, 
                                x[(b * cin + ci) * tin + 3 * p + j + q];
                 ref = fmax(ref, acc);
             }
-            acc_add(&e, got[o], ref + bias[c]);
+            gfq_acc_add(&e, got[o], ref + bias[c]);
         }
-        rc = acc_record(ctx, cand, B, math, res, seed, &e, count_unwritten(got, no), no,
-                        "sampled outputs", "outputs_written_checked", (int64_t)no);
+        rc = gfq_acc_record(ctx, cand, B, math, res, seed, &e, gfq_count_unwritten(got, no), no,
+                            "sampled outputs", "outputs_written_checked", (int64_t)no);
     }
     if (!rc && res->accurate) {
         segconv_subject t = { ctx->gpu, s, cand->boundary, math, dx, dout, B };
-        ab_subject sub = { segconv_set_route, segconv_run, &t };
-        rc = measure_speed(ctx, cand, B, math, res, &sub, &rng);
+        gfq_ab_subject sub = { segconv_set_route, segconv_run, &t };
+        rc = gfq_measure_speed(ctx, cand, B, math, res, &sub, &rng);
     }
     if (dx)
         gf_gpu_free(ctx->gpu, dx);
@@ -975,8 +955,8 @@ static int dense_run(void *arg, gf_devstats *stats)
  * against float64. The own kernels sum in float32 FMAs in both math modes;
  * the tolerances are the math mode's, as for the segmentation
  * convolutions. */
-static int qualify_dense(const gf_qualify_ctx *ctx, const gf_candidate *cand, int B,
-                         gf_math math, gf_qualify_result *res)
+int gfq_dense(const gf_qualify_ctx *ctx, const gf_candidate *cand, int B, gf_math math,
+              gf_qualify_result *res)
 {
     const bool cls = strcmp(cand->boundary, "dense.classifier") == 0;
     const bool first = strcmp(cand->boundary, "dense.linear0") == 0;
@@ -988,18 +968,18 @@ static int qualify_dense(const gf_qualify_ctx *ctx, const gf_candidate *cand, in
     float *x = gf_malloc(sizeof(float) * nx), *w = gf_malloc(sizeof(float) * nw);
     float *bias = gf_malloc(sizeof(float) * n), *got = gf_malloc(sizeof(float) * no);
     for (size_t i = 0; i < nx; i++)
-        x[i] = uniform(&rng, 1.0f);
+        x[i] = gfq_uniform(&rng, 1.0f);
     for (size_t i = 0; i < nw; i++)
-        w[i] = uniform(&rng, 1.0f / sqrtf((float)in));
+        w[i] = gfq_uniform(&rng, 1.0f / sqrtf((float)in));
     for (int i = 0; i < n; i++)
-        bias[i] = uniform(&rng, 0.1f);
+        bias[i] = gfq_uniform(&rng, 0.1f);
     gf_cu_ptr dx = 0, dout = 0;
     const char *sha = NULL;
     gf_dense_gpu *d = gf_dense_gpu_new(ctx->gpu, ctx->blas, cand->boundary, in, n, w, bias, act,
                                        rows);
     int rc = d ? 0 : GF_EDEVICE;
     rc = rc ? rc : gf_dense_gpu_set_route(d, GF_ROUTE_OWN, &sha);
-    rc = rc ? rc : check_module(cand->boundary, sha, res);
+    rc = rc ? rc : gfq_check_module(cand->boundary, sha, res);
     rc = rc ? rc : gf_gpu_alloc(ctx->gpu, sizeof(float) * nx, &dx);
     rc = rc ? rc : gf_gpu_alloc(ctx->gpu, sizeof(float) * no, &dout);
     rc = rc ? rc : gf_gpu_upload(ctx->gpu, dx, x, sizeof(float) * nx);
@@ -1007,21 +987,21 @@ static int qualify_dense(const gf_qualify_ctx *ctx, const gf_candidate *cand, in
     rc = rc ? rc : gf_dense_gpu_run(d, math, dx, rows, dout);
     rc = rc ? rc : gf_gpu_download(ctx->gpu, got, dout, sizeof(float) * no);
     if (!rc) {
-        acc_errors e = { .atol = math == GF_MATH_TF32 ? 5e-3 : 1e-4,
+        gfq_acc_errors e = { .atol = math == GF_MATH_TF32 ? 5e-3 : 1e-4,
                          .rtol = math == GF_MATH_TF32 ? 1e-2 : 1e-3 };
         for (size_t o = 0; o < no; o++) {
             double ref = gf_dense_ref(w, bias, in, n, act, x, o);
-            if (!acc_add(&e, got[o], ref) && e.mismatches <= 5)
+            if (!gfq_acc_add(&e, got[o], ref) && e.mismatches <= 5)
                 fprintf(ctx->report, "    mismatch: row %zu output %zu: %.9g vs %.9g\n",
                         o / (size_t)n, o % (size_t)n, got[o], ref);
         }
-        rc = acc_record(ctx, cand, B, math, res, seed, &e, count_unwritten(got, no), no,
-                        "elements", "rows", rows);
+        rc = gfq_acc_record(ctx, cand, B, math, res, seed, &e, gfq_count_unwritten(got, no), no,
+                            "elements", "rows", rows);
     }
     if (!rc && res->accurate) {
         dense_subject t = { ctx->gpu, d, cand->boundary, math, dx, dout, rows };
-        ab_subject sub = { dense_set_route, dense_run, &t };
-        rc = measure_speed(ctx, cand, B, math, res, &sub, &rng);
+        gfq_ab_subject sub = { dense_set_route, dense_run, &t };
+        rc = gfq_measure_speed(ctx, cand, B, math, res, &sub, &rng);
     }
     if (dx)
         gf_gpu_free(ctx->gpu, dx);
@@ -1115,8 +1095,8 @@ static int emb_run(void *arg, gf_devstats *stats)
  * other than a ResNet layer, where it loads, as the LSTM for the
  * segmentation's: on the library route the trunk's time varies by more than
  * the pooling's gain). */
-static int e2e_embedding(const gf_qualify_ctx *ctx, const char *boundary, int B, gf_math math,
-                         uint64_t *seed, double *a, double *b, bool *own_trunk)
+int gfq_e2e_embedding(const gf_qualify_ctx *ctx, const char *boundary, int B, gf_math math,
+                      uint64_t *seed, double *a, double *b, bool *own_trunk)
 {
     gf_embedding_gpu *e = gf_embedding_gpu_new(ctx->gpu, ctx->blas, ctx->embedding_model, NULL,
                                                B, math);
@@ -1134,14 +1114,14 @@ static int e2e_embedding(const gf_qualify_ctx *ctx, const char *boundary, int B,
     float *emb = gf_malloc(sizeof(float) * GF_EMB_DIM * (size_t)jobs);
     int *jw = gf_malloc(sizeof(int) * (size_t)jobs);
     for (size_t i = 0; i < nf; i++)
-        feats[i] = uniform(seed, 1.0f);
+        feats[i] = gfq_uniform(seed, 1.0f);
     for (size_t i = 0; i < nm; i++)
-        masks[i] = 0.5f + uniform(seed, 0.5f);
+        masks[i] = 0.5f + gfq_uniform(seed, 0.5f);
     for (int j = 0; j < jobs; j++)
         jw[j] = j / 3;
     emb_subject t = { e, boundary, feats, masks, jw, emb, B };
-    ab_subject sub = { emb_set_route, emb_run, &t };
-    int rc = ab_rounds(ctx, &sub, 1e-9, a, b);   /* s */
+    gfq_ab_subject sub = { emb_set_route, emb_run, &t };
+    int rc = gfq_ab_rounds(ctx, &sub, 1e-9, a, b);   /* s */
     free(feats);
     free(masks);
     free(emb);
@@ -1150,8 +1130,8 @@ static int e2e_embedding(const gf_qualify_ctx *ctx, const char *boundary, int B,
     return rc;
 }
 
-static int qualify_conv(const gf_qualify_ctx *ctx, const gf_candidate *cand, int B, gf_math math,
-                        gf_qualify_result *res)
+int gfq_conv(const gf_qualify_ctx *ctx, const gf_candidate *cand, int B, gf_math math,
+             gf_qualify_result *res)
 {
     const conv_layer *L = conv_layer_find(cand->boundary);
     if (!L)
@@ -1167,22 +1147,22 @@ static int qualify_conv(const gf_qualify_ctx *ctx, const gf_candidate *cand, int
     float *bias = gf_malloc(sizeof(float) * sh->cout), *r = NULL, *got = gf_malloc(sizeof(float) * no);
     float wk = 1.0f / sqrtf((float)(sh->cin * sh->k * sh->k));
     for (size_t i = 0; i < nx; i++)
-        x[i] = uniform(&rng, 1.0f);
+        x[i] = gfq_uniform(&rng, 1.0f);
     for (size_t i = 0; i < nw; i++)
-        w[i] = uniform(&rng, wk);
+        w[i] = gfq_uniform(&rng, wk);
     for (int i = 0; i < sh->cout; i++)
-        bias[i] = uniform(&rng, 0.1f);
+        bias[i] = gfq_uniform(&rng, 0.1f);
     if (L->residual) {
         r = gf_malloc(sizeof(float) * no);
         for (size_t i = 0; i < no; i++)
-            r[i] = uniform(&rng, 0.5f);
+            r[i] = gfq_uniform(&rng, 0.5f);
     }
     gf_cu_ptr dx = 0, dout = 0, dres = 0, dcol = 0;
     const char *sha = NULL;
     gf_conv_gpu *c = gf_conv_gpu_new(ctx->gpu, ctx->blas, L->boundary, *sh, w, bias);
     int rc = c ? 0 : GF_EDEVICE;
     rc = rc ? rc : gf_conv_gpu_set_route(c, GF_ROUTE_OWN, math, &sha);
-    rc = rc ? rc : check_module(L->boundary, sha, res);
+    rc = rc ? rc : gfq_check_module(L->boundary, sha, res);
     rc = rc ? rc : gf_gpu_alloc(ctx->gpu, sizeof(float) * nx, &dx);
     rc = rc ? rc : gf_gpu_alloc(ctx->gpu, sizeof(float) * no, &dout);
     rc = rc ? rc : gf_gpu_alloc(ctx->gpu, sizeof(float) * gf_conv_gpu_col_floats(c, B, L->h, L->w), &dcol);
@@ -1195,18 +1175,18 @@ static int qualify_conv(const gf_qualify_ctx *ctx, const gf_candidate *cand, int
     rc = rc ? rc : gf_conv_gpu_run(c, math, B, dx, L->h, L->w, dout, dres, L->relu, dcol);
     rc = rc ? rc : gf_gpu_download(ctx->gpu, got, dout, sizeof(float) * no);
     if (!rc) {
-        acc_errors e = { .atol = 5e-3, .rtol = 1e-2 };
+        gfq_acc_errors e = { .atol = 5e-3, .rtol = 1e-2 };
         for (int k = 0; k < CONV_SAMPLES; k++) {
-            size_t o = (size_t)(next_u64(&rng) % no);
-            acc_add(&e, got[o], conv_ref_at(L, x, w, bias, r, B, o));
+            size_t o = (size_t)(gfq_next_u64(&rng) % no);
+            gfq_acc_add(&e, got[o], conv_ref_at(L, x, w, bias, r, B, o));
         }
-        rc = acc_record(ctx, cand, B, math, res, seed, &e, count_unwritten(got, no), no,
-                        "sampled outputs", "outputs_written_checked", (int64_t)no);
+        rc = gfq_acc_record(ctx, cand, B, math, res, seed, &e, gfq_count_unwritten(got, no), no,
+                            "sampled outputs", "outputs_written_checked", (int64_t)no);
     }
     if (!rc && res->accurate) {
         conv_subject t = { ctx->gpu, c, math, B, L, dx, dout, dres, dcol };
-        ab_subject sub = { conv_set_route, conv_run, &t };
-        rc = measure_speed(ctx, cand, B, math, res, &sub, &rng);
+        gfq_ab_subject sub = { conv_set_route, conv_run, &t };
+        rc = gfq_measure_speed(ctx, cand, B, math, res, &sub, &rng);
     }
     if (dx) gf_gpu_free(ctx->gpu, dx);
     if (dout) gf_gpu_free(ctx->gpu, dout);
@@ -1230,13 +1210,14 @@ static int qualify_conv(const gf_qualify_ctx *ctx, const gf_candidate *cand, int
 static void fbank_wave(float *wave, int B, uint64_t *rng)
 {
     for (int b = 0; b < B; b++) {
-        double f1 = 100 + 150 * (1 + uniform(rng, 1)), f2 = 500 + 1000 * (1 + uniform(rng, 1));
-        double amp = 0.05 + 0.15 * (1 + uniform(rng, 1));
+        double f1 = 100 + 150 * (1 + gfq_uniform(rng, 1));
+        double f2 = 500 + 1000 * (1 + gfq_uniform(rng, 1));
+        double amp = 0.05 + 0.15 * (1 + gfq_uniform(rng, 1));
         for (int i = 0; i < GF_FBANK_GPU_SAMPLES; i++) {
             double t = i / 16000.0;
             wave[(size_t)b * GF_FBANK_GPU_SAMPLES + i] =
                 (float)(amp * (sin(2 * M_PI * f1 * t) + 0.5 * sin(2 * M_PI * f2 * t)) +
-                        uniform(rng, 0.01f));
+                        gfq_uniform(rng, 0.01f));
         }
     }
 }
@@ -1293,8 +1274,8 @@ static int fbank_e2e_run(void *arg, gf_devstats *stats)
                                               t->masks, 1, t->emb, stats);
 }
 
-static int e2e_fbank(const gf_qualify_ctx *ctx, const char *boundary, int B, gf_math math,
-                     uint64_t *seed, double *a, double *b)
+int gfq_e2e_fbank(const gf_qualify_ctx *ctx, const char *boundary, int B, gf_math math,
+                  uint64_t *seed, double *a, double *b)
 {
     gf_embedding_gpu *e = gf_embedding_gpu_new(ctx->gpu, ctx->blas, ctx->embedding_model, NULL,
                                                B, math);
@@ -1311,8 +1292,8 @@ static int e2e_fbank(const gf_qualify_ctx *ctx, const char *boundary, int B, gf_
     rc = rc ? rc : gf_gpu_upload(ctx->gpu, dw, wave, sizeof(float) * nw);
     if (!rc) {
         fbank_e2e_subject t = { f, e, boundary, dw, masks, emb, B };
-        ab_subject sub = { fbank_e2e_set_route, fbank_e2e_run, &t };
-        rc = ab_rounds(ctx, &sub, 1e-9, a, b);   /* s */
+        gfq_ab_subject sub = { fbank_e2e_set_route, fbank_e2e_run, &t };
+        rc = gfq_ab_rounds(ctx, &sub, 1e-9, a, b);   /* s */
     }
     if (dw)
         gf_gpu_free(ctx->gpu, dw);
@@ -1327,8 +1308,8 @@ static int e2e_fbank(const gf_qualify_ctx *ctx, const char *boundary, int B, gf_
  * whole windows against the float64 definition (gf_fbank_gpu_ref), every
  * output, the tolerance scaled by each output's conditioning. The routes
  * compute in float32 in every math mode. */
-static int qualify_fbank(const gf_qualify_ctx *ctx, const gf_candidate *cand, int B,
-                         gf_math math, gf_qualify_result *res)
+int gfq_fbank(const gf_qualify_ctx *ctx, const gf_candidate *cand, int B, gf_math math,
+              gf_qualify_result *res)
 {
     const bool dft = strcmp(cand->boundary, "fbank.dft") == 0;
     const char *other = dft ? "fbank.mel" : "fbank.dft";
@@ -1344,14 +1325,14 @@ static int qualify_fbank(const gf_qualify_ctx *ctx, const gf_candidate *cand, in
     gf_fbank_gpu *f = gf_fbank_gpu_new(ctx->gpu, ctx->blas, B);
     int rc = f ? 0 : GF_EDEVICE;
     rc = rc ? rc : gf_fbank_gpu_set_route(f, cand->boundary, GF_ROUTE_OWN, &sha);
-    rc = rc ? rc : check_module(cand->boundary, sha, res);
+    rc = rc ? rc : gfq_check_module(cand->boundary, sha, res);
     rc = rc ? rc : gf_fbank_gpu_set_route(f, other, GF_ROUTE_LIBRARY, NULL);
     rc = rc ? rc : gf_gpu_alloc(ctx->gpu, sizeof(float) * nw, &dw);
     rc = rc ? rc : gf_gpu_upload(ctx->gpu, dw, wave, sizeof(float) * nw);
     rc = rc ? rc : gf_gpu_fill32(ctx->gpu, gf_fbank_gpu_features(f), 0x7fc00000u, no);
     rc = rc ? rc : gf_fbank_gpu_run_dev(f, dw, B, got, NULL);
     if (!rc) {
-        acc_errors e = { .atol = FBANK_ATOL, .rtol = FBANK_RTOL };
+        gfq_acc_errors e = { .atol = FBANK_ATOL, .rtol = FBANK_RTOL };
         int wins[FBANK_REF_WINDOWS] = { 0, B / 2, B - 1 }, checked = 0;
         long loose = 0;
         for (int q = 0; q < FBANK_REF_WINDOWS; q++) {
@@ -1363,7 +1344,7 @@ static int qualify_fbank(const gf_qualify_ctx *ctx, const gf_candidate *cand, in
             for (size_t i = 0; i < per; i++) {
                 double lim = FBANK_ATOL + FBANK_RTOL * cond[i], a = got[(size_t)b * per + i];
                 loose += lim > 1e-2;
-                if (!acc_add_within(&e, a, ref[i], lim) && e.mismatches <= 5)
+                if (!gfq_acc_add_within(&e, a, ref[i], lim) && e.mismatches <= 5)
                     fprintf(ctx->report, "    mismatch: window %d frame %zu bin %zu: %.7g vs "
                             "%.7g (allowed %.3g)\n", b, i / GF_EMB_MELS, i % GF_EMB_MELS, a,
                             ref[i], lim);
@@ -1372,13 +1353,13 @@ static int qualify_fbank(const gf_qualify_ctx *ctx, const gf_candidate *cand, in
         fprintf(ctx->report, "  accuracy: tolerance %g + %g x conditioning; %ld of %ld outputs "
                 "ill-conditioned (allowed > 0.01)\n", FBANK_ATOL, FBANK_RTOL, loose,
                 (long)(checked * per));
-        rc = acc_record(ctx, cand, B, math, res, seed, &e, count_unwritten(got, no), no,
-                        "elements", "windows_checked", checked);
+        rc = gfq_acc_record(ctx, cand, B, math, res, seed, &e, gfq_count_unwritten(got, no), no,
+                            "elements", "windows_checked", checked);
     }
     if (!rc && res->accurate) {
         fbank_subject t = { ctx->gpu, f, cand->boundary, dw, B };
-        ab_subject sub = { fbank_set_route, fbank_run, &t };
-        rc = measure_speed(ctx, cand, B, math, res, &sub, &rng);
+        gfq_ab_subject sub = { fbank_set_route, fbank_run, &t };
+        rc = gfq_measure_speed(ctx, cand, B, math, res, &sub, &rng);
     }
     if (dw)
         gf_gpu_free(ctx->gpu, dw);
@@ -1415,8 +1396,8 @@ static int pool_run(void *arg, gf_devstats *stats)
  * the tolerance is a few units in the last place, on every output of 3 jobs
  * a window (jobs interleaved across the windows, as the own kernel's index
  * must sort them) with random weights in (0, 1). */
-static int qualify_pool(const gf_qualify_ctx *ctx, const gf_candidate *cand, int B,
-                        gf_math math, gf_qualify_result *res)
+int gfq_pool(const gf_qualify_ctx *ctx, const gf_candidate *cand, int B, gf_math math,
+             gf_qualify_result *res)
 {
     uint64_t seed = ctx->seed ^ ((uint64_t)B << 32) ^ (uint64_t)math ^ 0x9001;
     uint64_t rng = seed;
@@ -1427,9 +1408,9 @@ static int qualify_pool(const gf_qualify_ctx *ctx, const gf_candidate *cand, int
     float *got = gf_malloc(sizeof(float) * no);
     int *jw = gf_malloc(sizeof(int) * (size_t)jobs);
     for (size_t i = 0; i < nx; i++)
-        x[i] = 0.5f + uniform(&rng, 1.0f);
+        x[i] = 0.5f + gfq_uniform(&rng, 1.0f);
     for (int i = 0; i < GF_POOL_T * jobs; i++)
-        w[i] = 0.5f + uniform(&rng, 0.5f);
+        w[i] = 0.5f + gfq_uniform(&rng, 0.5f);
     for (int j = 0; j < jobs; j++)
         jw[j] = j % B;
     gf_cu_ptr dx = 0, dout = 0;
@@ -1437,7 +1418,7 @@ static int qualify_pool(const gf_qualify_ctx *ctx, const gf_candidate *cand, int
     gf_pool_gpu *p = gf_pool_gpu_new(ctx->gpu, B, jobs);
     int rc = p ? 0 : GF_EDEVICE;
     rc = rc ? rc : gf_pool_gpu_set_route(p, GF_ROUTE_OWN, &sha);
-    rc = rc ? rc : check_module(cand->boundary, sha, res);
+    rc = rc ? rc : gfq_check_module(cand->boundary, sha, res);
     rc = rc ? rc : gf_gpu_alloc(ctx->gpu, sizeof(float) * nx, &dx);
     rc = rc ? rc : gf_gpu_alloc(ctx->gpu, sizeof(float) * no, &dout);
     rc = rc ? rc : gf_gpu_upload(ctx->gpu, dx, x, sizeof(float) * nx);
@@ -1446,22 +1427,22 @@ static int qualify_pool(const gf_qualify_ctx *ctx, const gf_candidate *cand, int
     rc = rc ? rc : gf_pool_gpu_run(p, dx, dout);
     rc = rc ? rc : gf_gpu_download(ctx->gpu, got, dout, sizeof(float) * no);
     if (!rc) {
-        acc_errors e = { .atol = 1e-9, .rtol = 2.4e-7 };   /* 2 ulp of float */
+        gfq_acc_errors e = { .atol = 1e-9, .rtol = 2.4e-7 };   /* 2 ulp of float */
         for (int j = 0; j < jobs; j++)
             for (int o = 0; o < GF_POOL_OUT; o++) {
                 double ref = gf_pool_ref(x + (size_t)jw[j] * per, w + (size_t)j * GF_POOL_T, o);
                 float g = got[(size_t)j * GF_POOL_OUT + o];
-                if (!acc_add(&e, g, ref) && e.mismatches <= 5)
+                if (!gfq_acc_add(&e, g, ref) && e.mismatches <= 5)
                     fprintf(ctx->report, "    mismatch: job %d output %d: %.9g vs %.9g\n", j, o,
                             g, ref);
             }
-        rc = acc_record(ctx, cand, B, math, res, seed, &e, count_unwritten(got, no), no,
-                        "elements", "jobs_checked", jobs);
+        rc = gfq_acc_record(ctx, cand, B, math, res, seed, &e, gfq_count_unwritten(got, no), no,
+                            "elements", "jobs_checked", jobs);
     }
     if (!rc && res->accurate) {
         pool_subject t = { ctx->gpu, p, dx, dout };
-        ab_subject sub = { pool_set_route, pool_run, &t };
-        rc = measure_speed(ctx, cand, B, math, res, &sub, &rng);
+        gfq_ab_subject sub = { pool_set_route, pool_run, &t };
+        rc = gfq_measure_speed(ctx, cand, B, math, res, &sub, &rng);
     }
     if (dx)
         gf_gpu_free(ctx->gpu, dx);
@@ -1501,8 +1482,8 @@ static int seg1_run(void *arg, gf_devstats *stats)
 /* The own kernel sums in float32 FMAs in both math modes; the tolerances are
  * the math mode's, as for the segmentation convolutions; every output of 3
  * jobs a window. */
-static int qualify_seg1(const gf_qualify_ctx *ctx, const gf_candidate *cand, int B,
-                        gf_math math, gf_qualify_result *res)
+int gfq_seg1(const gf_qualify_ctx *ctx, const gf_candidate *cand, int B, gf_math math,
+             gf_qualify_result *res)
 {
     uint64_t seed = ctx->seed ^ ((uint64_t)B << 32) ^ (uint64_t)math ^ 0x5e91;
     uint64_t rng = seed;
@@ -1512,17 +1493,17 @@ static int qualify_seg1(const gf_qualify_ctx *ctx, const gf_candidate *cand, int
     float *w = gf_malloc(sizeof(float) * nw), *bias = gf_malloc(sizeof(float) * GF_SEG1_OUT);
     float *pooled = gf_malloc(sizeof(float) * np), *got = gf_malloc(sizeof(float) * no);
     for (size_t i = 0; i < nw; i++)
-        w[i] = uniform(&rng, 1.0f / sqrtf((float)GF_SEG1_IN));
+        w[i] = gfq_uniform(&rng, 1.0f / sqrtf((float)GF_SEG1_IN));
     for (int i = 0; i < GF_SEG1_OUT; i++)
-        bias[i] = uniform(&rng, 0.1f);
+        bias[i] = gfq_uniform(&rng, 0.1f);
     for (size_t i = 0; i < np; i++)
-        pooled[i] = uniform(&rng, 1.0f);
+        pooled[i] = gfq_uniform(&rng, 1.0f);
     gf_cu_ptr dp = 0, dout = 0;
     const char *sha = NULL;
     gf_seg1_gpu *s = gf_seg1_gpu_new(ctx->gpu, ctx->blas, w, bias, jobs);
     int rc = s ? 0 : GF_EDEVICE;
     rc = rc ? rc : gf_seg1_gpu_set_route(s, GF_ROUTE_OWN, &sha);
-    rc = rc ? rc : check_module(cand->boundary, sha, res);
+    rc = rc ? rc : gfq_check_module(cand->boundary, sha, res);
     rc = rc ? rc : gf_gpu_alloc(ctx->gpu, sizeof(float) * np, &dp);
     rc = rc ? rc : gf_gpu_alloc(ctx->gpu, sizeof(float) * no, &dout);
     rc = rc ? rc : gf_gpu_upload(ctx->gpu, dp, pooled, sizeof(float) * np);
@@ -1530,20 +1511,20 @@ static int qualify_seg1(const gf_qualify_ctx *ctx, const gf_candidate *cand, int
     rc = rc ? rc : gf_seg1_gpu_run(s, math, dp, jobs, dout);
     rc = rc ? rc : gf_gpu_download(ctx->gpu, got, dout, sizeof(float) * no);
     if (!rc) {
-        acc_errors e = { .atol = math == GF_MATH_TF32 ? 5e-3 : 1e-4,
+        gfq_acc_errors e = { .atol = math == GF_MATH_TF32 ? 5e-3 : 1e-4,
                          .rtol = math == GF_MATH_TF32 ? 1e-2 : 1e-3 };
         for (size_t o = 0; o < no; o++) {
             double ref = gf_seg1_ref(w, bias, pooled, o);
-            if (!acc_add(&e, got[o], ref) && e.mismatches <= 5)
+            if (!gfq_acc_add(&e, got[o], ref) && e.mismatches <= 5)
                 fprintf(ctx->report, "    mismatch: output %zu: %.9g vs %.9g\n", o, got[o], ref);
         }
-        rc = acc_record(ctx, cand, B, math, res, seed, &e, count_unwritten(got, no), no,
-                        "elements", "jobs_checked", jobs);
+        rc = gfq_acc_record(ctx, cand, B, math, res, seed, &e, gfq_count_unwritten(got, no), no,
+                            "elements", "jobs_checked", jobs);
     }
     if (!rc && res->accurate) {
         seg1_subject t = { ctx->gpu, s, math, dp, dout, jobs };
-        ab_subject sub = { seg1_set_route, seg1_run, &t };
-        rc = measure_speed(ctx, cand, B, math, res, &sub, &rng);
+        gfq_ab_subject sub = { seg1_set_route, seg1_run, &t };
+        rc = gfq_measure_speed(ctx, cand, B, math, res, &sub, &rng);
     }
     if (dp)
         gf_gpu_free(ctx->gpu, dp);
@@ -1563,21 +1544,21 @@ int gf_qualify_run(const gf_qualify_ctx *ctx, const gf_candidate *cand, int batc
     fprintf(ctx->report, "%s (%s) batch %d %s on %s:\n", cand->boundary, cand->area, batch,
             gf_math_name(math), ctx->card->name);
     if (strcmp(cand->area, "lstm") == 0)
-        return qualify_lstm(ctx, cand, batch, math, out);
+        return gfq_lstm(ctx, cand, batch, math, out);
     if (strcmp(cand->area, "sincnet") == 0)
-        return qualify_sinc(ctx, cand, batch, math, out);
+        return gfq_sinc(ctx, cand, batch, math, out);
     if (strcmp(cand->area, "segconv") == 0)
-        return qualify_segconv(ctx, cand, batch, math, out);
+        return gfq_segconv(ctx, cand, batch, math, out);
     if (strcmp(cand->area, "dense") == 0)
-        return qualify_dense(ctx, cand, batch, math, out);
+        return gfq_dense(ctx, cand, batch, math, out);
     if (strcmp(cand->area, "resnet") == 0)
-        return qualify_conv(ctx, cand, batch, math, out);
+        return gfq_conv(ctx, cand, batch, math, out);
     if (strcmp(cand->area, "fbank") == 0)
-        return qualify_fbank(ctx, cand, batch, math, out);
+        return gfq_fbank(ctx, cand, batch, math, out);
     if (strcmp(cand->area, "pooling") == 0)
-        return qualify_pool(ctx, cand, batch, math, out);
+        return gfq_pool(ctx, cand, batch, math, out);
     if (strcmp(cand->area, "embedding") == 0)
-        return qualify_seg1(ctx, cand, batch, math, out);
+        return gfq_seg1(ctx, cand, batch, math, out);
     return GF_EUNSUP;
 }
 

@@ -86,24 +86,12 @@ int gfq_measure_speed(const gf_qualify_ctx *ctx, const gf_candidate *cand, int B
 size_t gfq_seg_candidates(int cc, gf_candidate *out, size_t cap);
 size_t gfq_emb_candidates(int cc, gf_candidate *out, size_t cap);
 
-/* One candidate of each area on one tuple, as gf_qualify_run (which
- * dispatches to them by area). */
-int gfq_lstm(const gf_qualify_ctx *ctx, const gf_candidate *cand, int B, gf_math math,
-             gf_qualify_result *res);
-int gfq_sinc(const gf_qualify_ctx *ctx, const gf_candidate *cand, int B, gf_math math,
-             gf_qualify_result *res);
-int gfq_segconv(const gf_qualify_ctx *ctx, const gf_candidate *cand, int B, gf_math math,
-                gf_qualify_result *res);
-int gfq_dense(const gf_qualify_ctx *ctx, const gf_candidate *cand, int B, gf_math math,
-              gf_qualify_result *res);
-int gfq_conv(const gf_qualify_ctx *ctx, const gf_candidate *cand, int B, gf_math math,
-             gf_qualify_result *res);
-int gfq_fbank(const gf_qualify_ctx *ctx, const gf_candidate *cand, int B, gf_math math,
-              gf_qualify_result *res);
-int gfq_pool(const gf_qualify_ctx *ctx, const gf_candidate *cand, int B, gf_math math,
-             gf_qualify_result *res);
-int gfq_seg1(const gf_qualify_ctx *ctx, const gf_candidate *cand, int B, gf_math math,
-             gf_qualify_result *res);
+/* One candidate of an area on one tuple, as gf_qualify_run, which
+ * dispatches to them by area. */
+typedef int gfq_area_fn(const gf_qualify_ctx *ctx, const gf_candidate *cand, int B,
+                        gf_math math, gf_qualify_result *res);
+gfq_area_fn gfq_lstm, gfq_sinc, gfq_segconv, gfq_dense;   /* qualify_seg.c */
+gfq_area_fn gfq_conv, gfq_fbank, gfq_pool, gfq_seg1;      /* qualify_emb.c */
 
 /* ---- end to end ------------------------------------------------------------ */
 

@@ -4,7 +4,8 @@
  * Runs under the card's exclusive lock and the box-wide bench lock, so no
  * other job or timing run shares the card meanwhile. Each candidate is asked
  * for explicitly (worker/planner.c: exactly that module, never a fallback);
- * worker/qualify.c makes the measurements and writes the records. */
+ * worker/qualify.c makes the measurements and writes the records, with each
+ * network's candidates in worker/qualify_seg.c and worker/qualify_emb.c. */
 #include "common/card.h"
 #include "common/config.h"
 #include "common/error.h"

@@ -1,25 +1,13 @@
 /* qualify.c — accuracy, speed and end-to-end records for own kernels (see
- * qualify.h). Candidates: the persistent LSTM kernel (kernels/lstm.cu) for
- * lstm.stack, the fused SincNet filterbank (kernels/sincnet.cu) for
- * sincnet.conv0.abs_pool, the fused 1-D convolution (kernels/segconv.cu) for
- * segconv.conv1 and conv2, the head's fused layers (kernels/dense.cu) for
- * dense.linear0, linear1 and classifier, the fbank's FFT and mel kernels
- * (kernels/fbank.cu) for fbank.dft and fbank.mel, the ResNet convolution
- * (kernels/resnet.cu) for each of the trunk's layers, the statistics pooling
- * (kernels/pooling.cu) for pooling.stats and the split-K layer
- * (kernels/embedding.cu) for embedding.seg_1; a new candidate adds a row to
- * the table and a function that runs its boundary on both routes. */
+ * qualify.h): the driver of `gpuflock qualify`. It holds the candidates
+ * table, the records, the accuracy bookkeeping against float64, the
+ * interleaved A/B timing and the verdicts on speed and end to end, and
+ * hands each candidate to its area's function: the segmentation network's
+ * in qualify_seg.c, the embedding network's in qualify_emb.c (what the
+ * three share: qualify_priv.h). A new candidate adds a row to its network's
+ * table and a function that runs its boundary on both routes. */
 #include "worker/qualify.h"
-#include "worker/diar/segmentation_gpu.h"
-#include "worker/lstm_gpu.h"
-#include "worker/conv_gpu.h"
-#include "worker/dense_gpu.h"
-#include "worker/pool_gpu.h"
-#include "worker/seg1_gpu.h"
-#include "worker/segconv_gpu.h"
-#include "worker/sinc_gpu.h"
-#include "worker/diar/embedding_gpu.h"
-#include "worker/diar/fbank_gpu.h"
+#include "worker/qualify_priv.h"
 #include "common/devstats.h"
 #include "common/error.h"
 #include "common/log.h"
@@ -34,257 +22,30 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
-#define LSTM_T 589      /* the segmentation's frames: the production sequence length */
-#define LSTM_IN 60
-#define LSTM_H 128
-#define LSTM_LAYERS 4
-#define REF_SEQS 3      /* sequences checked against the float64 reference per batch */
+/* ---- the candidates ------------------------------------------------------ */
 
-static const gf_pin lstm_pins[] = {
-    { "hidden_per_block", "128" },
-    { "persistent", "1" },
-    { "directions_fused", "1" },
-    { "threads", "512" },
-};
-
-/* kernels/lstm.cu on cc >= 9.0, by math mode (worker/lstm_gpu.c): fp32 runs
- * v1 as above; tf32 the cluster kernel, a cluster of 8 blocks of 256
- * threads a direction and 8 sequences (32 in the pipeline when its stages
- * overlap: the same kernel on fewer multiprocessors), 16 hidden units a
- * block, the recurrence on the tensor cores, the hidden state exchanged
- * through distributed shared memory. */
-static const gf_pin lstm_cluster_pins[] = {
-    { "hidden_per_block", "fp32 128, tf32 16" },
-    { "persistent", "1" },
-    { "directions_fused", "fp32 1, tf32 0" },
-    { "cluster", "fp32 1, tf32 8" },
-    { "seqs_per_cluster", "fp32 1, tf32 8 (32 beside the trunk)" },
-    { "threads", "fp32 512, tf32 256" },
-};
-
-/* kernels/sincnet.cu: 16 filters and 256 pooled outputs (7,680 samples of
- * output span) a block, the tap loop unrolled by 2, 256 threads. */
-/* kernels/segconv.cu: all 60 channels and 192 frames (64 pooled outputs) a
- * block, the 5 taps unrolled, 320 threads. */
-static const gf_pin segconv_pins[] = {
-    { "channels_per_block", "60" },
-    { "frames_per_block", "192" },
-    { "k_unroll", "5" },
-    { "threads", "320" },
-};
-
-/* kernels/fbank.cu: the FFT takes one warp a frame, 16 frames a block of 256
- * threads (radix 8, 8, 4 over 256 complex points); the mel kernel 16 frames
- * a block of 256 threads, each bin's nonzero weights only. */
-static const gf_pin fbank_dft_pins[] = {
-    { "frames_per_block", "16" },
-    { "dft_tile", "fft256c-r884" },
-    { "threads", "256" },
-};
-
-static const gf_pin fbank_mel_pins[] = {
-    { "frames_per_block", "16" },
-    { "mel_tile", "sparse" },
-    { "threads", "256" },
-};
-
-/* kernels/sincnet.cu, by the kernel the route runs (worker/sinc_gpu.c).
- * FMA kernel (cc < 9.0): a block of 256 threads owns 256 pooled outputs
- * (7,680 samples) of 16 filters, taps unrolled by 2. DMMA kernel (cc >= 9.0:
- * the sm90 tier): a block of 128 threads owns 64 pooled outputs (1,920
- * samples) of 40 filters, mma.sync m16n8k4 f64 over taps 4 at a time,
- * unrolled by 3 (12 taps). */
-static const gf_pin sinc_pins[] = {
-    { "filters_per_block", "16" },
-    { "samples_per_block", "7680" },
-    { "taps_unroll", "2" },
-    { "threads", "256" },
-};
-
-static const gf_pin sinc_dmma_pins[] = {
-    { "filters_per_block", "40" },
-    { "samples_per_block", "1920" },
-    { "taps_unroll", "12" },
-    { "threads", "128" },
-};
-
-/* kernels/dense.cu, the linear layers, by math mode (worker/dense_gpu.c).
- * fp32: float32 FMAs, a block owns 32 rows (from 8,192 rows on; 16 from
- * 2,048, 8 below: batches 32, 8, 1) x all 128 outputs and walks K 16 at a
- * time through two shared-memory stages. tf32 (cc >= 9.0): mma.sync tf32, a
- * block owns 64 rows (from 8,192 on; 16 below) x all 128 outputs and takes
- * all of K into shared memory at once in two halves. The classifier's block
- * owns 16 rows, 8 lanes a row over its 128 inputs, float32 in both modes.
- * 128 threads. */
-static const gf_pin dense_linear_pins[] = {
-    { "tile_m", "fp32 32/16/8, tf32 64/16" },
-    { "tile_n", "128" },
-    { "tile_k", "fp32 16, tf32 all of K" },
-    { "stages", "fp32 2, tf32 2 (halves of K)" },
-    { "threads", "128" },
-};
-
-static const gf_pin dense_classifier_pins[] = {
-    { "tile_m", "16" },
-    { "tile_n", "7" },
-    { "tile_k", "128" },
-    { "threads", "128" },
-};
-
-/* kernels/pooling.cu: the 125 frames of 32 rows a block, 128 threads. */
-static const gf_pin pool_pins[] = {
-    { "frames_per_block", "125" },
-    { "channels_per_block", "32" },
-    { "threads", "128" },
-};
-
-/* kernels/embedding.cu: 64 outputs of 32 rows a block, 128 threads; k split
- * so that the grid is at most 256 blocks (worker/seg1_gpu.c). fp32: float32
- * FMAs, 32 slices up to 64 rows, 20 at 96. tf32 (cc >= 9.0): mma.sync tf32,
- * 40 slices of 128 k up to 32 rows, else 20 of 256 k. */
-static const gf_pin seg1_pins[] = {
-    { "tile_n", "64" },
-    { "split_k", "fp32 auto (32/20/...), tf32 40/20" },
-    { "threads", "128" },
-};
-
-/* The ResNet kernel's configuration per layer, from the variant the own
- * route runs for its shape (gf_conv_gpu_own_kernel). */
-#define RESNET_PINS 7
-typedef struct {
-    gf_pin pins[RESNET_PINS];
-    char tile_m[8], tile_n[8], tile_k[8], stages[8], halo[16];
-} resnet_config;
-
-/* The ResNet34 trunk's convolutions, in network order, with their shapes and
- * input extents (80 mel rows x 998 frames at the trunk's input). */
-typedef struct {
-    char boundary[48];
-    gf_conv_shape shape;
-    int h, w;            /* input extent */
-    int residual, relu;  /* epilogue as the network runs it */
-    resnet_config config;
-} conv_layer;
-
-#define MAX_CONV_LAYERS 40
-static conv_layer conv_layers[MAX_CONV_LAYERS];
-static size_t n_conv_layers;
-static gf_candidate candidates[11 + MAX_CONV_LAYERS];
+/* The segmentation network's (qualify_seg.c) then the embedding network's
+ * (qualify_emb.c), built for the card last asked about. */
+static gf_candidate candidates[GFQ_MAX_CANDIDATES];
 static size_t n_candidates;
 static int candidates_cc = -1;   /* the card they were built for */
-
-static void add_conv(int cc, const char *name, int cin, int cout, int k, int stride, int h,
-                     int w, int residual, int relu)
-{
-    conv_layer *c = &conv_layers[n_conv_layers++];
-    snprintf(c->boundary, sizeof c->boundary, "%s", name);
-    c->shape = (gf_conv_shape){ cin, cout, k, stride };
-    c->h = h;
-    c->w = w;
-    c->residual = residual;
-    c->relu = relu;
-    const gf_conv_own_kernel *kern = gf_conv_gpu_own_kernel(c->shape, cc);
-    resnet_config *rc = &c->config;
-    snprintf(rc->tile_m, sizeof rc->tile_m, "%d", kern->tile_m);
-    snprintf(rc->tile_n, sizeof rc->tile_n, "%d", kern->tile_n);
-    snprintf(rc->tile_k, sizeof rc->tile_k, "%d", kern->tile_k);
-    snprintf(rc->stages, sizeof rc->stages, "%d", kern->stages);
-    if (kern->tile_rows)
-        snprintf(rc->halo, sizeof rc->halo, "%dx%d", kern->tile_rows, kern->tile_cols);
-    else
-        snprintf(rc->halo, sizeof rc->halo, "none");
-    const gf_pin pins[RESNET_PINS] = {
-        { "tile_m", rc->tile_m }, { "tile_n", rc->tile_n }, { "tile_k", rc->tile_k },
-        { "stages", rc->stages }, { "warps", "8" },
-        { "implicit_gemm", kern->version == 6 ? "0" : "1" },
-        { "halo", rc->halo },
-    };
-    memcpy(rc->pins, pins, sizeof pins);
-}
-
-static void build_candidates(int cc)
-{
-    n_conv_layers = n_candidates = 0;
-    static const int blocks[4] = { 3, 4, 6, 3 }, widths[4] = { 32, 64, 128, 256 };
-    char name[48];
-    int h = 80, w = 998, cin = 32;
-    add_conv(cc, "resnet.conv1", 1, 32, 3, 1, h, w, 0, 1);
-    for (int l = 0; l < 4; l++)
-        for (int b = 0; b < blocks[l]; b++) {
-            int stride = (l > 0 && b == 0) ? 2 : 1, width = widths[l];
-            int ho = (h + 2 - 3) / stride + 1, wo = (w + 2 - 3) / stride + 1;
-            snprintf(name, sizeof name, "resnet.layer%d.%d.conv1", l + 1, b);
-            add_conv(cc, name, cin, width, 3, stride, h, w, 0, 1);
-            snprintf(name, sizeof name, "resnet.layer%d.%d.conv2", l + 1, b);
-            add_conv(cc, name, width, width, 3, 1, ho, wo, 1, 1);
-            if (stride != 1 || cin != width) {
-                snprintf(name, sizeof name, "resnet.layer%d.%d.shortcut", l + 1, b);
-                add_conv(cc, name, cin, width, 1, stride, h, w, 0, 0);
-            }
-            h = ho;
-            w = wo;
-            cin = width;
-        }
-    if (cc >= 90)
-        candidates[n_candidates++] = (gf_candidate){ "lstm", "lstm.stack", lstm_cluster_pins,
-                                                     GF_ARRAY_LEN(lstm_cluster_pins) };
-    else
-        candidates[n_candidates++] = (gf_candidate){ "lstm", "lstm.stack", lstm_pins,
-                                                     GF_ARRAY_LEN(lstm_pins) };
-    if (cc >= 90)
-        candidates[n_candidates++] = (gf_candidate){ "sincnet", "sincnet.conv0.abs_pool",
-                                                     sinc_dmma_pins,
-                                                     GF_ARRAY_LEN(sinc_dmma_pins) };
-    else
-        candidates[n_candidates++] = (gf_candidate){ "sincnet", "sincnet.conv0.abs_pool",
-                                                     sinc_pins, GF_ARRAY_LEN(sinc_pins) };
-    candidates[n_candidates++] = (gf_candidate){ "segconv", "segconv.conv1", segconv_pins,
-                                                 GF_ARRAY_LEN(segconv_pins) };
-    candidates[n_candidates++] = (gf_candidate){ "segconv", "segconv.conv2", segconv_pins,
-                                                 GF_ARRAY_LEN(segconv_pins) };
-    candidates[n_candidates++] = (gf_candidate){ "dense", "dense.linear0", dense_linear_pins,
-                                                 GF_ARRAY_LEN(dense_linear_pins) };
-    candidates[n_candidates++] = (gf_candidate){ "dense", "dense.linear1", dense_linear_pins,
-                                                 GF_ARRAY_LEN(dense_linear_pins) };
-    candidates[n_candidates++] = (gf_candidate){ "dense", "dense.classifier",
-                                                 dense_classifier_pins,
-                                                 GF_ARRAY_LEN(dense_classifier_pins) };
-    candidates[n_candidates++] = (gf_candidate){ "fbank", "fbank.dft", fbank_dft_pins,
-                                                 GF_ARRAY_LEN(fbank_dft_pins) };
-    candidates[n_candidates++] = (gf_candidate){ "fbank", "fbank.mel", fbank_mel_pins,
-                                                 GF_ARRAY_LEN(fbank_mel_pins) };
-    for (size_t i = 0; i < n_conv_layers; i++)
-        candidates[n_candidates++] = (gf_candidate){ "resnet", conv_layers[i].boundary,
-                                                     conv_layers[i].config.pins, RESNET_PINS };
-    candidates[n_candidates++] = (gf_candidate){ "pooling", "pooling.stats", pool_pins,
-                                                 GF_ARRAY_LEN(pool_pins) };
-    candidates[n_candidates++] = (gf_candidate){ "embedding", "embedding.seg_1", seg1_pins,
-                                                 GF_ARRAY_LEN(seg1_pins) };
-}
 
 const gf_candidate *gf_qualify_candidates(int cc, size_t *count)
 {
     if (cc != candidates_cc) {
-        build_candidates(cc);
+        n_candidates = gfq_seg_candidates(cc, candidates, GF_ARRAY_LEN(candidates));
+        n_candidates += gfq_emb_candidates(cc, candidates + n_candidates,
+                                           GF_ARRAY_LEN(candidates) - n_candidates);
         candidates_cc = cc;
     }
     *count = n_candidates;
     return candidates;
 }
 
-static const conv_layer *conv_layer_find(const char *boundary)
-{
-    for (size_t i = 0; i < n_conv_layers; i++)
-        if (strcmp(conv_layers[i].boundary, boundary) == 0)
-            return &conv_layers[i];
-    return NULL;
-}
-
 /* ---- random inputs ------------------------------------------------------ */
 
-static uint64_t next_u64(uint64_t *s)
+uint64_t gfq_next_u64(uint64_t *s)
 {
     /* splitmix64: well mixed from any seed */
     uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
@@ -293,10 +54,9 @@ static uint64_t next_u64(uint64_t *s)
     return z ^ (z >> 31);
 }
 
-/* Uniform in [-a, a], never exactly zero. */
-static float uniform(uint64_t *s, float a)
+float gfq_uniform(uint64_t *s, float a)
 {
-    double u = ((double)(next_u64(s) >> 11) + 0.5) / 9007199254740992.0;
+    double u = ((double)(gfq_next_u64(s) >> 11) + 0.5) / 9007199254740992.0;
     return (float)((2.0 * u - 1.0) * a);
 }
 
@@ -374,61 +134,9 @@ static json_object *timing_json(double *v, int n, double *median, double *lo, do
     return o;
 }
 
-/* ---- the LSTM candidate --------------------------------------------------- */
-
-typedef struct {
-    float *w_ih[LSTM_LAYERS][2], *w_hh[LSTM_LAYERS][2], *b_ih[LSTM_LAYERS][2],
-        *b_hh[LSTM_LAYERS][2];
-    gf_lstm_gpu_dir dirs[LSTM_LAYERS][2];
-} lstm_weights;
-
-static void lstm_weights_random(lstm_weights *w, uint64_t *seed)
-{
-    const int G = 4 * LSTM_H;
-    const float k = 1.0f / sqrtf((float)LSTM_H);   /* PyTorch's initialisation range */
-    for (int l = 0; l < LSTM_LAYERS; l++)
-        for (int d = 0; d < 2; d++) {
-            int in = l ? 2 * LSTM_H : LSTM_IN;
-            w->w_ih[l][d] = gf_malloc(sizeof(float) * G * in);
-            w->w_hh[l][d] = gf_malloc(sizeof(float) * G * LSTM_H);
-            w->b_ih[l][d] = gf_malloc(sizeof(float) * G);
-            w->b_hh[l][d] = gf_malloc(sizeof(float) * G);
-            for (int i = 0; i < G * in; i++)
-                w->w_ih[l][d][i] = uniform(seed, k);
-            for (int i = 0; i < G * LSTM_H; i++)
-                w->w_hh[l][d][i] = uniform(seed, k);
-            for (int i = 0; i < G; i++) {
-                w->b_ih[l][d][i] = uniform(seed, k);
-                w->b_hh[l][d][i] = uniform(seed, k);
-            }
-            w->dirs[l][d] = (gf_lstm_gpu_dir){ w->w_ih[l][d], w->w_hh[l][d], w->b_ih[l][d],
-                                               w->b_hh[l][d] };
-        }
-}
-
-static void lstm_weights_free(lstm_weights *w)
-{
-    for (int l = 0; l < LSTM_LAYERS; l++)
-        for (int d = 0; d < 2; d++) {
-            free(w->w_ih[l][d]);
-            free(w->w_hh[l][d]);
-            free(w->b_ih[l][d]);
-            free(w->b_hh[l][d]);
-        }
-}
-
 /* ---- accuracy against float64 --------------------------------------------- */
 
-/* A candidate's outputs against the float64 reference, one element at a
- * time, with the math mode's per-element tolerance atol + rtol·|ref|. */
-typedef struct {
-    double atol, rtol;
-    long elements, mismatches;
-    double max_abs, max_rel, num, den;
-} acc_errors;
-
-/* Adds one element; false when it is further from ref than lim (NaN too). */
-static bool acc_add_within(acc_errors *e, double got, double ref, double lim)
+bool gfq_acc_add_within(gfq_acc_errors *e, double got, double ref, double lim)
 {
     double d = fabs(got - ref);
     bool ok = d <= lim;
@@ -443,14 +151,12 @@ static bool acc_add_within(acc_errors *e, double got, double ref, double lim)
     return ok;
 }
 
-/* The same with the tolerance atol + rtol·|ref|. */
-static bool acc_add(acc_errors *e, double got, double ref)
+bool gfq_acc_add(gfq_acc_errors *e, double got, double ref)
 {
-    return acc_add_within(e, got, ref, e->atol + e->rtol * fabs(ref));
+    return gfq_acc_add_within(e, got, ref, e->atol + e->rtol * fabs(ref));
 }
 
-/* Outputs the run left as the NaN they were poisoned with (or made NaN). */
-static long count_unwritten(const float *got, size_t n)
+long gfq_count_unwritten(const float *got, size_t n)
 {
     long bad = 0;
     for (size_t i = 0; i < n; i++)
@@ -459,13 +165,9 @@ static long count_unwritten(const float *got, size_t n)
     return bad;
 }
 
-/* The verdict (an unwritten output is a mismatch), its report line, and the
- * accuracy record: what was compared (`what`: "sampled outputs", "elements")
- * and one key of its own (extra_key: extra_value). */
-static int acc_record(const gf_qualify_ctx *ctx, const gf_candidate *cand, int B, gf_math math,
-                      gf_qualify_result *res, uint64_t seed, const acc_errors *e, long unwritten,
-                      size_t outputs, const char *what, const char *extra_key,
-                      int64_t extra_value)
+int gfq_acc_record(const gf_qualify_ctx *ctx, const gf_candidate *cand, int B, gf_math math,
+                   gf_qualify_result *res, uint64_t seed, const gfq_acc_errors *e, long unwritten,
+                   size_t outputs, const char *what, const char *extra_key, int64_t extra_value)
 {
     long mismatches = e->mismatches + unwritten;
     double norm_err = sqrt(e->num / (e->den > 0 ? e->den : 1));
@@ -490,8 +192,7 @@ static int acc_record(const gf_qualify_ctx *ctx, const gf_candidate *cand, int B
     return rc;
 }
 
-/* The module the own route loaded must be the candidate's. */
-static int check_module(const char *boundary, const char *sha, const gf_qualify_result *res)
+int gfq_check_module(const char *boundary, const char *sha, const gf_qualify_result *res)
 {
     if (strcmp(sha, res->module.sha256) == 0)
         return 0;
@@ -501,14 +202,6 @@ static int check_module(const char *boundary, const char *sha, const gf_qualify_
 }
 
 /* ---- A/B timing ------------------------------------------------------------ */
-
-/* What A/B rounds compare: the same work on the own route (A) and on the
- * library route (B). run adds the device time of one run to stats. */
-typedef struct {
-    int (*set_route)(void *arg, gf_route_kind kind);
-    int (*run)(void *arg, gf_devstats *stats);
-    void *arg;
-} ab_subject;
 
 static double stats_total_ns(const gf_devstats *st)
 {
@@ -520,10 +213,8 @@ static double stats_total_ns(const gf_devstats *st)
     return total;
 }
 
-/* One warm-up of each route, then ctx->rounds interleaved rounds A, B, A, B;
- * a[r], b[r] in ns x scale. A run whose timing failed fails the rounds. */
-static int ab_rounds(const gf_qualify_ctx *ctx, const ab_subject *sub, double scale, double *a,
-                     double *b)
+int gfq_ab_rounds(const gf_qualify_ctx *ctx, const gfq_ab_subject *sub, double scale, double *a,
+                  double *b)
 {
     int rc = 0;
     for (int r = -1; r < ctx->rounds && !rc; r++)
@@ -542,121 +233,6 @@ static int ab_rounds(const gf_qualify_ctx *ctx, const ab_subject *sub, double sc
         }
     return rc;
 }
-
-typedef struct {
-    gf_gpu *gpu;
-    gf_lstm_gpu *l;
-    gf_math math;
-    gf_cu_ptr x;
-    int B;
-} lstm_subject;
-
-static int lstm_set_route(void *arg, gf_route_kind kind)
-{
-    lstm_subject *t = arg;
-    return gf_lstm_gpu_set_route(t->l, kind, NULL);
-}
-
-static int lstm_run(void *arg, gf_devstats *stats)
-{
-    lstm_subject *t = arg;
-    gf_cu_ptr out;
-    int rc = gf_gpu_timing_begin(t->gpu, "lstm.stack", "qualify");
-    rc = rc ? rc : gf_lstm_gpu_run(t->l, t->math, t->x, t->B, &out);
-    rc = rc ? rc : gf_gpu_timing_end(t->gpu);
-    gf_gpu_timing_collect(t->gpu, stats);
-    return rc;
-}
-
-static int lstm_accuracy(const gf_qualify_ctx *ctx, const gf_candidate *cand, int B,
-                         gf_math math, const lstm_weights *w, const float *x, gf_lstm_gpu *l,
-                         gf_cu_ptr dx, gf_qualify_result *res, uint64_t seed)
-{
-    const size_t per = (size_t)LSTM_T * 2 * LSTM_H;
-    float *got = gf_malloc(sizeof(float) * (size_t)B * per);
-    double *ref = gf_malloc(sizeof(double) * per);
-    gf_cu_ptr out;
-    int rc = gf_lstm_gpu_poison(l);
-    rc = rc ? rc : gf_lstm_gpu_run(l, math, dx, B, &out);
-    rc = rc ? rc : gf_gpu_download(ctx->gpu, got, out, sizeof(float) * (size_t)B * per);
-    if (rc)
-        goto out;
-    /* Tolerances by math mode: fp32 end to end, or tf32 input projections. */
-    acc_errors e = { .atol = math == GF_MATH_TF32 ? 2e-2 : 1e-4,
-                     .rtol = math == GF_MATH_TF32 ? 2e-2 : 1e-3 };
-    int seqs[REF_SEQS] = { 0, B / 2, B - 1 };
-    for (int q = 0; q < REF_SEQS; q++) {
-        if (q > 0 && seqs[q] == seqs[q - 1])
-            continue;
-        int b = seqs[q];
-        gf_lstm_ref(w->dirs, LSTM_LAYERS, LSTM_IN, LSTM_H, LSTM_T, x + (size_t)b * LSTM_T * LSTM_IN, ref);
-        for (size_t i = 0; i < per; i++) {
-            double a = got[(size_t)b * per + i];
-            if (!acc_add(&e, a, ref[i]) && e.mismatches <= 5)
-                fprintf(ctx->report, "    mismatch: sequence %d element %zu: %.9g vs %.9g\n",
-                        b, i, a, ref[i]);
-        }
-    }
-    rc = acc_record(ctx, cand, B, math, res, seed, &e, count_unwritten(got, (size_t)B * per),
-                    (size_t)B * per, "elements", "sequences_checked", REF_SEQS);
-out:
-    free(got);
-    free(ref);
-    return rc;
-}
-
-/* The whole segmentation network, A (boundary own) / B (library) rounds,
- * seconds. */
-typedef struct {
-    gf_segmentation_gpu *s;
-    const char *boundary;
-    const float *wave;
-    float *logp;
-    int B;
-} seg_subject;
-
-static int seg_set_route(void *arg, gf_route_kind kind)
-{
-    seg_subject *t = arg;
-    return gf_segmentation_gpu_set_route(t->s, t->boundary, kind);
-}
-
-static int seg_run(void *arg, gf_devstats *stats)
-{
-    seg_subject *t = arg;
-    return gf_segmentation_gpu_run(t->s, t->wave, t->B, t->logp, stats);
-}
-
-static int e2e_speed(const gf_qualify_ctx *ctx, const char *boundary, int B, gf_math math,
-                     uint64_t *seed, double *a, double *b)
-{
-    gf_segmentation_gpu *s = gf_segmentation_gpu_new(ctx->gpu, ctx->blas,
-                                                     ctx->segmentation_model, NULL, B, math);
-    if (!s)
-        return GF_EINVAL;
-    /* The LSTM on its own kernel where it loads while another boundary is
-     * measured: on the library route its per-step launches vary by more
-     * than the filterbank's gain (a batch-32 fp32 network of 58 ms). */
-    if (strcmp(boundary, "lstm.stack") != 0 &&
-        gf_segmentation_gpu_set_route(s, "lstm.stack", GF_ROUTE_OWN) != 0)
-        gf_segmentation_gpu_set_route(s, "lstm.stack", GF_ROUTE_LIBRARY);
-    float *wave = gf_malloc(sizeof(float) * (size_t)B * 160000);
-    float *logp = gf_malloc(sizeof(float) * (size_t)B * 589 * 7);
-    for (size_t i = 0; i < (size_t)B * 160000; i++)
-        wave[i] = uniform(seed, 0.3f);
-    seg_subject t = { s, boundary, wave, logp, B };
-    ab_subject sub = { seg_set_route, seg_run, &t };
-    int rc = ab_rounds(ctx, &sub, 1e-9, a, b);   /* s */
-    free(wave);
-    free(logp);
-    gf_segmentation_gpu_destroy(&s);
-    return rc;
-}
-
-static int e2e_embedding(const gf_qualify_ctx *ctx, const char *boundary, int B, gf_math math,
-                         uint64_t *seed, double *a, double *b, bool *own_trunk);
-static int e2e_fbank(const gf_qualify_ctx *ctx, const char *boundary, int B, gf_math math,
-                     uint64_t *seed, double *a, double *b);
 
 /* From the A/B rounds (a: candidate, b: library, ms): the speed record when
  * the candidate wins outside the noise, then the end-to-end network with and
@@ -694,9 +270,9 @@ static int speed_and_e2e(const gf_qualify_ctx *ctx, const gf_candidate *cand, in
         return 0;
     }
     bool fbank = strcmp(cand->area, "fbank") == 0, own_trunk = false;
-    rc = seg     ? e2e_speed(ctx, cand->boundary, B, math, rng, a, b)
-         : fbank ? e2e_fbank(ctx, cand->boundary, B, math, rng, a, b)
-                 : e2e_embedding(ctx, cand->boundary, B, math, rng, a, b, &own_trunk);
+    rc = seg     ? gfq_e2e_segmentation(ctx, cand->boundary, B, math, rng, a, b)
+         : fbank ? gfq_e2e_fbank(ctx, cand->boundary, B, math, rng, a, b)
+                 : gfq_e2e_embedding(ctx, cand->boundary, B, math, rng, a, b, &own_trunk);
     if (rc)
         return rc;
     r = record_base(ctx, "end-to-end", cand, B, math, &res->module);
@@ -725,832 +301,16 @@ static int speed_and_e2e(const gf_qualify_ctx *ctx, const gf_candidate *cand, in
 
 /* An accurate candidate's speed: interleaved A/B rounds of sub (ms), then
  * speed_and_e2e's records. */
-static int measure_speed(const gf_qualify_ctx *ctx, const gf_candidate *cand, int B,
-                         gf_math math, gf_qualify_result *res, const ab_subject *sub,
-                         uint64_t *rng)
+int gfq_measure_speed(const gf_qualify_ctx *ctx, const gf_candidate *cand, int B, gf_math math,
+                      gf_qualify_result *res, const gfq_ab_subject *sub, uint64_t *rng)
 {
     double *a = gf_calloc((size_t)ctx->rounds, sizeof(double));
     double *b = gf_calloc((size_t)ctx->rounds, sizeof(double));
-    int rc = ab_rounds(ctx, sub, 1e-6, a, b);
+    int rc = gfq_ab_rounds(ctx, sub, 1e-6, a, b);
     if (!rc)
         rc = speed_and_e2e(ctx, cand, B, math, res, a, b, rng);
     free(a);
     free(b);
-    return rc;
-}
-
-static int qualify_lstm(const gf_qualify_ctx *ctx, const gf_candidate *cand, int B, gf_math math,
-                        gf_qualify_result *res)
-{
-    uint64_t seed = ctx->seed ^ ((uint64_t)B << 32) ^ (uint64_t)math;
-    uint64_t rng = seed;
-    lstm_weights w;
-    lstm_weights_random(&w, &rng);
-    float *x = gf_malloc(sizeof(float) * (size_t)B * LSTM_T * LSTM_IN);
-    for (size_t i = 0; i < (size_t)B * LSTM_T * LSTM_IN; i++)
-        x[i] = uniform(&rng, 1.0f);
-    gf_cu_ptr dx = 0;
-    const char *sha = NULL;
-    gf_lstm_gpu *l = gf_lstm_gpu_new(ctx->gpu, ctx->blas, LSTM_LAYERS, LSTM_IN, LSTM_H, w.dirs,
-                                     B, LSTM_T);
-    int rc = l ? 0 : GF_EDEVICE;
-    rc = rc ? rc : gf_lstm_gpu_set_route(l, GF_ROUTE_OWN, &sha);
-    rc = rc ? rc : check_module(cand->boundary, sha, res);
-    rc = rc ? rc : gf_gpu_alloc(ctx->gpu, sizeof(float) * (size_t)B * LSTM_T * LSTM_IN, &dx);
-    rc = rc ? rc : gf_gpu_upload(ctx->gpu, dx, x, sizeof(float) * (size_t)B * LSTM_T * LSTM_IN);
-    rc = rc ? rc : lstm_accuracy(ctx, cand, B, math, &w, x, l, dx, res, seed);
-    if (!rc && res->accurate) {
-        lstm_subject t = { ctx->gpu, l, math, dx, B };
-        ab_subject sub = { lstm_set_route, lstm_run, &t };
-        rc = measure_speed(ctx, cand, B, math, res, &sub, &rng);
-    }
-    if (dx)
-        gf_gpu_free(ctx->gpu, dx);
-    gf_lstm_gpu_destroy(&l);
-    lstm_weights_free(&w);
-    free(x);
-    return rc;
-}
-
-/* ---- the SincNet filterbank candidate -------------------------------------- */
-
-#define SINC_SAMPLES 4096   /* pooled outputs checked against float64 per tuple */
-
-typedef struct {
-    gf_gpu *gpu;
-    gf_sinc_gpu *s;
-    gf_cu_ptr wave, out;
-    int B;
-} sinc_subject;
-
-static int sinc_set_route(void *arg, gf_route_kind kind)
-{
-    sinc_subject *t = arg;
-    return gf_sinc_gpu_set_route(t->s, kind, NULL);
-}
-
-static int sinc_run(void *arg, gf_devstats *stats)
-{
-    sinc_subject *t = arg;
-    int rc = gf_gpu_timing_begin(t->gpu, "sincnet.conv0.abs_pool", "qualify");
-    rc = rc ? rc : gf_sinc_gpu_run(t->s, t->wave, t->B, t->out);
-    rc = rc ? rc : gf_gpu_timing_end(t->gpu);
-    gf_gpu_timing_collect(t->gpu, stats);
-    return rc;
-}
-
-/* The filterbank sums in float64 on both routes whatever the math mode, and
- * rounds once to float: the tolerance is a few units in the last place. */
-static int qualify_sinc(const gf_qualify_ctx *ctx, const gf_candidate *cand, int B,
-                        gf_math math, gf_qualify_result *res)
-{
-    uint64_t seed = ctx->seed ^ ((uint64_t)B << 32) ^ (uint64_t)math ^ 0x51ac;
-    uint64_t rng = seed;
-    const size_t nw = (size_t)B * GF_SINC_SAMPLES;
-    const size_t no = (size_t)B * GF_SINC_FILTERS * GF_SINC_POOLED;
-    double *filters = gf_malloc(sizeof(double) * GF_SINC_FILTERS * GF_SINC_TAPS);
-    float *wave = gf_malloc(sizeof(float) * nw), *got = gf_malloc(sizeof(float) * no);
-    for (int i = 0; i < GF_SINC_FILTERS * GF_SINC_TAPS; i++)
-        filters[i] = uniform(&rng, 0.1f);
-    for (size_t i = 0; i < nw; i++)
-        wave[i] = uniform(&rng, 1.5f);
-    gf_cu_ptr dw = 0, dout = 0;
-    const char *sha = NULL;
-    gf_sinc_gpu *s = gf_sinc_gpu_new(ctx->gpu, ctx->blas, filters, B);
-    int rc = s ? 0 : GF_EDEVICE;
-    rc = rc ? rc : gf_sinc_gpu_set_route(s, GF_ROUTE_OWN, &sha);
-    rc = rc ? rc : check_module(cand->boundary, sha, res);
-    rc = rc ? rc : gf_gpu_alloc(ctx->gpu, sizeof(float) * nw, &dw);
-    rc = rc ? rc : gf_gpu_alloc(ctx->gpu, sizeof(float) * no, &dout);
-    rc = rc ? rc : gf_gpu_upload(ctx->gpu, dw, wave, sizeof(float) * nw);
-    rc = rc ? rc : gf_gpu_fill32(ctx->gpu, dout, 0x7fc00000u, no);   /* NaN poison */
-    rc = rc ? rc : gf_sinc_gpu_run(s, dw, B, dout);
-    rc = rc ? rc : gf_gpu_download(ctx->gpu, got, dout, sizeof(float) * no);
-    if (!rc) {
-        acc_errors e = { .atol = 1e-9, .rtol = 2.4e-7 };   /* 2 ulp of float */
-        for (int k = 0; k < SINC_SAMPLES; k++) {
-            size_t o = (size_t)(next_u64(&rng) % no);
-            acc_add(&e, got[o], gf_sinc_ref(filters, wave, o));
-        }
-        rc = acc_record(ctx, cand, B, math, res, seed, &e, count_unwritten(got, no), no,
-                        "sampled outputs", "outputs_written_checked", (int64_t)no);
-    }
-    if (!rc && res->accurate) {
-        sinc_subject t = { ctx->gpu, s, dw, dout, B };
-        ab_subject sub = { sinc_set_route, sinc_run, &t };
-        rc = measure_speed(ctx, cand, B, math, res, &sub, &rng);
-    }
-    if (dw)
-        gf_gpu_free(ctx->gpu, dw);
-    if (dout)
-        gf_gpu_free(ctx->gpu, dout);
-    gf_sinc_gpu_destroy(&s);
-    free(filters), free(wave), free(got);
-    return rc;
-}
-
-/* ---- the segmentation convolution candidates ------------------------------- */
-
-#define SEGCONV_SAMPLES 4096   /* pooled outputs checked against float64 per tuple */
-
-typedef struct {
-    gf_gpu *gpu;
-    gf_segconv_gpu *s;
-    const char *boundary;
-    gf_math math;
-    gf_cu_ptr x, out;
-    int B;
-} segconv_subject;
-
-static int segconv_set_route(void *arg, gf_route_kind kind)
-{
-    segconv_subject *t = arg;
-    return gf_segconv_gpu_set_route(t->s, kind, NULL);
-}
-
-static int segconv_run(void *arg, gf_devstats *stats)
-{
-    segconv_subject *t = arg;
-    int rc = gf_gpu_timing_begin(t->gpu, t->boundary, "qualify");
-    rc = rc ? rc : gf_segconv_gpu_run(t->s, t->math, t->x, t->B, t->out);
-    rc = rc ? rc : gf_gpu_timing_end(t->gpu);
-    gf_gpu_timing_collect(t->gpu, stats);
-    return rc;
-}
-
-/* The own kernel sums in float32 FMAs in both math modes; the tolerances are
- * the math mode's, as for the ResNet layers (fp32: those of the LSTM). */
-static int qualify_segconv(const gf_qualify_ctx *ctx, const gf_candidate *cand, int B,
-                           gf_math math, gf_qualify_result *res)
-{
-    bool first = strcmp(cand->boundary, "segconv.conv1") == 0;
-    const int cin = first ? 80 : 60, tin = first ? 5325 : 1773, C = GF_SEGCONV_COUT;
-    const int K = GF_SEGCONV_TAPS, tp = (tin - K + 1) / 3;
-    uint64_t seed = ctx->seed ^ ((uint64_t)B << 32) ^ (uint64_t)math ^ (first ? 0xc1 : 0xc2);
-    uint64_t rng = seed;
-    const size_t nx = (size_t)B * cin * tin, no = (size_t)B * C * tp, nw = (size_t)C * cin * K;
-    float *x = gf_malloc(sizeof(float) * nx), *w = gf_malloc(sizeof(float) * nw);
-    float *bias = gf_malloc(sizeof(float) * C), *got = gf_malloc(sizeof(float) * no);
-    for (size_t i = 0; i < nx; i++)
-        x[i] = uniform(&rng, 1.0f);
-    for (size_t i = 0; i < nw; i++)
-        w[i] = uniform(&rng, 1.0f / sqrtf((float)(cin * K)));
-    for (int i = 0; i < C; i++)
-        bias[i] = uniform(&rng, 0.1f);
-    gf_cu_ptr dx = 0, dout = 0;
-    const char *sha = NULL;
-    gf_segconv_gpu *s = gf_segconv_gpu_new(ctx->gpu, ctx->blas, cand->boundary, cin, tin, w,
-                                           bias, B);
-    int rc = s ? 0 : GF_EDEVICE;
-    rc = rc ? rc : gf_segconv_gpu_set_route(s, GF_ROUTE_OWN, &sha);
-    rc = rc ? rc : check_module(cand->boundary, sha, res);
-    rc = rc ? rc : gf_gpu_alloc(ctx->gpu, sizeof(float) * nx, &dx);
-    rc = rc ? rc : gf_gpu_alloc(ctx->gpu, sizeof(float) * no, &dout);
-    rc = rc ? rc : gf_gpu_upload(ctx->gpu, dx, x, sizeof(float) * nx);
-    rc = rc ? rc : gf_gpu_fill32(ctx->gpu, dout, 0x7fc00000u, no);   /* NaN poison */
-    rc = rc ? rc : gf_segconv_gpu_run(s, math, dx, B, dout);
-    rc = rc ? rc : gf_gpu_download(ctx->gpu, got, dout, sizeof(float) * no);
-    if (!rc) {
-        acc_errors e = { .atol = math == GF_MATH_TF32 ? 5e-3 : 1e-4,
-                         .rtol = math == GF_MATH_TF32 ? 1e-2 : 1e-3 };
-        for (int k = 0; k < SEGCONV_SAMPLES; k++) {
-            size_t o = (size_t)(next_u64(&rng) % no);
-            size_t b = o / ((size_t)C * tp), c = (o / tp) % C, p = o % tp;
-            double ref = -INFINITY;
-            for (int j = 0; j < 3; j++) {
-                double acc = 0.0;
-                for (int ci = 0; ci < cin; ci++)
-                    for (int q = 0; q < K; q++)
-                        acc += (double)w[(c * cin + ci) * K + q] *
-                               x[(b * cin + ci) * tin + 3 * p + j + q];
-                ref = fmax(ref, acc);
-            }
-            acc_add(&e, got[o], ref + bias[c]);
-        }
-        rc = acc_record(ctx, cand, B, math, res, seed, &e, count_unwritten(got, no), no,
-                        "sampled outputs", "outputs_written_checked", (int64_t)no);
-    }
-    if (!rc && res->accurate) {
-        segconv_subject t = { ctx->gpu, s, cand->boundary, math, dx, dout, B };
-        ab_subject sub = { segconv_set_route, segconv_run, &t };
-        rc = measure_speed(ctx, cand, B, math, res, &sub, &rng);
-    }
-    if (dx)
-        gf_gpu_free(ctx->gpu, dx);
-    if (dout)
-        gf_gpu_free(ctx->gpu, dout);
-    gf_segconv_gpu_destroy(&s);
-    free(x), free(w), free(bias), free(got);
-    return rc;
-}
-
-/* ---- the segmentation head's candidates ------------------------------------ */
-
-typedef struct {
-    gf_gpu *gpu;
-    gf_dense_gpu *d;
-    const char *boundary;
-    gf_math math;
-    gf_cu_ptr x, out;
-    int rows;
-} dense_subject;
-
-static int dense_set_route(void *arg, gf_route_kind kind)
-{
-    dense_subject *t = arg;
-    return gf_dense_gpu_set_route(t->d, kind, NULL);
-}
-
-static int dense_run(void *arg, gf_devstats *stats)
-{
-    dense_subject *t = arg;
-    int rc = gf_gpu_timing_begin(t->gpu, t->boundary, "qualify");
-    rc = rc ? rc : gf_dense_gpu_run(t->d, t->math, t->x, t->rows, t->out);
-    rc = rc ? rc : gf_gpu_timing_end(t->gpu);
-    gf_gpu_timing_collect(t->gpu, stats);
-    return rc;
-}
-
-/* One layer of the head over the B·589 frames of a batch, every output
- * against float64. The own kernels sum in float32 FMAs in both math modes;
- * the tolerances are the math mode's, as for the segmentation
- * convolutions. */
-static int qualify_dense(const gf_qualify_ctx *ctx, const gf_candidate *cand, int B,
-                         gf_math math, gf_qualify_result *res)
-{
-    const bool cls = strcmp(cand->boundary, "dense.classifier") == 0;
-    const bool first = strcmp(cand->boundary, "dense.linear0") == 0;
-    const int in = first ? 256 : 128, n = cls ? 7 : 128, rows = B * 589;
-    const gf_dense_act act = cls ? GF_DENSE_LOG_SOFTMAX : GF_DENSE_LEAKY_RELU;
-    uint64_t seed = ctx->seed ^ ((uint64_t)B << 32) ^ (uint64_t)math ^ (uint64_t)(0xd0 + in + n);
-    uint64_t rng = seed;
-    const size_t nx = (size_t)rows * in, no = (size_t)rows * n, nw = (size_t)n * in;
-    float *x = gf_malloc(sizeof(float) * nx), *w = gf_malloc(sizeof(float) * nw);
-    float *bias = gf_malloc(sizeof(float) * n), *got = gf_malloc(sizeof(float) * no);
-    for (size_t i = 0; i < nx; i++)
-        x[i] = uniform(&rng, 1.0f);
-    for (size_t i = 0; i < nw; i++)
-        w[i] = uniform(&rng, 1.0f / sqrtf((float)in));
-    for (int i = 0; i < n; i++)
-        bias[i] = uniform(&rng, 0.1f);
-    gf_cu_ptr dx = 0, dout = 0;
-    const char *sha = NULL;
-    gf_dense_gpu *d = gf_dense_gpu_new(ctx->gpu, ctx->blas, cand->boundary, in, n, w, bias, act,
-                                       rows);
-    int rc = d ? 0 : GF_EDEVICE;
-    rc = rc ? rc : gf_dense_gpu_set_route(d, GF_ROUTE_OWN, &sha);
-    rc = rc ? rc : check_module(cand->boundary, sha, res);
-    rc = rc ? rc : gf_gpu_alloc(ctx->gpu, sizeof(float) * nx, &dx);
-    rc = rc ? rc : gf_gpu_alloc(ctx->gpu, sizeof(float) * no, &dout);
-    rc = rc ? rc : gf_gpu_upload(ctx->gpu, dx, x, sizeof(float) * nx);
-    rc = rc ? rc : gf_gpu_fill32(ctx->gpu, dout, 0x7fc00000u, no);   /* NaN poison */
-    rc = rc ? rc : gf_dense_gpu_run(d, math, dx, rows, dout);
-    rc = rc ? rc : gf_gpu_download(ctx->gpu, got, dout, sizeof(float) * no);
-    if (!rc) {
-        acc_errors e = { .atol = math == GF_MATH_TF32 ? 5e-3 : 1e-4,
-                         .rtol = math == GF_MATH_TF32 ? 1e-2 : 1e-3 };
-        for (size_t o = 0; o < no; o++) {
-            double ref = gf_dense_ref(w, bias, in, n, act, x, o);
-            if (!acc_add(&e, got[o], ref) && e.mismatches <= 5)
-                fprintf(ctx->report, "    mismatch: row %zu output %zu: %.9g vs %.9g\n",
-                        o / (size_t)n, o % (size_t)n, got[o], ref);
-        }
-        rc = acc_record(ctx, cand, B, math, res, seed, &e, count_unwritten(got, no), no,
-                        "elements", "rows", rows);
-    }
-    if (!rc && res->accurate) {
-        dense_subject t = { ctx->gpu, d, cand->boundary, math, dx, dout, rows };
-        ab_subject sub = { dense_set_route, dense_run, &t };
-        rc = measure_speed(ctx, cand, B, math, res, &sub, &rng);
-    }
-    if (dx)
-        gf_gpu_free(ctx->gpu, dx);
-    if (dout)
-        gf_gpu_free(ctx->gpu, dout);
-    gf_dense_gpu_destroy(&d);
-    free(x), free(w), free(bias), free(got);
-    return rc;
-}
-
-/* ---- the ResNet convolution candidates ------------------------------------ */
-
-#define CONV_SAMPLES 4096   /* output elements checked against float64 per tuple */
-
-static double conv_ref_at(const conv_layer *L, const float *x, const float *w, const float *bias,
-                          const float *res, int B, size_t o)
-{
-    const gf_conv_shape *sh = &L->shape;
-    int pad = sh->k / 2;
-    int ho = (L->h + 2 * pad - sh->k) / sh->stride + 1, wo = (L->w + 2 * pad - sh->k) / sh->stride + 1;
-    size_t hw = (size_t)ho * wo;
-    size_t b = o / ((size_t)sh->cout * hw), rem = o % ((size_t)sh->cout * hw);
-    int m = (int)(rem / hw), q = (int)(rem % hw), oy = q / wo, ox = q % wo;
-    double acc = bias[m];
-    (void)B;
-    for (int c = 0; c < sh->cin; c++)
-        for (int ky = 0; ky < sh->k; ky++)
-            for (int kx = 0; kx < sh->k; kx++) {
-                int iy = oy * sh->stride - pad + ky, ix = ox * sh->stride - pad + kx;
-                if (iy < 0 || iy >= L->h || ix < 0 || ix >= L->w)
-                    continue;
-                acc += (double)w[((size_t)m * sh->cin + c) * sh->k * sh->k + ky * sh->k + kx] *
-                       x[(((size_t)b * sh->cin + c) * L->h + iy) * L->w + ix];
-            }
-    if (res)
-        acc += res[o];
-    return L->relu && acc < 0 ? 0.0 : acc;
-}
-
-typedef struct {
-    gf_gpu *gpu;
-    gf_conv_gpu *c;
-    gf_math math;
-    int B;
-    const conv_layer *L;
-    gf_cu_ptr x, out, res, col;
-} conv_subject;
-
-static int conv_set_route(void *arg, gf_route_kind kind)
-{
-    conv_subject *t = arg;
-    return gf_conv_gpu_set_route(t->c, kind, t->math, NULL);
-}
-
-static int conv_run(void *arg, gf_devstats *stats)
-{
-    conv_subject *t = arg;
-    int rc = gf_gpu_timing_begin(t->gpu, t->L->boundary, "qualify");
-    rc = rc ? rc : gf_conv_gpu_run(t->c, t->math, t->B, t->x, t->L->h, t->L->w, t->out, t->res,
-                                   t->L->relu, t->col);
-    rc = rc ? rc : gf_gpu_timing_end(t->gpu);
-    gf_gpu_timing_collect(t->gpu, stats);
-    return rc;
-}
-
-/* The embedding network end to end with `boundary` own (A) or library (B):
- * 3 pooling jobs a window, as the pipeline runs it. */
-typedef struct {
-    gf_embedding_gpu *e;
-    const char *boundary;
-    const float *feats, *masks;
-    const int *job_window;
-    float *emb;
-    int B;
-} emb_subject;
-
-static int emb_set_route(void *arg, gf_route_kind kind)
-{
-    emb_subject *t = arg;
-    return gf_embedding_gpu_set_route(t->e, t->boundary, kind);
-}
-
-static int emb_run(void *arg, gf_devstats *stats)
-{
-    emb_subject *t = arg;
-    return gf_embedding_gpu_run(t->e, t->feats, t->B, t->job_window, t->masks, 3 * t->B, t->emb,
-                                stats);
-}
-
-/* *own_trunk: whether the trunk ran on its own kernel (for a candidate
- * other than a ResNet layer, where it loads, as the LSTM for the
- * segmentation's: on the library route the trunk's time varies by more than
- * the pooling's gain). */
-static int e2e_embedding(const gf_qualify_ctx *ctx, const char *boundary, int B, gf_math math,
-                         uint64_t *seed, double *a, double *b, bool *own_trunk)
-{
-    gf_embedding_gpu *e = gf_embedding_gpu_new(ctx->gpu, ctx->blas, ctx->embedding_model, NULL,
-                                               B, math);
-    if (!e)
-        return GF_EINVAL;
-    *own_trunk = false;
-    if (strncmp(boundary, "resnet.", 7) != 0 && math == GF_MATH_TF32) {
-        *own_trunk = gf_embedding_gpu_set_route(e, "resnet", GF_ROUTE_OWN) == 0;
-        if (!*own_trunk)
-            gf_embedding_gpu_set_route(e, "resnet", GF_ROUTE_LIBRARY);
-    }
-    const int jobs = 3 * B;
-    size_t nf = (size_t)B * GF_EMB_FRAMES * GF_EMB_MELS, nm = (size_t)jobs * GF_EMB_MASK;
-    float *feats = gf_malloc(sizeof(float) * nf), *masks = gf_malloc(sizeof(float) * nm);
-    float *emb = gf_malloc(sizeof(float) * GF_EMB_DIM * (size_t)jobs);
-    int *jw = gf_malloc(sizeof(int) * (size_t)jobs);
-    for (size_t i = 0; i < nf; i++)
-        feats[i] = uniform(seed, 1.0f);
-    for (size_t i = 0; i < nm; i++)
-        masks[i] = 0.5f + uniform(seed, 0.5f);
-    for (int j = 0; j < jobs; j++)
-        jw[j] = j / 3;
-    emb_subject t = { e, boundary, feats, masks, jw, emb, B };
-    ab_subject sub = { emb_set_route, emb_run, &t };
-    int rc = ab_rounds(ctx, &sub, 1e-9, a, b);   /* s */
-    free(feats);
-    free(masks);
-    free(emb);
-    free(jw);
-    gf_embedding_gpu_destroy(&e);
-    return rc;
-}
-
-static int qualify_conv(const gf_qualify_ctx *ctx, const gf_candidate *cand, int B, gf_math math,
-                        gf_qualify_result *res)
-{
-    const conv_layer *L = conv_layer_find(cand->boundary);
-    if (!L)
-        return GF_EINVAL;
-    const gf_conv_shape *sh = &L->shape;
-    uint64_t seed = ctx->seed ^ ((uint64_t)B << 32) ^ (uint64_t)math ^ (uint64_t)(L - conv_layers);
-    uint64_t rng = seed;
-    int pad = sh->k / 2;
-    int ho = (L->h + 2 * pad - sh->k) / sh->stride + 1, wo = (L->w + 2 * pad - sh->k) / sh->stride + 1;
-    size_t nx = (size_t)B * sh->cin * L->h * L->w, no = (size_t)B * sh->cout * ho * wo;
-    size_t nw = (size_t)sh->cout * sh->cin * sh->k * sh->k;
-    float *x = gf_malloc(sizeof(float) * nx), *w = gf_malloc(sizeof(float) * nw);
-    float *bias = gf_malloc(sizeof(float) * sh->cout), *r = NULL, *got = gf_malloc(sizeof(float) * no);
-    float wk = 1.0f / sqrtf((float)(sh->cin * sh->k * sh->k));
-    for (size_t i = 0; i < nx; i++)
-        x[i] = uniform(&rng, 1.0f);
-    for (size_t i = 0; i < nw; i++)
-        w[i] = uniform(&rng, wk);
-    for (int i = 0; i < sh->cout; i++)
-        bias[i] = uniform(&rng, 0.1f);
-    if (L->residual) {
-        r = gf_malloc(sizeof(float) * no);
-        for (size_t i = 0; i < no; i++)
-            r[i] = uniform(&rng, 0.5f);
-    }
-    gf_cu_ptr dx = 0, dout = 0, dres = 0, dcol = 0;
-    const char *sha = NULL;
-    gf_conv_gpu *c = gf_conv_gpu_new(ctx->gpu, ctx->blas, L->boundary, *sh, w, bias);
-    int rc = c ? 0 : GF_EDEVICE;
-    rc = rc ? rc : gf_conv_gpu_set_route(c, GF_ROUTE_OWN, math, &sha);
-    rc = rc ? rc : check_module(L->boundary, sha, res);
-    rc = rc ? rc : gf_gpu_alloc(ctx->gpu, sizeof(float) * nx, &dx);
-    rc = rc ? rc : gf_gpu_alloc(ctx->gpu, sizeof(float) * no, &dout);
-    rc = rc ? rc : gf_gpu_alloc(ctx->gpu, sizeof(float) * gf_conv_gpu_col_floats(c, B, L->h, L->w), &dcol);
-    rc = rc ? rc : gf_gpu_upload(ctx->gpu, dx, x, sizeof(float) * nx);
-    if (!rc && r) {
-        rc = gf_gpu_alloc(ctx->gpu, sizeof(float) * no, &dres);
-        rc = rc ? rc : gf_gpu_upload(ctx->gpu, dres, r, sizeof(float) * no);
-    }
-    rc = rc ? rc : gf_gpu_fill32(ctx->gpu, dout, 0x7fc00000u, no);   /* NaN poison */
-    rc = rc ? rc : gf_conv_gpu_run(c, math, B, dx, L->h, L->w, dout, dres, L->relu, dcol);
-    rc = rc ? rc : gf_gpu_download(ctx->gpu, got, dout, sizeof(float) * no);
-    if (!rc) {
-        acc_errors e = { .atol = 5e-3, .rtol = 1e-2 };
-        for (int k = 0; k < CONV_SAMPLES; k++) {
-            size_t o = (size_t)(next_u64(&rng) % no);
-            acc_add(&e, got[o], conv_ref_at(L, x, w, bias, r, B, o));
-        }
-        rc = acc_record(ctx, cand, B, math, res, seed, &e, count_unwritten(got, no), no,
-                        "sampled outputs", "outputs_written_checked", (int64_t)no);
-    }
-    if (!rc && res->accurate) {
-        conv_subject t = { ctx->gpu, c, math, B, L, dx, dout, dres, dcol };
-        ab_subject sub = { conv_set_route, conv_run, &t };
-        rc = measure_speed(ctx, cand, B, math, res, &sub, &rng);
-    }
-    if (dx) gf_gpu_free(ctx->gpu, dx);
-    if (dout) gf_gpu_free(ctx->gpu, dout);
-    if (dres) gf_gpu_free(ctx->gpu, dres);
-    if (dcol) gf_gpu_free(ctx->gpu, dcol);
-    gf_conv_gpu_destroy(&c);
-    free(x), free(w), free(bias), free(r), free(got);
-    return rc;
-}
-
-/* ---- the fbank candidates ------------------------------------------------- */
-
-#define FBANK_REF_WINDOWS 3   /* windows checked whole against float64 per tuple */
-/* Tolerance of a feature: FBANK_ATOL + FBANK_RTOL x its conditioning
- * (gf_fbank_gpu_ref): float32 rounding in a power spectrum is relative to the
- * frame's whole power, and the log divides it by the mel bin's energy. */
-#define FBANK_ATOL 1e-4
-#define FBANK_RTOL 1e-9
-
-/* Speech-like windows: two tones at a random level, with noise. */
-static void fbank_wave(float *wave, int B, uint64_t *rng)
-{
-    for (int b = 0; b < B; b++) {
-        double f1 = 100 + 150 * (1 + uniform(rng, 1)), f2 = 500 + 1000 * (1 + uniform(rng, 1));
-        double amp = 0.05 + 0.15 * (1 + uniform(rng, 1));
-        for (int i = 0; i < GF_FBANK_GPU_SAMPLES; i++) {
-            double t = i / 16000.0;
-            wave[(size_t)b * GF_FBANK_GPU_SAMPLES + i] =
-                (float)(amp * (sin(2 * M_PI * f1 * t) + 0.5 * sin(2 * M_PI * f2 * t)) +
-                        uniform(rng, 0.01f));
-        }
-    }
-}
-
-/* One boundary alone, timed. */
-typedef struct {
-    gf_gpu *gpu;
-    gf_fbank_gpu *f;
-    const char *boundary;
-    gf_cu_ptr wave;
-    int B;
-} fbank_subject;
-
-static int fbank_set_route(void *arg, gf_route_kind kind)
-{
-    fbank_subject *t = arg;
-    return gf_fbank_gpu_set_route(t->f, t->boundary, kind, NULL);
-}
-
-static int fbank_run(void *arg, gf_devstats *stats)
-{
-    fbank_subject *t = arg;
-    int rc = gf_gpu_timing_begin(t->gpu, t->boundary, "qualify");
-    rc = rc ? rc : gf_fbank_gpu_stage(t->f, t->boundary, t->wave, t->B);
-    rc = rc ? rc : gf_gpu_timing_end(t->gpu);
-    gf_gpu_timing_collect(t->gpu, stats);
-    return rc;
-}
-
-/* The fbank and the embedding network from the waveform, with `boundary`
- * own (A) or library (B); the other fbank boundary on the library route. */
-typedef struct {
-    gf_fbank_gpu *f;
-    gf_embedding_gpu *e;
-    const char *boundary;
-    gf_cu_ptr wave;
-    const float *masks;
-    float *emb;
-    int B;
-} fbank_e2e_subject;
-
-static int fbank_e2e_set_route(void *arg, gf_route_kind kind)
-{
-    fbank_e2e_subject *t = arg;
-    return gf_fbank_gpu_set_route(t->f, t->boundary, kind, NULL);
-}
-
-static int fbank_e2e_run(void *arg, gf_devstats *stats)
-{
-    fbank_e2e_subject *t = arg;
-    int jw[1] = { 0 };
-    int rc = gf_fbank_gpu_run_dev(t->f, t->wave, t->B, NULL, stats);
-    return rc ? rc : gf_embedding_gpu_run_dev(t->e, gf_fbank_gpu_features(t->f), t->B, jw,
-                                              t->masks, 1, t->emb, stats);
-}
-
-static int e2e_fbank(const gf_qualify_ctx *ctx, const char *boundary, int B, gf_math math,
-                     uint64_t *seed, double *a, double *b)
-{
-    gf_embedding_gpu *e = gf_embedding_gpu_new(ctx->gpu, ctx->blas, ctx->embedding_model, NULL,
-                                               B, math);
-    gf_fbank_gpu *f = e ? gf_fbank_gpu_new(ctx->gpu, ctx->blas, B) : NULL;
-    const size_t nw = (size_t)B * GF_FBANK_GPU_SAMPLES;
-    float *wave = gf_malloc(sizeof(float) * nw), *masks = gf_malloc(sizeof(float) * 589);
-    float *emb = gf_malloc(sizeof(float) * GF_EMB_DIM);
-    gf_cu_ptr dw = 0;
-    fbank_wave(wave, B, seed);
-    for (int t = 0; t < 589; t++)
-        masks[t] = (t / 40) % 2 ? 1.0f : 0.0f;
-    int rc = e && f ? 0 : GF_EINVAL;
-    rc = rc ? rc : gf_gpu_alloc(ctx->gpu, sizeof(float) * nw, &dw);
-    rc = rc ? rc : gf_gpu_upload(ctx->gpu, dw, wave, sizeof(float) * nw);
-    if (!rc) {
-        fbank_e2e_subject t = { f, e, boundary, dw, masks, emb, B };
-        ab_subject sub = { fbank_e2e_set_route, fbank_e2e_run, &t };
-        rc = ab_rounds(ctx, &sub, 1e-9, a, b);   /* s */
-    }
-    if (dw)
-        gf_gpu_free(ctx->gpu, dw);
-    free(wave), free(masks), free(emb);
-    gf_fbank_gpu_destroy(&f);
-    gf_embedding_gpu_destroy(&e);
-    return rc;
-}
-
-/* The candidate on its own route and the other fbank boundary on the
- * library route, from a fresh waveform to the features the network reads;
- * whole windows against the float64 definition (gf_fbank_gpu_ref), every
- * output, the tolerance scaled by each output's conditioning. The routes
- * compute in float32 in every math mode. */
-static int qualify_fbank(const gf_qualify_ctx *ctx, const gf_candidate *cand, int B,
-                         gf_math math, gf_qualify_result *res)
-{
-    const bool dft = strcmp(cand->boundary, "fbank.dft") == 0;
-    const char *other = dft ? "fbank.mel" : "fbank.dft";
-    uint64_t seed = ctx->seed ^ ((uint64_t)B << 32) ^ (uint64_t)math ^ (dft ? 0xfd : 0xfe);
-    uint64_t rng = seed;
-    const size_t per = (size_t)GF_FBANK_GPU_FRAMES * GF_EMB_MELS;
-    const size_t nw = (size_t)B * GF_FBANK_GPU_SAMPLES, no = (size_t)B * per;
-    float *wave = gf_malloc(sizeof(float) * nw), *got = gf_malloc(sizeof(float) * no);
-    double *ref = gf_malloc(sizeof(double) * per), *cond = gf_malloc(sizeof(double) * per);
-    fbank_wave(wave, B, &rng);
-    gf_cu_ptr dw = 0;
-    const char *sha = NULL;
-    gf_fbank_gpu *f = gf_fbank_gpu_new(ctx->gpu, ctx->blas, B);
-    int rc = f ? 0 : GF_EDEVICE;
-    rc = rc ? rc : gf_fbank_gpu_set_route(f, cand->boundary, GF_ROUTE_OWN, &sha);
-    rc = rc ? rc : check_module(cand->boundary, sha, res);
-    rc = rc ? rc : gf_fbank_gpu_set_route(f, other, GF_ROUTE_LIBRARY, NULL);
-    rc = rc ? rc : gf_gpu_alloc(ctx->gpu, sizeof(float) * nw, &dw);
-    rc = rc ? rc : gf_gpu_upload(ctx->gpu, dw, wave, sizeof(float) * nw);
-    rc = rc ? rc : gf_gpu_fill32(ctx->gpu, gf_fbank_gpu_features(f), 0x7fc00000u, no);
-    rc = rc ? rc : gf_fbank_gpu_run_dev(f, dw, B, got, NULL);
-    if (!rc) {
-        acc_errors e = { .atol = FBANK_ATOL, .rtol = FBANK_RTOL };
-        int wins[FBANK_REF_WINDOWS] = { 0, B / 2, B - 1 }, checked = 0;
-        long loose = 0;
-        for (int q = 0; q < FBANK_REF_WINDOWS; q++) {
-            if (q > 0 && wins[q] == wins[q - 1])
-                continue;
-            const int b = wins[q];
-            checked++;
-            gf_fbank_gpu_ref(wave + (size_t)b * GF_FBANK_GPU_SAMPLES, ref, cond);
-            for (size_t i = 0; i < per; i++) {
-                double lim = FBANK_ATOL + FBANK_RTOL * cond[i], a = got[(size_t)b * per + i];
-                loose += lim > 1e-2;
-                if (!acc_add_within(&e, a, ref[i], lim) && e.mismatches <= 5)
-                    fprintf(ctx->report, "    mismatch: window %d frame %zu bin %zu: %.7g vs "
-                            "%.7g (allowed %.3g)\n", b, i / GF_EMB_MELS, i % GF_EMB_MELS, a,
-                            ref[i], lim);
-            }
-        }
-        fprintf(ctx->report, "  accuracy: tolerance %g + %g x conditioning; %ld of %ld outputs "
-                "ill-conditioned (allowed > 0.01)\n", FBANK_ATOL, FBANK_RTOL, loose,
-                (long)(checked * per));
-        rc = acc_record(ctx, cand, B, math, res, seed, &e, count_unwritten(got, no), no,
-                        "elements", "windows_checked", checked);
-    }
-    if (!rc && res->accurate) {
-        fbank_subject t = { ctx->gpu, f, cand->boundary, dw, B };
-        ab_subject sub = { fbank_set_route, fbank_run, &t };
-        rc = measure_speed(ctx, cand, B, math, res, &sub, &rng);
-    }
-    if (dw)
-        gf_gpu_free(ctx->gpu, dw);
-    gf_fbank_gpu_destroy(&f);
-    free(wave), free(got), free(ref), free(cond);
-    return rc;
-}
-
-/* ---- the statistics pooling candidate --------------------------------------- */
-
-typedef struct {
-    gf_gpu *gpu;
-    gf_pool_gpu *p;
-    gf_cu_ptr x, out;
-} pool_subject;
-
-static int pool_set_route(void *arg, gf_route_kind kind)
-{
-    pool_subject *t = arg;
-    return gf_pool_gpu_set_route(t->p, kind, NULL);
-}
-
-static int pool_run(void *arg, gf_devstats *stats)
-{
-    pool_subject *t = arg;
-    int rc = gf_gpu_timing_begin(t->gpu, "pooling.stats", "qualify");
-    rc = rc ? rc : gf_pool_gpu_run(t->p, t->x, t->out);
-    rc = rc ? rc : gf_gpu_timing_end(t->gpu);
-    gf_gpu_timing_collect(t->gpu, stats);
-    return rc;
-}
-
-/* Both routes sum in float64 whatever the math mode and round once to float:
- * the tolerance is a few units in the last place, on every output of 3 jobs
- * a window (jobs interleaved across the windows, as the own kernel's index
- * must sort them) with random weights in (0, 1). */
-static int qualify_pool(const gf_qualify_ctx *ctx, const gf_candidate *cand, int B,
-                        gf_math math, gf_qualify_result *res)
-{
-    uint64_t seed = ctx->seed ^ ((uint64_t)B << 32) ^ (uint64_t)math ^ 0x9001;
-    uint64_t rng = seed;
-    const int jobs = 3 * B;
-    const size_t per = (size_t)GF_POOL_ROWS * GF_POOL_T, nx = (size_t)B * per;
-    const size_t no = (size_t)jobs * GF_POOL_OUT;
-    float *x = gf_malloc(sizeof(float) * nx), *w = gf_malloc(sizeof(float) * GF_POOL_T * jobs);
-    float *got = gf_malloc(sizeof(float) * no);
-    int *jw = gf_malloc(sizeof(int) * (size_t)jobs);
-    for (size_t i = 0; i < nx; i++)
-        x[i] = 0.5f + uniform(&rng, 1.0f);
-    for (int i = 0; i < GF_POOL_T * jobs; i++)
-        w[i] = 0.5f + uniform(&rng, 0.5f);
-    for (int j = 0; j < jobs; j++)
-        jw[j] = j % B;
-    gf_cu_ptr dx = 0, dout = 0;
-    const char *sha = NULL;
-    gf_pool_gpu *p = gf_pool_gpu_new(ctx->gpu, B, jobs);
-    int rc = p ? 0 : GF_EDEVICE;
-    rc = rc ? rc : gf_pool_gpu_set_route(p, GF_ROUTE_OWN, &sha);
-    rc = rc ? rc : check_module(cand->boundary, sha, res);
-    rc = rc ? rc : gf_gpu_alloc(ctx->gpu, sizeof(float) * nx, &dx);
-    rc = rc ? rc : gf_gpu_alloc(ctx->gpu, sizeof(float) * no, &dout);
-    rc = rc ? rc : gf_gpu_upload(ctx->gpu, dx, x, sizeof(float) * nx);
-    rc = rc ? rc : gf_pool_gpu_jobs(p, B, jw, w, jobs);
-    rc = rc ? rc : gf_gpu_fill32(ctx->gpu, dout, 0x7fc00000u, no);   /* NaN poison */
-    rc = rc ? rc : gf_pool_gpu_run(p, dx, dout);
-    rc = rc ? rc : gf_gpu_download(ctx->gpu, got, dout, sizeof(float) * no);
-    if (!rc) {
-        acc_errors e = { .atol = 1e-9, .rtol = 2.4e-7 };   /* 2 ulp of float */
-        for (int j = 0; j < jobs; j++)
-            for (int o = 0; o < GF_POOL_OUT; o++) {
-                double ref = gf_pool_ref(x + (size_t)jw[j] * per, w + (size_t)j * GF_POOL_T, o);
-                float g = got[(size_t)j * GF_POOL_OUT + o];
-                if (!acc_add(&e, g, ref) && e.mismatches <= 5)
-                    fprintf(ctx->report, "    mismatch: job %d output %d: %.9g vs %.9g\n", j, o,
-                            g, ref);
-            }
-        rc = acc_record(ctx, cand, B, math, res, seed, &e, count_unwritten(got, no), no,
-                        "elements", "jobs_checked", jobs);
-    }
-    if (!rc && res->accurate) {
-        pool_subject t = { ctx->gpu, p, dx, dout };
-        ab_subject sub = { pool_set_route, pool_run, &t };
-        rc = measure_speed(ctx, cand, B, math, res, &sub, &rng);
-    }
-    if (dx)
-        gf_gpu_free(ctx->gpu, dx);
-    if (dout)
-        gf_gpu_free(ctx->gpu, dout);
-    gf_pool_gpu_destroy(&p);
-    free(x), free(w), free(got), free(jw);
-    return rc;
-}
-
-/* ---- the seg_1 candidate ------------------------------------------------------ */
-
-typedef struct {
-    gf_gpu *gpu;
-    gf_seg1_gpu *s;
-    gf_math math;
-    gf_cu_ptr pooled, emb;
-    int jobs;
-} seg1_subject;
-
-static int seg1_set_route(void *arg, gf_route_kind kind)
-{
-    seg1_subject *t = arg;
-    return gf_seg1_gpu_set_route(t->s, kind, NULL);
-}
-
-static int seg1_run(void *arg, gf_devstats *stats)
-{
-    seg1_subject *t = arg;
-    int rc = gf_gpu_timing_begin(t->gpu, "embedding.seg_1", "qualify");
-    rc = rc ? rc : gf_seg1_gpu_run(t->s, t->math, t->pooled, t->jobs, t->emb);
-    rc = rc ? rc : gf_gpu_timing_end(t->gpu);
-    gf_gpu_timing_collect(t->gpu, stats);
-    return rc;
-}
-
-/* The own kernel sums in float32 FMAs in both math modes; the tolerances are
- * the math mode's, as for the segmentation convolutions; every output of 3
- * jobs a window. */
-static int qualify_seg1(const gf_qualify_ctx *ctx, const gf_candidate *cand, int B,
-                        gf_math math, gf_qualify_result *res)
-{
-    uint64_t seed = ctx->seed ^ ((uint64_t)B << 32) ^ (uint64_t)math ^ 0x5e91;
-    uint64_t rng = seed;
-    const int jobs = 3 * B;
-    const size_t nw = (size_t)GF_SEG1_OUT * GF_SEG1_IN, np = (size_t)jobs * GF_SEG1_IN;
-    const size_t no = (size_t)jobs * GF_SEG1_OUT;
-    float *w = gf_malloc(sizeof(float) * nw), *bias = gf_malloc(sizeof(float) * GF_SEG1_OUT);
-    float *pooled = gf_malloc(sizeof(float) * np), *got = gf_malloc(sizeof(float) * no);
-    for (size_t i = 0; i < nw; i++)
-        w[i] = uniform(&rng, 1.0f / sqrtf((float)GF_SEG1_IN));
-    for (int i = 0; i < GF_SEG1_OUT; i++)
-        bias[i] = uniform(&rng, 0.1f);
-    for (size_t i = 0; i < np; i++)
-        pooled[i] = uniform(&rng, 1.0f);
-    gf_cu_ptr dp = 0, dout = 0;
-    const char *sha = NULL;
-    gf_seg1_gpu *s = gf_seg1_gpu_new(ctx->gpu, ctx->blas, w, bias, jobs);
-    int rc = s ? 0 : GF_EDEVICE;
-    rc = rc ? rc : gf_seg1_gpu_set_route(s, GF_ROUTE_OWN, &sha);
-    rc = rc ? rc : check_module(cand->boundary, sha, res);
-    rc = rc ? rc : gf_gpu_alloc(ctx->gpu, sizeof(float) * np, &dp);
-    rc = rc ? rc : gf_gpu_alloc(ctx->gpu, sizeof(float) * no, &dout);
-    rc = rc ? rc : gf_gpu_upload(ctx->gpu, dp, pooled, sizeof(float) * np);
-    rc = rc ? rc : gf_gpu_fill32(ctx->gpu, dout, 0x7fc00000u, no);   /* NaN poison */
-    rc = rc ? rc : gf_seg1_gpu_run(s, math, dp, jobs, dout);
-    rc = rc ? rc : gf_gpu_download(ctx->gpu, got, dout, sizeof(float) * no);
-    if (!rc) {
-        acc_errors e = { .atol = math == GF_MATH_TF32 ? 5e-3 : 1e-4,
-                         .rtol = math == GF_MATH_TF32 ? 1e-2 : 1e-3 };
-        for (size_t o = 0; o < no; o++) {
-            double ref = gf_seg1_ref(w, bias, pooled, o);
-            if (!acc_add(&e, got[o], ref) && e.mismatches <= 5)
-                fprintf(ctx->report, "    mismatch: output %zu: %.9g vs %.9g\n", o, got[o], ref);
-        }
-        rc = acc_record(ctx, cand, B, math, res, seed, &e, count_unwritten(got, no), no,
-                        "elements", "jobs_checked", jobs);
-    }
-    if (!rc && res->accurate) {
-        seg1_subject t = { ctx->gpu, s, math, dp, dout, jobs };
-        ab_subject sub = { seg1_set_route, seg1_run, &t };
-        rc = measure_speed(ctx, cand, B, math, res, &sub, &rng);
-    }
-    if (dp)
-        gf_gpu_free(ctx->gpu, dp);
-    if (dout)
-        gf_gpu_free(ctx->gpu, dout);
-    gf_seg1_gpu_destroy(&s);
-    free(w), free(bias), free(pooled), free(got);
     return rc;
 }
 
@@ -1563,21 +323,21 @@ int gf_qualify_run(const gf_qualify_ctx *ctx, const gf_candidate *cand, int batc
     fprintf(ctx->report, "%s (%s) batch %d %s on %s:\n", cand->boundary, cand->area, batch,
             gf_math_name(math), ctx->card->name);
     if (strcmp(cand->area, "lstm") == 0)
-        return qualify_lstm(ctx, cand, batch, math, out);
+        return gfq_lstm(ctx, cand, batch, math, out);
     if (strcmp(cand->area, "sincnet") == 0)
-        return qualify_sinc(ctx, cand, batch, math, out);
+        return gfq_sinc(ctx, cand, batch, math, out);
     if (strcmp(cand->area, "segconv") == 0)
-        return qualify_segconv(ctx, cand, batch, math, out);
+        return gfq_segconv(ctx, cand, batch, math, out);
     if (strcmp(cand->area, "dense") == 0)
-        return qualify_dense(ctx, cand, batch, math, out);
+        return gfq_dense(ctx, cand, batch, math, out);
     if (strcmp(cand->area, "resnet") == 0)
-        return qualify_conv(ctx, cand, batch, math, out);
+        return gfq_conv(ctx, cand, batch, math, out);
     if (strcmp(cand->area, "fbank") == 0)
-        return qualify_fbank(ctx, cand, batch, math, out);
+        return gfq_fbank(ctx, cand, batch, math, out);
     if (strcmp(cand->area, "pooling") == 0)
-        return qualify_pool(ctx, cand, batch, math, out);
+        return gfq_pool(ctx, cand, batch, math, out);
     if (strcmp(cand->area, "embedding") == 0)
-        return qualify_seg1(ctx, cand, batch, math, out);
+        return gfq_seg1(ctx, cand, batch, math, out);
     return GF_EUNSUP;
 }
 

@@ -105,7 +105,7 @@ gf_lstm_rec_v1(const float *__restrict__ gx, const float *__restrict__ w_hh,
 // overtake a slower block's reads.
 //
 // Grid (8, ceil(B / SB), 2), cluster (8, 1, 1), 256 threads; SB a multiple
-// of 8, at most 32; dynamic shared memory gf_lstm_cluster_smem(SB) =
+// of 8, at most 32; dynamic shared memory cluster_smem(SB) in worker/lstm_gpu.c =
 // (2·SB·132 + SB·80)·4 bytes.
 
 #include "kernels/tf32.cuh"

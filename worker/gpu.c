@@ -362,17 +362,26 @@ int gf_gpu_launch(gf_gpu *self, gf_cu_function f, unsigned gx, unsigned gy, unsi
     return 0;
 }
 
+/* A launch configuration on the job stream with clusters of cluster_x
+ * blocks along x; attr is its one attribute, filled here. */
+static gf_cu_launch_config cluster_config(gf_gpu *self, unsigned gx, unsigned gy, unsigned gz,
+                                          unsigned bx, unsigned smem, unsigned cluster_x,
+                                          gf_cu_launch_attr *attr)
+{
+    *attr = (gf_cu_launch_attr){ .id = GF_CU_LAUNCH_ATTR_CLUSTER_DIM };
+    attr->value.cluster_dim.x = cluster_x;
+    attr->value.cluster_dim.y = 1;
+    attr->value.cluster_dim.z = 1;
+    return (gf_cu_launch_config){ gx, gy, gz, bx, 1, 1, smem, self->stream, attr, 1 };
+}
+
 int gf_gpu_launch_cluster(gf_gpu *self, gf_cu_function f, unsigned gx, unsigned gy, unsigned gz,
-                          unsigned bx, unsigned by, unsigned bz, unsigned smem, unsigned cluster_x,
-                          void **params)
+                          unsigned bx, unsigned smem, unsigned cluster_x, void **params)
 {
     if (!self->cu->launch_ex)
         return GF_EUNSUP;
-    gf_cu_launch_attr attr = { .id = GF_CU_LAUNCH_ATTR_CLUSTER_DIM };
-    attr.value.cluster_dim.x = cluster_x;
-    attr.value.cluster_dim.y = 1;
-    attr.value.cluster_dim.z = 1;
-    gf_cu_launch_config cfg = { gx, gy, gz, bx, by, bz, smem, self->stream, &attr, 1 };
+    gf_cu_launch_attr attr;
+    gf_cu_launch_config cfg = cluster_config(self, gx, gy, gz, bx, smem, cluster_x, &attr);
     CU_CHECK(self, self->cu->launch_ex(&cfg, f, params, NULL), "cuLaunchKernelEx (cluster)");
     if (self->debug)
         CU_CHECK(self, self->cu->stream_synchronize(self->stream), "kernel (debug sync)");
@@ -389,11 +398,8 @@ int gf_gpu_max_active_clusters(gf_gpu *self, gf_cu_function f, unsigned bx, unsi
 {
     if (!gf_gpu_can_launch_clusters(self))
         return 0;
-    gf_cu_launch_attr attr = { .id = GF_CU_LAUNCH_ATTR_CLUSTER_DIM };
-    attr.value.cluster_dim.x = cluster_x;
-    attr.value.cluster_dim.y = 1;
-    attr.value.cluster_dim.z = 1;
-    gf_cu_launch_config cfg = { cluster_x, 1, 1, bx, 1, 1, smem, self->stream, &attr, 1 };
+    gf_cu_launch_attr attr;
+    gf_cu_launch_config cfg = cluster_config(self, cluster_x, 1, 1, bx, smem, cluster_x, &attr);
     int n = 0;
     return self->cu->max_active_clusters(&n, f, &cfg) == 0 ? n : 0;
 }

@@ -103,12 +103,11 @@ int gf_gpu_own_kernel_extra(gf_gpu *self, int min_cc, const char *boundary, cons
 int gf_gpu_launch(gf_gpu *self, gf_cu_function f, unsigned gx, unsigned gy, unsigned gz,
                   unsigned bx, unsigned by, unsigned bz, unsigned smem, void **params);
 
-/* Launch as thread-block clusters of cluster_x blocks along x (gx a
- * multiple of it), through cuLaunchKernelEx; GF_EUNSUP where the driver has
- * no cuLaunchKernelEx. */
+/* Launch blocks of bx threads as thread-block clusters of cluster_x blocks
+ * along x (gx a multiple of it), through cuLaunchKernelEx; GF_EUNSUP where
+ * the driver has no cuLaunchKernelEx. */
 int gf_gpu_launch_cluster(gf_gpu *self, gf_cu_function f, unsigned gx, unsigned gy, unsigned gz,
-                          unsigned bx, unsigned by, unsigned bz, unsigned smem, unsigned cluster_x,
-                          void **params);
+                          unsigned bx, unsigned smem, unsigned cluster_x, void **params);
 /* Whether this card and driver run cluster launches (cc >= 9.0 and
  * cuLaunchKernelEx present). */
 bool gf_gpu_can_launch_clusters(const gf_gpu *self);

@@ -248,7 +248,7 @@ int gf_lstm_gpu_run(gf_lstm_gpu *s, gf_math math, gf_cu_ptr x, int B, gf_cu_ptr 
             int seqs = sb;
             void *p[] = { &gates, &w, &o, &B, &t, &seqs };
             GF_TRY(gf_gpu_launch_cluster(s->gpu, s->rec_cl, CL_BLOCKS,
-                                         (unsigned)((B + sb - 1) / sb), 2, CL_THREADS, 1, 1,
+                                         (unsigned)((B + sb - 1) / sb), 2, CL_THREADS,
                                          (unsigned)cluster_smem(sb), CL_BLOCKS, p));
         } else if (s->route == GF_ROUTE_OWN) {
             gf_cu_ptr gates = s->gates, w = s->w_hh_pair[l];

@@ -78,18 +78,6 @@ int gf_conv_own_smem(const gf_conv_own_kernel *k)
 }
 
 
-/* fp32 -> tf32 as cvt.rna does it: round to nearest on the 10-bit mantissa,
- * ties away from zero (on the magnitude: the sign bit is apart). Finite
- * inputs only, which folded weights are. */
-static float round_tf32(float v)
-{
-    uint32_t u;
-    memcpy(&u, &v, sizeof u);
-    u = (u + 0x1000u) & 0xffffe000u;
-    memcpy(&v, &u, sizeof v);
-    return v;
-}
-
 /* w (cout, cin, k, k) -> (cout, k*k, cin) rounded to tf32, for v3 and v4. */
 static float *pack_tap_major(gf_conv_shape s, const float *w)
 {
@@ -99,7 +87,7 @@ static float *pack_tap_major(gf_conv_shape s, const float *w)
         for (int c = 0; c < s.cin; c++)
             for (int t = 0; t < taps; t++)
                 p[((size_t)o * taps + t) * s.cin + c] =
-                    round_tf32(w[((size_t)o * s.cin + c) * taps + t]);
+                    gf_round_tf32(w[((size_t)o * s.cin + c) * taps + t]);
     return p;
 }
 

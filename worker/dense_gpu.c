@@ -53,33 +53,22 @@ static const struct {
 #define OWN_TF32_K 64      /* K a multiple of this */
 #define OWN_TF32_PAD 16    /* x tile rows padded by 16 floats */
 
-/* v rounded to tf32 as cvt.rna does: to nearest, ties away from zero, on
- * the 13 low mantissa bits (an infinity or NaN is left alone). */
-static uint32_t round_tf32(float v)
-{
-    uint32_t u;
-    memcpy(&u, &v, sizeof u);
-    if ((u & 0x7f800000u) == 0x7f800000u)
-        return u;
-    return (u + 0x1000u) & 0xffffe000u;
-}
-
 /* w [128][in] rounded to tf32 and packed for the tf32 kernels: for the
  * pair of k-tiles p (16 k), n-tile nt (8 outputs) and lane (4g + t), the
  * four words w[8nt + g][16p + 4t .. 16p + 4t + 3] at word 4 · ((p · 16 +
  * nt) · 32 + lane): the lane's B fragments of the pair's two mma, in the
  * kernel's order of k (kernels/dense.cu). The caller frees. */
-static uint32_t *pack_tf32(const float *w, int in)
+static float *pack_tf32(const float *w, int in)
 {
-    uint32_t *p = gf_malloc(sizeof(uint32_t) * (size_t)in * OWN_N);
+    float *p = gf_malloc(sizeof(float) * (size_t)in * OWN_N);
     for (int kp = 0; kp < in / 16; kp++)
         for (int nt = 0; nt < OWN_N / 8; nt++)
             for (int lane = 0; lane < 32; lane++) {
                 const int g = lane / 4, t = lane % 4;
                 const float *wr = w + (size_t)(8 * nt + g) * in + 16 * kp + 4 * t;
-                uint32_t *q = p + 4 * (((size_t)kp * (OWN_N / 8) + nt) * 32 + lane);
+                float *q = p + 4 * (((size_t)kp * (OWN_N / 8) + nt) * 32 + lane);
                 for (int e = 0; e < 4; e++)
-                    q[e] = round_tf32(wr[e]);
+                    q[e] = gf_round_tf32(wr[e]);
             }
     return p;
 }
@@ -128,7 +117,7 @@ gf_dense_gpu *gf_dense_gpu_new(gf_gpu *gpu, gf_blas_gpu *blas, const char *bound
         for (int k = 0; k < in; k++)
             wt[(size_t)k * out + o] = w[(size_t)o * in + k];
     /* The tf32 kernels' weights, for the shapes they run (see set_route). */
-    uint32_t *wp = NULL;
+    float *wp = NULL;
     if (tf32_shape(act, in, out))
         wp = pack_tf32(w, in);
     static const char *const names[] = { "gf_bias_leaky_relu", "gf_logsoftmax_rows" };

@@ -12,6 +12,7 @@
 #include "common/util.h"
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -350,6 +351,16 @@ int gf_gpu_own_kernel_extra(gf_gpu *self, int min_cc, const char *boundary, cons
     int rc = gf_gpu_own_kernel(self, boundary, area, name, smem, out, sha256);
     *have = rc == 0;
     return rc == GF_EUNSUP ? 0 : rc;
+}
+
+float gf_round_tf32(float v)
+{
+    uint32_t u;
+    memcpy(&u, &v, sizeof u);
+    if ((u & 0x7f800000u) != 0x7f800000u)
+        u = (u + 0x1000u) & 0xffffe000u;
+    memcpy(&v, &u, sizeof v);
+    return v;
 }
 
 int gf_gpu_launch(gf_gpu *self, gf_cu_function f, unsigned gx, unsigned gy, unsigned gz,

@@ -37,6 +37,11 @@ int gf_gpu_cc(const gf_gpu *self);
 int gf_gpu_wait_for(gf_gpu *self, gf_gpu *other);
 
 
+/* v rounded to tf32 as the kernels' cvt.rna does: to nearest on the 10-bit
+ * mantissa, ties away from zero (on the magnitude); an infinity or NaN is
+ * left alone. For weights packed in tf32 at upload. */
+float gf_round_tf32(float v);
+
 /* Device memory owned by the gf_gpu (freed by gf_gpu_destroy or gf_gpu_free). */
 int gf_gpu_alloc(gf_gpu *self, size_t bytes, gf_cu_ptr *out);
 void gf_gpu_free(gf_gpu *self, gf_cu_ptr ptr);

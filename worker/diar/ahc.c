@@ -16,13 +16,13 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "worker/diar/npsum.h"
+#include "worker/diar/par.h"
 
 #include <math.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 static inline size_t cidx(size_t n, size_t i, size_t j)
 {
@@ -131,8 +131,7 @@ static void *pdist_thread(void *arg)
  * depend on the split. */
 static void pdist(const double *x, size_t n, size_t dim, double *D)
 {
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    size_t nt = cores < 1 ? 1 : cores > 16 ? 16 : (size_t)cores;
+    size_t nt = (size_t)gf_par_cores(16);
     if (n < 512 || nt == 1) {
         pdist_rows(x, n, dim, D, 0, n);
         return;

@@ -13,7 +13,6 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 gf_cluster_opts gf_cluster_defaults(void)
 {
@@ -107,12 +106,7 @@ int gf_cluster_run(const float *seg, const float *emb, size_t n_chunks, size_t n
         num = min_spk;
 
     /* host threads for everything but the AHC linkage */
-    int threads = o->threads;
-    if (threads <= 0) {
-        long cores = sysconf(_SC_NPROCESSORS_ONLN);
-        threads = cores < 1 ? 1 : cores > 16 ? 16 : (int)cores;
-    }
-    gf_par *par = gf_par_new(threads);
+    gf_par *par = gf_par_new(o->threads > 0 ? o->threads : gf_par_cores(16));
     float *act = NULL;
 
     uint64_t t0 = gf_now_ns();

@@ -11,6 +11,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 typedef struct {
     gf_par *pool;  /* owner */
@@ -104,6 +105,12 @@ void gf_par_destroy(gf_par **self_p)
     free(p->helpers);
     free(p);
     *self_p = NULL;
+}
+
+int gf_par_cores(int cap)
+{
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n < 1 ? 1 : n > cap ? cap : (int)n;
 }
 
 int gf_par_threads(const gf_par *self)

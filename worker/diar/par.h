@@ -12,6 +12,10 @@ typedef struct gf_par gf_par;
 /* Task body: `worker` in [0, threads) names the workspace to use. */
 typedef void (*gf_par_fn)(void *arg, int worker, int task);
 
+/* The online CPUs, at least 1 and at most cap: the default thread count of
+ * CPU work ("0: one per core"). */
+int gf_par_cores(int cap);
+
 /* A pool of `threads` (>= 1; the caller counts as one, so threads - 1 are
  * started). Aborts if a thread cannot be created (like out of memory). */
 gf_par *gf_par_new(int threads);

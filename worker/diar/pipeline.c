@@ -13,12 +13,14 @@
 #include "worker/diar/fbank.h"
 #include "worker/diar/models.h"
 #include "worker/diar/npy.h"
+#include "worker/diar/par.h"
 #include "worker/diar/plda.h"
 #include "worker/diar/powerset.h"
 #include "worker/diar/segmentation.h"
 
 #include <assert.h>
 #include <json-c/json.h>
+#include <limits.h>
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
@@ -87,10 +89,8 @@ static int file_exists(const char *path)
 
 int gf_diar_backend_cpu(const char *models_dir, int max_batch, int threads, gf_diar_backend *out)
 {
-    if (threads <= 0) {
-        long n = sysconf(_SC_NPROCESSORS_ONLN);
-        threads = n > 0 ? (int)n : 1;
-    }
+    if (threads <= 0)
+        threads = gf_par_cores(INT_MAX);
     char *seg_path = gf_strfmt("%s/%s", models_dir, GF_MODELS_SEGMENTATION);
     char *emb_path = gf_strfmt("%s/%s", models_dir, GF_MODELS_EMBEDDING);
     int rc = 0;

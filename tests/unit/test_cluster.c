@@ -2,7 +2,8 @@
  * segmentation and embeddings: every intermediate against the reference
  * (counts, kept embeddings, AHC, PLDA, VBx, hard clusters, frame-level
  * diarization) and the turns against pipeline_expected.rttm; speaker-count
- * constraints; input checks; the same result on one thread and on several. */
+ * constraints; input checks; the same result on one thread, on several and
+ * on a pool the caller lends. */
 #include "tests/unit/fixtures.h"
 #include "common/log.h"
 #include "worker/diar/cluster.h"
@@ -284,12 +285,14 @@ static void test_threads_do_not_change_results(void **state)
         bool plda;          /* false: the weight-free mode */
     } cases[] = { { 0, true }, { 6, true }, { 0, false } };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        gf_cluster_result r[3];
-        int threads[3] = { 1, 4, 3 };
-        for (int t = 0; t < 3; t++) {
+        gf_cluster_result r[4];
+        int threads[4] = { 1, 4, 3, 0 };   /* 0: the caller's pool of 2, below */
+        gf_par *pool = gf_par_new(2);
+        for (int t = 0; t < 4; t++) {
             gf_cluster_opts o = gf_cluster_defaults();
             o.num_speakers = cases[i].num_speakers;
             o.threads = threads[t];
+            o.par = threads[t] ? NULL : pool;
             assert_int_equal(gf_cluster_run(g.seg, g.emb, g.n_chunks, 589, 3, 256,
                                             cases[i].plda ? f->plda : NULL, &o, &r[t]), 0);
         }
@@ -298,7 +301,10 @@ static void test_threads_do_not_change_results(void **state)
             assert_int_equal(r[0].n_centroids, (size_t)cases[i].num_speakers);
         same_result(&r[0], &r[1], g.n_chunks * 3);
         same_result(&r[0], &r[2], g.n_chunks * 3);
-        for (int t = 0; t < 3; t++)
+        same_result(&r[0], &r[3], g.n_chunks * 3);
+        assert_int_equal(gf_par_threads(pool), 2);   /* borrowed: still there */
+        gf_par_destroy(&pool);
+        for (int t = 0; t < 4; t++)
             gf_cluster_result_free(&r[t]);
     }
     free(g.seg);

@@ -105,8 +105,10 @@ int gf_cluster_run(const float *seg, const float *emb, size_t n_chunks, size_t n
     if (min_spk == max_spk)
         num = min_spk;
 
-    /* host threads for everything but the AHC linkage */
-    gf_par *par = gf_par_new(o->threads > 0 ? o->threads : gf_par_cores(16));
+    /* host threads for everything but the AHC linkage: the caller's pool, or
+     * one for this run */
+    gf_par *own = o->par ? NULL : gf_par_new(o->threads > 0 ? o->threads : gf_par_cores(16));
+    gf_par *par = o->par ? o->par : own;
     float *act = NULL;
 
     uint64_t t0 = gf_now_ns();
@@ -126,7 +128,7 @@ int gf_cluster_run(const float *seg, const float *emb, size_t n_chunks, size_t n
             r->hard[i] = -2;
         r->diar = gf_calloc(1, sizeof *r->diar);
         r->turns = gf_calloc(1, sizeof *r->turns);
-        gf_par_destroy(&par);
+        gf_par_destroy(&own);
         return 0;
     }
 
@@ -274,7 +276,7 @@ reconstruct:
     }
     r->t_reconstruct = (double)(gf_now_ns() - t0) * 1e-9;
 out:
-    gf_par_destroy(&par);
+    gf_par_destroy(&own);
     free(act);
     free(centroids);
     free(train);

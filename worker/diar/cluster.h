@@ -14,6 +14,7 @@
 
 #include "worker/diar/aggregate.h"
 #include "worker/diar/ahc.h"
+#include "worker/diar/par.h"
 #include "worker/diar/plda.h"
 #include "worker/diar/reconstruct.h"
 #include "worker/diar/vbx.h"
@@ -35,6 +36,8 @@ typedef struct {
     int threads;               /* host threads for everything but the AHC linkage (counting,
                                   filtering, PLDA, VBx, assignment, reconstruction); 0: one
                                   per online CPU, at most 16. Results do not depend on it. */
+    gf_par *par;               /* a pool to run them on instead (borrowed; threads is then
+                                  ignored): one that lives across runs starts no thread */
 } gf_cluster_opts;
 
 /* The community-1 parameters. */

@@ -273,6 +273,7 @@ struct gf_diar {
     int batch;                 /* windows per network call */
     int threads;               /* worker.cpu_threads, for the clustering's host stages
                                   (<= 0: gf_cluster_run's default) */
+    gf_par *cluster_par;       /* their pool, made at the first clustering and kept */
     gf_diar_backend backend;   /* the networks (unused in weight-free mode) */
     bool has_backend;          /* backend holds something to destroy */
     float *span;               /* span mode (backend.segment_span): the batch as one
@@ -433,6 +434,7 @@ void gf_diar_destroy(gf_diar **self_p)
     if (!d)
         return;
     drop_backend(d);
+    gf_par_destroy(&d->cluster_par);
     gf_plda_destroy(&d->plda);
     gf_fbank_destroy(&d->fbank);
     free(d->wave);
@@ -1040,8 +1042,11 @@ int gf_diar_run(gf_diar *d, const char *path, const gf_diar_run_opts *o, gf_devs
 
     t0 = gf_now_ns();
     gf_cluster_opts copts = o->cluster;
-    if (copts.threads <= 0)
-        copts.threads = d->threads;
+    if (!copts.par && copts.threads <= 0) {
+        if (!d->cluster_par)
+            d->cluster_par = gf_par_new(d->threads > 0 ? d->threads : gf_par_cores(16));
+        copts.par = d->cluster_par;
+    }
     if (d->has_backend && d->backend.ahc_link && !copts.ahc_link) {
         copts.ahc_link = d->backend.ahc_link;
         copts.ahc_ctx = d->backend.ahc_ctx;

@@ -6,6 +6,7 @@
  * dense.linear0, linear1 and classifier: their pins, each run on both routes
  * against float64, and the segmentation network end to end. */
 #include "worker/qualify_priv.h"
+#include "worker/diar/segmentation.h"
 #include "worker/diar/segmentation_gpu.h"
 #include "worker/dense_gpu.h"
 #include "worker/lstm_gpu.h"
@@ -21,10 +22,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define LSTM_T 589      /* the segmentation's frames: the production sequence length */
-#define LSTM_IN 60
-#define LSTM_H 128
-#define LSTM_LAYERS 4
+#define LSTM_T GF_SEG_FRAMES   /* the production sequence length */
+#define LSTM_IN GF_SEG_LSTM_IN
+#define LSTM_H GF_SEG_LSTM_HIDDEN
+#define LSTM_LAYERS GF_SEG_LSTM_LAYERS
 #define REF_SEQS 3      /* sequences checked against the float64 reference per batch */
 
 static const gf_pin lstm_pins[] = {

@@ -14,17 +14,19 @@
 #include "common/util.h"
 #include "worker/blas_gpu.h"
 #include "worker/gpu.h"
+#include "worker/diar/segmentation.h"
 #include "worker/lstm_gpu.h"
 #include "bench/gpu/devtime.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 
-#define LAYERS 4
-#define IN 60
-#define H 128
+/* the segmentation network's stack */
+#define LAYERS GF_SEG_LSTM_LAYERS
+#define IN GF_SEG_LSTM_IN
+#define H GF_SEG_LSTM_HIDDEN
 #define G (4 * H)
-#define T 589
+#define T GF_SEG_FRAMES
 #define MAX_B 32
 
 /* Uniform in [-1, 1). */

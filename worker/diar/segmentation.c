@@ -32,10 +32,10 @@
 #define KS 251          /* sinc taps */
 #define HK (KS / 2)     /* half window */
 #define STRIDE 10
-#define C2 60           /* channels after the two convs */
+#define C2 GF_SEG_LSTM_IN /* channels after the two convs */
 #define KC 5            /* conv kernel */
-#define H 128           /* LSTM hidden size */
-#define LAYERS 4
+#define H GF_SEG_LSTM_HIDDEN
+#define LAYERS GF_SEG_LSTM_LAYERS
 #define L0 128          /* linear sizes */
 #define SLOPE 0.01f
 #define EPS 1e-5f

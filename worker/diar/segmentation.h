@@ -11,6 +11,9 @@
 #define GF_SEG_SAMPLES 160000  /* 10 s at 16 kHz per window */
 #define GF_SEG_FRAMES 589      /* output frames per window */
 #define GF_SEG_CLASSES 7       /* powerset classes {}, {0}, {1}, {2}, {0,1}, {0,2}, {1,2} */
+#define GF_SEG_LSTM_IN 60      /* the LSTM stack's inputs a frame (the convolutions' channels) */
+#define GF_SEG_LSTM_HIDDEN 128 /* its hidden size a direction */
+#define GF_SEG_LSTM_LAYERS 4   /* bidirectional layers */
 
 typedef struct gf_segmentation gf_segmentation;
 

@@ -30,11 +30,11 @@
 #define KS 251
 #define HK 125
 #define STRIDE 10
-#define C2 60
+#define C2 GF_SEG_LSTM_IN
 #define KC 5
-#define H 128
+#define H GF_SEG_LSTM_HIDDEN
 #define G (4 * H)
-#define LAYERS 4
+#define LAYERS GF_SEG_LSTM_LAYERS
 #define L0 128
 #define T GF_SEG_FRAMES
 #define N_IN GF_SEG_SAMPLES

@@ -86,7 +86,7 @@ gf_lstm_rec_v1(const float *__restrict__ gx, const float *__restrict__ w_hh,
 // thread-block cluster per (direction, group of SB sequences) instead of a
 // block per (sequence, direction). v1 holds 64 multiprocessors for the whole
 // stack at a batch of 32 while each does a few hundred multiply-adds a step;
-// with SB = 32 this one holds 16 and leaves the rest of the card to the work
+// with SB = 32 this one launches 16 blocks and leaves the rest of the card to the work
 // that runs beside it (the ResNet trunk).
 //
 // Block r of the cluster owns hidden units [16r, 16r + 16): their 64 gate

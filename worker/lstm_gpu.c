@@ -16,8 +16,8 @@
 #define CL_BLOCKS 8      /* gf_lstm_rec_cluster: blocks a cluster, hidden units 16 a block */
 #define CL_THREADS 256
 #define CL_MAX_SEQS 32   /* sequences a cluster, at most (a multiple of 8) */
-#define CL_SEQS_ALONE 8  /* the fastest alone: 64 multiprocessors at a batch of 32 */
-#define CL_SEQS_NARROW 32 /* beside other work: 16 multiprocessors at a batch of 32 */
+#define CL_SEQS_ALONE 8  /* the fastest alone: 64 blocks at a batch of 32 */
+#define CL_SEQS_NARROW 32 /* beside other work: 16 blocks at a batch of 32 */
 
 typedef struct {
     gf_cu_ptr w_ih, w_hh, bias;   /* [G, in], [G, H], b_ih + b_hh [G] */

@@ -47,9 +47,9 @@ gf_route_kind gf_lstm_gpu_route(const gf_lstm_gpu *self);
  * (float32, a block of 512 threads a sequence and direction).
  *
  * The cluster kernel takes 8 sequences a cluster by default, the fastest
- * alone (64 multiprocessors at a batch of 32); narrow (set when other work
+ * alone (64 blocks at a batch of 32); narrow (set when other work
  * runs beside the stack on the card, the stages overlapped) takes 32, a
- * quarter of the multiprocessors for a longer time. For tests and
+ * quarter of the blocks for a longer time. For tests and
  * benchmarks, gf_lstm_gpu_set_seqs_per_cluster overrides both until the
  * route is set again: 0 selects v1 in both maths, 8, 16 or 32 the cluster
  * kernel (GF_EUNSUP where it is not loaded, GF_EINVAL for another value).

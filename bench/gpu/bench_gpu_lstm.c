@@ -5,7 +5,8 @@
  * 1, 8 and 32, in tf32 math. The own kernels are gf_lstm_rec_v1 (float32,
  * a block of 512 threads a sequence and direction) and, on cc >= 9.0,
  * gf_lstm_rec_cluster (the recurrence on the tensor cores) with 8, 16 or
- * 32 sequences a cluster of 8 blocks; the multiprocessors each holds are
+ * 32 sequences a cluster of 8 blocks; the blocks each launches (so the
+ * multiprocessors it holds, at most) are
  * printed beside it, since that, not its time alone, is what the ResNet
  * trunk running beside it on the card loses. The variant the route picks by
  * default is marked. Random weights and inputs (the time does not depend on
@@ -87,7 +88,7 @@ int main(int argc, char **argv)
     gf_lstm_gpu *l = gf_lstm_gpu_new(gpu, blas, LAYERS, IN, H, dirs, MAX_B, T);
     if (!l || gf_gpu_alloc(gpu, sizeof(float) * nx, &dx) || gf_gpu_upload(gpu, dx, x, sizeof(float) * nx))
         return 1;
-    printf("LSTM stack, tf32 input projections, device ms (median of %d) and multiprocessors held:\n",
+    printf("LSTM stack, tf32 input projections, device ms (median of %d) and blocks launched:\n",
            reps);
     printf("%-38s %14s %14s %14s\n", "kernel", "batch 1", "batch 8", "batch 32");
     int variants[] = { -1, 0, 8, 16, 32 };

@@ -719,14 +719,16 @@ __device__ __forceinline__ void conv3_tf32_v4(const float *__restrict__ x,
 // straight from shared memory, so no warp spends issue slots on ldmatrix.
 // GEMM view turned round: M = output positions, N = output channels (wgmma's
 // M is 64 rows a warpgroup, more than stage 1's 32 channels). The block owns
-// R output rows x 30 columns of one window and N = 64 channels; two
-// warpgroups, each MB m64 blocks of positions.
-// - The input halo, (R + 2) rows x 32 columns, is laid out flat with a row
-//   pitch of 32 positions, and the block computes all 32 columns of each of
+// R output rows x HC - 2 columns of one window and N = 64 channels; two
+// warpgroups, each MB m64 blocks of positions (v5: 8 x 30, HC 32; v5w: 2 x
+// 126, HC 128).
+// - The input halo, (R + 2) rows x HC columns, is laid out flat with a row
+//   pitch of HC positions, and the block computes all HC columns of each of
 //   its R rows: output q = (row, col) reads tap (ky, kx) at halo position
-//   q + 32·ky + kx. So a tap's A operand is the same 64-row matrix with its
-//   start moved by 32·ky + kx positions, and one descriptor walk serves all
-//   nine taps; columns 30 and 31 are computed and thrown away (6 %).
+//   q + HC·ky + kx. So a tap's A operand is the same 64-row matrix with its
+//   start moved by HC·ky + kx positions, and one descriptor walk serves all
+//   nine taps; the last two columns of each row are computed and thrown
+//   away (6 % at HC 32, 1.6 % at 128).
 // - Shared-memory layout: wgmma's canonical K-major layout without swizzle.
 //   A core matrix is 8 rows x 16 bytes (4 channels); a channel quad's plane
 //   holds every halo position at 16 bytes each, so 8 consecutive positions
@@ -744,9 +746,9 @@ __device__ __forceinline__ void conv3_tf32_v4(const float *__restrict__ x,
 //   the barrier); the slab loaded next goes into the stage slab t - 2 used.
 // - Epilogue: wgmma's accumulator rows are positions, its columns channels;
 //   they go through shared memory, so that bias, residual and ReLU are
-//   applied along output rows, 30 consecutive floats a warp access.
+//   applied along output rows, up to 32 consecutive floats a warp access.
 // The host sizes the dynamic shared memory with the same formula
-// (worker/conv_gpu.c): 3 x 16 bytes x (2·NH + 9·2·N), NH = (R + 2)·32 + 8.
+// (worker/conv_gpu.c): 3 x 16 bytes x (2·NH + 9·2·N), NH = (R + 2)·HC + 8.
 // Grid: (tiles of the output plane, Cout / N, windows); 256 threads.
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #define GF_WGMMA 1
@@ -791,7 +793,7 @@ __device__ __forceinline__ void pin_acc(float (&d)[n])
 }
 #endif
 
-template <int R, int N, int MB, int STAGES, int DIST>
+template <int R, int HC, int N, int MB, int STAGES, int DIST>
 __device__ __forceinline__ void conv3_tf32_v5(const float *__restrict__ x,
                                               const float *__restrict__ wp,
                                               const float *__restrict__ bias,
@@ -800,7 +802,7 @@ __device__ __forceinline__ void conv3_tf32_v5(const float *__restrict__ x,
                                               int Cout, int Ho, int Wo, int relu)
 {
 #if defined(GF_WGMMA)
-    constexpr int HC = 32, C = HC - 2, BKC = 8, QC = BKC / 4;
+    constexpr int C = HC - 2, BKC = 8, QC = BKC / 4;
     constexpr int NH = (R + 2) * HC + 8;              // halo positions (the tail: zeros)
     constexpr unsigned QS = NH * 16u;                 // one channel quad's plane, bytes
     constexpr unsigned H_BUF = QC * QS, W_BUF = 9u * QC * N * 16u, STAGE = H_BUF + W_BUF;
@@ -808,6 +810,7 @@ __device__ __forceinline__ void conv3_tf32_v5(const float *__restrict__ x,
     constexpr int WQ = 9 * QC * N, WQT = (WQ + THREADS - 1) / THREADS;
     static_assert(R * HC == 2 * MB * 64, "two warpgroups of MB m64 blocks cover the tile");
     static_assert(N == 64, "the n64 wgmma only (the n32 block lost to v4 at stage 1)");
+    static_assert(HC % 32 == 0, "the epilogue walks rows in whole warps");
     static_assert(STAGES >= DIST + 2, "the stage loaded next is free of loads and MMAs");
     const int tid = threadIdx.x, wg = tid >> 7;
     const int tiles_x = (Wo + C - 1) / C;
@@ -961,8 +964,12 @@ __device__ __forceinline__ void conv3_tf32_v5(const float *__restrict__ x,
     // MMAs at stage 1).
     constexpr int WARPS = THREADS / 32, ROWS = N * R / WARPS, CH = 16;
     static_assert(ROWS % CH == 0, "whole chunks of rows");
-    const int ox = ox0 + lane, warp = tid >> 5;
-    if (lane < C && ox < Wo)
+    const int warp = tid >> 5;
+#pragma unroll
+    for (int seg = 0; seg < HC / 32; seg++) {
+        const int col = seg * 32 + lane, ox = ox0 + col;
+        if (col >= C || ox >= Wo)
+            continue;
 #pragma unroll
         for (int c0 = 0; c0 < ROWS; c0 += CH) {
             float rv[CH];
@@ -978,11 +985,12 @@ __device__ __forceinline__ void conv3_tf32_v5(const float *__restrict__ x,
                 const int row = warp + (c0 + i) * WARPS, n = row / R, r = row % R;
                 const int oy = oy0 + r, m = n0 + n;
                 if (oy < Ho) {
-                    const float v = ep[n * P + r * HC + lane] + bias[m] + rv[i];
+                    const float v = ep[n * P + r * HC + col] + bias[m] + rv[i];
                     out[(((long)b * Cout + m) * Ho + oy) * Wo + ox] = relu ? fmaxf(v, 0.0f) : v;
                 }
             }
         }
+    }
 #else
     __trap();
 #endif
@@ -1127,4 +1135,11 @@ CONV_ENTRY_HALO(gf_conv3_tf32_v4, 2, conv3_tf32_v4<64, 4, 32, 16, 2>)
 // 2 and 3 of the trunk, one block per 64 output channels). The shapes tried
 // against it are in docs/gpu.md (bench/gpu/bench_gpu_conv measures them
 // side by side).
-CONV_ENTRY_HALO(gf_conv3_tf32_v5, 2, conv3_tf32_v5<8, 64, 2, 3, 1>)
+CONV_ENTRY_HALO(gf_conv3_tf32_v5, 2, conv3_tf32_v5<8, 32, 64, 2, 3, 1>)
+
+// v5w: the same with a halo pitch of 128 positions, 2 rows x 126 columns a
+// block. The plane widths of stages 3 and 4 (250, 125) fill 126-column tiles
+// almost exactly and their heights (20, 10) 2-row ones, where v5's 8 x 30
+// tiles compute 1.38x (stage 3) and 1.64x (stage 4) the positions the layer
+// has; the price is a halo of twice the block's rows.
+CONV_ENTRY_HALO(gf_conv3_tf32_v5w, 2, conv3_tf32_v5<2, 128, 64, 2, 3, 1>)

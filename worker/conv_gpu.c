@@ -26,14 +26,17 @@ struct gf_conv_gpu {
 /* The own kernel's variants (kernels/resnet.cu). v4 runs the 3x3 stride-1
  * layers from a halo of input loaded once per channel slab (its 64-row block
  * also serves Cout 128 and 256, where it beat v3's 128 x 128 block:
- * docs/gpu.md); on the H200 (cc 9.0) v5, on wgmma, takes those of 64 and 128
- * channels (stages 2 and 3), where it beats v4 by 25 % and 5 %, and leaves
- * stage 1 (32 channels) and stage 4 (256) to v4 (bench/gpu/bench_gpu_conv).
+ * docs/gpu.md); on the H200 (cc 9.0) the wgmma kernels take those of 64 to
+ * 256 channels: v5 (8 x 30 tiles) stage 2's 40 x 499 plane, v5w (2 x 126
+ * tiles, which the 20 x 250 and 10 x 125 planes fill almost exactly) stages
+ * 3 and 4, where they beat v4 by 25 %, 16 % and 21 %; stage 1 (32 channels)
+ * stays on v4 (bench/gpu/bench_gpu_conv). The table picks by Cout, which
+ * names the trunk's stage and so its plane.
  * v3 runs the other layers of whole 16-channel K tiles (the strided 3x3 and
  * the 1x1 shortcuts), with packed weights and a block that follows Cout.
  * resnet.conv1 (one input channel) runs the direct kernel, float32 FMAs
  * (version 6); v1 what is left (other channel counts that are not a
- * multiple of 16). */
+ * multiple of 16). Indexes below: gf_conv_gpu_own_kernel. */
 static const gf_conv_own_kernel own_kernels[] = {
     { 1, "gf_conv1_tf32_v1", "gf_conv3_tf32_v1", 64, 128, 16, 1, false, 0, 0, 0 },
     { 3, "gf_conv1_tf32_v3", "gf_conv3_tf32_v3", 64, 128, 16, 2, true, 0, 0, 0 },
@@ -42,6 +45,7 @@ static const gf_conv_own_kernel own_kernels[] = {
     { 4, NULL, "gf_conv3_tf32_v4", 64, 4 * 32, 16, 2, true, 4, 32, 0 },
     { 5, NULL, "gf_conv3_tf32_v5", 64, 8 * 30, 8, 3, true, 8, 30, 90 },
     { 6, NULL, "gf_conv3_cin1", 32, 16 * 256, 1, 1, false, 16, 256, 0 },
+    { 5, NULL, "gf_conv3_tf32_v5w", 64, 2 * 126, 8, 3, true, 2, 126, 90 },
 };
 
 const gf_conv_own_kernel *gf_conv_gpu_own_kernel(gf_conv_shape s, int cc)
@@ -51,8 +55,10 @@ const gf_conv_own_kernel *gf_conv_gpu_own_kernel(gf_conv_shape s, int cc)
     if (s.cin % 16 != 0)
         return &own_kernels[0];
     if (s.k == 3 && s.stride == 1) {
-        if (cc == 90 && (s.cout == 64 || s.cout == 128))
+        if (cc == 90 && s.cout == 64)
             return &own_kernels[5];
+        if (cc == 90 && (s.cout == 128 || s.cout == 256))
+            return &own_kernels[7];
         return &own_kernels[s.cout <= 32 ? 3 : 4];
     }
     return &own_kernels[s.cout <= 64 ? 1 : 2];

@@ -1,5 +1,5 @@
 /* test_gpu_conv.c — every variant of the own ResNet kernel (kernels/resnet.cu:
- * v1, v3, v4, and v5 on a cc 9.0 card) against the CPU reference (kernels/conv2d.c) on small shapes
+ * v1, v3, v4, and v5 and v5w on a cc 9.0 card) against the CPU reference (kernels/conv2d.c) on small shapes
  * chosen to end tiles part-way: output planes that are not whole tiles, odd
  * and even widths (v4's paired stores), output channels that do not fill a
  * block, several windows, with and without the residual. Each element must
@@ -28,7 +28,20 @@ typedef struct {
     int cin, cout, k, stride, h, w, windows, residual, relu;
     const char *variant;   /* the entry point gf_conv_gpu_own_kernel must pick */
     const char *variant90; /* the same on a cc 9.0 card (wgmma); NULL: variant */
+    const char *force90;   /* on a cc 9.0 card, run this variant instead of the pick */
 } conv_case;
+
+/* The variant whose 3x3 entry point is name. */
+static const gf_conv_own_kernel *variant_named(const char *name)
+{
+    size_t n = 0;
+    const gf_conv_own_kernel *ks = gf_conv_own_kernels(&n);
+    for (size_t i = 0; i < n; i++)
+        if (ks[i].name3 && strcmp(ks[i].name3, name) == 0)
+            return &ks[i];
+    fail_msg("no variant %s", name);
+    return NULL;
+}
 
 /* The reference for all windows: out = conv(x) (+ residual), and the bound's
  * sum of |x||w| per output (abs: true). */
@@ -65,7 +78,12 @@ static void check_case(gf_blas_gpu *blas, const conv_case *t, unsigned *seed)
     gf_conv_shape shape = { t->cin, t->cout, t->k, t->stride };
     const gf_conv_own_kernel *kern = gf_conv_gpu_own_kernel(shape, gf_gpu_cc(gpu));
     const char *variant = gf_gpu_cc(gpu) == 90 && t->variant90 ? t->variant90 : t->variant;
-    assert_string_equal(t->k == 3 ? kern->name3 : kern->name1, variant);
+    if (gf_gpu_cc(gpu) == 90 && t->force90)
+        kern = variant_named(variant = t->force90);
+    else if (t->force90)
+        return;   /* a wgmma variant on another card: nothing to run */
+    else
+        assert_string_equal(t->k == 3 ? kern->name3 : kern->name1, variant);
 
     int pad = t->k / 2, ho = gf_conv2d_out(t->h, t->k, t->stride, pad);
     int wo = gf_conv2d_out(t->w, t->k, t->stride, pad);
@@ -91,7 +109,10 @@ static void check_case(gf_blas_gpu *blas, const conv_case *t, unsigned *seed)
     snprintf(name, sizeof name, "test.%s", variant);
     gf_conv_gpu *c = gf_conv_gpu_new(gpu, blas, name, shape, w, bias);
     assert_non_null(c);
-    assert_int_equal(gf_conv_gpu_set_route(c, GF_ROUTE_OWN, GF_MATH_TF32, NULL), 0);
+    if (t->force90)
+        assert_int_equal(gf_conv_gpu_set_own_variant(c, kern, NULL), 0);
+    else
+        assert_int_equal(gf_conv_gpu_set_route(c, GF_ROUTE_OWN, GF_MATH_TF32, NULL), 0);
     gf_cu_ptr dx, dres = 0, dout;
     assert_int_equal(gf_gpu_alloc(gpu, sizeof(float) * (size_t)in_n, &dx), 0);
     assert_int_equal(gf_gpu_alloc(gpu, sizeof(float) * (size_t)out_n, &dout), 0);
@@ -147,34 +168,46 @@ static void test_own_conv_variants(void **state)
         /* v4s: 9 rows end the row tile early, 70 columns the fifth column
          * tile; even width: paired stores; four 8-channel slabs; then an odd
          * width (single stores) without the residual. */
-        { 32, 32, 3, 1, 9, 70, 3, 1, 1, "gf_conv3_tf32_v4s", NULL },
-        { 32, 32, 3, 1, 9, 71, 2, 0, 1, "gf_conv3_tf32_v4s", NULL },
+        { 32, 32, 3, 1, 9, 70, 3, 1, 1, "gf_conv3_tf32_v4s", NULL, NULL },
+        { 32, 32, 3, 1, 9, 71, 2, 0, 1, "gf_conv3_tf32_v4s", NULL, NULL },
         /* v4: odd width (single stores); one 16-channel slab and 48 of 64
          * rows. v5 (cc 9.0): the 30-column tile ends at 7, one row tile
          * ends early; eight 8-channel slabs. */
-        { 64, 64, 3, 1, 7, 37, 2, 1, 1, "gf_conv3_tf32_v4", "gf_conv3_tf32_v5" },
-        { 16, 48, 3, 1, 6, 20, 2, 1, 1, "gf_conv3_tf32_v4", NULL },
+        { 64, 64, 3, 1, 7, 37, 2, 1, 1, "gf_conv3_tf32_v4", "gf_conv3_tf32_v5", NULL },
+        { 16, 48, 3, 1, 6, 20, 2, 1, 1, "gf_conv3_tf32_v4", NULL, NULL },
         /* 17 rows (v5: three 8-row tiles, the last of one row), 31 columns. */
-        { 64, 64, 3, 1, 17, 31, 1, 0, 1, "gf_conv3_tf32_v4", "gf_conv3_tf32_v5" },
+        { 64, 64, 3, 1, 17, 31, 1, 0, 1, "gf_conv3_tf32_v4", "gf_conv3_tf32_v5", NULL },
         /* v4 at Cout 96-256: two to four blocks of rows; odd rows and width.
-         * v5 at 128: two blocks of 64 channels. */
-        { 128, 128, 3, 1, 5, 67, 2, 0, 1, "gf_conv3_tf32_v4", "gf_conv3_tf32_v5" },
-        { 128, 128, 3, 1, 20, 62, 1, 1, 1, "gf_conv3_tf32_v4", "gf_conv3_tf32_v5" },
-        { 128, 96, 3, 1, 4, 16, 1, 1, 0, "gf_conv3_tf32_v4", NULL },
-        { 256, 256, 3, 1, 3, 9, 2, 1, 1, "gf_conv3_tf32_v4", NULL },
+         * v5w (cc 9.0) at 128 and 256: two and four blocks of 64 channels. */
+        { 128, 128, 3, 1, 5, 67, 2, 0, 1, "gf_conv3_tf32_v4", "gf_conv3_tf32_v5w", NULL },
+        { 128, 128, 3, 1, 20, 62, 1, 1, 1, "gf_conv3_tf32_v4", "gf_conv3_tf32_v5w", NULL },
+        { 128, 96, 3, 1, 4, 16, 1, 1, 0, "gf_conv3_tf32_v4", NULL, NULL },
+        { 256, 256, 3, 1, 3, 9, 2, 1, 1, "gf_conv3_tf32_v4", "gf_conv3_tf32_v5w", NULL },
         /* v3: the strided 3x3 and the 1x1 shortcuts. */
-        { 32, 64, 3, 2, 9, 21, 2, 0, 1, "gf_conv3_tf32_v3", NULL },
-        { 64, 128, 3, 2, 8, 13, 2, 0, 1, "gf_conv3_tf32_v3w", NULL },
-        { 32, 64, 1, 2, 9, 21, 2, 0, 0, "gf_conv1_tf32_v3", NULL },
-        { 128, 256, 1, 2, 6, 11, 2, 0, 0, "gf_conv1_tf32_v3w", NULL },
+        { 32, 64, 3, 2, 9, 21, 2, 0, 1, "gf_conv3_tf32_v3", NULL, NULL },
+        { 64, 128, 3, 2, 8, 13, 2, 0, 1, "gf_conv3_tf32_v3w", NULL, NULL },
+        { 32, 64, 1, 2, 9, 21, 2, 0, 0, "gf_conv1_tf32_v3", NULL, NULL },
+        { 128, 256, 1, 2, 6, 11, 2, 0, 0, "gf_conv1_tf32_v3w", NULL, NULL },
         /* the direct kernel: one input channel (resnet.conv1). Odd width
          * (single stores); two column tiles and two row tiles, both ending
          * early, with the residual; 16 output channels without the ReLU. */
-        { 1, 32, 3, 1, 11, 29, 2, 0, 1, "gf_conv3_cin1", NULL },
-        { 1, 32, 3, 1, 20, 300, 2, 1, 1, "gf_conv3_cin1", NULL },
-        { 1, 16, 3, 1, 9, 998, 1, 0, 0, "gf_conv3_cin1", NULL },
+        { 1, 32, 3, 1, 11, 29, 2, 0, 1, "gf_conv3_cin1", NULL, NULL },
+        { 1, 32, 3, 1, 20, 300, 2, 1, 1, "gf_conv3_cin1", NULL, NULL },
+        { 1, 16, 3, 1, 9, 998, 1, 0, 0, "gf_conv3_cin1", NULL, NULL },
         /* v1: other channel counts that are not a multiple of 16. */
-        { 3, 32, 3, 1, 11, 29, 2, 0, 1, "gf_conv3_tf32_v1", NULL },
+        { 3, 32, 3, 1, 11, 29, 2, 0, 1, "gf_conv3_tf32_v1", NULL, NULL },
+        /* Variants run whichever the table picks (on a cc 9.0 card), on
+         * shapes their tiles fit badly. v5w: 130 columns (a second
+         * 126-column tile of 4), 5 rows (a last 2-row tile of 1); 125
+         * columns, Cout 128; a plane smaller than a tile at 256 channels;
+         * 253 columns (a third tile of one column) without the ReLU. v5 and
+         * v5w at stage 4's plane. */
+        { 64, 64, 3, 1, 5, 130, 2, 1, 1, NULL, NULL, "gf_conv3_tf32_v5w" },
+        { 128, 128, 3, 1, 4, 125, 1, 0, 1, NULL, NULL, "gf_conv3_tf32_v5w" },
+        { 256, 256, 3, 1, 3, 9, 2, 1, 1, NULL, NULL, "gf_conv3_tf32_v5w" },
+        { 64, 64, 3, 1, 2, 253, 1, 1, 0, NULL, NULL, "gf_conv3_tf32_v5w" },
+        { 256, 256, 3, 1, 10, 125, 1, 1, 1, NULL, NULL, "gf_conv3_tf32_v5" },
+        { 256, 256, 3, 1, 10, 125, 1, 1, 1, NULL, NULL, "gf_conv3_tf32_v5w" },
     };
     unsigned seed = 2024;
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)

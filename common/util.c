@@ -77,6 +77,20 @@ uint64_t gf_now_ms(void)
     return gf_now_ns() / 1000000u;
 }
 
+uint64_t gf_splitmix64(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+float gf_rand_sym(uint64_t *s, float a)
+{
+    double u = ((double)(gf_splitmix64(s) >> 11) + 0.5) / 9007199254740992.0;
+    return (float)((2.0 * u - 1.0) * a);
+}
+
 int64_t gf_wall_ms(void)
 {
     struct timespec ts;

@@ -41,6 +41,12 @@ uint64_t gf_now_ms(void);
 /* Wall clock in milliseconds since the epoch. */
 int64_t gf_wall_ms(void);
 
+/* splitmix64: the next value of the stream in *s (well mixed from any
+ * seed; for checks, benchmarks and test data, not for secrets). */
+uint64_t gf_splitmix64(uint64_t *s);
+/* Uniform in [-a, a] from that stream, never exactly zero. */
+float gf_rand_sym(uint64_t *s, float a);
+
 #define GF_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 
 #endif

@@ -311,3 +311,33 @@ void gf_lstm_ref(const gf_lstm_gpu_dir (*w)[2], int layers, int in0, int hidden,
     free(h);
     free(c);
 }
+
+void gf_lstm_weights_random(gf_lstm_weights *w, int layers, int in0, int hidden,
+                            uint64_t *seed)
+{
+    assert(layers >= 1 && layers <= GF_LSTM_MAX_LAYERS);
+    const size_t G = 4 * (size_t)hidden;
+    const float a = 1.0f / sqrtf((float)hidden);
+    memset(w, 0, sizeof *w);
+    w->layers = layers;
+    for (int l = 0; l < layers; l++)
+        for (int d = 0; d < 2; d++) {
+            size_t n[4] = { G * (size_t)(l ? 2 * hidden : in0), G * (size_t)hidden, G, G };
+            for (int k = 0; k < 4; k++) {
+                w->buf[l][d][k] = gf_malloc(sizeof(float) * n[k]);
+                for (size_t i = 0; i < n[k]; i++)
+                    w->buf[l][d][k][i] = gf_rand_sym(seed, a);
+            }
+            w->dirs[l][d] = (gf_lstm_gpu_dir){ w->buf[l][d][0], w->buf[l][d][1],
+                                               w->buf[l][d][2], w->buf[l][d][3] };
+        }
+}
+
+void gf_lstm_weights_free(gf_lstm_weights *w)
+{
+    for (int l = 0; l < w->layers; l++)
+        for (int d = 0; d < 2; d++)
+            for (int k = 0; k < 4; k++)
+                free(w->buf[l][d][k]);
+    memset(w, 0, sizeof *w);
+}

@@ -72,4 +72,17 @@ int gf_lstm_gpu_run(gf_lstm_gpu *self, gf_math math, gf_cu_ptr x, int B, gf_cu_p
 void gf_lstm_ref(const gf_lstm_gpu_dir (*w)[2], int layers, int in0, int hidden, int T,
                  const float *x, double *out);
 
+/* Random weights for a stack, in host memory: every value uniform in
+ * ±1/sqrt(hidden), the range PyTorch initialises an LSTM with, drawn from
+ * the splitmix64 stream *seed. For qualify, tests and benchmarks. */
+#define GF_LSTM_MAX_LAYERS 8
+typedef struct {
+    int layers;
+    float *buf[GF_LSTM_MAX_LAYERS][2][4];         /* w_ih, w_hh, b_ih, b_hh */
+    gf_lstm_gpu_dir dirs[GF_LSTM_MAX_LAYERS][2];  /* views of buf, for gf_lstm_gpu_new */
+} gf_lstm_weights;
+void gf_lstm_weights_random(gf_lstm_weights *w, int layers, int in0, int hidden,
+                            uint64_t *seed);
+void gf_lstm_weights_free(gf_lstm_weights *w);
+
 #endif

@@ -43,23 +43,6 @@ const gf_candidate *gf_qualify_candidates(int cc, size_t *count)
     return candidates;
 }
 
-/* ---- random inputs ------------------------------------------------------ */
-
-uint64_t gfq_next_u64(uint64_t *s)
-{
-    /* splitmix64: well mixed from any seed */
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
-
-float gfq_uniform(uint64_t *s, float a)
-{
-    double u = ((double)(gfq_next_u64(s) >> 11) + 0.5) / 9007199254740992.0;
-    return (float)((2.0 * u - 1.0) * a);
-}
-
 /* ---- records ------------------------------------------------------------- */
 
 static const char *tier_name(int tier, char *buf, size_t len)

@@ -256,9 +256,9 @@ int gfq_e2e_embedding(const gf_qualify_ctx *ctx, const char *boundary, int B, gf
     float *emb = gf_malloc(sizeof(float) * GF_EMB_DIM * (size_t)jobs);
     int *jw = gf_malloc(sizeof(int) * (size_t)jobs);
     for (size_t i = 0; i < nf; i++)
-        feats[i] = gfq_uniform(seed, 1.0f);
+        feats[i] = gf_rand_sym(seed, 1.0f);
     for (size_t i = 0; i < nm; i++)
-        masks[i] = 0.5f + gfq_uniform(seed, 0.5f);
+        masks[i] = 0.5f + gf_rand_sym(seed, 0.5f);
     for (int j = 0; j < jobs; j++)
         jw[j] = j / 3;
     emb_subject t = { e, boundary, feats, masks, jw, emb, B };
@@ -289,15 +289,15 @@ int gfq_conv(const gf_qualify_ctx *ctx, const gf_candidate *cand, int B, gf_math
     float *bias = gf_malloc(sizeof(float) * sh->cout), *r = NULL, *got = gf_malloc(sizeof(float) * no);
     float wk = 1.0f / sqrtf((float)(sh->cin * sh->k * sh->k));
     for (size_t i = 0; i < nx; i++)
-        x[i] = gfq_uniform(&rng, 1.0f);
+        x[i] = gf_rand_sym(&rng, 1.0f);
     for (size_t i = 0; i < nw; i++)
-        w[i] = gfq_uniform(&rng, wk);
+        w[i] = gf_rand_sym(&rng, wk);
     for (int i = 0; i < sh->cout; i++)
-        bias[i] = gfq_uniform(&rng, 0.1f);
+        bias[i] = gf_rand_sym(&rng, 0.1f);
     if (L->residual) {
         r = gf_malloc(sizeof(float) * no);
         for (size_t i = 0; i < no; i++)
-            r[i] = gfq_uniform(&rng, 0.5f);
+            r[i] = gf_rand_sym(&rng, 0.5f);
     }
     gf_cu_ptr dx = 0, dout = 0, dres = 0, dcol = 0;
     const char *sha = NULL;
@@ -319,7 +319,7 @@ int gfq_conv(const gf_qualify_ctx *ctx, const gf_candidate *cand, int B, gf_math
     if (!rc) {
         gfq_acc_errors e = { .atol = 5e-3, .rtol = 1e-2 };
         for (int k = 0; k < CONV_SAMPLES; k++) {
-            size_t o = (size_t)(gfq_next_u64(&rng) % no);
+            size_t o = (size_t)(gf_splitmix64(&rng) % no);
             gfq_acc_add(&e, got[o], conv_ref_at(L, x, w, bias, r, B, o));
         }
         rc = gfq_acc_record(ctx, cand, B, math, res, seed, &e, gfq_count_unwritten(got, no), no,
@@ -352,14 +352,14 @@ int gfq_conv(const gf_qualify_ctx *ctx, const gf_candidate *cand, int B, gf_math
 static void fbank_wave(float *wave, int B, uint64_t *rng)
 {
     for (int b = 0; b < B; b++) {
-        double f1 = 100 + 150 * (1 + gfq_uniform(rng, 1));
-        double f2 = 500 + 1000 * (1 + gfq_uniform(rng, 1));
-        double amp = 0.05 + 0.15 * (1 + gfq_uniform(rng, 1));
+        double f1 = 100 + 150 * (1 + gf_rand_sym(rng, 1));
+        double f2 = 500 + 1000 * (1 + gf_rand_sym(rng, 1));
+        double amp = 0.05 + 0.15 * (1 + gf_rand_sym(rng, 1));
         for (int i = 0; i < GF_FBANK_GPU_SAMPLES; i++) {
             double t = i / 16000.0;
             wave[(size_t)b * GF_FBANK_GPU_SAMPLES + i] =
                 (float)(amp * (sin(2 * M_PI * f1 * t) + 0.5 * sin(2 * M_PI * f2 * t)) +
-                        gfq_uniform(rng, 0.01f));
+                        gf_rand_sym(rng, 0.01f));
         }
     }
 }
@@ -550,9 +550,9 @@ int gfq_pool(const gf_qualify_ctx *ctx, const gf_candidate *cand, int B, gf_math
     float *got = gf_malloc(sizeof(float) * no);
     int *jw = gf_malloc(sizeof(int) * (size_t)jobs);
     for (size_t i = 0; i < nx; i++)
-        x[i] = 0.5f + gfq_uniform(&rng, 1.0f);
+        x[i] = 0.5f + gf_rand_sym(&rng, 1.0f);
     for (int i = 0; i < GF_POOL_T * jobs; i++)
-        w[i] = 0.5f + gfq_uniform(&rng, 0.5f);
+        w[i] = 0.5f + gf_rand_sym(&rng, 0.5f);
     for (int j = 0; j < jobs; j++)
         jw[j] = j % B;
     gf_cu_ptr dx = 0, dout = 0;
@@ -635,11 +635,11 @@ int gfq_seg1(const gf_qualify_ctx *ctx, const gf_candidate *cand, int B, gf_math
     float *w = gf_malloc(sizeof(float) * nw), *bias = gf_malloc(sizeof(float) * GF_SEG1_OUT);
     float *pooled = gf_malloc(sizeof(float) * np), *got = gf_malloc(sizeof(float) * no);
     for (size_t i = 0; i < nw; i++)
-        w[i] = gfq_uniform(&rng, 1.0f / sqrtf((float)GF_SEG1_IN));
+        w[i] = gf_rand_sym(&rng, 1.0f / sqrtf((float)GF_SEG1_IN));
     for (int i = 0; i < GF_SEG1_OUT; i++)
-        bias[i] = gfq_uniform(&rng, 0.1f);
+        bias[i] = gf_rand_sym(&rng, 0.1f);
     for (size_t i = 0; i < np; i++)
-        pooled[i] = gfq_uniform(&rng, 1.0f);
+        pooled[i] = gf_rand_sym(&rng, 1.0f);
     gf_cu_ptr dp = 0, dout = 0;
     const char *sha = NULL;
     gf_seg1_gpu *s = gf_seg1_gpu_new(ctx->gpu, ctx->blas, w, bias, jobs);

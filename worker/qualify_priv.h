@@ -14,14 +14,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* ---- random inputs ------------------------------------------------------ */
-
-/* splitmix64: the next value of the stream in *s. */
-uint64_t gfq_next_u64(uint64_t *s);
-
-/* Uniform in [-a, a], never exactly zero. */
-float gfq_uniform(uint64_t *s, float a);
-
 /* ---- accuracy against float64 --------------------------------------------- */
 
 /* A candidate's outputs against the float64 reference, one element at a

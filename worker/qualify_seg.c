@@ -134,47 +134,6 @@ size_t gfq_seg_candidates(int cc, gf_candidate *out, size_t cap)
 /* ---- the LSTM candidate --------------------------------------------------- */
 
 typedef struct {
-    float *w_ih[LSTM_LAYERS][2], *w_hh[LSTM_LAYERS][2], *b_ih[LSTM_LAYERS][2],
-        *b_hh[LSTM_LAYERS][2];
-    gf_lstm_gpu_dir dirs[LSTM_LAYERS][2];
-} lstm_weights;
-
-static void lstm_weights_random(lstm_weights *w, uint64_t *seed)
-{
-    const int G = 4 * LSTM_H;
-    const float k = 1.0f / sqrtf((float)LSTM_H);   /* PyTorch's initialisation range */
-    for (int l = 0; l < LSTM_LAYERS; l++)
-        for (int d = 0; d < 2; d++) {
-            int in = l ? 2 * LSTM_H : LSTM_IN;
-            w->w_ih[l][d] = gf_malloc(sizeof(float) * G * in);
-            w->w_hh[l][d] = gf_malloc(sizeof(float) * G * LSTM_H);
-            w->b_ih[l][d] = gf_malloc(sizeof(float) * G);
-            w->b_hh[l][d] = gf_malloc(sizeof(float) * G);
-            for (int i = 0; i < G * in; i++)
-                w->w_ih[l][d][i] = gfq_uniform(seed, k);
-            for (int i = 0; i < G * LSTM_H; i++)
-                w->w_hh[l][d][i] = gfq_uniform(seed, k);
-            for (int i = 0; i < G; i++) {
-                w->b_ih[l][d][i] = gfq_uniform(seed, k);
-                w->b_hh[l][d][i] = gfq_uniform(seed, k);
-            }
-            w->dirs[l][d] = (gf_lstm_gpu_dir){ w->w_ih[l][d], w->w_hh[l][d], w->b_ih[l][d],
-                                               w->b_hh[l][d] };
-        }
-}
-
-static void lstm_weights_free(lstm_weights *w)
-{
-    for (int l = 0; l < LSTM_LAYERS; l++)
-        for (int d = 0; d < 2; d++) {
-            free(w->w_ih[l][d]);
-            free(w->w_hh[l][d]);
-            free(w->b_ih[l][d]);
-            free(w->b_hh[l][d]);
-        }
-}
-
-typedef struct {
     gf_gpu *gpu;
     gf_lstm_gpu *l;
     gf_math math;
@@ -200,7 +159,7 @@ static int lstm_run(void *arg, gf_devstats *stats)
 }
 
 static int lstm_accuracy(const gf_qualify_ctx *ctx, const gf_candidate *cand, int B,
-                         gf_math math, const lstm_weights *w, const float *x, gf_lstm_gpu *l,
+                         gf_math math, const gf_lstm_weights *w, const float *x, gf_lstm_gpu *l,
                          gf_cu_ptr dx, gf_qualify_result *res, uint64_t seed)
 {
     const size_t per = (size_t)LSTM_T * 2 * LSTM_H;
@@ -242,11 +201,11 @@ int gfq_lstm(const gf_qualify_ctx *ctx, const gf_candidate *cand, int B, gf_math
 {
     uint64_t seed = ctx->seed ^ ((uint64_t)B << 32) ^ (uint64_t)math;
     uint64_t rng = seed;
-    lstm_weights w;
-    lstm_weights_random(&w, &rng);
+    gf_lstm_weights w;
+    gf_lstm_weights_random(&w, LSTM_LAYERS, LSTM_IN, LSTM_H, &rng);
     float *x = gf_malloc(sizeof(float) * (size_t)B * LSTM_T * LSTM_IN);
     for (size_t i = 0; i < (size_t)B * LSTM_T * LSTM_IN; i++)
-        x[i] = gfq_uniform(&rng, 1.0f);
+        x[i] = gf_rand_sym(&rng, 1.0f);
     gf_cu_ptr dx = 0;
     const char *sha = NULL;
     gf_lstm_gpu *l = gf_lstm_gpu_new(ctx->gpu, ctx->blas, LSTM_LAYERS, LSTM_IN, LSTM_H, w.dirs,
@@ -265,7 +224,7 @@ int gfq_lstm(const gf_qualify_ctx *ctx, const gf_candidate *cand, int B, gf_math
     if (dx)
         gf_gpu_free(ctx->gpu, dx);
     gf_lstm_gpu_destroy(&l);
-    lstm_weights_free(&w);
+    gf_lstm_weights_free(&w);
     free(x);
     return rc;
 }
@@ -309,9 +268,9 @@ int gfq_sinc(const gf_qualify_ctx *ctx, const gf_candidate *cand, int B, gf_math
     double *filters = gf_malloc(sizeof(double) * GF_SINC_FILTERS * GF_SINC_TAPS);
     float *wave = gf_malloc(sizeof(float) * nw), *got = gf_malloc(sizeof(float) * no);
     for (int i = 0; i < GF_SINC_FILTERS * GF_SINC_TAPS; i++)
-        filters[i] = gfq_uniform(&rng, 0.1f);
+        filters[i] = gf_rand_sym(&rng, 0.1f);
     for (size_t i = 0; i < nw; i++)
-        wave[i] = gfq_uniform(&rng, 1.5f);
+        wave[i] = gf_rand_sym(&rng, 1.5f);
     gf_cu_ptr dw = 0, dout = 0;
     const char *sha = NULL;
     gf_sinc_gpu *s = gf_sinc_gpu_new(ctx->gpu, ctx->blas, filters, B);
@@ -327,7 +286,7 @@ int gfq_sinc(const gf_qualify_ctx *ctx, const gf_candidate *cand, int B, gf_math
     if (!rc) {
         gfq_acc_errors e = { .atol = 1e-9, .rtol = 2.4e-7 };   /* 2 ulp of float */
         for (int k = 0; k < SINC_SAMPLES; k++) {
-            size_t o = (size_t)(gfq_next_u64(&rng) % no);
+            size_t o = (size_t)(gf_splitmix64(&rng) % no);
             gfq_acc_add(&e, got[o], gf_sinc_ref(filters, wave, o));
         }
         rc = gfq_acc_record(ctx, cand, B, math, res, seed, &e, gfq_count_unwritten(got, no), no,
@@ -390,11 +349,11 @@ int gfq_segconv(const gf_qualify_ctx *ctx, const gf_candidate *cand, int B, gf_m
     float *x = gf_malloc(sizeof(float) * nx), *w = gf_malloc(sizeof(float) * nw);
     float *bias = gf_malloc(sizeof(float) * C), *got = gf_malloc(sizeof(float) * no);
     for (size_t i = 0; i < nx; i++)
-        x[i] = gfq_uniform(&rng, 1.0f);
+        x[i] = gf_rand_sym(&rng, 1.0f);
     for (size_t i = 0; i < nw; i++)
-        w[i] = gfq_uniform(&rng, 1.0f / sqrtf((float)(cin * K)));
+        w[i] = gf_rand_sym(&rng, 1.0f / sqrtf((float)(cin * K)));
     for (int i = 0; i < C; i++)
-        bias[i] = gfq_uniform(&rng, 0.1f);
+        bias[i] = gf_rand_sym(&rng, 0.1f);
     gf_cu_ptr dx = 0, dout = 0;
     const char *sha = NULL;
     gf_segconv_gpu *s = gf_segconv_gpu_new(ctx->gpu, ctx->blas, cand->boundary, cin, tin, w,
@@ -412,7 +371,7 @@ int gfq_segconv(const gf_qualify_ctx *ctx, const gf_candidate *cand, int B, gf_m
         gfq_acc_errors e = { .atol = math == GF_MATH_TF32 ? 5e-3 : 1e-4,
                          .rtol = math == GF_MATH_TF32 ? 1e-2 : 1e-3 };
         for (int k = 0; k < SEGCONV_SAMPLES; k++) {
-            size_t o = (size_t)(gfq_next_u64(&rng) % no);
+            size_t o = (size_t)(gf_splitmix64(&rng) % no);
             size_t b = o / ((size_t)C * tp), c = (o / tp) % C, p = o % tp;
             double ref = -INFINITY;
             for (int j = 0; j < 3; j++) {
@@ -486,11 +445,11 @@ int gfq_dense(const gf_qualify_ctx *ctx, const gf_candidate *cand, int B, gf_mat
     float *x = gf_malloc(sizeof(float) * nx), *w = gf_malloc(sizeof(float) * nw);
     float *bias = gf_malloc(sizeof(float) * n), *got = gf_malloc(sizeof(float) * no);
     for (size_t i = 0; i < nx; i++)
-        x[i] = gfq_uniform(&rng, 1.0f);
+        x[i] = gf_rand_sym(&rng, 1.0f);
     for (size_t i = 0; i < nw; i++)
-        w[i] = gfq_uniform(&rng, 1.0f / sqrtf((float)in));
+        w[i] = gf_rand_sym(&rng, 1.0f / sqrtf((float)in));
     for (int i = 0; i < n; i++)
-        bias[i] = gfq_uniform(&rng, 0.1f);
+        bias[i] = gf_rand_sym(&rng, 0.1f);
     gf_cu_ptr dx = 0, dout = 0;
     const char *sha = NULL;
     gf_dense_gpu *d = gf_dense_gpu_new(ctx->gpu, ctx->blas, cand->boundary, in, n, w, bias, act,
@@ -570,7 +529,7 @@ int gfq_e2e_segmentation(const gf_qualify_ctx *ctx, const char *boundary, int B,
     float *wave = gf_malloc(sizeof(float) * (size_t)B * 160000);
     float *logp = gf_malloc(sizeof(float) * (size_t)B * 589 * 7);
     for (size_t i = 0; i < (size_t)B * 160000; i++)
-        wave[i] = gfq_uniform(seed, 0.3f);
+        wave[i] = gf_rand_sym(seed, 0.3f);
     seg_subject t = { s, boundary, wave, logp, B };
     gfq_ab_subject sub = { seg_set_route, seg_run, &t };
     int rc = gfq_ab_rounds(ctx, &sub, 1e-9, a, b);   /* s */

@@ -26,16 +26,8 @@
 #define LAYERS GF_SEG_LSTM_LAYERS
 #define IN GF_SEG_LSTM_IN
 #define H GF_SEG_LSTM_HIDDEN
-#define G (4 * H)
 #define T GF_SEG_FRAMES
 #define MAX_B 32
-
-/* Uniform in [-1, 1). */
-static float urand(unsigned *s)
-{
-    *s = *s * 1664525u + 1013904223u;
-    return (float)(*s >> 9) / 4194304.0f - 1.0f;
-}
 
 typedef struct {
     gf_lstm_gpu *l;
@@ -65,27 +57,15 @@ int main(int argc, char **argv)
         fprintf(stderr, "bench_gpu_lstm: no CUDA card 0\n");
         return 1;
     }
-    unsigned seed = 20261201u;
-    float *buf[LAYERS][2][4];
-    gf_lstm_gpu_dir dirs[LAYERS][2];
-    const float a = 0.0883883f;   /* 1/sqrt(128), PyTorch's initialisation range */
-    for (int li = 0; li < LAYERS; li++)
-        for (int d = 0; d < 2; d++) {
-            size_t n[4] = { (size_t)G * (li ? 2 * H : IN), (size_t)G * H, G, G };
-            for (int k = 0; k < 4; k++) {
-                buf[li][d][k] = gf_malloc(sizeof(float) * n[k]);
-                for (size_t i = 0; i < n[k]; i++)
-                    buf[li][d][k][i] = a * urand(&seed);
-            }
-            dirs[li][d] = (gf_lstm_gpu_dir){ buf[li][d][0], buf[li][d][1], buf[li][d][2],
-                                             buf[li][d][3] };
-        }
+    uint64_t seed = 20261201u;
+    gf_lstm_weights w;
+    gf_lstm_weights_random(&w, LAYERS, IN, H, &seed);
     size_t nx = (size_t)MAX_B * T * IN;
     float *x = gf_malloc(sizeof(float) * nx);
     for (size_t i = 0; i < nx; i++)
-        x[i] = urand(&seed);
+        x[i] = gf_rand_sym(&seed, 1.0f);
     gf_cu_ptr dx = 0;
-    gf_lstm_gpu *l = gf_lstm_gpu_new(gpu, blas, LAYERS, IN, H, dirs, MAX_B, T);
+    gf_lstm_gpu *l = gf_lstm_gpu_new(gpu, blas, LAYERS, IN, H, w.dirs, MAX_B, T);
     if (!l || gf_gpu_alloc(gpu, sizeof(float) * nx, &dx) || gf_gpu_upload(gpu, dx, x, sizeof(float) * nx))
         return 1;
     printf("LSTM stack, tf32 input projections, device ms (median of %d) and blocks launched:\n",
@@ -133,10 +113,7 @@ int main(int argc, char **argv)
     gf_lstm_gpu_destroy(&l);
     gf_blas_gpu_destroy(&blas);
     gf_gpu_destroy(&gpu);
-    for (int li = 0; li < LAYERS; li++)
-        for (int d = 0; d < 2; d++)
-            for (int k = 0; k < 4; k++)
-                free(buf[li][d][k]);
+    gf_lstm_weights_free(&w);
     free(x);
     return 0;
 }

@@ -29,44 +29,13 @@
 #define LAYERS GF_SEG_LSTM_LAYERS
 #define IN GF_SEG_LSTM_IN
 #define H GF_SEG_LSTM_HIDDEN
-#define G (4 * H)
 #define T GF_SEG_FRAMES
 #define MAX_B 32
-
-typedef struct {
-    float *buf[LAYERS][2][4];
-    gf_lstm_gpu_dir dirs[LAYERS][2];
-} weights;
-
-/* PyTorch's default initialisation range, U(-1/sqrt(H), 1/sqrt(H)). */
-static void weights_random(weights *w, unsigned *seed)
-{
-    const float a = 1.0f / sqrtf((float)H);
-    for (int l = 0; l < LAYERS; l++)
-        for (int d = 0; d < 2; d++) {
-            size_t n[4] = { (size_t)G * (l ? 2 * H : IN), (size_t)G * H, G, G };
-            for (int k = 0; k < 4; k++) {
-                w->buf[l][d][k] = malloc(sizeof(float) * n[k]);
-                for (size_t i = 0; i < n[k]; i++)
-                    w->buf[l][d][k][i] = a * frand(seed);
-            }
-            w->dirs[l][d] = (gf_lstm_gpu_dir){ w->buf[l][d][0], w->buf[l][d][1], w->buf[l][d][2],
-                                               w->buf[l][d][3] };
-        }
-}
-
-static void weights_free(weights *w)
-{
-    for (int l = 0; l < LAYERS; l++)
-        for (int d = 0; d < 2; d++)
-            for (int k = 0; k < 4; k++)
-                free(w->buf[l][d][k]);
-}
 
 /* Run the stack on B sequences of x (on the card) and check sequences 0 and
  * B - 1 on every output; returns the mismatches. tf32: within qualify's
  * bound for that mode, 2e-2 + 2e-2·|ref|; the largest error is printed. */
-static int check_batch(gf_lstm_gpu *l, const weights *w, const float *x, gf_cu_ptr dx, int B,
+static int check_batch(gf_lstm_gpu *l, const gf_lstm_weights *w, const float *x, gf_cu_ptr dx, int B,
                        gf_math math, const char *what)
 {
     /* fp32: float32 throughout; tf32: qualify's bound for that math mode */
@@ -110,8 +79,9 @@ static void test_own_and_library(void **state)
     (void)state;
     NEED_GPU();
     unsigned seed = 20261201u;
-    weights w;
-    weights_random(&w, &seed);
+    uint64_t wseed = seed;
+    gf_lstm_weights w;
+    gf_lstm_weights_random(&w, LAYERS, IN, H, &wseed);
     float *x = malloc(sizeof(float) * (size_t)MAX_B * T * IN);
     for (size_t i = 0; i < (size_t)MAX_B * T * IN; i++)
         x[i] = frand(&seed);
@@ -154,7 +124,7 @@ static void test_own_and_library(void **state)
     gf_gpu_free(gpu, dx);
     gf_lstm_gpu_destroy(&l);
     gf_blas_gpu_destroy(&blas);
-    weights_free(&w);
+    gf_lstm_weights_free(&w);
     free(x);
 }
 

@@ -329,18 +329,9 @@ void gf_assign_hard(double *soft, const float *act, size_t n_chunks, size_t n_sp
     free(j.col);
 }
 
-/* splitmix64: a small, well-mixed deterministic generator */
-static uint64_t next_u64(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
-
 static double uniform(uint64_t *s)
 {
-    return (double)(next_u64(s) >> 11) * (1.0 / 9007199254740992.0);
+    return (double)(gf_splitmix64(s) >> 11) * (1.0 / 9007199254740992.0);
 }
 
 static double sqdist(const double *a, const double *b, size_t dim)

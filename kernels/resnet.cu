@@ -73,6 +73,11 @@ __device__ __forceinline__ void cp_async4(unsigned dst, const float *src)
     asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(dst), "l"(src));
 }
 
+__device__ __forceinline__ void cp_async8(unsigned dst, const float *src)
+{
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" ::"r"(dst), "l"(src));
+}
+
 __device__ __forceinline__ void cp_async16(unsigned dst, const float *src, int src_bytes)
 {
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src),
@@ -464,7 +469,7 @@ __device__ __forceinline__ void conv_tf32_v3(const float *__restrict__ x,
 // The grid is (tiles of the output plane, Cout / BM_, windows).
 extern __shared__ __align__(16) unsigned char gf_resnet_smem[];
 
-template <int BM_, int R, int C, int BKC, int WARPS_M>
+template <int BM_, int R, int C, int BKC, int WARPS_M, bool CM = false>
 __device__ __forceinline__ void conv3_tf32_v4(const float *__restrict__ x,
                                               const float *__restrict__ wp,
                                               const float *__restrict__ bias,
@@ -481,9 +486,16 @@ __device__ __forceinline__ void conv3_tf32_v4(const float *__restrict__ x,
     constexpr int QC = BKC / 4;                       // channel quads per position
     constexpr int HP = (NH + 63) / 64;                // halo positions per thread
     constexpr int AQT = BM_ * 9 * QC, AQ = (AQT + THREADS - 1) / THREADS;
-    constexpr unsigned H_BUF = NH * LDH * 4u, A_BUF = BM_ * LDA * 4u;
+    // CM: the halo channel-major, each channel's (R + 2) rows of CW columns
+    // from ox0 - 2 (so that a pair of positions starts 8 bytes aligned), CP
+    // words a channel; NPAIR pairs a slab, PP a thread.
+    constexpr int CW = C + 4, CP = (R + 2) * CW, NPAIR = BKC * CP / 2;
+    constexpr int PP = (NPAIR + THREADS - 1) / THREADS;
+    constexpr unsigned H_BUF = CM ? BKC * CP * 4u : NH * LDH * 4u, A_BUF = BM_ * LDA * 4u;
     static_assert(MI * 16 * WARPS_M == BM_ && NI * 8 * WARPS_N == BN_ && NI % 2 == 0,
                   "warps cover the block");
+    static_assert(!CM || CP % 32 == 8 || CP % 32 == 24,
+                  "a B fragment's 32 loads (8 positions x 4 channels) hit 32 banks");
     static_assert(C % (NI * 8) == 0 || (NI * 8) % C == 0, "a warp's columns stay in whole rows");
     static_assert(C % 8 == 0 && BKC % 8 == 0, "fragments of eight columns and eight channels");
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
@@ -498,41 +510,90 @@ __device__ __forceinline__ void conv3_tf32_v4(const float *__restrict__ x,
 
     const unsigned hs0 = (unsigned)__cvta_generic_to_shared(gf_resnet_smem);
     const unsigned as0 = hs0 + 2 * H_BUF;
-    // The halo goes by cp.async too, four bytes at a time: this thread's
-    // positions are tid/4 + 64 i and its channels tid%4 + 4 c, so a warp
-    // writes 8 positions x 4 channels (32 distinct banks) and reads four
-    // 32-byte runs. h_src: the global offset of (channel tid%4, iy, ix) from
-    // the slab's first channel; -1 for padding, whose zeros are written once
-    // into both stages here; -2 past the halo.
+    // The halo goes by cp.async too. Position-major (CM false), four bytes
+    // at a time: this thread's positions are tid/4 + 64 i and its channels
+    // tid%4 + 4 c, so a warp writes 8 positions x 4 channels (32 distinct
+    // banks) and reads four 32-byte runs. h_src: the global offset of
+    // (channel tid%4, iy, ix) from the slab's first channel; -1 for padding,
+    // whose zeros are written once into both stages here; -2 past the halo.
+    // Channel-major (CM true), a pair of positions of one channel at a time:
+    // pair q = tid + THREADS·i lies at words 2q, 2q + 1 of the slab (channel
+    // q / (CP/2), row, column pair), and h_src is its first position's
+    // offset; h_in holds two bits a pair, which of its positions lie inside
+    // the input. Where the width, the plane and the input are all even (the
+    // trunk's), a pair is all in or all out and 8-byte aligned: one 8-byte
+    // copy; elsewhere two 4-byte ones.
     const int c_lo = tid & 3, p_first = tid >> 2;
-    const unsigned h_dst = (unsigned)(p_first * LDH + c_lo) * 4u;
-    int h_src[HP];
+    const unsigned h_dst = CM ? (unsigned)tid * 8u : (unsigned)(p_first * LDH + c_lo) * 4u;
+    int h_src[CM ? PP : HP];
+    unsigned h_in = 0;
+    const bool pairs8 = ((W | HWin) & 1) == 0 && (reinterpret_cast<unsigned long long>(x) & 7) == 0;
+    if constexpr (CM) {
 #pragma unroll
-    for (int i = 0; i < HP; i++) {
-        const int pos = p_first + 64 * i;
-        h_src[i] = -2;
-        if (pos < NH) {
-            const int iy = oy0 - 1 + pos / HC, ix = ox0 - 1 + pos % HC;
-            if (iy >= 0 && iy < H && ix >= 0 && ix < W) {
-                h_src[i] = (int)(c_lo * HWin) + iy * W + ix;
-            } else {
-                h_src[i] = -1;
-                float *z = reinterpret_cast<float *>(gf_resnet_smem) + pos * LDH + c_lo;
+        for (int i = 0; i < PP; i++) {
+            const int q = tid + THREADS * i;
+            h_src[i] = -2;
+            if (q < NPAIR) {
+                const int c = q / (CP / 2), rem = q % (CP / 2);
+                const int iy = oy0 - 1 + rem / (CW / 2), ix = ox0 - 2 + 2 * (rem % (CW / 2));
+                const bool row = iy >= 0 && iy < H;
+                const unsigned in = (row && ix >= 0 && ix < W ? 1u : 0u) |
+                                    (row && ix + 1 >= 0 && ix + 1 < W ? 2u : 0u);
+                h_in |= in << (2 * i);
+                h_src[i] = in ? (int)(c * HWin) + iy * W + ix : -1;
+                float *z = reinterpret_cast<float *>(gf_resnet_smem) + 2 * q;
 #pragma unroll
-                for (int c = 0; c < BKC; c += 4)
-                    z[c] = z[H_BUF / 4 + c] = 0.0f;
+                for (int e = 0; e < 2; e++)
+                    if (!(in & (1u << e)))
+                        z[e] = z[H_BUF / 4 + e] = 0.0f;
+            }
+        }
+    } else {
+#pragma unroll
+        for (int i = 0; i < HP; i++) {
+            const int pos = p_first + 64 * i;
+            h_src[i] = -2;
+            if (pos < NH) {
+                const int iy = oy0 - 1 + pos / HC, ix = ox0 - 1 + pos % HC;
+                if (iy >= 0 && iy < H && ix >= 0 && ix < W) {
+                    h_src[i] = (int)(c_lo * HWin) + iy * W + ix;
+                } else {
+                    h_src[i] = -1;
+                    float *z = reinterpret_cast<float *>(gf_resnet_smem) + pos * LDH + c_lo;
+#pragma unroll
+                    for (int c = 0; c < BKC; c += 4)
+                        z[c] = z[H_BUF / 4 + c] = 0.0f;
+                }
             }
         }
     }
     auto load_halo = [&](int c0, int buf) {
         const float *src = xb + (long)c0 * HWin;
         const unsigned dst = hs0 + buf * H_BUF + h_dst;
+        if constexpr (CM) {
 #pragma unroll
-        for (int i = 0; i < HP; i++)
-            if (h_src[i] >= 0)
+            for (int i = 0; i < PP; i++) {
+                if (h_src[i] < 0)
+                    continue;
+                const unsigned d = dst + (unsigned)(i * THREADS) * 8u, in = (h_in >> (2 * i)) & 3u;
+                if (pairs8) {
+                    cp_async8(d, src + h_src[i]);
+                } else {
+                    if (in & 1u)
+                        cp_async4(d, src + h_src[i]);
+                    if (in & 2u)
+                        cp_async4(d + 4u, src + h_src[i] + 1);
+                }
+            }
+        } else {
 #pragma unroll
-                for (int c = 0; c < BKC; c += 4)
-                    cp_async4(dst + (unsigned)(i * 64 * LDH + c) * 4u, src + h_src[i] + c * HWin);
+            for (int i = 0; i < HP; i++)
+                if (h_src[i] >= 0)
+#pragma unroll
+                    for (int c = 0; c < BKC; c += 4)
+                        cp_async4(dst + (unsigned)(i * 64 * LDH + c) * 4u,
+                                  src + h_src[i] + c * HWin);
+        }
     };
 
     // The slab's weights: quad idx is (row m, tap, quad q); rows past Cout
@@ -579,11 +640,19 @@ __device__ __forceinline__ void conv3_tf32_v4(const float *__restrict__ x,
     // positions, placed in the halo at tap (0, 0).
     const int a_row = wm * MI * 16 + (lane & 7) + ((lane >> 3) & 1) * 8, a_col = (lane >> 4) * 4;
     const unsigned a_off = (unsigned)(a_row * LDA + a_col) * 4u;
-    unsigned b_off[NI / 2];
+    // CM: B fragments by plain loads, b0 = (channel t4, position g of the
+    // tile), b1 four channels on; b_off in words, a tap moves it by
+    // ky·CW + kx (the halo's columns start one left of the padding).
+    unsigned b_off[CM ? NI : NI / 2];
 #pragma unroll
-    for (int nj = 0; nj < NI / 2; nj++) {
-        const int n = wn * NI * 8 + nj * 16 + (lane & 7) + (lane >> 4) * 8;
-        b_off[nj] = (unsigned)(((n / C) * HC + n % C) * LDH + ((lane >> 3) & 1) * 4) * 4u;
+    for (int nj = 0; nj < (CM ? NI : NI / 2); nj++) {
+        if constexpr (CM) {
+            const int n = wn * NI * 8 + nj * 8 + g;
+            b_off[nj] = (unsigned)((n / C) * CW + n % C + 1 + t4 * CP);
+        } else {
+            const int n = wn * NI * 8 + nj * 16 + (lane & 7) + (lane >> 4) * 8;
+            b_off[nj] = (unsigned)(((n / C) * HC + n % C) * LDH + ((lane >> 3) & 1) * 4) * 4u;
+        }
     }
 
     float acc[MI][NI][4];
@@ -608,7 +677,8 @@ __device__ __forceinline__ void conv3_tf32_v4(const float *__restrict__ x,
         const unsigned a_base = as0 + cur * A_BUF + a_off, b_base = hs0 + cur * H_BUF;
 #pragma unroll
         for (int tap = 0; tap < 9; tap++) {
-            const unsigned tap_off = (unsigned)(((tap / 3) * HC + tap % 3) * LDH) * 4u;
+            const unsigned tap_off = CM ? (unsigned)((tap / 3) * CW + tap % 3)
+                                        : (unsigned)(((tap / 3) * HC + tap % 3) * LDH) * 4u;
 #pragma unroll
             for (int ks = 0; ks < BKC; ks += 8) {
                 unsigned a[MI][4], bf[NI][2];
@@ -617,11 +687,22 @@ __device__ __forceinline__ void conv3_tf32_v4(const float *__restrict__ x,
                     const unsigned addr = a_base + (unsigned)(mi * 16 * LDA + tap * BKC + ks) * 4u;
                     ldmatrix_x4(addr, a[mi][0], a[mi][1], a[mi][2], a[mi][3]);
                 }
+                if constexpr (CM) {
+                    const unsigned *hb = reinterpret_cast<const unsigned *>(gf_resnet_smem +
+                                                                            cur * H_BUF);
 #pragma unroll
-                for (int nj = 0; nj < NI / 2; nj++) {
-                    const unsigned addr = b_base + b_off[nj] + tap_off + (unsigned)ks * 4u;
-                    ldmatrix_x4(addr, bf[2 * nj][0], bf[2 * nj][1], bf[2 * nj + 1][0],
-                                bf[2 * nj + 1][1]);
+                    for (int ni = 0; ni < NI; ni++) {
+                        const unsigned o = b_off[ni] + tap_off + (unsigned)(ks * CP);
+                        bf[ni][0] = hb[o];
+                        bf[ni][1] = hb[o + 4 * CP];
+                    }
+                } else {
+#pragma unroll
+                    for (int nj = 0; nj < NI / 2; nj++) {
+                        const unsigned addr = b_base + b_off[nj] + tap_off + (unsigned)ks * 4u;
+                        ldmatrix_x4(addr, bf[2 * nj][0], bf[2 * nj][1], bf[2 * nj + 1][0],
+                                    bf[2 * nj + 1][1]);
+                    }
                 }
 #pragma unroll
                 for (int ni = 0; ni < NI; ni++) {       // the halo is fp32: round as cvt.rna
@@ -1124,10 +1205,14 @@ gf_conv3_cin1(const float *x, const float *w, const float *bias, const float *re
     }
 
 // v4 s: 32 channels x 16 x 16 positions in 8-channel slabs, 3 blocks a
-// multiprocessor (stage 1); no suffix: 64 channels x 4 x 32 positions in
-// 16-channel slabs, 2 blocks (stages 2-4, one block per 64 output channels).
+// multiprocessor (stage 1), the halo channel-major (CM: copied a pair of
+// positions at a time, 8-byte cp.async, half the copies of the
+// position-major layout and whole 32-byte sectors; its B fragments read by
+// plain shared loads); no suffix: 64 channels x 4 x 32 positions in
+// 16-channel slabs, 2 blocks (stages 2-4, one block per 64 output channels),
+// the halo position-major (ldmatrix).
 // docs/gpu.md has the shapes tried against these.
-CONV_ENTRY_HALO(gf_conv3_tf32_v4s, 3, conv3_tf32_v4<32, 16, 16, 8, 1>)
+CONV_ENTRY_HALO(gf_conv3_tf32_v4s, 3, conv3_tf32_v4<32, 16, 16, 8, 1, true>)
 CONV_ENTRY_HALO(gf_conv3_tf32_v4, 2, conv3_tf32_v4<64, 4, 32, 16, 2>)
 
 // v5, sm_90a only (wgmma): 8 rows x 30 columns x 64 channels, three stages

@@ -30,7 +30,7 @@ struct gf_conv_gpu {
  * 256 channels: v5 (8 x 30 tiles) stage 2's 40 x 499 plane, v5w (2 x 126
  * tiles, which the 20 x 250 and 10 x 125 planes fill almost exactly) stages
  * 3 and 4, where they beat v4 by 25 %, 16 % and 21 %; stage 1 (32 channels)
- * stays on v4 (bench/gpu/bench_gpu_conv). The table picks by Cout, which
+ * stays on v4s, whose halo is channel-major (bench/gpu/bench_gpu_conv). The table picks by Cout, which
  * names the trunk's stage and so its plane.
  * v3 runs the other layers of whole 16-channel K tiles (the strided 3x3 and
  * the 1x1 shortcuts), with packed weights and a block that follows Cout.
@@ -38,14 +38,14 @@ struct gf_conv_gpu {
  * (version 6); v1 what is left (other channel counts that are not a
  * multiple of 16). Indexes below: gf_conv_gpu_own_kernel. */
 static const gf_conv_own_kernel own_kernels[] = {
-    { 1, "gf_conv1_tf32_v1", "gf_conv3_tf32_v1", 64, 128, 16, 1, false, 0, 0, 0 },
-    { 3, "gf_conv1_tf32_v3", "gf_conv3_tf32_v3", 64, 128, 16, 2, true, 0, 0, 0 },
-    { 3, "gf_conv1_tf32_v3w", "gf_conv3_tf32_v3w", 128, 128, 16, 2, true, 0, 0, 0 },
-    { 4, NULL, "gf_conv3_tf32_v4s", 32, 16 * 16, 8, 2, true, 16, 16, 0 },
-    { 4, NULL, "gf_conv3_tf32_v4", 64, 4 * 32, 16, 2, true, 4, 32, 0 },
-    { 5, NULL, "gf_conv3_tf32_v5", 64, 8 * 30, 8, 3, true, 8, 30, 90 },
-    { 6, NULL, "gf_conv3_cin1", 32, 16 * 256, 1, 1, false, 16, 256, 0 },
-    { 5, NULL, "gf_conv3_tf32_v5w", 64, 2 * 126, 8, 3, true, 2, 126, 90 },
+    { 1, "gf_conv1_tf32_v1", "gf_conv3_tf32_v1", 64, 128, 16, 1, false, 0, 0, 0, false },
+    { 3, "gf_conv1_tf32_v3", "gf_conv3_tf32_v3", 64, 128, 16, 2, true, 0, 0, 0, false },
+    { 3, "gf_conv1_tf32_v3w", "gf_conv3_tf32_v3w", 128, 128, 16, 2, true, 0, 0, 0, false },
+    { 4, NULL, "gf_conv3_tf32_v4s", 32, 16 * 16, 8, 2, true, 16, 16, 0, true },
+    { 4, NULL, "gf_conv3_tf32_v4", 64, 4 * 32, 16, 2, true, 4, 32, 0, false },
+    { 5, NULL, "gf_conv3_tf32_v5", 64, 8 * 30, 8, 3, true, 8, 30, 90, false },
+    { 6, NULL, "gf_conv3_cin1", 32, 16 * 256, 1, 1, false, 16, 256, 0, false },
+    { 5, NULL, "gf_conv3_tf32_v5w", 64, 2 * 126, 8, 3, true, 2, 126, 90, false },
 };
 
 const gf_conv_own_kernel *gf_conv_gpu_own_kernel(gf_conv_shape s, int cc)
@@ -65,8 +65,9 @@ const gf_conv_own_kernel *gf_conv_gpu_own_kernel(gf_conv_shape s, int cc)
 }
 
 /* Must match the kernels' layouts. v4: two stages, each a halo of
- * (rows + 2) x (cols + 2) positions of tile_k + 4 words and the weights,
- * tile_m rows of 9 * tile_k + 4 words. v5: three stages, each tile_k / 4
+ * (rows + 2) x (cols + 2) positions of tile_k + 4 words (v4c: tile_k
+ * channels of (rows + 2) x (cols + 4) words) and the weights, tile_m rows
+ * of 9 * tile_k + 4 words. v5: three stages, each tile_k / 4
  * planes of NH = (rows + 2) * (cols + 2) + 8 positions at 16 bytes and the
  * weights, 9 * tile_k / 4 planes of tile_m channels at 16 bytes. */
 int gf_conv_own_smem(const gf_conv_own_kernel *k)
@@ -79,6 +80,9 @@ int gf_conv_own_smem(const gf_conv_own_kernel *k)
     }
     if (!k->tile_rows)
         return 0;
+    if (k->channel_major)
+        return 2 * 4 * (k->tile_k * (k->tile_rows + 2) * (k->tile_cols + 4) +
+                        k->tile_m * (9 * k->tile_k + 4));
     return 2 * 4 * ((k->tile_rows + 2) * (k->tile_cols + 2) * (k->tile_k + 4) +
                     k->tile_m * (9 * k->tile_k + 4));
 }

@@ -28,7 +28,8 @@ typedef struct gf_conv_gpu gf_conv_gpu;
  * stages, whether it reads the packed tf32 weights, for the halo variants
  * (v4, v5: 3x3, stride 1) the block's output rows and columns (0 for the
  * others, whose positions run flat), and the one compute capability it
- * runs on (0: any from 8.0; v5's wgmma needs 9.0 exactly). */
+ * runs on (0: any from 8.0; v5's wgmma needs 9.0 exactly), and for v4
+ * whether its halo is laid out channel-major (v4c). */
 typedef struct {
     int version;
     const char *name1, *name3;
@@ -36,6 +37,7 @@ typedef struct {
     bool packed;
     int tile_rows, tile_cols;
     int only_cc;
+    bool channel_major;   /* v4c: the halo channel-major in shared memory */
 } gf_conv_own_kernel;
 
 /* The variant the own route runs for a layer of this shape on a card of

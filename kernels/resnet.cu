@@ -449,8 +449,9 @@ __device__ __forceinline__ void conv_tf32_v3(const float *__restrict__ x,
 // slab of BKC input channels at a time:
 // - the slab's (R+2) x (C+2) input halo is copied once into shared memory by
 //   cp.async, position-major with the channels contiguous (rows of BKC + 4
-//   words, so ldmatrix's eight rows hit distinct banks); the padding's
-//   zeros are written once, at the start;
+//   words, so ldmatrix's eight rows hit distinct banks) or, with CM (v4s),
+//   channel-major as the input is (below); the padding's zeros are written
+//   once, at the start;
 // - the nine taps read their B fragments from that one halo: ldmatrix takes
 //   a row address per lane, so a tap is the same fragment walk with every
 //   row address moved by (ky·(C+2) + kx) positions; the fragments are

@@ -489,9 +489,9 @@ __device__ __forceinline__ void conv3_tf32_v4(const float *__restrict__ x,
     constexpr int AQT = BM_ * 9 * QC, AQ = (AQT + THREADS - 1) / THREADS;
     // CM: the halo channel-major, each channel's (R + 2) rows of CW columns
     // from ox0 - 2 (so that a pair of positions starts 8 bytes aligned), CP
-    // words a channel; NPAIR pairs a slab, PP a thread.
-    constexpr int CW = C + 4, CP = (R + 2) * CW, NPAIR = BKC * CP / 2;
-    constexpr int PP = (NPAIR + THREADS - 1) / THREADS;
+    // words a channel; P2 pairs a channel, PP a thread.
+    constexpr int CW = C + 4, CP = (R + 2) * CW, P2 = CP / 2;
+    constexpr int PP = (P2 + THREADS - 1) / THREADS;
     constexpr unsigned H_BUF = CM ? BKC * CP * 4u : NH * LDH * 4u, A_BUF = BM_ * LDA * 4u;
     static_assert(MI * 16 * WARPS_M == BM_ && NI * 8 * WARPS_N == BN_ && NI % 2 == 0,
                   "warps cover the block");
@@ -517,13 +517,14 @@ __device__ __forceinline__ void conv3_tf32_v4(const float *__restrict__ x,
     // banks) and reads four 32-byte runs. h_src: the global offset of
     // (channel tid%4, iy, ix) from the slab's first channel; -1 for padding,
     // whose zeros are written once into both stages here; -2 past the halo.
-    // Channel-major (CM true), a pair of positions of one channel at a time:
-    // pair q = tid + THREADS·i lies at words 2q, 2q + 1 of the slab (channel
-    // q / (CP/2), row, column pair), and h_src is its first position's
-    // offset; h_in holds two bits a pair, which of its positions lie inside
-    // the input. Where the width, the plane and the input are all even (the
-    // trunk's), a pair is all in or all out and 8-byte aligned: one 8-byte
-    // copy; elsewhere two 4-byte ones.
+    // Channel-major (CM true), a pair of positions at a time: this thread's
+    // pairs p = tid + THREADS·i of each channel's P2 (row, column pair) lie
+    // at words 2(c·P2 + p), + 1 of the slab for channel c; h_src is the
+    // pair's first position's offset in a channel's plane, h_in two bits a
+    // pair, which of its positions lie inside the input. Where the width,
+    // the plane and the input are all even (the trunk's), a pair is all in
+    // or all out and 8-byte aligned: one 8-byte copy; elsewhere two 4-byte
+    // ones.
     const int c_lo = tid & 3, p_first = tid >> 2;
     const unsigned h_dst = CM ? (unsigned)tid * 8u : (unsigned)(p_first * LDH + c_lo) * 4u;
     int h_src[CM ? PP : HP];
@@ -532,21 +533,22 @@ __device__ __forceinline__ void conv3_tf32_v4(const float *__restrict__ x,
     if constexpr (CM) {
 #pragma unroll
         for (int i = 0; i < PP; i++) {
-            const int q = tid + THREADS * i;
+            const int p = tid + THREADS * i;
             h_src[i] = -2;
-            if (q < NPAIR) {
-                const int c = q / (CP / 2), rem = q % (CP / 2);
-                const int iy = oy0 - 1 + rem / (CW / 2), ix = ox0 - 2 + 2 * (rem % (CW / 2));
+            if (p < P2) {
+                const int iy = oy0 - 1 + p / (CW / 2), ix = ox0 - 2 + 2 * (p % (CW / 2));
                 const bool row = iy >= 0 && iy < H;
                 const unsigned in = (row && ix >= 0 && ix < W ? 1u : 0u) |
                                     (row && ix + 1 >= 0 && ix + 1 < W ? 2u : 0u);
                 h_in |= in << (2 * i);
-                h_src[i] = in ? (int)(c * HWin) + iy * W + ix : -1;
-                float *z = reinterpret_cast<float *>(gf_resnet_smem) + 2 * q;
+                h_src[i] = in ? iy * W + ix : -1;
+                for (int c = 0; c < BKC; c++) {
+                    float *z = reinterpret_cast<float *>(gf_resnet_smem) + 2 * (c * P2 + p);
 #pragma unroll
-                for (int e = 0; e < 2; e++)
-                    if (!(in & (1u << e)))
-                        z[e] = z[H_BUF / 4 + e] = 0.0f;
+                    for (int e = 0; e < 2; e++)
+                        if (!(in & (1u << e)))
+                            z[e] = z[H_BUF / 4 + e] = 0.0f;
+                }
             }
         }
     } else {
@@ -576,14 +578,19 @@ __device__ __forceinline__ void conv3_tf32_v4(const float *__restrict__ x,
             for (int i = 0; i < PP; i++) {
                 if (h_src[i] < 0)
                     continue;
-                const unsigned d = dst + (unsigned)(i * THREADS) * 8u, in = (h_in >> (2 * i)) & 3u;
-                if (pairs8) {
-                    cp_async8(d, src + h_src[i]);
-                } else {
-                    if (in & 1u)
-                        cp_async4(d, src + h_src[i]);
-                    if (in & 2u)
-                        cp_async4(d + 4u, src + h_src[i] + 1);
+                const unsigned in = (h_in >> (2 * i)) & 3u;
+                const float *g = src + h_src[i];
+#pragma unroll
+                for (int c = 0; c < BKC; c++, g += HWin) {
+                    const unsigned d = dst + (unsigned)(c * P2 + i * THREADS) * 8u;
+                    if (pairs8) {
+                        cp_async8(d, g);
+                    } else {
+                        if (in & 1u)
+                            cp_async4(d, g);
+                        if (in & 2u)
+                            cp_async4(d + 4u, g + 1);
+                    }
                 }
             }
         } else {
@@ -642,18 +649,16 @@ __device__ __forceinline__ void conv3_tf32_v4(const float *__restrict__ x,
     const int a_row = wm * MI * 16 + (lane & 7) + ((lane >> 3) & 1) * 8, a_col = (lane >> 4) * 4;
     const unsigned a_off = (unsigned)(a_row * LDA + a_col) * 4u;
     // CM: B fragments by plain loads, b0 = (channel t4, position g of the
-    // tile), b1 four channels on; b_off in words, a tap moves it by
+    // tile), b1 four channels on; in words, from b_cm (the warp's first
+    // position) plus a constant per fragment column, a tap moving it by
     // ky·CW + kx (the halo's columns start one left of the padding).
-    unsigned b_off[CM ? NI : NI / 2];
+    const unsigned b_cm = (unsigned)(((wn * NI * 8) / C) * CW + (wn * NI * 8) % C + g + 1 +
+                                     t4 * CP);
+    unsigned b_off[CM ? 1 : NI / 2];
 #pragma unroll
-    for (int nj = 0; nj < (CM ? NI : NI / 2); nj++) {
-        if constexpr (CM) {
-            const int n = wn * NI * 8 + nj * 8 + g;
-            b_off[nj] = (unsigned)((n / C) * CW + n % C + 1 + t4 * CP);
-        } else {
-            const int n = wn * NI * 8 + nj * 16 + (lane & 7) + (lane >> 4) * 8;
-            b_off[nj] = (unsigned)(((n / C) * HC + n % C) * LDH + ((lane >> 3) & 1) * 4) * 4u;
-        }
+    for (int nj = 0; nj < (CM ? 0 : NI / 2); nj++) {
+        const int n = wn * NI * 8 + nj * 16 + (lane & 7) + (lane >> 4) * 8;
+        b_off[nj] = (unsigned)(((n / C) * HC + n % C) * LDH + ((lane >> 3) & 1) * 4) * 4u;
     }
 
     float acc[MI][NI][4];
@@ -682,39 +687,44 @@ __device__ __forceinline__ void conv3_tf32_v4(const float *__restrict__ x,
                                         : (unsigned)(((tap / 3) * HC + tap % 3) * LDH) * 4u;
 #pragma unroll
             for (int ks = 0; ks < BKC; ks += 8) {
-                unsigned a[MI][4], bf[NI][2];
+                unsigned a[MI][4];
 #pragma unroll
                 for (int mi = 0; mi < MI; mi++) {
                     const unsigned addr = a_base + (unsigned)(mi * 16 * LDA + tap * BKC + ks) * 4u;
                     ldmatrix_x4(addr, a[mi][0], a[mi][1], a[mi][2], a[mi][3]);
                 }
-                if constexpr (CM) {
+                if constexpr (CM) {   // a fragment column at a time: loaded, rounded, used
                     const unsigned *hb = reinterpret_cast<const unsigned *>(gf_resnet_smem +
                                                                             cur * H_BUF);
 #pragma unroll
                     for (int ni = 0; ni < NI; ni++) {
-                        const unsigned o = b_off[ni] + tap_off + (unsigned)(ks * CP);
-                        bf[ni][0] = hb[o];
-                        bf[ni][1] = hb[o + 4 * CP];
+                        const unsigned o = b_cm + (unsigned)(((ni * 8) / C) * CW + (ni * 8) % C) +
+                                           tap_off + (unsigned)(ks * CP);
+                        const unsigned b0 = round_tf32_bits(hb[o]);
+                        const unsigned b1 = round_tf32_bits(hb[o + 4 * CP]);
+#pragma unroll
+                        for (int mi = 0; mi < MI; mi++)
+                            mma_tf32(acc[mi][ni], a[mi], b0, b1);
                     }
                 } else {
+                    unsigned bf[NI][2];
 #pragma unroll
                     for (int nj = 0; nj < NI / 2; nj++) {
                         const unsigned addr = b_base + b_off[nj] + tap_off + (unsigned)ks * 4u;
                         ldmatrix_x4(addr, bf[2 * nj][0], bf[2 * nj][1], bf[2 * nj + 1][0],
                                     bf[2 * nj + 1][1]);
                     }
+#pragma unroll
+                    for (int ni = 0; ni < NI; ni++) {   // the halo is fp32: round as cvt.rna
+                        bf[ni][0] = round_tf32_bits(bf[ni][0]);
+                        bf[ni][1] = round_tf32_bits(bf[ni][1]);
+                    }
+#pragma unroll
+                    for (int mi = 0; mi < MI; mi++)
+#pragma unroll
+                        for (int ni = 0; ni < NI; ni++)
+                            mma_tf32(acc[mi][ni], a[mi], bf[ni][0], bf[ni][1]);
                 }
-#pragma unroll
-                for (int ni = 0; ni < NI; ni++) {       // the halo is fp32: round as cvt.rna
-                    bf[ni][0] = round_tf32_bits(bf[ni][0]);
-                    bf[ni][1] = round_tf32_bits(bf[ni][1]);
-                }
-#pragma unroll
-                for (int mi = 0; mi < MI; mi++)
-#pragma unroll
-                    for (int ni = 0; ni < NI; ni++)
-                        mma_tf32(acc[mi][ni], a[mi], bf[ni][0], bf[ni][1]);
             }
         }
         asm volatile("cp.async.wait_all;");

@@ -196,6 +196,18 @@ static double stats_total_ns(const gf_devstats *st)
     return total;
 }
 
+/* One run of sub into st (see gfq_ab_subject). */
+static int ab_run(const gfq_ab_subject *sub, gf_devstats *st)
+{
+    if (!sub->gpu)
+        return sub->run(sub->arg, st);
+    int rc = gf_gpu_timing_begin(sub->gpu, sub->stage, "qualify");
+    rc = rc ? rc : sub->run(sub->arg, NULL);
+    rc = rc ? rc : gf_gpu_timing_end(sub->gpu);
+    gf_gpu_timing_collect(sub->gpu, st);
+    return rc;
+}
+
 int gfq_ab_rounds(const gf_qualify_ctx *ctx, const gfq_ab_subject *sub, double scale, double *a,
                   double *b)
 {
@@ -204,7 +216,7 @@ int gfq_ab_rounds(const gf_qualify_ctx *ctx, const gfq_ab_subject *sub, double s
         for (int route = 0; route < 2 && !rc; route++) {
             gf_devstats *st = gf_devstats_new();
             rc = sub->set_route(sub->arg, route == 0 ? GF_ROUTE_OWN : GF_ROUTE_LIBRARY);
-            rc = rc ? rc : sub->run(sub->arg, st);
+            rc = rc ? rc : ab_run(sub, st);
             const gf_devstats_row *rows;
             size_t n = gf_devstats_rows(st, &rows);
             for (size_t i = 0; i < n && !rc; i++)

@@ -184,7 +184,6 @@ static double conv_ref_at(const conv_layer *L, const float *x, const float *w, c
 }
 
 typedef struct {
-    gf_gpu *gpu;
     gf_conv_gpu *c;
     gf_math math;
     int B;
@@ -201,12 +200,9 @@ static int conv_set_route(void *arg, gf_route_kind kind)
 static int conv_run(void *arg, gf_devstats *stats)
 {
     conv_subject *t = arg;
-    int rc = gf_gpu_timing_begin(t->gpu, t->L->boundary, "qualify");
-    rc = rc ? rc : gf_conv_gpu_run(t->c, t->math, t->B, t->x, t->L->h, t->L->w, t->out, t->res,
-                                   t->L->relu, t->col);
-    rc = rc ? rc : gf_gpu_timing_end(t->gpu);
-    gf_gpu_timing_collect(t->gpu, stats);
-    return rc;
+    (void)stats;   /* timed by the A/B driver (gfq_ab_subject.gpu) */
+    return gf_conv_gpu_run(t->c, t->math, t->B, t->x, t->L->h, t->L->w, t->out, t->res,
+                           t->L->relu, t->col);
 }
 
 /* The embedding network end to end with `boundary` own (A) or library (B):
@@ -262,7 +258,7 @@ int gfq_e2e_embedding(const gf_qualify_ctx *ctx, const char *boundary, int B, gf
     for (int j = 0; j < jobs; j++)
         jw[j] = j / 3;
     emb_subject t = { e, boundary, feats, masks, jw, emb, B };
-    gfq_ab_subject sub = { emb_set_route, emb_run, &t };
+    gfq_ab_subject sub = { emb_set_route, emb_run, &t, NULL, NULL };
     int rc = gfq_ab_rounds(ctx, &sub, 1e-9, a, b);   /* s */
     free(feats);
     free(masks);
@@ -326,8 +322,8 @@ int gfq_conv(const gf_qualify_ctx *ctx, const gf_candidate *cand, int B, gf_math
                             "sampled outputs", "outputs_written_checked", (int64_t)no);
     }
     if (!rc && res->accurate) {
-        conv_subject t = { ctx->gpu, c, math, B, L, dx, dout, dres, dcol };
-        gfq_ab_subject sub = { conv_set_route, conv_run, &t };
+        conv_subject t = { c, math, B, L, dx, dout, dres, dcol };
+        gfq_ab_subject sub = { conv_set_route, conv_run, &t, ctx->gpu, cand->boundary };
         rc = gfq_measure_speed(ctx, cand, B, math, res, &sub, &rng);
     }
     if (dx) gf_gpu_free(ctx->gpu, dx);
@@ -366,7 +362,6 @@ static void fbank_wave(float *wave, int B, uint64_t *rng)
 
 /* One boundary alone, timed. */
 typedef struct {
-    gf_gpu *gpu;
     gf_fbank_gpu *f;
     const char *boundary;
     gf_cu_ptr wave;
@@ -382,11 +377,8 @@ static int fbank_set_route(void *arg, gf_route_kind kind)
 static int fbank_run(void *arg, gf_devstats *stats)
 {
     fbank_subject *t = arg;
-    int rc = gf_gpu_timing_begin(t->gpu, t->boundary, "qualify");
-    rc = rc ? rc : gf_fbank_gpu_stage(t->f, t->boundary, t->wave, t->B);
-    rc = rc ? rc : gf_gpu_timing_end(t->gpu);
-    gf_gpu_timing_collect(t->gpu, stats);
-    return rc;
+    (void)stats;   /* timed by the A/B driver (gfq_ab_subject.gpu) */
+    return gf_fbank_gpu_stage(t->f, t->boundary, t->wave, t->B);
 }
 
 /* The fbank and the embedding network from the waveform, with `boundary`
@@ -434,7 +426,7 @@ int gfq_e2e_fbank(const gf_qualify_ctx *ctx, const char *boundary, int B, gf_mat
     rc = rc ? rc : gf_gpu_upload(ctx->gpu, dw, wave, sizeof(float) * nw);
     if (!rc) {
         fbank_e2e_subject t = { f, e, boundary, dw, masks, emb, B };
-        gfq_ab_subject sub = { fbank_e2e_set_route, fbank_e2e_run, &t };
+        gfq_ab_subject sub = { fbank_e2e_set_route, fbank_e2e_run, &t, NULL, NULL };
         rc = gfq_ab_rounds(ctx, &sub, 1e-9, a, b);   /* s */
     }
     if (dw)
@@ -499,8 +491,8 @@ int gfq_fbank(const gf_qualify_ctx *ctx, const gf_candidate *cand, int B, gf_mat
                             "elements", "windows_checked", checked);
     }
     if (!rc && res->accurate) {
-        fbank_subject t = { ctx->gpu, f, cand->boundary, dw, B };
-        gfq_ab_subject sub = { fbank_set_route, fbank_run, &t };
+        fbank_subject t = { f, cand->boundary, dw, B };
+        gfq_ab_subject sub = { fbank_set_route, fbank_run, &t, ctx->gpu, cand->boundary };
         rc = gfq_measure_speed(ctx, cand, B, math, res, &sub, &rng);
     }
     if (dw)
@@ -513,7 +505,6 @@ int gfq_fbank(const gf_qualify_ctx *ctx, const gf_candidate *cand, int B, gf_mat
 /* ---- the statistics pooling candidate --------------------------------------- */
 
 typedef struct {
-    gf_gpu *gpu;
     gf_pool_gpu *p;
     gf_cu_ptr x, out;
 } pool_subject;
@@ -527,11 +518,8 @@ static int pool_set_route(void *arg, gf_route_kind kind)
 static int pool_run(void *arg, gf_devstats *stats)
 {
     pool_subject *t = arg;
-    int rc = gf_gpu_timing_begin(t->gpu, "pooling.stats", "qualify");
-    rc = rc ? rc : gf_pool_gpu_run(t->p, t->x, t->out);
-    rc = rc ? rc : gf_gpu_timing_end(t->gpu);
-    gf_gpu_timing_collect(t->gpu, stats);
-    return rc;
+    (void)stats;   /* timed by the A/B driver (gfq_ab_subject.gpu) */
+    return gf_pool_gpu_run(t->p, t->x, t->out);
 }
 
 /* Both routes sum in float64 whatever the math mode and round once to float:
@@ -582,8 +570,8 @@ int gfq_pool(const gf_qualify_ctx *ctx, const gf_candidate *cand, int B, gf_math
                             "elements", "jobs_checked", jobs);
     }
     if (!rc && res->accurate) {
-        pool_subject t = { ctx->gpu, p, dx, dout };
-        gfq_ab_subject sub = { pool_set_route, pool_run, &t };
+        pool_subject t = { p, dx, dout };
+        gfq_ab_subject sub = { pool_set_route, pool_run, &t, ctx->gpu, cand->boundary };
         rc = gfq_measure_speed(ctx, cand, B, math, res, &sub, &rng);
     }
     if (dx)
@@ -598,7 +586,6 @@ int gfq_pool(const gf_qualify_ctx *ctx, const gf_candidate *cand, int B, gf_math
 /* ---- the seg_1 candidate ------------------------------------------------------ */
 
 typedef struct {
-    gf_gpu *gpu;
     gf_seg1_gpu *s;
     gf_math math;
     gf_cu_ptr pooled, emb;
@@ -614,11 +601,8 @@ static int seg1_set_route(void *arg, gf_route_kind kind)
 static int seg1_run(void *arg, gf_devstats *stats)
 {
     seg1_subject *t = arg;
-    int rc = gf_gpu_timing_begin(t->gpu, "embedding.seg_1", "qualify");
-    rc = rc ? rc : gf_seg1_gpu_run(t->s, t->math, t->pooled, t->jobs, t->emb);
-    rc = rc ? rc : gf_gpu_timing_end(t->gpu);
-    gf_gpu_timing_collect(t->gpu, stats);
-    return rc;
+    (void)stats;   /* timed by the A/B driver (gfq_ab_subject.gpu) */
+    return gf_seg1_gpu_run(t->s, t->math, t->pooled, t->jobs, t->emb);
 }
 
 /* The own kernel sums in float32 FMAs in both math modes; the tolerances are
@@ -664,8 +648,8 @@ int gfq_seg1(const gf_qualify_ctx *ctx, const gf_candidate *cand, int B, gf_math
                             "elements", "jobs_checked", jobs);
     }
     if (!rc && res->accurate) {
-        seg1_subject t = { ctx->gpu, s, math, dp, dout, jobs };
-        gfq_ab_subject sub = { seg1_set_route, seg1_run, &t };
+        seg1_subject t = { s, math, dp, dout, jobs };
+        gfq_ab_subject sub = { seg1_set_route, seg1_run, &t, ctx->gpu, cand->boundary };
         rc = gfq_measure_speed(ctx, cand, B, math, res, &sub, &rng);
     }
     if (dp)

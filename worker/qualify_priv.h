@@ -48,11 +48,16 @@ int gfq_check_module(const char *boundary, const char *sha, const gf_qualify_res
 /* ---- A/B timing ------------------------------------------------------------ */
 
 /* What A/B rounds compare: the same work on the own route (A) and on the
- * library route (B). run adds the device time of one run to stats. */
+ * library route (B). With gpu set, one boundary's launches: the rounds time
+ * each run by events on gpu's stream as `stage` (run's stats unused). With
+ * gpu NULL, a whole network: run adds the device time of its stages to
+ * stats. */
 typedef struct {
     int (*set_route)(void *arg, gf_route_kind kind);
     int (*run)(void *arg, gf_devstats *stats);
     void *arg;
+    gf_gpu *gpu;
+    const char *stage;
 } gfq_ab_subject;
 
 /* One warm-up of each route, then ctx->rounds interleaved rounds A, B, A, B;

@@ -134,7 +134,6 @@ size_t gfq_seg_candidates(int cc, gf_candidate *out, size_t cap)
 /* ---- the LSTM candidate --------------------------------------------------- */
 
 typedef struct {
-    gf_gpu *gpu;
     gf_lstm_gpu *l;
     gf_math math;
     gf_cu_ptr x;
@@ -151,11 +150,8 @@ static int lstm_run(void *arg, gf_devstats *stats)
 {
     lstm_subject *t = arg;
     gf_cu_ptr out;
-    int rc = gf_gpu_timing_begin(t->gpu, "lstm.stack", "qualify");
-    rc = rc ? rc : gf_lstm_gpu_run(t->l, t->math, t->x, t->B, &out);
-    rc = rc ? rc : gf_gpu_timing_end(t->gpu);
-    gf_gpu_timing_collect(t->gpu, stats);
-    return rc;
+    (void)stats;   /* timed by the A/B driver (gfq_ab_subject.gpu) */
+    return gf_lstm_gpu_run(t->l, t->math, t->x, t->B, &out);
 }
 
 static int lstm_accuracy(const gf_qualify_ctx *ctx, const gf_candidate *cand, int B,
@@ -217,8 +213,8 @@ int gfq_lstm(const gf_qualify_ctx *ctx, const gf_candidate *cand, int B, gf_math
     rc = rc ? rc : gf_gpu_upload(ctx->gpu, dx, x, sizeof(float) * (size_t)B * LSTM_T * LSTM_IN);
     rc = rc ? rc : lstm_accuracy(ctx, cand, B, math, &w, x, l, dx, res, seed);
     if (!rc && res->accurate) {
-        lstm_subject t = { ctx->gpu, l, math, dx, B };
-        gfq_ab_subject sub = { lstm_set_route, lstm_run, &t };
+        lstm_subject t = { l, math, dx, B };
+        gfq_ab_subject sub = { lstm_set_route, lstm_run, &t, ctx->gpu, cand->boundary };
         rc = gfq_measure_speed(ctx, cand, B, math, res, &sub, &rng);
     }
     if (dx)
@@ -234,7 +230,6 @@ int gfq_lstm(const gf_qualify_ctx *ctx, const gf_candidate *cand, int B, gf_math
 #define SINC_SAMPLES 4096   /* pooled outputs checked against float64 per tuple */
 
 typedef struct {
-    gf_gpu *gpu;
     gf_sinc_gpu *s;
     gf_cu_ptr wave, out;
     int B;
@@ -249,11 +244,8 @@ static int sinc_set_route(void *arg, gf_route_kind kind)
 static int sinc_run(void *arg, gf_devstats *stats)
 {
     sinc_subject *t = arg;
-    int rc = gf_gpu_timing_begin(t->gpu, "sincnet.conv0.abs_pool", "qualify");
-    rc = rc ? rc : gf_sinc_gpu_run(t->s, t->wave, t->B, t->out);
-    rc = rc ? rc : gf_gpu_timing_end(t->gpu);
-    gf_gpu_timing_collect(t->gpu, stats);
-    return rc;
+    (void)stats;   /* timed by the A/B driver (gfq_ab_subject.gpu) */
+    return gf_sinc_gpu_run(t->s, t->wave, t->B, t->out);
 }
 
 /* The filterbank sums in float64 on both routes whatever the math mode, and
@@ -293,8 +285,8 @@ int gfq_sinc(const gf_qualify_ctx *ctx, const gf_candidate *cand, int B, gf_math
                             "sampled outputs", "outputs_written_checked", (int64_t)no);
     }
     if (!rc && res->accurate) {
-        sinc_subject t = { ctx->gpu, s, dw, dout, B };
-        gfq_ab_subject sub = { sinc_set_route, sinc_run, &t };
+        sinc_subject t = { s, dw, dout, B };
+        gfq_ab_subject sub = { sinc_set_route, sinc_run, &t, ctx->gpu, cand->boundary };
         rc = gfq_measure_speed(ctx, cand, B, math, res, &sub, &rng);
     }
     if (dw)
@@ -311,9 +303,7 @@ int gfq_sinc(const gf_qualify_ctx *ctx, const gf_candidate *cand, int B, gf_math
 #define SEGCONV_SAMPLES 4096   /* pooled outputs checked against float64 per tuple */
 
 typedef struct {
-    gf_gpu *gpu;
     gf_segconv_gpu *s;
-    const char *boundary;
     gf_math math;
     gf_cu_ptr x, out;
     int B;
@@ -328,11 +318,8 @@ static int segconv_set_route(void *arg, gf_route_kind kind)
 static int segconv_run(void *arg, gf_devstats *stats)
 {
     segconv_subject *t = arg;
-    int rc = gf_gpu_timing_begin(t->gpu, t->boundary, "qualify");
-    rc = rc ? rc : gf_segconv_gpu_run(t->s, t->math, t->x, t->B, t->out);
-    rc = rc ? rc : gf_gpu_timing_end(t->gpu);
-    gf_gpu_timing_collect(t->gpu, stats);
-    return rc;
+    (void)stats;   /* timed by the A/B driver (gfq_ab_subject.gpu) */
+    return gf_segconv_gpu_run(t->s, t->math, t->x, t->B, t->out);
 }
 
 /* The own kernel sums in float32 FMAs in both math modes; the tolerances are
@@ -388,8 +375,8 @@ int gfq_segconv(const gf_qualify_ctx *ctx, const gf_candidate *cand, int B, gf_m
                             "sampled outputs", "outputs_written_checked", (int64_t)no);
     }
     if (!rc && res->accurate) {
-        segconv_subject t = { ctx->gpu, s, cand->boundary, math, dx, dout, B };
-        gfq_ab_subject sub = { segconv_set_route, segconv_run, &t };
+        segconv_subject t = { s, math, dx, dout, B };
+        gfq_ab_subject sub = { segconv_set_route, segconv_run, &t, ctx->gpu, cand->boundary };
         rc = gfq_measure_speed(ctx, cand, B, math, res, &sub, &rng);
     }
     if (dx)
@@ -404,9 +391,7 @@ int gfq_segconv(const gf_qualify_ctx *ctx, const gf_candidate *cand, int B, gf_m
 /* ---- the segmentation head's candidates ------------------------------------ */
 
 typedef struct {
-    gf_gpu *gpu;
     gf_dense_gpu *d;
-    const char *boundary;
     gf_math math;
     gf_cu_ptr x, out;
     int rows;
@@ -421,11 +406,8 @@ static int dense_set_route(void *arg, gf_route_kind kind)
 static int dense_run(void *arg, gf_devstats *stats)
 {
     dense_subject *t = arg;
-    int rc = gf_gpu_timing_begin(t->gpu, t->boundary, "qualify");
-    rc = rc ? rc : gf_dense_gpu_run(t->d, t->math, t->x, t->rows, t->out);
-    rc = rc ? rc : gf_gpu_timing_end(t->gpu);
-    gf_gpu_timing_collect(t->gpu, stats);
-    return rc;
+    (void)stats;   /* timed by the A/B driver (gfq_ab_subject.gpu) */
+    return gf_dense_gpu_run(t->d, t->math, t->x, t->rows, t->out);
 }
 
 /* One layer of the head over the B·589 frames of a batch, every output
@@ -476,8 +458,8 @@ int gfq_dense(const gf_qualify_ctx *ctx, const gf_candidate *cand, int B, gf_mat
                             "elements", "rows", rows);
     }
     if (!rc && res->accurate) {
-        dense_subject t = { ctx->gpu, d, cand->boundary, math, dx, dout, rows };
-        gfq_ab_subject sub = { dense_set_route, dense_run, &t };
+        dense_subject t = { d, math, dx, dout, rows };
+        gfq_ab_subject sub = { dense_set_route, dense_run, &t, ctx->gpu, cand->boundary };
         rc = gfq_measure_speed(ctx, cand, B, math, res, &sub, &rng);
     }
     if (dx)
@@ -531,7 +513,7 @@ int gfq_e2e_segmentation(const gf_qualify_ctx *ctx, const char *boundary, int B,
     for (size_t i = 0; i < (size_t)B * 160000; i++)
         wave[i] = gf_rand_sym(seed, 0.3f);
     seg_subject t = { s, boundary, wave, logp, B };
-    gfq_ab_subject sub = { seg_set_route, seg_run, &t };
+    gfq_ab_subject sub = { seg_set_route, seg_run, &t, NULL, NULL };
     int rc = gfq_ab_rounds(ctx, &sub, 1e-9, a, b);   /* s */
     free(wave);
     free(logp);

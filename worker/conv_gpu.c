@@ -36,32 +36,34 @@ struct gf_conv_gpu {
  * the 1x1 shortcuts), with packed weights and a block that follows Cout.
  * resnet.conv1 (one input channel) runs the direct kernel, float32 FMAs
  * (version 6); v1 what is left (other channel counts that are not a
- * multiple of 16). Indexes below: gf_conv_gpu_own_kernel. */
-static const gf_conv_own_kernel own_kernels[] = {
-    { 1, "gf_conv1_tf32_v1", "gf_conv3_tf32_v1", 64, 128, 16, 1, false, 0, 0, 0, false },
-    { 3, "gf_conv1_tf32_v3", "gf_conv3_tf32_v3", 64, 128, 16, 2, true, 0, 0, 0, false },
-    { 3, "gf_conv1_tf32_v3w", "gf_conv3_tf32_v3w", 128, 128, 16, 2, true, 0, 0, 0, false },
-    { 4, NULL, "gf_conv3_tf32_v4s", 32, 16 * 16, 8, 2, true, 16, 16, 0, true },
-    { 4, NULL, "gf_conv3_tf32_v4", 64, 4 * 32, 16, 2, true, 4, 32, 0, false },
-    { 5, NULL, "gf_conv3_tf32_v5", 64, 8 * 30, 8, 3, true, 8, 30, 90, false },
-    { 6, NULL, "gf_conv3_cin1", 32, 16 * 256, 1, 1, false, 16, 256, 0, false },
-    { 5, NULL, "gf_conv3_tf32_v5w", 64, 2 * 126, 8, 3, true, 2, 126, 90, false },
+ * multiple of 16). */
+enum { K_V1, K_V3, K_V3W, K_V4S, K_V4, K_V5, K_CIN1, K_V5W, K_COUNT };
+static const gf_conv_own_kernel own_kernels[K_COUNT] = {
+    [K_V1] = { 1, "gf_conv1_tf32_v1", "gf_conv3_tf32_v1", 64, 128, 16, 1, false, 0, 0, 0, false },
+    [K_V3] = { 3, "gf_conv1_tf32_v3", "gf_conv3_tf32_v3", 64, 128, 16, 2, true, 0, 0, 0, false },
+    [K_V3W] = { 3, "gf_conv1_tf32_v3w", "gf_conv3_tf32_v3w", 128, 128, 16, 2, true, 0, 0, 0,
+                false },
+    [K_V4S] = { 4, NULL, "gf_conv3_tf32_v4s", 32, 16 * 16, 8, 2, true, 16, 16, 0, true },
+    [K_V4] = { 4, NULL, "gf_conv3_tf32_v4", 64, 4 * 32, 16, 2, true, 4, 32, 0, false },
+    [K_V5] = { 5, NULL, "gf_conv3_tf32_v5", 64, 8 * 30, 8, 3, true, 8, 30, 90, false },
+    [K_CIN1] = { 6, NULL, "gf_conv3_cin1", 32, 16 * 256, 1, 1, false, 16, 256, 0, false },
+    [K_V5W] = { 5, NULL, "gf_conv3_tf32_v5w", 64, 2 * 126, 8, 3, true, 2, 126, 90, false },
 };
 
 const gf_conv_own_kernel *gf_conv_gpu_own_kernel(gf_conv_shape s, int cc)
 {
     if (s.cin == 1 && s.cout <= 32 && s.k == 3 && s.stride == 1)
-        return &own_kernels[6];
+        return &own_kernels[K_CIN1];
     if (s.cin % 16 != 0)
-        return &own_kernels[0];
+        return &own_kernels[K_V1];
     if (s.k == 3 && s.stride == 1) {
         if (cc == 90 && s.cout == 64)
-            return &own_kernels[5];
+            return &own_kernels[K_V5];
         if (cc == 90 && (s.cout == 128 || s.cout == 256))
-            return &own_kernels[7];
-        return &own_kernels[s.cout <= 32 ? 3 : 4];
+            return &own_kernels[K_V5W];
+        return &own_kernels[s.cout <= 32 ? K_V4S : K_V4];
     }
-    return &own_kernels[s.cout <= 64 ? 1 : 2];
+    return &own_kernels[s.cout <= 64 ? K_V3 : K_V3W];
 }
 
 /* Must match the kernels' layouts. v4: two stages, each a halo of

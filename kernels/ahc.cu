@@ -86,18 +86,37 @@ __device__ void block_argmin(double &v, int &i)
     __syncthreads();
 }
 
+// Loads a thread keeps in flight: the scans below read U values (and the
+// sizes beside them) before comparing any, so that a row of n costs about
+// one memory latency instead of n / blockDim.x of them one after another.
+#define SCAN_U 8
+
 // Row x's nearest live neighbour above it, by the whole block (every thread
-// gets it); none: INFINITY and -1.
+// gets it); none: INFINITY and -1. Each thread visits its columns in
+// ascending order and keeps the first of equal distances, as a plain loop
+// would.
 __device__ void scan_row(const double *D, const int *size, int n, int x, double &best, int &at)
 {
     best = INFINITY;
     at = -1;
-    size_t base = cidx(n, x, x + 1) - (size_t)(x + 1);
-    for (int y = x + 1 + threadIdx.x; y < n; y += blockDim.x)
-        if (size[y] != 0 && D[base + y] < best) {
-            best = D[base + y];
-            at = y;
+    const size_t base = cidx(n, x, x + 1) - (size_t)(x + 1);
+    const int step = blockDim.x;
+    for (int y0 = x + 1 + threadIdx.x; y0 < n; y0 += step * SCAN_U) {
+        double d[SCAN_U];
+        int live[SCAN_U];
+#pragma unroll
+        for (int u = 0; u < SCAN_U; u++) {
+            const int y = y0 + u * step;
+            d[u] = y < n ? D[base + y] : INFINITY;
+            live[u] = y < n ? size[y] : 0;
         }
+#pragma unroll
+        for (int u = 0; u < SCAN_U; u++)
+            if (live[u] != 0 && d[u] < best) {
+                best = d[u];
+                at = y0 + u * step;
+            }
+    }
     block_argmin(best, at);
 }
 
@@ -183,8 +202,19 @@ extern "C" __global__ void gf_ahc_pick(const double *D, int *size, int *id, int 
     for (;;) {
         v = INFINITY;
         x = -1;
-        for (int r = threadIdx.x; r < n - 1; r += blockDim.x)
-            better(v, x, lb[r], r);
+        for (int r0 = threadIdx.x; r0 < n - 1; r0 += blockDim.x * SCAN_U) {
+            double l[SCAN_U];
+#pragma unroll
+            for (int u = 0; u < SCAN_U; u++) {
+                const int r = r0 + u * (int)blockDim.x;
+                l[u] = r < n - 1 ? lb[r] : INFINITY;
+            }
+#pragma unroll
+            for (int u = 0; u < SCAN_U; u++) {
+                const int r = r0 + u * (int)blockDim.x;
+                better(v, x, l[u], r < n - 1 ? r : -1);
+            }
+        }
         block_argmin(v, x);
         if (x < 0 || v == INFINITY) {
             if (threadIdx.x == 0) {
@@ -226,19 +256,24 @@ extern "C" __global__ void gf_ahc_update(double *D, const int *size, int n,
 {
     int z = blockIdx.x * blockDim.x + threadIdx.x;
     int a = st->a, b = st->b;
-    if (z >= n || a < 0 || z == a || z == b || size[z] == 0)
+    if (z >= n || a < 0 || z == a || z == b)
         return;
-    double nx = st->na, ny = st->nb, dxy = st->dist, nxy = (double)(st->na + st->nb);
+    // Everything this thread reads, requested at once (a dead row's values
+    // are read and ignored).
     size_t za = cidx(n, z, a), zb = cidx(n, z, b);
-    double dxi = D[za], dyi = D[zb];
+    const int live = size[z], nz = nbr[z];
+    const double dxi = D[za], dyi = D[zb], lbz = lb[z];
+    double nx = st->na, ny = st->nb, dxy = st->dist, nxy = (double)(st->na + st->nb);
+    if (live == 0)
+        return;
     double num = __dadd_rn(__dmul_rn(__dmul_rn(nx, dxi), dxi), __dmul_rn(__dmul_rn(ny, dyi), dyi));
     double cut = __ddiv_rn(__dmul_rn(__dmul_rn(__dmul_rn(nx, ny), dxy), dxy), nxy);
     double d = __dsqrt_rn(__ddiv_rn(__dsub_rn(num, cut), nxy));
     D[zb] = d;
-    if (z < a && nbr[z] == a)
-        nbr[z] = b;
-    if (z < b && d < lb[z]) {
+    if (z < b && d < lbz) {
         lb[z] = d;
+        nbr[z] = b;
+    } else if (z < a && nz == a) {
         nbr[z] = b;
     }
 }

@@ -470,7 +470,7 @@ __device__ __forceinline__ void conv_tf32_v3(const float *__restrict__ x,
 // The grid is (tiles of the output plane, Cout / BM_, windows).
 extern __shared__ __align__(16) unsigned char gf_resnet_smem[];
 
-template <int BM_, int R, int C, int BKC, int WARPS_M, bool CM = false>
+template <int BM_, int R, int C, int BKC, int WARPS_M, bool CM = false, int TU = 9>
 __device__ __forceinline__ void conv3_tf32_v4(const float *__restrict__ x,
                                               const float *__restrict__ wp,
                                               const float *__restrict__ bias,
@@ -681,7 +681,7 @@ __device__ __forceinline__ void conv3_tf32_v4(const float *__restrict__ x,
         else if (STAGE_RES && residual)
             load_residual(cur ^ 1);
         const unsigned a_base = as0 + cur * A_BUF + a_off, b_base = hs0 + cur * H_BUF;
-#pragma unroll
+#pragma unroll TU
         for (int tap = 0; tap < 9; tap++) {
             const unsigned tap_off = CM ? (unsigned)((tap / 3) * CW + tap % 3)
                                         : (unsigned)(((tap / 3) * HC + tap % 3) * LDH) * 4u;
@@ -1215,15 +1215,17 @@ gf_conv3_cin1(const float *x, const float *w, const float *bias, const float *re
         __VA_ARGS__(x, w, bias, residual, out, Cin, H, W, Cout, Ho, Wo, relu);                  \
     }
 
-// v4 s: 32 channels x 16 x 16 positions in 8-channel slabs, 3 blocks a
+// v4 s: 32 channels x 16 x 32 positions in 8-channel slabs, 2 blocks a
 // multiprocessor (stage 1), the halo channel-major (CM: copied a pair of
 // positions at a time, 8-byte cp.async, half the copies of the
 // position-major layout and whole 32-byte sectors; its B fragments read by
-// plain shared loads); no suffix: 64 channels x 4 x 32 positions in
-// 16-channel slabs, 2 blocks (stages 2-4, one block per 64 output channels),
-// the halo position-major (ldmatrix).
+// plain shared loads). A warp's 64 positions let each A fragment serve 16
+// MMAs (8 at 16 x 16 tiles); the taps unrolled a kernel row at a time keep
+// it within 128 registers (fully unrolled: 166). No suffix: 64 channels x
+// 4 x 32 positions in 16-channel slabs, 2 blocks (stages 2-4, one block per
+// 64 output channels), the halo position-major (ldmatrix).
 // docs/gpu.md has the shapes tried against these.
-CONV_ENTRY_HALO(gf_conv3_tf32_v4s, 3, conv3_tf32_v4<32, 16, 16, 8, 1, true>)
+CONV_ENTRY_HALO(gf_conv3_tf32_v4s, 2, conv3_tf32_v4<32, 16, 32, 8, 1, true, 3>)
 CONV_ENTRY_HALO(gf_conv3_tf32_v4, 2, conv3_tf32_v4<64, 4, 32, 16, 2>)
 
 // v5, sm_90a only (wgmma): 8 rows x 30 columns x 64 channels, three stages

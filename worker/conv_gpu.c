@@ -43,7 +43,7 @@ static const gf_conv_own_kernel own_kernels[K_COUNT] = {
     [K_V3] = { 3, "gf_conv1_tf32_v3", "gf_conv3_tf32_v3", 64, 128, 16, 2, true, 0, 0, 0, false },
     [K_V3W] = { 3, "gf_conv1_tf32_v3w", "gf_conv3_tf32_v3w", 128, 128, 16, 2, true, 0, 0, 0,
                 false },
-    [K_V4S] = { 4, NULL, "gf_conv3_tf32_v4s", 32, 16 * 16, 8, 2, true, 16, 16, 0, true },
+    [K_V4S] = { 4, NULL, "gf_conv3_tf32_v4s", 32, 16 * 32, 8, 2, true, 16, 32, 0, true },
     [K_V4] = { 4, NULL, "gf_conv3_tf32_v4", 64, 4 * 32, 16, 2, true, 4, 32, 0, false },
     [K_V5] = { 5, NULL, "gf_conv3_tf32_v5", 64, 8 * 30, 8, 3, true, 8, 30, 90, false },
     [K_CIN1] = { 6, NULL, "gf_conv3_cin1", 32, 16 * 256, 1, 1, false, 16, 256, 0, false },

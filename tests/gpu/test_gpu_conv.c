@@ -168,16 +168,18 @@ static void test_own_conv_variants(void **state)
     gf_blas_gpu *blas = NULL;
     assert_int_equal(gf_blas_gpu_open(gpu, &blas), 0);
     static const conv_case cases[] = {
-        /* v4s (its halo channel-major): 9 rows end the row tile early, 70
-         * columns the fifth column tile; even width: 8-byte pair copies and
-         * paired stores; four 8-channel slabs; then an odd width (4-byte
-         * copies, pairs cut by the edge; single stores) without the
-         * residual; 17 rows without the ReLU; 64 input channels on an odd
-         * plane (6 x 31: every other channel's plane starts unaligned). */
+        /* v4s (its halo channel-major, 16 x 32 tiles): 9 rows end the row
+         * tile early, 70 columns the third column tile; even width: 8-byte
+         * pair copies and paired stores; four 8-channel slabs; then an odd
+         * width (4-byte copies, pairs cut by the edge; single stores)
+         * without the residual; 17 rows without the ReLU; 64 input channels
+         * on an odd plane (6 x 31: every other channel's plane starts
+         * unaligned); stage 1's own plane, 80 x 998. */
         { 32, 32, 3, 1, 9, 70, 3, 1, 1, "gf_conv3_tf32_v4s", NULL, NULL },
         { 32, 32, 3, 1, 9, 71, 2, 0, 1, "gf_conv3_tf32_v4s", NULL, NULL },
         { 32, 32, 3, 1, 17, 40, 2, 1, 0, "gf_conv3_tf32_v4s", NULL, NULL },
         { 64, 32, 3, 1, 6, 31, 3, 1, 1, "gf_conv3_tf32_v4s", NULL, NULL },
+        { 32, 32, 3, 1, 80, 998, 1, 1, 1, "gf_conv3_tf32_v4s", NULL, NULL },
         /* v4: odd width (single stores); one 16-channel slab and 48 of 64
          * rows. v5 (cc 9.0): the 30-column tile ends at 7, one row tile
          * ends early; eight 8-channel slabs. */

@@ -2,10 +2,11 @@
 // the embedding's last layer, emb[j][n] = bias[n] + Σk pooled[j][k]·W[n][k]
 // for up to a few hundred jobs j, 256 outputs n and K = 5120: in float32
 // FMAs (gf_seg1_splitk, math mode fp32) or on the tensor cores in tf32
-// (gf_seg1_splitk_tf32, math mode tf32, as the library then runs). The
-// library route is cuBLAS's SGEMM and a
-// bias kernel; with so few rows the product is short and wide, so it is
-// split along K here and the bias is added where the parts meet.
+// (gf_seg1_cluster_tf32 on cc 9.0, gf_seg1_splitk_tf32 where a cluster cannot
+// be launched; math mode tf32, as the library then runs). The library route
+// is cuBLAS's SGEMM and a bias kernel; with so few rows the product is short
+// and wide, so it is split along K here and the bias is added where the
+// parts meet.
 // CPU reference: gf_seg1_ref (worker/seg1_gpu.c), kernels/linear.c.
 //
 // Block: 128 threads own 32 jobs x 64 outputs of one slice of K (K /
@@ -35,6 +36,11 @@
 // banks: 104.4 KB at 256 k (two blocks an SM), 55.3 KB at 128. Warp w owns
 // outputs 16w .. 16w + 15 (2 n-tiles) of the 32 jobs (2 m-tiles). Needs
 // sm_80: the sm75 tier traps (worker/seg1_gpu.c runs gf_seg1_splitk there).
+//
+// gf_seg1_cluster_tf32 (below): the tf32 multiply of gf_seg1_splitk_tf32
+// with the slices summed inside a thread-block cluster through distributed
+// shared memory, in one launch without the partial sums in global memory,
+// the counters or the last block's second pass: see its comment.
 
 #include "kernels/tf32.cuh"
 
@@ -278,6 +284,256 @@ gf_seg1_splitk_tf32(const float *__restrict__ pooled, int jobs, int K,
                     make_float2(acc[i][nt][2 * hf], acc[i][nt][2 * hf + 1]);
         }
     seg1_finish(bias, N, part, count, out, jobs, jt0, n0, slices, rows);
+#else
+    __trap();
+#endif
+}
+
+// gf_seg1_cluster_tf32 — math mode tf32 on cc 9.0: the multiply of
+// gf_seg1_splitk_tf32 (mma.sync m16n8k8 tf32, float32 accumulation, both
+// operands rounded as cvt.rna does as their fragments are read, k permuted
+// inside each 16), the slices summed inside a thread-block cluster. The
+// split-K kernel is level with cuBLAS (0.016-0.023 ms at 96 jobs): its
+// blocks write their partial sums to L2, count their arrivals with atomics,
+// and the last block of each tile reads every slice back. Here the partial
+// tiles never leave the multiprocessors: one launch, no workspace, no
+// counters.
+//
+// A cluster of 8 blocks (the portable size: gf_gpu_launch_cluster does not
+// ask for more) owns a tile of 32 jobs x 32 outputs; block r, its rank in
+// the cluster, takes slice r of K (640 k at K = 5120). The slice streams
+// through a ring of 3 stages of 128 k in dynamic shared memory, pooled
+// [32][144] and W [32][144] a stage (rows padded by 16 floats as in
+// gf_seg1_splitk_tf32: 36.9 KB a stage, 110.6 KB a block, two blocks an SM:
+// the 192 blocks of 96 jobs in one wave). A whole slice at once (164 KB)
+// would leave one block an SM and two waves. Warp w multiplies the whole 32
+// x 32 tile over 16-k pairs w and w + 4 of each stage (2 m-tiles x 4
+// n-tiles: 8 fragment loads feed 16 mma; the second m-tile is skipped where
+// the tile holds at most 16 jobs), and copies those columns itself (16-byte
+// cp.async), so the ring needs no block barrier: all 3 stages in flight from
+// the start, a stage refilled as soon as its warp has read it. The four
+// warps' tiles meet in shared memory (where the ring was) and are summed in
+// warp order 0..3 into the block's partial tile [32][32]. One cluster
+// barrier (release, acquire) publishes the 8 partial tiles; block r then
+// sums rows 4r .. 4r + 3 of all 8, read by ld.shared::cluster in rank order
+// 0..7, adds the bias and stores; a last cluster barrier keeps each block's
+// shared memory alive until the others have read it. Every sum runs in a
+// fixed order, so the result does not depend on which block gets ahead.
+// On an H200 the loads bound it: 31.5 MB from L2 at 96 jobs (W read by 3
+// row tiles, the pooled rows by 8 column tiles). Tiles of 32 x 64 (23.6 MB,
+// 96 blocks of 166 KB, one an SM) were no faster at 96 jobs and slower below.
+//
+// pooled [jobs][K]; w [N][K]; bias [N]; out [jobs][N]; N a multiple of 32,
+// K of 8 · 128; rows 16-byte aligned. Grid (8 · N / 32, ceil(jobs / 32)),
+// cluster (8, 1, 1), 128 threads, SEG1_CL_SMEM bytes of dynamic shared
+// memory. Needs sm_90: the sm75 tier traps (worker/seg1_gpu.c runs it on cc
+// 9.0 only, where a cluster can be placed).
+
+#define SEG1_CL 8                                   // blocks a cluster: K slices
+#define SEG1_CL_NT 32                               // outputs a cluster
+#define SEG1_CL_NJ (SEG1_CL_NT / 8)                 // n-tiles a warp
+#define SEG1_CL_KC 128                              // k a ring stage
+#define SEG1_CL_STAGES 3
+#define SEG1_CL_PITCH (SEG1_CL_KC + SEG1_TF32_PAD)  // 144: 16-byte loads of 8 lanes in 32 banks
+#define SEG1_CL_STAGE ((SEG1_JT + SEG1_CL_NT) * SEG1_CL_PITCH)   // floats a stage
+#define SEG1_CL_SMEM (SEG1_CL_STAGES * SEG1_CL_STAGE * 4)        // 110,592 bytes
+#define SEG1_CL_RP (SEG1_CL_NT + 8)                 // warp tiles' row pitch: the float2
+                                                    // stores of a half-warp in 32 banks
+
+#if __CUDA_ARCH__ >= 900
+__device__ __forceinline__ unsigned cluster_rank_(void)
+{
+    unsigned r;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+    return r;
+}
+
+__device__ __forceinline__ void cluster_arrive_(void)
+{
+    asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
+}
+
+__device__ __forceinline__ void cluster_wait_(void)
+{
+    asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
+
+// The float at shared address addr (this block's window) in the block of
+// rank `rank` of the cluster.
+__device__ __forceinline__ float ld_cluster_(unsigned addr, unsigned rank)
+{
+    unsigned remote;
+    float v;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(addr), "r"(rank));
+    asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v) : "r"(remote) : "memory");
+    return v;
+}
+
+// One warp's share of a ring stage: the two 16-k pairs it multiplies (k
+// 16w .. 16w + 15 and 64 + 16w .. 64 + 16w + 15 of the stage's 128) of all
+// 32 pooled and 32 weight rows, 64 bytes a row and pair, four rows a turn.
+// Lanes 8h .. 8h + 7 (one pass of the shared-memory stores) take 64 bytes of
+// each of rows r, r + 1, whose 144-float pitch puts them 16 banks apart.
+// Jobs past the end are zeros (read from job 0's address, which exists).
+__device__ __forceinline__ void seg1_cl_load(float *stage, const float *__restrict__ pooled,
+                                             int jobs, int K, const float *__restrict__ w,
+                                             int jt0, int n0, int k0)
+{
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int c = 16 * warp + 64 * ((lane >> 3) & 1) + 4 * (lane & 3);
+    const int r0 = ((lane >> 4) << 1) | ((lane >> 2) & 1);   // 0 .. 3
+#pragma unroll
+    for (int m = 0; m < SEG1_JT / 4; m++) {
+        const int r = r0 + 4 * m;
+        const bool ok = jt0 + r < jobs;
+        cp_async16(stage + r * SEG1_CL_PITCH + c, pooled + (long)(ok ? jt0 + r : 0) * K + k0 + c,
+                   ok ? 16 : 0);
+    }
+#pragma unroll
+    for (int m = 0; m < SEG1_CL_NT / 4; m++) {
+        const int r = r0 + 4 * m;
+        cp_async16(stage + (SEG1_JT + r) * SEG1_CL_PITCH + c, w + (long)(n0 + r) * K + k0 + c, 16);
+    }
+}
+#endif
+
+extern "C" __global__ void __launch_bounds__(SEG1_THREADS, 2)   // two blocks an SM
+gf_seg1_cluster_tf32(const float *__restrict__ pooled, int jobs, int K,
+                     const float *__restrict__ w, const float *__restrict__ bias, int N,
+                     float *__restrict__ out)
+{
+#if __CUDA_ARCH__ >= 900
+    extern __shared__ __align__(16) float sm[];
+    const unsigned rank = cluster_rank_();
+    const int n0 = (blockIdx.x / SEG1_CL) * SEG1_CL_NT, jt0 = blockIdx.y * SEG1_JT;
+    const int ks = K / SEG1_CL, kb = (int)rank * ks, chunks = ks / SEG1_CL_KC;
+    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;
+    const bool m1 = jt0 + 16 < jobs;   // the second m-tile holds jobs
+
+    // Each warp copies and multiplies its own columns of every stage, so the
+    // ring needs no block barrier: the whole ring in flight at once, a stage
+    // refilled as soon as the warp has read it.
+#pragma unroll
+    for (int c = 0; c < SEG1_CL_STAGES; c++) {
+        if (c < chunks)
+            seg1_cl_load(sm + c * SEG1_CL_STAGE, pooled, jobs, K, w, jt0, n0, kb + c * SEG1_CL_KC);
+        cp_async_commit();
+    }
+
+    float acc[2][SEG1_CL_NJ][4];
+#pragma unroll
+    for (int i = 0; i < 2; i++)
+#pragma unroll
+        for (int j = 0; j < SEG1_CL_NJ; j++)
+            acc[i][j][0] = acc[i][j][1] = acc[i][j][2] = acc[i][j][3] = 0.0f;
+    for (int c = 0; c < chunks; c++) {
+        // Chunk c landed (two groups, chunks c + 1 and c + 2, may still fly;
+        // a group is committed every turn, empty or not, so that the count
+        // stays right), the other lanes' copies too.
+        cp_async_wait<SEG1_CL_STAGES - 1>();
+        __syncwarp();
+        const float *st = sm + (c % SEG1_CL_STAGES) * SEG1_CL_STAGE;
+        const float *pa = st + g * SEG1_CL_PITCH + 4 * t;                  // m-tile 0, row g
+        const float *wb = st + (SEG1_JT + g) * SEG1_CL_PITCH + 4 * t;      // n-tile 0, output g
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            const int p = warp + 4 * h;   // this warp's 16-k pairs of the chunk's 8
+            float4 va[2][2], vb[SEG1_CL_NJ];
+#pragma unroll
+            for (int i = 0; i < 2; i++)
+                if (i == 0 || m1) {
+                    const float *r = pa + i * 16 * SEG1_CL_PITCH + 16 * p;
+                    va[i][0] = *reinterpret_cast<const float4 *>(r);
+                    va[i][1] = *reinterpret_cast<const float4 *>(r + 8 * SEG1_CL_PITCH);
+                }
+#pragma unroll
+            for (int j = 0; j < SEG1_CL_NJ; j++)
+                vb[j] = *reinterpret_cast<const float4 *>(wb + j * 8 * SEG1_CL_PITCH + 16 * p);
+#pragma unroll
+            for (int sub = 0; sub < 2; sub++) {
+                unsigned b[SEG1_CL_NJ][2];
+#pragma unroll
+                for (int j = 0; j < SEG1_CL_NJ; j++) {
+                    b[j][0] = round_tf32(sub ? vb[j].z : vb[j].x);
+                    b[j][1] = round_tf32(sub ? vb[j].w : vb[j].y);
+                }
+#pragma unroll
+                for (int i = 0; i < 2; i++)
+                    if (i == 0 || m1) {
+                        unsigned a[4];
+                        a_fragment(va[i][0], va[i][1], sub, a);
+#pragma unroll
+                        for (int j = 0; j < SEG1_CL_NJ; j++)
+                            mma_tf32(acc[i][j], a, b[j][0], b[j][1]);
+                    }
+            }
+        }
+        __syncwarp();   // every lane's reads of the stage done: chunk c + 3 takes it
+        if (c + SEG1_CL_STAGES < chunks)
+            seg1_cl_load(sm + (c % SEG1_CL_STAGES) * SEG1_CL_STAGE, pooled, jobs, K, w, jt0, n0,
+                         kb + (c + SEG1_CL_STAGES) * SEG1_CL_KC);
+        cp_async_commit();
+    }
+
+    // The warps' tiles where the ring was (every warp done with it), then
+    // the block's partial tile beside them: warp order 0..3.
+    float *red = sm;                                // [4][32][SEG1_CL_RP]
+    float *part = sm + 4 * SEG1_JT * SEG1_CL_RP;    // [32][SEG1_CL_NT]
+    __syncthreads();
+#pragma unroll
+    for (int i = 0; i < 2; i++)
+#pragma unroll
+        for (int hf = 0; hf < 2; hf++)
+#pragma unroll
+            for (int j = 0; j < SEG1_CL_NJ; j++)
+                *reinterpret_cast<float2 *>(red +
+                                            (warp * SEG1_JT + i * 16 + g + 8 * hf) * SEG1_CL_RP +
+                                            j * 8 + 2 * t) =
+                    make_float2(acc[i][j][2 * hf], acc[i][j][2 * hf + 1]);
+    __syncthreads();
+#pragma unroll
+    for (int m = 0; m < SEG1_JT * SEG1_CL_NT / SEG1_THREADS; m++) {
+        const int e = tid + SEG1_THREADS * m;
+        const float *q = red + (e / SEG1_CL_NT) * SEG1_CL_RP + e % SEG1_CL_NT;
+        const int wt = SEG1_JT * SEG1_CL_RP;   // one warp's tile
+        part[e] = ((q[0] + q[wt]) + q[2 * wt]) + q[3 * wt];
+    }
+
+    // Block r's share of the tile: rows 4r .. 4r + 3, element e = 4r·NT +
+    // tid + 128u (a warp 32 columns of a row: 128-byte stores), the 8 partial
+    // tiles in rank order.
+    constexpr int EU = SEG1_CL_NT / 32;   // elements a thread
+    float bv[EU];
+    unsigned addr[EU];
+#pragma unroll
+    for (int u = 0; u < EU; u++) {
+        const int e = (int)rank * 4 * SEG1_CL_NT + tid + SEG1_THREADS * u;
+        bv[u] = bias[n0 + e % SEG1_CL_NT];
+        addr[u] = (unsigned)__cvta_generic_to_shared(part + e);
+    }
+    cluster_arrive_();   // this block's partial tile written
+    cluster_wait_();     // and every other block's
+    float s[EU];
+#pragma unroll
+    for (int u = 0; u < EU; u++) {
+        float v[SEG1_CL];
+#pragma unroll
+        for (int q = 0; q < SEG1_CL; q++)
+            v[q] = ld_cluster_(addr[u], (unsigned)q);
+        s[u] = v[0];
+#pragma unroll
+        for (int q = 1; q < SEG1_CL; q++)
+            s[u] += v[q];
+    }
+    cluster_arrive_();   // this block's reads of the others' tiles done
+#pragma unroll
+    for (int u = 0; u < EU; u++) {
+        const int e = (int)rank * 4 * SEG1_CL_NT + tid + SEG1_THREADS * u;
+        const int row = jt0 + e / SEG1_CL_NT;
+        if (row < jobs)
+            out[(long)row * N + n0 + e % SEG1_CL_NT] = s[u] + bv[u];
+    }
+    cluster_wait_();     // no block leaves while another may still read its tile
 #else
     __trap();
 #endif

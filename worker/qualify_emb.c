@@ -12,6 +12,7 @@
 #include "worker/diar/embedding_gpu.h"
 #include "worker/diar/fbank_gpu.h"
 #include "common/error.h"
+#include "common/log.h"
 #include "common/util.h"
 
 #include <assert.h>
@@ -43,13 +44,24 @@ static const gf_pin pool_pins[] = {
     { "threads", "128" },
 };
 
-/* kernels/embedding.cu: 64 outputs of 32 rows a block, 128 threads; k split
- * so that the grid is at most 256 blocks (worker/seg1_gpu.c). fp32: float32
- * FMAs, 32 slices up to 64 rows, 20 at 96. tf32 (cc >= 9.0): mma.sync tf32,
- * 40 slices of 128 k up to 32 rows, else 20 of 256 k. */
+/* kernels/embedding.cu, by the kernel each math mode runs
+ * (worker/seg1_gpu.c). Below cc 9.0 both modes run gf_seg1_splitk: float32
+ * FMAs, 64 outputs of 32 rows a block, 128 threads, k split so that the grid
+ * is at most 256 blocks (32 slices up to 64 rows, 20 at 96), the slices
+ * summed by the last block of a tile. On cc >= 9.0 tf32 runs
+ * gf_seg1_cluster_tf32: mma.sync tf32, a cluster of 8 blocks of 128 threads
+ * owns 32 rows x 32 outputs, block r slice r of k (640 k), the 8 slices
+ * summed through distributed shared memory (gfq_seg1 refuses a card that
+ * cannot place the cluster, where gf_seg1_splitk_tf32 would run instead). */
 static const gf_pin seg1_pins[] = {
     { "tile_n", "64" },
-    { "split_k", "fp32 auto (32/20/...), tf32 40/20" },
+    { "split_k", "auto (32/20/...)" },
+    { "threads", "128" },
+};
+
+static const gf_pin seg1_cluster_pins[] = {
+    { "tile_n", "fp32 64, tf32 32" },
+    { "split_k", "fp32 auto (32/20/...), tf32 8 (a cluster, summed in shared memory)" },
     { "threads", "128" },
 };
 
@@ -141,8 +153,12 @@ size_t gfq_emb_candidates(int cc, gf_candidate *out, size_t cap)
         out[n++] = (gf_candidate){ "resnet", conv_layers[i].boundary, conv_layers[i].config.pins,
                                    RESNET_PINS };
     out[n++] = (gf_candidate){ "pooling", "pooling.stats", pool_pins, GF_ARRAY_LEN(pool_pins) };
-    out[n++] = (gf_candidate){ "embedding", "embedding.seg_1", seg1_pins,
-                               GF_ARRAY_LEN(seg1_pins) };
+    if (cc >= 90)
+        out[n++] = (gf_candidate){ "embedding", "embedding.seg_1", seg1_cluster_pins,
+                                   GF_ARRAY_LEN(seg1_cluster_pins) };
+    else
+        out[n++] = (gf_candidate){ "embedding", "embedding.seg_1", seg1_pins,
+                                   GF_ARRAY_LEN(seg1_pins) };
     return n;
 }
 
@@ -605,9 +621,9 @@ static int seg1_run(void *arg, gf_devstats *stats)
     return gf_seg1_gpu_run(t->s, t->math, t->pooled, t->jobs, t->emb);
 }
 
-/* The own kernel sums in float32 FMAs in both math modes; the tolerances are
- * the math mode's, as for the segmentation convolutions; every output of 3
- * jobs a window. */
+/* The own kernel the pins describe (gf_seg1_splitk, or in tf32 on cc >= 9.0
+ * gf_seg1_cluster_tf32); the tolerances are the math mode's, as for the
+ * segmentation convolutions; every output of 3 jobs a window. */
 int gfq_seg1(const gf_qualify_ctx *ctx, const gf_candidate *cand, int B, gf_math math,
              gf_qualify_result *res)
 {
@@ -630,6 +646,13 @@ int gfq_seg1(const gf_qualify_ctx *ctx, const gf_candidate *cand, int B, gf_math
     int rc = s ? 0 : GF_EDEVICE;
     rc = rc ? rc : gf_seg1_gpu_set_route(s, GF_ROUTE_OWN, &sha);
     rc = rc ? rc : gfq_check_module(cand->boundary, sha, res);
+    const char *want = math == GF_MATH_TF32 && gf_gpu_cc(ctx->gpu) >= 90 ? "gf_seg1_cluster_tf32"
+                                                                         : "gf_seg1_splitk";
+    if (!rc && strcmp(gf_seg1_gpu_kernel(s, math), want) != 0) {
+        GF_ERROR("%s: the pins describe %s, but this card runs %s: not qualified",
+                 cand->boundary, want, gf_seg1_gpu_kernel(s, math));
+        rc = GF_EUNSUP;
+    }
     rc = rc ? rc : gf_gpu_alloc(ctx->gpu, sizeof(float) * np, &dp);
     rc = rc ? rc : gf_gpu_alloc(ctx->gpu, sizeof(float) * no, &dout);
     rc = rc ? rc : gf_gpu_upload(ctx->gpu, dp, pooled, sizeof(float) * np);

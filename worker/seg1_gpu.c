@@ -26,6 +26,14 @@
 #define OWN_TF32_FEW 20
 #define OWN_TF32_SMEM(slices) \
     ((OWN_JT + OWN_NT) * (GF_SEG1_IN / (slices) + 16) * (int)sizeof(float))
+/* gf_seg1_cluster_tf32 (math mode tf32 on cc 9.0, where the card places a
+ * cluster): a cluster of OWN_CL blocks owns 32 rows x OWN_CL_NT outputs, a
+ * block one slice of k (640), streamed through 3 stages of 128 k, rows padded
+ * by 16 floats (110.6 KB a block, two an SM); the slices are summed in the
+ * cluster's shared memory. 64 blocks at 1 job, 192 at 96. */
+#define OWN_CL 8          /* the portable cluster size: gf_gpu_launch_cluster asks no more */
+#define OWN_CL_NT 32
+#define OWN_CL_SMEM (3 * (OWN_JT + OWN_CL_NT) * (128 + 16) * (int)sizeof(float))
 
 struct gf_seg1_gpu {
     gf_gpu *gpu;                   /* borrowed */
@@ -38,6 +46,9 @@ struct gf_seg1_gpu {
     gf_cu_function bias_act, own;  /* library: the bias kernel; own: loaded when chosen */
     gf_cu_function own_tf32;       /* own, cc >= 9.0: the tensor-core kernel, for tf32 jobs */
     bool has_tf32;                 /* own_tf32 loaded */
+    gf_cu_function own_cl;         /* own, cc >= 9.0: the same multiply, summed in a cluster */
+    bool has_cl;                   /* own_cl loaded and the card places its cluster */
+    gf_seg1_tf32_kernel tf32_pick; /* set by hand, or AUTO: the cluster kernel where has_cl */
     gf_gpu_allocs mem;
 };
 
@@ -102,11 +113,46 @@ void gf_seg1_gpu_destroy(gf_seg1_gpu **self_p)
 
 gf_route_kind gf_seg1_gpu_route(const gf_seg1_gpu *self) { return self->route; }
 
+/* The own kernel a run in math mode math launches. */
+typedef enum { K_SPLITK, K_SPLITK_TF32, K_CLUSTER_TF32 } own_kernel;
+
+static own_kernel own_pick(const gf_seg1_gpu *s, gf_math math)
+{
+    if (math != GF_MATH_TF32 || !s->has_tf32)
+        return K_SPLITK;
+    if (s->has_cl && s->tf32_pick != GF_SEG1_TF32_SPLITK)
+        return K_CLUSTER_TF32;
+    return K_SPLITK_TF32;
+}
+
 const char *gf_seg1_gpu_kernel(const gf_seg1_gpu *s, gf_math math)
 {
-    if (s->route != GF_ROUTE_OWN)
-        return NULL;
-    return math == GF_MATH_TF32 && s->has_tf32 ? "gf_seg1_splitk_tf32" : "gf_seg1_splitk";
+    static const char *const names[] = {
+        [K_SPLITK] = "gf_seg1_splitk",
+        [K_SPLITK_TF32] = "gf_seg1_splitk_tf32",
+        [K_CLUSTER_TF32] = "gf_seg1_cluster_tf32",
+    };
+    return s->route == GF_ROUTE_OWN ? names[own_pick(s, math)] : NULL;
+}
+
+int gf_seg1_gpu_set_tf32_kernel(gf_seg1_gpu *s, gf_seg1_tf32_kernel which)
+{
+    switch (which) {
+    case GF_SEG1_TF32_AUTO:
+        break;
+    case GF_SEG1_TF32_SPLITK:
+        if (!s->has_tf32)
+            return GF_EUNSUP;
+        break;
+    case GF_SEG1_TF32_CLUSTER:
+        if (!s->has_cl)
+            return GF_EUNSUP;
+        break;
+    default:
+        return GF_EINVAL;
+    }
+    s->tf32_pick = which;
+    return 0;
 }
 
 int gf_seg1_gpu_set_route(gf_seg1_gpu *s, gf_route_kind kind, const char **module_sha256)
@@ -121,12 +167,26 @@ int gf_seg1_gpu_set_route(gf_seg1_gpu *s, gf_route_kind kind, const char **modul
     /* The tensor-core kernel where the sm90 tier loads; elsewhere the
      * float32 kernel serves tf32 jobs too. */
     s->has_tf32 = false;
+    s->has_cl = false;
+    s->tf32_pick = GF_SEG1_TF32_AUTO;
     rc = rc ? rc
             : gf_gpu_own_kernel_extra(s->gpu, OWN_TF32_CC, "embedding.seg_1", "embedding",
                                       "gf_seg1_splitk_tf32", OWN_TF32_SMEM(OWN_TF32_FEW),
                                       &s->own_tf32, &sha, &s->has_tf32);
+    /* Beside it the cluster kernel, where the driver launches clusters. */
+    if (!rc && s->has_tf32 && gf_gpu_can_launch_clusters(s->gpu))
+        rc = gf_gpu_own_kernel_extra(s->gpu, OWN_TF32_CC, "embedding.seg_1", "embedding",
+                                     "gf_seg1_cluster_tf32", OWN_CL_SMEM, &s->own_cl, &sha,
+                                     &s->has_cl);
     if (rc)
         return rc;
+    /* a card partition (MIG) or a driver may not place a cluster of 8 */
+    if (s->has_cl && gf_gpu_max_active_clusters(s->gpu, s->own_cl, OWN_THREADS,
+                                                (unsigned)OWN_CL_SMEM, OWN_CL) < 1) {
+        GF_WARN("embedding.seg_1: this card cannot place a cluster of %d blocks: tf32 runs "
+                "gf_seg1_splitk_tf32", OWN_CL);
+        s->has_cl = false;
+    }
     s->route = GF_ROUTE_OWN;
     if (module_sha256)
         *module_sha256 = sha;
@@ -142,7 +202,14 @@ int gf_seg1_gpu_run(gf_seg1_gpu *s, gf_math math, gf_cu_ptr pooled, int n_jobs, 
     if (n_jobs == 0)
         return 0;
     int k = GF_SEG1_IN, n = GF_SEG1_OUT;
-    if (s->route == GF_ROUTE_OWN && math == GF_MATH_TF32 && s->has_tf32) {
+    const own_kernel kern = own_pick(s, math);
+    if (s->route == GF_ROUTE_OWN && kern == K_CLUSTER_TF32) {
+        void *p[] = { &pooled, &n_jobs, &k, &s->w, &s->bias, &n, &emb };
+        return gf_gpu_launch_cluster(s->gpu, s->own_cl, OWN_CL * (GF_SEG1_OUT / OWN_CL_NT),
+                                     (unsigned)row_tiles(n_jobs), 1, OWN_THREADS,
+                                     (unsigned)OWN_CL_SMEM, OWN_CL, p);
+    }
+    if (s->route == GF_ROUTE_OWN && kern == K_SPLITK_TF32) {
         int slices = own_tf32_slices(n_jobs);
         void *p[] = { &pooled, &n_jobs, &k, &s->w, &s->bias, &n, &s->part, &s->count, &emb };
         return gf_gpu_launch(s->gpu, s->own_tf32, GF_SEG1_OUT / OWN_NT,

@@ -5,7 +5,9 @@
  * each pooling job j. Library route: cuBLAS SGEMM in the job's math mode
  * and the bias kernel. Own route: kernels/embedding.cu, split along k with
  * the bias added where the parts meet: float32 FMAs, or in math mode tf32
- * on cc >= 9.0 the tensor cores in tf32, as the library then runs. */
+ * on cc >= 9.0 the tensor cores in tf32, as the library then runs (the
+ * slices summed in a thread-block cluster where the card places one, else
+ * through global memory). */
 #ifndef GF_SEG1_GPU_H
 #define GF_SEG1_GPU_H
 
@@ -35,6 +37,20 @@ gf_route_kind gf_seg1_gpu_route(const gf_seg1_gpu *self);
 /* The own kernel a run in math mode math launches (borrowed, static), or
  * NULL on the library route. */
 const char *gf_seg1_gpu_kernel(const gf_seg1_gpu *self, gf_math math);
+
+/* The own route's kernel in math mode tf32 on cc >= 9.0 (kernels/embedding.cu). */
+typedef enum {
+    GF_SEG1_TF32_AUTO,     /* the cluster kernel where the card places a cluster, else split-K */
+    GF_SEG1_TF32_SPLITK,   /* gf_seg1_splitk_tf32: partial sums through global memory */
+    GF_SEG1_TF32_CLUSTER,  /* gf_seg1_cluster_tf32: summed in the cluster's shared memory */
+} gf_seg1_tf32_kernel;
+
+/* Pick the tf32 kernel by hand (tests, benchmarks), after choosing the own
+ * route; the next gf_seg1_gpu_set_route goes back to AUTO. Returns 0,
+ * GF_EUNSUP where that kernel did not load (below cc 9.0; the cluster kernel
+ * also where the card cannot place a cluster) or GF_EINVAL for an unknown
+ * value. */
+int gf_seg1_gpu_set_tf32_kernel(gf_seg1_gpu *self, gf_seg1_tf32_kernel which);
 
 /* pooled [n_jobs][5120] → emb [n_jobs][256], both on the card; math: the
  * library route's SGEMM mode. Nothing is launched for n_jobs 0. Returns 0,

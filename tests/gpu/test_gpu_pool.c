@@ -6,12 +6,16 @@
  * the library route in fp32 within 2e-5 of sum |w||x| per output, the
  * library route in tf32 and the own tensor-core kernel in tf32 (cc >= 9.0,
  * where the test insists that it ran; the float32 kernel below, held to
- * 2e-5) within the tf32 bound 1.05e-3 of it; 40 slices of k at 1 job, 20 at
- * 96 and at 37), at 1 job
- * on 1 window, 96 jobs on 32 windows and uneven job lists (windows without
- * jobs, a window with 5). Each route runs twice: the own seg_1 kernel's
- * arrival counters must be left ready for the next launch. Skips cleanly
- * where there is no CUDA device. Run by `make gpu-check`. */
+ * 2e-5) within the tf32 bound 1.05e-3 of it), at 1 job on 1 window, 96
+ * jobs on 32 windows and uneven job lists (windows without jobs, a window
+ * with 5). Each route runs twice: the own seg_1 kernel's arrival counters
+ * must be left ready for the next launch. On cc >= 9.0 both tensor-core
+ * kernels of seg_1 are also run by hand at 1, 96 and 37 jobs, twice each,
+ * the second run bit-identical to the first: gf_seg1_splitk_tf32 (40 slices
+ * of k at 1 job, 20 at 96 and at 37) and gf_seg1_cluster_tf32 (a cluster of
+ * 8 slices summed in shared memory; the test insists that it ran where the
+ * driver launches clusters). Skips cleanly where there is no CUDA device.
+ * Run by `make gpu-check`. */
 #include "common/error.h"
 #include "worker/blas_gpu.h"
 #include "worker/gpu.h"
@@ -154,6 +158,41 @@ static void check_seg1(gf_blas_gpu *blas, int n_jobs, unsigned seed)
             assert_int_equal(gpu_compare(what, got, ref, bound, rel, 0.0, 1e-6, no), 0);
         }
     }
+    /* Each tensor-core kernel by hand: within the tf32 bound, and a second
+     * run the same to the bit (every sum in a fixed order). */
+    static const struct {
+        gf_seg1_tf32_kernel which;
+        const char *name;
+    } tc_kernels[] = { { GF_SEG1_TF32_SPLITK, "gf_seg1_splitk_tf32" },
+                       { GF_SEG1_TF32_CLUSTER, "gf_seg1_cluster_tf32" } };
+    float *first = malloc(sizeof(float) * no);
+    assert_int_equal(gf_seg1_gpu_set_route(s, GF_ROUTE_OWN, NULL), 0);
+    for (size_t q = 0; q < GF_ARRAY_LEN(tc_kernels); q++) {
+        int rc = gf_seg1_gpu_set_tf32_kernel(s, tc_kernels[q].which);
+        if (rc == GF_EUNSUP) {   /* below cc 9.0; the cluster also without cluster launches */
+            assert_true(gf_gpu_cc(gpu) < 90 || (tc_kernels[q].which == GF_SEG1_TF32_CLUSTER &&
+                                                 !gf_gpu_can_launch_clusters(gpu)));
+            printf("seg_1 %d jobs %s: not on this card, skipped\n", n_jobs, tc_kernels[q].name);
+            continue;
+        }
+        assert_int_equal(rc, 0);
+        assert_string_equal(gf_seg1_gpu_kernel(s, GF_MATH_TF32), tc_kernels[q].name);
+        for (int rep = 0; rep < 2; rep++) {
+            char what[96];
+            snprintf(what, sizeof what, "seg_1 %d jobs %s (set), run %d", n_jobs,
+                     tc_kernels[q].name, rep + 1);
+            assert_int_equal(gf_gpu_fill32(gpu, dout, 0x7fc00000u, no), 0);   /* NaN poison */
+            assert_int_equal(gf_seg1_gpu_run(s, GF_MATH_TF32, dp, n_jobs, dout), 0);
+            assert_int_equal(gf_gpu_download(gpu, got, dout, sizeof(float) * no), 0);
+            assert_int_equal(gpu_compare(what, got, ref, bound, 1.05e-3, 0.0, 1e-6, no), 0);
+            if (rep == 0)
+                memcpy(first, got, sizeof(float) * no);
+            else
+                assert_memory_equal(first, got, sizeof(float) * no);
+        }
+    }
+    assert_int_equal(gf_seg1_gpu_set_tf32_kernel(s, (gf_seg1_tf32_kernel)7), GF_EINVAL);
+    free(first);
     gf_gpu_free(gpu, dp);
     gf_gpu_free(gpu, dout);
     gf_seg1_gpu_destroy(&s);

@@ -36,17 +36,21 @@ enum {
 #define GF_CU_EVENT_DEFAULT 0
 /* cuStreamCreate flags: CU_STREAM_NON_BLOCKING */
 #define GF_CU_STREAM_NON_BLOCKING 1
-/* CUlaunchAttributeID: CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION */
+/* CUlaunchAttributeID: CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION,
+ * CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION */
 #define GF_CU_LAUNCH_ATTR_CLUSTER_DIM 4
+#define GF_CU_LAUNCH_ATTR_PROGRAMMATIC 6
 
 /* CUlaunchAttribute: the id, padding to 8 bytes, a 64-byte value union
- * (8-byte aligned); only the cluster dimension is used here. */
+ * (8-byte aligned); the cluster dimension and the programmatic stream
+ * serialization flag are used here. */
 typedef struct {
     int id;
     char pad[4];
     union {
         char bytes[64];
         struct { unsigned x, y, z; } cluster_dim;
+        int programmatic;
         void *align;
     } value;
 } gf_cu_launch_attr;

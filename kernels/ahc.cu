@@ -18,7 +18,8 @@
 // the merged cluster's row scanned, then the smallest bound taken, checked
 // against its distance and its row scanned again until it is exact; the
 // linkage row and bookkeeping) and gf_ahc_update (the merged cluster's
-// distances to everybody, bounds lowered, candidates moved from a to b).
+// distances to everybody, bounds lowered, candidates moved from a to b),
+// each launched to start as the one before it ends (follow_previous).
 
 #include <math.h>
 
@@ -37,6 +38,20 @@ __device__ __forceinline__ size_t cidx(long n, long i, long j)
         j = t;
     }
     return (size_t)(n * i - (i * (i + 1)) / 2 + (j - i - 1));
+}
+
+// Programmatic dependent launch (worker/gpu.c gf_gpu_launch_dependent): the
+// pick and the update of each merge are launched so that one may start
+// while the one before it finishes. Each first waits for its predecessor to
+// complete (its writes visible), then lets its own successor be scheduled,
+// so that at most two are in flight. Both are no-ops in a plain launch and
+// before cc 9.0.
+__device__ __forceinline__ void follow_previous(void)
+{
+#if __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+    asm volatile("griddepcontrol.launch_dependents;");
+#endif
 }
 
 // The smaller of two (value, index) candidates; equal values: lower index.
@@ -195,6 +210,7 @@ extern "C" __global__ void gf_ahc_rescan_all(const double *D, const int *size, i
 extern "C" __global__ void gf_ahc_pick(const double *D, int *size, int *id, int n, int k,
                                        double *lb, int *nbr, struct gf_ahc_state *st, double *Z)
 {
+    follow_previous();
     double v;
     int x;
     if (k > 0 && st->b >= 0 && st->b < n - 1)
@@ -254,6 +270,7 @@ extern "C" __global__ void gf_ahc_pick(const double *D, int *size, int *id, int 
 extern "C" __global__ void gf_ahc_update(double *D, const int *size, int n,
                                          const struct gf_ahc_state *st, double *lb, int *nbr)
 {
+    follow_previous();
     int z = blockIdx.x * blockDim.x + threadIdx.x;
     int a = st->a, b = st->b;
     if (z >= n || a < 0 || z == a || z == b)

@@ -399,6 +399,20 @@ int gf_gpu_launch_cluster(gf_gpu *self, gf_cu_function f, unsigned gx, unsigned 
     return 0;
 }
 
+int gf_gpu_launch_dependent(gf_gpu *self, gf_cu_function f, unsigned gx, unsigned bx,
+                            void **params)
+{
+    if (!self->cu->launch_ex || gf_gpu_cc(self) < 90)
+        return gf_gpu_launch(self, f, gx, 1, 1, bx, 1, 1, 0, params);
+    gf_cu_launch_attr attr = { .id = GF_CU_LAUNCH_ATTR_PROGRAMMATIC };
+    attr.value.programmatic = 1;
+    gf_cu_launch_config cfg = { gx, 1, 1, bx, 1, 1, 0, self->stream, &attr, 1 };
+    CU_CHECK(self, self->cu->launch_ex(&cfg, f, params, NULL), "cuLaunchKernelEx (dependent)");
+    if (self->debug)
+        CU_CHECK(self, self->cu->stream_synchronize(self->stream), "kernel (debug sync)");
+    return 0;
+}
+
 bool gf_gpu_can_launch_clusters(const gf_gpu *self)
 {
     return self->cu->launch_ex && self->cu->max_active_clusters && gf_gpu_cc(self) >= 90;

@@ -113,6 +113,15 @@ int gf_gpu_launch(gf_gpu *self, gf_cu_function f, unsigned gx, unsigned gy, unsi
  * the driver has no cuLaunchKernelEx. */
 int gf_gpu_launch_cluster(gf_gpu *self, gf_cu_function f, unsigned gx, unsigned gy, unsigned gz,
                           unsigned bx, unsigned smem, unsigned cluster_x, void **params);
+/* Launch as gf_gpu_launch does, but let the kernel start before the one
+ * before it on the stream has finished (programmatic dependent launch, cc
+ * >= 9.0 with cuLaunchKernelEx; elsewhere a plain launch): f must execute
+ * `griddepcontrol.wait` before it touches anything the kernel before it
+ * writes, and may execute `griddepcontrol.launch_dependents` to let the
+ * next such launch start early. Saves the gap between short dependent
+ * kernels. */
+int gf_gpu_launch_dependent(gf_gpu *self, gf_cu_function f, unsigned gx, unsigned bx,
+                            void **params);
 /* Whether this card and driver run cluster launches (cc >= 9.0 and
  * cuLaunchKernelEx present). */
 bool gf_gpu_can_launch_clusters(const gf_gpu *self);

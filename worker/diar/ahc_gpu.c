@@ -71,9 +71,10 @@ int gf_ahc_linkage_centroid_gpu(gf_gpu *gpu, const double *x, size_t n, size_t d
     }
     for (int k = 0; !rc && k < ni - 1; k++) {
         void *pp[] = { &D, &size, &id, &ni, &k, &lb, &nbr, &st, &Zd };
-        rc = gf_gpu_launch(gpu, fn[F_PICK], 1, 1, 1, PICK_THREADS, 1, 1, 0, pp);
+        rc = gf_gpu_launch_dependent(gpu, fn[F_PICK], 1, PICK_THREADS, pp);
         void *pu[] = { &D, &size, &ni, &st, &lb, &nbr };
-        rc = rc ? rc : gf_gpu_launch1d(gpu, fn[F_UPDATE], (long)n, pu);
+        rc = rc ? rc : gf_gpu_launch_dependent(gpu, fn[F_UPDATE], (unsigned)((n + 255) / 256),
+                                               256, pu);
     }
     ahc_state s = { 0 };
     rc = rc ? rc : gf_gpu_download(gpu, &s, st, sizeof s);

@@ -10,7 +10,7 @@
 #include <string.h>
 
 static const char *const areas[] = {
-    "fbank", "sincnet", "segconv", "lstm", "dense", "resnet", "pooling", "embedding",
+    "fbank", "sincnet", "segconv", "lstm", "dense", "resnet", "resnet32", "pooling", "embedding",
 };
 
 static const gf_boundary boundaries[] = {
@@ -77,6 +77,17 @@ static const struct {
     { "dense", "embedding.seg_1" },
 };
 
+/* Areas that run every boundary of another: the same layers in another
+ * module (resnet32: the ResNet trunk in math mode fp32, kernels/resnet32.cu,
+ * beside resnet's tf32 kernels, so that either can change without the
+ * other's evidence). */
+static const struct {
+    const char *area;
+    const char *home;
+} runs_all_of[] = {
+    { "resnet32", "resnet" },
+};
+
 /* Configuration keys per area. A key may belong to several areas (a GEMM
  * tile is a GEMM tile); a proof pinning a key its module's area does not own
  * is rejected. */
@@ -92,6 +103,8 @@ static const struct {
         "seqs_per_cluster", "threads" } },
     { "dense", { "tile_m", "tile_n", "tile_k", "stages", "split_k", "threads" } },
     { "resnet",
+      { "tile_m", "tile_n", "tile_k", "stages", "warps", "split_k", "implicit_gemm", "halo" } },
+    { "resnet32",
       { "tile_m", "tile_n", "tile_k", "stages", "warps", "split_k", "implicit_gemm", "halo" } },
     { "pooling", { "frames_per_block", "channels_per_block", "threads" } },
     { "embedding", { "tile_n", "split_k", "threads" } },
@@ -138,6 +151,9 @@ bool gf_area_runs(const char *area, const char *boundary)
         return false;
     if (strcmp(b->area, area) == 0)
         return true;
+    for (size_t i = 0; i < sizeof runs_all_of / sizeof runs_all_of[0]; i++)
+        if (strcmp(runs_all_of[i].area, area) == 0 && strcmp(runs_all_of[i].home, b->area) == 0)
+            return true;
     for (size_t i = 0; i < sizeof also_runs / sizeof also_runs[0]; i++)
         if (strcmp(also_runs[i].area, area) == 0 && strcmp(also_runs[i].boundary, boundary) == 0)
             return true;

@@ -17,7 +17,8 @@ struct gf_conv_gpu {
     gf_conv_shape shape;
     int pad;                      /* k / 2 */
     gf_cu_ptr w, b;               /* folded weights and bias on the card */
-    gf_cu_ptr wp;                 /* own kernel v3/v4: (cout, tap, cin) in tf32; 0 for v1 */
+    gf_cu_ptr wp;                 /* own kernel v3-v5: (cout, tap, cin) in tf32, then the
+                                     low parts (pack_tap_major); 0 for v1 */
     gf_route_kind route;
     gf_cu_function im2col, epilogue, own;   /* own: loaded when chosen */
     const gf_conv_own_kernel *own_kernel;   /* the variant the own route runs */
@@ -36,24 +37,45 @@ struct gf_conv_gpu {
  * the 1x1 shortcuts), with packed weights and a block that follows Cout.
  * resnet.conv1 (one input channel) runs the direct kernel, float32 FMAs
  * (version 6); v1 what is left (other channel counts that are not a
- * multiple of 16). */
-enum { K_V1, K_V3, K_V3W, K_V4S, K_V4, K_V5, K_CIN1, K_V5W, K_COUNT };
+ * multiple of 16). In math mode fp32 (kernels/resnet32.cu, the resnet32
+ * area) the 3x3 stride-1 layers run v4s and v4 in 3xTF32 (f3_v4s, f3_v4),
+ * the strided layers and the shortcuts v3 in 3xTF32 (f3_v3); resnet.conv1
+ * the direct kernel, whose float32 FMAs serve either mode (resnet module). */
+enum { K_V1, K_V3, K_V3W, K_V4S, K_V4, K_V5, K_CIN1, K_V5W, K_F3S, K_F3, K_F3V3, K_COUNT };
 static const gf_conv_own_kernel own_kernels[K_COUNT] = {
-    [K_V1] = { 1, "gf_conv1_tf32_v1", "gf_conv3_tf32_v1", 64, 128, 16, 1, false, 0, 0, 0, false },
-    [K_V3] = { 3, "gf_conv1_tf32_v3", "gf_conv3_tf32_v3", 64, 128, 16, 2, true, 0, 0, 0, false },
+    [K_V1] = { 1, "gf_conv1_tf32_v1", "gf_conv3_tf32_v1", 64, 128, 16, 1, false, 0, 0, 0, false,
+               false, "resnet" },
+    [K_V3] = { 3, "gf_conv1_tf32_v3", "gf_conv3_tf32_v3", 64, 128, 16, 2, true, 0, 0, 0, false,
+               false, "resnet" },
     [K_V3W] = { 3, "gf_conv1_tf32_v3w", "gf_conv3_tf32_v3w", 128, 128, 16, 2, true, 0, 0, 0,
-                false },
-    [K_V4S] = { 4, NULL, "gf_conv3_tf32_v4s", 32, 16 * 32, 8, 2, true, 16, 32, 0, true },
-    [K_V4] = { 4, NULL, "gf_conv3_tf32_v4", 64, 4 * 32, 16, 2, true, 4, 32, 0, false },
-    [K_V5] = { 5, NULL, "gf_conv3_tf32_v5", 64, 8 * 30, 8, 3, true, 8, 30, 90, false },
-    [K_CIN1] = { 6, NULL, "gf_conv3_cin1", 32, 16 * 256, 1, 1, false, 16, 256, 0, false },
-    [K_V5W] = { 5, NULL, "gf_conv3_tf32_v5w", 64, 2 * 126, 8, 3, true, 2, 126, 90, false },
+                false, false, "resnet" },
+    [K_V4S] = { 4, NULL, "gf_conv3_tf32_v4s", 32, 16 * 32, 8, 2, true, 16, 32, 0, true, false,
+                "resnet" },
+    [K_V4] = { 4, NULL, "gf_conv3_tf32_v4", 64, 4 * 32, 16, 2, true, 4, 32, 0, false, false,
+               "resnet" },
+    [K_V5] = { 5, NULL, "gf_conv3_tf32_v5", 64, 8 * 30, 8, 3, true, 8, 30, 90, false, false,
+               "resnet" },
+    [K_CIN1] = { 6, NULL, "gf_conv3_cin1", 32, 16 * 256, 1, 1, false, 16, 256, 0, false, false,
+                 "resnet" },
+    [K_V5W] = { 5, NULL, "gf_conv3_tf32_v5w", 64, 2 * 126, 8, 3, true, 2, 126, 90, false, false,
+                "resnet" },
+    [K_F3S] = { 4, NULL, "gf_conv3_f3_v4s", 32, 16 * 16, 8, 2, true, 16, 16, 0, true, true,
+                "resnet32" },
+    [K_F3] = { 4, NULL, "gf_conv3_f3_v4", 64, 4 * 32, 8, 2, true, 4, 32, 0, false, true,
+               "resnet32" },
+    [K_F3V3] = { 3, "gf_conv1_f3_v3", "gf_conv3_f3_v3", 64, 128, 16, 2, true, 0, 0, 0, false,
+                 true, "resnet32" },
 };
 
-const gf_conv_own_kernel *gf_conv_gpu_own_kernel(gf_conv_shape s, int cc)
+const gf_conv_own_kernel *gf_conv_gpu_own_kernel(gf_conv_shape s, int cc, gf_math math)
 {
     if (s.cin == 1 && s.cout <= 32 && s.k == 3 && s.stride == 1)
-        return &own_kernels[K_CIN1];
+        return &own_kernels[K_CIN1];   /* float32 FMAs: either math mode */
+    if (math == GF_MATH_FP32) {        /* 3xTF32 (the resnet32 module) */
+        if (s.k == 3 && s.stride == 1 && s.cin % 8 == 0)
+            return &own_kernels[s.cout <= 32 ? K_F3S : K_F3];
+        return s.cin % 16 == 0 ? &own_kernels[K_F3V3] : NULL;
+    }
     if (s.cin % 16 != 0)
         return &own_kernels[K_V1];
     if (s.k == 3 && s.stride == 1) {
@@ -82,24 +104,29 @@ int gf_conv_own_smem(const gf_conv_own_kernel *k)
     }
     if (!k->tile_rows)
         return 0;
+    int weights = (k->f3 ? 2 : 1) * k->tile_m * (9 * k->tile_k + 4);   /* f3: high, low */
     if (k->channel_major)
-        return 2 * 4 * (k->tile_k * (k->tile_rows + 2) * (k->tile_cols + 4) +
-                        k->tile_m * (9 * k->tile_k + 4));
-    return 2 * 4 * ((k->tile_rows + 2) * (k->tile_cols + 2) * (k->tile_k + 4) +
-                    k->tile_m * (9 * k->tile_k + 4));
+        return 2 * 4 * (k->tile_k * (k->tile_rows + 2) * (k->tile_cols + 4) + weights);
+    return 2 * 4 * ((k->tile_rows + 2) * (k->tile_cols + 2) * (k->tile_k + 4) + weights);
 }
 
 
-/* w (cout, cin, k, k) -> (cout, k*k, cin) rounded to tf32, for v3 and v4. */
+/* w (cout, cin, k, k) -> (cout, k*k, cin) rounded to tf32, for v3, v4 and
+ * v5, followed by the same layout of what that rounding left out, itself
+ * rounded to tf32: the low parts the fp32 (3xTF32) variants add. */
 static float *pack_tap_major(gf_conv_shape s, const float *w)
 {
     int taps = s.k * s.k;
-    float *p = gf_malloc(sizeof(float) * (size_t)s.cout * s.cin * taps);
+    size_t n = (size_t)s.cout * s.cin * taps;
+    float *p = gf_malloc(sizeof(float) * 2 * n);
     for (int o = 0; o < s.cout; o++)
         for (int c = 0; c < s.cin; c++)
-            for (int t = 0; t < taps; t++)
-                p[((size_t)o * taps + t) * s.cin + c] =
-                    gf_round_tf32(w[((size_t)o * s.cin + c) * taps + t]);
+            for (int t = 0; t < taps; t++) {
+                size_t i = ((size_t)o * taps + t) * s.cin + c;
+                float v = w[((size_t)o * s.cin + c) * taps + t], hi = gf_round_tf32(v);
+                p[i] = hi;
+                p[n + i] = gf_round_tf32(v - hi);
+            }
     return p;
 }
 
@@ -117,10 +144,12 @@ gf_conv_gpu *gf_conv_gpu_new(gf_gpu *gpu, gf_blas_gpu *blas, const char *boundar
     rc = rc ? rc : gf_gpu_upload(gpu, c->w, w, sizeof(float) * shape.cout * kk);
     rc = rc ? rc : gf_gpu_alloc(gpu, sizeof(float) * shape.cout, &c->b);
     rc = rc ? rc : gf_gpu_upload(gpu, c->b, bias, sizeof(float) * shape.cout);
-    if (rc == 0 && gf_conv_gpu_own_kernel(shape, gf_gpu_cc(gpu))->packed) {
+    const gf_conv_own_kernel *f3 = gf_conv_gpu_own_kernel(shape, gf_gpu_cc(gpu), GF_MATH_FP32);
+    if (rc == 0 && (gf_conv_gpu_own_kernel(shape, gf_gpu_cc(gpu), GF_MATH_TF32)->packed ||
+                    (f3 && f3->packed))) {
         float *p = pack_tap_major(shape, w);
-        rc = gf_gpu_alloc(gpu, sizeof(float) * shape.cout * kk, &c->wp);
-        rc = rc ? rc : gf_gpu_upload(gpu, c->wp, p, sizeof(float) * shape.cout * kk);
+        rc = gf_gpu_alloc(gpu, sizeof(float) * 2 * shape.cout * kk, &c->wp);
+        rc = rc ? rc : gf_gpu_upload(gpu, c->wp, p, sizeof(float) * 2 * shape.cout * kk);
         rc = rc ? rc : gf_gpu_sync(gpu);
         free(p);
     }
@@ -169,11 +198,6 @@ int gf_conv_gpu_set_route(gf_conv_gpu *c, gf_route_kind kind, gf_math math,
         c->route = GF_ROUTE_LIBRARY;
         return 0;
     }
-    if (math != GF_MATH_TF32) {
-        GF_WARN("%s: the own kernel is tf32 only (asked for %s): refused", c->boundary,
-                gf_math_name(math));
-        return GF_EUNSUP;
-    }
     if (gf_gpu_cc(c->gpu) < 80) {
         GF_WARN("%s: the own kernel needs cc >= 8.0 (tf32 mma), this card is %d.%d: refused",
                 c->boundary, gf_gpu_cc(c->gpu) / 10, gf_gpu_cc(c->gpu) % 10);
@@ -184,8 +208,13 @@ int gf_conv_gpu_set_route(gf_conv_gpu *c, gf_route_kind kind, gf_math math,
                 c->shape.k);
         return GF_EUNSUP;
     }
-    return gf_conv_gpu_set_own_variant(c, gf_conv_gpu_own_kernel(c->shape, gf_gpu_cc(c->gpu)),
-                                       module_sha256);
+    const gf_conv_own_kernel *kern = gf_conv_gpu_own_kernel(c->shape, gf_gpu_cc(c->gpu), math);
+    if (!kern) {
+        GF_WARN("%s: the own kernel has no %s variant for this shape (%dx%d, stride %d): refused",
+                c->boundary, gf_math_name(math), c->shape.k, c->shape.k, c->shape.stride);
+        return GF_EUNSUP;
+    }
+    return gf_conv_gpu_set_own_variant(c, kern, module_sha256);
 }
 
 const gf_conv_own_kernel *gf_conv_own_kernels(size_t *count)
@@ -210,7 +239,7 @@ int gf_conv_gpu_set_own_variant(gf_conv_gpu *c, const gf_conv_own_kernel *kern,
         return GF_EUNSUP;
     }
     const char *sha = NULL;
-    int rc = gf_gpu_own_kernel(c->gpu, c->boundary, "resnet",
+    int rc = gf_gpu_own_kernel(c->gpu, c->boundary, kern->module,
                                c->shape.k == 3 ? kern->name3 : kern->name1,
                                gf_conv_own_smem(kern), &c->own, &sha);
     if (rc)

@@ -28,8 +28,10 @@ typedef struct gf_conv_gpu gf_conv_gpu;
  * stages, whether it reads the packed tf32 weights, for the halo variants
  * (v4, v5: 3x3, stride 1) the block's output rows and columns (0 for the
  * others, whose positions run flat), and the one compute capability it
- * runs on (0: any from 8.0; v5's wgmma needs 9.0 exactly), and for v4
- * whether its halo is laid out channel-major (v4c). */
+ * runs on (0: any from 8.0; v5's wgmma needs 9.0 exactly), for v4
+ * whether its halo is laid out channel-major (v4c), and whether it computes
+ * in 3xTF32 (f3: math mode fp32 on the tensor cores, float32's accuracy;
+ * kernels/resnet.cuh split_tf32), and the module it is in. */
 typedef struct {
     int version;
     const char *name1, *name3;
@@ -38,12 +40,15 @@ typedef struct {
     int tile_rows, tile_cols;
     int only_cc;
     bool channel_major;   /* v4c: the halo channel-major in shared memory */
+    bool f3;              /* 3xTF32: the fp32 variants */
+    const char *module;   /* its module and area: "resnet" (tf32), "resnet32" (fp32) */
 } gf_conv_own_kernel;
 
 /* The variant the own route runs for a layer of this shape on a card of
- * compute capability cc (major * 10 + minor); qualify pins its configuration
- * from the same answer. */
-const gf_conv_own_kernel *gf_conv_gpu_own_kernel(gf_conv_shape shape, int cc);
+ * compute capability cc (major * 10 + minor) in math mode `math`; NULL
+ * where there is none (fp32: channel counts that are not a multiple of 16);
+ * qualify pins its configuration from the same answer. */
+const gf_conv_own_kernel *gf_conv_gpu_own_kernel(gf_conv_shape shape, int cc, gf_math math);
 /* Bytes of dynamic shared memory a variant launches with (0: static only). */
 int gf_conv_own_smem(const gf_conv_own_kernel *kernel);
 

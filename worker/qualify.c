@@ -325,7 +325,7 @@ int gf_qualify_run(const gf_qualify_ctx *ctx, const gf_candidate *cand, int batc
         return gfq_segconv(ctx, cand, batch, math, out);
     if (strcmp(cand->area, "dense") == 0)
         return gfq_dense(ctx, cand, batch, math, out);
-    if (strcmp(cand->area, "resnet") == 0)
+    if (strcmp(cand->area, "resnet") == 0 || strcmp(cand->area, "resnet32") == 0)
         return gfq_conv(ctx, cand, batch, math, out);
     if (strcmp(cand->area, "fbank") == 0)
         return gfq_fbank(ctx, cand, batch, math, out);

@@ -80,13 +80,17 @@ typedef struct {
     gf_conv_shape shape;
     int h, w;            /* input extent */
     int residual, relu;  /* epilogue as the network runs it */
-    resnet_config config;
+    resnet_config config;     /* the tf32 variant's (the resnet area) */
+    resnet_config config32;   /* the fp32 variant's (resnet32), where it has one there */
+    bool has32;
 } conv_layer;
 
 /* The trunk's layers for the card the candidates were last built for: the
  * ResNet candidates' boundaries and pins point into them. */
 static conv_layer conv_layers[GFQ_MAX_CONV_LAYERS];
 static size_t n_conv_layers;
+
+static void pin_config(resnet_config *rc, const gf_conv_own_kernel *kern);
 
 static void add_conv(int cc, const char *name, int cin, int cout, int k, int stride, int h,
                      int w, int residual, int relu)
@@ -99,8 +103,16 @@ static void add_conv(int cc, const char *name, int cin, int cout, int k, int str
     c->w = w;
     c->residual = residual;
     c->relu = relu;
-    const gf_conv_own_kernel *kern = gf_conv_gpu_own_kernel(c->shape, cc);
-    resnet_config *rc = &c->config;
+    pin_config(&c->config, gf_conv_gpu_own_kernel(c->shape, cc, GF_MATH_TF32));
+    const gf_conv_own_kernel *k32 = gf_conv_gpu_own_kernel(c->shape, cc, GF_MATH_FP32);
+    c->has32 = k32 && strcmp(k32->module, "resnet32") == 0;
+    if (c->has32)
+        pin_config(&c->config32, k32);
+}
+
+/* The pins of a variant (the configuration its records name). */
+static void pin_config(resnet_config *rc, const gf_conv_own_kernel *kern)
+{
     snprintf(rc->tile_m, sizeof rc->tile_m, "%d", kern->tile_m);
     snprintf(rc->tile_n, sizeof rc->tile_n, "%d", kern->tile_n);
     snprintf(rc->tile_k, sizeof rc->tile_k, "%d", kern->tile_k);
@@ -144,7 +156,7 @@ size_t gfq_emb_candidates(int cc, gf_candidate *out, size_t cap)
             cin = width;
         }
     size_t n = 0;
-    assert(cap >= 4 + n_conv_layers);
+    assert(cap >= 4 + 2 * n_conv_layers);
     out[n++] = (gf_candidate){ "fbank", "fbank.dft", fbank_dft_pins,
                                GF_ARRAY_LEN(fbank_dft_pins) };
     out[n++] = (gf_candidate){ "fbank", "fbank.mel", fbank_mel_pins,
@@ -152,6 +164,10 @@ size_t gfq_emb_candidates(int cc, gf_candidate *out, size_t cap)
     for (size_t i = 0; i < n_conv_layers; i++)
         out[n++] = (gf_candidate){ "resnet", conv_layers[i].boundary, conv_layers[i].config.pins,
                                    RESNET_PINS };
+    for (size_t i = 0; i < n_conv_layers; i++)   /* math mode fp32: kernels/resnet32.cu */
+        if (conv_layers[i].has32)
+            out[n++] = (gf_candidate){ "resnet32", conv_layers[i].boundary,
+                                       conv_layers[i].config32.pins, RESNET_PINS };
     out[n++] = (gf_candidate){ "pooling", "pooling.stats", pool_pins, GF_ARRAY_LEN(pool_pins) };
     if (cc >= 90)
         out[n++] = (gf_candidate){ "embedding", "embedding.seg_1", seg1_cluster_pins,
@@ -291,6 +307,11 @@ int gfq_conv(const gf_qualify_ctx *ctx, const gf_candidate *cand, int B, gf_math
     if (!L)
         return GF_EINVAL;
     const gf_conv_shape *sh = &L->shape;
+    /* Each area's module runs one math mode: tf32 the resnet area's kernels,
+     * fp32 the resnet32 area's (and resnet.conv1's direct kernel, of resnet). */
+    const gf_conv_own_kernel *kern = gf_conv_gpu_own_kernel(*sh, gf_gpu_cc(ctx->gpu), math);
+    if (!kern || strcmp(kern->module, cand->area) != 0)
+        return GF_EUNSUP;
     uint64_t seed = ctx->seed ^ ((uint64_t)B << 32) ^ (uint64_t)math ^ (uint64_t)(L - conv_layers);
     uint64_t rng = seed;
     int pad = sh->k / 2;
@@ -329,7 +350,8 @@ int gfq_conv(const gf_qualify_ctx *ctx, const gf_candidate *cand, int B, gf_math
     rc = rc ? rc : gf_conv_gpu_run(c, math, B, dx, L->h, L->w, dout, dres, L->relu, dcol);
     rc = rc ? rc : gf_gpu_download(ctx->gpu, got, dout, sizeof(float) * no);
     if (!rc) {
-        gfq_acc_errors e = { .atol = 5e-3, .rtol = 1e-2 };
+        gfq_acc_errors e = math == GF_MATH_FP32 ? (gfq_acc_errors){ .atol = 1e-4, .rtol = 1e-3 }
+                                                : (gfq_acc_errors){ .atol = 5e-3, .rtol = 1e-2 };
         for (int k = 0; k < CONV_SAMPLES; k++) {
             size_t o = (size_t)(gf_splitmix64(&rng) % no);
             gfq_acc_add(&e, got[o], conv_ref_at(L, x, w, bias, r, B, o));

@@ -75,7 +75,7 @@ int gfq_measure_speed(const gf_qualify_ctx *ctx, const gf_candidate *cand, int B
 /* The most candidates one card has: the segmentation's 7, the embedding's 4
  * besides the ResNet trunk, and its layers. */
 #define GFQ_MAX_CONV_LAYERS 40
-#define GFQ_MAX_CANDIDATES (11 + GFQ_MAX_CONV_LAYERS)
+#define GFQ_MAX_CANDIDATES (11 + 2 * GFQ_MAX_CONV_LAYERS)   /* resnet and resnet32 */
 
 /* Each appends its network's candidates for a card of compute capability cc
  * to out (room for cap) in the report's order; returns how many. The

@@ -37,20 +37,21 @@ typedef struct {
     int B;
     const layer *l;
     gf_cu_ptr x, out, res, col;
+    gf_math math;   /* the library route's GEMM math (the own kernels have theirs) */
 } conv_run;
 
 static int run_conv(void *arg)
 {
     conv_run *r = arg;
-    return gf_conv_gpu_run(r->c, GF_MATH_TF32, r->B, r->x, r->l->h, r->l->w, r->out, r->res, 1,
+    return gf_conv_gpu_run(r->c, r->math, r->B, r->x, r->l->h, r->l->w, r->out, r->res, 1,
                            r->col);
 }
 
 /* Median device ms of reps runs of the layer's current route; res 0: none. */
 static double time_conv(gf_gpu *gpu, gf_conv_gpu *c, int B, const layer *l, gf_cu_ptr x,
-                        gf_cu_ptr out, gf_cu_ptr res, gf_cu_ptr col, int reps)
+                        gf_cu_ptr out, gf_cu_ptr res, gf_cu_ptr col, int reps, gf_math math)
 {
-    conv_run r = { c, B, l, x, out, res, col };
+    conv_run r = { c, B, l, x, out, res, col, math };
     return bench_median_ms(gpu, run_conv, &r, reps);
 }
 
@@ -64,8 +65,9 @@ int main(int argc, char **argv)
         return 1;
     }
     int cc = gf_gpu_cc(gpu);
-    printf("own ResNet kernel variants, 3x3 + bias (+ residual) + ReLU, tf32, batch %d, "
-           "median of %d (cc %d.%d)\n", B, reps, cc / 10, cc % 10);
+    printf("own ResNet kernel variants, 3x3 + bias (+ residual) + ReLU, batch %d, median of %d "
+           "(cc %d.%d); tf32 unless named f3 (3xTF32, math mode fp32), against cuBLAS in both\n",
+           B, reps, cc / 10, cc % 10);
     size_t nk = 0;
     const gf_conv_own_kernel *ks = gf_conv_own_kernels(&nk);
     for (size_t li = 0; li < GF_ARRAY_LEN(layers); li++) {
@@ -98,14 +100,21 @@ int main(int argc, char **argv)
             return 1;
         }
         double flop = 2.0 * B * l->cout * l->c * 9.0 * ho * wo;
-        const gf_conv_own_kernel *pick = gf_conv_gpu_own_kernel(shape, cc);
-        gf_conv_gpu_set_route(c, GF_ROUTE_LIBRARY, GF_MATH_TF32, NULL);
-        /* stride 2 and resnet.conv1: no residual run (the column shows the time without) */
-        double lib0 = time_conv(gpu, c, B, l, x, out, 0, col, reps);
-        double lib = res ? time_conv(gpu, c, B, l, x, out, res, col, reps) : lib0;
-        printf("%3d->%3d s%d %3dx%-4d  %-22s %8.3f ms %7.1f TFLOP/s   no residual %8.3f ms\n",
-               l->c, l->cout, l->stride, l->h, l->w, "library (cuBLAS)", lib, flop / lib / 1e9,
-               lib0);
+        const gf_conv_own_kernel *pick = gf_conv_gpu_own_kernel(shape, cc, GF_MATH_TF32);
+        const gf_conv_own_kernel *pick32 = gf_conv_gpu_own_kernel(shape, cc, GF_MATH_FP32);
+        double lib = 0.0;
+        for (int m = 0; m < 2; m++) {   /* the library route in tf32, then in fp32 */
+            gf_math math = m ? GF_MATH_FP32 : GF_MATH_TF32;
+            gf_conv_gpu_set_route(c, GF_ROUTE_LIBRARY, math, NULL);
+            /* stride 2 and resnet.conv1: no residual run (the column shows the time without) */
+            double l0 = time_conv(gpu, c, B, l, x, out, 0, col, reps, math);
+            double l1 = res ? time_conv(gpu, c, B, l, x, out, res, col, reps, math) : l0;
+            printf("%3d->%3d s%d %3dx%-4d  %-22s %8.3f ms %7.1f TFLOP/s   no residual %8.3f ms\n",
+                   l->c, l->cout, l->stride, l->h, l->w,
+                   m ? "library fp32 (cuBLAS)" : "library tf32 (cuBLAS)", l1, flop / l1 / 1e9, l0);
+            if (m == 0)
+                lib = l1;
+        }
         for (size_t k = 0; k < nk; k++) {
             const gf_conv_own_kernel *kn = &ks[k];
             /* every variant for resnet.conv1; else the halo variants at their
@@ -116,11 +125,12 @@ int main(int argc, char **argv)
                 continue;
             if (gf_conv_gpu_set_own_variant(c, kn, NULL) != 0)
                 continue;
-            double ms0 = time_conv(gpu, c, B, l, x, out, 0, col, reps);
-            double ms = res ? time_conv(gpu, c, B, l, x, out, res, col, reps) : ms0;
+            double ms0 = time_conv(gpu, c, B, l, x, out, 0, col, reps, GF_MATH_TF32);
+            double ms = res ? time_conv(gpu, c, B, l, x, out, res, col, reps, GF_MATH_TF32) : ms0;
             printf("%3d->%3d s%d %3dx%-4d  %-22s %8.3f ms %7.1f TFLOP/s   no residual %8.3f ms   "
-                   "%5.2fx library%s\n", l->c, l->cout, l->stride, l->h, l->w, kn->name3, ms,
-                   flop / ms / 1e9, ms0, lib / ms, kn == pick ? "  (picked)" : "");
+                   "%5.2fx library tf32%s\n", l->c, l->cout, l->stride, l->h, l->w, kn->name3, ms,
+                   flop / ms / 1e9, ms0, lib / ms,
+                   kn == pick ? "  (picked)" : kn == pick32 ? "  (picked in fp32)" : "");
         }
         gf_gpu_free(gpu, x), gf_gpu_free(gpu, out), gf_gpu_free(gpu, col);
         if (res)

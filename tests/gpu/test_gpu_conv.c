@@ -29,6 +29,7 @@ typedef struct {
     const char *variant;   /* the entry point gf_conv_gpu_own_kernel must pick */
     const char *variant90; /* the same on a cc 9.0 card (wgmma); NULL: variant */
     const char *force90;   /* on a cc 9.0 card, run this variant instead of the pick */
+    int fp32;              /* math mode fp32 (3xTF32 variants): float32's bound */
 } conv_case;
 
 /* The variant whose 3x3 entry point is name. */
@@ -76,7 +77,9 @@ static void reference(const conv_case *t, const float *x, const float *w, const 
 static void check_case(gf_blas_gpu *blas, const conv_case *t, unsigned *seed)
 {
     gf_conv_shape shape = { t->cin, t->cout, t->k, t->stride };
-    const gf_conv_own_kernel *kern = gf_conv_gpu_own_kernel(shape, gf_gpu_cc(gpu));
+    const gf_math math = t->fp32 ? GF_MATH_FP32 : GF_MATH_TF32;
+    const gf_conv_own_kernel *kern = gf_conv_gpu_own_kernel(shape, gf_gpu_cc(gpu), math);
+    assert_non_null(kern);
     const char *variant = gf_gpu_cc(gpu) == 90 && t->variant90 ? t->variant90 : t->variant;
     if (gf_gpu_cc(gpu) == 90 && t->force90)
         kern = variant_named(variant = t->force90);
@@ -115,7 +118,7 @@ static void check_case(gf_blas_gpu *blas, const conv_case *t, unsigned *seed)
     if (t->force90)
         assert_int_equal(gf_conv_gpu_set_own_variant(c, kern, NULL), 0);
     else
-        assert_int_equal(gf_conv_gpu_set_route(c, GF_ROUTE_OWN, GF_MATH_TF32, NULL), 0);
+        assert_int_equal(gf_conv_gpu_set_route(c, GF_ROUTE_OWN, math, NULL), 0);
     gf_cu_ptr dx, dres = 0, dout;
     assert_int_equal(gf_gpu_alloc(gpu, sizeof(float) * (size_t)in_n, &dx), 0);
     assert_int_equal(gf_gpu_alloc(gpu, sizeof(float) * (size_t)out_n, &dout), 0);
@@ -124,7 +127,7 @@ static void check_case(gf_blas_gpu *blas, const conv_case *t, unsigned *seed)
         assert_int_equal(gf_gpu_alloc(gpu, sizeof(float) * (size_t)out_n, &dres), 0);
         assert_int_equal(gf_gpu_upload(gpu, dres, res, sizeof(float) * (size_t)out_n), 0);
     }
-    assert_int_equal(gf_conv_gpu_run(c, GF_MATH_TF32, t->windows, dx, t->h, t->w, dout, dres,
+    assert_int_equal(gf_conv_gpu_run(c, math, t->windows, dx, t->h, t->w, dout, dres,
                                      t->relu, 0),
                      0);
     assert_int_equal(gf_gpu_download(gpu, got, dout, sizeof(float) * (size_t)out_n), 0);
@@ -132,7 +135,10 @@ static void check_case(gf_blas_gpu *blas, const conv_case *t, unsigned *seed)
     long bad = 0;
     double worst = 0.0;
     for (long i = 0; i < out_n; i++) {
-        double lim = 1.05e-3 * bound[i] + 1e-5, err = fabs((double)got[i] - ref[i]);
+        /* tf32: 2^-10 of the sum of |x||w|; fp32 (3xTF32): 2e-5, against a
+         * float32 reference whose own rounding is of that order */
+        double lim = t->fp32 ? 2e-5 * bound[i] + 1e-6 : 1.05e-3 * bound[i] + 1e-5;
+        double err = fabs((double)got[i] - ref[i]);
         if (!(err <= lim)) {   /* NaN fails too */
             if (bad++ < 5)
                 fprintf(stderr, "%s %dx%d s%d %d->%d %dx%d: [%ld] got %g want %g (bound %g)\n",
@@ -142,10 +148,10 @@ static void check_case(gf_blas_gpu *blas, const conv_case *t, unsigned *seed)
             worst = err / lim;
         }
     }
-    printf("%-18s %dx%d s%d %3d->%3d in %2dx%-3d x%d: %ld outputs, worst error %.2f of the bound, "
-           "%ld outside\n",
-           variant, t->k, t->k, t->stride, t->cin, t->cout, t->h, t->w, t->windows, out_n, worst,
-           bad);
+    printf("%-18s %s %dx%d s%d %3d->%3d in %2dx%-3d x%d: %ld outputs, worst error %.2f of the "
+           "bound, %ld outside\n",
+           variant, gf_math_name(math), t->k, t->k, t->stride, t->cin, t->cout, t->h, t->w,
+           t->windows, out_n, worst, bad);
     assert_int_equal(bad, 0);
 
     gf_gpu_free(gpu, dx);
@@ -175,49 +181,65 @@ static void test_own_conv_variants(void **state)
          * without the residual; 17 rows without the ReLU; 64 input channels
          * on an odd plane (6 x 31: every other channel's plane starts
          * unaligned); stage 1's own plane, 80 x 998. */
-        { 32, 32, 3, 1, 9, 70, 3, 1, 1, "gf_conv3_tf32_v4s", NULL, NULL },
-        { 32, 32, 3, 1, 9, 71, 2, 0, 1, "gf_conv3_tf32_v4s", NULL, NULL },
-        { 32, 32, 3, 1, 17, 40, 2, 1, 0, "gf_conv3_tf32_v4s", NULL, NULL },
-        { 64, 32, 3, 1, 6, 31, 3, 1, 1, "gf_conv3_tf32_v4s", NULL, NULL },
-        { 32, 32, 3, 1, 80, 998, 1, 1, 1, "gf_conv3_tf32_v4s", NULL, NULL },
+        { 32, 32, 3, 1, 9, 70, 3, 1, 1, "gf_conv3_tf32_v4s", NULL, NULL, 0 },
+        { 32, 32, 3, 1, 9, 71, 2, 0, 1, "gf_conv3_tf32_v4s", NULL, NULL, 0 },
+        { 32, 32, 3, 1, 17, 40, 2, 1, 0, "gf_conv3_tf32_v4s", NULL, NULL, 0 },
+        { 64, 32, 3, 1, 6, 31, 3, 1, 1, "gf_conv3_tf32_v4s", NULL, NULL, 0 },
+        { 32, 32, 3, 1, 80, 998, 1, 1, 1, "gf_conv3_tf32_v4s", NULL, NULL, 0 },
+        /* math mode fp32 (3xTF32, the resnet32 module): f3_v4s on the same
+         * edges and stage 1's plane; f3_v4 at 64-256 channels, odd widths;
+         * resnet.conv1's direct kernel serves fp32 as it is; f3_v3 on the
+         * strided 3x3 layers and the 1x1 shortcuts. */
+        { 32, 32, 3, 1, 9, 70, 3, 1, 1, "gf_conv3_f3_v4s", NULL, NULL, 1 },
+        { 32, 32, 3, 1, 9, 71, 2, 0, 1, "gf_conv3_f3_v4s", NULL, NULL, 1 },
+        { 64, 32, 3, 1, 6, 31, 3, 1, 0, "gf_conv3_f3_v4s", NULL, NULL, 1 },
+        { 32, 32, 3, 1, 80, 998, 1, 1, 1, "gf_conv3_f3_v4s", NULL, NULL, 1 },
+        { 64, 64, 3, 1, 7, 37, 2, 1, 1, "gf_conv3_f3_v4", NULL, NULL, 1 },
+        { 128, 128, 3, 1, 20, 62, 1, 1, 1, "gf_conv3_f3_v4", NULL, NULL, 1 },
+        { 256, 256, 3, 1, 3, 9, 2, 1, 0, "gf_conv3_f3_v4", NULL, NULL, 1 },
+        { 1, 32, 3, 1, 11, 29, 2, 0, 1, "gf_conv3_cin1", NULL, NULL, 1 },
+        { 32, 64, 3, 2, 9, 21, 2, 0, 1, "gf_conv3_f3_v3", NULL, NULL, 1 },
+        { 128, 256, 3, 2, 8, 13, 2, 0, 1, "gf_conv3_f3_v3", NULL, NULL, 1 },
+        { 32, 64, 1, 2, 9, 21, 2, 0, 0, "gf_conv1_f3_v3", NULL, NULL, 1 },
+        { 128, 256, 1, 2, 6, 11, 2, 0, 0, "gf_conv1_f3_v3", NULL, NULL, 1 },
         /* v4: odd width (single stores); one 16-channel slab and 48 of 64
          * rows. v5 (cc 9.0): the 30-column tile ends at 7, one row tile
          * ends early; eight 8-channel slabs. */
-        { 64, 64, 3, 1, 7, 37, 2, 1, 1, "gf_conv3_tf32_v4", "gf_conv3_tf32_v5", NULL },
-        { 16, 48, 3, 1, 6, 20, 2, 1, 1, "gf_conv3_tf32_v4", NULL, NULL },
+        { 64, 64, 3, 1, 7, 37, 2, 1, 1, "gf_conv3_tf32_v4", "gf_conv3_tf32_v5", NULL, 0 },
+        { 16, 48, 3, 1, 6, 20, 2, 1, 1, "gf_conv3_tf32_v4", NULL, NULL, 0 },
         /* 17 rows (v5: three 8-row tiles, the last of one row), 31 columns. */
-        { 64, 64, 3, 1, 17, 31, 1, 0, 1, "gf_conv3_tf32_v4", "gf_conv3_tf32_v5", NULL },
+        { 64, 64, 3, 1, 17, 31, 1, 0, 1, "gf_conv3_tf32_v4", "gf_conv3_tf32_v5", NULL, 0 },
         /* v4 at Cout 96-256: two to four blocks of rows; odd rows and width.
          * v5w (cc 9.0) at 128 and 256: two and four blocks of 64 channels. */
-        { 128, 128, 3, 1, 5, 67, 2, 0, 1, "gf_conv3_tf32_v4", "gf_conv3_tf32_v5w", NULL },
-        { 128, 128, 3, 1, 20, 62, 1, 1, 1, "gf_conv3_tf32_v4", "gf_conv3_tf32_v5w", NULL },
-        { 128, 96, 3, 1, 4, 16, 1, 1, 0, "gf_conv3_tf32_v4", NULL, NULL },
-        { 256, 256, 3, 1, 3, 9, 2, 1, 1, "gf_conv3_tf32_v4", "gf_conv3_tf32_v5w", NULL },
+        { 128, 128, 3, 1, 5, 67, 2, 0, 1, "gf_conv3_tf32_v4", "gf_conv3_tf32_v5w", NULL, 0 },
+        { 128, 128, 3, 1, 20, 62, 1, 1, 1, "gf_conv3_tf32_v4", "gf_conv3_tf32_v5w", NULL, 0 },
+        { 128, 96, 3, 1, 4, 16, 1, 1, 0, "gf_conv3_tf32_v4", NULL, NULL, 0 },
+        { 256, 256, 3, 1, 3, 9, 2, 1, 1, "gf_conv3_tf32_v4", "gf_conv3_tf32_v5w", NULL, 0 },
         /* v3: the strided 3x3 and the 1x1 shortcuts. */
-        { 32, 64, 3, 2, 9, 21, 2, 0, 1, "gf_conv3_tf32_v3", NULL, NULL },
-        { 64, 128, 3, 2, 8, 13, 2, 0, 1, "gf_conv3_tf32_v3w", NULL, NULL },
-        { 32, 64, 1, 2, 9, 21, 2, 0, 0, "gf_conv1_tf32_v3", NULL, NULL },
-        { 128, 256, 1, 2, 6, 11, 2, 0, 0, "gf_conv1_tf32_v3w", NULL, NULL },
+        { 32, 64, 3, 2, 9, 21, 2, 0, 1, "gf_conv3_tf32_v3", NULL, NULL, 0 },
+        { 64, 128, 3, 2, 8, 13, 2, 0, 1, "gf_conv3_tf32_v3w", NULL, NULL, 0 },
+        { 32, 64, 1, 2, 9, 21, 2, 0, 0, "gf_conv1_tf32_v3", NULL, NULL, 0 },
+        { 128, 256, 1, 2, 6, 11, 2, 0, 0, "gf_conv1_tf32_v3w", NULL, NULL, 0 },
         /* the direct kernel: one input channel (resnet.conv1). Odd width
          * (single stores); two column tiles and two row tiles, both ending
          * early, with the residual; 16 output channels without the ReLU. */
-        { 1, 32, 3, 1, 11, 29, 2, 0, 1, "gf_conv3_cin1", NULL, NULL },
-        { 1, 32, 3, 1, 20, 300, 2, 1, 1, "gf_conv3_cin1", NULL, NULL },
-        { 1, 16, 3, 1, 9, 998, 1, 0, 0, "gf_conv3_cin1", NULL, NULL },
+        { 1, 32, 3, 1, 11, 29, 2, 0, 1, "gf_conv3_cin1", NULL, NULL, 0 },
+        { 1, 32, 3, 1, 20, 300, 2, 1, 1, "gf_conv3_cin1", NULL, NULL, 0 },
+        { 1, 16, 3, 1, 9, 998, 1, 0, 0, "gf_conv3_cin1", NULL, NULL, 0 },
         /* v1: other channel counts that are not a multiple of 16. */
-        { 3, 32, 3, 1, 11, 29, 2, 0, 1, "gf_conv3_tf32_v1", NULL, NULL },
+        { 3, 32, 3, 1, 11, 29, 2, 0, 1, "gf_conv3_tf32_v1", NULL, NULL, 0 },
         /* Variants run whichever the table picks (on a cc 9.0 card), on
          * shapes their tiles fit badly. v5w: 130 columns (a second
          * 126-column tile of 4), 5 rows (a last 2-row tile of 1); 125
          * columns, Cout 128; a plane smaller than a tile at 256 channels;
          * 253 columns (a third tile of one column) without the ReLU. v5 and
          * v5w at stage 4's plane. */
-        { 64, 64, 3, 1, 5, 130, 2, 1, 1, NULL, NULL, "gf_conv3_tf32_v5w" },
-        { 128, 128, 3, 1, 4, 125, 1, 0, 1, NULL, NULL, "gf_conv3_tf32_v5w" },
-        { 256, 256, 3, 1, 3, 9, 2, 1, 1, NULL, NULL, "gf_conv3_tf32_v5w" },
-        { 64, 64, 3, 1, 2, 253, 1, 1, 0, NULL, NULL, "gf_conv3_tf32_v5w" },
-        { 256, 256, 3, 1, 10, 125, 1, 1, 1, NULL, NULL, "gf_conv3_tf32_v5" },
-        { 256, 256, 3, 1, 10, 125, 1, 1, 1, NULL, NULL, "gf_conv3_tf32_v5w" },
+        { 64, 64, 3, 1, 5, 130, 2, 1, 1, NULL, NULL, "gf_conv3_tf32_v5w", 0 },
+        { 128, 128, 3, 1, 4, 125, 1, 0, 1, NULL, NULL, "gf_conv3_tf32_v5w", 0 },
+        { 256, 256, 3, 1, 3, 9, 2, 1, 1, NULL, NULL, "gf_conv3_tf32_v5w", 0 },
+        { 64, 64, 3, 1, 2, 253, 1, 1, 0, NULL, NULL, "gf_conv3_tf32_v5w", 0 },
+        { 256, 256, 3, 1, 10, 125, 1, 1, 1, NULL, NULL, "gf_conv3_tf32_v5", 0 },
+        { 256, 256, 3, 1, 10, 125, 1, 1, 1, NULL, NULL, "gf_conv3_tf32_v5w", 0 },
     };
     unsigned seed = 2024;
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)

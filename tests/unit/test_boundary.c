@@ -50,6 +50,13 @@ static void test_areas_and_keys(void **state)
     }
     assert_true(gf_area_runs("dense", "embedding.seg_1"));
     assert_false(gf_area_runs("lstm", "dense.linear0"));
+    /* resnet32 (the trunk's fp32 module) runs every resnet boundary and only those */
+    assert_true(gf_area_known("resnet32"));
+    for (size_t i = 0; i < gf_boundary_count(); i++) {
+        const gf_boundary *b = gf_boundary_at(i);
+        assert_int_equal(gf_area_runs("resnet32", b->name), strcmp(b->area, "resnet") == 0);
+    }
+    assert_true(gf_area_config_key("resnet32", "halo"));
     assert_true(gf_area_config_key("resnet", "tile_m"));
     assert_true(gf_area_config_key("dense", "tile_m"));
     assert_false(gf_area_config_key("lstm", "tile_m"));

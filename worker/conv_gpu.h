@@ -62,9 +62,10 @@ const char *gf_conv_gpu_boundary(const gf_conv_gpu *self);
 gf_conv_shape gf_conv_gpu_shape(const gf_conv_gpu *self);
 gf_route_kind gf_conv_gpu_route(const gf_conv_gpu *self);
 
-/* Choose the route. The own kernel is tf32 only and needs cc >= 8.0:
- * otherwise GF_EUNSUP (refused, logged). On success with the own route,
- * *module_sha256 (may be NULL) is the identity of the module that loaded. */
+/* Choose the route. The own kernel needs cc >= 8.0 and a variant for this
+ * shape in `math` (gf_conv_gpu_own_kernel): otherwise GF_EUNSUP (refused,
+ * logged). On success with the own route, *module_sha256 (may be NULL) is
+ * the identity of the module that loaded (resnet or resnet32). */
 int gf_conv_gpu_set_route(gf_conv_gpu *self, gf_route_kind kind, gf_math math,
                           const char **module_sha256);
 

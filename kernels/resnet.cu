@@ -1,5 +1,7 @@
-// resnet.cu — the project's own kernel for the ResNet boundaries
-// (resnet.conv1, resnet.layerL.B.conv1/conv2, resnet.layerL.0.shortcut): an
+// resnet.cu — the entry points of the project's own kernels for the ResNet
+// boundaries (resnet.conv1, resnet.layerL.B.conv1/conv2,
+// resnet.layerL.0.shortcut) in math mode tf32: the resnet area. Their device
+// code is kernels/resnet.cuh, which kernels/resnet32.cu shares for fp32. An
 // implicit-GEMM convolution on the tensor cores in tf32, with the bias
 // (batch norm folded at load), the residual and the ReLU fused into its
 // epilogue. The library route materialises the im2col matrix in device
@@ -13,10 +15,10 @@
 // registers while the current one is multiplied. Shared-memory rows are
 // padded so that fragment loads hit 32 distinct banks.
 //
-// v1 runs resnet.conv1 (one input channel, which does not fill a 16-channel
-// K tile); v4, below, the 3x3 stride-1 layers (on the H200 v5, on wgmma,
-// those of 64 and 128 channels); v3 the strided 3x3 layers
-// and the 1x1 shortcuts. v2, which only walked K a tap at a time, is gone:
+// resnet.conv1 (one input channel, which does not fill a 16-channel K tile)
+// runs a direct kernel, gf_conv3_cin1 below; v4 the 3x3 stride-1 layers (on
+// the H200 v5 and v5w, on wgmma, those of 64 to 256 channels); v3 the strided
+// 3x3 layers and the 1x1 shortcuts; v1 any other channel count. v2, which only walked K a tap at a time, is gone:
 // v3 keeps its K order (docs/gpu.md has both measured).
 //
 // Needs sm_80 (mma.sync tf32); the sm_75 build traps, and the planner

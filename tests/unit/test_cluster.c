@@ -2,10 +2,11 @@
  * segmentation and embeddings: every intermediate against the reference
  * (counts, kept embeddings, AHC, PLDA, VBx, hard clusters, frame-level
  * diarization) and the turns against pipeline_expected.rttm; speaker-count
- * constraints; input checks; the same result on one thread, on several and
- * on a pool the caller lends. */
+ * constraints; input checks; the same result on one thread, on several, on
+ * a pool the caller lends, and through the linkage hook (the card's path). */
 #include "tests/unit/fixtures.h"
 #include "common/log.h"
+#include "worker/diar/ahc.h"
 #include "worker/diar/cluster.h"
 #include "worker/diar/rttm.h"
 
@@ -124,6 +125,39 @@ static size_t speakers_in(const gf_cluster_result *r)
     for (size_t i = 0; i < r->n_turns; i++)
         mx = r->turns[i].label > mx ? r->turns[i].label : mx;
     return (size_t)(mx + 1);
+}
+
+/* The CPU linkage behind the card's hook (gf_ahc_link_fn), so that the run
+ * takes the path of a linkage on the card: the PLDA features computed on
+ * their own thread meanwhile. */
+static int cpu_link(void *ctx, gf_devstats *stats, const double *x, size_t n, size_t dim,
+                    double *Z)
+{
+    (void)ctx, (void)stats;
+    return gf_ahc_linkage_centroid(x, n, dim, Z);
+}
+
+static void test_linkage_hook_same_result(void **state)
+{
+    fx *f = *state;
+    gf_cluster_opts o = gf_cluster_defaults();
+    gf_cluster_result a, b;
+    assert_int_equal(gf_cluster_run(f->seg->data, f->emb->data, 18, 589, 3, 256, f->plda, &o, &a), 0);
+    o.ahc_link = cpu_link;
+    assert_int_equal(gf_cluster_run(f->seg->data, f->emb->data, 18, 589, 3, 256, f->plda, &o, &b), 0);
+    assert_int_equal(a.n_train, b.n_train);
+    assert_int_equal(a.n_ahc, b.n_ahc);
+    assert_memory_equal(a.ahc, b.ahc, a.n_train * sizeof *a.ahc);
+    assert_memory_equal(a.fea, b.fea, a.n_train * gf_plda_dim(f->plda) * sizeof *a.fea);
+    assert_memory_equal(a.gamma, b.gamma, a.n_train * a.n_ahc * sizeof *a.gamma);
+    assert_memory_equal(a.hard, b.hard, 18 * 3 * sizeof *a.hard);
+    assert_int_equal(a.n_turns, b.n_turns);
+    for (size_t i = 0; i < a.n_turns; i++) {   /* field by field: the struct has padding */
+        assert_true(a.turns[i].start == b.turns[i].start && a.turns[i].end == b.turns[i].end);
+        assert_int_equal(a.turns[i].label, b.turns[i].label);
+    }
+    gf_cluster_result_free(&a);
+    gf_cluster_result_free(&b);
 }
 
 static void test_speaker_constraints(void **state)
@@ -315,6 +349,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_stage_matches_reference),
+        cmocka_unit_test(test_linkage_hook_same_result),
         cmocka_unit_test(test_speaker_constraints),
         cmocka_unit_test(test_input_checks),
         cmocka_unit_test(test_silence_gives_no_turns),

@@ -10,6 +10,7 @@
 #include "worker/diar/npsum.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -88,6 +89,29 @@ void gf_cluster_result_free(gf_cluster_result *r)
     memset(r, 0, sizeof *r);
 }
 
+/* The PLDA features of the training embeddings, which do not depend on the
+ * AHC: where the linkage runs on the card (o->ahc_link), computed on another
+ * thread with the host pool meanwhile, since the calling thread then only
+ * launches and waits; with the linkage on the CPU, after it (its distance
+ * matrix takes the cores). */
+typedef struct {
+    const gf_plda *plda;
+    const float *train;
+    size_t n;
+    gf_par *par;
+    double *fea;
+    double secs;
+} plda_job;
+
+static void *plda_run(void *arg)
+{
+    plda_job *j = arg;
+    uint64_t t0 = gf_now_ns();
+    gf_plda_features(j->plda, j->train, j->n, j->par, j->fea);
+    j->secs = (double)(gf_now_ns() - t0) * 1e-9;
+    return NULL;
+}
+
 int gf_cluster_run(const float *seg, const float *emb, size_t n_chunks, size_t n_frames,
                    size_t n_spk, size_t dim, const gf_plda *plda, const gf_cluster_opts *o,
                    gf_cluster_result *r)
@@ -155,11 +179,24 @@ int gf_cluster_run(const float *seg, const float *emb, size_t n_chunks, size_t n
         goto reconstruct;
     }
     r->ahc = gf_malloc(n * sizeof *r->ahc);
+    plda_job pj = { plda, train, n, par, NULL, 0.0 };
+    pthread_t plda_th;
+    bool plda_ahead = false;
+    if (plda) {
+        r->fea = gf_malloc(n * gf_plda_dim(plda) * sizeof *r->fea);
+        pj.fea = r->fea;
+        plda_ahead = o->ahc_link && pthread_create(&plda_th, NULL, plda_run, &pj) == 0;
+    }
     t0 = gf_now_ns();
     rc = o->ahc_link ? gf_ahc_cluster_with(o->ahc_link, o->ahc_ctx, o->stats, train, n, dim,
                                            o->threshold, r->ahc)
                      : gf_ahc_cluster(train, n, dim, o->threshold, r->ahc);
     r->t_ahc = (double)(gf_now_ns() - t0) * 1e-9;
+    if (plda_ahead)
+        pthread_join(plda_th, NULL);
+    else if (plda && rc >= 0)
+        plda_run(&pj);
+    r->t_plda = pj.secs;
     if (rc < 0)
         goto out;
     r->n_ahc = (size_t)rc;
@@ -176,10 +213,6 @@ int gf_cluster_run(const float *seg, const float *emb, size_t n_chunks, size_t n
         goto constraints;
     }
     size_t L = gf_plda_dim(plda);
-    r->fea = gf_malloc(n * L * sizeof *r->fea);
-    t0 = gf_now_ns();
-    gf_plda_features(plda, train, n, par, r->fea);
-    r->t_plda = (double)(gf_now_ns() - t0) * 1e-9;
     t0 = gf_now_ns();
     r->gamma = gf_malloc(n * r->n_ahc * sizeof *r->gamma);
     r->pi = gf_malloc(r->n_ahc * sizeof *r->pi);

@@ -62,7 +62,8 @@ typedef struct {
     gf_segment *turns;         /* sorted; label = speaker index (SPEAKER_%02d) */
     double t_count;            /* seconds spent: speaker counting */
     double t_ahc;              /*   AHC (normalisation, linkage, cut) */
-    double t_plda;             /*   x-vector transform + PLDA features */
+    double t_plda;             /*   x-vector transform + PLDA features (beside the AHC
+                                    when its linkage is on the card: not in the sum then) */
     double t_vbx;              /*   VBx */
     double t_assign;           /*   centroids, k-means, scores, assignment */
     double t_reconstruct;      /*   frame-level diarization and turns */

@@ -64,6 +64,27 @@ __device__ __forceinline__ void mma_tf32(float (&c)[4], const unsigned (&a)[4], 
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
+// One fragment column in 3xTF32: B arrives as float32 bits r0 (k t) and r1
+// (k t + 4), is split (split_tf32), and goes into the accumulators of every
+// m-tile mi with the weights' high parts a and low parts al, the small terms
+// first.
+template <int MI, int NI>
+__device__ __forceinline__ void mma_3xtf32_column(float (&acc)[MI][NI][4], int ni,
+                                                  const unsigned (&a)[MI][4],
+                                                  const unsigned (&al)[MI][4], unsigned r0,
+                                                  unsigned r1)
+{
+    unsigned b0, b1, l0, l1;
+    split_tf32(r0, b0, l0);
+    split_tf32(r1, b1, l1);
+#pragma unroll
+    for (int mi = 0; mi < MI; mi++) {
+        mma_tf32(acc[mi][ni], al[mi], b0, b1);
+        mma_tf32(acc[mi][ni], a[mi], l0, l1);
+        mma_tf32(acc[mi][ni], a[mi], b0, b1);
+    }
+}
+
 __device__ __forceinline__ void cp_async4(unsigned dst, const float *src)
 {
     asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(dst), "l"(src));
@@ -403,17 +424,8 @@ __device__ __forceinline__ void conv_tf32_v3(const float *__restrict__ x,
             }
             if constexpr (F3) {
 #pragma unroll
-                for (int ni = 0; ni < NI; ni++) {
-                    unsigned b0, b1, l0, l1;
-                    split_tf32(b[ni][0], b0, l0);
-                    split_tf32(b[ni][1], b1, l1);
-#pragma unroll
-                    for (int mi = 0; mi < MI; mi++) {   // the small terms first
-                        mma_tf32(acc[mi][ni], al[mi], b0, b1);
-                        mma_tf32(acc[mi][ni], a[mi], l0, l1);
-                        mma_tf32(acc[mi][ni], a[mi], b0, b1);
-                    }
-                }
+                for (int ni = 0; ni < NI; ni++)
+                    mma_3xtf32_column(acc, ni, a, al, b[ni][0], b[ni][1]);
             } else {
 #pragma unroll
                 for (int mi = 0; mi < MI; mi++)
@@ -745,15 +757,7 @@ __device__ __forceinline__ void conv3_tf32_v4(const float *__restrict__ x,
                         const unsigned o = b_cm + (unsigned)(((ni * 8) / C) * CW + (ni * 8) % C) +
                                            tap_off + (unsigned)(ks * CP);
                         if constexpr (F3) {
-                            unsigned b0, b1, l0, l1;
-                            split_tf32(hb[o], b0, l0);
-                            split_tf32(hb[o + 4 * CP], b1, l1);
-#pragma unroll
-                            for (int mi = 0; mi < MI; mi++) {   // the small terms first
-                                mma_tf32(acc[mi][ni], al[mi], b0, b1);
-                                mma_tf32(acc[mi][ni], a[mi], l0, l1);
-                                mma_tf32(acc[mi][ni], a[mi], b0, b1);
-                            }
+                            mma_3xtf32_column(acc, ni, a, al, hb[o], hb[o + 4 * CP]);
                         } else {
                             const unsigned b0 = round_tf32_bits(hb[o]);
                             const unsigned b1 = round_tf32_bits(hb[o + 4 * CP]);
@@ -772,17 +776,8 @@ __device__ __forceinline__ void conv3_tf32_v4(const float *__restrict__ x,
                     }
                     if constexpr (F3) {
 #pragma unroll
-                        for (int ni = 0; ni < NI; ni++) {
-                            unsigned b0, b1, l0, l1;
-                            split_tf32(bf[ni][0], b0, l0);
-                            split_tf32(bf[ni][1], b1, l1);
-#pragma unroll
-                            for (int mi = 0; mi < MI; mi++) {   // the small terms first
-                                mma_tf32(acc[mi][ni], al[mi], b0, b1);
-                                mma_tf32(acc[mi][ni], a[mi], l0, l1);
-                                mma_tf32(acc[mi][ni], a[mi], b0, b1);
-                            }
-                        }
+                        for (int ni = 0; ni < NI; ni++)
+                            mma_3xtf32_column(acc, ni, a, al, bf[ni][0], bf[ni][1]);
                     } else {
 #pragma unroll
                         for (int ni = 0; ni < NI; ni++) {   // the halo is fp32: round as cvt.rna

@@ -90,26 +90,6 @@ typedef struct {
 static conv_layer conv_layers[GFQ_MAX_CONV_LAYERS];
 static size_t n_conv_layers;
 
-static void pin_config(resnet_config *rc, const gf_conv_own_kernel *kern);
-
-static void add_conv(int cc, const char *name, int cin, int cout, int k, int stride, int h,
-                     int w, int residual, int relu)
-{
-    assert(n_conv_layers < GF_ARRAY_LEN(conv_layers));
-    conv_layer *c = &conv_layers[n_conv_layers++];
-    snprintf(c->boundary, sizeof c->boundary, "%s", name);
-    c->shape = (gf_conv_shape){ cin, cout, k, stride };
-    c->h = h;
-    c->w = w;
-    c->residual = residual;
-    c->relu = relu;
-    pin_config(&c->config, gf_conv_gpu_own_kernel(c->shape, cc, GF_MATH_TF32));
-    const gf_conv_own_kernel *k32 = gf_conv_gpu_own_kernel(c->shape, cc, GF_MATH_FP32);
-    c->has32 = k32 && strcmp(k32->module, "resnet32") == 0;
-    if (c->has32)
-        pin_config(&c->config32, k32);
-}
-
 /* The pins of a variant (the configuration its records name). */
 static void pin_config(resnet_config *rc, const gf_conv_own_kernel *kern)
 {
@@ -128,6 +108,24 @@ static void pin_config(resnet_config *rc, const gf_conv_own_kernel *kern)
         { "halo", rc->halo },
     };
     memcpy(rc->pins, pins, sizeof pins);
+}
+
+static void add_conv(int cc, const char *name, int cin, int cout, int k, int stride, int h,
+                     int w, int residual, int relu)
+{
+    assert(n_conv_layers < GF_ARRAY_LEN(conv_layers));
+    conv_layer *c = &conv_layers[n_conv_layers++];
+    snprintf(c->boundary, sizeof c->boundary, "%s", name);
+    c->shape = (gf_conv_shape){ cin, cout, k, stride };
+    c->h = h;
+    c->w = w;
+    c->residual = residual;
+    c->relu = relu;
+    pin_config(&c->config, gf_conv_gpu_own_kernel(c->shape, cc, GF_MATH_TF32));
+    const gf_conv_own_kernel *k32 = gf_conv_gpu_own_kernel(c->shape, cc, GF_MATH_FP32);
+    c->has32 = k32 && strcmp(k32->module, "resnet32") == 0;
+    if (c->has32)
+        pin_config(&c->config32, k32);
 }
 
 /* The embedding network's candidates, in the report's order: the fbank, the
@@ -169,12 +167,9 @@ size_t gfq_emb_candidates(int cc, gf_candidate *out, size_t cap)
             out[n++] = (gf_candidate){ "resnet32", conv_layers[i].boundary,
                                        conv_layers[i].config32.pins, RESNET_PINS };
     out[n++] = (gf_candidate){ "pooling", "pooling.stats", pool_pins, GF_ARRAY_LEN(pool_pins) };
-    if (cc >= 90)
-        out[n++] = (gf_candidate){ "embedding", "embedding.seg_1", seg1_cluster_pins,
-                                   GF_ARRAY_LEN(seg1_cluster_pins) };
-    else
-        out[n++] = (gf_candidate){ "embedding", "embedding.seg_1", seg1_pins,
-                                   GF_ARRAY_LEN(seg1_pins) };
+    _Static_assert(GF_ARRAY_LEN(seg1_pins) == GF_ARRAY_LEN(seg1_cluster_pins), "same keys");
+    out[n++] = (gf_candidate){ "embedding", "embedding.seg_1",
+                               cc >= 90 ? seg1_cluster_pins : seg1_pins, GF_ARRAY_LEN(seg1_pins) };
     return n;
 }
 

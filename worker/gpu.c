@@ -386,6 +386,16 @@ static gf_cu_launch_config cluster_config(gf_gpu *self, unsigned gx, unsigned gy
     return (gf_cu_launch_config){ gx, gy, gz, bx, 1, 1, smem, self->stream, attr, 1 };
 }
 
+/* cuLaunchKernelEx with cfg, checked as gf_gpu_launch checks its launches. */
+static int launch_ex(gf_gpu *self, const gf_cu_launch_config *cfg, gf_cu_function f,
+                     void **params, const char *what)
+{
+    CU_CHECK(self, self->cu->launch_ex(cfg, f, params, NULL), what);
+    if (self->debug)
+        CU_CHECK(self, self->cu->stream_synchronize(self->stream), "kernel (debug sync)");
+    return 0;
+}
+
 int gf_gpu_launch_cluster(gf_gpu *self, gf_cu_function f, unsigned gx, unsigned gy, unsigned gz,
                           unsigned bx, unsigned smem, unsigned cluster_x, void **params)
 {
@@ -393,10 +403,7 @@ int gf_gpu_launch_cluster(gf_gpu *self, gf_cu_function f, unsigned gx, unsigned 
         return GF_EUNSUP;
     gf_cu_launch_attr attr;
     gf_cu_launch_config cfg = cluster_config(self, gx, gy, gz, bx, smem, cluster_x, &attr);
-    CU_CHECK(self, self->cu->launch_ex(&cfg, f, params, NULL), "cuLaunchKernelEx (cluster)");
-    if (self->debug)
-        CU_CHECK(self, self->cu->stream_synchronize(self->stream), "kernel (debug sync)");
-    return 0;
+    return launch_ex(self, &cfg, f, params, "cuLaunchKernelEx (cluster)");
 }
 
 int gf_gpu_launch_dependent(gf_gpu *self, gf_cu_function f, unsigned gx, unsigned bx,
@@ -407,10 +414,7 @@ int gf_gpu_launch_dependent(gf_gpu *self, gf_cu_function f, unsigned gx, unsigne
     gf_cu_launch_attr attr = { .id = GF_CU_LAUNCH_ATTR_PROGRAMMATIC };
     attr.value.programmatic = 1;
     gf_cu_launch_config cfg = { gx, 1, 1, bx, 1, 1, 0, self->stream, &attr, 1 };
-    CU_CHECK(self, self->cu->launch_ex(&cfg, f, params, NULL), "cuLaunchKernelEx (dependent)");
-    if (self->debug)
-        CU_CHECK(self, self->cu->stream_synchronize(self->stream), "kernel (debug sync)");
-    return 0;
+    return launch_ex(self, &cfg, f, params, "cuLaunchKernelEx (dependent)");
 }
 
 bool gf_gpu_can_launch_clusters(const gf_gpu *self)

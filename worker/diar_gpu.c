@@ -186,26 +186,26 @@ static void gpu_destroy(void *ctx)
  * the backend between jobs, so it pays this once. */
 static int warm_up(gpu_ctx *c)
 {
-    const int B = c->max_batch;
+    const int B = c->max_batch, jobs = GF_DIAR_SPEAKERS * B;   /* a full batch's shapes */
     const size_t samples = (size_t)(B - 1) * GF_DIAR_STEP + GF_DIAR_WINDOW;
     float *span = gf_malloc(samples * sizeof *span);
     float *logp = gf_malloc((size_t)B * GF_DIAR_FRAMES * GF_DIAR_CLASSES * sizeof *logp);
-    float *masks = gf_malloc((size_t)B * GF_DIAR_FRAMES * sizeof *masks);
-    float *emb = gf_malloc((size_t)B * GF_DIAR_EMB_DIM * sizeof *emb);
-    int *job_window = gf_malloc((size_t)B * sizeof *job_window);
+    float *masks = gf_malloc((size_t)jobs * GF_DIAR_FRAMES * sizeof *masks);
+    float *emb = gf_malloc((size_t)jobs * GF_DIAR_EMB_DIM * sizeof *emb);
+    int *job_window = gf_malloc((size_t)jobs * sizeof *job_window);
     uint64_t seed = 0x5eed;
     for (size_t i = 0; i < samples; i++)
         span[i] = gf_rand_sym(&seed, 0.01f);
-    for (int j = 0; j < B; j++)
-        job_window[j] = j;
-    for (size_t i = 0; i < (size_t)B * GF_DIAR_FRAMES; i++)
+    for (int j = 0; j < jobs; j++)
+        job_window[j] = j / GF_DIAR_SPEAKERS;
+    for (size_t i = 0; i < (size_t)jobs * GF_DIAR_FRAMES; i++)
         masks[i] = 1.0f;
     /* three points in the plane: two merges of the card's linkage */
     const double pts[6] = { 0.0, 0.0, 1.0, 0.0, 0.0, 3.0 };
     double Z[8];
     int rc = gpu_segment_span(c, span, B, logp, NULL);
     rc = rc ? rc : gpu_fbank(c, NULL, B, NULL, NULL);
-    rc = rc ? rc : gpu_embed(c, NULL, B, job_window, masks, B, emb, NULL);
+    rc = rc ? rc : gpu_embed(c, NULL, B, job_window, masks, jobs, emb, NULL);
     rc = rc ? rc : gf_ahc_link_gpu(c->gpu, NULL, pts, 3, 2, Z);
     free(span), free(logp), free(masks), free(emb), free(job_window);
     if (rc != 0)

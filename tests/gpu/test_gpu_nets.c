@@ -188,6 +188,8 @@ static void test_embedding_routes(void **state)
     } runs[] = {
         { "fp32 library", GF_MATH_FP32, GF_ROUTE_LIBRARY, GF_ROUTE_LIBRARY, 0.99999 },
         { "fp32 own pool+seg_1", GF_MATH_FP32, GF_ROUTE_LIBRARY, GF_ROUTE_OWN, 0.99999 },
+        { "fp32 own resnet", GF_MATH_FP32, GF_ROUTE_OWN, GF_ROUTE_LIBRARY, 0.99999 },   /* 3xTF32 */
+        { "fp32 all own", GF_MATH_FP32, GF_ROUTE_OWN, GF_ROUTE_OWN, 0.99999 },
         { "tf32 library", GF_MATH_TF32, GF_ROUTE_LIBRARY, GF_ROUTE_LIBRARY, 0.999 },
         { "tf32 own resnet", GF_MATH_TF32, GF_ROUTE_OWN, GF_ROUTE_LIBRARY, 0.999 },
         { "tf32 all own", GF_MATH_TF32, GF_ROUTE_OWN, GF_ROUTE_OWN, 0.999 },

@@ -313,6 +313,18 @@ static void test_records_must_exist_hash_and_agree(void **state)
     b.proofs[0].mismatches = 0;
     b.proofs[0].speedup = 0.9;
     expect_rejected(&b, 1, NULL, "lstm-h200", "shows no speedup");
+    b.proofs[0].speedup = 0;
+    /* The pipeline slower in every run with the kernel is no evidence;
+     * slower by its median but inside the runs' spread is. */
+    b.proofs[0].e2e_ratio = 1.02;
+    expect_rejected(&b, 1, NULL, "lstm-h200", "pipeline is slower");
+    b.proofs[0].e2e_ratio = 1.004;
+    fx_dir g;
+    fx_init(&g, ALL_AREAS);
+    fx_table(&g, "t.yaml", &b, 1);
+    gf_evidence *ok = load(&g, 0);
+    gf_evidence_destroy(&ok);
+    fx_cleanup(&g);
 }
 
 static void test_malformed_tables(void **state)

@@ -18,6 +18,8 @@ echo "$out" | grep -q "== turns found" || { echo "FAIL: no turns printed"; exit 
 echo "$out" | grep -A3 "== DER" | grep -q "DER\|TOTAL" || { echo "FAIL: no DER printed"; exit 1; }
 n=$(echo "$out" | sed -n '/== turns found/,/== reference turns/p' | grep -c SPEAKER_)
 [ "$n" -gt 0 ] || { echo "FAIL: no hypothesis turns"; exit 1; }
-left=$(ls -A "$TMPDIR" | wc -l)
+# pulse-*: libpulse's runtime folder, made by espeak-ng where XDG_RUNTIME_DIR
+# is unset and kept for the next client (not the demo's to remove)
+left=$(ls -A "$TMPDIR" | grep -v '^pulse-' | wc -l)
 [ "$left" = 0 ] || { echo "FAIL: the demo left its work directory: $(ls -A "$TMPDIR")"; exit 1; }
 echo "ok: demo ran, $n turns, DER printed"

@@ -56,7 +56,7 @@ gf_client *gf_client_open(const char *config_path, int *status)
         kept_cfg = NULL;
     }
     gf_client_keep_config(NULL, NULL);
-    if (!cfg && gf_config_load(config_path, &cfg) != 0) {
+    if (!cfg && gf_config_load_no_devices(config_path, &cfg) != 0) {
         *status = GF_EXIT_CONFIG;
         return NULL;
     }

@@ -533,7 +533,9 @@ static int by_index(const void *a, const void *b)
     return (x->index > y->index) - (x->index < y->index);
 }
 
-static void finish(gf_config *c)
+/* discover: where no devices are declared, one per CUDA card the driver
+ * sees; false leaves the list empty (gf_config_load_no_devices). */
+static void finish(gf_config *c, bool discover)
 {
     if (!c->client_endpoint)
         c->client_endpoint = gf_strfmt("ipc://%s/client.sock", c->run_dir);
@@ -541,17 +543,22 @@ static void finish(gf_config *c)
         c->worker_endpoint = gf_strfmt("ipc://%s/worker.sock", c->run_dir);
     if (!c->models_dir)
         c->models_dir = gf_strfmt("%s/models", c->state_dir);
-    if (!c->devices_declared)
+    if (!c->devices_declared && discover)
         discover_devices(c);
     if (c->n_devices > 1)
         qsort(c->devices, c->n_devices, sizeof *c->devices, by_index);
 }
 
-gf_config *gf_config_defaults(void)
+static gf_config *defaults(bool discover)
 {
     gf_config *c = base_defaults();
-    finish(c);
+    finish(c, discover);
     return c;
+}
+
+gf_config *gf_config_defaults(void)
+{
+    return defaults(true);
 }
 
 /* ---- parsing ------------------------------------------------------------ */
@@ -591,7 +598,7 @@ static int load_document(const char *name, const char *text, size_t len, yaml_do
     return rc;
 }
 
-int gf_config_parse(const char *name, const char *text, size_t len, gf_config **out)
+static int parse(const char *name, const char *text, size_t len, bool discover, gf_config **out)
 {
     *out = NULL;
     yaml_document_t doc;
@@ -610,9 +617,14 @@ int gf_config_parse(const char *name, const char *text, size_t len, gf_config **
         gf_config_destroy(&cfg);
         return rc;
     }
-    finish(cfg);
+    finish(cfg, discover);
     *out = cfg;
     return 0;
+}
+
+int gf_config_parse(const char *name, const char *text, size_t len, gf_config **out)
+{
+    return parse(name, text, len, true, out);
 }
 
 /* ---- files -------------------------------------------------------------- */
@@ -637,13 +649,13 @@ static int read_stream(FILE *f, char **text, size_t *len)
 }
 
 /* Read and parse one file; missing_ok: a missing file gives the defaults. */
-static int load_file(const char *path, bool missing_ok, gf_config **out)
+static int load_file(const char *path, bool missing_ok, bool discover, gf_config **out)
 {
     bool is_stdin = !strcmp(path, "-");
     FILE *f = is_stdin ? stdin : fopen(path, "r");
     if (!f) {
         if (missing_ok && errno == ENOENT) {
-            *out = gf_config_defaults();
+            *out = defaults(discover);
             return 0;
         }
         GF_ERROR("%s: cannot open the configuration: %s", path, strerror(errno));
@@ -659,20 +671,30 @@ static int load_file(const char *path, bool missing_ok, gf_config **out)
         GF_ERROR("%s: cannot read the configuration: %s", path, strerror(saved));
         return GF_ECONFIG;
     }
-    int rc = gf_config_parse(is_stdin ? "<stdin>" : path, text, len, out);
+    int rc = parse(is_stdin ? "<stdin>" : path, text, len, discover, out);
     free(text);
     return rc;
 }
 
-int gf_config_load(const char *explicit_path, gf_config **out)
+static int load(const char *explicit_path, bool discover, gf_config **out)
 {
     *out = NULL;
     if (explicit_path && *explicit_path)
-        return load_file(explicit_path, false, out);
+        return load_file(explicit_path, false, discover, out);
     const char *env = getenv("GPUFLOCK_CONFIG");
     if (env && *env)
-        return load_file(env, false, out);
-    return load_file(GF_CONFIG_DEFAULT_PATH, true, out);
+        return load_file(env, false, discover, out);
+    return load_file(GF_CONFIG_DEFAULT_PATH, true, discover, out);
+}
+
+int gf_config_load(const char *explicit_path, gf_config **out)
+{
+    return load(explicit_path, true, out);
+}
+
+int gf_config_load_no_devices(const char *explicit_path, gf_config **out)
+{
+    return load(explicit_path, false, out);
 }
 
 const gf_device_conf *gf_config_device(const gf_config *cfg, int index)

@@ -74,6 +74,13 @@ typedef struct {
  * "FILE:LINE: key 'K': problem". The caller destroys the result. */
 int gf_config_load(const char *explicit_path, gf_config **out);
 
+/* The same for programs that only talk to the broker (the job commands):
+ * where no devices are declared the list stays empty (devices_declared
+ * false) instead of being made up from the CUDA driver, whose loading and
+ * cuInit cost more than such a whole call. Declared devices are read and
+ * checked as by gf_config_load. */
+int gf_config_load_no_devices(const char *explicit_path, gf_config **out);
+
 /* Parse YAML text as if it came from 'name' (tests, --config -). */
 int gf_config_parse(const char *name, const char *text, size_t len, gf_config **out);
 

@@ -81,7 +81,7 @@ static bool broker_on_ipc(int argc, char **argv)
     gf_log_init("gpuflock", GF_LOG_OFF);
     gf_config *cfg = NULL;
     bool ipc = true;
-    if (gf_config_load(path, &cfg) == 0) {
+    if (gf_config_load_no_devices(path, &cfg) == 0) {
         ipc = gf_config_ipc_path(cfg->client_endpoint) != NULL;
         gf_client_keep_config(path, cfg);      /* the command's client takes it */
     }

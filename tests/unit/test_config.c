@@ -328,6 +328,49 @@ static void test_load_search_order(void **state)
     free(missing);
 }
 
+/* The job commands' load: the same file, the same search order and errors,
+ * declared devices as they are, but no list made up from the driver. */
+static void test_load_no_devices(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/gf-test-config-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char *none = gf_strfmt("%s/none.yaml", dir), *two = gf_strfmt("%s/two.yaml", dir);
+    write_file(none, "run_dir: /r\n");
+    write_file(two, "run_dir: /r\ndevices:\n  - {index: 1, kind: cuda, lock: /l/1}\n"
+                    "  - {index: 0, kind: cpu, lock: /l/0, shared_slots: 2}\n");
+    gf_config *c = NULL;
+    assert_int_equal(gf_config_load_no_devices(none, &c), 0);
+    assert_string_equal(c->run_dir, "/r");
+    assert_false(c->devices_declared);
+    assert_int_equal(c->n_devices, 0);
+    assert_string_equal(c->client_endpoint, "ipc:///r/client.sock");
+    gf_config_destroy(&c);
+    assert_int_equal(gf_config_load_no_devices(two, &c), 0);
+    assert_true(c->devices_declared);
+    assert_int_equal(c->n_devices, 2);
+    assert_int_equal(c->devices[0].index, 0);   /* sorted, as gf_config_load sorts them */
+    assert_int_equal(c->devices[0].shared_slots, 2);
+    assert_int_equal(c->devices[1].kind, GF_DEVICE_CUDA);
+    gf_config_destroy(&c);
+    setenv("GPUFLOCK_CONFIG", none, 1);
+    assert_int_equal(gf_config_load_no_devices(NULL, &c), 0);
+    assert_string_equal(c->path, none);
+    gf_config_destroy(&c);
+    unsetenv("GPUFLOCK_CONFIG");
+    gf_log_level lv = gf_log_get_level();
+    gf_log_init(NULL, GF_LOG_OFF);
+    write_file(none, "run_dir: [\n");
+    assert_int_equal(gf_config_load_no_devices(none, &c), GF_ECONFIG);
+    assert_null(c);
+    gf_log_init(NULL, lv);
+    unlink(none);
+    unlink(two);
+    rmdir(dir);
+    free(none);
+    free(two);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -340,6 +383,7 @@ int main(void)
         cmocka_unit_test(test_errors_name_file_line_key),
         cmocka_unit_test(test_yaml_syntax_errors),
         cmocka_unit_test(test_load_search_order),
+        cmocka_unit_test(test_load_no_devices),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -4,6 +4,7 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "common/util.h"
+#include "tests/unit/tmpdir.h"
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -293,8 +294,8 @@ static void test_yaml_syntax_errors(void **state)
 static void test_load_search_order(void **state)
 {
     (void)state;
-    char dir[] = "/tmp/gf-test-config-XXXXXX";
-    assert_non_null(mkdtemp(dir));
+    char dir[256];
+    assert_int_equal(gf_test_mkdtemp(dir, sizeof dir, "gf-test-config"), 0);
     char *a = gf_strfmt("%s/a.yaml", dir), *b = gf_strfmt("%s/b.yaml", dir);
     char *missing = gf_strfmt("%s/missing.yaml", dir);
     write_file(a, "run_dir: /from/a\ndevices: []\n");
@@ -320,9 +321,7 @@ static void test_load_search_order(void **state)
     gf_log_init(NULL, lv);
     unsetenv("GPUFLOCK_CONFIG");
 
-    unlink(a);
-    unlink(b);
-    rmdir(dir);
+    assert_int_equal(gf_test_rmtree(dir), 0);
     free(a);
     free(b);
     free(missing);
@@ -333,8 +332,8 @@ static void test_load_search_order(void **state)
 static void test_load_no_devices(void **state)
 {
     (void)state;
-    char dir[] = "/tmp/gf-test-config-XXXXXX";
-    assert_non_null(mkdtemp(dir));
+    char dir[256];
+    assert_int_equal(gf_test_mkdtemp(dir, sizeof dir, "gf-test-config"), 0);
     char *none = gf_strfmt("%s/none.yaml", dir), *two = gf_strfmt("%s/two.yaml", dir);
     write_file(none, "run_dir: /r\n");
     write_file(two, "run_dir: /r\ndevices:\n  - {index: 1, kind: cuda, lock: /l/1}\n"
@@ -364,9 +363,7 @@ static void test_load_no_devices(void **state)
     assert_int_equal(gf_config_load_no_devices(none, &c), GF_ECONFIG);
     assert_null(c);
     gf_log_init(NULL, lv);
-    unlink(none);
-    unlink(two);
-    rmdir(dir);
+    assert_int_equal(gf_test_rmtree(dir), 0);
     free(none);
     free(two);
 }

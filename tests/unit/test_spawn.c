@@ -3,6 +3,7 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "common/spawn.h"
+#include "tests/unit/tmpdir.h"
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -75,8 +76,8 @@ static void test_own_process_group(void **state)
 static void test_signals_passed_on(void **state)
 {
     (void)state;
-    char dir[] = "/tmp/gf-test-spawn-XXXXXX";
-    assert_non_null(mkdtemp(dir));
+    char dir[200];
+    assert_int_equal(gf_test_mkdtemp(dir, sizeof dir, "gf-test-spawn"), 0);
     pid_t runner = fork();
     if (runner == 0) {
         char *script = NULL;
@@ -92,7 +93,7 @@ static void test_signals_passed_on(void **state)
             _exit(98);
         _exit(status);
     }
-    char ready[64];
+    char ready[256];
     snprintf(ready, sizeof ready, "%s/ready", dir);
     for (int i = 0; i < 4000 && access(ready, F_OK) != 0; i++)
         usleep(5000);
@@ -102,9 +103,7 @@ static void test_signals_passed_on(void **state)
     assert_int_equal(waitpid(runner, &st, 0), runner);
     assert_true(WIFEXITED(st));
     assert_int_equal(WEXITSTATUS(st), 33);
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    assert_int_equal(system(cmd), 0);
+    assert_int_equal(gf_test_rmtree(dir), 0);
 }
 
 int main(void)

@@ -44,27 +44,20 @@ struct gf_conv_gpu {
 enum { K_V1, K_V3, K_V3W, K_V4S, K_V4, K_V5, K_CIN1, K_V5W, K_F3S, K_F3, K_F3V3, K_COUNT };
 static const gf_conv_own_kernel own_kernels[K_COUNT] = {
     [K_V1] = { 1, "gf_conv1_tf32_v1", "gf_conv3_tf32_v1", 64, 128, 16, 1, false, 0, 0, 0, false,
-               false, "resnet" },
+               false },
     [K_V3] = { 3, "gf_conv1_tf32_v3", "gf_conv3_tf32_v3", 64, 128, 16, 2, true, 0, 0, 0, false,
-               false, "resnet" },
+               false },
     [K_V3W] = { 3, "gf_conv1_tf32_v3w", "gf_conv3_tf32_v3w", 128, 128, 16, 2, true, 0, 0, 0,
-                false, false, "resnet" },
-    [K_V4S] = { 4, NULL, "gf_conv3_tf32_v4s", 32, 16 * 32, 8, 2, true, 16, 32, 0, true, false,
-                "resnet" },
-    [K_V4] = { 4, NULL, "gf_conv3_tf32_v4", 64, 4 * 32, 16, 2, true, 4, 32, 0, false, false,
-               "resnet" },
-    [K_V5] = { 5, NULL, "gf_conv3_tf32_v5", 64, 8 * 30, 8, 3, true, 8, 30, 90, false, false,
-               "resnet" },
-    [K_CIN1] = { 6, NULL, "gf_conv3_cin1", 32, 16 * 256, 1, 1, false, 16, 256, 0, false, false,
-                 "resnet" },
-    [K_V5W] = { 5, NULL, "gf_conv3_tf32_v5w", 64, 2 * 126, 8, 3, true, 2, 126, 90, false, false,
-                "resnet" },
-    [K_F3S] = { 4, NULL, "gf_conv3_f3_v4s", 32, 16 * 16, 8, 2, true, 16, 16, 0, true, true,
-                "resnet32" },
-    [K_F3] = { 4, NULL, "gf_conv3_f3_v4", 64, 4 * 32, 8, 2, true, 4, 32, 0, false, true,
-               "resnet32" },
+                false, false },
+    [K_V4S] = { 4, NULL, "gf_conv3_tf32_v4s", 32, 16 * 32, 8, 2, true, 16, 32, 0, true, false },
+    [K_V4] = { 4, NULL, "gf_conv3_tf32_v4", 64, 4 * 32, 16, 2, true, 4, 32, 0, false, false },
+    [K_V5] = { 5, NULL, "gf_conv3_tf32_v5", 64, 8 * 30, 8, 3, true, 8, 30, 90, false, false },
+    [K_CIN1] = { 6, NULL, "gf_conv3_cin1", 32, 16 * 256, 1, 1, false, 16, 256, 0, false, false },
+    [K_V5W] = { 5, NULL, "gf_conv3_tf32_v5w", 64, 2 * 126, 8, 3, true, 2, 126, 90, false, false },
+    [K_F3S] = { 4, NULL, "gf_conv3_f3_v4s", 32, 16 * 16, 8, 2, true, 16, 16, 0, true, true },
+    [K_F3] = { 4, NULL, "gf_conv3_f3_v4", 64, 4 * 32, 8, 2, true, 4, 32, 0, false, true },
     [K_F3V3] = { 3, "gf_conv1_f3_v3", "gf_conv3_f3_v3", 64, 128, 16, 2, true, 0, 0, 0, false,
-                 true, "resnet32" },
+                 true },
 };
 
 const gf_conv_own_kernel *gf_conv_gpu_own_kernel(gf_conv_shape s, int cc, gf_math math)
@@ -239,7 +232,7 @@ int gf_conv_gpu_set_own_variant(gf_conv_gpu *c, const gf_conv_own_kernel *kern,
         return GF_EUNSUP;
     }
     const char *sha = NULL;
-    int rc = gf_gpu_own_kernel(c->gpu, c->boundary, kern->module,
+    int rc = gf_gpu_own_kernel(c->gpu, c->boundary, gf_conv_own_module(kern),
                                c->shape.k == 3 ? kern->name3 : kern->name1,
                                gf_conv_own_smem(kern), &c->own, &sha);
     if (rc)

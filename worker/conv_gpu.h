@@ -31,7 +31,8 @@ typedef struct gf_conv_gpu gf_conv_gpu;
  * runs on (0: any from 8.0; v5's wgmma needs 9.0 exactly), for v4
  * whether its halo is laid out channel-major (v4c), and whether it computes
  * in 3xTF32 (f3: math mode fp32 on the tensor cores, float32's accuracy;
- * kernels/resnet.cuh split_tf32), and the module it is in. */
+ * kernels/resnet.cuh split_tf32), which also names its module
+ * (gf_conv_own_module). */
 typedef struct {
     int version;
     const char *name1, *name3;
@@ -40,9 +41,16 @@ typedef struct {
     int tile_rows, tile_cols;
     int only_cc;
     bool channel_major;   /* v4c: the halo channel-major in shared memory */
-    bool f3;              /* 3xTF32: the fp32 variants */
-    const char *module;   /* its module and area: "resnet" (tf32), "resnet32" (fp32) */
+    bool f3;              /* 3xTF32: the fp32 variants, in the resnet32 module */
 } gf_conv_own_kernel;
+
+/* The module, and evidence area, a variant lives in: "resnet32" for the
+ * 3xTF32 variants, "resnet" for the others (resnet.conv1's direct kernel
+ * serves both math modes from there). */
+static inline const char *gf_conv_own_module(const gf_conv_own_kernel *k)
+{
+    return k->f3 ? "resnet32" : "resnet";
+}
 
 /* The variant the own route runs for a layer of this shape on a card of
  * compute capability cc (major * 10 + minor) in math mode `math`; NULL

@@ -123,7 +123,7 @@ static void add_conv(int cc, const char *name, int cin, int cout, int k, int str
     c->relu = relu;
     pin_config(&c->config, gf_conv_gpu_own_kernel(c->shape, cc, GF_MATH_TF32));
     const gf_conv_own_kernel *k32 = gf_conv_gpu_own_kernel(c->shape, cc, GF_MATH_FP32);
-    c->has32 = k32 && strcmp(k32->module, "resnet32") == 0;
+    c->has32 = k32 && k32->f3;
     if (c->has32)
         pin_config(&c->config32, k32);
 }
@@ -305,7 +305,7 @@ int gfq_conv(const gf_qualify_ctx *ctx, const gf_candidate *cand, int B, gf_math
     /* Each area's module runs one math mode: tf32 the resnet area's kernels,
      * fp32 the resnet32 area's (and resnet.conv1's direct kernel, of resnet). */
     const gf_conv_own_kernel *kern = gf_conv_gpu_own_kernel(*sh, gf_gpu_cc(ctx->gpu), math);
-    if (!kern || strcmp(kern->module, cand->area) != 0)
+    if (!kern || strcmp(gf_conv_own_module(kern), cand->area) != 0)
         return GF_EUNSUP;
     uint64_t seed = ctx->seed ^ ((uint64_t)B << 32) ^ (uint64_t)math ^ (uint64_t)(L - conv_layers);
     uint64_t rng = seed;

@@ -32,7 +32,7 @@ static void test_tf32_picks(void **state)
     const int couts[] = { 32, 64, 128, 256 };
     for (size_t i = 0; i < sizeof couts / sizeof couts[0]; i++) {
         const gf_conv_own_kernel *k = pick(couts[i], couts[i], 3, 1, 90, GF_MATH_TF32);
-        assert_string_equal(k->module, "resnet");
+        assert_string_equal(gf_conv_own_module(k), "resnet");
         assert_false(k->f3);
     }
 }
@@ -43,7 +43,7 @@ static void test_fp32_picks(void **state)
     /* the direct kernel is float32 already: the resnet module in both modes */
     const gf_conv_own_kernel *c1 = pick(1, 32, 3, 1, 90, GF_MATH_FP32);
     assert_string_equal(c1->name3, "gf_conv3_cin1");
-    assert_string_equal(c1->module, "resnet");
+    assert_string_equal(gf_conv_own_module(c1), "resnet");
     /* the same 3xTF32 kernels on any card from 8.0: no wgmma */
     for (int cc = 80; cc <= 90; cc += 10) {
         const gf_conv_own_kernel *s1 = pick(32, 32, 3, 1, cc, GF_MATH_FP32);
@@ -56,7 +56,7 @@ static void test_fp32_picks(void **state)
     const int couts[] = { 32, 64, 128, 256 };
     for (size_t i = 0; i < sizeof couts / sizeof couts[0]; i++) {
         const gf_conv_own_kernel *k = pick(couts[i], couts[i], 3, 1, 90, GF_MATH_FP32);
-        assert_string_equal(k->module, "resnet32");
+        assert_string_equal(gf_conv_own_module(k), "resnet32");
         assert_true(k->f3 && k->packed);
         /* two blocks an SM: at most half of the H200's 227 KiB each */
         assert_true(gf_conv_own_smem(k) <= 227 * 1024 / 2);

@@ -345,8 +345,7 @@ int gfq_conv(const gf_qualify_ctx *ctx, const gf_candidate *cand, int B, gf_math
     rc = rc ? rc : gf_conv_gpu_run(c, math, B, dx, L->h, L->w, dout, dres, L->relu, dcol);
     rc = rc ? rc : gf_gpu_download(ctx->gpu, got, dout, sizeof(float) * no);
     if (!rc) {
-        gfq_acc_errors e = math == GF_MATH_FP32 ? (gfq_acc_errors){ .atol = 1e-4, .rtol = 1e-3 }
-                                                : (gfq_acc_errors){ .atol = 5e-3, .rtol = 1e-2 };
+        gfq_acc_errors e = gfq_acc_layer(math);
         for (int k = 0; k < CONV_SAMPLES; k++) {
             size_t o = (size_t)(gf_splitmix64(&rng) % no);
             gfq_acc_add(&e, got[o], conv_ref_at(L, x, w, bias, r, B, o));
@@ -677,8 +676,7 @@ int gfq_seg1(const gf_qualify_ctx *ctx, const gf_candidate *cand, int B, gf_math
     rc = rc ? rc : gf_seg1_gpu_run(s, math, dp, jobs, dout);
     rc = rc ? rc : gf_gpu_download(ctx->gpu, got, dout, sizeof(float) * no);
     if (!rc) {
-        gfq_acc_errors e = { .atol = math == GF_MATH_TF32 ? 5e-3 : 1e-4,
-                         .rtol = math == GF_MATH_TF32 ? 1e-2 : 1e-3 };
+        gfq_acc_errors e = gfq_acc_layer(math);
         for (size_t o = 0; o < no; o++) {
             double ref = gf_seg1_ref(w, bias, pooled, o);
             if (!gfq_acc_add(&e, got[o], ref) && e.mismatches <= 5)

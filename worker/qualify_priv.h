@@ -25,6 +25,14 @@ typedef struct {
     double num, den;              /* sums of squared errors and of squared refs */
 } gfq_acc_errors;
 
+/* The layer bound of a math mode, for one GEMM-like layer against float64:
+ * fp32 atol 1e-4 + rtol 1e-3, tf32 5e-3 + 1e-2 (tf32's 10-bit mantissa). */
+static inline gfq_acc_errors gfq_acc_layer(gf_math math)
+{
+    return math == GF_MATH_TF32 ? (gfq_acc_errors){ .atol = 5e-3, .rtol = 1e-2 }
+                                : (gfq_acc_errors){ .atol = 1e-4, .rtol = 1e-3 };
+}
+
 /* Adds one element; false when it is further from ref than lim (NaN too). */
 bool gfq_acc_add_within(gfq_acc_errors *e, double got, double ref, double lim);
 

@@ -355,8 +355,7 @@ int gfq_segconv(const gf_qualify_ctx *ctx, const gf_candidate *cand, int B, gf_m
     rc = rc ? rc : gf_segconv_gpu_run(s, math, dx, B, dout);
     rc = rc ? rc : gf_gpu_download(ctx->gpu, got, dout, sizeof(float) * no);
     if (!rc) {
-        gfq_acc_errors e = { .atol = math == GF_MATH_TF32 ? 5e-3 : 1e-4,
-                         .rtol = math == GF_MATH_TF32 ? 1e-2 : 1e-3 };
+        gfq_acc_errors e = gfq_acc_layer(math);
         for (int k = 0; k < SEGCONV_SAMPLES; k++) {
             size_t o = (size_t)(gf_splitmix64(&rng) % no);
             size_t b = o / ((size_t)C * tp), c = (o / tp) % C, p = o % tp;
@@ -446,8 +445,7 @@ int gfq_dense(const gf_qualify_ctx *ctx, const gf_candidate *cand, int B, gf_mat
     rc = rc ? rc : gf_dense_gpu_run(d, math, dx, rows, dout);
     rc = rc ? rc : gf_gpu_download(ctx->gpu, got, dout, sizeof(float) * no);
     if (!rc) {
-        gfq_acc_errors e = { .atol = math == GF_MATH_TF32 ? 5e-3 : 1e-4,
-                         .rtol = math == GF_MATH_TF32 ? 1e-2 : 1e-3 };
+        gfq_acc_errors e = gfq_acc_layer(math);
         for (size_t o = 0; o < no; o++) {
             double ref = gf_dense_ref(w, bias, in, n, act, x, o);
             if (!gfq_acc_add(&e, got[o], ref) && e.mismatches <= 5)

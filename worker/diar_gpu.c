@@ -207,7 +207,11 @@ static int warm_up(gpu_ctx *c)
     rc = rc ? rc : gpu_fbank(c, NULL, B, NULL, NULL);
     rc = rc ? rc : gpu_embed(c, NULL, B, job_window, masks, jobs, emb, NULL);
     rc = rc ? rc : gf_ahc_link_gpu(c->gpu, NULL, pts, 3, 2, Z);
-    free(span), free(logp), free(masks), free(emb), free(job_window);
+    free(span);
+    free(logp);
+    free(masks);
+    free(emb);
+    free(job_window);
     if (rc != 0)
         GF_ERROR("CUDA card: the warm-up batch failed (%s)", gf_strerror(rc));
     return rc;

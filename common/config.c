@@ -16,16 +16,19 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <pwd.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <yaml.h>
 
 #define DEFAULT_LOCK_DIR "/run/lock/gpuflock"
 #define DEFAULT_SHARED_SLOTS 4
 #define MAX_DEVICES 1024
+#define DEFAULT_SPOOL_MAX_BYTES (64LL << 20)
 
 /* How a value is read and where it goes. */
 typedef enum {
@@ -37,6 +40,8 @@ typedef enum {
     F_LEVEL,    /* log level name */
     F_MATH,     /* math mode name: fp32 | tf32 */
     F_KIND,     /* cpu | cuda */
+    F_BYTES,    /* a size in bytes: 1048576, 64K, 64M, 1G (powers of 1024) */
+    F_LOCKPATH, /* a lock file: absolute and canonical */
     F_SECTION,  /* a nested mapping or sequence with its own parser */
 } field_type;
 
@@ -56,6 +61,7 @@ struct parse_ctx {
     yaml_document_t *doc; /* the loaded document */
     gf_config *cfg;       /* being filled */
     size_t *device_line;  /* line of each parsed device, for duplicate messages */
+    size_t bench_line;    /* line of bench_lock, 0 when it is the default */
 };
 
 /* ---- messages ---------------------------------------------------------- */
@@ -65,18 +71,43 @@ static size_t line_of(const yaml_node_t *node)
     return node ? node->start_mark.line + 1 : 0;
 }
 
+static int vfail_at(parse_ctx *ctx, size_t line, const char *key, const char *fmt, va_list ap)
+    __attribute__((format(printf, 4, 0)));
+
+static int vfail_at(parse_ctx *ctx, size_t line, const char *key, const char *fmt, va_list ap)
+{
+    char problem[512];
+    vsnprintf(problem, sizeof problem, fmt, ap);
+    if (line)
+        GF_ERROR("%s:%zu: key '%s': %s", ctx->file, line, key, problem);
+    else
+        GF_ERROR("%s: key '%s' (default): %s", ctx->file, key, problem);
+    return GF_ECONFIG;
+}
+
 static int fail(parse_ctx *ctx, const yaml_node_t *node, const char *key, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
 static int fail(parse_ctx *ctx, const yaml_node_t *node, const char *key, const char *fmt, ...)
 {
-    char problem[256];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(problem, sizeof problem, fmt, ap);
+    int rc = vfail_at(ctx, line_of(node), key, fmt, ap);
     va_end(ap);
-    GF_ERROR("%s:%zu: key '%s': %s", ctx->file, line_of(node), key, problem);
-    return GF_ECONFIG;
+    return rc;
+}
+
+/* The same at a line (0: the key kept its default). */
+static int fail_at(parse_ctx *ctx, size_t line, const char *key, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static int fail_at(parse_ctx *ctx, size_t line, const char *key, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int rc = vfail_at(ctx, line, key, fmt, ap);
+    va_end(ap);
+    return rc;
 }
 
 /* ---- scalars ----------------------------------------------------------- */
@@ -230,6 +261,69 @@ static int read_kind(parse_ctx *ctx, yaml_node_t *node, const char *key, gf_devi
     return 0;
 }
 
+/* Sizes are whole bytes, or a number with K, M, G or T (powers of 1024). */
+static int read_bytes(parse_ctx *ctx, yaml_node_t *node, const char *key, long long *dst)
+{
+    int rc = want_scalar(ctx, node, key, "a size in bytes");
+    if (rc)
+        return rc;
+    const char *s = scalar(node);
+    char *end = NULL;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    int shift = 0;
+    if (end && *end) {
+        const char *units = "KMGT", *u = strchr(units, *end);
+        if (u && *u && end[1] == '\0')
+            shift = 10 * (int)(u - units + 1);
+        else
+            end = NULL;
+    }
+    if (!is_plain(node) || !*s || !end || errno || v < 0 || s[0] == '+')
+        return fail(ctx, node, key, "expected a size in bytes such as 1048576 or 64M, found '%s'",
+                    s);
+    if (v > (LLONG_MAX >> shift))
+        return fail(ctx, node, key, "%s is too large", s);
+    *dst = v << shift;
+    return 0;
+}
+
+/* What is wrong with a lock path as written, or NULL: it must be absolute
+ * and canonical (no empty, "." or ".." component, no trailing slash), so that
+ * every program, whatever its working folder, names the same file by the
+ * same string. */
+static const char *lock_path_problem(const char *p)
+{
+    if (!*p)
+        return "is empty";
+    if (p[0] != '/')
+        return "is relative; a lock path must be absolute (it would name another file in "
+               "each working folder)";
+    for (const char *c = p + 1;; ) {
+        const char *slash = strchr(c, '/');
+        size_t n = slash ? (size_t)(slash - c) : strlen(c);
+        if (n == 0)
+            return slash ? "is not canonical: it has an empty component (//)"
+                         : "is not canonical: it ends with /";
+        if ((n == 1 && c[0] == '.') || (n == 2 && c[0] == '.' && c[1] == '.'))
+            return "is not canonical: it has a . or .. component";
+        if (!slash)
+            return NULL;
+        c = slash + 1;
+    }
+}
+
+static int read_lock_path(parse_ctx *ctx, yaml_node_t *node, const char *key, char **dst)
+{
+    int rc = read_string(ctx, node, key, false, dst);
+    if (rc)
+        return rc;
+    const char *why = lock_path_problem(*dst);
+    if (why)
+        return fail(ctx, node, key, "lock file '%s' %s", *dst, why);
+    return 0;
+}
+
 static int read_field(parse_ctx *ctx, const field *f, yaml_node_t *node, const char *key,
                       void *base)
 {
@@ -243,6 +337,8 @@ static int read_field(parse_ctx *ctx, const field *f, yaml_node_t *node, const c
     case F_LEVEL:   return read_level(ctx, node, key, dst);
     case F_MATH:    return read_math(ctx, node, key, dst);
     case F_KIND:    return read_kind(ctx, node, key, dst);
+    case F_BYTES:   return read_bytes(ctx, node, key, dst);
+    case F_LOCKPATH: return read_lock_path(ctx, node, key, dst);
     case F_SECTION: return f->section(ctx, node, key);
     }
     return GF_EINVAL;
@@ -349,7 +445,7 @@ static int parse_proof(parse_ctx *ctx, yaml_node_t *node, const char *key)
 static const field device_fields[] = {
     { "index",        F_INT,  DEV(index), 0, MAX_DEVICES - 1, NULL },
     { "kind",         F_KIND, DEV(kind), 0, 0, NULL },
-    { "lock",         F_STR,  DEV(lock), 0, 0, NULL },
+    { "lock",         F_LOCKPATH, DEV(lock), 0, 0, NULL },
     { "shared_slots", F_INT,  DEV(shared_slots), 1, 1024, NULL },
     { NULL, 0, 0, 0, 0, NULL },
 };
@@ -374,6 +470,92 @@ static int check_device_unique(parse_ctx *ctx, yaml_node_t *item, size_t i, cons
         }
     }
     return 0;
+}
+
+/* ---- lock files on disk ------------------------------------------------- */
+
+/* The folder of 'path' must name itself: realpath of its deepest existing
+ * part equals that part as written (no symlink on the way). */
+static int check_lock_folder(parse_ctx *ctx, size_t line, const char *key, const char *path)
+{
+    char *dir = gf_strdup(path);
+    int rc = 0;
+    for (char *slash = strrchr(dir, '/'); slash && slash > dir; slash = strrchr(dir, '/')) {
+        *slash = '\0';
+        char *real = realpath(dir, NULL);
+        if (!real) {
+            if (errno == ENOENT)
+                continue;            /* not made yet: look at its parent */
+            break;                   /* unreadable: opening the lock will say why */
+        }
+        if (strcmp(real, dir) != 0)
+            rc = fail_at(ctx, line, key, "lock file '%s' is not canonical: its folder %s "
+                         "resolves to %s; write the path without the symlink", path, dir, real);
+        free(real);
+        break;
+    }
+    free(dir);
+    return rc;
+}
+
+/* One lock path on disk: its folder canonical, the file not a symlink; its
+ * (dev, ino) for the duplicate check, or zeros when it does not exist yet. */
+static int stat_lock(parse_ctx *ctx, size_t line, const char *key, const char *path,
+                     dev_t *dev, ino_t *ino)
+{
+    *dev = 0;
+    *ino = 0;
+    int rc = check_lock_folder(ctx, line, key, path);
+    struct stat st;
+    if (rc || lstat(path, &st) != 0)
+        return rc;
+    if (S_ISLNK(st.st_mode))
+        return fail_at(ctx, line, key, "lock file '%s' is a symlink; lock files are opened "
+                       "without following symlinks: name a plain file", path);
+    *dev = st.st_dev;
+    *ino = st.st_ino;
+    return 0;
+}
+
+/* Two lock paths naming one file (a hard link, or a card's lock that is also
+ * the bench lock) would make a job wait on itself, so every lock path is
+ * compared with the others: as written (the devices among themselves are
+ * compared as they are parsed) and, where the files exist, by device and
+ * inode. Entry n_devices is the bench lock. */
+static int check_lock_files(parse_ctx *ctx)
+{
+    gf_config *cfg = ctx->cfg;
+    size_t n = cfg->n_devices + 1;
+    dev_t *dev = gf_calloc(n, sizeof *dev);
+    ino_t *ino = gf_calloc(n, sizeof *ino);
+    const char **path = gf_calloc(n, sizeof *path);
+    size_t *line = gf_calloc(n, sizeof *line);
+    char (*key)[40] = gf_calloc(n, sizeof *key);
+    for (size_t i = 0; i < cfg->n_devices; i++) {
+        path[i] = cfg->devices[i].lock;
+        line[i] = ctx->device_line ? ctx->device_line[i] : 0;
+        snprintf(key[i], sizeof key[i], "devices[%zu].lock", i);
+    }
+    path[n - 1] = cfg->bench_lock;
+    line[n - 1] = ctx->bench_line;
+    snprintf(key[n - 1], sizeof key[n - 1], "bench_lock");
+    int rc = 0;
+    for (size_t i = 0; i < n && !rc; i++) {
+        rc = stat_lock(ctx, line[i], key[i], path[i], &dev[i], &ino[i]);
+        for (size_t j = 0; j < i && !rc; j++) {
+            bool same_text = !strcmp(path[i], path[j]);
+            if (same_text || (ino[i] && dev[i] == dev[j] && ino[i] == ino[j]))
+                rc = fail_at(ctx, line[i], key[i], "lock file '%s' is the same file as %s "
+                             "'%s'%s", path[i], key[j], path[j],
+                             same_text ? "" : " (one device and inode)");
+        }
+    }
+    free(key);
+    free(line);
+    free(path);
+    free(ino);
+    free(dev);
+    return rc;
 }
 
 static int parse_device(parse_ctx *ctx, yaml_node_t *item, size_t i, const char *key)
@@ -455,8 +637,49 @@ static const field worker_fields[] = {
     { "cpu_threads", F_INT, CFG(cpu_threads), 0, 4096, NULL },
     { "math",        F_MATH, CFG(tf32), 0, 0, NULL },
     { "overlap",     F_BOOL, CFG(overlap), 0, 0, NULL },
+    { "cgroups",     F_BOOL, CFG(cgroups), 0, 0, NULL },
     { NULL, 0, 0, 0, 0, NULL },
 };
+
+static const field spool_fields[] = {
+    { "max_bytes", F_BYTES, CFG(spool_max_bytes), 0, 0, NULL },
+    { NULL, 0, 0, 0, 0, NULL },
+};
+
+static int parse_spool(parse_ctx *ctx, yaml_node_t *node, const char *key)
+{
+    return read_mapping(ctx, node, key, spool_fields, ctx->cfg);
+}
+
+static int parse_bench_lock(parse_ctx *ctx, yaml_node_t *node, const char *key)
+{
+    ctx->bench_line = line_of(node);
+    return read_lock_path(ctx, node, key, &ctx->cfg->bench_lock);
+}
+
+/* lock_owner: a user name or a numeric uid, resolved now. */
+static int parse_lock_owner(parse_ctx *ctx, yaml_node_t *node, const char *key)
+{
+    gf_config *cfg = ctx->cfg;
+    int rc = read_string(ctx, node, key, true, &cfg->lock_owner);
+    cfg->lock_owner_uid = GF_CONFIG_NO_OWNER;
+    if (rc || !cfg->lock_owner)
+        return rc;
+    struct passwd *pw = getpwnam(cfg->lock_owner);
+    if (pw) {
+        cfg->lock_owner_uid = pw->pw_uid;
+        return 0;
+    }
+    char *end = NULL;
+    errno = 0;
+    unsigned long uid = strtoul(cfg->lock_owner, &end, 10);
+    if (errno || !*cfg->lock_owner || *end || cfg->lock_owner[0] == '-' ||
+        uid >= (unsigned long)GF_CONFIG_NO_OWNER)
+        return fail(ctx, node, key, "no user '%s' (a user name or a numeric uid)",
+                    cfg->lock_owner);
+    cfg->lock_owner_uid = (uid_t)uid;
+    return 0;
+}
 
 static int parse_broker(parse_ctx *ctx, yaml_node_t *node, const char *key)
 {
@@ -471,7 +694,10 @@ static int parse_worker(parse_ctx *ctx, yaml_node_t *node, const char *key)
 static const field top_fields[] = {
     { "run_dir",    F_STR,     CFG(run_dir), 0, 0, NULL },
     { "state_dir",  F_STR,     CFG(state_dir), 0, 0, NULL },
-    { "bench_lock", F_STR,     CFG(bench_lock), 0, 0, NULL },
+    { "bench_lock", F_SECTION, 0, 0, 0, parse_bench_lock },
+    { "lock_owner", F_SECTION, 0, 0, 0, parse_lock_owner },
+    { "spool_dir",  F_OPTSTR,  CFG(spool_dir), 0, 0, NULL },
+    { "spool",      F_SECTION, 0, 0, 0, parse_spool },
     { "models_dir", F_OPTSTR,  CFG(models_dir), 0, 0, NULL },
     { "log_level",  F_LEVEL,   CFG(log_level), 0, 0, NULL },
     { "proof",      F_SECTION, 0, 0, 0, parse_proof },
@@ -492,6 +718,9 @@ static gf_config *base_defaults(void)
     c->state_dir = gf_strdup("/var/lib/gpuflock");
     c->bench_lock = gf_strdup(DEFAULT_LOCK_DIR "/bench.lock");
     c->log_level = gf_strdup("info");
+    c->lock_owner_uid = GF_CONFIG_NO_OWNER;
+    c->spool_max_bytes = DEFAULT_SPOOL_MAX_BYTES;
+    c->cgroups = true;
     c->n_scrub_env = GF_ARRAY_LEN(scrub);
     c->scrub_env = gf_calloc(c->n_scrub_env, sizeof *c->scrub_env);
     for (size_t i = 0; i < c->n_scrub_env; i++)
@@ -543,6 +772,8 @@ static void finish(gf_config *c, bool discover)
         c->worker_endpoint = gf_strfmt("ipc://%s/worker.sock", c->run_dir);
     if (!c->models_dir)
         c->models_dir = gf_strfmt("%s/models", c->state_dir);
+    if (!c->spool_dir)
+        c->spool_dir = gf_strfmt("%s/spool", c->state_dir);
     if (!c->devices_declared && discover)
         discover_devices(c);
     if (c->n_devices > 1)
@@ -563,7 +794,12 @@ gf_config *gf_config_defaults(void)
 
 /* ---- parsing ------------------------------------------------------------ */
 
-static int load_document(const char *name, const char *text, size_t len, yaml_document_t *doc)
+/* Refuse nesting deeper than GF_CONFIG_MAX_DEPTH before the document is
+ * built: libyaml's scanner spends time quadratic in the depth of flow
+ * collections ("[[[[..."), about 50 s of CPU for 100,000 levels. The event
+ * parser hands out events as it goes, so this pass stops at the first level
+ * too many, after reading little more than that. */
+static int check_depth(const char *name, const char *text, size_t len)
 {
     yaml_parser_t parser;
     if (!yaml_parser_initialize(&parser)) {
@@ -571,7 +807,52 @@ static int load_document(const char *name, const char *text, size_t len, yaml_do
         return GF_ECONFIG;
     }
     yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
-    int rc = 0;
+    int depth = 0, rc = 0;
+    for (bool done = false; !done && !rc;) {
+        yaml_event_t ev;
+        if (!yaml_parser_parse(&parser, &ev))
+            break;                   /* the syntax error is reported by the load */
+        switch (ev.type) {
+        case YAML_SEQUENCE_START_EVENT:
+        case YAML_MAPPING_START_EVENT:
+            if (++depth > GF_CONFIG_MAX_DEPTH) {
+                GF_ERROR("%s:%zu: YAML nesting deeper than %d levels", name,
+                         ev.start_mark.line + 1, GF_CONFIG_MAX_DEPTH);
+                rc = GF_ECONFIG;
+            }
+            break;
+        case YAML_SEQUENCE_END_EVENT:
+        case YAML_MAPPING_END_EVENT:
+            depth--;
+            break;
+        case YAML_STREAM_END_EVENT:
+            done = true;
+            break;
+        default:
+            break;
+        }
+        yaml_event_delete(&ev);
+    }
+    yaml_parser_delete(&parser);
+    return rc;
+}
+
+static int load_document(const char *name, const char *text, size_t len, yaml_document_t *doc)
+{
+    if (len > GF_CONFIG_MAX_BYTES) {
+        GF_ERROR("%s: %zu bytes, larger than a configuration may be (%d)", name, len,
+                 GF_CONFIG_MAX_BYTES);
+        return GF_ECONFIG;
+    }
+    int rc = check_depth(name, text, len);
+    if (rc)
+        return rc;
+    yaml_parser_t parser;
+    if (!yaml_parser_initialize(&parser)) {
+        GF_ERROR("%s: cannot start the YAML parser", name);
+        return GF_ECONFIG;
+    }
+    yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
     if (!yaml_parser_load(&parser, doc)) {
         GF_ERROR("%s:%zu: YAML syntax: %s%s%s", name, parser.problem_mark.line + 1,
                  parser.problem ? parser.problem : "malformed",
@@ -611,6 +892,8 @@ static int parse(const char *name, const char *text, size_t len, bool discover, 
     yaml_node_t *root = yaml_document_get_root_node(&doc);
     if (root && !is_null(root))
         rc = read_mapping(&ctx, root, "", top_fields, cfg);
+    if (!rc && cfg->devices_declared)
+        rc = check_lock_files(&ctx);
     free(ctx.device_line);
     yaml_document_delete(&doc);
     if (rc) {
@@ -629,12 +912,14 @@ int gf_config_parse(const char *name, const char *text, size_t len, gf_config **
 
 /* ---- files -------------------------------------------------------------- */
 
+/* Read at most GF_CONFIG_MAX_BYTES + 1 bytes (one more says "too large"
+ * without reading /dev/zero to the end). */
 static int read_stream(FILE *f, char **text, size_t *len)
 {
     size_t cap = 4096, n = 0;
     char *buf = gf_malloc(cap);
     size_t got;
-    while ((got = fread(buf + n, 1, cap - n, f)) > 0) {
+    while (n <= GF_CONFIG_MAX_BYTES && (got = fread(buf + n, 1, cap - n, f)) > 0) {
         n += got;
         if (n == cap)
             buf = gf_realloc(buf, cap *= 2);
@@ -713,7 +998,9 @@ void gf_config_destroy(gf_config **self_p)
     free(c->path);
     free(c->run_dir);
     free(c->state_dir);
+    free(c->spool_dir);
     free(c->bench_lock);
+    free(c->lock_owner);
     free(c->models_dir);
     free(c->log_level);
     free_strings(&c->scrub_env, &c->n_scrub_env);

@@ -16,6 +16,9 @@
 #include <sys/types.h>
 
 #define GF_CONFIG_DEFAULT_PATH "/etc/gpuflock/gpuflock.yaml"
+#define GF_CONFIG_NO_OWNER ((uid_t)-1)   /* lock_owner unset */
+#define GF_CONFIG_MAX_BYTES (1 << 20)    /* a configuration file larger than this is refused */
+#define GF_CONFIG_MAX_DEPTH 64           /* nesting deeper than this is refused */
 
 typedef enum {
     GF_DEVICE_CPU  = 0,   /* a declared card with no GPU behind it (CI, laptops) */
@@ -25,15 +28,19 @@ typedef enum {
 typedef struct {
     int index;            /* card number, unique; ascending order is lock order */
     gf_device_kind kind;  /* cpu | cuda */
-    char *lock;           /* lock file path, unique per card */
+    char *lock;           /* lock file path: absolute, canonical, unique per card */
     int shared_slots;     /* how many shared holders the broker admits (>= 1) */
 } gf_device_conf;
 
 typedef struct {
     char *path;                 /* file it was read from; NULL for built-in defaults */
     char *run_dir;              /* sockets and pid files */
-    char *state_dir;            /* job store and spool */
+    char *state_dir;            /* job store (and the spool, unless spool_dir says otherwise) */
+    char *spool_dir;            /* job output files; default <state_dir>/spool */
+    long long spool_max_bytes;  /* spool.max_bytes: cap of each captured stream, 0: none */
     char *bench_lock;           /* box-wide lock taken exclusively by --proof jobs */
+    char *lock_owner;           /* user trusted besides root to own lock folders; NULL: none */
+    uid_t lock_owner_uid;       /* lock_owner resolved, GF_CONFIG_NO_OWNER when unset */
     char *models_dir;           /* model files (safetensors) and plda/ */
     char *log_level;            /* debug | info | warn | error */
 
@@ -66,6 +73,7 @@ typedef struct {
     int cpu_threads;            /* BLAS threads, 0: one per core */
     bool tf32;                  /* worker.math: tf32 (true) or fp32 (false, default) on CUDA cards */
     bool overlap;               /* worker.overlap: embedding trunk beside the segmentation, default true */
+    bool cgroups;               /* worker.cgroups: a cgroup v2 per job where writable, default true */
 } gf_config;
 
 /* Load the configuration. explicit_path: from --config, or NULL to look at

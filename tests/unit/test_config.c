@@ -76,6 +76,11 @@ static void assert_defaults_except_devices(const gf_config *c)
     assert_int_equal(c->cpu_threads, 0);
     assert_false(c->tf32);
     assert_true(c->overlap);
+    assert_true(c->cgroups);
+    assert_null(c->lock_owner);
+    assert_int_equal(c->lock_owner_uid, GF_CONFIG_NO_OWNER);
+    assert_string_equal(c->spool_dir, "/var/lib/gpuflock/spool");
+    assert_int_equal(c->spool_max_bytes, 64LL << 20);
 }
 
 static void test_defaults(void **state)
@@ -254,6 +259,27 @@ static const bad_case bad_cases[] = {
       "t.yaml:3: key 'devices[1].lock':", "duplicate lock file /l/a" },
     { "devices:\n  - {index: 0}\n  - {index: 1, lock: /run/lock/gpuflock/gpu0.lock}\n",
       "t.yaml:3: key 'devices[1].lock':", "duplicate lock file" },
+    { "devices:\n  - {index: 0, lock: rel.lock}\n", "t.yaml:2: key 'devices[0].lock':",
+      "is relative" },
+    { "devices:\n  - {index: 0, lock: ''}\n", "t.yaml:2: key 'devices[0].lock':",
+      "is empty" },
+    { "devices:\n  - {index: 0, lock: /l/../l/a}\n", "t.yaml:2: key 'devices[0].lock':",
+      "not canonical" },
+    { "devices:\n  - {index: 0, lock: /l/./a}\n", "t.yaml:2: key 'devices[0].lock':",
+      "not canonical" },
+    { "devices:\n  - {index: 0, lock: /l//a}\n", "t.yaml:2: key 'devices[0].lock':",
+      "empty component" },
+    { "devices:\n  - {index: 0, lock: /l/a/}\n", "t.yaml:2: key 'devices[0].lock':",
+      "ends with /" },
+    { "bench_lock: bench.lock\n", "t.yaml:1: key 'bench_lock':", "is relative" },
+    { "devices:\n  - {index: 0, lock: /l/a}\nbench_lock: /l/a\n", "t.yaml:3: key 'bench_lock':",
+      "same file as devices[0].lock" },
+    { "lock_owner: no-such-user-here\n", "t.yaml:1: key 'lock_owner':", "no user" },
+    { "spool:\n  max_bytes: lots\n", "t.yaml:2: key 'spool.max_bytes':", "size in bytes" },
+    { "spool:\n  max_bytes: -1\n", "t.yaml:2: key 'spool.max_bytes':", "size in bytes" },
+    { "spool:\n  max_bytes: 9999999999T\n", "t.yaml:2: key 'spool.max_bytes':", "too large" },
+    { "a: [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]\n",
+      "t.yaml:1: YAML nesting deeper than 64", "" },
     { "run_dir: /a\nstate_dir: /b\nrun_dir: /c\n", "t.yaml:3: key 'run_dir':",
       "duplicate key (first at line 1)" },
     { "broker:\n  max_attempts: 2\n  max_attempts: 3\n", "t.yaml:3: key 'broker.max_attempts':",
@@ -289,6 +315,87 @@ static void test_yaml_syntax_errors(void **state)
         assert_null(c);
         free(logged);
     }
+}
+
+/* 'text' with each '@' replaced by dir (caller frees). */
+static char *at_folder(const char *text, const char *dir)
+{
+    char *out = gf_strdup("");
+    for (const char *p = text; *p; p++) {
+        char *next = *p == '@' ? gf_strfmt("%s%s", out, dir) : gf_strfmt("%s%c", out, *p);
+        free(out);
+        out = next;
+    }
+    return out;
+}
+
+/* Lock paths on disk: a symlinked folder, a symlink at the path, and two
+ * paths naming one inode are configuration errors naming the key. */
+static void test_lock_paths_on_disk(void **state)
+{
+    (void)state;
+    char dir[256];
+    assert_int_equal(gf_test_mkdtemp(dir, sizeof dir, "gf-test-config-locks"), 0);
+    char *real = realpath(dir, NULL);
+    assert_non_null(real);
+    char *cmd = gf_strfmt("mkdir %s/l && ln -s %s/l %s/alias && touch %s/l/a && "
+                          "ln %s/l/a %s/l/hard && ln -s %s/l/a %s/l/sym",
+                          real, real, real, real, real, real, real, real);
+    assert_int_equal(system(cmd), 0);
+    free(cmd);
+    /* '@' stands for the folder */
+    struct { const char *text; const char *want; } cases[] = {
+        { "devices:\n  - {index: 0, lock: @/alias/b}\n", "resolves to" },
+        { "devices:\n  - {index: 0, lock: @/l/sym}\n", "is a symlink" },
+        { "devices:\n  - {index: 0, lock: @/l/a}\n  - {index: 1, lock: @/l/hard}\n",
+          "one device and inode" },
+        { "devices:\n  - {index: 0, lock: @/l/new}\nbench_lock: @/l/new\n",
+          "same file" },
+    };
+    for (size_t i = 0; i < GF_ARRAY_LEN(cases); i++) {
+        char *text = at_folder(cases[i].text, real);
+        gf_config *c = NULL;
+        char *logged = NULL;
+        int rc = parse_capture(text, &c, &logged);
+        if (rc != GF_ECONFIG || !strstr(logged, cases[i].want))
+            fail_msg("case %zu: rc %d, logged '%s', wanted '%s'", i, rc, logged, cases[i].want);
+        free(logged);
+        free(text);
+    }
+    /* a plain lock in a plain folder, and one not made yet, are fine */
+    char *text = at_folder("devices:\n  - {index: 0, lock: @/l/a}\n"
+                           "  - {index: 1, lock: @/later/gpu1.lock}\n", real);
+    gf_config *c = NULL;
+    char *logged = NULL;
+    assert_int_equal(parse_capture(text, &c, &logged), 0);
+    gf_config_destroy(&c);
+    free(logged);
+    free(text);
+    assert_int_equal(gf_test_rmtree(real), 0);
+    free(real);
+}
+
+static void test_new_keys(void **state)
+{
+    (void)state;
+    gf_config *c = NULL;
+    char *logged = NULL;
+    assert_int_equal(parse_capture("state_dir: /s\nlock_owner: root\nspool:\n  max_bytes: 8M\n"
+                                   "worker:\n  cgroups: false\n", &c, &logged), 0);
+    assert_string_equal(c->spool_dir, "/s/spool");
+    assert_int_equal(c->lock_owner_uid, 0);
+    assert_int_equal(c->spool_max_bytes, 8LL << 20);
+    assert_false(c->cgroups);
+    gf_config_destroy(&c);
+    free(logged);
+    assert_int_equal(parse_capture("spool_dir: /sp\nlock_owner: 4321\nspool:\n  max_bytes: 0\n",
+                                   &c, &logged), 0);
+    assert_string_equal(c->spool_dir, "/sp");
+    assert_int_equal(c->lock_owner_uid, 4321);
+    assert_int_equal(c->spool_max_bytes, 0);
+    assert_true(c->cgroups);
+    gf_config_destroy(&c);
+    free(logged);
 }
 
 static void test_load_search_order(void **state)
@@ -380,6 +487,8 @@ int main(void)
         cmocka_unit_test(test_errors_name_file_line_key),
         cmocka_unit_test(test_yaml_syntax_errors),
         cmocka_unit_test(test_load_search_order),
+        cmocka_unit_test(test_lock_paths_on_disk),
+        cmocka_unit_test(test_new_keys),
         cmocka_unit_test(test_load_no_devices),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -114,7 +114,7 @@ static int take_card(const char *config_path, int index, gf_lock **lock, gf_gpu 
         fprintf(stderr, "gpuflock cluster: --gpu %d: card %d is %s\n", index, index,
                 dev ? "a declared CPU card, not a CUDA card" : "not in the configuration");
         status = GF_EXIT_UNAVAIL;
-    } else if (!(*lock = gf_lock_open(dev->lock)) ||
+    } else if (!(*lock = gf_lock_open(dev->lock, cfg->lock_owner_uid, NULL, 0)) ||
                gf_lock_wait(*lock, GF_LOCK_EXCLUSIVE, -1, &w) != 0) {
         fprintf(stderr, "gpuflock cluster: cannot take the lock of card %d\n", index);
         status = GF_EXIT_UNAVAIL;

@@ -131,8 +131,8 @@ static int take_locks(const gf_config *cfg, const gf_device_conf *dev, gf_lock *
                       gf_lock **bench)
 {
     gf_lock_wait_opts w = { .stop = NULL, .on_busy = say_busy, .arg = NULL };
-    *card = gf_lock_open(dev->lock);
-    *bench = gf_lock_open(cfg->bench_lock);
+    *card = gf_lock_open(dev->lock, cfg->lock_owner_uid, NULL, 0);
+    *bench = gf_lock_open(cfg->bench_lock, cfg->lock_owner_uid, NULL, 0);
     if (!*card || !*bench || gf_lock_wait(*card, GF_LOCK_EXCLUSIVE, -1, &w) != 0 ||
         gf_lock_wait(*bench, GF_LOCK_EXCLUSIVE, -1, &w) != 0) {
         fprintf(stderr, "gpuflock qualify: cannot take the locks of card %d\n", dev->index);

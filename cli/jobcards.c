@@ -69,6 +69,13 @@ static void say_busy(const gf_lock *lock, void *arg)
     for (size_t i = 0; i < ctx->cfg->n_devices; i++)
         if (strcmp(ctx->cfg->devices[i].lock, path) == 0)
             snprintf(what, sizeof what, "card %d", ctx->cfg->devices[i].index);
+    if (gf_lock_gated(lock)) {
+        char *waiter = holders_text(gf_lock_gate_path(lock));
+        fprintf(stderr, "%s: %s (%s): an exclusive waiter is ahead at its gate (%s); waiting\n",
+                ctx->who, what, path, waiter);
+        free(waiter);
+        return;
+    }
     char *holders = holders_text(path);
     fprintf(stderr, "%s: %s (%s) is held by %s; waiting\n", ctx->who, what, path, holders);
     free(holders);
@@ -107,7 +114,7 @@ static int take_listed(gf_jobcards *self, const gf_jobcards_request *req, int ti
                      *known ? known : "none");
             return GF_ENOENT;
         }
-        int rc = gf_lockset_add(self->set, dev->index, dev->lock);
+        int rc = gf_lockset_add(self->set, dev->index, dev->lock, self->cfg->lock_owner_uid);
         if (rc)
             return rc == GF_EINVAL ? GF_ENOENT : rc;
     }
@@ -126,7 +133,7 @@ static int take_any(gf_jobcards *self, const gf_jobcards_request *req, int timeo
     gf_lock **locks = gf_calloc(cfg->n_devices, sizeof *locks);
     int rc = 0;
     for (size_t i = 0; i < cfg->n_devices && !rc; i++)
-        if (!(locks[i] = gf_lock_open(cfg->devices[i].lock)))
+        if (!(locks[i] = gf_lock_open(cfg->devices[i].lock, cfg->lock_owner_uid, NULL, 0)))
             rc = GF_EIO;
     size_t which = 0;
     if (!rc)
@@ -141,7 +148,7 @@ static int take_any(gf_jobcards *self, const gf_jobcards_request *req, int timeo
 
 static int take_bench(gf_jobcards *self, int timeout_ms, const gf_lock_wait_opts *opts)
 {
-    self->bench = gf_lock_open(self->cfg->bench_lock);
+    self->bench = gf_lock_open(self->cfg->bench_lock, self->cfg->lock_owner_uid, NULL, 0);
     if (!self->bench)
         return GF_EIO;
     return gf_lock_wait(self->bench, GF_LOCK_EXCLUSIVE, timeout_ms, opts);

@@ -308,7 +308,9 @@ static const char *lock_path_problem(const char *p)
         if ((n == 1 && c[0] == '.') || (n == 2 && c[0] == '.' && c[1] == '.'))
             return "is not canonical: it has a . or .. component";
         if (!slash)
-            return NULL;
+            return n > 5 && !strcmp(c + n - 5, ".gate")
+                       ? "ends with .gate, the name of a lock's fairness gate (docs/locking.md)"
+                       : NULL;
         c = slash + 1;
     }
 }

@@ -14,6 +14,9 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pwd.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
@@ -21,14 +24,21 @@
 #include <time.h>
 #include <unistd.h>
 
-#define LOCK_FILE_MODE 0666
-#define LOCK_DIR_MODE 01777
+#define LOCK_FILE_MODE 0644
+#define LOCK_DIR_MODE 0755
+#define GATE_SUFFIX ".gate"
+#define MAX_REOPENS 16   /* a lock file replaced this often under us: give up */
 
 struct gf_lock {
     char *path;          /* the lock file */
+    char *gate_path;     /* its fairness gate: path + ".gate" */
+    uid_t owner;         /* trusted besides root and us (GF_LOCK_NO_OWNER: none) */
     int fd;              /* open, close-on-exec unless inherited */
+    int gate_fd;         /* the gate, opened when first needed; -1 before */
     bool held;           /* this descriptor holds a lock */
     gf_lock_mode mode;   /* which, when held */
+    bool announced;      /* we hold the gate exclusively: an exclusive waiter */
+    bool gated;          /* the last shared try was stopped at the gate */
     bool inherited;      /* shared with commands we started: close, never unlock */
 };
 
@@ -37,12 +47,103 @@ const char *gf_lock_mode_name(gf_lock_mode mode)
     return mode == GF_LOCK_EXCLUSIVE ? "exclusive" : "shared";
 }
 
-/* ---- opening ------------------------------------------------------------ */
+/* ---- why an open failed ------------------------------------------------- */
 
-/* Create each missing folder of 'path' (not the last component), mode 01777
- * like /run/lock: anyone may add a card's lock file, no one may remove
- * another's. */
-static int make_parents(const char *path)
+static void say(char *why, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* The reason, logged once here and copied into why[len] when given. */
+static void say(char *why, size_t len, const char *fmt, ...)
+{
+    char text[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof text, fmt, ap);
+    va_end(ap);
+    GF_ERROR("%s", text);
+    if (why && len)
+        snprintf(why, len, "%s", text);
+}
+
+/* "root", "alice" or "uid 1234". */
+static void user_name(uid_t uid, char *buf, size_t len)
+{
+    struct passwd *pw = getpwuid(uid);
+    if (pw)
+        snprintf(buf, len, "%s", pw->pw_name);
+    else
+        snprintf(buf, len, "uid %u", (unsigned)uid);
+}
+
+/* ---- the folder: who may change what the path names --------------------- */
+
+static bool trusted(uid_t uid, uid_t owner)
+{
+    return uid == 0 || uid == owner || uid == geteuid();
+}
+
+/* Whoever can rename or replace an entry on the way to the lock file can
+ * make two holders lock two inodes. So the folder of the lock, and every
+ * folder above it, must belong to root, the configured owner or ourselves;
+ * the lock's own folder must be writable by its owner alone, and a folder
+ * above it may be writable by others only when sticky (like /tmp or
+ * /run/lock: no one may rename what is not theirs there). Returns 0,
+ * GF_ENOENT when the folder does not exist yet (said nothing), or GF_EPERM
+ * / GF_EIO (said why). */
+static int check_folder(const char *path, uid_t owner, char *why, size_t len)
+{
+    char *dir = gf_strdup(path);
+    char *slash = strrchr(dir, '/');
+    if (!slash) {
+        free(dir);
+        say(why, len, "lock file %s: the path is not absolute", path);
+        return GF_EINVAL;
+    }
+    slash[slash == dir ? 1 : 0] = '\0';
+    int rc = 0;
+    size_t n = strlen(dir);
+    for (size_t end = 1; end <= n && !rc; end++) {
+        if (end < n && dir[end] != '/')
+            continue;
+        char saved = dir[end];
+        dir[end] = '\0';
+        const char *at = dir;
+        struct stat st;
+        char who[64];
+        if (lstat(at, &st) != 0) {
+            rc = errno == ENOENT ? GF_ENOENT : GF_EIO;
+            if (rc == GF_EIO)
+                say(why, len, "lock file %s: folder %s: %s", path, at, strerror(errno));
+        } else if (S_ISLNK(st.st_mode) || !S_ISDIR(st.st_mode)) {
+            say(why, len, "lock file %s: %s is %s, not a folder; write the lock path without "
+                "symlinks", path, at, S_ISLNK(st.st_mode) ? "a symlink" : "something else");
+            rc = GF_EPERM;
+        } else if (!trusted(st.st_uid, owner)) {
+            user_name(st.st_uid, who, sizeof who);
+            say(why, len, "lock file %s: folder %s belongs to %s (mode %04o), not to root or "
+                "lock_owner: %s could replace the lock file and let two jobs have the card; "
+                "as root: chown root:root %s && chmod 0755 %s", path, at, who,
+                (unsigned)(st.st_mode & 07777), who, at, at);
+            rc = GF_EPERM;
+        } else if ((st.st_mode & (S_IWGRP | S_IWOTH)) &&
+                   (end == n || !(st.st_mode & S_ISVTX))) {
+            user_name(st.st_uid, who, sizeof who);
+            say(why, len, "lock file %s: folder %s (owner %s, mode %04o) is writable by other "
+                "users%s, who could replace the lock file and let two jobs have the card; "
+                "%s", path, at, who, (unsigned)(st.st_mode & 07777),
+                end == n ? "" : " and not sticky",
+                end == n ? "keep lock files in a folder of their own that only its owner "
+                           "can write, e.g. /run/lock/gpuflock (mode 0755)"
+                         : "remove the group and other write bits, or set the sticky bit");
+            rc = GF_EPERM;
+        }
+        dir[end] = saved;
+    }
+    free(dir);
+    return rc;
+}
+
+/* Create the missing folders of 'path' with mode 0755, owned by us. */
+static int make_parents(const char *path, char *why, size_t len)
 {
     const char *slash = strrchr(path, '/');
     if (!slash || slash == path)
@@ -51,50 +152,108 @@ static int make_parents(const char *path)
     dir[slash - path] = '\0';
     int rc = gf_mkdir_p_exact(dir, LOCK_DIR_MODE, &failed);
     if (rc)
-        GF_ERROR("lock file %s: cannot create folder %s: %s", path, failed, strerror(errno));
+        say(why, len, "lock file %s: cannot create folder %s: %s", path, failed, strerror(errno));
     free(failed);
     free(dir);
     return rc;
 }
 
-/* Open the lock file, creating it with mode 0666 whatever the umask when it
- * is new. The file nearly always exists: one open(2) then. */
-static int open_lock_file(const char *path)
+/* ---- the file ------------------------------------------------------------- */
+
+/* Open an existing lock file read-only (flock(2) needs no write permission),
+ * never through a symlink, never blocking on a FIFO planted there; it must
+ * be a regular file. Creates it (mode 0644 whatever the umask) when missing
+ * and the folder lets us. Returns the descriptor, or -1 (said why). */
+static int open_file(const char *path, char *why, size_t len)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-    if (fd >= 0 || errno != ENOENT)
-        return fd;
-    fd = open(path, O_RDONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOCTTY, LOCK_FILE_MODE);
-    if (fd >= 0) {
-        if (fchmod(fd, LOCK_FILE_MODE) != 0)
-            GF_WARN("lock file %s: cannot set mode 0666: %s", path, strerror(errno));
-        return fd;
+    const int flags = O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY;
+    int fd = open(path, flags);
+    if (fd < 0 && errno == ENOENT) {
+        fd = open(path, flags | O_CREAT | O_EXCL, LOCK_FILE_MODE);
+        if (fd >= 0 && fchmod(fd, LOCK_FILE_MODE) != 0)
+            GF_WARN("lock file %s: cannot set mode 0644: %s", path, strerror(errno));
+        if (fd < 0 && errno == EEXIST)   /* created by someone else meanwhile */
+            fd = open(path, flags);
+        if (fd < 0 && (errno == EACCES || errno == EPERM || errno == EROFS)) {
+            char *dir = gf_strdup(path);
+            *strrchr(dir, '/') = '\0';
+            say(why, len, "lock file %s does not exist, and uid %u may not create it in %s; "
+                "as root: install -m 0644 /dev/null %s (gpuflockd creates the lock files at "
+                "start, deploy/gpuflock.tmpfiles at boot)", path, (unsigned)geteuid(),
+                *dir ? dir : "/", path);
+            free(dir);
+            return -1;
+        }
     }
-    if (errno == EEXIST)   /* created by someone else meanwhile */
-        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0) {
+        if (errno == ELOOP)
+            say(why, len, "lock file %s is a symlink; lock files are opened without following "
+                "symlinks: remove it (as its folder's owner) or name a plain file", path);
+        else
+            say(why, len, "lock file %s: cannot open: %s", path, strerror(errno));
+        return -1;
+    }
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        say(why, len, "lock file %s is not a regular file", path);
+        close(fd);
+        return -1;
+    }
     return fd;
 }
 
-gf_lock *gf_lock_open(const char *path)
+/* The checked open of one lock (or gate) file, folders made when missing. */
+static int open_checked(const char *path, uid_t owner, char *why, size_t len)
+{
+    int rc = check_folder(path, owner, why, len);
+    if (rc == GF_ENOENT) {
+        if (make_parents(path, why, len) != 0)
+            return -1;
+        rc = check_folder(path, owner, why, len);
+        if (rc == GF_ENOENT)
+            say(why, len, "lock file %s: its folder vanished while it was made", path);
+    }
+    return rc ? -1 : open_file(path, why, len);
+}
+
+gf_lock *gf_lock_open(const char *path, uid_t owner, char *why, size_t len)
 {
     if (!path || !*path) {
-        GF_ERROR("lock file: empty path");
+        say(why, len, "lock file: empty path");
         return NULL;
     }
-    int fd = open_lock_file(path);
-    if (fd < 0 && errno == ENOENT) {
-        if (make_parents(path) != 0)
-            return NULL;
-        fd = open_lock_file(path);
-    }
-    if (fd < 0) {
-        GF_ERROR("lock file %s: cannot open: %s", path, strerror(errno));
+    int fd = open_checked(path, owner, why, len);
+    if (fd < 0)
         return NULL;
-    }
     gf_lock *self = gf_calloc(1, sizeof *self);
     self->path = gf_strdup(path);
+    self->gate_path = gf_strfmt("%s" GATE_SUFFIX, path);
+    self->owner = owner;
     self->fd = fd;
+    self->gate_fd = -1;
     return self;
+}
+
+int gf_lock_prepare(const char *path, uid_t owner, char *why, size_t len)
+{
+    char *gate = gf_strfmt("%s" GATE_SUFFIX, path);
+    const char *files[] = { path, gate };
+    int rc = 0;
+    for (size_t i = 0; i < 2 && !rc; i++) {
+        int fd = open_checked(files[i], owner, why, len);
+        if (fd < 0) {
+            rc = GF_EIO;
+            break;
+        }
+        struct stat st;
+        /* an older gpuflock made lock files 0666: no one needs to write them */
+        if (fstat(fd, &st) == 0 && st.st_uid == geteuid() &&
+            (st.st_mode & 07777) != LOCK_FILE_MODE && fchmod(fd, LOCK_FILE_MODE) != 0)
+            GF_WARN("lock file %s: cannot set mode 0644: %s", files[i], strerror(errno));
+        close(fd);
+    }
+    free(gate);
+    return rc;
 }
 
 void gf_lock_destroy(gf_lock **self_p)
@@ -104,40 +263,135 @@ void gf_lock_destroy(gf_lock **self_p)
     gf_lock *self = *self_p;
     if (!self->inherited)
         gf_lock_release(self);
+    if (self->gate_fd >= 0)
+        close(self->gate_fd);
     close(self->fd);
+    free(self->gate_path);
     free(self->path);
     free(self);
     *self_p = NULL;
 }
 
-/* ---- taking and releasing ---------------------------------------------- */
+/* ---- the fairness gate ---------------------------------------------------- */
 
-int gf_lock_try(gf_lock *self, gf_lock_mode mode)
+/* flock with EINTR retried: 0, GF_EBUSY, or GF_EIO (logged). */
+static int try_flock(int fd, int op, const char *path)
 {
-    if (self->held)
-        return self->mode == mode ? 0 : GF_ESTATE;
-    int op = (mode == GF_LOCK_EXCLUSIVE ? LOCK_EX : LOCK_SH) | LOCK_NB;
     for (;;) {
-        if (flock(self->fd, op) == 0) {
-            self->held = true;
-            self->mode = mode;
+        if (flock(fd, op | LOCK_NB) == 0)
             return 0;
-        }
         if (errno == EWOULDBLOCK)
             return GF_EBUSY;
         if (errno != EINTR) {
-            GF_ERROR("lock file %s: flock: %s", self->path, strerror(errno));
+            GF_ERROR("lock file %s: flock: %s", path, strerror(errno));
             return GF_EIO;
         }
     }
 }
 
+static void unflock(int fd)
+{
+    while (flock(fd, LOCK_UN) != 0 && errno == EINTR)
+        ;
+}
+
+static int gate_fd(gf_lock *self)
+{
+    if (self->gate_fd < 0)
+        self->gate_fd = open_checked(self->gate_path, self->owner, NULL, 0);
+    return self->gate_fd < 0 ? GF_EIO : 0;
+}
+
+/* An exclusive waiter holds the gate exclusively until it has the card; a
+ * shared taker passes it (holds it shared for the moment of its own try), so
+ * no new gpuflock shared holder starts while an exclusive one waits. */
+static void announce(gf_lock *self)
+{
+    if (self->announced || gate_fd(self) != 0)
+        return;
+    if (try_flock(self->gate_fd, LOCK_EX, self->gate_path) == 0)
+        self->announced = true;
+}
+
+static void withdraw(gf_lock *self)
+{
+    if (!self->announced)
+        return;
+    unflock(self->gate_fd);
+    self->announced = false;
+}
+
+/* ---- taking and releasing ---------------------------------------------- */
+
+/* Has the path been made to name another file since we opened it? */
+static bool replaced(const gf_lock *self)
+{
+    struct stat mine, now;
+    if (fstat(self->fd, &mine) != 0 || lstat(self->path, &now) != 0)
+        return true;
+    return mine.st_dev != now.st_dev || mine.st_ino != now.st_ino;
+}
+
+/* Reopen after the path was replaced: the held lock (on an inode nobody else
+ * will open again) is dropped with the old descriptor. */
+static int reopen(gf_lock *self)
+{
+    GF_WARN("lock file %s was replaced while we locked it: locking the new one", self->path);
+    int fd = open_checked(self->path, self->owner, NULL, 0);
+    if (fd < 0)
+        return GF_EIO;
+    close(self->fd);
+    self->fd = fd;
+    self->held = false;
+    return 0;
+}
+
+int gf_lock_try(gf_lock *self, gf_lock_mode mode)
+{
+    if (self->held)
+        return self->mode == mode ? 0 : GF_ESTATE;
+    self->gated = false;
+    for (int attempt = 0; attempt < MAX_REOPENS; attempt++) {
+        int rc;
+        if (mode == GF_LOCK_SHARED) {
+            if ((rc = gate_fd(self)) != 0)
+                return rc;
+            rc = try_flock(self->gate_fd, LOCK_SH, self->gate_path);
+            if (rc == GF_EBUSY)
+                self->gated = true;
+            if (rc)
+                return rc;
+            rc = try_flock(self->fd, LOCK_SH, self->path);
+            unflock(self->gate_fd);
+        } else {
+            rc = try_flock(self->fd, LOCK_EX, self->path);
+            if (rc == GF_EBUSY)
+                announce(self);
+        }
+        if (rc)
+            return rc;
+        self->held = true;
+        self->mode = mode;
+        if (!replaced(self)) {
+            if (mode == GF_LOCK_EXCLUSIVE)
+                withdraw(self);
+            return 0;
+        }
+        if ((rc = reopen(self)) != 0)
+            return rc;
+    }
+    GF_ERROR("lock file %s keeps being replaced: giving up", self->path);
+    return GF_EIO;
+}
+
 void gf_lock_release(gf_lock *self)
 {
-    if (!self || !self->held)
+    if (!self)
         return;
-    while (flock(self->fd, LOCK_UN) != 0 && errno == EINTR)
-        ;
+    withdraw(self);
+    if (!self->held)
+        return;
+    unflock(self->fd);
     self->held = false;
 }
 
@@ -170,6 +424,16 @@ int gf_lock_fd(const gf_lock *self)
 const char *gf_lock_path(const gf_lock *self)
 {
     return self->path;
+}
+
+const char *gf_lock_gate_path(const gf_lock *self)
+{
+    return self->gate_path;
+}
+
+bool gf_lock_gated(const gf_lock *self)
+{
+    return self->gated;
 }
 
 /* ---- waiting ------------------------------------------------------------ */
@@ -318,12 +582,12 @@ static void insert_at(gf_lockset *self, size_t at, int index, gf_lock *lock)
     self->n++;
 }
 
-int gf_lockset_add(gf_lockset *self, int index, const char *path)
+int gf_lockset_add(gf_lockset *self, int index, const char *path, uid_t owner)
 {
     long at = insertion_point(self, index);
     if (at < 0)
         return GF_EINVAL;
-    gf_lock *lock = gf_lock_open(path);
+    gf_lock *lock = gf_lock_open(path, owner, NULL, 0);
     if (!lock)
         return GF_EIO;
     insert_at(self, (size_t)at, index, lock);

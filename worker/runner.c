@@ -32,6 +32,7 @@
 struct gf_run {
     gf_msg job;               /* the "job" message, owned */
     char *bench_lock;         /* --proof: the box-wide lock file */
+    uid_t lock_owner;         /* lock_owner: trusted to own lock folders */
     char **scrub;             /* --proof: variables to remove */
     size_t n_scrub;
     gf_lock **locks;          /* card locks, ascending cards, then the bench lock */
@@ -71,6 +72,7 @@ gf_run *gf_run_new(const gf_msg *job, const gf_config *cfg)
     self->job.n_cards = job->n_cards;
     self->job.visible = gf_strdup(job->visible);
     self->bench_lock = gf_strdup(cfg->bench_lock);
+    self->lock_owner = cfg->lock_owner_uid;
     self->scrub = gf_calloc(cfg->n_scrub_env + 1, sizeof(char *));
     for (size_t i = 0; i < cfg->n_scrub_env; i++)
         self->scrub[i] = gf_strdup(cfg->scrub_env[i]);
@@ -164,8 +166,8 @@ int gf_run_try_locks(gf_run *self, char *why, size_t len)
     for (size_t i = 0; i < self->n_locks; i++) {
         bool bench = i >= self->job.n_locks;
         const char *path = bench ? self->bench_lock : self->job.locks[i];
-        if (!self->locks[i] && !(self->locks[i] = gf_lock_open(path))) {
-            snprintf(why, len, "lock file %s cannot be opened (see the worker's log)", path);
+        if (!self->locks[i] &&
+            !(self->locks[i] = gf_lock_open(path, self->lock_owner, why, len))) {
             close_locks(self);
             return GF_EIO;
         }
@@ -173,7 +175,11 @@ int gf_run_try_locks(gf_run *self, char *why, size_t len)
         if (rc == 0)
             continue;
         char who[512];
-        if (rc == GF_EBUSY) {
+        if (rc == GF_EBUSY && gf_lock_gated(self->locks[i])) {
+            describe_holders(gf_lock_gate_path(self->locks[i]), who, sizeof(who));
+            snprintf(why, len, "waiting for card %d: an exclusive waiter outside the broker is "
+                     "ahead at its gate: %s", self->job.cards[i], who);
+        } else if (rc == GF_EBUSY) {
             describe_holders(path, who, sizeof(who));
             if (bench)
                 snprintf(why, len, "waiting for the bench lock %s: held by %s", path, who);

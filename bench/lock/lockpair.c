@@ -40,7 +40,7 @@ static void raw_open_pair(const char *path, void *ctx)
 static void gf_fresh_pair(const char *path, void *ctx)
 {
     (void)ctx;
-    gf_lock *l = gf_lock_open(path);
+    gf_lock *l = gf_lock_open(path, GF_LOCK_NO_OWNER, NULL, 0);
     if (!l || gf_lock_wait(l, GF_LOCK_EXCLUSIVE, -1, NULL) != 0)
         abort();
     gf_lock_destroy(&l);
@@ -99,7 +99,7 @@ int main(int argc, char **argv)
         return 64;
     }
     gf_log_init("lockpair", GF_LOG_WARN);
-    gf_lock *l = gf_lock_open(path);
+    gf_lock *l = gf_lock_open(path, GF_LOCK_NO_OWNER, NULL, 0);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (!l || fd < 0) {
         fprintf(stderr, "lockpair: cannot open %s\n", path);

@@ -272,6 +272,8 @@ static const bad_case bad_cases[] = {
     { "devices:\n  - {index: 0, lock: /l/a/}\n", "t.yaml:2: key 'devices[0].lock':",
       "ends with /" },
     { "bench_lock: bench.lock\n", "t.yaml:1: key 'bench_lock':", "is relative" },
+    { "devices:\n  - {index: 0, lock: /l/gpu0.lock.gate}\n", "t.yaml:2: key 'devices[0].lock':",
+      "fairness gate" },
     { "devices:\n  - {index: 0, lock: /l/a}\nbench_lock: /l/a\n", "t.yaml:3: key 'bench_lock':",
       "same file as devices[0].lock" },
     { "lock_owner: no-such-user-here\n", "t.yaml:1: key 'lock_owner':", "no user" },

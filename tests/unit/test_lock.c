@@ -40,22 +40,22 @@ static void test_open_creates_folder_and_file(void **state)
     (void)state;
     char *path = lock_path("a/b/gpu0.lock");
     mode_t old = umask(077);
-    gf_lock *l = gf_lock_open(path);
+    gf_lock *l = gf_lock_open(path, GF_LOCK_NO_OWNER, NULL, 0);
     umask(old);
     assert_non_null(l);
     struct stat st;
     assert_int_equal(stat(path, &st), 0);
-    assert_int_equal(st.st_mode & 07777, 0666);
+    assert_int_equal(st.st_mode & 07777, 0644);       /* flock(2) needs no write */
     char *parent = lock_path("a/b");
     assert_int_equal(stat(parent, &st), 0);
-    assert_int_equal(st.st_mode & 07777, 01777);
+    assert_int_equal(st.st_mode & 07777, 0755);       /* writable by its owner alone */
     assert_string_equal(gf_lock_path(l), path);
     assert_int_equal(fcntl(gf_lock_fd(l), F_GETFD) & FD_CLOEXEC, FD_CLOEXEC);
     gf_lock_destroy(&l);
     assert_null(l);
     gf_lock_destroy(&l);
     assert_int_equal(stat(path, &st), 0);   /* never unlinked */
-    l = gf_lock_open(path);                 /* an existing file opens as is */
+    l = gf_lock_open(path, GF_LOCK_NO_OWNER, NULL, 0);   /* an existing file opens as is */
     assert_non_null(l);
     gf_lock_destroy(&l);
     free(parent);
@@ -71,8 +71,8 @@ static void test_open_failure_names_path(void **state)
     fclose(f);
     char *path = lock_path("plainfile/gpu0.lock");   /* a file where a folder must be */
     gf_log_init(NULL, GF_LOG_OFF);
-    assert_null(gf_lock_open(path));
-    assert_null(gf_lock_open(""));
+    assert_null(gf_lock_open(path, GF_LOCK_NO_OWNER, NULL, 0));
+    assert_null(gf_lock_open("", GF_LOCK_NO_OWNER, NULL, 0));
     gf_log_init(NULL, GF_LOG_WARN);
     free(path);
     free(blocker);
@@ -82,7 +82,8 @@ static void test_shared_holders_coexist(void **state)
 {
     (void)state;
     char *path = lock_path("shared.lock");
-    gf_lock *a = gf_lock_open(path), *b = gf_lock_open(path);
+    gf_lock *a = gf_lock_open(path, GF_LOCK_NO_OWNER, NULL, 0);
+    gf_lock *b = gf_lock_open(path, GF_LOCK_NO_OWNER, NULL, 0);
     assert_int_equal(gf_lock_try(a, GF_LOCK_SHARED), 0);
     assert_int_equal(gf_lock_try(b, GF_LOCK_SHARED), 0);
     pid_t fl = flock_holder(path, 0);                /* and flock(1) -s with them */
@@ -102,7 +103,7 @@ static void test_exclusive_excludes_both_ways(void **state)
 {
     (void)state;
     char *path = lock_path("excl.lock");
-    gf_lock *l = gf_lock_open(path);
+    gf_lock *l = gf_lock_open(path, GF_LOCK_NO_OWNER, NULL, 0);
 
     pid_t fl = flock_holder(path, 1);                  /* flock(1) blocks us */
     assert_true(fl > 0);
@@ -125,7 +126,7 @@ static void test_no_conversion(void **state)
 {
     (void)state;
     char *path = lock_path("conv.lock");
-    gf_lock *l = gf_lock_open(path);
+    gf_lock *l = gf_lock_open(path, GF_LOCK_NO_OWNER, NULL, 0);
     assert_int_equal(gf_lock_try(l, GF_LOCK_SHARED), 0);
     assert_int_equal(gf_lock_try(l, GF_LOCK_SHARED), 0);   /* same mode: already had */
     assert_int_equal(gf_lock_try(l, GF_LOCK_EXCLUSIVE), GF_ESTATE);
@@ -149,7 +150,7 @@ static void test_wait_returns_when_freed(void **state)
 {
     (void)state;
     char *path = lock_path("wait.lock");
-    gf_lock *l = gf_lock_open(path);
+    gf_lock *l = gf_lock_open(path, GF_LOCK_NO_OWNER, NULL, 0);
     pid_t fl = flock_holder(path, 1);
     assert_true(fl > 0);
     pid_t killer = fork();            /* frees the card while we wait */
@@ -181,7 +182,7 @@ static void test_wait_stops_on_flag(void **state)
 {
     (void)state;
     char *path = lock_path("stop.lock");
-    gf_lock *l = gf_lock_open(path);
+    gf_lock *l = gf_lock_open(path, GF_LOCK_NO_OWNER, NULL, 0);
     pid_t fl = flock_holder(path, 1);
     assert_true(fl > 0);
     stop_flag = 0;
@@ -197,7 +198,8 @@ static void test_wait_any_takes_first_free(void **state)
 {
     (void)state;
     char *p0 = lock_path("any0.lock"), *p1 = lock_path("any1.lock");
-    gf_lock *locks[2] = { gf_lock_open(p0), gf_lock_open(p1) };
+    gf_lock *locks[2] = { gf_lock_open(p0, GF_LOCK_NO_OWNER, NULL, 0),
+                          gf_lock_open(p1, GF_LOCK_NO_OWNER, NULL, 0) };
     size_t which = 99;
     assert_int_equal(gf_lock_wait_any(locks, 2, GF_LOCK_EXCLUSIVE, 0, NULL, &which), 0);
     assert_int_equal(which, 0);
@@ -230,11 +232,11 @@ static void test_lockset_order_and_all_or_none(void **state)
     (void)state;
     char *p[3] = { lock_path("set0.lock"), lock_path("set1.lock"), lock_path("set2.lock") };
     gf_lockset *set = gf_lockset_new();
-    assert_int_equal(gf_lockset_add(set, 2, p[2]), 0);
-    assert_int_equal(gf_lockset_add(set, 0, p[0]), 0);
-    assert_int_equal(gf_lockset_add(set, 1, p[1]), 0);
+    assert_int_equal(gf_lockset_add(set, 2, p[2], GF_LOCK_NO_OWNER), 0);
+    assert_int_equal(gf_lockset_add(set, 0, p[0], GF_LOCK_NO_OWNER), 0);
+    assert_int_equal(gf_lockset_add(set, 1, p[1], GF_LOCK_NO_OWNER), 0);
     gf_log_init(NULL, GF_LOG_OFF);
-    assert_int_equal(gf_lockset_add(set, 1, p[1]), GF_EINVAL);
+    assert_int_equal(gf_lockset_add(set, 1, p[1], GF_LOCK_NO_OWNER), GF_EINVAL);
     gf_log_init(NULL, GF_LOG_WARN);
     assert_int_equal(gf_lockset_count(set), 3);
     for (size_t i = 0; i < 3; i++) {
@@ -273,8 +275,8 @@ static void test_lockset_no_deadlock(void **state)
         kids[k] = fork();
         if (kids[k] == 0) {
             gf_lockset *set = gf_lockset_new();
-            gf_lockset_add(set, k == 0 ? 0 : 1, k == 0 ? p0 : p1);
-            gf_lockset_add(set, k == 0 ? 1 : 0, k == 0 ? p1 : p0);
+            gf_lockset_add(set, k == 0 ? 0 : 1, k == 0 ? p0 : p1, GF_LOCK_NO_OWNER);
+            gf_lockset_add(set, k == 0 ? 1 : 0, k == 0 ? p1 : p0, GF_LOCK_NO_OWNER);
             for (int i = 0; i < 200; i++) {
                 if (gf_lockset_take(set, GF_LOCK_EXCLUSIVE, -1, NULL) != 0)
                     _exit(1);
@@ -299,7 +301,7 @@ static void test_inherit(void **state)
 {
     (void)state;
     char *path = lock_path("inherit.lock");
-    gf_lock *l = gf_lock_open(path);
+    gf_lock *l = gf_lock_open(path, GF_LOCK_NO_OWNER, NULL, 0);
     assert_int_equal(gf_lock_try(l, GF_LOCK_EXCLUSIVE), 0);
     assert_int_equal(gf_lock_inherit(l), 0);
     assert_int_equal(fcntl(gf_lock_fd(l), F_GETFD) & FD_CLOEXEC, 0);

@@ -32,7 +32,7 @@ static int teardown(void **state)
 static char *make_lock_file(const char *name)
 {
     char *path = gf_strfmt("%s/%s", dir, name);
-    gf_lock *l = gf_lock_open(path);
+    gf_lock *l = gf_lock_open(path, GF_LOCK_NO_OWNER, NULL, 0);
     assert_non_null(l);
     gf_lock_destroy(&l);
     return path;
@@ -77,7 +77,7 @@ static void test_shared_holders_listed(void **state)
     char *path = make_lock_file("s.lock");
     pid_t fl = flock_holder(path, 0);
     assert_true(fl > 0);
-    gf_lock *mine = gf_lock_open(path);
+    gf_lock *mine = gf_lock_open(path, GF_LOCK_NO_OWNER, NULL, 0);
     assert_int_equal(gf_lock_try(mine, GF_LOCK_SHARED), 0);
     gf_lock_holder *h = NULL;
     size_t n = 0;

@@ -497,8 +497,10 @@ static int wait_one(gf_lock *self, gf_lock_mode mode, waiter *w, const gf_lock_w
             tell_busy(opts, self);
             told = true;
         }
-        if ((rc = waiter_pause(w, opts)) != 0)
+        if ((rc = waiter_pause(w, opts)) != 0) {
+            withdraw(self);          /* given up: no longer ahead of anyone */
             return rc;
+        }
     }
 }
 
@@ -518,8 +520,12 @@ int gf_lock_wait_any(gf_lock **locks, size_t n, gf_lock_mode mode, int timeout_m
             int rc = gf_lock_try(locks[i], mode);
             if (rc == 0)
                 *which = i;
-            if (rc != GF_EBUSY)
+            if (rc != GF_EBUSY) {
+                for (size_t k = 0; k < n; k++)
+                    if (k != i)
+                        withdraw(locks[k]);   /* only the one had is waited for no more */
                 return rc;
+            }
         }
         if (!told) {
             for (size_t i = 0; i < n; i++)
@@ -527,8 +533,11 @@ int gf_lock_wait_any(gf_lock **locks, size_t n, gf_lock_mode mode, int timeout_m
             told = true;
         }
         int rc = waiter_pause(&w, opts);
-        if (rc)
+        if (rc) {
+            for (size_t i = 0; i < n; i++)
+                withdraw(locks[i]);
             return rc;
+        }
     }
 }
 

@@ -14,6 +14,7 @@
 #include "tests/unit/tmpdir.h"
 
 #include <fcntl.h>
+#include <string.h>
 #include <sys/stat.h>
 
 static char dir[64];
@@ -76,6 +77,153 @@ static void test_open_failure_names_path(void **state)
     gf_log_init(NULL, GF_LOG_WARN);
     free(path);
     free(blocker);
+}
+
+/* gf_lock_open on 'path' must fail with a reason holding 'want'. */
+static void assert_refused(const char *path, const char *want)
+{
+    char why[1024] = "";
+    gf_log_init(NULL, GF_LOG_OFF);
+    gf_lock *l = gf_lock_open(path, GF_LOCK_NO_OWNER, why, sizeof why);
+    gf_log_init(NULL, GF_LOG_WARN);
+    if (l || !strstr(why, want))
+        fail_msg("%s: opened %d, reason '%s', wanted '%s'", path, l != NULL, why, want);
+}
+
+/* A lock folder writable by others, or owned by someone else, lets them
+ * rename the lock file under a holder: refused, naming folder, owner, mode. */
+static void test_untrusted_folders_refused(void **state)
+{
+    (void)state;
+    char *open_dir = lock_path("open"), *path = lock_path("open/gpu0.lock");
+    assert_int_equal(mkdir(open_dir, 0700), 0);
+    assert_int_equal(chmod(open_dir, 0777), 0);
+    assert_refused(path, "is writable by other users");
+    assert_refused(path, "mode 0777");
+    assert_int_equal(chmod(open_dir, 01777), 0);          /* sticky is not enough for it */
+    assert_refused(path, "is writable by other users");
+    /* a sticky world-writable folder above is fine (like /run/lock) */
+    char *below = lock_path("open/mine"), *deep = lock_path("open/mine/gpu0.lock");
+    assert_int_equal(mkdir(below, 0755), 0);
+    gf_lock *l = gf_lock_open(deep, GF_LOCK_NO_OWNER, NULL, 0);
+    assert_non_null(l);
+    gf_lock_destroy(&l);
+    assert_int_equal(chmod(open_dir, 0777), 0);           /* not sticky above: refused */
+    assert_refused(deep, "writable by other users and not sticky");
+    assert_int_equal(chmod(open_dir, 0755), 0);
+    if (geteuid() == 0) {
+        /* owned by another user (nobody's uid): refused, unless it is lock_owner */
+        assert_int_equal(chown(below, 65534, 65534), 0);
+        assert_refused(deep, "belongs to");
+        char why[512];
+        l = gf_lock_open(deep, 65534, why, sizeof why);
+        assert_non_null(l);
+        gf_lock_destroy(&l);
+    }
+    free(deep);
+    free(below);
+    free(path);
+    free(open_dir);
+}
+
+/* A symlink or a FIFO planted at the lock path is refused (and the FIFO's
+ * open does not block). */
+static void test_symlink_and_fifo_refused(void **state)
+{
+    (void)state;
+    char *target = lock_path("target"), *link = lock_path("link.lock");
+    char *fifo = lock_path("fifo.lock");
+    FILE *f = fopen(target, "w");
+    assert_non_null(f);
+    fclose(f);
+    assert_int_equal(symlink(target, link), 0);
+    assert_refused(link, "is a symlink");
+    char *dangling = lock_path("dangling.lock");
+    assert_int_equal(symlink("/nonexistent/x", dangling), 0);
+    assert_refused(dangling, "is a symlink");
+    assert_int_equal(mkfifo(fifo, 0644), 0);
+    assert_refused(fifo, "not a regular file");
+    free(dangling);
+    free(fifo);
+    free(link);
+    free(target);
+}
+
+/* The lock-file race: the path is made to name a new file after we opened
+ * the old one. The lock taken must be on the file the path names now. */
+static void test_replaced_file_relocked(void **state)
+{
+    (void)state;
+    char *path = lock_path("moved.lock"), *aside = lock_path("moved.lock.old");
+    gf_lock *l = gf_lock_open(path, GF_LOCK_NO_OWNER, NULL, 0);
+    assert_non_null(l);
+    assert_int_equal(rename(path, aside), 0);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fclose(f);
+    gf_log_init(NULL, GF_LOG_OFF);
+    assert_int_equal(gf_lock_try(l, GF_LOCK_EXCLUSIVE), 0);
+    gf_log_init(NULL, GF_LOG_WARN);
+    assert_int_equal(flock_probe(path, 1), 1);     /* the file the path names is locked */
+    assert_int_equal(flock_probe(aside, 1), 0);    /* the old one is not */
+    gf_lock_destroy(&l);
+    free(aside);
+    free(path);
+}
+
+/* The fairness gate: an exclusive try that finds the card busy announces
+ * itself; gpuflock's shared tries then stop at the gate until it has had the
+ * card; flock(1) knows no gate. */
+static void test_gate_holds_back_shared(void **state)
+{
+    (void)state;
+    char *path = lock_path("gate.lock");
+    gf_lock *s1 = gf_lock_open(path, GF_LOCK_NO_OWNER, NULL, 0);
+    gf_lock *s2 = gf_lock_open(path, GF_LOCK_NO_OWNER, NULL, 0);
+    gf_lock *x = gf_lock_open(path, GF_LOCK_NO_OWNER, NULL, 0);
+    assert_int_equal(gf_lock_try(s1, GF_LOCK_SHARED), 0);
+    assert_int_equal(gf_lock_try(x, GF_LOCK_EXCLUSIVE), GF_EBUSY);   /* announced now */
+    assert_int_equal(flock_probe(gf_lock_gate_path(x), 0), 1);      /* gate held exclusively */
+    assert_int_equal(gf_lock_try(s2, GF_LOCK_SHARED), GF_EBUSY);     /* though s1 is shared */
+    assert_true(gf_lock_gated(s2));
+    assert_int_equal(flock_probe(path, 0), 0);                       /* flock(1) -s gets in */
+    gf_lock_release(s1);
+    assert_int_equal(gf_lock_try(x, GF_LOCK_EXCLUSIVE), 0);          /* the card, then the */
+    assert_int_equal(flock_probe(gf_lock_gate_path(x), 1), 0);      /* gate let go */
+    gf_lock_release(x);
+    assert_int_equal(gf_lock_try(s2, GF_LOCK_SHARED), 0);
+    assert_false(gf_lock_gated(s2));
+    /* an exclusive waiter that gives up withdraws */
+    assert_int_equal(gf_lock_wait(x, GF_LOCK_EXCLUSIVE, 20, NULL), GF_ETIMEDOUT);
+    assert_int_equal(flock_probe(gf_lock_gate_path(x), 1), 0);
+    /* an uncontended exclusive take never touches the gate */
+    gf_lock_release(s2);
+    assert_int_equal(gf_lock_try(x, GF_LOCK_EXCLUSIVE), 0);
+    gf_lock_destroy(&x);
+    gf_lock_destroy(&s2);
+    gf_lock_destroy(&s1);
+    free(path);
+}
+
+/* gf_lock_prepare makes the file and its gate, 0644, and tightens an older
+ * 0666 file of ours. */
+static void test_prepare(void **state)
+{
+    (void)state;
+    char *path = lock_path("prep/gpu0.lock"), *gate = lock_path("prep/gpu0.lock.gate");
+    char why[256];
+    assert_int_equal(gf_lock_prepare(path, GF_LOCK_NO_OWNER, why, sizeof why), 0);
+    struct stat st;
+    assert_int_equal(stat(path, &st), 0);
+    assert_int_equal(st.st_mode & 07777, 0644);
+    assert_int_equal(stat(gate, &st), 0);
+    assert_int_equal(st.st_mode & 07777, 0644);
+    assert_int_equal(chmod(path, 0666), 0);
+    assert_int_equal(gf_lock_prepare(path, GF_LOCK_NO_OWNER, why, sizeof why), 0);
+    assert_int_equal(stat(path, &st), 0);
+    assert_int_equal(st.st_mode & 07777, 0644);
+    free(gate);
+    free(path);
 }
 
 static void test_shared_holders_coexist(void **state)
@@ -321,6 +469,11 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_open_creates_folder_and_file),
         cmocka_unit_test(test_open_failure_names_path),
+        cmocka_unit_test(test_untrusted_folders_refused),
+        cmocka_unit_test(test_symlink_and_fifo_refused),
+        cmocka_unit_test(test_replaced_file_relocked),
+        cmocka_unit_test(test_gate_holds_back_shared),
+        cmocka_unit_test(test_prepare),
         cmocka_unit_test(test_shared_holders_coexist),
         cmocka_unit_test(test_exclusive_excludes_both_ways),
         cmocka_unit_test(test_no_conversion),

@@ -4,6 +4,7 @@
 #include "common/blasenv.h"
 #include "common/config.h"
 #include "common/error.h"
+#include "common/lock.h"
 #include "common/log.h"
 #include "common/pidfile.h"
 #include "common/util.h"
@@ -58,6 +59,21 @@ static int take_pidfile(const char *run_dir)
     return fd < 0 ? -1 : fd;
 }
 
+/* Every configured card's lock file and gate exist (root's, 0644) before a
+ * user could make them: what deploy/gpuflock.tmpfiles does at boot, for the
+ * cards this box has. A lock that cannot be made is logged (naming the fix)
+ * and its card's jobs fail with the same reason; the other cards serve. */
+static void prepare_locks(const gf_config *cfg)
+{
+    char why[1024];
+    for (size_t i = 0; i < cfg->n_devices; i++)
+        if (gf_lock_prepare(cfg->devices[i].lock, cfg->lock_owner_uid, why, sizeof why) != 0)
+            GF_WARN("card %d: its jobs will fail until this is fixed", cfg->devices[i].index);
+    if (cfg->n_devices > 0 &&
+        gf_lock_prepare(cfg->bench_lock, cfg->lock_owner_uid, why, sizeof why) != 0)
+        GF_WARN("the bench lock: proof jobs will fail until this is fixed");
+}
+
 int main(int argc, char **argv)
 {
     gf_blas_spin_before_exec();   /* for the workers it starts: they link the BLAS library */
@@ -108,6 +124,7 @@ int main(int argc, char **argv)
         }
     if (cfg->n_devices == 0)
         GF_WARN("no devices: no CUDA card found and none declared in the configuration");
+    prepare_locks(cfg);
 
     /* The pid file first: a second broker is refused in the foreground,
      * and the lock (held by the open file) passes on to a detached child. */

@@ -1,5 +1,6 @@
 /* test_rttm.c — RTTM reading (the fixtures' RTTM, the audio sample's
- * reference), writing round trip, JSON form, malformed lines. */
+ * reference), writing round trip, JSON form, malformed lines, times out of
+ * range, binary input, files with no SPEAKER record. */
 #include "common/error.h"
 #include "common/log.h"
 #include "worker/diar/rttm.h"
@@ -11,6 +12,7 @@
 #include <cmocka.h>
 #include <json-c/json.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -98,6 +100,170 @@ static void test_malformed(void **state)
     assert_int_equal(gf_rttm_read("/nonexistent/x.rttm", &r), GF_ENOENT);
 }
 
+/* Parse text expecting GF_EINVAL, and a logged message containing want. */
+static void expect_refused(const char *text, size_t len, const char *want)
+{
+    gf_rttm *r = (gf_rttm *)1;
+    gf_log_clear_last_error();
+    assert_int_equal(gf_rttm_parse("in.rttm", text, len, &r), GF_EINVAL);
+    assert_null(r);
+    const char *msg = gf_log_last_error();
+    if (!strstr(msg, want))
+        fail_msg("message '%s' lacks '%s'", msg, want);
+    /* Whatever the input, the message is printable ASCII. */
+    for (const unsigned char *p = (const unsigned char *)msg; *p; p++)
+        if (*p < 0x20 || *p > 0x7E)
+            fail_msg("byte 0x%02X in message '%s'", *p, msg);
+}
+
+#define REFUSED(lit, want) expect_refused((lit), sizeof(lit) - 1, (want))
+
+static gf_rttm *parse_ok(const char *text, size_t len)
+{
+    gf_rttm *r = NULL;
+    assert_int_equal(gf_rttm_parse("in.rttm", text, len, &r), 0);
+    assert_non_null(r);
+    return r;
+}
+
+/* Times: 0 to GF_RTTM_MAX_TIME; anything else, however it is spelt, is an
+ * error naming the file, the line and the field. */
+static void test_time_range(void **state)
+{
+    (void)state;
+    gf_log_level saved = gf_log_get_level();
+    gf_log_init("test_rttm", GF_LOG_OFF);
+    REFUSED("SPEAKER x 1 0 1 <NA> <NA> A <NA> <NA>\nSPEAKER x 1 1e308 1 <NA> <NA> A <NA> <NA>\n",
+            "in.rttm:2: start '1e308' is out of range: times are 0 to 10000000 s");
+    REFUSED("SPEAKER x 1 1 1e308 <NA> <NA> A <NA> <NA>\n", "in.rttm:1: duration '1e308' is out");
+    REFUSED("SPEAKER x 1 1e400 1 <NA> <NA> A <NA> <NA>\n", "in.rttm:1: start '1e400' is out");
+    REFUSED("SPEAKER x 1 1 10000000.5 <NA> <NA> A <NA> <NA>\n", "duration '10000000.5' is out");
+    REFUSED("SPEAKER x 1 inf 1 <NA> <NA> A <NA> <NA>\n", "in.rttm:1: start 'inf' is out");
+    REFUSED("SPEAKER x 1 INFINITY 1 <NA> <NA> A <NA> <NA>\n", "start 'INFINITY' is out");
+    REFUSED("SPEAKER x 1 0 -inf <NA> <NA> A <NA> <NA>\n", "in.rttm:1: negative duration '-inf'");
+    REFUSED("SPEAKER x 1 nan 1 <NA> <NA> A <NA> <NA>\n", "in.rttm:1: start 'nan' is not a number");
+    REFUSED("SPEAKER x 1 0 -nan <NA> <NA> A <NA> <NA>\n", "duration '-nan' is not a number");
+    REFUSED("SPEAKER x 1 0x1p80 1 <NA> <NA> A <NA> <NA>\n", "start '0x1p80' is out");
+    REFUSED("SPEAKER x 1 1.5s 1 <NA> <NA> A <NA> <NA>\n", "start '1.5s' is not a number");
+    REFUSED("SPEAKER x 99999999999 0 1 <NA> <NA> A <NA> <NA>\n",
+            "in.rttm:1: channel '99999999999' is not an integer");
+    /* A long field is cut in the message. */
+    REFUSED("SPEAKER x 1 0 1234567890123456789012345678901234567890123456789x <NA> <NA> A "
+            "<NA> <NA>\n", "duration '1234567890123456789012345678901234567890...'");
+
+    /* At the bound: kept, and the end is exact. */
+    const char ok[] = "SPEAKER x 1 10000000 10000000 <NA> <NA> A <NA> <NA>\n"
+                      "SPEAKER x 1 9999999.999999 0.000001 <NA> <NA> B <NA> <NA>\n"
+                      "SPEAKER x 1 -0 1e-400 <NA> <NA> C <NA> <NA>\n";
+    gf_rttm *r = parse_ok(ok, sizeof ok - 1);
+    assert_int_equal(r->n, 3);
+    assert_true(r->turns[0].start + r->turns[0].duration == 2e7);
+    assert_true(r->turns[1].start + r->turns[1].duration > r->turns[1].start);
+    assert_true(r->turns[2].start == 0 && !signbit(r->turns[2].start));
+    assert_true(r->turns[2].duration >= 0 && r->turns[2].duration < 1e-300);
+    gf_rttm_destroy(&r);
+
+    double t = -1;
+    assert_int_equal(gf_rttm_parse_time("u.uem", 7, "end", "12.5", &t), 0);
+    assert_true(t == 12.5);
+    gf_log_clear_last_error();
+    assert_int_equal(gf_rttm_parse_time("u.uem", 7, "end", "1e308", &t), GF_EINVAL);
+    assert_non_null(strstr(gf_log_last_error(), "u.uem:7: end '1e308' is out of range"));
+    assert_true(t == 12.5); /* untouched */
+    gf_log_init("test_rttm", saved);
+}
+
+/* Binary input: refused at the first line that is not UTF-8 text, the byte
+ * named as \xNN, never copied into the message. */
+static void test_not_text(void **state)
+{
+    (void)state;
+    gf_log_level saved = gf_log_get_level();
+    gf_log_init("test_rttm", GF_LOG_OFF);
+    REFUSED("SPEAKER x 1 0 1 <NA> <NA> A <NA> <NA>\nSPEAKER x 1 0 1 <NA> <NA> B\0 <NA> <NA>\n",
+            "in.rttm:2: not text: byte \\x00 at column 28 is a control character (NUL");
+    REFUSED("\x7F" "ELF\x02\x01\x01\n", "in.rttm:1: not text: byte \\x7F at column 1");
+    REFUSED("# \x1b]0;title\x07\n", "in.rttm:1: not text: byte \\x1B at column 3");
+    REFUSED("SPEAKER x 1 0 1 <NA> <NA> sp\xe9" "aker <NA> <NA>\n",
+            "in.rttm:1: not text: byte \\xE9 at column 29 is not valid UTF-8");
+    REFUSED("\x1f\x8b\x08\x00", "in.rttm:1: not text: byte \\x1F at column 1");
+    REFUSED("A\xc0\xaf\n", "byte \\xC0 at column 2 is not valid UTF-8");         /* overlong '/' */
+    REFUSED("A\xe0\x80\xaf\n", "byte \\xE0 at column 2 is not valid UTF-8");     /* overlong */
+    REFUSED("A\xed\xa0\x80\n", "byte \\xED at column 2 is not valid UTF-8");     /* surrogate */
+    REFUSED("A\xf4\x90\x80\x80\n", "byte \\xF4 at column 2 is not valid UTF-8"); /* > U+10FFFF */
+    REFUSED("A\xe2\x82\n", "byte \\xE2 at column 2 is not valid UTF-8");         /* cut short */
+    REFUSED("A\xc2\x9b" "31m\n", "byte \\xC2 at column 2 is not printable (a C1 control");
+    REFUSED("SPEAKER x 1 0 1 <NA> <NA> A <NA> <NA>\r\r\n", "byte \\x0D at column 38");
+    /* Every byte value alone on a line: blank (accepted, no turns), or
+     * refused as not text or as holding no SPEAKER record. */
+    for (int c = 0; c < 256; c++) {
+        char line[3] = { (char)c, '\n', 0 };
+        gf_rttm *r = NULL;
+        gf_log_clear_last_error();
+        int rc = gf_rttm_parse("in.rttm", line, 2, &r);
+        bool blank = c == '\t' || c == '\n' || c == '\r' || c == ' ';
+        bool printable = c > 0x20 && c < 0x7F;
+        if (blank) {
+            assert_int_equal(rc, 0);
+            assert_int_equal(r->n, 0);
+            gf_rttm_destroy(&r);
+        } else {
+            assert_int_equal(rc, GF_EINVAL);
+            assert_non_null(strstr(gf_log_last_error(),
+                                   printable ? "holds no SPEAKER records" : "not text"));
+        }
+    }
+
+    /* UTF-8 text, a byte order mark and CRLF endings are fine. */
+    const char ok[] = "\xef\xbb\xbfSPEAKER x 1 0 1 <NA> <NA> Zo\xc3\xab <NA> <NA>\r\n"
+                      "SPEAKER x\t1 1 1 <NA> <NA> \xe8\xaf\xb4\xe8\xaf\x9d\xe4\xba\xba <NA> <NA>\n"
+                      "SPEAKER x 1 2 1 <NA> <NA> \xf0\x9f\x8e\xa4 <NA> <NA>\n";
+    gf_rttm *r = parse_ok(ok, sizeof ok - 1);
+    assert_int_equal(r->n, 3);
+    assert_string_equal(r->turns[0].speaker, "Zo\xc3\xab");
+    assert_string_equal(r->turns[1].speaker, "\xe8\xaf\xb4\xe8\xaf\x9d\xe4\xba\xba");
+    gf_rttm_destroy(&r);
+    assert_int_equal(gf_rttm_check_text("t", 1, "a\tb \xc2\xa0", 6), 0);
+    assert_int_equal(gf_rttm_check_text("t", 1, "a\0b", 3), GF_EINVAL);
+    gf_log_init("test_rttm", saved);
+}
+
+/* A file with lines but no SPEAKER record is not an RTTM of turns; an empty
+ * or blank one is the RTTM of no speech. */
+static void test_no_speaker_records(void **state)
+{
+    (void)state;
+    gf_log_level saved = gf_log_get_level();
+    gf_log_init("test_rttm", GF_LOG_OFF);
+    REFUSED("These are not the turns\nyou are looking for.\n",
+            "in.rttm holds no SPEAKER records (2 non-blank lines; line 1 begins 'These')");
+    REFUSED("\n\n# a comment\n", "in.rttm holds no SPEAKER records (1 non-blank line; line 3 "
+                                 "begins '#')");
+    REFUSED("SPKR-INFO x 1 <NA> <NA> <NA> unknown A <NA> <NA>\n",
+            "holds no SPEAKER records (1 non-blank line; line 1 begins 'SPKR-INFO')");
+    REFUSED("speaker x 1 0 1 <NA> <NA> A <NA> <NA>\n", "line 1 begins 'speaker'");
+    const char *blank[] = { "", "\n", "\n \t\n\r\n", "\xef\xbb\xbf", "   " };
+    for (size_t i = 0; i < sizeof blank / sizeof blank[0]; i++) {
+        gf_rttm *r = parse_ok(blank[i], strlen(blank[i]));
+        assert_int_equal(r->n, 0);
+        gf_rttm_destroy(&r);
+    }
+    /* From a file too. */
+    char path[] = "/tmp/gf_rttm_XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, "hello\n", 6), 6);
+    close(fd);
+    gf_rttm *r = NULL;
+    gf_log_clear_last_error();
+    assert_int_equal(gf_rttm_read(path, &r), GF_EINVAL);
+    assert_null(r);
+    assert_non_null(strstr(gf_log_last_error(), "holds no SPEAKER records"));
+    assert_non_null(strstr(gf_log_last_error(), path));
+    unlink(path);
+    gf_log_init("test_rttm", saved);
+}
+
 /* Mutated RTTM text: an error or a list of sane turns, never a crash. */
 static void test_mutations_never_crash(void **state)
 {
@@ -115,8 +281,11 @@ static void test_mutations_never_crash(void **state)
             buf[(size_t)rand() % len] = (char)(rand() % 256);
         gf_rttm *r = NULL;
         if (gf_rttm_parse("mutant", buf, (size_t)rand() % (len + 1), &r) == 0) {
-            for (size_t i = 0; i < r->n; i++)
-                assert_true(r->turns[i].duration >= 0 && isfinite(r->turns[i].start));
+            for (size_t i = 0; i < r->n; i++) {
+                const gf_turn *t = &r->turns[i];
+                assert_true(t->start >= 0 && t->start <= GF_RTTM_MAX_TIME);
+                assert_true(t->duration >= 0 && t->duration <= GF_RTTM_MAX_TIME);
+            }
             gf_rttm_destroy(&r);
         }
         assert_null(r);
@@ -130,6 +299,9 @@ int main(void)
         cmocka_unit_test(test_read_fixture),
         cmocka_unit_test(test_write_read_roundtrip_and_json),
         cmocka_unit_test(test_malformed),
+        cmocka_unit_test(test_time_range),
+        cmocka_unit_test(test_not_text),
+        cmocka_unit_test(test_no_speaker_records),
         cmocka_unit_test(test_mutations_never_crash),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

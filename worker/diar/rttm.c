@@ -5,7 +5,9 @@
 #include "common/log.h"
 #include "common/util.h"
 
+#include <assert.h>
 #include <errno.h>
+#include <limits.h>
 #include <json-c/json.h>
 #include <math.h>
 #include <stdio.h>
@@ -62,16 +64,109 @@ void gf_rttm_sort(gf_rttm *r)
         qsort(r->turns, r->n, sizeof *r->turns, turn_cmp);
 }
 
-static int parse_time(const char *name, size_t line, const char *what, const char *s, double *out)
+/* s for a message: printable ASCII kept, every other byte as \xNN, cut to
+ * about 40 characters, so that whatever a file holds, the terminal shows
+ * plain text. Returns buf. */
+static const char *quote(char *buf, size_t cap, const char *s)
 {
+    assert(cap >= 8);
+    size_t o = 0;
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (o + 8 > cap || o >= 40) {
+            memcpy(buf + o, "...", 4);
+            return buf;
+        }
+        if (*p >= 0x20 && *p < 0x7F && *p != '\\')
+            buf[o++] = (char)*p;
+        else
+            o += (size_t)snprintf(buf + o, cap - o, "\\x%02X", *p);
+    }
+    buf[o] = '\0';
+    return buf;
+}
+
+int gf_rttm_parse_time(const char *name, size_t line, const char *what, const char *s,
+                       double *out)
+{
+    char q[64];
     char *end;
     errno = 0;
     double v = strtod(s, &end);
-    if (errno || end == s || *end || !isfinite(v)) {
-        GF_ERROR("%s:%zu: %s '%s' is not a number", name, line, what, s);
+    if (end == s || *end || isnan(v)) {
+        GF_ERROR("%s:%zu: %s '%s' is not a number", name, line, what, quote(q, sizeof q, s));
         return GF_EINVAL;
     }
-    *out = v;
+    if (v < 0) {
+        GF_ERROR("%s:%zu: negative %s '%s'", name, line, what, quote(q, sizeof q, s));
+        return GF_EINVAL;
+    }
+    /* Also inf, and overflow (strtod gives HUGE_VAL with ERANGE); an
+     * underflow's tiny value is kept. */
+    if (!(v <= GF_RTTM_MAX_TIME)) {
+        GF_ERROR("%s:%zu: %s '%s' is out of range: times are 0 to %.0f s (about 115 days)",
+                 name, line, what, quote(q, sizeof q, s), GF_RTTM_MAX_TIME);
+        return GF_EINVAL;
+    }
+    *out = v + 0.0; /* -0 is 0 */
+    return 0;
+}
+
+/* Length of the UTF-8 sequence at p (n bytes left), 0 if it is not valid
+ * UTF-8 (RFC 3629: no overlong forms, no surrogates, nothing past U+10FFFF)
+ * or is a C1 control character (U+0080..U+009F, which some terminals obey). */
+static size_t utf8_len(const unsigned char *p, size_t n)
+{
+    unsigned char c = p[0];
+    size_t len;
+    unsigned char lo = 0x80, hi = 0xBF; /* bounds of the second byte */
+    if (c < 0x80)
+        return 1;
+    if (c >= 0xC2 && c <= 0xDF)
+        len = 2;
+    else if (c >= 0xE0 && c <= 0xEF)
+        len = 3;
+    else if (c >= 0xF0 && c <= 0xF4)
+        len = 4;
+    else
+        return 0;
+    if (c == 0xC2)
+        lo = 0xA0; /* C2 80..9F: the C1 controls */
+    else if (c == 0xE0)
+        lo = 0xA0;
+    else if (c == 0xED)
+        hi = 0x9F;
+    else if (c == 0xF0)
+        lo = 0x90;
+    else if (c == 0xF4)
+        hi = 0x8F;
+    if (n < len || p[1] < lo || p[1] > hi)
+        return 0;
+    for (size_t i = 2; i < len; i++)
+        if (p[i] < 0x80 || p[i] > 0xBF)
+            return 0;
+    return len;
+}
+
+int gf_rttm_check_text(const char *name, size_t line, const char *s, size_t len)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    for (size_t i = 0; i < len;) {
+        unsigned char c = p[i];
+        if ((c < 0x20 && c != '\t') || c == 0x7F) {
+            GF_ERROR("%s:%zu: not text: byte \\x%02X at column %zu is a control character%s",
+                     name, line, c, i + 1, c == 0 ? " (NUL: a binary file?)" : "");
+            return GF_EINVAL;
+        }
+        size_t k = utf8_len(p + i, len - i);
+        if (k == 0) {
+            GF_ERROR("%s:%zu: not text: byte \\x%02X at column %zu is not %s", name, line, c,
+                     i + 1, c == 0xC2 && i + 1 < len && p[i + 1] < 0xA0
+                                ? "printable (a C1 control character)"
+                                : "valid UTF-8");
+            return GF_EINVAL;
+        }
+        i += k;
+    }
     return 0;
 }
 
@@ -83,6 +178,14 @@ int gf_rttm_parse(const char *name, const char *text, size_t len, gf_rttm **out)
     const char *p = text, *end = text + len;
     char *buf = NULL;
     size_t bufcap = 0;
+    /* The first non-blank line that is not a SPEAKER record, for the message
+     * when there is none. */
+    size_t n_other = 0, first_other = 0;
+    char first_word[64] = "";
+    /* A UTF-8 byte order mark (some editors write one) is not part of the
+     * first field. */
+    if (len >= 3 && memcmp(p, "\xEF\xBB\xBF", 3) == 0)
+        p += 3;
     while (p < end) {
         const char *nl = memchr(p, '\n', (size_t)(end - p));
         size_t ll = nl ? (size_t)(nl - p) : (size_t)(end - p);
@@ -96,6 +199,11 @@ int gf_rttm_parse(const char *name, const char *text, size_t len, gf_rttm **out)
         p += ll + (nl ? 1 : 0);
         if (ll && buf[ll - 1] == '\r')
             buf[--ll] = '\0';
+        /* Before any field is looked at: a NUL would hide the rest of the
+         * line from strtok, and a binary file's bytes must not reach a
+         * message. */
+        if (gf_rttm_check_text(name, lineno, buf, ll) != 0)
+            goto fail;
         char *f[12];
         int nf = 0;
         char *save = NULL;
@@ -104,31 +212,41 @@ int gf_rttm_parse(const char *name, const char *text, size_t len, gf_rttm **out)
                 f[nf] = tok;
             nf++;
         }
-        if (nf == 0 || f[0][0] == '#')
+        if (nf == 0)
             continue;
-        if (strcmp(f[0], "SPEAKER") != 0)
-            continue;   /* other RTTM record types */
+        if (f[0][0] == '#' || strcmp(f[0], "SPEAKER") != 0) {
+            /* a comment or another RTTM record type */
+            if (n_other++ == 0) {
+                first_other = lineno;
+                quote(first_word, sizeof first_word, f[0]);
+            }
+            continue;
+        }
         if (nf < 8) {
             GF_ERROR("%s:%zu: SPEAKER line with %d fields, expected 10", name, lineno, nf);
             goto fail;
         }
         double start, dur;
-        if (parse_time(name, lineno, "start", f[3], &start)
-            || parse_time(name, lineno, "duration", f[4], &dur))
+        if (gf_rttm_parse_time(name, lineno, "start", f[3], &start)
+            || gf_rttm_parse_time(name, lineno, "duration", f[4], &dur))
             goto fail;
-        if (dur < 0 || start < 0) {
-            GF_ERROR("%s:%zu: negative %s", name, lineno, dur < 0 ? "duration" : "start");
-            goto fail;
-        }
         char *ce;
+        errno = 0;
         long ch = strtol(f[2], &ce, 10);
-        if (*ce && strcmp(f[2], "<NA>") != 0) {
-            GF_ERROR("%s:%zu: channel '%s' is not an integer", name, lineno, f[2]);
+        if (strcmp(f[2], "<NA>") == 0) {
+            ch = 1;
+        } else if (*ce || errno || ch < INT_MIN || ch > INT_MAX) {
+            char q[64];
+            GF_ERROR("%s:%zu: channel '%s' is not an integer", name, lineno,
+                     quote(q, sizeof q, f[2]));
             goto fail;
         }
-        if (*ce)
-            ch = 1;
         gf_rttm_add(r, f[1], (int)ch, start, dur, f[7]);
+    }
+    if (r->n == 0 && n_other > 0) {
+        GF_ERROR("%s holds no SPEAKER records (%zu non-blank line%s; line %zu begins '%s')",
+                 name, n_other, n_other == 1 ? "" : "s", first_other, first_word);
+        goto fail;
     }
     free(buf);
     *out = r;

@@ -39,19 +39,6 @@ static void name_pool_free(name_pool *np)
     memset(np, 0, sizeof *np);
 }
 
-static int parse_time(const char *path, size_t line, const char *what, const char *s, double *out)
-{
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (errno || *end || end == s || !isfinite(v)) {
-        GF_ERROR("%s:%zu: %s '%s' is not a number", path, line, what, s);
-        return GF_EINVAL;
-    }
-    *out = v;
-    return 0;
-}
-
 /* Split line into whitespace-separated fields; returns the count (max cap). */
 static size_t split(char *line, char **f, size_t cap)
 {
@@ -71,20 +58,31 @@ static gf_der_turn *der_turns(const gf_rttm *r)
     return t;
 }
 
-/* UEM: "uri channel start end" per line. */
+/* UEM: "uri channel start end" per line, text as the RTTM reader wants it
+ * (gf_rttm_check_text) and times in its range (gf_rttm_parse_time). */
 static int read_uem(const char *path, gf_der_span **out, size_t *n_out, name_pool *names)
 {
     FILE *f = fopen(path, "r");
     if (!f) {
-        GF_ERROR("cannot open UEM %s: %s", path, strerror(errno));
-        return errno == ENOENT ? GF_ENOENT : GF_EIO;
+        int e = errno;
+        GF_ERROR("cannot open UEM %s: %s", path, strerror(e));
+        return e == ENOENT ? GF_ENOENT : GF_EIO;
     }
-    char buf[4096];
+    char *buf = NULL;
+    size_t bufcap = 0;
+    ssize_t len;
     size_t line = 0, n = 0, cap = 0;
     gf_der_span *v = NULL;
     int rc = 0;
-    while (fgets(buf, sizeof buf, f)) {
+    while ((len = getline(&buf, &bufcap, f)) >= 0) {
         line++;
+        size_t ll = (size_t)len;
+        if (ll && buf[ll - 1] == '\n')
+            buf[--ll] = '\0';
+        if (ll && buf[ll - 1] == '\r')
+            buf[--ll] = '\0';
+        if ((rc = gf_rttm_check_text(path, line, buf, ll)) != 0)
+            break;
         char *fld[6];
         size_t nf = split(buf, fld, 6);
         if (nf == 0 || fld[0][0] == ';' || fld[0][0] == '#')
@@ -96,8 +94,8 @@ static int read_uem(const char *path, gf_der_span **out, size_t *n_out, name_poo
             break;
         }
         double s, e;
-        if ((rc = parse_time(path, line, "start", fld[2], &s)) != 0 ||
-            (rc = parse_time(path, line, "end", fld[3], &e)) != 0)
+        if ((rc = gf_rttm_parse_time(path, line, "start", fld[2], &s)) != 0 ||
+            (rc = gf_rttm_parse_time(path, line, "end", fld[3], &e)) != 0)
             break;
         if (e < s) {
             GF_ERROR("%s:%zu: end %s before start %s", path, line, fld[3], fld[2]);
@@ -110,6 +108,11 @@ static int read_uem(const char *path, gf_der_span **out, size_t *n_out, name_poo
         }
         v[n++] = (gf_der_span){ keep(names, fld[0]), s, e };
     }
+    if (!rc && ferror(f)) {
+        GF_ERROR("UEM %s: read error", path);
+        rc = GF_EIO;
+    }
+    free(buf);
     fclose(f);
     if (rc) {
         free(v);
@@ -133,7 +136,9 @@ static void usage(FILE *to)
             "  --uem FILE       score only these spans (uri channel start end per line);\n"
             "                   default: each file from its first to its last turn in\n"
             "                   either RTTM\n"
-            "  --json           one JSON object instead of the table\n");
+            "  --json           one JSON object instead of the table\n"
+            "  RTTM files are UTF-8 text with at least one SPEAKER line (times 0 to 1e7 s);\n"
+            "  an empty file is a recording with no speech. Exit 65: bad input data.\n");
 }
 
 static json_object *components_json(const gf_der_components *c)
@@ -245,6 +250,11 @@ int gf_cmd_der(int argc, char **argv)
         status = (rc == GF_ENOENT || rc == GF_EIO) ? GF_EXIT_NOINPUT : GF_EXIT_DATAERR;
         goto out;
     }
+    /* The reader accepts a file without turns only when it is blank. */
+    for (int k = 0; k < 2; k++)
+        if ((k ? hyp : ref)->n == 0)
+            GF_WARN("%s is empty: scored as a %s with no speech", paths[k],
+                    k ? "hypothesis" : "reference");
     rt = der_turns(ref);
     ht = der_turns(hyp);
     rc = gf_der_score(rt, ref->n, ht, hyp->n, uem, n_uem, uem_path != NULL, &opt, &rep);

@@ -4,7 +4,10 @@
  * on the first channel, sines on the others), at its own rate, channel count
  * and encoding, into a temporary directory, and checks what the reader gives
  * against the signal computed directly at 16 kHz: sample by sample for
- * lossless encodings, by correlation for lossy ones. */
+ * lossless encodings, by correlation for lossy ones. Sample widths that
+ * libsndfile does not write (7, 12, 20 bits, valid bits under the container)
+ * are written byte by byte with known samples, decoded bit for bit or
+ * refused by name. */
 #include "common/error.h"
 #include "common/log.h"
 #include "common/util.h"
@@ -17,6 +20,7 @@
 #include <cmocka.h>
 #include <math.h>
 #include <sndfile.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -465,6 +469,358 @@ static void test_errors(void **state)
     free(missing);
 }
 
+/* ---- hand-written headers: sample widths ----
+ *
+ * Files built byte by byte, so that the header says exactly what a case
+ * needs (libsndfile writes none of these widths), with samples of known
+ * values: the decoded float must be the sample / 2^(valid bits - 1) exactly,
+ * or the file must be refused with a message naming the width. */
+
+typedef struct {
+    unsigned char *b;  /* the bytes */
+    size_t n;          /* how many */
+    bool be;           /* big-endian numbers (RIFX, AIFF) */
+} bytes;
+
+static void put(bytes *o, const void *p, size_t n)
+{
+    o->b = gf_realloc(o->b, o->n + n + 1);
+    memcpy(o->b + o->n, p, n);
+    o->n += n;
+}
+
+static void put_uint(bytes *o, uint64_t v, size_t width)
+{
+    unsigned char t[8];
+    for (size_t i = 0; i < width; i++)
+        t[o->be ? width - 1 - i : i] = (unsigned char)(v >> (8 * i));
+    put(o, t, width);
+}
+
+/* Write a chunk's size at offset at (4 bytes). */
+static void patch32(bytes *o, size_t at, uint32_t v)
+{
+    for (size_t i = 0; i < 4; i++)
+        o->b[at + (o->be ? 3 - i : i)] = (unsigned char)(v >> (8 * i));
+}
+
+typedef struct {
+    const char *name;   /* file name */
+    const char *riff;   /* "RIFF", "RIFX", "RF64" or "AIFF" */
+    unsigned tag;       /* WAV format tag: 1 PCM, 3 float, 0xFFFE extensible */
+    unsigned sub;       /* extensible: the subformat's tag */
+    int channels;       /* channels */
+    int bits;           /* bits per sample (WAV: wBitsPerSample; AIFF: sampleSize) */
+    int valid;          /* extensible: wValidBitsPerSample */
+    int block_align;    /* 0: channels * container bytes */
+} width_case;
+
+/* n frames of s (interleaved) written left-justified, as the formats say. */
+static char *write_width_file(const width_case *c, const int32_t *s, size_t n)
+{
+    bool aiff = strcmp(c->riff, "AIFF") == 0;
+    bytes o = { NULL, 0, aiff || strcmp(c->riff, "RIFX") == 0 };
+    int sig = c->tag == 0xFFFE && c->valid ? c->valid : c->bits;
+    size_t bw = ((size_t)c->bits + 7) / 8;
+    bytes d = { NULL, 0, o.be };
+    for (size_t i = 0; i < n * (size_t)c->channels; i++) {
+        uint32_t v = bw * 8 > (size_t)sig ? (uint32_t)s[i] << (bw * 8 - (size_t)sig)
+                                          : (uint32_t)s[i];
+        if (bw == 1 && !aiff)
+            v += 128; /* 8-bit WAV is unsigned */
+        put_uint(&d, v, bw);
+    }
+    if (aiff) {
+        put(&o, "FORMxxxxAIFFCOMM", 16);
+        put_uint(&o, 18, 4);
+        put_uint(&o, (uint64_t)c->channels, 2);
+        put_uint(&o, n, 4);
+        put_uint(&o, (uint64_t)c->bits, 2);
+        put(&o, "\x40\x0c\xfa\x00\x00\x00\x00\x00\x00\x00", 10); /* 16000 (80-bit) */
+        put(&o, "SSND", 4);
+        put_uint(&o, 8 + d.n, 4);
+        put_uint(&o, 0, 8);
+    } else {
+        bool rf64 = strcmp(c->riff, "RF64") == 0;
+        put(&o, c->riff, 4);
+        put_uint(&o, 0, 4);
+        put(&o, "WAVE", 4);
+        if (rf64) { /* ds64: RIFF size, data size, frames, table length */
+            put(&o, "ds64", 4);
+            put_uint(&o, 28, 4);
+            put_uint(&o, 0, 8);
+            put_uint(&o, d.n, 8);
+            put_uint(&o, n, 8);
+            put_uint(&o, 0, 4);
+        }
+        int align = c->block_align ? c->block_align : c->channels * (int)bw;
+        put(&o, "fmt ", 4);
+        put_uint(&o, c->tag == 0xFFFE ? 40 : 16, 4);
+        put_uint(&o, c->tag, 2);
+        put_uint(&o, (uint64_t)c->channels, 2);
+        put_uint(&o, 16000, 4);
+        put_uint(&o, 16000 * (uint64_t)align, 4);
+        put_uint(&o, (uint64_t)align, 2);
+        put_uint(&o, (uint64_t)c->bits, 2);
+        if (c->tag == 0xFFFE) {
+            put_uint(&o, 22, 2);
+            put_uint(&o, (uint64_t)c->valid, 2);
+            put_uint(&o, c->channels == 1 ? 4 : 3, 4);
+            put_uint(&o, c->sub, 4); /* GUID: {tag}-0000-0010-8000-00AA00389B71 */
+            put_uint(&o, 0, 2);
+            put_uint(&o, 0x10, 2);
+            put(&o, "\x80\x00\x00\xaa\x00\x38\x9b\x71", 8);
+        }
+        put(&o, "data", 4);
+        put_uint(&o, rf64 ? 0xFFFFFFFFu : d.n, 4);
+    }
+    put(&o, d.b, d.n);
+    if (d.n & 1)
+        put(&o, "", 1);
+    if (strcmp(c->riff, "RF64") == 0) {
+        patch32(&o, 4, 0xFFFFFFFFu);
+        for (size_t i = 0; i < 8; i++) /* ds64's RIFF size */
+            o.b[20 + i] = (unsigned char)((uint64_t)(o.n - 8) >> (8 * i));
+    } else {
+        patch32(&o, 4, (uint32_t)(o.n - 8));
+    }
+    char *path = gf_strfmt("%s/%s", tmpdir, c->name);
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(o.b, 1, o.n, f), o.n);
+    fclose(f);
+    free(o.b);
+    free(d.b);
+    return path;
+}
+
+/* n signed samples of `bits` bits: both extremes, then spread over the range
+ * (none zero but by chance). */
+static int32_t *known_samples(int bits, size_t n, uint64_t seed)
+{
+    int32_t *s = gf_malloc(n * sizeof *s);
+    int64_t lo = -((int64_t)1 << (bits - 1)), span = (int64_t)1 << bits;
+    for (size_t i = 0; i < n; i++)
+        s[i] = (int32_t)(lo + (int64_t)(gf_splitmix64(&seed) % (uint64_t)span));
+    s[0] = (int32_t)lo;
+    s[n > 1] = (int32_t)(lo + span - 1);
+    return s;
+}
+
+/* Widths libsndfile reads as whole-byte containers: every sample decodes to
+ * sample / 2^(bits - 1), bit for bit, across more than one decode block. */
+static void test_widths_decoded(void **state)
+{
+    (void)state;
+    static const width_case wcases[] = {
+        { "w1.wav",      "RIFF", 1, 0, 1, 1, 0, 0 },
+        { "w4.wav",      "RIFF", 1, 0, 1, 4, 0, 0 },
+        { "w7.wav",      "RIFF", 1, 0, 1, 7, 0, 0 },
+        { "w8.wav",      "RIFF", 1, 0, 1, 8, 0, 0 },
+        { "w12.wav",     "RIFF", 1, 0, 1, 12, 0, 0 },
+        { "w15.wav",     "RIFF", 1, 0, 1, 15, 0, 0 },
+        { "w16.wav",     "RIFF", 1, 0, 1, 16, 0, 0 },
+        { "w20.wav",     "RIFF", 1, 0, 1, 20, 0, 0 },
+        { "w23.wav",     "RIFF", 1, 0, 1, 23, 0, 0 },
+        { "w24.wav",     "RIFF", 1, 0, 1, 24, 0, 0 },
+        { "w28.wav",     "RIFF", 1, 0, 1, 28, 0, 0 },
+        { "w31.wav",     "RIFF", 1, 0, 1, 31, 0, 0 },
+        { "w32.wav",     "RIFF", 1, 0, 1, 32, 0, 0 },
+        { "x12in16.wav", "RIFF", 0xFFFE, 1, 1, 16, 12, 0 },
+        { "x20in24.wav", "RIFF", 0xFFFE, 1, 1, 24, 20, 0 },
+        { "x24in32.wav", "RIFF", 0xFFFE, 1, 1, 32, 24, 0 },
+        { "x20in32.wav", "RIFF", 0xFFFE, 1, 1, 32, 20, 0 },
+        { "x7in8.wav",   "RIFF", 0xFFFE, 1, 1, 8, 7, 0 },
+        { "x0in24.wav",  "RIFF", 0xFFFE, 1, 1, 24, 0, 0 }, /* 0: as the container */
+        { "rifx12.wav",  "RIFX", 1, 0, 1, 12, 0, 0 },
+        { "rf64_20.wav", "RF64", 1, 0, 1, 20, 0, 0 },
+        { "a8.aiff",     "AIFF", 0, 0, 1, 8, 0, 0 },
+        { "a12.aiff",    "AIFF", 0, 0, 1, 12, 0, 0 },
+        { "a20.aiff",    "AIFF", 0, 0, 1, 20, 0, 0 },
+        { "a24.aiff",    "AIFF", 0, 0, 1, 24, 0, 0 },
+    };
+    const size_t n = 5000; /* more than one 4096-frame block */
+    for (size_t k = 0; k < GF_ARRAY_LEN(wcases); k++) {
+        const width_case *c = &wcases[k];
+        int sig = c->tag == 0xFFFE && c->valid ? c->valid : c->bits;
+        int32_t *smp = known_samples(sig, n, 1000 + k);
+        char *path = write_width_file(c, smp, n);
+        float *x = NULL;
+        size_t got = 0;
+        int rc = gf_audio_read_all(path, &x, &got);
+        if (rc)
+            fail_msg("%s: gf_audio_read_all gave %d: %s", c->name, rc, gf_log_last_error());
+        assert_int_equal(got, n);
+        for (size_t i = 0; i < n; i++) {
+            float want = (float)ldexp((double)smp[i], 1 - sig);
+            if (x[i] != want)
+                fail_msg("%s: sample %zu (%d of %d bits) decoded %.9g, expected %.9g", c->name,
+                         i, (int)smp[i], sig, (double)x[i], (double)want);
+        }
+        printf("%-12s %2d of %2d bits: %zu samples exact\n", c->name, sig,
+               (c->bits + 7) / 8 * 8, n);
+        free(x);
+        free(smp);
+        unlink(path);
+        free(path);
+    }
+
+    /* Stereo 12-bit: the channels are averaged. */
+    const width_case st = { "st12.wav", "RIFF", 1, 0, 2, 12, 0, 0 };
+    int32_t *smp = known_samples(12, 2 * n, 7);
+    char *path = write_width_file(&st, smp, n);
+    float *x = NULL;
+    size_t got = 0;
+    assert_int_equal(gf_audio_read_all(path, &x, &got), 0);
+    assert_int_equal(got, n);
+    for (size_t i = 0; i < n; i++)
+        assert_true(x[i] == (float)((smp[2 * i] + smp[2 * i + 1]) / 4096.0));
+    free(x);
+    free(smp);
+    unlink(path);
+    free(path);
+}
+
+/* Open (or read to the end) a file expected to be refused with rc and a
+ * message containing want. */
+static void expect_refused(const width_case *c, const int32_t *s, size_t n, int rc,
+                           const char *want)
+{
+    char *path = write_width_file(c, s, n);
+    float *x = (float *)1;
+    size_t got = 99;
+    gf_log_clear_last_error();
+    int r = gf_audio_read_all(path, &x, &got);
+    if (r != rc || !strstr(gf_log_last_error(), want) || !strstr(gf_log_last_error(), path))
+        fail_msg("%s: rc %d (expected %d), message '%s' (expected '%s')", c->name, r, rc,
+                 gf_log_last_error(), want);
+    assert_null(x);
+    printf("%-12s refused: %s\n", c->name, gf_log_last_error());
+    unlink(path);
+    free(path);
+}
+
+/* Samples whose padding bits are set (a right-justified writer, or noise)
+ * and headers that contradict themselves are refused, naming the width. */
+static void test_widths_refused(void **state)
+{
+    (void)state;
+    const size_t n = 5000;
+    int32_t *smp = known_samples(7, n, 3);
+
+    /* 7-bit samples right-justified in bytes: 0..127, centred on 64. */
+    const width_case w7 = { "right7.wav", "RIFF", 1, 0, 1, 7, 0, 0 };
+    {
+        char *path = write_width_file(&w7, smp, n);
+        FILE *f = fopen(path, "r+b");
+        assert_non_null(f);
+        fseek(f, 44 + 1, SEEK_SET);
+        fputc(0x41, f); /* frame 1: odd, its padding bit set */
+        fclose(f);
+        int err = 0;
+        gf_log_clear_last_error();
+        assert_null(gf_audio_reader_new(path, &err)); /* refused at open */
+        assert_int_equal(err, GF_EINVAL);
+        assert_non_null(strstr(gf_log_last_error(), "the sample at frame 1 (channel 1) has bits "
+                                                    "set below its 7 valid bits of 8 (0x41)"));
+        unlink(path);
+        free(path);
+    }
+    /* A padding bit set past the first block: found when it is read. */
+    const width_case x20 = { "late.wav", "RIFF", 0xFFFE, 1, 1, 24, 20, 0 };
+    {
+        int32_t *s20 = known_samples(20, n, 4);
+        char *path = write_width_file(&x20, s20, n);
+        FILE *f = fopen(path, "r+b");
+        assert_non_null(f);
+        fseek(f, 68 + 3 * 4500, SEEK_SET); /* after the 68-byte header */
+        fputc(0x01, f);
+        fclose(f);
+        gf_audio_reader *r = gf_audio_reader_new(path, NULL);
+        assert_non_null(r);
+        float buf[4096];
+        ssize_t got;
+        while ((got = gf_audio_reader_read(r, buf, 1000)) > 0)
+            ;
+        assert_int_equal(got, GF_EINVAL);
+        assert_int_equal(gf_audio_reader_read(r, buf, 10), GF_EINVAL); /* sticky */
+        assert_non_null(strstr(gf_log_last_error(), "frame 4500 (channel 1) has bits set below "
+                                                    "its 20 valid bits of 24 (0x"));
+        gf_audio_reader_destroy(&r);
+        unlink(path);
+        free(path);
+        free(s20);
+    }
+
+    /* Headers that contradict themselves. */
+    static const width_case bad[] = {
+        { "x24in16.wav", "RIFF", 0xFFFE, 1, 1, 16, 24, 0 },
+        { "x17in16.wav", "RIFF", 0xFFFE, 1, 1, 16, 17, 0 },
+        { "pack12.wav",  "RIFF", 1, 0, 2, 12, 0, 3 },  /* packed 12-bit stereo */
+        { "pad16.wav",   "RIFF", 1, 0, 1, 16, 0, 4 },  /* 16 bits in 4-byte frames */
+        { "f32b8.wav",   "RIFF", 3, 0, 1, 32, 0, 8 },
+    };
+    const char *why[] = {
+        "malformed: 24 valid bits in 16-bit samples",
+        "malformed: 17 valid bits in 16-bit samples",
+        "malformed: block align 3 for 2 channels of 12-bit integer PCM (WAV), which take 4 bytes",
+        "malformed: block align 4 for 1 channel of 16-bit integer PCM (WAV), which take 2 bytes",
+        "malformed: block align 8 for 1 channel of 32-bit IEEE float (WAV)",
+    };
+    for (size_t k = 0; k < GF_ARRAY_LEN(bad); k++)
+        expect_refused(&bad[k], smp, n / 2, GF_EINVAL, why[k]);
+
+    /* Widths libsndfile does not open: refused by name. */
+    static const width_case unsup[] = {
+        { "w0.wav",   "RIFF", 1, 0, 1, 0, 0, 1 },
+        { "w33.wav",  "RIFF", 1, 0, 1, 33, 0, 0 },
+        { "w40.wav",  "RIFF", 1, 0, 1, 40, 0, 0 },
+        { "w64.wav",  "RIFF", 1, 0, 1, 64, 0, 0 },
+        { "f16.wav",  "RIFF", 3, 0, 1, 16, 0, 0 },
+        { "f24.wav",  "RIFF", 3, 0, 1, 24, 0, 0 },
+        { "f48.wav",  "RIFF", 3, 0, 1, 48, 0, 0 },
+        { "xf24.wav", "RIFF", 0xFFFE, 3, 1, 24, 24, 0 },
+        { "a7.aiff",  "AIFF", 0, 0, 1, 7, 0, 0 },
+        { "a40.aiff", "AIFF", 0, 0, 1, 40, 0, 0 },
+    };
+    const char *named[] = {
+        "0-bit integer PCM (WAV)", "33-bit integer PCM (WAV)", "40-bit integer PCM (WAV)",
+        "64-bit integer PCM (WAV)", "16-bit IEEE float (WAV)", "24-bit IEEE float (WAV)",
+        "48-bit IEEE float (WAV)", "24-bit IEEE float (WAV)", "7-bit integer PCM (AIFF)",
+        "40-bit integer PCM (AIFF)",
+    };
+    int32_t zeros[64] = { 0 };
+    for (size_t k = 0; k < GF_ARRAY_LEN(unsup); k++) {
+        char *want = gf_strfmt("cannot decode %s with libsndfile", named[k]);
+        /* The data's content does not matter here; 7-bit samples fit any width. */
+        expect_refused(&unsup[k], unsup[k].bits >= 8 ? smp : zeros,
+                       unsup[k].bits >= 8 ? 64 : 8, GF_EUNSUP, want);
+        free(want);
+    }
+
+    /* FLAC at 12 and 20 bits: a STREAMINFO block says so (libsndfile 1.2
+     * decodes 8, 16 and 24-bit FLAC). */
+    for (int bits = 12; bits <= 20; bits += 8) {
+        unsigned char fl[42] = "fLaC\x80\x00\x00\x22\x10\x00\x10\x00";
+        uint64_t v = (uint64_t)16000 << 44 | (uint64_t)(bits - 1) << 36 | 100;
+        for (int i = 0; i < 8; i++)
+            fl[18 + i] = (unsigned char)(v >> (56 - 8 * i));
+        char *path = gf_strfmt("%s/f%d.flac", tmpdir, bits);
+        write_bytes(path, fl, sizeof fl);
+        int err = 0;
+        gf_log_clear_last_error();
+        assert_null(gf_audio_reader_new(path, &err));
+        assert_int_equal(err, GF_EUNSUP);
+        char *want = gf_strfmt("cannot decode %d-bit integer PCM (FLAC)", bits);
+        if (!strstr(gf_log_last_error(), want))
+            fail_msg("f%d.flac: '%s'", bits, gf_log_last_error());
+        free(want);
+        unlink(path);
+        free(path);
+    }
+    free(smp);
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -489,6 +845,8 @@ int main(void)
         cmocka_unit_test(test_windows),
         cmocka_unit_test(test_windows_resampled),
         cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_widths_decoded),
+        cmocka_unit_test(test_widths_refused),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -1,7 +1,11 @@
 /* audio.h — any common audio file in, 16 kHz mono float out, in blocks.
  *
  * Decoding goes through libsndfile (WAV PCM 8/16/24/32-bit, float 32/64,
- * WAVE_FORMAT_EXTENSIBLE, FLAC, Ogg/Vorbis, MP3 and whatever else it reads),
+ * WAVE_FORMAT_EXTENSIBLE, FLAC, Ogg/Vorbis, MP3 and whatever else it reads;
+ * WAV and AIFF PCM of other widths up to 32 bits when left-justified in whole
+ * bytes, as those formats store them: padding bits set, a width libsndfile
+ * cannot decode or a header that contradicts itself is refused, naming the
+ * width; docs/audio.md),
  * channels are averaged to mono, and libsoxr (high quality) resamples to
  * 16 kHz; a file already at 16 kHz is passed through untouched. Samples are
  * floats in [-1, 1] (integer PCM divided by 2^(bits-1), as torchaudio does).
@@ -35,8 +39,8 @@ typedef struct gf_audio_reader gf_audio_reader;
 
 /* Open an audio file for streaming at 16 kHz mono. Returns NULL on failure,
  * after logging why, with the GF_E* code in *err when err is not NULL
- * (GF_ENOENT missing, GF_EIO unreadable, GF_EINVAL empty or zero-length,
- * GF_EUNSUP format not recognised). */
+ * (GF_ENOENT missing, GF_EIO unreadable, GF_EINVAL empty, zero-length or
+ * malformed, GF_EUNSUP format not recognised or sample width not decodable). */
 gf_audio_reader *gf_audio_reader_new(const char *path, int *err);
 
 /* Close the file and free the reader; accepts NULL, sets *self_p to NULL. */
@@ -47,7 +51,8 @@ const gf_audio_info *gf_audio_reader_info(const gf_audio_reader *self);
 
 /* Read up to n 16 kHz mono samples into out. Returns the number written
  * (fewer than n only at the end of the file, 0 after it), or a negative GF_E*
- * (GF_EIO decode error, GF_EINVAL truncated file) after logging it. */
+ * (GF_EIO decode error, GF_EINVAL truncated file or a sample's padding bits
+ * set) after logging it. */
 ssize_t gf_audio_reader_read(gf_audio_reader *self, float *out, size_t n);
 
 /* Samples returned so far. */

@@ -4,8 +4,12 @@
  *
  *   build/bench/lock/lockpair FILE [ITERS] [ROUNDS]
  *
- * Two pairs are measured: on an open descriptor (lock + unlock) and from
- * scratch (open + lock + unlock + close, as each flock(1) run does). The two
+ * Three pairs are measured: exclusive on an open descriptor (lock + unlock:
+ * gf_lock adds the check that the path still names the locked inode),
+ * shared on an open descriptor (gf_lock also passes the fairness gate: a
+ * shared lock and unlock of <FILE>.gate around it), and exclusive from
+ * scratch (open + lock + unlock + close, as each flock(1) run does; gf_lock
+ * adds the lock folders' ownership checks). The two
  * sides alternate round by round so drift in machine load hits both; the
  * median round is reported, in ns per pair, with the ratio gf/raw. */
 #include "common/lock.h"
@@ -34,6 +38,23 @@ static void raw_open_pair(const char *path, void *ctx)
     int fd = *(int *)ctx;
     (void)path;
     if (flock(fd, LOCK_EX) != 0 || flock(fd, LOCK_UN) != 0)
+        abort();
+}
+
+static void gf_shared_pair(const char *path, void *ctx)
+{
+    gf_lock *l = ctx;
+    (void)path;
+    if (gf_lock_wait(l, GF_LOCK_SHARED, -1, NULL) != 0)
+        abort();
+    gf_lock_release(l);
+}
+
+static void raw_shared_pair(const char *path, void *ctx)
+{
+    int fd = *(int *)ctx;
+    (void)path;
+    if (flock(fd, LOCK_SH) != 0 || flock(fd, LOCK_UN) != 0)
         abort();
 }
 
@@ -108,6 +129,8 @@ int main(int argc, char **argv)
     printf("lock acquire/release pair, ns (median of %d rounds x %d pairs)\n", rounds, iters);
     printf("%-34s %10s %10s %9s\n", "", "gf_lock", "flock(2)", "ratio");
     compare("lock+unlock, open descriptor", gf_open_pair, l, raw_open_pair, &fd, path, iters,
+            rounds);
+    compare("shared lock+unlock, open desc.", gf_shared_pair, l, raw_shared_pair, &fd, path, iters,
             rounds);
     compare("open+lock+unlock+close", gf_fresh_pair, NULL, raw_fresh_pair, NULL, path, iters,
             rounds);

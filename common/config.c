@@ -640,8 +640,19 @@ static const field worker_fields[] = {
     { "math",        F_MATH, CFG(tf32), 0, 0, NULL },
     { "overlap",     F_BOOL, CFG(overlap), 0, 0, NULL },
     { "cgroups",     F_BOOL, CFG(cgroups), 0, 0, NULL },
+    { "checkpoint_s", F_INT, CFG(checkpoint_s), 0, 86400, NULL },
     { NULL, 0, 0, 0, 0, NULL },
 };
+
+static const field sched_fields[] = {
+    { "yield_after_s", F_INT, CFG(yield_after_s), 0, 86400, NULL },
+    { NULL, 0, 0, 0, 0, NULL },
+};
+
+static int parse_sched(parse_ctx *ctx, yaml_node_t *node, const char *key)
+{
+    return read_mapping(ctx, node, key, sched_fields, ctx->cfg);
+}
 
 static const field spool_fields[] = {
     { "max_bytes", F_BYTES, CFG(spool_max_bytes), 0, 0, NULL },
@@ -706,6 +717,7 @@ static const field top_fields[] = {
     { "devices",    F_SECTION, 0, 0, 0, parse_devices },
     { "broker",     F_SECTION, 0, 0, 0, parse_broker },
     { "worker",     F_SECTION, 0, 0, 0, parse_worker },
+    { "sched",      F_SECTION, 0, 0, 0, parse_sched },
     { NULL, 0, 0, 0, 0, NULL },
 };
 #undef CFG
@@ -723,6 +735,8 @@ static gf_config *base_defaults(void)
     c->lock_owner_uid = GF_CONFIG_NO_OWNER;
     c->spool_max_bytes = DEFAULT_SPOOL_MAX_BYTES;
     c->cgroups = true;
+    c->checkpoint_s = 30;
+    c->yield_after_s = 5;
     c->n_scrub_env = GF_ARRAY_LEN(scrub);
     c->scrub_env = gf_calloc(c->n_scrub_env, sizeof *c->scrub_env);
     for (size_t i = 0; i < c->n_scrub_env; i++)

@@ -74,6 +74,11 @@ typedef struct {
     bool tf32;                  /* worker.math: tf32 (true) or fp32 (false, default) on CUDA cards */
     bool overlap;               /* worker.overlap: embedding trunk beside the segmentation, default true */
     bool cgroups;               /* worker.cgroups: a cgroup v2 per job where writable, default true */
+    int checkpoint_s;           /* worker.checkpoint_s: diarize progress saved this often, 0 never */
+
+    /* scheduler: */
+    int yield_after_s;          /* sched.yield_after_s: an exclusive job's wait before yieldable
+                                 * holders of its card are asked to yield; 0: never */
 } gf_config;
 
 /* Load the configuration. explicit_path: from --config, or NULL to look at

@@ -77,6 +77,8 @@ static void assert_defaults_except_devices(const gf_config *c)
     assert_false(c->tf32);
     assert_true(c->overlap);
     assert_true(c->cgroups);
+    assert_int_equal(c->checkpoint_s, 30);
+    assert_int_equal(c->yield_after_s, 5);
     assert_null(c->lock_owner);
     assert_int_equal(c->lock_owner_uid, GF_CONFIG_NO_OWNER);
     assert_string_equal(c->spool_dir, "/var/lib/gpuflock/spool");

@@ -2,7 +2,8 @@
  *
  * One row per configured card (index, kind, name, lock file) with each
  * holder of its lock from /proc/locks (pid, mode, command, gpuflock job or
- * someone else's flock), then the bench lock. Reads only: never takes a lock. */
+ * someone else's flock) and each exclusive waiter announced at its fairness
+ * gate (common/lock.h), then the bench lock. Reads only: never takes a lock. */
 #include "common/card.h"
 #include "common/config.h"
 #include "common/error.h"
@@ -28,6 +29,8 @@ typedef struct {
     char uuid[48];
     gf_lock_holder *holders;
     size_t n_holders;
+    gf_lock_holder *waiters;     /* exclusive holders of "<lock>.gate": announced waiters */
+    size_t n_waiters;
 } lock_row;
 
 static void usage(FILE *out)
@@ -37,7 +40,8 @@ static void usage(FILE *out)
         "\n"
         "For each configured card: index, kind, name, lock file and each holder of the\n"
         "lock (pid, shared or exclusive, command, and whether it is a gpuflock job or\n"
-        "someone else's flock); then the bench lock of --proof jobs.\n"
+        "someone else's flock), and each exclusive waiter announced at the card's\n"
+        "fairness gate; then the bench lock of --proof jobs.\n"
         "\n"
         "  --json          one JSON object instead of the table\n"
         "  --config FILE   configuration file\n"
@@ -60,7 +64,26 @@ static int fill_row(lock_row *row, const gf_device_conf *dev, const char *lock)
                  rc ? "(unknown: CUDA driver or device missing)" : id.name);
         snprintf(row->uuid, sizeof row->uuid, "%s", rc ? "" : id.uuid);
     }
-    return gf_lock_holders(lock, &row->holders, &row->n_holders);
+    int rc = gf_lock_holders(lock, &row->holders, &row->n_holders);
+    if (rc || !dev)
+        return rc;
+    /* the gate's exclusive holders wait for the card; its shared ones are
+     * takers passing it for a moment */
+    char *gate = gf_strfmt("%s.gate", lock);
+    gf_lock_holder *g = NULL;
+    size_t ng = 0;
+    rc = gf_lock_holders(gate, &g, &ng);
+    for (size_t i = 0; i < ng; i++) {
+        if (g[i].mode != GF_LOCK_EXCLUSIVE) {
+            free(g[i].command);
+            continue;
+        }
+        row->waiters = gf_realloc(row->waiters, (row->n_waiters + 1) * sizeof *row->waiters);
+        row->waiters[row->n_waiters++] = g[i];
+    }
+    free(g);
+    free(gate);
+    return rc;
 }
 
 static const char *kind_name(const gf_device_conf *dev)
@@ -70,10 +93,8 @@ static const char *kind_name(const gf_device_conf *dev)
 
 static void print_holders(const lock_row *row, int indent)
 {
-    if (row->n_holders == 0) {
+    if (row->n_holders == 0)
         printf("free\n");
-        return;
-    }
     for (size_t i = 0; i < row->n_holders; i++) {
         const gf_lock_holder *h = &row->holders[i];
         if (i)
@@ -84,6 +105,11 @@ static void print_holders(const lock_row *row, int indent)
         else
             printf("pid %d %s (exited; held by a process that inherited its descriptor)\n",
                    (int)h->pid, gf_lock_mode_name(h->mode));
+    }
+    for (size_t i = 0; i < row->n_waiters; i++) {
+        const gf_lock_holder *h = &row->waiters[i];
+        printf("%*swaiting: pid %d exclusive %s: %s (announced at the gate)\n", indent, "",
+               (int)h->pid, h->gpuflock ? "gpuflock" : "flock", h->alive ? h->command : "");
     }
 }
 
@@ -108,11 +134,11 @@ static void print_table(const lock_row *rows, size_t n, const lock_row *bench)
     print_holders(bench, (int)strlen("bench lock : ") + (int)strlen(bench->lock));
 }
 
-static json_object *holders_json(const lock_row *row)
+static json_object *holders_json(const gf_lock_holder *list, size_t n)
 {
     json_object *arr = json_object_new_array();
-    for (size_t i = 0; i < row->n_holders; i++) {
-        const gf_lock_holder *h = &row->holders[i];
+    for (size_t i = 0; i < n; i++) {
+        const gf_lock_holder *h = &list[i];
         json_object *o = json_object_new_object();
         json_object_object_add(o, "pid", json_object_new_int(h->pid));
         json_object_object_add(o, "mode", json_object_new_string(gf_lock_mode_name(h->mode)));
@@ -136,13 +162,14 @@ static void print_json(const lock_row *rows, size_t n, const lock_row *bench)
         json_object_object_add(o, "name", json_object_new_string(rows[i].name));
         json_object_object_add(o, "uuid", json_object_new_string(rows[i].uuid));
         json_object_object_add(o, "lock", json_object_new_string(rows[i].lock));
-        json_object_object_add(o, "holders", holders_json(&rows[i]));
+        json_object_object_add(o, "holders", holders_json(rows[i].holders, rows[i].n_holders));
+        json_object_object_add(o, "waiters", holders_json(rows[i].waiters, rows[i].n_waiters));
         json_object_array_add(cards, o);
     }
     json_object_object_add(root, "cards", cards);
     json_object *b = json_object_new_object();
     json_object_object_add(b, "lock", json_object_new_string(bench->lock));
-    json_object_object_add(b, "holders", holders_json(bench));
+    json_object_object_add(b, "holders", holders_json(bench->holders, bench->n_holders));
     json_object_object_add(root, "bench_lock", b);
     printf("%s\n", json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY |
                                                           JSON_C_TO_STRING_NOSLASHESCAPE));
@@ -197,8 +224,10 @@ int gf_cmd_locks(int argc, char **argv)
         print_json(rows, cfg->n_devices, &bench);
     else if (!rc)
         print_table(rows, cfg->n_devices, &bench);
-    for (size_t i = 0; i < cfg->n_devices; i++)
+    for (size_t i = 0; i < cfg->n_devices; i++) {
         gf_lock_holders_free(&rows[i].holders, rows[i].n_holders);
+        gf_lock_holders_free(&rows[i].waiters, rows[i].n_waiters);
+    }
     if (!rc)
         gf_lock_holders_free(&bench.holders, bench.n_holders);
     free(rows);

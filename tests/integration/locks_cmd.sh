@@ -34,6 +34,23 @@ h0 = cards[0]["holders"]
 assert [(h["pid"], h["mode"], h["holder"]) for h in h0] == [(g, "shared", "gpuflock")], h0
 assert doc["bench_lock"]["holders"] == []
 PY
+# An exclusive exec waiting for card 0 (held shared) is announced at the
+# card's fairness gate: locks lists it as a waiter.
+exec_holder -x --gpu 0
+w=$BGPID
+poll_until "exec $w announced at the gate" holds "$L0.gate" "$w"
+out=$("$GF" locks --config "$CFG") || fail "locks failed"
+echo "$out"
+echo "$out" | grep -Eq "^ +waiting: pid $w exclusive gpuflock: .*gpuflock exec --config .* -x --gpu 0 .*announced at the gate" ||
+    fail "the announced exclusive waiter is not shown"
+"$GF" locks --json --config "$CFG" | /usr/bin/python3 -c '
+import json, sys
+c = {c["index"]: c for c in json.load(sys.stdin)["cards"]}
+w = c[0]["waiters"]
+assert [(x["pid"], x["mode"]) for x in w] == [('"$w"', "exclusive")], w
+assert c[1]["waiters"] == []' || fail "JSON waiters wrong"
+kill_tree "$w"
+
 expect_status 64 "$GF" locks --config "$CFG" extra 2>/dev/null
 expect_status 78 "$GF" locks --config "$T/missing.yaml" 2>/dev/null
 echo "locks shows flock(1) and gpuflock holders with their pids"

@@ -34,6 +34,8 @@ struct gf_lock {
     char *gate_path;     /* its fairness gate: path + ".gate" */
     uid_t owner;         /* trusted besides root and us (GF_LOCK_NO_OWNER: none) */
     int fd;              /* open, close-on-exec unless inherited */
+    dev_t dev;           /* the file fd has open: compared with what the path */
+    ino_t ino;           /* names after each lock taken */
     int gate_fd;         /* the gate, opened when first needed; -1 before */
     bool held;           /* this descriptor holds a lock */
     gf_lock_mode mode;   /* which, when held */
@@ -163,8 +165,9 @@ static int make_parents(const char *path, char *why, size_t len)
 /* Open an existing lock file read-only (flock(2) needs no write permission),
  * never through a symlink, never blocking on a FIFO planted there; it must
  * be a regular file. Creates it (mode 0644 whatever the umask) when missing
- * and the folder lets us. Returns the descriptor, or -1 (said why). */
-static int open_file(const char *path, char *why, size_t len)
+ * and the folder lets us. Returns the descriptor and its file's identity in
+ * *st, or -1 (said why). */
+static int open_file(const char *path, struct stat *st, char *why, size_t len)
 {
     const int flags = O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY;
     int fd = open(path, flags);
@@ -193,8 +196,7 @@ static int open_file(const char *path, char *why, size_t len)
             say(why, len, "lock file %s: cannot open: %s", path, strerror(errno));
         return -1;
     }
-    struct stat st;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    if (fstat(fd, st) != 0 || !S_ISREG(st->st_mode)) {
         say(why, len, "lock file %s is not a regular file", path);
         close(fd);
         return -1;
@@ -203,7 +205,7 @@ static int open_file(const char *path, char *why, size_t len)
 }
 
 /* The checked open of one lock (or gate) file, folders made when missing. */
-static int open_checked(const char *path, uid_t owner, char *why, size_t len)
+static int open_checked(const char *path, uid_t owner, struct stat *st, char *why, size_t len)
 {
     int rc = check_folder(path, owner, why, len);
     if (rc == GF_ENOENT) {
@@ -213,7 +215,7 @@ static int open_checked(const char *path, uid_t owner, char *why, size_t len)
         if (rc == GF_ENOENT)
             say(why, len, "lock file %s: its folder vanished while it was made", path);
     }
-    return rc ? -1 : open_file(path, why, len);
+    return rc ? -1 : open_file(path, st, why, len);
 }
 
 gf_lock *gf_lock_open(const char *path, uid_t owner, char *why, size_t len)
@@ -222,10 +224,13 @@ gf_lock *gf_lock_open(const char *path, uid_t owner, char *why, size_t len)
         say(why, len, "lock file: empty path");
         return NULL;
     }
-    int fd = open_checked(path, owner, why, len);
+    struct stat st;
+    int fd = open_checked(path, owner, &st, why, len);
     if (fd < 0)
         return NULL;
     gf_lock *self = gf_calloc(1, sizeof *self);
+    self->dev = st.st_dev;
+    self->ino = st.st_ino;
     self->path = gf_strdup(path);
     self->gate_path = gf_strfmt("%s" GATE_SUFFIX, path);
     self->owner = owner;
@@ -240,14 +245,14 @@ int gf_lock_prepare(const char *path, uid_t owner, char *why, size_t len)
     const char *files[] = { path, gate };
     int rc = 0;
     for (size_t i = 0; i < 2 && !rc; i++) {
-        int fd = open_checked(files[i], owner, why, len);
+        struct stat st;
+        int fd = open_checked(files[i], owner, &st, why, len);
         if (fd < 0) {
             rc = GF_EIO;
             break;
         }
-        struct stat st;
         /* an older gpuflock made lock files 0666: no one needs to write them */
-        if (fstat(fd, &st) == 0 && st.st_uid == geteuid() &&
+        if (st.st_uid == geteuid() &&
             (st.st_mode & 07777) != LOCK_FILE_MODE && fchmod(fd, LOCK_FILE_MODE) != 0)
             GF_WARN("lock file %s: cannot set mode 0644: %s", files[i], strerror(errno));
         close(fd);
@@ -297,8 +302,9 @@ static void unflock(int fd)
 
 static int gate_fd(gf_lock *self)
 {
+    struct stat st;
     if (self->gate_fd < 0)
-        self->gate_fd = open_checked(self->gate_path, self->owner, NULL, 0);
+        self->gate_fd = open_checked(self->gate_path, self->owner, &st, NULL, 0);
     return self->gate_fd < 0 ? GF_EIO : 0;
 }
 
@@ -326,10 +332,10 @@ static void withdraw(gf_lock *self)
 /* Has the path been made to name another file since we opened it? */
 static bool replaced(const gf_lock *self)
 {
-    struct stat mine, now;
-    if (fstat(self->fd, &mine) != 0 || lstat(self->path, &now) != 0)
+    struct stat now;
+    if (lstat(self->path, &now) != 0)
         return true;
-    return mine.st_dev != now.st_dev || mine.st_ino != now.st_ino;
+    return self->dev != now.st_dev || self->ino != now.st_ino;
 }
 
 /* Reopen after the path was replaced: the held lock (on an inode nobody else
@@ -337,11 +343,14 @@ static bool replaced(const gf_lock *self)
 static int reopen(gf_lock *self)
 {
     GF_WARN("lock file %s was replaced while we locked it: locking the new one", self->path);
-    int fd = open_checked(self->path, self->owner, NULL, 0);
+    struct stat st;
+    int fd = open_checked(self->path, self->owner, &st, NULL, 0);
     if (fd < 0)
         return GF_EIO;
     close(self->fd);
     self->fd = fd;
+    self->dev = st.st_dev;
+    self->ino = st.st_ino;
     self->held = false;
     return 0;
 }

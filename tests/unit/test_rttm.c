@@ -193,6 +193,7 @@ static void test_not_text(void **state)
     REFUSED("A\xf4\x90\x80\x80\n", "byte \\xF4 at column 2 is not valid UTF-8"); /* > U+10FFFF */
     REFUSED("A\xe2\x82\n", "byte \\xE2 at column 2 is not valid UTF-8");         /* cut short */
     REFUSED("A\xc2\x9b" "31m\n", "byte \\xC2 at column 2 is not printable (a C1 control");
+    REFUSED("A\xc2" "A\n", "byte \\xC2 at column 2 is not valid UTF-8");
     REFUSED("SPEAKER x 1 0 1 <NA> <NA> A <NA> <NA>\r\r\n", "byte \\x0D at column 38");
     /* Every byte value alone on a line: blank (accepted, no turns), or
      * refused as not text or as holding no SPEAKER record. */

@@ -160,7 +160,7 @@ int gf_rttm_check_text(const char *name, size_t line, const char *s, size_t len)
         size_t k = utf8_len(p + i, len - i);
         if (k == 0) {
             GF_ERROR("%s:%zu: not text: byte \\x%02X at column %zu is not %s", name, line, c,
-                     i + 1, c == 0xC2 && i + 1 < len && p[i + 1] < 0xA0
+                     i + 1, c == 0xC2 && i + 1 < len && p[i + 1] >= 0x80 && p[i + 1] < 0xA0
                                 ? "printable (a C1 control character)"
                                 : "valid UTF-8");
             return GF_EINVAL;

@@ -134,4 +134,6 @@ grep -q '^TOTAL .* 100\.00$' "$tmp/o" || fail "empty hypothesis: $(cat "$tmp/o")
 "$G" der "$tmp/blank.rttm" "$tmp/hyp.rttm" >"$tmp/o" 2>"$tmp/e" || fail "blank reference: exit $?"
 grep -q "blank.rttm is empty: scored as a reference with no speech" "$tmp/e" || fail "no warning: $(cat "$tmp/e")"
 grep -q '^TOTAL  *0\.000 .* 100\.00$' "$tmp/o" || fail "blank reference: $(cat "$tmp/o")"
+# An enormous input is refused without being read to its end.
+expect_status 65 "larger than 256 MiB" /dev/zero "$tmp/hyp.rttm"
 echo "der cli: ok"

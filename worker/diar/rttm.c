@@ -269,7 +269,8 @@ int gf_rttm_read(const char *path, gf_rttm **out)
     size_t cap = 4096, n = 0;
     char *b = gf_malloc(cap);
     size_t got;
-    while ((got = fread(b + n, 1, cap - n, f)) > 0) {
+    /* one byte past the bound says "too large" without reading /dev/zero to its end */
+    while (n <= GF_RTTM_MAX_BYTES && (got = fread(b + n, 1, cap - n, f)) > 0) {
         n += got;
         if (n == cap)
             b = gf_realloc(b, cap *= 2);
@@ -280,6 +281,12 @@ int gf_rttm_read(const char *path, gf_rttm **out)
         GF_ERROR("%s: read error", path);
         free(b);
         return GF_EIO;
+    }
+    if (n > GF_RTTM_MAX_BYTES) {
+        GF_ERROR("%s: larger than %d MiB: not an RTTM file gpuflock reads", path,
+                 GF_RTTM_MAX_BYTES >> 20);
+        free(b);
+        return GF_EINVAL;
     }
     int rc = gf_rttm_parse(path, b, n, out);
     free(b);

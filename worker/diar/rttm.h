@@ -26,6 +26,8 @@
  * 2e7 s) keeps a resolution of 4e-9 s in a double, so no turn's end is lost
  * to rounding. */
 #define GF_RTTM_MAX_TIME 1e7
+/* Files larger than this are refused (256 MiB: some four million turns). */
+#define GF_RTTM_MAX_BYTES (256 << 20)
 
 typedef struct {
     char *uri;        /* recording (file) id */

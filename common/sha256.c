@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static void to_hex(const unsigned char *md, char out[GF_SHA256_HEX_LEN])
 {
@@ -59,5 +60,44 @@ int gf_sha256_file_hex(const char *path, char out[GF_SHA256_HEX_LEN])
     }
     EVP_MD_CTX_free(ctx);
     fclose(f);
+    return rc;
+}
+
+int gf_sha256_fd_hex(int fd, const char *name, char out[GF_SHA256_HEX_LEN])
+{
+    EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+    if (!ctx || !EVP_DigestInit_ex(ctx, EVP_sha256(), NULL)) {
+        fprintf(stderr, "gpuflock: SHA-256 unavailable in libcrypto\n");
+        abort();
+    }
+    /* large reads: an hour of audio is a hundred megabytes */
+    size_t cap = 1 << 20;
+    unsigned char *buf = malloc(cap);
+    if (!buf) {
+        fprintf(stderr, "gpuflock: out of memory\n");
+        abort();
+    }
+    int rc = 0;
+    for (;;) {
+        ssize_t n = read(fd, buf, cap);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            GF_ERROR("%s: read error while hashing: %s", name, strerror(errno));
+            rc = GF_EIO;
+            break;
+        }
+        if (n == 0)
+            break;
+        EVP_DigestUpdate(ctx, buf, (size_t)n);
+    }
+    if (rc == 0) {
+        unsigned char md[32];
+        unsigned int mdlen = 0;
+        EVP_DigestFinal_ex(ctx, md, &mdlen);
+        to_hex(md, out);
+    }
+    free(buf);
+    EVP_MD_CTX_free(ctx);
     return rc;
 }

@@ -17,4 +17,9 @@ void gf_sha256_hex(const void *data, size_t len, char out[GF_SHA256_HEX_LEN]);
  * after logging a message naming the file. */
 int gf_sha256_file_hex(const char *path, char out[GF_SHA256_HEX_LEN]);
 
+/* Digest of what is left to read on fd (from its offset to its end), for a
+ * caller that must know the bytes hashed are those of the file it fstat-ed;
+ * name is for the message. Returns 0, or GF_EIO after logging. */
+int gf_sha256_fd_hex(int fd, const char *name, char out[GF_SHA256_HEX_LEN]);
+
 #endif

@@ -2,7 +2,10 @@
  * window count and zero padding of the last window, the overlap-excluded
  * pooling mask, the energy voice activity, the fbank-statistics embeddings,
  * and the weight-free pipeline end to end on a synthetic recording (two
- * harmonic "voices" in turns over low noise), written as a real WAV file. */
+ * harmonic "voices" in turns over low noise), written as a real WAV file;
+ * a run stopped at a batch boundary and resumed from the state it stopped
+ * in gives the same turns and intermediates, byte for byte, without
+ * running the windows before it again. */
 #include "common/devstats.h"
 #include "common/error.h"
 #include "common/log.h"
@@ -11,6 +14,7 @@
 #include "worker/diar/fbank.h"
 #include "worker/diar/npy.h"
 #include "worker/diar/pipeline.h"
+#include "worker/diar/rttm.h"
 #include "tests/unit/tmpdir.h"
 
 #include <setjmp.h>
@@ -379,6 +383,181 @@ static void test_cancel(void **state)
     gf_diar_destroy(&d);
 }
 
+/* A deep copy of a boundary's state, as a checkpoint would keep it. */
+typedef struct {
+    gf_diar_state st;
+    size_t stop_at;       /* the boundary hook stops the run at this many windows */
+    bool seen_last;       /* the hook saw the last batch */
+} kept;
+
+static float *copy_floats(const float *p, size_t n)
+{
+    if (!p)
+        return NULL;
+    float *q = gf_malloc((n ? n : 1) * sizeof *q);
+    memcpy(q, p, n * sizeof *q);
+    return q;
+}
+
+static int keep_and_stop(void *user, const gf_diar_state *st)
+{
+    kept *k = user;
+    k->seen_last = st->last;
+    if (st->n_windows < k->stop_at)
+        return 0;
+    size_t n = st->n_windows;
+    k->st = *st;
+    k->st.seg = copy_floats(st->seg, n * GF_DIAR_FRAMES * GF_DIAR_SPEAKERS);
+    k->st.emb = copy_floats(st->emb, n * GF_DIAR_SPEAKERS * st->dim);
+    k->st.logits = copy_floats(st->logits, n * GF_DIAR_FRAMES * GF_DIAR_CLASSES);
+    k->st.blocks = copy_floats(st->blocks, st->n_blocks * GF_DIAR_WF_DIM);
+    return 1;
+}
+
+static void free_kept(kept *k)
+{
+    free((float *)k->st.seg);
+    free((float *)k->st.emb);
+    free((float *)k->st.logits);
+    free((float *)k->st.blocks);
+}
+
+static const gf_diar_state *resume_from(void *user, size_t total)
+{
+    kept *k = user;
+    assert_int_equal(total, 13);
+    return &k->st;
+}
+
+static char *slurp_file(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *buf = gf_malloc((size_t)n + 1);
+    assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
+    fclose(f);
+    *len = (size_t)n;
+    return buf;
+}
+
+static void same_file(const char *a, const char *b)
+{
+    size_t la, lb;
+    char *x = slurp_file(a, &la), *y = slurp_file(b, &lb);
+    assert_int_equal(la, lb);
+    assert_memory_equal(x, y, la);
+    free(x);
+    free(y);
+}
+
+static uint64_t unavailable(const gf_devstats *st, const char *stage)
+{
+    const gf_devstats_row *rows;
+    size_t n = gf_devstats_rows(st, &rows);
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(rows[i].stage, stage) == 0)
+            return rows[i].unavailable;
+    return 0;
+}
+
+/* One run into save dir `save`: its turns as RTTM text. */
+static char *run_to(gf_diar *d, const char *path, const char *save, gf_diar_run_opts *o,
+                    gf_devstats *st, size_t *resumed)
+{
+    char *dirp = gf_strfmt("%s/%s", tmpdir, save);
+    o->save_dir = dirp;
+    gf_diar_result res;
+    assert_int_equal(gf_diar_run(d, path, o, st, &res), 0);
+    char *text = gf_rttm_format(res.rttm);
+    *resumed = res.n_resumed;
+    gf_diar_result_free(&res);
+    free(dirp);
+    return text;
+}
+
+/* Weight-free, batches of 2 over 13 windows: stopped after 2, 6, 12 and
+ * all 13 windows, then resumed from the state each stop left: the same
+ * RTTM and intermediates as the run that was never stopped, and the
+ * resumed run's VAD runs only on the windows after the state. A state that
+ * does not end at a batch boundary is not used. */
+static void test_resume_weight_free(void **state)
+{
+    (void)state;
+    const turn turns[] = { { 0.5, 4.5, 0 }, { 5.0, 9.0, 1 }, { 9.5, 13.0, 0 },
+                           { 13.5, 17.0, 1 }, { 17.5, 21.0, 0 } };
+    size_t n = 340800;  /* 21.3 s: 13 windows, the last one padded */
+    float *x = make_turns(turns, 5, n);
+    char *path = write_wav("resume.wav", x, n);
+    free(x);
+    gf_diar *d = gf_diar_new_weight_free(2);
+    gf_diar_run_opts o = gf_diar_run_defaults();
+    gf_devstats *st = gf_devstats_new();
+    size_t resumed;
+    char *want = run_to(d, path, "whole", &o, st, &resumed);
+    assert_int_equal(resumed, 0);
+    assert_int_equal(unavailable(st, "vad.energy"), 13);
+    gf_devstats_destroy(&st);
+
+    const size_t stops[] = { 2, 6, 12, 13 };
+    for (size_t i = 0; i < GF_ARRAY_LEN(stops); i++) {
+        kept k = { .stop_at = stops[i] };
+        gf_diar_run_opts so = gf_diar_run_defaults();
+        so.boundary = keep_and_stop;
+        so.boundary_user = &k;
+        gf_diar_result res;
+        assert_int_equal(gf_diar_run(d, path, &so, NULL, &res), GF_EINTR);
+        assert_null(res.rttm);
+        assert_int_equal(k.st.n_windows, stops[i]);
+        assert_true(k.st.weight_free && k.st.emb == NULL && k.st.n_blocks > 0);
+        assert_int_equal(k.seen_last, stops[i] == 13);
+
+        gf_diar_run_opts ro = gf_diar_run_defaults();
+        ro.resume = resume_from;
+        ro.resume_user = &k;
+        st = gf_devstats_new();
+        char *save = gf_strfmt("resumed%zu", stops[i]);
+        char *got = run_to(d, path, save, &ro, st, &resumed);
+        assert_string_equal(got, want);
+        assert_int_equal(resumed, stops[i]);
+        assert_int_equal(unavailable(st, "vad.energy"), 13 - stops[i]);
+        const char *arrays[] = { "segmentations.npy", "embeddings.npy" };
+        for (size_t a = 0; a < 2; a++) {
+            char *pa = gf_strfmt("%s/whole/%s", tmpdir, arrays[a]);
+            char *pb = gf_strfmt("%s/%s/%s", tmpdir, save, arrays[a]);
+            same_file(pa, pb);
+            free(pa);
+            free(pb);
+        }
+        free(save);
+        free(got);
+        gf_devstats_destroy(&st);
+        free_kept(&k);
+    }
+
+    /* a state of 3 windows (not a boundary of batches of 2): not used */
+    kept k = { .stop_at = 4 };
+    gf_diar_run_opts so = gf_diar_run_defaults();
+    so.boundary = keep_and_stop;
+    so.boundary_user = &k;
+    gf_diar_result res;
+    assert_int_equal(gf_diar_run(d, path, &so, NULL, &res), GF_EINTR);
+    k.st.n_windows = 3;
+    gf_diar_run_opts ro = gf_diar_run_defaults();
+    ro.resume = resume_from;
+    ro.resume_user = &k;
+    char *got = run_to(d, path, "odd", &ro, NULL, &resumed);
+    assert_int_equal(resumed, 0);
+    assert_string_equal(got, want);
+    free(got);
+    free_kept(&k);
+    free(want);
+    free(path);
+    gf_diar_destroy(&d);
+}
+
 /* bad files: an error naming the problem, nothing else */
 static void test_bad_inputs(void **state)
 {
@@ -412,6 +591,7 @@ int main(void)
         cmocka_unit_test(test_energy_vad),
         cmocka_unit_test(test_fbank_stats),
         cmocka_unit_test(test_weight_free_run),
+        cmocka_unit_test(test_resume_weight_free),
         cmocka_unit_test(test_bad_inputs),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -119,7 +119,8 @@ int gf_diar_backend_cpu(const char *models_dir, int max_batch, int threads, gf_d
         goto out;
     }
     *out = (gf_diar_backend){ .name = "cpu", .route = "cpu", .segment = cpu_segment,
-                              .embed = cpu_embed, .destroy = cpu_destroy, .ctx = c };
+                              .embed = cpu_embed, .destroy = cpu_destroy, .ctx = c,
+                              .identity = "cpu" };
 out:
     gf_manifest_destroy(&man);
     free(seg_path);
@@ -457,6 +458,18 @@ bool gf_diar_weight_free(const gf_diar *self)
     return self->weight_free;
 }
 
+int gf_diar_batch(const gf_diar *self)
+{
+    return self->batch;
+}
+
+const char *gf_diar_identity(const gf_diar *self)
+{
+    if (self->weight_free || !self->has_backend || !self->backend.identity)
+        return "cpu";
+    return self->backend.identity;
+}
+
 char *gf_diar_result_json(const gf_diar_result *r, const char *models_dir, const gf_devstats *st)
 {
     char *turns = gf_rttm_json(r->rttm);
@@ -639,6 +652,12 @@ typedef struct {
 #define WF_BLOCK_FBANK ((int)(GF_DIAR_WF_BLOCK * 100.0 + 0.5))  /* fbank frames per block */
 #define WF_BLOCKS_PER_STEP ((size_t)(1.0 / GF_DIAR_WF_BLOCK + 0.5))
 #define WF_BLOCKS_PER_WINDOW (10 * WF_BLOCKS_PER_STEP)
+
+/* window c holds blocks c * per_step .. c * per_step + per_window - 1 */
+size_t gf_diar_max_blocks(size_t n_windows)
+{
+    return n_windows ? (n_windows - 1) * WF_BLOCKS_PER_STEP + WF_BLOCKS_PER_WINDOW : 0;
+}
 
 /* segmentation frame (of the 589) nearest to fbank frame k, by centres */
 static int seg_frame_of_fbank(size_t k)
@@ -953,6 +972,48 @@ static void *read_ahead(void *arg)
     return NULL;
 }
 
+/* Whether a resume state fits this run (gf_diar_run_opts.resume); says why
+ * not. total: the audio's window count, which may still grow by one. */
+static bool resume_fits(const gf_diar *d, const gf_diar_state *rs, size_t dim, bool keep_logits,
+                        size_t total, const char *path)
+{
+    const char *why = NULL;
+    if (rs->weight_free != d->weight_free)
+        why = rs->weight_free ? "made in weight-free mode" : "made by the networks";
+    else if (rs->dim != dim)
+        why = "another embedding size";
+    else if (rs->n_windows == 0 || rs->n_windows > total + 1)
+        why = "a window count the audio does not have";
+    else if (rs->n_windows % (size_t)d->batch != 0 && rs->n_windows < total)
+        why = "it does not end at a batch boundary";
+    else if (!rs->seg || (!d->weight_free && !rs->emb))
+        why = "results missing";
+    else if (keep_logits && !rs->logits)
+        why = "no logits, and they are to be saved";
+    else if (rs->n_blocks > gf_diar_max_blocks(rs->n_windows) || (rs->n_blocks && !rs->blocks))
+        why = "more statistics blocks than its windows hold";
+    if (!why)
+        return true;
+    GF_WARN("%s: the state to resume from is not used (%s): starting at the first window", path,
+            why);
+    return false;
+}
+
+/* A batch a resume supplies: its windows' results copied from rs. */
+static void restore_batch(const gf_diar_state *rs, size_t w0, int nb, float *seg, float *emb,
+                          float *logits)
+{
+    size_t k = (size_t)nb;
+    memcpy(seg, rs->seg + w0 * GF_DIAR_FRAMES * GF_DIAR_SPEAKERS,
+           k * GF_DIAR_FRAMES * GF_DIAR_SPEAKERS * sizeof *seg);
+    if (rs->emb)
+        memcpy(emb, rs->emb + w0 * GF_DIAR_SPEAKERS * rs->dim,
+               k * GF_DIAR_SPEAKERS * rs->dim * sizeof *emb);
+    if (logits && rs->logits)
+        memcpy(logits, rs->logits + w0 * GF_DIAR_FRAMES * GF_DIAR_CLASSES,
+               k * GF_DIAR_FRAMES * GF_DIAR_CLASSES * sizeof *logits);
+}
+
 int gf_diar_run(gf_diar *d, const char *path, const gf_diar_run_opts *o, gf_devstats *stats,
                 gf_diar_result *res)
 {
@@ -966,13 +1027,28 @@ int gf_diar_run(gf_diar *d, const char *path, const gf_diar_run_opts *o, gf_devs
     const gf_audio_info *info = gf_audio_windows_info(it);
     size_t total = gf_audio_windows_count(info->samples, GF_DIAR_WINDOW, GF_DIAR_STEP);
     size_t dim = d->weight_free ? GF_DIAR_WF_DIM : GF_DIAR_EMB_DIM;
+    bool keep_logits = o->save_dir && !d->weight_free;
+    const gf_diar_state *rs = o->resume ? o->resume(o->resume_user, total) : NULL;
+    if (rs && !resume_fits(d, rs, dim, keep_logits, total, path))
+        rs = NULL;
+    size_t skip = rs ? rs->n_windows : 0;   /* windows the resume supplies */
     size_t cap = total ? total : 1, n = 0;
+    if (cap < skip)
+        cap = skip;
     float *seg = gf_malloc(cap * GF_DIAR_FRAMES * GF_DIAR_SPEAKERS * sizeof *seg);
     float *emb = gf_malloc(cap * GF_DIAR_SPEAKERS * dim * sizeof *emb);
-    bool keep_logits = o->save_dir && !d->weight_free;
     float *logits = keep_logits ? gf_malloc(cap * GF_DIAR_FRAMES * GF_DIAR_CLASSES * sizeof *logits)
                                 : NULL;
     wf_blocks wb = { .noise_db = NAN };
+    if (rs && d->weight_free) {   /* what the windows after the resumed ones carry on from */
+        wb.noise_db = rs->noise_db;
+        wb.n = wb.cap = rs->n_blocks;
+        if (wb.n) {
+            wb.vec = gf_malloc(wb.n * GF_DIAR_WF_DIM * sizeof *wb.vec);
+            memcpy(wb.vec, rs->blocks, wb.n * GF_DIAR_WF_DIM * sizeof *wb.vec);
+        }
+    }
+    res->n_resumed = skip;
     int64_t last_sample = 0;
     int rc = 0;
     /* This batch runs while a thread decodes the next into the other
@@ -1004,12 +1080,18 @@ int gf_diar_run(gf_diar *d, const char *path, const gf_diar_run_opts *o, gf_devs
         }
         float *sb = seg + n * GF_DIAR_FRAMES * GF_DIAR_SPEAKERS;
         float *eb = emb + n * GF_DIAR_SPEAKERS * dim;
-        if (d->weight_free)
+        float *lb = logits ? logits + n * GF_DIAR_FRAMES * GF_DIAR_CLASSES : NULL;
+        if (n + (size_t)nb <= skip) {
+            restore_batch(rs, n, nb, sb, eb, lb);
+        } else if (n < skip) {   /* resume_fits rules it out unless the audio changed */
+            GF_ERROR("%s: the state resumed from ends at window %zu, inside the batch of "
+                     "windows %zu..%zu", path, skip, n, n + (size_t)nb - 1);
+            rc = GF_ESTATE;
+        } else if (d->weight_free) {
             rc = run_batch_weight_free(d, nb, n, sb, &wb, stats, res);
-        else
-            rc = run_batch_neural(d, nb, sb, eb,
-                                  logits ? logits + n * GF_DIAR_FRAMES * GF_DIAR_CLASSES : NULL,
-                                  stats, res);
+        } else {
+            rc = run_batch_neural(d, nb, sb, eb, lb, stats, res);
+        }
         t0 = gf_now_ns();   /* decoding the next batch: only the wait for it counts */
         if (ahead)
             pthread_join(reader, NULL);
@@ -1025,6 +1107,19 @@ int gf_diar_run(gf_diar *d, const char *path, const gf_diar_run_opts *o, gf_devs
         n += (size_t)nb;
         if (o->progress)
             o->progress(o->progress_user, n, total > n ? total : n);
+        if (n > skip && o->boundary) {
+            gf_diar_state st = {
+                .n_windows = n, .dim = dim, .weight_free = d->weight_free, .seg = seg,
+                .emb = d->weight_free ? NULL : emb, .logits = logits, .noise_db = wb.noise_db,
+                .n_blocks = wb.n, .blocks = wb.n ? wb.vec : NULL,
+                .last = nxt.nb == 0 && nxt.rc == 0,
+            };
+            if (o->boundary(o->boundary_user, &st)) {
+                GF_INFO("%s: stopped after %zu windows, at a batch boundary", path, n);
+                rc = GF_EINTR;
+                goto out;
+            }
+        }
         batch_read t = cur;
         cur = nxt;
         nxt = t;
@@ -1035,6 +1130,11 @@ int gf_diar_run(gf_diar *d, const char *path, const gf_diar_run_opts *o, gf_devs
     if (n == 0) {
         GF_ERROR("%s: no audio samples", path);
         rc = GF_EINVAL;
+        goto out;
+    }
+    if (n < skip) {
+        GF_ERROR("%s: %zu windows, fewer than the %zu of the state resumed from", path, n, skip);
+        rc = GF_ESTATE;
         goto out;
     }
     res->n_windows = n;

@@ -76,6 +76,10 @@ typedef struct {
     void (*unpin)(void *ctx, void *host);
     void (*destroy)(void *ctx);  /* frees ctx */
     void *ctx;                   /* owned by the table */
+    /* What the backend's numbers depend on besides the weights and the
+     * batch, for a checkpoint's identity: "cpu", or on a card its route
+     * plan's digest (worker/diar_gpu.c). Borrowed from ctx; NULL: "cpu". */
+    const char *identity;
     /* The clustering's AHC linkage on the backend's device, with ahc_ctx;
      * NULL: on the CPU (worker/diar/ahc.c). */
     gf_ahc_link_fn ahc_link;
@@ -92,6 +96,31 @@ int gf_diar_backend_cpu(const char *models_dir, int max_batch, int threads, gf_d
  * header undercounts). */
 typedef void (*gf_diar_progress_fn)(void *user, size_t done, size_t total);
 
+/* Where a run stands at a batch boundary: the per-window results of
+ * windows 0..n_windows-1 and everything that crosses into the next batch.
+ * It is all a checkpoint holds (worker/diar/ckpt.h) and all a resumed run
+ * needs. The arrays are borrowed views. */
+typedef struct {
+    size_t n_windows;       /* windows done, a batch boundary */
+    size_t dim;             /* embedding size: GF_DIAR_EMB_DIM, or GF_DIAR_WF_DIM */
+    bool weight_free;       /* the mode that made them */
+    const float *seg;       /* [n x 589 x 3] activity (weight-free: the VAD in column 0) */
+    const float *emb;       /* [n x 3 x dim] embeddings; NULL in weight-free mode, whose
+                               embeddings are made after the stream */
+    const float *logits;    /* [n x 589 x 7] log-probabilities when they are kept
+                               (save_dir, neural mode); else NULL */
+    double noise_db;        /* weight-free: the energy VAD's running noise floor (NaN: none
+                               yet), carried from window to window */
+    size_t n_blocks;        /* weight-free: statistics blocks filled so far */
+    const float *blocks;    /* [n_blocks x GF_DIAR_WF_DIM] their vectors (NaN rows: too
+                               little speech); NULL when n_blocks is 0 */
+    bool last;              /* (boundary hook) the audio has no more windows */
+} gf_diar_state;
+
+/* Weight-free blocks filled after n windows, at most (a bound for readers
+ * of saved states). */
+size_t gf_diar_max_blocks(size_t n_windows);
+
 typedef struct {
     gf_cluster_opts cluster;       /* constraints and recipe parameters */
     const char *save_dir;          /* write the intermediates here, or NULL */
@@ -101,6 +130,24 @@ typedef struct {
      * GF_EINTR (a cancelled job). May be NULL. */
     int (*cancel)(void *user);
     void *cancel_user;             /* passed to cancel */
+    /* Resume: called once the audio is open, with its window count (it
+     * may still grow by one): the state to go on from, or NULL to start at
+     * the first window. Windows before state->n_windows are then decoded
+     * (so the decoder and resampler reach the later windows as in an
+     * uninterrupted run) but not run through the networks again, and the
+     * batches after them are those of an uninterrupted run. The state must
+     * outlive gf_diar_run and fit this pipeline: its mode and embedding
+     * size, logits when save_dir is set, and n_windows a multiple of the
+     * batch size or the whole recording; one that does not is logged and
+     * not used. May be NULL. */
+    const gf_diar_state *(*resume)(void *user, size_t total_windows);
+    void *resume_user;             /* passed to resume */
+    /* Called after each batch the run computed (not after those a resume
+     * supplied), with the state so far, borrowed for the call. Non-zero
+     * stops the run there with GF_EINTR, as a cancel does (a job that
+     * yields its card after its checkpoint). May be NULL. */
+    int (*boundary)(void *user, const gf_diar_state *st);
+    void *boundary_user;           /* passed to boundary */
 } gf_diar_run_opts;
 
 /* Defaults: gf_cluster_defaults(), nothing saved, no progress. */
@@ -110,6 +157,7 @@ typedef struct {
     gf_rttm *rttm;           /* speaker turns, uri = the file's base name */
     bool weight_free;        /* true: produced in weight-free mode */
     size_t n_windows;        /* windows processed */
+    size_t n_resumed;        /* of which taken from a resume state, not computed */
     size_t n_speakers;       /* distinct speakers in the turns */
     double duration;         /* seconds of audio */
     double t_decode;         /* wall seconds: decoding and resampling */
@@ -148,6 +196,14 @@ void gf_diar_set_backend(gf_diar *self, gf_diar_backend *backend);
 void gf_diar_destroy(gf_diar **self_p);
 
 bool gf_diar_weight_free(const gf_diar *self);
+
+/* Windows per network call. */
+int gf_diar_batch(const gf_diar *self);
+
+/* What the numbers depend on besides the weights and the batch size: "cpu"
+ * (CPU networks, or weight-free mode), or the backend's identity (on a
+ * card, its route plan's digest). Borrowed. */
+const char *gf_diar_identity(const gf_diar *self);
 
 /* Diarize one recording. Returns 0 and fills *res (free with
  * gf_diar_result_free), or a negative GF_E* after logging a message naming

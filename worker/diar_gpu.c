@@ -13,6 +13,7 @@
 
 #include "common/error.h"
 #include "common/log.h"
+#include "common/sha256.h"
 #include "common/util.h"
 #include "worker/blas_gpu.h"
 #include "worker/diar/embedding_gpu.h"
@@ -24,7 +25,9 @@
 #include "worker/planner.h"
 
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 
 typedef struct {
@@ -45,6 +48,8 @@ typedef struct {
     int feats_batch;              /* their windows */
     bool overlap;                 /* start them ahead (worker.overlap) */
     bool trunk_ahead;             /* segment_span started the fbank and trunk of its windows */
+    char identity[80];            /* "cuda " and the digest of the routes applied (plan_identity):
+                                     gf_diar_backend.identity, for checkpoints */
 } gpu_ctx;
 
 static int gpu_segment(void *ctx, const float *wave, int B, float *logp, gf_devstats *stats)
@@ -217,30 +222,74 @@ static int warm_up(gpu_ctx *c)
     return rc;
 }
 
+/* The backend's identity for checkpoints (gf_diar_backend.identity): "cuda "
+ * and the SHA-256 of what decides the networks' numbers on this card
+ * besides the weights: the card (name, capability, multiprocessors, driver,
+ * whose JIT compiles the PTX) and each route planned at this batch
+ * (boundary, batch, math, own or library, and an own route's module
+ * digest), or why every route is the library's. A checkpoint made under
+ * another plan is not reused: its results could differ in the last bits. */
+static void plan_identity(gpu_ctx *c, const gf_card_identity *card, const gf_planner *pl,
+                          int max_batch, const char *library_why)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (!f)
+        abort();   /* out of memory */
+    fprintf(f, "card %s cc %d.%d sms %d driver %d\n", card->name, card->cc_major,
+            card->cc_minor, card->sm_count, card->driver_version);
+    gf_route *routes = NULL;
+    size_t n = 0;
+    if (library_why)
+        fprintf(f, "library everywhere: %s\n", library_why);
+    else if (gf_plan_all(pl, &routes, &n) != 0)
+        fprintf(f, "no plan\n");
+    for (size_t i = 0; i < n; i++) {
+        const gf_route *r = &routes[i];
+        if (r->batch != max_batch)
+            continue;
+        fprintf(f, "%s %d %s %s %s\n", r->boundary, r->batch, gf_math_name(r->math),
+                gf_route_kind_name(r->kind), r->kind == GF_ROUTE_OWN ? r->module.sha256 : "-");
+    }
+    free(routes);
+    fclose(f);
+    char hex[GF_SHA256_HEX_LEN];
+    gf_sha256_hex(text, len, hex);
+    free(text);
+    snprintf(c->identity, sizeof c->identity, "cuda %s", hex);
+}
+
 /* Routes from the planner: own kernels where the evidence binds them on this
  * exact card for (max_batch, math) and the module that loads is the bound
  * one; the library route everywhere else. Missing or invalid evidence, or a
  * batch that is not a production batch: library everywhere (logged). */
 static int apply_plan(gpu_ctx *c, int ordinal, int max_batch, gf_math math)
 {
+    gf_device_conf conf = { .index = ordinal, .kind = GF_DEVICE_CUDA };
+    gf_card_identity card;
+    memset(&card, 0, sizeof card);
+    int id_rc = gf_card_identify(&conf, &card);
     if (!gf_batch_is_production(max_batch)) {
         GF_INFO("CUDA card %d: batch %d is not a production batch (1, 8, 32): library routes",
                 ordinal, max_batch);
+        plan_identity(c, &card, NULL, max_batch, "not a production batch");
         return 0;
     }
     gf_evidence *ev = NULL;
     if (gf_evidence_open(gf_evidence_default_dir(), &ev) != 0) {
         GF_WARN("CUDA card %d: no valid evidence in %s: library routes", ordinal,
                 gf_evidence_default_dir());
+        plan_identity(c, &card, NULL, max_batch, "no valid evidence");
         return 0;
     }
-    gf_device_conf conf = { .index = ordinal, .kind = GF_DEVICE_CUDA };
-    gf_card_identity card;
-    int rc = gf_card_identify(&conf, &card);
     gf_planner pl = { ev, &card, &gf_module_provider_embedded, gf_planner_force_library_env() };
+    int rc = id_rc;
     rc = rc ? rc : gf_segmentation_gpu_apply_plan(c->seg, &pl, max_batch, math);
     rc = rc ? rc : gf_embedding_gpu_apply_plan(c->emb, &pl, max_batch);
     rc = rc ? rc : gf_fbank_gpu_apply_plan(c->fbank, &pl, max_batch, math);
+    if (rc == 0)
+        plan_identity(c, &card, &pl, max_batch, NULL);
     gf_evidence_destroy(&ev);
     return rc;
 }
@@ -303,7 +352,8 @@ int gf_diar_backend_gpu(int ordinal, const char *models_dir, int max_batch, gf_m
                               .segment_span = gpu_segment_span,
                               .embed = gpu_embed, .fbank = gpu_fbank, .destroy = gpu_destroy,
                               .pin = gpu_pin, .unpin = gpu_unpin, .ctx = c,
-                              .ahc_link = gf_ahc_link_gpu, .ahc_ctx = c->gpu };
+                              .ahc_link = gf_ahc_link_gpu, .ahc_ctx = c->gpu,
+                              .identity = c->identity };
     gf_manifest_destroy(&man);
     free(seg_path);
     free(emb_path);

@@ -23,6 +23,7 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "common/proto.h"
+#include "common/utf8.h"
 #include "common/util.h"
 #include "common/wire.h"
 
@@ -292,6 +293,9 @@ static bool ended(gf_job_state s)
 
 static void set_reason(gf_job *j, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* The reason may quote a worker's message (a holder's command line from
+ * /proc, a command that cannot run): bytes that are not UTF-8 are escaped,
+ * since the reason goes to clients in msgpack strings. */
 static void set_reason(gf_job *j, const char *fmt, ...)
 {
     free(j->reason);
@@ -303,7 +307,7 @@ static void set_reason(gf_job *j, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(text, sizeof(text), fmt, ap);
     va_end(ap);
-    j->reason = gf_strdup(text);
+    j->reason = gf_utf8_escape_dup(text);
 }
 
 /* The job ended (ended_ms: the worker's clock when it reported one, else
@@ -988,6 +992,19 @@ static void on_client(gf_server *self)
 
 /* ------------------------------------------------------- worker messages */
 
+/* A fixed-size text field from a worker, escaped in place (common/utf8.h). */
+static void escape_field(char *field, size_t size)
+{
+    size_t n = strnlen(field, size);
+    if (gf_utf8_valid(field, n))
+        return;
+    char *copy = gf_malloc(n + 1);
+    memcpy(copy, field, n);
+    copy[n] = '\0';
+    gf_utf8_escape(field, size, copy, n);
+    free(copy);
+}
+
 static void on_ready(gf_server *self, const gf_peer *peer, gf_msg *m)
 {
     wk *w = wk_by_device(self, m->device);
@@ -1034,9 +1051,17 @@ static void on_ready(gf_server *self, const gf_peer *peer, gf_msg *m)
     w->peer = *peer;
     w->card = m->card;
     w->have_card = true;
+    /* shown to clients (`gpuflock workers`): valid UTF-8 only */
+    escape_field(w->card.name, sizeof(w->card.name));
+    escape_field(w->card.uuid, sizeof(w->card.uuid));
     free(w->plan);
     w->plan = m->plan;
     m->plan = NULL;
+    if (w->plan && !gf_utf8_valid(w->plan, strlen(w->plan))) {
+        GF_WARN("worker of card %d: its route plan is not UTF-8 text: not kept", w->device);
+        free(w->plan);
+        w->plan = NULL;
+    }
     w->pid = m->pid;
     w->last_seen = gf_now_ms();
     w->backoff_ms = 0;

@@ -16,6 +16,7 @@
 #include "common/proto.h"
 
 #include "common/error.h"
+#include "common/utf8.h"
 #include "common/util.h"
 
 #include <msgpack.h>
@@ -826,21 +827,33 @@ typedef struct {
 
 static int rd_fail(rd *r, int rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
+/* The message is valid UTF-8 whatever it quotes (quoted() escapes outside
+ * bytes) and however errlen cuts it: peers with strict decoders get it in
+ * an error reply. */
 static int rd_fail(rd *r, int rc, const char *fmt, ...)
 {
     if (r->errlen == 0)
         return rc;
-    char what[256];
+    char what[256], text[512];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(what, sizeof(what), fmt, ap);
     va_end(ap);
-    if (r->path[0])
-        snprintf(r->err, r->errlen, "key '%s': %s", r->path, what);
-    else
-        snprintf(r->err, r->errlen, "%s", what);
+    int n = r->path[0] ? snprintf(text, sizeof(text), "key '%s': %s", r->path, what)
+                       : snprintf(text, sizeof(text), "%s", what);
+    gf_utf8_escape(r->err, r->errlen, text, n < (int)sizeof(text) ? (size_t)n : sizeof(text) - 1);
     return rc;
 }
+
+/* Bytes of the message for rd_fail to quote: invalid UTF-8 as \xNN, at most
+ * about 40 characters, cut between characters. */
+static const char *quoted(char *buf, size_t cap, const char *s, size_t n)
+{
+    gf_utf8_escape(buf, cap, s, n);
+    return buf;
+}
+
+#define QUOTE_CAP 48
 
 static int need(rd *r, size_t n)
 {
@@ -1169,7 +1182,8 @@ static int rd_field(rd *r, const field *f, void *base)
                 *PTR(base, f->off, int) = i;
                 return 0;
             }
-        return rd_fail(r, GF_EPROTO, "unknown value '%.*s'", (int)(n > 40 ? 40 : n), s);
+        char q[QUOTE_CAP];
+        return rd_fail(r, GF_EPROTO, "unknown value '%s'", quoted(q, sizeof(q), s, n));
     }
     case F_STRV: {
         if ((rc = rd_container(r, false, f->limit, &n)))
@@ -1305,8 +1319,10 @@ static int rd_entries(rd *r, const field *fs, void *base, size_t n)
                 f = g;
                 break;
             }
-        if (!f)
-            return rd_fail(r, GF_EPROTO, "unknown key '%.*s'", (int)(kn > 40 ? 40 : kn), k);
+        if (!f) {
+            char q[QUOTE_CAP];
+            return rd_fail(r, GF_EPROTO, "unknown key '%s'", quoted(q, sizeof(q), k, kn));
+        }
         if (seen & (1ull << idx))
             return rd_fail(r, GF_EPROTO, "duplicate key '%s'", f->key);
         seen |= 1ull << idx;
@@ -1378,9 +1394,10 @@ int gf_proto_decode(const void *buf, size_t len, gf_msg *out, char *err, size_t 
             op = (gf_op)i;
             break;
         }
-    if (op == GF_OP_NONE)
-        return rd_fail(&r, GF_EPROTO, "unknown operation '%.*s'", (int)(opn > 40 ? 40 : opn),
-                       opname);
+    if (op == GF_OP_NONE) {
+        char q[QUOTE_CAP];
+        return rd_fail(&r, GF_EPROTO, "unknown operation '%s'", quoted(q, sizeof(q), opname, opn));
+    }
     rc = rd_entries(&r, ops[op].fields, out, n - 2);
     if (rc == 0 && r.pos != r.len)
         rc = rd_fail(&r, GF_EPROTO, "%zu bytes of trailing data after the message",
@@ -1400,5 +1417,6 @@ void gf_msg_errorv(gf_msg *msg, int code, const char *fmt, va_list ap)
     msg->code = code;
     char text[1024];
     vsnprintf(text, sizeof(text), fmt, ap);
-    msg->message = gf_strdup(text);
+    /* it may quote what a peer sent: valid UTF-8 for strict decoders */
+    msg->message = gf_utf8_escape_dup(text);
 }

@@ -246,7 +246,8 @@ int gf_proto_encode(const gf_msg *msg, uint8_t **buf, size_t *len);
 /* Decode one message body. On success returns 0 and fills *out (cleared
  * first; the caller calls gf_msg_clear). On failure returns GF_EPROTO or
  * GF_ETOOBIG, leaves *out cleared and writes a message naming the problem
- * into err (errlen bytes, may be 0). */
+ * into err (errlen bytes, may be 0): valid UTF-8, the bytes it quotes from
+ * buf escaped as \xNN. */
 int gf_proto_decode(const void *buf, size_t len, gf_msg *out, char *err,
                     size_t errlen);
 
@@ -254,7 +255,8 @@ int gf_proto_decode(const void *buf, size_t len, gf_msg *out, char *err,
 void gf_msg_clear(gf_msg *msg);
 
 /* An "error" reply: op GF_OP_ERROR, the code, and the printf-formatted
- * message (allocated; gf_msg_clear frees it). */
+ * message (allocated; gf_msg_clear frees it), with any byte that is not
+ * valid UTF-8 written as \xNN (common/utf8.h): it may quote a peer. */
 void gf_msg_errorv(gf_msg *msg, int code, const char *fmt, va_list ap)
     __attribute__((format(printf, 3, 0)));
 

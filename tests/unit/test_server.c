@@ -1,9 +1,11 @@
 /* test_server.c — the broker's loop in-process (a thread), on real ipc
  * sockets in a fresh folder, without workers: hostile frames on both
- * sockets get error replies and the broker keeps serving; a submit is in
- * the store before its ids come back; a job for a card without a worker
- * waits with that reason; cancel and the stop flag. Under `make sanitize`
- * this runs the server code under ASan and UBSan. */
+ * sockets get error replies and the broker keeps serving; every reply to
+ * frames full of invalid UTF-8 (and every reason built from a worker's
+ * message) decodes under a strict decoder; a submit is in the store before
+ * its ids come back; a job for a card without a worker waits with that
+ * reason; cancel and the stop flag. Under `make sanitize` this runs the
+ * server code under ASan and UBSan. */
 #include "broker/server.h"
 #include "broker/store.h"
 #include "common/config.h"
@@ -12,6 +14,7 @@
 #include "common/proto.h"
 #include "common/util.h"
 #include "common/wire.h"
+#include "tests/unit/strict_msgpack.h"
 #include "tests/unit/tmpdir.h"
 
 #include <setjmp.h>
@@ -19,6 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <errno.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -35,6 +39,8 @@ typedef struct {
     volatile sig_atomic_t stop;
     int rc;
     void *ctx;
+    void *socks[8];           /* closed by teardown, also after a failed check */
+    int n_socks;
 } fx;
 
 static void *serve(void *arg)
@@ -73,6 +79,8 @@ static int teardown(void **state)
     f->stop = 1;
     pthread_join(f->thread, NULL);
     gf_server_destroy(&f->srv);
+    for (int i = 0; i < f->n_socks; i++)
+        zmq_close(f->socks[i]);
     zmq_ctx_term(f->ctx);
     gf_config_destroy(&f->cfg);
     gf_test_rmtree(f->dir);
@@ -87,6 +95,8 @@ static void *dealer(fx *f, const char *endpoint)
     zmq_setsockopt(s, ZMQ_LINGER, &zero, sizeof(zero));
     zmq_setsockopt(s, ZMQ_RCVTIMEO, &tmo, sizeof(tmo));
     assert_int_equal(zmq_connect(s, endpoint), 0);
+    assert_true(f->n_socks < 8);
+    f->socks[f->n_socks++] = s;
     return s;
 }
 
@@ -157,8 +167,255 @@ static void test_hostile_frames(void **state)
     call(c, &q, &r);
     assert_int_equal(r.op, GF_OP_JOBS);
     gf_msg_clear(&r);
-    zmq_close(c);
-    zmq_close(w);
+}
+
+/* ---- replies a strict decoder takes */
+
+/* A msgpack writer for hand-made frames (the encoder would not write what
+ * these hold). */
+typedef struct {
+    uint8_t b[4096];
+    size_t n;
+} mp;
+
+static void mp_raw(mp *m, const void *p, size_t n)
+{
+    assert_true(m->n + n <= sizeof(m->b));
+    memcpy(m->b + m->n, p, n);
+    m->n += n;
+}
+
+static void mp_byte(mp *m, uint8_t x) { mp_raw(m, &x, 1); }
+
+static void mp_map(mp *m, size_t n) { assert_true(n < 16); mp_byte(m, (uint8_t)(0x80 | n)); }
+
+static void mp_arr(mp *m, size_t n) { assert_true(n < 16); mp_byte(m, (uint8_t)(0x90 | n)); }
+
+static void mp_strn(mp *m, const void *s, size_t n)
+{
+    assert_true(n < 256);
+    mp_byte(m, 0xd9);
+    mp_byte(m, (uint8_t)n);
+    mp_raw(m, s, n);
+}
+
+static void mp_str(mp *m, const char *s) { mp_strn(m, s, strlen(s)); }
+
+/* {"v": 1, "op": op, ...n more entries} */
+static void mp_head(mp *m, const char *op, size_t n, size_t oplen)
+{
+    mp_map(m, 2 + n);
+    mp_str(m, "v");
+    mp_byte(m, 1);
+    mp_str(m, "op");
+    mp_strn(m, op, oplen);
+}
+
+/* One raw reply off a DEALER (the delimiter of a client's envelope
+ * skipped), checked the way a strict decoder reads it; returns its op. */
+static gf_op recv_strict(void *s, const char *what)
+{
+    uint8_t *buf = gf_malloc(GF_PROTO_MAX_FRAME);
+    int n;
+    do
+        n = zmq_recv(s, buf, GF_PROTO_MAX_FRAME, 0);
+    while (n == 0);   /* the empty delimiter of a client's envelope */
+    if (n < 0)
+        fail_msg("%s: no reply: %s", what, zmq_strerror(errno));
+    char why[256];
+    if (!strict_msgpack(buf, (size_t)n, why, sizeof(why)))
+        fail_msg("%s: a strict decoder refuses the reply: %s", what, why);
+    gf_msg m;
+    char err[256];
+    assert_int_equal(gf_proto_decode(buf, (size_t)n, &m, err, sizeof(err)), 0);
+    gf_op op = m.op;
+    gf_msg_clear(&m);
+    free(buf);
+    return op;
+}
+
+/* Bytes with a high bit set half of the time: lone continuations, lead
+ * bytes without their tail, 0xc0, 0xf5..0xff, surrogates by chance. */
+static void hostile_bytes(uint64_t *seed, uint8_t *b, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        uint64_t r = gf_splitmix64(seed);
+        b[i] = (uint8_t)(r & 1 ? 0x80 | (r >> 8) : 0x20 + (r >> 8) % 0x5f);
+    }
+}
+
+/* A job spec map whose mode is the given bytes. */
+static void spec_with_mode(mp *m, const uint8_t *mode, size_t n)
+{
+    mp_str(m, "spec");
+    mp_map(m, 2);
+    mp_str(m, "argv");
+    mp_arr(m, 1);
+    mp_str(m, "true");
+    mp_str(m, "mode");
+    mp_strn(m, mode, n);
+}
+
+static void test_replies_strict_utf8(void **state)
+{
+    fx *f = *state;
+    void *c = dealer(f, f->cfg->client_endpoint);
+    void *w = dealer(f, f->cfg->worker_endpoint);
+    uint64_t seed = 3000;
+    uint8_t junk[48];
+    /* 'a' and 30 two-byte characters: a cut at 40 bytes halves one */
+    char accents[64] = "a";
+    for (int i = 0; i < 30; i++)
+        strcat(accents, "\xc3\xa9");
+    for (int round = 0; round < 600; round++) {
+        size_t n = 1 + (size_t)(gf_splitmix64(&seed) % sizeof(junk));
+        hostile_bytes(&seed, junk, n);
+        mp m = { .n = 0 };
+        switch (round % 6) {
+        case 0:   /* unknown operation */
+            mp_head(&m, (const char *)junk, 0, n);
+            break;
+        case 1:   /* unknown key */
+            mp_head(&m, "queue", 1, 5);
+            mp_strn(&m, junk, n);
+            mp_byte(&m, 1);
+            break;
+        case 2:   /* unknown enum value */
+            mp_head(&m, "submit", 1, 6);
+            spec_with_mode(&m, junk, n);
+            break;
+        case 3:   /* a diarize path that is not absolute, quoted by the broker */
+            mp_head(&m, "submit", 1, 6);
+            mp_str(&m, "spec");
+            mp_map(&m, 3);
+            mp_str(&m, "kind");
+            mp_str(&m, "diarize");
+            mp_str(&m, "argv");
+            mp_arr(&m, 1);
+            mp_str(&m, "diarize");
+            mp_str(&m, "diar");
+            mp_map(&m, 2);
+            mp_str(&m, "audio");
+            mp_strn(&m, junk, n);
+            mp_str(&m, "rttm");
+            mp_str(&m, "/tmp/x.rttm");
+            break;
+        case 4:   /* a key that the old 40-byte cut split inside a character */
+            mp_head(&m, "queue", 1, 5);
+            mp_str(&m, accents);
+            mp_byte(&m, 1);
+            break;
+        default:  /* random bytes after a valid header */
+            mp_head(&m, "cancel", 1, 6);
+            mp_raw(&m, junk, n);
+            break;
+        }
+        char what[64];
+        snprintf(what, sizeof(what), "client frame %d (kind %d)", round, round % 6);
+        zmq_send(c, "", 0, ZMQ_SNDMORE);
+        zmq_send(c, m.b, m.n, 0);
+        assert_int_equal(recv_strict(c, what), GF_OP_ERROR);
+        snprintf(what, sizeof(what), "worker frame %d (kind %d)", round, round % 6);
+        zmq_send(w, m.b, m.n, 0);
+        recv_strict(w, what);   /* an error, or "not registered" for a frame that decodes */
+    }
+}
+
+/* Receive the next message on the fake worker that is not a heartbeat. */
+static void worker_recv(void *w, gf_msg *m)
+{
+    char err[256];
+    for (;;) {
+        assert_int_equal(gf_wire_recv(w, false, 0, NULL, m, err, sizeof(err)), 0);
+        if (m->op != GF_OP_HEARTBEAT)
+            return;
+        gf_msg_clear(m);
+    }
+}
+
+/* The reason of a job as `show` gives it, the reply checked strictly. */
+static void show_strict(void *c, uint64_t id, const char *what)
+{
+    gf_msg q;
+    memset(&q, 0, sizeof(q));
+    q.op = GF_OP_SHOW;
+    q.id = id;
+    assert_int_equal(gf_wire_send(c, NULL, true, &q), 0);
+    assert_int_equal(recv_strict(c, what), GF_OP_JOBS);
+}
+
+/* A worker's messages (a card name, a waiting message, a result's reason)
+ * reach clients escaped. */
+static void test_worker_text_strict_utf8(void **state)
+{
+    fx *f = *state;
+    void *c = dealer(f, f->cfg->client_endpoint);
+    void *w = dealer(f, f->cfg->worker_endpoint);
+    gf_msg m;
+    memset(&m, 0, sizeof(m));
+    m.op = GF_OP_READY;
+    m.device = 0;
+    m.pid = (int32_t)getpid();
+    m.card.index = 0;
+    m.card.kind = GF_DEVICE_CPU;
+    snprintf(m.card.name, sizeof(m.card.name), "cpu \xff\xc3");
+    snprintf(m.card.uuid, sizeof(m.card.uuid), "cpu-\xed\xa0\x80");
+    m.plan = gf_strdup("{\"routes\": \"\xc0\xaf\"}");
+    assert_int_equal(gf_wire_send(w, NULL, false, &m), 0);
+    gf_msg_clear(&m);
+    /* a job for it */
+    gf_msg q, r;
+    memset(&q, 0, sizeof(q));
+    q.op = GF_OP_SUBMIT;
+    gf_job_spec_init(&q.spec);
+    q.spec.argv = gf_calloc(2, sizeof(char *));
+    q.spec.argv[0] = gf_strdup("true");
+    q.spec.argc = 1;
+    call(c, &q, &r);
+    gf_msg_clear(&q);
+    assert_int_equal(r.op, GF_OP_IDS);
+    uint64_t id = r.ids[0];
+    gf_msg_clear(&r);
+    worker_recv(w, &m);
+    assert_int_equal(m.op, GF_OP_JOB);
+    assert_int_equal(m.id, id);
+    int32_t attempt = m.attempt;
+    gf_msg_clear(&m);
+    /* waiting, with foreign bytes (a holder's command line from /proc) */
+    memset(&m, 0, sizeof(m));
+    m.op = GF_OP_PROGRESS;
+    m.id = id;
+    m.attempt = attempt;
+    m.message = gf_strdup("waiting for card 0: held outside gpuflock by pid 1 (flock \xe9t\xe9)");
+    assert_int_equal(gf_wire_send(w, NULL, false, &m), 0);
+    gf_msg_clear(&m);
+    show_strict(c, id, "show of a job waiting with a worker's message");
+    memset(&q, 0, sizeof(q));
+    q.op = GF_OP_WORKERS;
+    assert_int_equal(gf_wire_send(c, NULL, true, &q), 0);
+    assert_int_equal(recv_strict(c, "workers, with the card's name and plan"),
+                     GF_OP_WORKERS_LIST);
+    /* it never ran: the worker says why, quoting the command */
+    memset(&m, 0, sizeof(m));
+    m.op = GF_OP_RESULT;
+    m.id = id;
+    m.attempt = attempt;
+    m.exit_status = 127;
+    m.message = gf_strdup("cannot run 'tr\xf5ue': No such file or directory");
+    assert_int_equal(gf_wire_send(w, NULL, false, &m), 0);
+    gf_msg_clear(&m);
+    memset(&q, 0, sizeof(q));
+    q.op = GF_OP_WAIT;
+    q.ids = gf_calloc(1, sizeof(uint64_t));
+    q.ids[0] = id;
+    q.n_ids = 1;
+    call(c, &q, &r);
+    gf_msg_clear(&q);
+    assert_int_equal(r.op, GF_OP_JOBS);
+    assert_int_equal(r.jobs[0].state, GF_STATE_FAILED);
+    assert_non_null(strstr(r.jobs[0].reason, "tr\\xF5ue"));
+    gf_msg_clear(&r);
+    show_strict(c, id, "show of a job failed with a worker's message");
 }
 
 static void test_submit_durable_then_wait_reason(void **state)
@@ -231,13 +488,14 @@ static void test_submit_durable_then_wait_reason(void **state)
     assert_int_equal(r.jobs[0].state, GF_STATE_CANCELLED);
     gf_msg_clear(&r);
     gf_msg_clear(&q);
-    zmq_close(c);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_hostile_frames, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_replies_strict_utf8, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_worker_text_strict_utf8, setup, teardown),
         cmocka_unit_test_setup_teardown(test_submit_durable_then_wait_reason, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -47,7 +47,8 @@ static int take_pidfile(const char *run_dir)
 {
     char *path = gf_strfmt("%s/gpuflockd.pid", run_dir);
     long holder = 0;
-    int fd = gf_pidfile_take(path, &holder);
+    /* 0644: every user's CLI opens it to learn whether a broker runs */
+    int fd = gf_pidfile_take(path, 0644, &holder);
     free(path);
     if (fd == -1) {
         if (holder > 0)

@@ -21,6 +21,7 @@
 #include "broker/store.h"
 #include "broker/users.h"
 #include "common/error.h"
+#include "common/fsmode.h"
 #include "common/log.h"
 #include "common/proto.h"
 #include "common/utf8.h"
@@ -110,7 +111,7 @@ struct gf_server {
     uint64_t reclaim_until;   /* monotonic ms: unclaimed running jobs wait */
     uint64_t next_beat;       /* monotonic ms of the next heartbeat round */
     uint64_t next_scan;       /* monotonic ms of the next look at the running jobs' timers */
-    char *spool;              /* <state_dir>/spool */
+    char *spool;              /* spool_dir: job output, on a disk of its own if configured */
     gf_users *users;          /* uid -> name and groups, cached */
     char *worker_program;
     uid_t euid;
@@ -121,6 +122,10 @@ struct gf_server {
 
 /* How long a user's name and groups are believed (broker/users.h). */
 #define USERS_TTL_MS 10000
+
+/* The worker socket: a worker receives every user's commands and
+ * environments, so only the broker's user (and root) may connect. */
+#define WORKER_SOCKET_MODE 0600
 
 /* ------------------------------------------------------------ utilities */
 
@@ -1214,8 +1219,12 @@ static void on_worker(gf_server *self)
             continue;
         }
         /* Only root or the broker's own user may act as a worker: a worker
-         * gets other users' commands and environments. */
-        if (peer.has_cred && peer.uid != 0 && peer.uid != self->euid) {
+         * gets other users' commands and environments. On ipc:// the kernel
+         * names the peer; one it could not name is refused too (on tcp://
+         * the CURVE key is what admits a worker). */
+        bool allowed = peer.has_cred ? peer.uid == 0 || peer.uid == self->euid
+                                     : !gf_config_ipc_path(self->cfg->worker_endpoint);
+        if (!allowed) {
             post_error(self, self->workers, &peer, GF_EPERM, "uid %u may not act as a worker",
                        peer.uid);
             gf_msg_clear(&m);
@@ -1414,12 +1423,16 @@ static int secure_endpoint(gf_server *self, void *sock, const char *ep)
     return 0;
 }
 
-/* Give an ipc socket file the configured mode, owner and group: 0, or
- * GF_ECONFIG after logging. */
-static int socket_access(gf_server *self, const char *path)
+/* Give an ipc socket file its mode and, for the client socket, the
+ * configured owner and group: 0, or GF_ECONFIG after logging. */
+static int socket_access(gf_server *self, const char *path, mode_t mode, bool client)
 {
-    if (chmod(path, self->cfg->socket_mode) != 0)
-        GF_WARN("%s: chmod: %s", path, strerror(errno));
+    if (chmod(path, mode) != 0) {
+        GF_ERROR("%s: chmod %04o: %s", path, (unsigned)mode, strerror(errno));
+        return GF_ECONFIG;
+    }
+    if (!client)
+        return 0;
     uid_t uid = (uid_t)-1;
     gid_t gid = (gid_t)-1;
     if (self->cfg->socket_owner) {
@@ -1446,15 +1459,22 @@ static int socket_access(gf_server *self, const char *path)
 }
 
 /* A ROUTER on ep: ipc:// served by broker/router.c itself, anything else
- * by libzmq (tcp:// with CURVE). */
-static gf_router *bind_router(gf_server *self, const char *ep)
+ * by libzmq (tcp:// with CURVE). The client socket file gets
+ * broker.socket_mode, owner and group; the worker socket 0600, the
+ * broker's user's own: only root and that user may act as workers
+ * (on_worker), so nobody else needs to connect there. Either file is born
+ * with its mode (the umask during bind), so nobody connects in between. */
+static gf_router *bind_router(gf_server *self, const char *ep, bool client)
 {
     size_t max_frame = (size_t)GF_PROTO_MAX_FRAME + 1024;
     const char *path = gf_config_ipc_path(ep);
     if (path) {
         unlink(path);     /* a stale socket of a dead broker (the pid file is ours) */
+        mode_t mode = client ? self->cfg->socket_mode : WORKER_SOCKET_MODE;
+        mode_t old = umask(~mode & 0777);
         gf_router *r = gf_router_listen(path, max_frame);
-        if (r && socket_access(self, path) != 0)
+        umask(old);
+        if (r && socket_access(self, path, mode, client) != 0)
             gf_router_destroy(&r);
         return r;
     }
@@ -1488,16 +1508,16 @@ gf_server *gf_server_new(const gf_config *cfg)
     self->cfg = cfg;
     self->euid = geteuid();
     self->trace = gf_log_get_level() == GF_LOG_DEBUG;
-    if (gf_mkdir_p(cfg->state_dir, 0755, NULL) != 0) {
-        GF_ERROR("state_dir %s: %s", cfg->state_dir, strerror(errno));
-        goto fail;
-    }
-    self->spool = gf_strfmt("%s/spool", cfg->state_dir);
     self->users = gf_users_new(USERS_TTL_MS);
-    if (gf_mkdir_p(self->spool, 0711, NULL) != 0) {
-        GF_ERROR("spool %s: %s", self->spool, strerror(errno));
+    /* 0711: users pass through to their own spool files and to the models
+     * by path, and list nothing; the store in it is 0600 (store.c). Before
+     * any worker starts, everything must be there and writable: a broker
+     * that cannot record jobs says so now and runs nothing. */
+    if (gf_fsmode_dir(cfg->state_dir, 0711, "state_dir") != 0 ||
+        gf_fsmode_dir(cfg->spool_dir, 0711, "spool_dir") != 0)
         goto fail;
-    }
+    self->spool = gf_strdup(cfg->spool_dir);
+
     self->worker_program = cfg->worker_program ? gf_strdup(cfg->worker_program)
                                                : default_worker_program();
     char *db = gf_strfmt("%s/jobs.db", cfg->state_dir);
@@ -1552,15 +1572,15 @@ gf_server *gf_server_new(const gf_config *cfg)
     if (running)
         self->reclaim_until = gf_now_ms() + grace;
 
-    if (gf_mkdir_p(cfg->run_dir, 0755, NULL) != 0) {
-        GF_ERROR("run_dir %s: %s", cfg->run_dir, strerror(errno));
+    /* 0711: users reach the client socket and read the broker's pid file
+     * by path */
+    if (gf_fsmode_dir(cfg->run_dir, 0711, "run_dir") != 0)
         goto fail;
-    }
     self->ctx = zmq_ctx_new();
-    self->clients = bind_router(self, cfg->client_endpoint);
+    self->clients = bind_router(self, cfg->client_endpoint, true);
     if (!self->clients)
         goto fail;
-    self->workers = bind_router(self, cfg->worker_endpoint);
+    self->workers = bind_router(self, cfg->worker_endpoint, false);
     if (!self->workers)
         goto fail;
     return self;

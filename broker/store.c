@@ -12,6 +12,7 @@
 #include "broker/store.h"
 
 #include "common/error.h"
+#include "common/fsmode.h"
 #include "common/log.h"
 #include "common/sha256.h"
 #include "common/util.h"
@@ -21,7 +22,9 @@
 #include <fcntl.h>
 #include <unistd.h>
 #include <sqlite3.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <string.h>
 
 struct gf_store {
@@ -117,14 +120,47 @@ static int migrate(gf_store *self)
     return 0;
 }
 
+/* The store holds every user's commands and environments: its files are
+ * the broker's alone. The main file is made 0600 before SQLite opens it
+ * (SQLite gives its -wal and -shm the main file's mode and owner), and
+ * files an older gpuflock made 0644 are tightened. Opening it for writing
+ * here also names a store that cannot be written (a read-only file system,
+ * a folder or file of another user) before the broker serves anything:
+ * SQLite would open it read-only and fail at the first commit. */
+static int private_files(const char *path)
+{
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOCTTY, 0600);
+    if (fd < 0) {
+        GF_ERROR("job store %s cannot be opened for writing by uid %u: %s", path,
+                 (unsigned)geteuid(), strerror(errno));
+        return GF_EIO;
+    }
+    int rc = gf_fsmode_fd(fd, path, 0600, "job store");
+    close(fd);
+    static const char *const sides[] = { "-wal", "-shm" };
+    for (size_t i = 0; i < 2 && rc == 0; i++) {
+        char *p = gf_strfmt("%s%s", path, sides[i]);
+        rc = gf_fsmode_file(p, 0600, "job store");
+        free(p);
+    }
+    return rc;
+}
+
 gf_store *gf_store_open(const char *path)
 {
     gf_store *self = gf_calloc(1, sizeof(*self));
     self->path = gf_strdup(path);
     self->wal_fd = -1;
+    if (private_files(path) != 0)
+        goto fail;
     if (sqlite3_open_v2(path, &self->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) !=
         SQLITE_OK) {
         db_fail(self, "open");
+        goto fail;
+    }
+    if (sqlite3_db_readonly(self->db, "main") == 1) {
+        GF_ERROR("job store %s: SQLite opened it read-only (its file or folder is not "
+                 "writable by uid %u)", path, (unsigned)geteuid());
         goto fail;
     }
     sqlite3_busy_timeout(self->db, 5000);

@@ -28,8 +28,10 @@ typedef struct gf_store gf_store;
 #define GF_STORE_SCHEMA_VERSION 3
 
 /* Open or create the store at path (its folder must exist), migrating an
- * older schema forward. A schema newer than this code is refused. Returns
- * NULL after logging why. */
+ * older schema forward. Its files are made (or tightened to) 0600: they
+ * hold every user's environment. A schema newer than this code, and a
+ * store this process cannot write, are refused. Returns NULL after logging
+ * why. */
 gf_store *gf_store_open(const char *path);
 
 /* Close; safe with NULL and twice. */

@@ -1,5 +1,6 @@
 /* pidfile.c — pid files held by flock(2) (see pidfile.h). */
 #include "common/pidfile.h"
+#include "common/fsmode.h"
 #include "common/log.h"
 #include "common/util.h"
 
@@ -12,7 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-int gf_pidfile_take(const char *path, long *holder)
+int gf_pidfile_take(const char *path, mode_t mode, long *holder)
 {
     *holder = 0;
     char *dir = gf_strdup(path);
@@ -20,7 +21,7 @@ int gf_pidfile_take(const char *path, long *holder)
     if (slash && slash != dir) {
         *slash = '\0';
         char *failed = NULL;
-        if (gf_mkdir_p(dir, 0755, &failed) != 0) {
+        if (gf_mkdir_p_exact(dir, 0711, &failed) != 0) {
             GF_ERROR("pid file %s: cannot create the folder %s: %s", path, failed,
                      strerror(errno));
             free(failed);
@@ -29,9 +30,18 @@ int gf_pidfile_take(const char *path, long *holder)
         }
     }
     free(dir);
-    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, mode);
     if (fd < 0) {
         GF_ERROR("%s: %s", path, strerror(errno));
+        return -2;
+    }
+    /* exactly `mode`, whatever the umask: tightened where an older version
+     * left more (logged), set where the umask took too much */
+    struct stat st;
+    if (gf_fsmode_fd(fd, path, mode, "pid file") != 0 || fstat(fd, &st) != 0 ||
+        ((st.st_mode & 07777) != mode && fchmod(fd, mode) != 0)) {
+        GF_ERROR("pid file %s: cannot give it mode %04o", path, (unsigned)mode);
+        close(fd);
         return -2;
     }
     if (flock(fd, LOCK_EX | LOCK_NB) != 0) {

@@ -5,10 +5,18 @@
 #ifndef GF_PIDFILE_H
 #define GF_PIDFILE_H
 
-/* Create path (and its folder) if missing, lock it exclusively without
- * waiting and write our pid into it. Returns the descriptor, to keep open
- * (close-on-exec) while the process runs; -1 when another process holds it
- * (its pid, 0 if unreadable, in *holder); -2 after logging an I/O error. */
-int gf_pidfile_take(const char *path, long *holder);
+#include <sys/types.h>
+
+/* Create path (and its folders, each new one 0711 whatever the umask:
+ * traversable, not listable) if missing, lock it exclusively without
+ * waiting and write our pid into it. The file gets exactly `mode` whatever
+ * the umask (a file of an older gpuflock with more bits is tightened,
+ * logged). `mode` decides who may open it, and so who may also flock it: a
+ * user holding a shared lock on a worker's pid file would make the broker
+ * believe a worker lives. Returns the descriptor, to
+ * keep open (close-on-exec) while the process runs; -1 when another
+ * process holds it (its pid, 0 if unreadable, in *holder); -2 after logging
+ * an I/O error. */
+int gf_pidfile_take(const char *path, mode_t mode, long *holder);
 
 #endif

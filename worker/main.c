@@ -36,7 +36,7 @@ static int take_pidfile(const char *run_dir, int device)
 {
     char *path = gf_strfmt("%s/worker%d.pid", run_dir, device);
     long holder = 0;
-    int fd = gf_pidfile_take(path, &holder);
+    int fd = gf_pidfile_take(path, 0600, &holder);   /* the broker's user and root alone */
     free(path);
     if (fd == -1) {
         if (holder > 0)

@@ -2,19 +2,26 @@
  *
  * The event loop (worker/agent.c) owns the job through its runner; the
  * thread owns the pipeline while it runs. They share only the progress
- * counters, the cancel flag and the "ended" flag, under one mutex. */
+ * counters, the cancel and yield flags and the "ended" flag, under one
+ * mutex. The job's checkpoints are worker/jobckpt's; this module says what
+ * their identity is (which pipeline, models, configuration, route plan and
+ * program made the results) and when the file goes. */
 #include "worker/diarjob.h"
 
 #include "common/devstats.h"
 #include "common/error.h"
 #include "common/log.h"
+#include "common/sha256.h"
 #include "common/util.h"
 #include "worker/boundary.h"
 #include "worker/diar_gpu.h"
+#include "worker/diar/models.h"
 #include "worker/diar/pipeline.h"
 #include "worker/diar/rttm.h"
+#include "worker/jobckpt.h"
 
 #include <errno.h>
+#include <json-c/json.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,6 +40,9 @@ typedef struct entry {
     int batch;             /* key: windows per network call */
     gf_diar *diar;         /* the loaded pipeline */
     bool busy;             /* a job runs it now */
+    bool on_card;          /* its networks run on the CUDA card */
+    char seg_sha[GF_CKPT_VALUE_MAX];  /* digests of the network files it loaded, for the */
+    char emb_sha[GF_CKPT_VALUE_MAX];  /* checkpoints' identity ("-": weight-free mode) */
     struct entry *next;
 } entry;
 
@@ -44,6 +54,7 @@ struct gf_diar_pool {
     int threads;           /* worker.cpu_threads */
     gf_math math;          /* worker.math: fp32 or tf32 on a CUDA card */
     bool overlap;          /* worker.overlap */
+    int checkpoint_s;      /* worker.checkpoint_s */
     gf_card_identity card; /* the worker's card: CUDA networks when it is one */
 };
 
@@ -56,6 +67,7 @@ gf_diar_pool *gf_diar_pool_new(const gf_config *cfg, const gf_card_identity *car
     self->threads = cfg->cpu_threads;
     self->math = cfg->tf32 ? GF_MATH_TF32 : GF_MATH_FP32;
     self->overlap = cfg->overlap;
+    self->checkpoint_s = cfg->checkpoint_s;
     self->card = *card;
     return self;
 }
@@ -78,10 +90,28 @@ void gf_diar_pool_destroy(gf_diar_pool **self_p)
     *self_p = NULL;
 }
 
+/* The digest of a network file as loaded: the manifest's (the loader
+ * checked the file against it), else the file's own. One that cannot be
+ * had is made unique, so that no checkpoint ever matches it. */
+static void model_digest(const char *models, const gf_manifest *man, const char *name, char *out,
+                         size_t len)
+{
+    const char *listed = man ? gf_manifest_sha256(man, name) : NULL;
+    char hex[GF_SHA256_HEX_LEN];
+    char *path = gf_strfmt("%s/%s", models, name);
+    if (listed)
+        snprintf(out, len, "%s", listed);
+    else if (gf_sha256_file_hex(path, hex) == 0)
+        snprintf(out, len, "%s", hex);
+    else
+        snprintf(out, len, "unreadable at %lld", (long long)gf_wall_ms());
+    free(path);
+}
+
 /* A pipeline for models (NULL: the configured directory), loaded now or
  * taken from the pool; *cached says which. NULL after logging when the
  * model files are unusable. */
-static gf_diar *pool_take(gf_diar_pool *self, const char *models, bool *cached)
+static entry *pool_take(gf_diar_pool *self, const char *models, bool *cached)
 {
     if (!models)
         models = self->models_dir;
@@ -91,7 +121,7 @@ static gf_diar *pool_take(gf_diar_pool *self, const char *models, bool *cached)
             e->busy = true;
             pthread_mutex_unlock(&self->mu);
             *cached = true;
-            return e->diar;
+            return e;
         }
     pthread_mutex_unlock(&self->mu);
     *cached = false;
@@ -99,16 +129,28 @@ static gf_diar *pool_take(gf_diar_pool *self, const char *models, bool *cached)
     gf_diar *d = gf_diar_new(models, self->batch, self->threads, &weight_free);
     if (!d)
         return NULL;
+    entry *e = gf_calloc(1, sizeof(*e));
     if (!weight_free && self->card.kind == GF_DEVICE_CUDA) {
         gf_diar_backend be;
         if (gf_diar_backend_gpu(self->card.index, models, self->batch, self->math, self->overlap,
-                                &be) == 0)
+                                &be) == 0) {
             gf_diar_set_backend(d, &be);
-        else
+            e->on_card = true;
+        } else {
             GF_WARN("card %d: networks stay on the CPU (the CUDA backend could not start)",
                     self->card.index);
+        }
     }
-    entry *e = gf_calloc(1, sizeof(*e));
+    if (weight_free) {
+        snprintf(e->seg_sha, sizeof e->seg_sha, "-");
+        snprintf(e->emb_sha, sizeof e->emb_sha, "-");
+    } else {
+        gf_manifest *man = NULL;
+        gf_manifest_load(models, &man);   /* loaded already: a bad one failed the load */
+        model_digest(models, man, GF_MODELS_SEGMENTATION, e->seg_sha, sizeof e->seg_sha);
+        model_digest(models, man, GF_MODELS_EMBEDDING, e->emb_sha, sizeof e->emb_sha);
+        gf_manifest_destroy(&man);
+    }
     e->models = gf_strdup(models);
     e->batch = self->batch;
     e->diar = d;
@@ -117,14 +159,14 @@ static gf_diar *pool_take(gf_diar_pool *self, const char *models, bool *cached)
     e->next = self->list;
     self->list = e;
     pthread_mutex_unlock(&self->mu);
-    return d;
+    return e;
 }
 
-static void pool_give(gf_diar_pool *self, gf_diar *d)
+static void pool_give(gf_diar_pool *self, entry *given)
 {
     pthread_mutex_lock(&self->mu);
     for (entry *e = self->list; e; e = e->next)
-        if (e->diar == d)
+        if (e == given)
             e->busy = false;
     pthread_mutex_unlock(&self->mu);
 }
@@ -136,16 +178,22 @@ struct gf_djob {
     gf_diar_pool *pool;      /* borrowed from the agent */
     int out_fd, err_fd;      /* spool files, owned */
     int wake_fd;             /* the agent's eventfd, -1: none */
+    char *ckpt_path;         /* <spool_dir>/<id>.ckpt beside out_path; NULL: no checkpoints */
+    gf_jobckpt *ck;          /* the job's checkpoints (the thread's), NULL: none */
     pthread_t thread;
     bool joined;             /* thread joined (or never started) */
     pthread_mutex_t mu;      /* guards the fields below */
     int64_t done, total;     /* windows */
     bool changed;            /* progress not yet taken by gf_djob_progress */
     bool cancel;             /* stop at the next window */
+    bool yield;              /* checkpoint at the next batch boundary and stop */
+    bool yielded;            /* it did (set by the thread) */
     bool ended;              /* the thread is finishing: reap may join */
     uint64_t last_wake;      /* monotonic ms of the last progress wake-up */
     /* written by the thread before `ended`, read after the join */
     gf_msg result;
+    size_t yield_at;         /* windows done when it yielded */
+    bool yield_saved;        /* its checkpoint reached the disk */
 };
 
 static void wake(gf_djob *self)
@@ -259,6 +307,109 @@ static int64_t tv_ms(struct timeval tv)
     return (int64_t)tv.tv_sec * 1000 + tv.tv_usec / 1000;
 }
 
+static bool flag(gf_djob *self, const bool *f)
+{
+    pthread_mutex_lock(&self->mu);
+    bool v = *f;
+    pthread_mutex_unlock(&self->mu);
+    return v;
+}
+
+static const gf_diar_state *resume_hook(void *user, size_t total)
+{
+    gf_djob *self = user;
+    return gf_jobckpt_resume(self->ck, total);
+}
+
+/* After each batch: a cancel stops the run here; a yield checkpoints,
+ * then stops it; else a periodic checkpoint when one is due. */
+static int boundary_hook(void *user, const gf_diar_state *st)
+{
+    gf_djob *self = user;
+    if (flag(self, &self->cancel))
+        return 1;
+    bool y = flag(self, &self->yield);
+    bool saved = self->ck && gf_jobckpt_boundary(self->ck, st, y);
+    if (!y)
+        return 0;
+    pthread_mutex_lock(&self->mu);
+    self->yielded = true;
+    pthread_mutex_unlock(&self->mu);
+    self->yield_at = st->n_windows;
+    self->yield_saved = saved;
+    return 1;
+}
+
+/* What the results of this job's windows depend on (ckpt.h): the checkpoint
+ * identity of this attempt, but for the audio's fields. The CPU networks'
+ * results do not depend on the thread count (tests/unit/test_segmentation.c),
+ * and the PLDA only enters the clustering, which a resumed run does again. */
+static void job_identity(const gf_djob *self, const entry *e, const gf_diar_run_opts *o,
+                         gf_ckpt_id *id)
+{
+    const gf_diar_pool *pool = self->pool;
+    const gf_diar_spec *ds = self->job.spec.diar;
+    bool wf = gf_diar_weight_free(e->diar);
+    memset(id, 0, sizeof *id);
+    gf_ckpt_id_set(id, GF_CKPT_JOB, "%llu", (unsigned long long)self->job.id);
+    gf_jobckpt_program(id);
+    gf_ckpt_id_set(id, GF_CKPT_ROUTE, "%s", gf_diar_identity(e->diar));
+    gf_ckpt_id_set(id, GF_CKPT_MODE, "%s", wf ? "weight-free" : "neural");
+    gf_ckpt_id_set(id, GF_CKPT_MATH, "%s", e->on_card ? gf_math_name(pool->math) : "fp32");
+    gf_ckpt_id_set(id, GF_CKPT_OVERLAP, "%s", e->on_card ? (pool->overlap ? "on" : "off") : "-");
+    gf_ckpt_id_set(id, GF_CKPT_BATCH, "%d", gf_diar_batch(e->diar));
+    gf_ckpt_id_set(id, GF_CKPT_LOGITS, "%s", ds->intermediates && !wf ? "kept" : "not kept");
+    gf_ckpt_id_set(id, GF_CKPT_THRESHOLD, "%.17g", wf ? GF_DIAR_WF_THRESHOLD : o->cluster.threshold);
+    gf_ckpt_id_set(id, GF_CKPT_NUM_SPEAKERS, "%d", o->cluster.num_speakers);
+    gf_ckpt_id_set(id, GF_CKPT_MIN_SPEAKERS, "%d", o->cluster.min_speakers);
+    gf_ckpt_id_set(id, GF_CKPT_MAX_SPEAKERS, "%d", o->cluster.max_speakers);
+    gf_ckpt_id_set(id, GF_CKPT_SEG_MODEL, "%s", e->seg_sha);
+    gf_ckpt_id_set(id, GF_CKPT_EMB_MODEL, "%s", e->emb_sha);
+}
+
+/* The checkpoint counters as statistics (docs/diarization.md, Checkpoints). */
+static void add_checkpoint_stats(gf_msg *r, const gf_jobckpt_stats *n)
+{
+    add_int(r, "checkpoint.written", (int64_t)n->written);
+    add_int(r, "checkpoint.failed", (int64_t)n->failed);
+    add_int(r, "checkpoint.skipped", (int64_t)n->skipped);
+    add_int(r, "checkpoint.bytes", n->bytes > INT64_MAX ? INT64_MAX : (int64_t)n->bytes);
+    add_int(r, "checkpoint.resumed_at", (int64_t)n->resumed_at);
+    add_int(r, "checkpoint.refused", n->refused);
+    add_float(r, "checkpoint.capture_s", (double)n->capture_ns * 1e-9);
+    add_float(r, "checkpoint.write_s", (double)n->write_ns * 1e-9);
+    add_float(r, "checkpoint.fsync_s", (double)n->fsync_ns * 1e-9);
+    add_float(r, "checkpoint.restore_s", (double)n->restore_ns * 1e-9);
+    add_float(r, "checkpoint.audio_digest_s", (double)n->digest_ns * 1e-9);
+}
+
+/* The job's JSON output with a "checkpoint" object of the same counters. */
+static char *json_with_checkpoint(char *js, const gf_jobckpt_stats *n)
+{
+    json_object *o = json_tokener_parse(js);
+    if (!o)
+        return js;
+    json_object *c = json_object_new_object();
+    json_object_object_add(c, "written", json_object_new_int64((int64_t)n->written));
+    json_object_object_add(c, "failed", json_object_new_int64((int64_t)n->failed));
+    json_object_object_add(c, "skipped", json_object_new_int64((int64_t)n->skipped));
+    json_object_object_add(c, "bytes", json_object_new_int64(n->bytes > INT64_MAX ? INT64_MAX
+                                                                                  : (int64_t)n->bytes));
+    json_object_object_add(c, "resumed_at", json_object_new_int64((int64_t)n->resumed_at));
+    json_object_object_add(c, "refused", json_object_new_boolean(n->refused));
+    json_object_object_add(c, "capture_s", json_object_new_double((double)n->capture_ns * 1e-9));
+    json_object_object_add(c, "write_s", json_object_new_double((double)n->write_ns * 1e-9));
+    json_object_object_add(c, "fsync_s", json_object_new_double((double)n->fsync_ns * 1e-9));
+    json_object_object_add(c, "restore_s", json_object_new_double((double)n->restore_ns * 1e-9));
+    json_object_object_add(c, "audio_digest_s",
+                           json_object_new_double((double)n->digest_ns * 1e-9));
+    json_object_object_add(o, "checkpoint", c);
+    char *out = gf_strfmt("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
+    json_object_put(o);
+    free(js);
+    return out;
+}
+
 static void *job_main(void *arg)
 {
     gf_djob *self = arg;
@@ -270,24 +421,35 @@ static void *job_main(void *arg)
     r->started_ms = gf_wall_ms();
     r->exit_status = -1;
     char why[1024] = "";
-    gf_diar *d = NULL;
+    entry *e = NULL;
     gf_devstats *st = gf_devstats_new();
     gf_diar_result res;
     memset(&res, 0, sizeof(res));
-    bool cached = false;
+    bool cached = false, yielded = false;
     const char *models = ds->models ? ds->models : self->pool->models_dir;
     gf_log_clear_last_error();
     dprintf(self->err_fd, "gpuflock: diarize %s -> %s\n", ds->audio, ds->rttm);
+    /* before the thread takes the submitter's identity: the writer thread
+     * keeps the worker's, which the spool folder needs */
+    if (self->ckpt_path) {
+        gf_jobckpt_conf cc = {
+            .path = self->ckpt_path, .job = self->job.id, .uid = self->job.uid,
+            .gid = self->job.gid, .every_s = self->pool->checkpoint_s, .err_fd = self->err_fd,
+            .stats = st,
+        };
+        self->ck = gf_jobckpt_new(&cc);
+    }
     int rc = become_submitter(&self->job, why, sizeof(why));
     if (rc)
         goto out;
-    d = pool_take(self->pool, ds->models, &cached);
-    if (!d) {
+    e = pool_take(self->pool, ds->models, &cached);
+    if (!e) {
         snprintf(why, sizeof(why), "model files in %s unusable: %s", models,
                  gf_log_last_error()[0] ? gf_log_last_error() : "see the worker's log");
         r->exit_status = GF_EXIT_CONFIG;
         goto out;
     }
+    gf_diar *d = e->diar;
     bool wf = gf_diar_weight_free(d);
     if (wf) {
         dprintf(self->err_fd, "gpuflock: weight-free mode: no model files in %s (energy voice "
@@ -305,12 +467,39 @@ static void *job_main(void *arg)
     o.progress_user = self;
     o.cancel = is_cancelled;
     o.cancel_user = self;
+    o.boundary = boundary_hook;
+    o.boundary_user = self;
+    if (self->ck) {
+        gf_ckpt_id id;
+        job_identity(self, e, &o, &id);
+        bool host = e->on_card;
+        gf_jobckpt_begin(self->ck, &id, ds->audio, gf_diar_batch(d), host ? "host" : "cpu",
+                         host ? "results on the host: no card copy"
+                              : self->pool->card.kind == GF_DEVICE_CUDA ? "networks on the cpu"
+                                                                          : "cpu card");
+        o.resume = resume_hook;
+        o.resume_user = self;
+    }
     rc = gf_diar_run(d, ds->audio, &o, st, &res);
+    if (self->ck)
+        gf_jobckpt_settle(self->ck);   /* the counts are final; a write not begun is dropped */
     if (rc == GF_EINTR && is_cancelled(self)) {
         pthread_mutex_lock(&self->mu);
         snprintf(why, sizeof(why), "cancelled after %lld of %lld windows",
                  (long long)self->done, (long long)self->total);
         pthread_mutex_unlock(&self->mu);
+        goto out;
+    }
+    if (rc == GF_EINTR && flag(self, &self->yielded)) {
+        yielded = true;
+        pthread_mutex_lock(&self->mu);
+        long long total = (long long)self->total;
+        pthread_mutex_unlock(&self->mu);
+        snprintf(why, sizeof(why), "yielded after %zu of %lld windows (%s)", self->yield_at, total,
+                 self->yield_saved ? "checkpoint kept for the next attempt"
+                                   : "no checkpoint could be written: the next attempt starts "
+                                     "from the last one on disk, if any");
+        r->exit_status = GF_EXIT_TEMPFAIL;
         goto out;
     }
     if (rc) {
@@ -325,6 +514,11 @@ static void *job_main(void *arg)
     if (!rc && ds->json) {
         char *jp = json_path(ds->rttm);
         char *js = gf_diar_result_json(&res, models, st);
+        if (self->ck) {
+            gf_jobckpt_stats n;
+            gf_jobckpt_counts(self->ck, &n);
+            js = json_with_checkpoint(js, &n);
+        }
         rc = gf_rttm_write_text(jp, js);
         free(js);
         free(jp);
@@ -347,6 +541,10 @@ out:
         if (strlen(r->message) > GF_PROTO_MAX_TEXT)
             r->message[GF_PROTO_MAX_TEXT] = 0;
     }
+    /* done, failed or cancelled: the checkpoint goes; yielded: it stays
+     * for the next attempt (and a dead worker never gets here) */
+    if (self->ck)
+        gf_jobckpt_end(self->ck, yielded);
     r->ended_ms = gf_wall_ms();
     struct rusage ru;
     if (getrusage(RUSAGE_THREAD, &ru) == 0) {
@@ -356,10 +554,12 @@ out:
     if (getrusage(RUSAGE_SELF, &ru) == 0)
         r->maxrss_kb = ru.ru_maxrss;       /* the worker's peak: the pipeline lives there */
     add_int(r, "wall_ms", r->ended_ms - r->started_ms);
-    if (d) {
-        add_int(r, "diarize.weight_free", gf_diar_weight_free(d));
+    if (e) {
+        add_int(r, "diarize.weight_free", gf_diar_weight_free(e->diar));
         add_int(r, "diarize.pipeline_reused", cached);
     }
+    if (yielded)
+        add_int(r, "diarize.yielded", 1);
     if (res.rttm) {
         add_int(r, "diarize.windows", (int64_t)res.n_windows);
         add_int(r, "diarize.speakers", (int64_t)res.n_speakers);
@@ -372,16 +572,33 @@ out:
         add_float(r, "diarize.clustering_s", res.t_clustering);
         add_float(r, "diarize.total_s", res.t_total);
     }
+    if (self->ck) {
+        gf_jobckpt_stats n;
+        gf_jobckpt_counts(self->ck, &n);
+        add_checkpoint_stats(r, &n);
+        gf_jobckpt_destroy(&self->ck);   /* the pipeline is done with the state it resumed from */
+    }
     add_devstats(r, st);
     gf_diar_result_free(&res);
     gf_devstats_destroy(&st);
-    if (d)
-        pool_give(self->pool, d);
+    if (e)
+        pool_give(self->pool, e);
     pthread_mutex_lock(&self->mu);
     self->ended = true;
     pthread_mutex_unlock(&self->mu);
     wake(self);
     return NULL;
+}
+
+/* <spool_dir>/<id>.ckpt beside "<spool_dir>/<id>.out"; NULL without one. */
+static char *ckpt_path_of(const char *out_path)
+{
+    if (!out_path || !out_path[0])
+        return NULL;
+    size_t n = strlen(out_path);
+    if (n > 4 && strcmp(out_path + n - 4, ".out") == 0)
+        return gf_strfmt("%.*s.ckpt", (int)(n - 4), out_path);
+    return gf_strfmt("%s.ckpt", out_path);
 }
 
 int gf_djob_start(const gf_msg *job, gf_diar_pool *pool, int out_fd, int err_fd, int wake_fd,
@@ -402,6 +619,7 @@ int gf_djob_start(const gf_msg *job, gf_diar_pool *pool, int out_fd, int err_fd,
     self->out_fd = out_fd;
     self->err_fd = err_fd;
     self->wake_fd = wake_fd;
+    self->ckpt_path = ckpt_path_of(job->out_path);
     self->joined = true;
     pthread_mutex_init(&self->mu, NULL);
     /* the pipeline's frames are on the heap; the default stack is plenty */
@@ -432,6 +650,18 @@ void gf_djob_cancel(gf_djob *self)
     pthread_mutex_lock(&self->mu);
     self->cancel = true;
     pthread_mutex_unlock(&self->mu);
+}
+
+void gf_djob_yield(gf_djob *self)
+{
+    pthread_mutex_lock(&self->mu);
+    self->yield = true;
+    pthread_mutex_unlock(&self->mu);
+}
+
+bool gf_djob_yielded(gf_djob *self)
+{
+    return flag(self, &self->yielded);
 }
 
 bool gf_djob_reap(gf_djob *self, gf_msg *result)
@@ -468,6 +698,7 @@ void gf_djob_destroy(gf_djob **self_p)
         close(self->out_fd);
     if (self->err_fd >= 0)
         close(self->err_fd);
+    free(self->ckpt_path);
     pthread_mutex_destroy(&self->mu);
     free(self);
     *self_p = NULL;

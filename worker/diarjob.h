@@ -16,7 +16,13 @@
  *     cancel stops the pipeline at the next window boundary;
  *   - the RTTM (and the JSON with --json) go through a temporary file
  *     renamed into place; the result carries the mode (weight-free or
- *     neural), per-stage timings and the devstats table as statistics. */
+ *     neural), per-stage timings and the devstats table as statistics;
+ *   - the job's progress is checkpointed (worker/jobckpt.h) into
+ *     <spool_dir>/<id>.ckpt beside its .out and .err (from the job's
+ *     out_path) every worker.checkpoint_s seconds and when it is asked to
+ *     yield; a later attempt of the job resumes from it when its identity
+ *     matches. The file is removed when the job ends done, failed or
+ *     cancelled, and kept when it yields or its worker dies. */
 #ifndef GF_DIARJOB_H
 #define GF_DIARJOB_H
 
@@ -28,8 +34,8 @@
 #include <stdint.h>
 
 /* Pipelines kept across jobs. cfg (borrowed) gives models_dir,
- * batch_size and cpu_threads; card says whether the networks may go on a
- * CUDA card. Thread-safe. */
+ * batch_size, cpu_threads, the math mode, overlap and checkpoint_s; card
+ * says whether the networks may go on a CUDA card. Thread-safe. */
 typedef struct gf_diar_pool gf_diar_pool;
 gf_diar_pool *gf_diar_pool_new(const gf_config *cfg, const gf_card_identity *card);
 void gf_diar_pool_destroy(gf_diar_pool **self_p);
@@ -49,6 +55,20 @@ bool gf_djob_progress(gf_djob *self, int64_t *done, int64_t *total);
 
 /* Ask the pipeline to stop at the next window boundary. */
 void gf_djob_cancel(gf_djob *self);
+
+/* Ask the job to give its card back (an exclusive job waits for it): at
+ * the next batch boundary it writes a checkpoint, waits until it is on
+ * disk, and stops. gf_djob_reap then gives a result with exit status 75
+ * (EX_TEMPFAIL), the message "AUDIO: yielded after K of N windows
+ * (checkpoint kept for the next attempt)" (or why none could be written)
+ * and the statistic diarize.yielded 1, and gf_djob_yielded says so: the
+ * job is to go back to the queue, not to fail, and its next attempt
+ * resumes at window K. A job past its last batch (clustering) finishes
+ * instead; a cancel wins over a yield. Thread-safe, idempotent. */
+void gf_djob_yield(gf_djob *self);
+
+/* After gf_djob_reap: true when the job stopped because it yielded. */
+bool gf_djob_yielded(gf_djob *self);
 
 /* When the thread has ended: join it, fill a "result" message (exit 0, or
  * -1 with the error text in message; statistics) and return true. */

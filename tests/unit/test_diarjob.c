@@ -1,11 +1,19 @@
 /* test_diarjob.c — diarize jobs on worker threads: a weight-free run of a
  * real recording writes its RTTM and JSON and reports windows, mode and
  * statistics; the next job finds the pipeline loaded; a cancelled job
- * writes nothing; a file that is not audio fails with a message naming it. */
+ * writes nothing; a file that is not audio fails with a message naming it.
+ * Checkpoints: a job asked to yield stops at its first batch boundary with
+ * status 75 and its checkpoint in the spool (0600, the job's user), and its
+ * next attempt resumes there and gives the RTTM, JSON turns and
+ * intermediates of an uninterrupted run, byte for byte, then removes the
+ * file; a changed audio file, a damaged checkpoint and another batch size
+ * are named on the job's stderr and the job starts again from its first
+ * window; a cancelled or failed job removes its checkpoint. */
 #include "common/config.h"
 #include "common/error.h"
 #include "common/proto.h"
 #include "common/util.h"
+#include "worker/diar/pipeline.h"
 #include "worker/diarjob.h"
 
 #include <setjmp.h>
@@ -21,6 +29,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #define SAMPLE "../shared/data/audio/sample.wav"
@@ -114,15 +123,23 @@ static const gf_stat *stat_of(const gf_msg *r, const char *key)
 
 /* Run a job to its end as the event loop would: wait on the eventfd, take
  * progress, reap. Returns the final windows done / total in *done, *total. */
-static void run_job(const gf_msg *job, bool cancel_at_once, gf_msg *result, int64_t *done,
-                    int64_t *total)
+enum { NOTHING = 0, CANCEL = 1, YIELD = 2 };   /* what run_job asks of the job at once */
+
+static bool last_yielded;     /* gf_djob_yielded of run_job's last job */
+
+static void run_job_in(gf_diar_pool *in, const gf_msg *job, int ask, gf_msg *result,
+                       int64_t *done, int64_t *total)
 {
     gf_djob *j = NULL;
     char why[256];
-    assert_int_equal(gf_djob_start(job, pool, spool("out"), spool("err"), wakefd, &j, why,
+    assert_int_equal(gf_djob_start(job, in, spool("out"), spool("err"), wakefd, &j, why,
                                    sizeof(why)), 0);
-    if (cancel_at_once)
+    if (ask == CANCEL)
         gf_djob_cancel(j);
+    if (ask == YIELD) {
+        gf_djob_yield(j);
+        gf_djob_yield(j);     /* idempotent */
+    }
     *done = *total = 0;
     for (int rounds = 0;; rounds++) {
         assert_true(rounds < 6000);     /* a bound, not a timing: 6000 wake-ups or 10 s polls */
@@ -145,8 +162,15 @@ static void run_job(const gf_msg *job, bool cancel_at_once, gf_msg *result, int6
         *done = d;
         *total = t;
     }
+    last_yielded = gf_djob_yielded(j);
     gf_djob_destroy(&j);
     gf_djob_destroy(&j);
+}
+
+static void run_job(const gf_msg *job, bool cancel_at_once, gf_msg *result, int64_t *done,
+                    int64_t *total)
+{
+    run_job_in(pool, job, cancel_at_once ? CANCEL : NOTHING, result, done, total);
 }
 
 static void test_weight_free_job(void **state)
@@ -245,12 +269,308 @@ static void test_bad_file(void **state)
     free(bad);
 }
 
+/* A job of id whose spool is <tmpdir>/<id>.out: checkpoints at <id>.ckpt. */
+static void make_spooled_job(gf_msg *m, uint64_t id, int attempt, const char *audio,
+                             const char *rttm, const char *inter)
+{
+    make_job(m, id, audio, rttm, true);
+    m->attempt = attempt;
+    m->out_path = gf_strfmt("%s/%llu.out", tmpdir, (unsigned long long)id);
+    m->err_path = gf_strfmt("%s/%llu.err", tmpdir, (unsigned long long)id);
+    if (inter)
+        m->spec.diar->intermediates = gf_strdup(inter);
+}
+
+static char *ckpt_of(uint64_t id)
+{
+    return gf_strfmt("%s/%llu.ckpt", tmpdir, (unsigned long long)id);
+}
+
+static char *slurp_path(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    char *buf = gf_calloc(1, 1 << 21);
+    *len = fread(buf, 1, (1 << 21) - 1, f);
+    fclose(f);
+    return buf;
+}
+
+static void same_files(const char *a, const char *b)
+{
+    size_t la = 0, lb = 0;
+    char *x = slurp_path(a, &la), *y = slurp_path(b, &lb);
+    assert_non_null(x);
+    assert_non_null(y);
+    assert_int_equal(la, lb);
+    assert_memory_equal(x, y, la);
+    free(x);
+    free(y);
+}
+
+/* The turns of a JSON output: the text before "mode" (the timings after it
+ * differ from run to run). */
+static char *json_turns(const char *path)
+{
+    size_t n = 0;
+    char *t = slurp_path(path, &n);
+    assert_non_null(t);
+    char *m = strstr(t, "\"mode\"");
+    assert_non_null(m);
+    *m = '\0';
+    return t;
+}
+
+/* A copy of the sample in the test's folder (its mtime is ours to change). */
+static char *sample_copy(const char *name)
+{
+    char *p = gf_strfmt("%s/%s", tmpdir, name);
+    char *cmd = gf_strfmt("cp '%s' '%s'", sample, p);
+    assert_int_equal(system(cmd), 0);
+    free(cmd);
+    return p;
+}
+
+/* A job of its own, run to its end: the reference of an uninterrupted run. */
+static void reference_run(const char *audio, const char *rttm, const char *inter)
+{
+    gf_msg job, r;
+    int64_t done, total;
+    make_spooled_job(&job, 99, 1, audio, rttm, inter);
+    run_job(&job, false, &r, &done, &total);
+    assert_int_equal(r.exit_status, 0);
+    gf_msg_clear(&r);
+    gf_msg_clear(&job);
+}
+
+/* Attempt 1 of job id yields at its first boundary: status 75, the
+ * checkpoint in the spool. */
+static void yield_first(uint64_t id, const char *audio, const char *rttm, const char *inter)
+{
+    gf_msg job, r;
+    int64_t done, total;
+    unlink(rttm);
+    make_spooled_job(&job, id, 1, audio, rttm, inter);
+    run_job_in(pool, &job, YIELD, &r, &done, &total);
+    if (r.exit_status != GF_EXIT_TEMPFAIL)
+        fprintf(stderr, "yield: status %d, %s\n", r.exit_status, r.message ? r.message : "");
+    assert_int_equal(r.exit_status, GF_EXIT_TEMPFAIL);
+    assert_true(last_yielded);
+    assert_non_null(strstr(r.message, "yielded after 4 of 21 windows (checkpoint kept for the "
+                                      "next attempt)"));
+    assert_non_null(strstr(r.message, audio));
+    assert_int_equal(stat_of(&r, "diarize.yielded")->i, 1);
+    assert_int_equal(stat_of(&r, "checkpoint.written")->i, 1);
+    assert_int_equal(stat_of(&r, "checkpoint.failed")->i, 0);
+    assert_true(stat_of(&r, "checkpoint.bytes")->i > 4 * GF_DIAR_FRAMES * 3 * 4);
+    assert_true(stat_of(&r, "checkpoint.audio_digest_s")->f > 0.0);
+    assert_int_equal(stat_of(&r, "devstats.checkpoint.capture.cpu.unavailable")->i, 1);
+    assert_true(stat_of(&r, "devstats.checkpoint.capture.cpu.bytes")->i > 0);
+    assert_int_equal(stat_of(&r, "devstats.checkpoint.capture.cpu.copies")->i, 2);  /* seg, blocks */
+    assert_null(stat_of(&r, "devstats.checkpoint.capture.cpu.count"));   /* no device time */
+    assert_int_not_equal(access(rttm, F_OK), 0);
+    char *ck = ckpt_of(id);
+    struct stat sb;
+    assert_int_equal(lstat(ck, &sb), 0);
+    assert_true(S_ISREG(sb.st_mode));
+    assert_int_equal(sb.st_mode & 07777, 0600);
+    assert_int_equal(sb.st_uid, getuid());
+    free(ck);
+    gf_msg_clear(&r);
+    gf_msg_clear(&job);
+}
+
+static void test_yield_and_resume(void **state)
+{
+    (void)state;
+    char *audio = sample_copy("yield.wav");
+    char *ref = gf_strfmt("%s/ref.rttm", tmpdir), *ref_inter = gf_strfmt("%s/ref-inter", tmpdir);
+    char *ref_json = gf_strfmt("%s/ref.json", tmpdir);
+    reference_run(audio, ref, ref_inter);
+
+    char *rttm = gf_strfmt("%s/yield.rttm", tmpdir), *inter = gf_strfmt("%s/yield-inter", tmpdir);
+    char *json = gf_strfmt("%s/yield.json", tmpdir);
+    yield_first(20, audio, rttm, inter);
+
+    gf_msg job, r;
+    int64_t done, total;
+    make_spooled_job(&job, 20, 2, audio, rttm, inter);
+    run_job(&job, false, &r, &done, &total);
+    assert_int_equal(r.exit_status, 0);
+    assert_false(last_yielded);
+    assert_int_equal(done, 21);
+    assert_int_equal(stat_of(&r, "checkpoint.resumed_at")->i, 4);
+    assert_int_equal(stat_of(&r, "checkpoint.refused")->i, 0);
+    assert_int_equal(stat_of(&r, "devstats.checkpoint.restore.cpu.unavailable")->i, 1);
+    assert_true(stat_of(&r, "devstats.checkpoint.restore.cpu.bytes")->i > 0);
+    assert_int_equal(stat_of(&r, "devstats.vad.energy.cpu.unavailable")->i, 21 - 4);
+    char *err = slurp("err");
+    assert_non_null(strstr(err, "resumed from the checkpoint of an earlier attempt at window 4 "
+                                "of 21"));
+    free(err);
+    same_files(ref, rttm);
+    char *ta = json_turns(ref_json), *tb = json_turns(json);
+    assert_string_equal(ta, tb);
+    free(ta);
+    free(tb);
+    const char *arrays[] = { "segmentations.npy", "embeddings.npy" };
+    for (size_t i = 0; i < 2; i++) {
+        char *a = gf_strfmt("%s/%s", ref_inter, arrays[i]), *b = gf_strfmt("%s/%s", inter, arrays[i]);
+        same_files(a, b);
+        free(a);
+        free(b);
+    }
+    size_t n = 0;
+    char *js = slurp_path(json, &n);
+    assert_non_null(strstr(js, "\"checkpoint\":{"));
+    assert_non_null(strstr(js, "\"resumed_at\":4"));
+    free(js);
+    char *ck = ckpt_of(20);
+    assert_int_not_equal(access(ck, F_OK), 0);     /* done: removed */
+    free(ck);
+    gf_msg_clear(&r);
+    gf_msg_clear(&job);
+    free(json);
+    free(inter);
+    free(rttm);
+    free(ref_json);
+    free(ref_inter);
+    free(ref);
+    free(audio);
+}
+
+/* Attempt 2 of job id: runs to its end from the first window, saying why
+ * the checkpoint was not reused; its RTTM is the reference's. */
+static void refused_then_whole(gf_diar_pool *in, uint64_t id, const char *audio, const char *rttm,
+                               const char *ref, const char *words)
+{
+    gf_msg job, r;
+    int64_t done, total;
+    make_spooled_job(&job, id, 2, audio, rttm, NULL);
+    run_job_in(in, &job, NOTHING, &r, &done, &total);
+    assert_int_equal(r.exit_status, 0);
+    assert_int_equal(stat_of(&r, "checkpoint.resumed_at")->i, 0);
+    assert_int_equal(stat_of(&r, "checkpoint.refused")->i, 1);
+    assert_null(stat_of(&r, "devstats.checkpoint.restore.cpu.unavailable"));
+    char *err = slurp("err");
+    if (!strstr(err, words))
+        fprintf(stderr, "wanted '%s' in:\n%s", words, err);
+    assert_non_null(strstr(err, words));
+    assert_non_null(strstr(err, "starting at the first window"));
+    free(err);
+    same_files(ref, rttm);
+    char *ck = ckpt_of(id);
+    assert_int_not_equal(access(ck, F_OK), 0);
+    free(ck);
+    gf_msg_clear(&r);
+    gf_msg_clear(&job);
+}
+
+static void test_checkpoint_not_reused(void **state)
+{
+    (void)state;
+    char *audio = sample_copy("changed.wav");
+    char *ref = gf_strfmt("%s/ref2.rttm", tmpdir), *rttm = gf_strfmt("%s/changed.rttm", tmpdir);
+    reference_run(audio, ref, NULL);
+
+    /* the audio's mtime moved (its content did not): not reused */
+    yield_first(30, audio, rttm, NULL);
+    struct timeval tv[2] = { { 1000000000, 0 }, { 1000000000, 0 } };
+    assert_int_equal(utimes(audio, tv), 0);
+    refused_then_whole(pool, 30, audio, rttm, ref,
+                       "checkpoint not reused: audio file changed (mtime ");
+
+    /* one byte of the checkpoint changed */
+    yield_first(31, audio, rttm, NULL);
+    char *ck = ckpt_of(31);
+    FILE *f = fopen(ck, "r+b");
+    assert_non_null(f);
+    fseek(f, 20000, SEEK_SET);
+    int c = fgetc(f);
+    fseek(f, 20000, SEEK_SET);
+    fputc(c ^ 0x40, f);
+    fclose(f);
+    refused_then_whole(pool, 31, audio, rttm, ref,
+                       "checkpoint not reused: damaged (its SHA-256 does not match its contents)");
+
+    /* cut short */
+    yield_first(32, audio, rttm, NULL);
+    free(ck);
+    ck = ckpt_of(32);
+    assert_int_equal(truncate(ck, 1000), 0);
+    refused_then_whole(pool, 32, audio, rttm, ref, "checkpoint not reused: truncated (1000 of ");
+
+    /* a symlink in its place */
+    yield_first(33, audio, rttm, NULL);
+    free(ck);
+    ck = ckpt_of(33);
+    char *moved = gf_strfmt("%s.moved", ck);
+    assert_int_equal(rename(ck, moved), 0);
+    assert_int_equal(symlink(moved, ck), 0);
+    refused_then_whole(pool, 33, audio, rttm, ref,
+                       "checkpoint not reused: a symbolic link (not followed)");
+    free(moved);
+
+    /* the worker's batch size changed */
+    yield_first(34, audio, rttm, NULL);
+    cfg->batch_size = 2;
+    gf_card_identity card;
+    memset(&card, 0, sizeof(card));
+    card.kind = GF_DEVICE_CPU;
+    gf_diar_pool *other = gf_diar_pool_new(cfg, &card);
+    cfg->batch_size = 4;
+    refused_then_whole(other, 34, audio, rttm, ref,
+                       "checkpoint not reused: configuration changed (batch size 4 -> 2)");
+    gf_diar_pool_destroy(&other);
+    free(ck);
+    free(rttm);
+    free(ref);
+    free(audio);
+}
+
+/* A job that ends cancelled or failed takes its checkpoint with it. */
+static void test_checkpoint_removed(void **state)
+{
+    (void)state;
+    char *audio = sample_copy("gone.wav");
+    char *rttm = gf_strfmt("%s/gone.rttm", tmpdir);
+    char *ck = ckpt_of(40);
+    yield_first(40, audio, rttm, NULL);
+    gf_msg job, r;
+    int64_t done, total;
+    make_spooled_job(&job, 40, 2, audio, rttm, NULL);
+    run_job_in(pool, &job, CANCEL, &r, &done, &total);
+    assert_int_equal(r.exit_status, -1);
+    assert_non_null(strstr(r.message, "cancelled after"));
+    assert_int_not_equal(access(ck, F_OK), 0);
+    gf_msg_clear(&r);
+    gf_msg_clear(&job);
+
+    yield_first(40, audio, rttm, NULL);
+    char *away = gf_strfmt("%s.away", audio);
+    assert_int_equal(rename(audio, away), 0);
+    make_spooled_job(&job, 40, 2, audio, rttm, NULL);
+    run_job_in(pool, &job, NOTHING, &r, &done, &total);
+    assert_int_equal(r.exit_status, GF_EXIT_NOINPUT);
+    assert_int_not_equal(access(ck, F_OK), 0);
+    gf_msg_clear(&r);
+    gf_msg_clear(&job);
+    free(away);
+    free(ck);
+    free(rttm);
+    free(audio);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_weight_free_job),
         cmocka_unit_test(test_cancelled_job),
         cmocka_unit_test(test_bad_file),
+        cmocka_unit_test(test_yield_and_resume),
+        cmocka_unit_test(test_checkpoint_not_reused),
+        cmocka_unit_test(test_checkpoint_removed),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -16,8 +16,10 @@
 #     reclaimed and ends identical; gpuflockd and the job's worker killed
 #     together: the job runs again, resumes from its checkpoint, identical;
 #     the same with the checkpoint damaged meanwhile: not reused (said in the
-#     job's stderr and the log), started again, identical.
-# Kills: 5 + 3 + 2; about two minutes on two busy cores. Random
+#     job's stderr and the log), started again, identical;
+#  4. (as root) another user's job: its checkpoint in the root-owned 0711
+#     spool belongs to them, mode 0600; killed, it resumes, identical.
+# Kills: 5 + 3 + 2 + 1; about two minutes on two busy cores. Random
 # instants come from $RANDOM, seeded and printed (GF_CKPT_SEED to replay).
 . tests/integration/lib/jobs.bash
 write_config
@@ -189,6 +191,40 @@ PY
     fi
 done
 echo "ok: gpuflockd and the worker killed: resumed (or, damaged, started again), identical"
+
+# ---- 4. another user's job: its checkpoint is theirs (0600) in the root-owned
+# spool, written by the worker, read back for them on the next attempt
+if [ "$(id -u)" = 0 ] && command -v useradd >/dev/null && command -v runuser >/dev/null; then
+    u=gfjobuser1
+    id "$u" >/dev/null 2>&1 || useradd --system --no-create-home --shell /bin/sh "$u" || fail "useradd $u"
+    mkdir -p "$T/mine"
+    cp "$T/ten.wav" "$T/mine/u.wav"
+    chown -R "$u" "$T/mine"
+    (cd /tmp && runuser -u "$u" -- "$GF" diarize --config "$CFG" --save-intermediates "$T/mine/inter" \
+        "$T/mine/u.wav") >"$T/u.out" 2>"$T/u.err" &
+    cli=$!
+    for _ in $(seq 200); do
+        id=$(sed -n 's|^.*: job \([0-9]*\)$|\1|p' "$T/u.err"); [ -n "$id" ] && break; sleep 0.05
+    done
+    [ -n "$id" ] || fail "no job id for $u: $(cat "$T/u.err")"
+    wait_for_ckpt
+    [ "$(stat -c '%U %a' "$T/state/spool/$id.ckpt")" = "$u 600" ] \
+        || fail "checkpoint of $u's job: $(stat -c '%U %a' "$T/state/spool/$id.ckpt")"
+    [ "$(stat -c '%U %a' "$T/state/spool")" = "root 711" ] || fail "spool: $(stat -c '%U %a' "$T/state/spool")"
+    read -r st at card done_w <<<"$(job_line "$id")"
+    kill -KILL "$(cat "$T/run/worker$card.pid")"
+    wait "$cli" || fail "$u's job after its worker died: $(cat "$T/u.err")"
+    grep -q "job $id: resumed from its checkpoint at window [1-9]" "$T/broker.log" \
+        || fail "$u's job did not resume: $(grep "job $id" "$T/broker.log")"
+    [ "$(stat -c %U "$T/mine/u.rttm")" = "$u" ] || fail "RTTM not $u's"
+    sed 's/^SPEAKER u /SPEAKER ten /' "$T/mine/u.rttm" | cmp - "$T/ten-ref/ten.rttm" || fail "$u's RTTM differs"
+    for a in segmentations.npy embeddings.npy; do
+        cmp "$T/mine/inter/$a" "$T/ten-ref/inter/$a" || fail "$u's $a differs"
+    done
+    echo "ok: another user's job: its checkpoint is theirs, 0600, resumed, identical"
+else
+    echo "note: not root: the other-user checks were skipped"
+fi
 
 # ---- 2. neural, random weights, three kills
 if ! /usr/bin/python3 -c 'import torch, numpy' 2>/dev/null || [ ! -d ../shared/data/community-1/plda ]; then

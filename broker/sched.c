@@ -152,6 +152,23 @@ void gf_sched_retire(gf_sched *self, uint64_t id)
     free(sj);
 }
 
+void gf_sched_forget(gf_sched *self, uint64_t id)
+{
+    gf_sched_job *sj = gf_sched_get(self, id);
+    if (!sj)
+        return;
+    gf_sched_release(self, id, false);
+    gf_sched_unqueue(self, id);
+    dependency_moved(self);
+    self->final[id] = 0;
+    gf_sched_job *last = self->live[--self->n_live];
+    self->live[sj->live_at] = last;
+    last->live_at = sj->live_at;
+    self->by_id[id] = NULL;
+    gf_job_clear(&sj->job);
+    free(sj);
+}
+
 void gf_sched_note_final(gf_sched *self, uint64_t id, gf_job_state state)
 {
     if (id == 0 || gf_sched_get(self, id))

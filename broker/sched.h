@@ -53,6 +53,9 @@ typedef struct {
     bool env_stored;      /* its environment is in the store only: read back for its worker
                            * and for its owner's `show` (a queue of thousands would
                            * otherwise hold thousands of copies) */
+    bool dirty;           /* changed since the store last committed it (the server keeps
+                           * such changes while the store cannot commit, and writes
+                           * them again until it can) */
     size_t live_at;       /* its place in the table's list of jobs held */
 } gf_sched_job;
 
@@ -86,6 +89,10 @@ gf_sched_job *gf_sched_iter(gf_sched *self, size_t *pos);
  * must have ended; it leaves the queue and holds no card. Keeps a broker's
  * memory and per-turn work to the jobs that are live, however long it runs. */
 void gf_sched_retire(gf_sched *self, uint64_t id);
+/* Let a job go that never was: its submit did not reach the store (the
+ * commit failed), so its id is handed out again. Unlike gf_sched_retire it
+ * leaves no final state; the job leaves the queue and its cards. */
+void gf_sched_forget(gf_sched *self, uint64_t id);
 /* Record the final state of an ended job the table never held (a job of an
  * earlier run, read back from the store for a dependency). */
 void gf_sched_note_final(gf_sched *self, uint64_t id, gf_job_state state);

@@ -28,6 +28,7 @@
 #include "common/util.h"
 #include "common/wire.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -81,11 +82,15 @@ typedef struct waiter {
 /* A turn's phases, timed where the log level is debug (turn_trace). */
 enum { PH_MESSAGES, PH_SCHEDULE, PH_COMMIT, PH_TO_WORKERS, PH_SYNC, PH_TO_CLIENTS, TURN_PHASES };
 
-/* A message to send once the turn's transaction committed. */
+/* A message to send at the end of the turn. */
 typedef struct {
     gf_router *sock;          /* NULL once sent */
     gf_peer peer;
     gf_msg msg;               /* owned */
+    bool held;                /* it follows from changes of the turn (an assignment, an
+                               * acknowledgement, a job's end): sent only once those are
+                               * committed; else (a heartbeat, an error, an answer to a
+                               * read) sent whatever the store does */
 } outmsg;
 
 struct gf_server {
@@ -102,10 +107,24 @@ struct gf_server {
     size_t n_retire, cap_retire;
     outmsg *out;              /* the outbox */
     size_t n_out, cap_out;
+    outmsg *later;            /* held messages of turns whose commit failed, in order: sent
+                               * after the commit that takes their changes */
+    size_t n_later, cap_later;
+    uint64_t *dirty;          /* jobs changed since the last commit (their sj->dirty set) */
+    size_t n_dirty, cap_dirty;
+    uint64_t *fresh;          /* jobs inserted this turn: they never were if it fails */
+    size_t n_fresh, cap_fresh;
     bool in_tx;               /* a store transaction is open this turn */
     bool need_sync;           /* this turn acknowledges a client's change */
     bool unsynced;            /* commits since the WAL was last synced */
-    bool store_failed;
+    bool turn_failed;         /* a store write failed this turn: no more until it ends */
+    int turn_rc;              /* its code: GF_ENOSPC (disk full) or GF_EIO */
+    bool behind;              /* the store could not commit: memory holds changes it lacks
+                               * (the dirty jobs), rewritten every STORE_RETRY_MS */
+    int behind_rc;            /* why, as a code */
+    char *behind_why;         /* and as the store's text, for refusals */
+    uint64_t next_retry;      /* monotonic ms of the next try to commit, while behind */
+    bool sync_failed;         /* the WAL could not be synced: the broker stops */
     bool stopping;            /* SIGTERM seen: no new jobs */
     uint64_t stop_deadline;   /* monotonic ms */
     uint64_t reclaim_until;   /* monotonic ms: unclaimed running jobs wait */
@@ -122,6 +141,9 @@ struct gf_server {
 
 /* How long a user's name and groups are believed (broker/users.h). */
 #define USERS_TTL_MS 10000
+
+/* While the store cannot commit, how often the broker tries again. */
+#define STORE_RETRY_MS 1000
 
 /* The worker socket: a worker receives every user's commands and
  * environments, so only the broker's user (and root) may connect. */
@@ -147,17 +169,54 @@ static wk *wk_by_peer(gf_server *self, const gf_peer *p)
     return NULL;
 }
 
+static void push_id(uint64_t **v, size_t *n, size_t *cap, uint64_t id)
+{
+    if (*n == *cap) {
+        *cap = *cap ? *cap * 2 : 64;
+        *v = gf_realloc(*v, *cap * sizeof(uint64_t));
+    }
+    (*v)[(*n)++] = id;
+}
+
+static void push_out(outmsg **v, size_t *n, size_t *cap, const outmsg *o)
+{
+    if (*n == *cap) {
+        *cap = *cap ? *cap * 2 : 64;
+        *v = gf_realloc(*v, *cap * sizeof(outmsg));
+    }
+    (*v)[(*n)++] = *o;
+}
+
+static void post_as(gf_server *self, gf_router *sock, const gf_peer *peer, gf_msg *m, bool held)
+{
+    outmsg o = { .sock = sock, .peer = *peer, .msg = *m, .held = held };
+    push_out(&self->out, &self->n_out, &self->cap_out, &o);
+    memset(m, 0, sizeof(*m));
+}
+
+/* Held: sent once the turn's changes are in the store. */
 static void post(gf_server *self, gf_router *sock, const gf_peer *peer, gf_msg *m)
 {
-    if (self->n_out == self->cap_out) {
-        self->cap_out = self->cap_out ? self->cap_out * 2 : 64;
-        self->out = gf_realloc(self->out, self->cap_out * sizeof(outmsg));
-    }
-    outmsg *o = &self->out[self->n_out++];
-    o->sock = sock;
-    o->peer = *peer;
-    o->msg = *m;
-    memset(m, 0, sizeof(*m));
+    post_as(self, sock, peer, m, true);
+}
+
+/* Sent at the end of the turn whatever the store does: heartbeats, errors,
+ * answers to reads (queue, show, logs, workers still answer while the
+ * store's disk is full). */
+static void post_free(gf_server *self, gf_router *sock, const gf_peer *peer, gf_msg *m)
+{
+    post_as(self, sock, peer, m, false);
+}
+
+static void make_error(gf_msg *m, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void make_error(gf_msg *m, int code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    gf_msg_errorv(m, code, fmt, ap);
+    va_end(ap);
 }
 
 static void post_error(gf_server *self, gf_router *sock, const gf_peer *peer, int code,
@@ -171,50 +230,211 @@ static void post_error(gf_server *self, gf_router *sock, const gf_peer *peer, in
     va_start(ap, fmt);
     gf_msg_errorv(&m, code, fmt, ap);
     va_end(ap);
-    post(self, sock, peer, &m);
+    post_free(self, sock, peer, &m);
+}
+
+/* A write of the turn failed: nothing more is written this turn (SQLite
+ * may have rolled the transaction back, and later writes would commit on
+ * their own); the turn ends rolled back, its changes kept in memory. */
+static void write_failed(gf_server *self, int rc)
+{
+    if (!self->turn_failed)
+        self->turn_rc = rc == GF_ENOSPC ? GF_ENOSPC : GF_EIO;
+    self->turn_failed = true;
 }
 
 static void tx(gf_server *self)
 {
-    if (self->in_tx || self->store_failed)
+    if (self->in_tx || self->turn_failed || self->behind)
         return;
-    if (gf_store_begin(self->store) != 0) {
-        self->store_failed = true;
+    int rc = gf_store_begin(self->store);
+    if (rc) {
+        write_failed(self, rc);
         return;
     }
     self->in_tx = true;
 }
 
-static void persist(gf_server *self, const gf_job *job)
+/* The row of a job as memory has it now. A row that is not there cannot
+ * be written by trying again: that is logged, not a failed turn (the store
+ * would never catch up). */
+static int write_job(gf_server *self, const gf_sched_job *sj)
 {
-    tx(self);
-    const gf_sched_job *sj = gf_sched_get(self->sched, job->id);
-    bool env_stored = sj && &sj->job == job && sj->env_stored;
-    if (self->in_tx && (env_stored ? gf_store_update_record(self->store, job)
-                                   : gf_store_update(self->store, job)) != 0)
-        self->store_failed = true;
+    int rc = sj->env_stored ? gf_store_update_record(self->store, &sj->job)
+                            : gf_store_update(self->store, &sj->job);
+    if (rc == GF_ENOENT) {
+        GF_ERROR("job %llu: no row in the job store to record its change in",
+                 (unsigned long long)sj->job.id);
+        return 0;
+    }
+    return rc;
 }
 
-/* Commit the turn, then send what it produced. Workers get their messages
- * right after the commit (a job the store records as running may start:
- * that survives a broker crash); clients hear back only after the WAL is
- * synced too, when the turn acknowledges a change of theirs (a submit, a
- * cancel), so an acknowledged job survives a machine crash as well. A
- * failed commit or sync stops the broker: nothing of the turn is sent. */
+/* The job changed: into this turn's transaction, and on the list of jobs
+ * the store lacks until the turn commits. While the store cannot commit,
+ * only on the list: the next try writes every job on it as it is then. */
+static void persist(gf_server *self, const gf_job *job)
+{
+    gf_sched_job *sj = gf_sched_get(self->sched, job->id);
+    assert(sj && &sj->job == job);
+    if (!sj->dirty) {
+        sj->dirty = true;
+        push_id(&self->dirty, &self->n_dirty, &self->cap_dirty, job->id);
+    }
+    tx(self);
+    if (self->in_tx && !self->turn_failed) {
+        int rc = write_job(self, sj);
+        if (rc)
+            write_failed(self, rc);
+    }
+}
+
+/* Why a change cannot be taken now, for the client asking (op: "submit",
+ * "cancel"): the store's folder and disk named. */
+static int refusal(gf_server *self, const char *op, char *why, size_t len)
+{
+    int rc = self->behind ? self->behind_rc : self->turn_rc;
+    const char *err = self->behind && self->behind_why ? self->behind_why
+                                                       : gf_store_error(self->store);
+    if (rc == GF_ENOSPC)
+        snprintf(why, len,
+                 "%s: gpuflockd cannot record it now: the disk holding its job store "
+                 "(state_dir %s) is full (%s); running jobs go on, and it takes %ss again by "
+                 "itself once there is space there",
+                 op, self->cfg->state_dir, err, op);
+    else
+        snprintf(why, len,
+                 "%s: gpuflockd cannot record it now: its job store in %s cannot be written "
+                 "(%s); running jobs go on, and it takes %ss again by itself once it can",
+                 op, self->cfg->state_dir, err, op);
+    return rc;
+}
+
+/* The store took every change: the dirty jobs are clean again. */
+static void caught_up(gf_server *self)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < self->n_dirty; i++) {
+        gf_sched_job *sj = gf_sched_get(self->sched, self->dirty[i]);
+        if (sj && sj->dirty) {
+            sj->dirty = false;
+            n++;
+        }
+    }
+    self->n_dirty = 0;
+    if (!self->behind)
+        return;
+    self->behind = false;
+    free(self->behind_why);
+    self->behind_why = NULL;
+    GF_INFO("job store %s/jobs.db commits again: %zu job changes kept in memory are recorded; "
+            "submits and cancels are taken again", self->cfg->state_dir, n);
+}
+
+/* The turn's commit failed and was rolled back. The jobs it inserted never
+ * were (their ids come again): they leave memory, and their submitters
+ * hear why instead of ids. Every other change stays in memory, dirty, and
+ * its messages wait in `later`; the store is tried again every
+ * STORE_RETRY_MS. The broker keeps serving. */
+static void fell_behind(gf_server *self)
+{
+    for (size_t i = 0; i < self->n_fresh; i++) {
+        gf_sched_job *sj = gf_sched_get(self->sched, self->fresh[i]);
+        if (sj)
+            gf_sched_forget(self->sched, self->fresh[i]);
+    }
+    bool was = self->behind;
+    self->behind_rc = self->turn_rc ? self->turn_rc : GF_EIO;
+    free(self->behind_why);
+    self->behind_why = gf_strdup(gf_store_error(self->store)[0] ? gf_store_error(self->store)
+                                                                 : "the commit failed");
+    self->behind = true;
+    char why[768];
+    for (size_t i = 0; i < self->n_out; i++) {
+        outmsg *o = &self->out[i];
+        if (!o->sock || o->msg.op != GF_OP_IDS)
+            continue;
+        gf_msg_clear(&o->msg);
+        int rc = refusal(self, "submit", why, sizeof(why));
+        make_error(&o->msg, rc, "%s", why);
+        o->held = false;
+    }
+    if (!was)
+        GF_WARN("job store %s/jobs.db cannot commit (%s): gpuflockd serves on: running jobs go "
+                "on and their ends wait in memory, reads are answered, submits and cancels are "
+                "refused; trying again every %d ms", self->cfg->state_dir, self->behind_why,
+                STORE_RETRY_MS);
+    gf_store_checkpoint(self->store);   /* the WAL's space back, for the next try */
+    self->next_retry = gf_now_ms() + STORE_RETRY_MS;
+}
+
+/* While behind, at most every STORE_RETRY_MS: a transaction with every
+ * job the store lacks, as it is now. */
+static void try_catch_up(gf_server *self)
+{
+    if (!self->behind || self->in_tx || gf_now_ms() < self->next_retry)
+        return;
+    self->next_retry = gf_now_ms() + STORE_RETRY_MS;
+    int rc = gf_store_begin(self->store);
+    if (rc) {
+        write_failed(self, rc);
+        return;
+    }
+    self->in_tx = true;
+    for (size_t i = 0; i < self->n_dirty && !self->turn_failed; i++) {
+        gf_sched_job *sj = gf_sched_get(self->sched, self->dirty[i]);
+        if (sj && sj->dirty && (rc = write_job(self, sj)) != 0)
+            write_failed(self, rc);
+    }
+}
+
+/* A held job assignment from a turn whose commit failed still stands:
+ * the job runs there in memory, in that attempt (its worker may have
+ * died, or the job been requeued, since). */
+static bool still_due(gf_server *self, const outmsg *o)
+{
+    if (o->msg.op != GF_OP_JOB)
+        return true;
+    gf_sched_job *sj = gf_sched_get(self->sched, o->msg.id);
+    return sj && sj->job.state == GF_STATE_RUNNING && sj->job.attempts == o->msg.attempt;
+}
+
+static void send_one(outmsg *o)
+{
+    int rc = gf_router_send(o->sock, &o->peer, &o->msg);
+    if (rc == GF_ENOENT)
+        GF_DEBUG("peer gone before its '%s' message", gf_proto_op_name(o->msg.op));
+    else if (rc)
+        GF_WARN("sending '%s': %s", gf_proto_op_name(o->msg.op), gf_strerror(rc));
+}
+
+/* Send what waits for the socket `only`: the held messages of earlier
+ * turns first (once the store caught up), then the turn's own. While the
+ * store is behind, the turn's held messages join `later` instead. A failed
+ * sync sends nothing more. */
 static void flush_outbox(gf_server *self, gf_router *only)
 {
+    for (size_t i = 0; i < self->n_later && !self->behind; i++) {
+        outmsg *o = &self->later[i];
+        if (!o->sock || o->sock != only)
+            continue;
+        if (!self->sync_failed && still_due(self, o))
+            send_one(o);
+        gf_msg_clear(&o->msg);
+        o->sock = NULL;
+    }
     for (size_t i = 0; i < self->n_out; i++) {
         outmsg *o = &self->out[i];
         if (!o->sock || o->sock != only)
             continue;
-        if (!self->store_failed) {
-            int rc = gf_router_send(o->sock, &o->peer, &o->msg);
-            if (rc == GF_ENOENT)
-                GF_DEBUG("peer gone before its '%s' message", gf_proto_op_name(o->msg.op));
-            else if (rc)
-                GF_WARN("sending '%s': %s", gf_proto_op_name(o->msg.op), gf_strerror(rc));
+        if (self->behind && o->held) {
+            push_out(&self->later, &self->n_later, &self->cap_later, o);
+            memset(&o->msg, 0, sizeof(o->msg));   /* moved */
+        } else {
+            if (!self->sync_failed)
+                send_one(o);
+            gf_msg_clear(&o->msg);
         }
-        gf_msg_clear(&o->msg);
         o->sock = NULL;
     }
 }
@@ -222,8 +442,8 @@ static void flush_outbox(gf_server *self, gf_router *only)
 /* fdatasync the job store's WAL, if anything was committed since the last. */
 static void sync_store(gf_server *self)
 {
-    if (self->unsynced && !self->store_failed && gf_store_sync(self->store) != 0)
-        self->store_failed = true;
+    if (self->unsynced && !self->sync_failed && gf_store_sync(self->store) != 0)
+        self->sync_failed = true;
     self->unsynced = false;
 }
 
@@ -239,20 +459,47 @@ static void phase(gf_server *self, int ph, uint64_t *t)
     *t = now;
 }
 
+/* Commit the turn, then send what it produced. Workers get their messages
+ * right after the commit (a job the store records as running may start:
+ * that survives a broker crash); clients hear back only after the WAL is
+ * synced too, when the turn acknowledges a change of theirs (a submit, a
+ * cancel), so an acknowledged job survives a machine crash as well.
+ *
+ * A commit that fails (a full disk, a store that cannot be written) does
+ * not stop the broker: fell_behind keeps the turn's changes in memory and
+ * holds the messages that follow from them, and a later turn's commit
+ * (try_catch_up) records them and sends those messages. A failed sync
+ * stops the broker: nothing more of the turn is sent. */
 static void end_turn(gf_server *self)
 {
     uint64_t t = self->trace ? gf_now_ns() : 0;
+    try_catch_up(self);
+    bool failed = self->turn_failed, committed = false;
     if (self->in_tx) {
         self->in_tx = false;
-        if (self->store_failed || gf_store_commit(self->store) != 0) {
+        int rc = failed ? self->turn_rc : gf_store_commit(self->store);
+        if (rc) {
             gf_store_rollback(self->store);
-            self->store_failed = true;
+            write_failed(self, rc);
+            failed = true;
+        } else {
+            committed = true;
+            self->unsynced = true;
         }
-        self->unsynced = true;
     }
+    if (failed)
+        fell_behind(self);
+    else if (committed || !self->behind)
+        caught_up(self);
+    self->turn_failed = false;
+    self->turn_rc = 0;
+    self->n_fresh = 0;
     phase(self, PH_COMMIT, &t);
     flush_outbox(self, self->workers);
     phase(self, PH_TO_WORKERS, &t);
+    /* acknowledgements held while the store was behind go with this sync */
+    for (size_t i = 0; i < self->n_later && !self->behind && !self->need_sync; i++)
+        self->need_sync = self->later[i].sock == self->clients;
     self->traced_sync = self->need_sync;
     if (self->need_sync && self->cfg->sync_acks)
         sync_store(self);
@@ -263,9 +510,12 @@ static void end_turn(gf_server *self)
     for (size_t i = 0; i < self->n_out; i++)
         gf_msg_clear(&self->out[i].msg);
     self->n_out = 0;
+    if (self->behind)
+        return;    /* ended jobs stay in memory, and `later` keeps what waits */
+    self->n_later = 0;
     /* Ended jobs leave memory once their end is committed; the store keeps
      * them for show, wait, logs, queue --all and --after. */
-    for (size_t i = 0; i < self->n_retire && !self->store_failed; i++) {
+    for (size_t i = 0; i < self->n_retire; i++) {
         gf_sched_job *sj = gf_sched_get(self->sched, self->retire[i]);
         if (sj && ended(sj->job.state))
             gf_sched_retire(self->sched, self->retire[i]);
@@ -395,18 +645,38 @@ static void send_kill(gf_server *self, gf_sched_job *sj, const char *why)
     m.attempt = sj->job.attempts;
     m.grace_s = self->cfg->kill_grace_s;
     m.message = gf_strdup(why);
-    post(self, self->workers, &w->peer, &m);
+    /* a kill needs no record (a time limit must hold while the disk is
+     * full), unless the job's assignment itself still waits for one */
+    bool held = false;
+    for (size_t i = 0; i < self->n_later && !held; i++)
+        held = self->later[i].sock && self->later[i].msg.op == GF_OP_JOB &&
+               self->later[i].msg.id == m.id;
+    post_as(self, self->workers, &w->peer, &m, held);
     if (!sj->kill_at_ms)
         sj->kill_at_ms = gf_now_ms() + (uint64_t)self->cfg->kill_grace_s * 1000 +
                          (uint64_t)self->cfg->heartbeat_interval_ms *
                              (uint64_t)self->cfg->heartbeat_liveness;
 }
 
-static void start_job(gf_server *self, const gf_sched_decision *d)
+/* Returns false when the job failed instead (its environment is gone). */
+static bool start_job(gf_server *self, const gf_sched_decision *d)
 {
     gf_sched_job *sj = gf_sched_get(self->sched, d->id);
     gf_job *j = &sj->job;
     wk *w = wk_by_device(self, d->cards[0]);
+    gf_msg m;
+    memset(&m, 0, sizeof(m));
+    gf_job_spec_copy(&m.spec, &j->spec);
+    if (sj->env_stored && gf_store_job_env(self->store, j->id, &m.spec) != 0) {
+        /* logged by the store: a job cannot run without its environment */
+        gf_msg_clear(&m);
+        gf_sched_release(self->sched, j->id, false);
+        set_reason(j, "its environment could not be read back from the job store (%s)",
+                   gf_store_error(self->store));
+        finish(self, sj, GF_STATE_FAILED);
+        GF_WARN("job %llu failed: %s", (unsigned long long)j->id, j->reason);
+        return false;
+    }
     j->attempts++;
     j->started_ms = 0;
     j->ended_ms = 0;
@@ -420,14 +690,9 @@ static void start_job(gf_server *self, const gf_sched_decision *d)
     j->err_path = gf_strfmt("%s/%llu.err", self->spool, (unsigned long long)j->id);
     persist(self, j);
 
-    gf_msg m;
-    memset(&m, 0, sizeof(m));
     m.op = GF_OP_JOB;
     m.id = j->id;
     m.attempt = j->attempts;
-    gf_job_spec_copy(&m.spec, &j->spec);
-    if (sj->env_stored && gf_store_job_env(self->store, j->id, &m.spec) != 0)
-        self->store_failed = true;   /* the turn sends nothing; the broker stops */
     m.uid = j->uid;
     m.gid = j->gid;
     gf_users_groups(self->users, j->uid, j->gid, &m.groups, &m.n_groups);
@@ -456,18 +721,21 @@ static void start_job(gf_server *self, const gf_sched_decision *d)
     post(self, self->workers, &w->peer, &m);
     GF_DEBUG("job %llu attempt %d → card %d", (unsigned long long)j->id, j->attempts,
              d->cards[0]);
+    return true;
 }
 
+/* Nothing starts while the store cannot commit: a start it cannot record
+ * would wait in memory with its card, to no one's gain. */
 static void schedule(gf_server *self)
 {
-    if (self->stopping)
+    if (self->stopping || self->behind || self->turn_failed)
         return;
     gf_sched_decision d;
     bool changed = false;
     while (gf_sched_next(self->sched, &d)) {
         gf_sched_job *sj = gf_sched_get(self->sched, d.id);
         if (d.action == GF_SCHED_START) {
-            start_job(self, &d);
+            changed |= !start_job(self, &d);
         } else {
             set_reason(&sj->job, "%s", d.reason);
             finish(self, sj, GF_STATE_FAILED);
@@ -478,7 +746,10 @@ static void schedule(gf_server *self)
     /* then one exclusive job per busy card straight to its worker, to start
      * there the moment the card's holder ends */
     while (gf_sched_next_ahead(self->sched, &d)) {
-        start_job(self, &d);
+        if (!start_job(self, &d)) {
+            changed = true;
+            continue;
+        }
         gf_sched_job *sj = gf_sched_get(self->sched, d.id);
         set_reason(&sj->job, "next on card %d, after job %llu", d.cards[0],
                    (unsigned long long)d.after);
@@ -558,10 +829,14 @@ static void reply_jobs(gf_server *self, const gf_peer *peer, uint64_t *ids, size
     memset(&m, 0, sizeof(m));
     m.op = GF_OP_JOBS;
     m.jobs = gf_calloc(n ? n : 1, sizeof(gf_job));
-    for (size_t i = 0; i < n; i++)
+    bool held = false;   /* an end the store does not have yet is not told before it has it */
+    for (size_t i = 0; i < n; i++) {
+        gf_sched_job *sj = gf_sched_get(self->sched, ids[i]);
+        held |= sj && sj->dirty;
         if (lookup(self, ids[i], &m.jobs[m.n_jobs], with_env) == 0)
             m.n_jobs++;
-    post(self, self->clients, peer, &m);
+    }
+    post_as(self, self->clients, peer, &m, held);
 }
 
 /* Whether all the waiter's jobs ended. An end is final (a job out of
@@ -691,6 +966,12 @@ static void on_submit(gf_server *self, const gf_peer *peer, gf_msg *req)
         post_error(self, self->clients, peer, GF_ETOOBIG, "submit: %zu jobs in one call", n);
         return;
     }
+    if (self->behind || self->turn_failed) {
+        char text[768];
+        rc = refusal(self, "submit", text, sizeof(text));
+        post_error(self, self->clients, peer, rc, "%s", text);
+        return;
+    }
     char *user = gf_users_name(self->users, peer->uid, peer->gid);
     self->need_sync = true;
     gf_msg rep;
@@ -699,7 +980,7 @@ static void on_submit(gf_server *self, const gf_peer *peer, gf_msg *req)
     rep.ids = gf_calloc(n, sizeof(uint64_t));
     tx(self);
     int64_t now = gf_wall_ms();
-    for (size_t i = 0; i < n && !self->store_failed; i++) {
+    for (size_t i = 0; i < n && self->in_tx && !self->turn_failed; i++) {
         gf_job j;
         gf_job_init(&j);
         gf_job_spec_copy(&j.spec, &req->spec);
@@ -720,8 +1001,8 @@ static void on_submit(gf_server *self, const gf_peer *peer, gf_msg *req)
         j.gid = peer->gid;
         j.user = gf_strdup(user);
         j.submitted_ms = now;
-        if (gf_store_insert(self->store, &j) != 0) {
-            self->store_failed = true;
+        if ((rc = gf_store_insert(self->store, &j)) != 0) {
+            write_failed(self, rc);   /* the turn fails: this reply becomes an error */
             gf_job_clear(&j);
             break;
         }
@@ -732,6 +1013,7 @@ static void on_submit(gf_server *self, const gf_peer *peer, gf_msg *req)
         gf_job_spec_drop_env(&j.spec);
         gf_sched_job *sj = gf_sched_add(self->sched, &j);
         sj->env_stored = had_env;
+        push_id(&self->fresh, &self->n_fresh, &self->cap_fresh, sj->job.id);
     }
     free(user);
     post(self, self->clients, peer, &rep);
@@ -787,7 +1069,7 @@ static void on_queue(gf_server *self, const gf_peer *peer, gf_msg *req)
     qsort(m.jobs, m.n_jobs, sizeof(gf_job), by_job_id);
     while (m.n_jobs > GF_PROTO_MAX_JOBS)
         gf_job_clear(&m.jobs[--m.n_jobs]);
-    post(self, self->clients, peer, &m);
+    post_free(self, self->clients, peer, &m);
 }
 
 static void on_show(gf_server *self, const gf_peer *peer, gf_msg *req)
@@ -806,7 +1088,7 @@ static void on_show(gf_server *self, const gf_peer *peer, gf_msg *req)
     /* the environment only to its owner (and root) */
     if (!peer->has_cred || (peer->uid != 0 && peer->uid != m.jobs[0].uid))
         gf_job_spec_drop_env(&m.jobs[0].spec);
-    post(self, self->clients, peer, &m);
+    post_free(self, self->clients, peer, &m);
 }
 
 static void on_wait(gf_server *self, const gf_peer *peer, gf_msg *req)
@@ -840,6 +1122,15 @@ static void on_cancel(gf_server *self, const gf_peer *peer, gf_msg *req)
     m.op = GF_OP_CODES;
     m.codes = gf_calloc(req->n_ids ? req->n_ids : 1, sizeof(int32_t));
     m.n_codes = req->n_ids;
+    if (self->behind || self->turn_failed) {
+        /* a cancel is acknowledged once recorded, and cannot be now; the
+         * job's owner can still signal its processes */
+        gf_msg_clear(&m);
+        char text[768];
+        int rc = refusal(self, "cancel", text, sizeof(text));
+        post_error(self, self->clients, peer, rc, "%s", text);
+        return;
+    }
     self->need_sync = true;
     for (size_t i = 0; i < req->n_ids; i++) {
         gf_sched_job *sj = gf_sched_get(self->sched, req->ids[i]);
@@ -912,7 +1203,7 @@ static void on_logs(gf_server *self, const gf_peer *peer, gf_msg *req)
         close(fd);
     }
     m.eof = over && m.data_len == 0;
-    post(self, self->clients, peer, &m);
+    post_free(self, self->clients, peer, &m);
     gf_job_clear(&j);
 }
 
@@ -961,7 +1252,7 @@ static void on_workers(gf_server *self, const gf_peer *peer)
             wi->jobs[wi->n_jobs++] = sj->job.id;
         }
     }
-    post(self, self->clients, peer, &m);
+    post_free(self, self->clients, peer, &m);
 }
 
 static void on_client(gf_server *self)
@@ -1116,7 +1407,7 @@ static void on_ready(gf_server *self, const gf_peer *peer, gf_msg *m)
             k.attempt = r->attempt;
             k.grace_s = 0;
             k.message = gf_strdup("not assigned to this worker");
-            post(self, self->workers, peer, &k);
+            post_free(self, self->workers, peer, &k);
         }
     }
 }
@@ -1240,7 +1531,7 @@ static void on_worker(gf_server *self)
                 memset(&d, 0, sizeof(d));
                 d.op = GF_OP_DISCONNECT;
                 d.message = gf_strdup("not registered: send ready");
-                post(self, self->workers, &peer, &d);
+                post_free(self, self->workers, &peer, &d);
             }
         } else {
             w->last_seen = gf_now_ms();
@@ -1365,7 +1656,7 @@ static void timers(gf_server *self, uint64_t now)
             gf_msg m;
             memset(&m, 0, sizeof(m));
             m.op = GF_OP_HEARTBEAT;
-            post(self, self->workers, &w->peer, &m);
+            post_free(self, self->workers, &w->peer, &m);
         }
     }
     /* the jobs' own timers at TIMER_GRAIN_MS: the walk covers every live
@@ -1517,7 +1808,6 @@ gf_server *gf_server_new(const gf_config *cfg)
         gf_fsmode_dir(cfg->spool_dir, 0711, "spool_dir") != 0)
         goto fail;
     self->spool = gf_strdup(cfg->spool_dir);
-
     self->worker_program = cfg->worker_program ? gf_strdup(cfg->worker_program)
                                                : default_worker_program();
     char *db = gf_strfmt("%s/jobs.db", cfg->state_dir);
@@ -1597,6 +1887,12 @@ void gf_server_destroy(gf_server **self_p)
     for (size_t i = 0; i < self->n_out; i++)
         gf_msg_clear(&self->out[i].msg);
     free(self->out);
+    for (size_t i = 0; i < self->n_later; i++)
+        gf_msg_clear(&self->later[i].msg);
+    free(self->later);
+    free(self->dirty);
+    free(self->fresh);
+    free(self->behind_why);
     free(self->retire);
     while (self->waiters) {
         waiter *w = self->waiters;
@@ -1642,7 +1938,7 @@ static void shutdown_workers(gf_server *self)
             memset(&d, 0, sizeof(d));
             d.op = GF_OP_DISCONNECT;
             d.message = gf_strdup("gpuflockd is shutting down");
-            post(self, self->workers, &w->peer, &d);
+            post_free(self, self->workers, &w->peer, &d);
         }
         if (w->child > 0)
             kill(w->child, SIGTERM);
@@ -1656,7 +1952,12 @@ static void shutdown_workers(gf_server *self)
             set_reason(&sj->job, "requeued: gpuflockd shut down while it ran");
             persist(self, &sj->job);
         }
+    self->next_retry = 0;   /* a last try, if the store is behind */
     end_turn(self);
+    if (self->behind)
+        GF_ERROR("stopping with %zu job changes the job store could not take (%s): the next "
+                 "gpuflockd finds those jobs as the store last recorded them (a job that ended "
+                 "meanwhile may run again)", self->n_dirty, self->behind_why);
     /* wait a little for our children, then make sure */
     uint64_t until = gf_now_ms() + (uint64_t)self->cfg->kill_grace_s * 1000 + 1000;
     for (;;) {
@@ -1721,8 +2022,9 @@ int gf_server_run(gf_server *self, volatile sig_atomic_t *stop)
         phase(self, PH_SCHEDULE, &t);
         end_turn(self);
         turn_trace(self);
-        if (self->store_failed) {
-            GF_ERROR("the job store failed: stopping without acknowledging more");
+        if (self->sync_failed) {
+            GF_ERROR("the job store's WAL could not be synced: stopping without acknowledging "
+                     "more");
             return GF_EIO;
         }
     }

@@ -23,8 +23,8 @@
 #include <unistd.h>
 #include <sqlite3.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <sys/stat.h>
+#include <stdlib.h>
 #include <string.h>
 
 struct gf_store {
@@ -43,6 +43,7 @@ struct gf_store {
     int64_t env_id;
     bool in_tx;               /* between begin and commit/rollback */
     int wal_fd;               /* the -wal file, for gf_store_sync; -1 until used */
+    char err[256];            /* the last failure's text; "" after a commit that worked */
 };
 
 /* migrations[i] takes the schema from version i to i + 1. */
@@ -66,19 +67,42 @@ static const char *const migrations[GF_STORE_SCHEMA_VERSION] = {
     "ALTER TABLE jobs ADD COLUMN env_id INTEGER NOT NULL DEFAULT 0;",
 };
 
+/* GF_ENOSPC when SQLite's last failure was a full disk, else GF_EIO. */
+static int fail_code(gf_store *self)
+{
+    int c = sqlite3_errcode(self->db) & 0xff;
+    return c == SQLITE_FULL || (c == SQLITE_IOERR && sqlite3_system_errno(self->db) == ENOSPC)
+               ? GF_ENOSPC
+               : GF_EIO;
+}
+
+/* Note a failure (what: the step) and log it, unless it repeats the last
+ * one: a broker that retries its commit while the disk stays full logs
+ * the failure once, not at every retry. Returns GF_ENOSPC or GF_EIO. */
+static int fail_text(gf_store *self, const char *what, const char *why, int rc)
+{
+    char text[sizeof(self->err)];
+    snprintf(text, sizeof(text), "%s: %s", what, why);
+    if (strcmp(text, self->err) != 0)
+        GF_ERROR("job store %s: %s", self->path, text);
+    else
+        GF_DEBUG("job store %s: %s (again)", self->path, text);
+    snprintf(self->err, sizeof(self->err), "%s", text);
+    return rc;
+}
+
 static int db_fail(gf_store *self, const char *what)
 {
-    GF_ERROR("job store %s: %s: %s", self->path, what, sqlite3_errmsg(self->db));
-    return GF_EIO;
+    return fail_text(self, what, sqlite3_errmsg(self->db), fail_code(self));
 }
 
 static int exec_sql(gf_store *self, const char *sql)
 {
     char *msg = NULL;
     if (sqlite3_exec(self->db, sql, NULL, NULL, &msg) != SQLITE_OK) {
-        GF_ERROR("job store %s: %s", self->path, msg ? msg : "error");
+        int rc = fail_text(self, "SQL", msg ? msg : "error", fail_code(self));
         sqlite3_free(msg);
-        return GF_EIO;
+        return rc;
     }
     return 0;
 }
@@ -245,17 +269,17 @@ int gf_store_schema_version(gf_store *self)
 static int step_done(gf_store *self, sqlite3_stmt *st, const char *what)
 {
     int rc = sqlite3_step(st);
-    if (rc != SQLITE_DONE)
-        GF_ERROR("job store %s: %s: %s", self->path, what, sqlite3_errmsg(self->db));
+    int err = rc == SQLITE_DONE ? 0 : db_fail(self, what);
     sqlite3_reset(st);
-    return rc == SQLITE_DONE ? 0 : GF_EIO;
+    return err;
 }
 
 int gf_store_begin(gf_store *self)
 {
     assert(!self->in_tx);
-    if (step_done(self, self->begin, "BEGIN"))
-        return GF_EIO;
+    int rc = step_done(self, self->begin, "BEGIN");
+    if (rc)
+        return rc;
     self->in_tx = true;
     return 0;
 }
@@ -263,13 +287,18 @@ int gf_store_begin(gf_store *self)
 int gf_store_commit(gf_store *self)
 {
     assert(self->in_tx);
-    if (step_done(self, self->commit, "COMMIT")) {
-        exec_sql(self, "ROLLBACK");
+    int rc = step_done(self, self->commit, "COMMIT");
+    if (rc) {
+        /* SQLite may have rolled back already (SQLITE_FULL, IOERR): the
+         * ROLLBACK then finds no transaction, which is no news */
+        if (!sqlite3_get_autocommit(self->db))
+            exec_sql(self, "ROLLBACK");
         self->in_tx = false;
         self->env_id = 0;
-        return GF_EIO;
+        return rc;
     }
     self->in_tx = false;
+    self->err[0] = '\0';
     return 0;
 }
 
@@ -279,7 +308,22 @@ int gf_store_rollback(gf_store *self)
     if (!self->in_tx)
         return 0;
     self->in_tx = false;
+    if (sqlite3_get_autocommit(self->db))   /* rolled back by SQLite after a failure */
+        return 0;
     return exec_sql(self, "ROLLBACK");
+}
+
+const char *gf_store_error(const gf_store *self)
+{
+    return self->err;
+}
+
+void gf_store_checkpoint(gf_store *self)
+{
+    assert(!self->in_tx);
+    int rc = sqlite3_wal_checkpoint_v2(self->db, NULL, SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL);
+    if (rc != SQLITE_OK)
+        GF_DEBUG("job store %s: checkpoint: %s", self->path, sqlite3_errmsg(self->db));
 }
 
 int gf_store_sync(gf_store *self)

@@ -41,10 +41,26 @@ void gf_store_destroy(gf_store **self_p);
 int gf_store_schema_version(gf_store *self);
 
 /* Group changes into one transaction; commit makes them durable. Each
- * returns 0 or GF_EIO (logged). Nesting is not allowed. */
+ * returns 0, GF_ENOSPC (the disk is full) or GF_EIO, logged (a failure
+ * that repeats the last one, with no commit between, at debug level: a
+ * caller may retry every second). Nesting is not allowed. A commit that
+ * fails has rolled the transaction back: nothing of it is in the store,
+ * and ids that its inserts got will be handed out again. The writes below
+ * return the same codes; after one fails, roll back (SQLite may have rolled
+ * the transaction back already, and later writes would each commit on
+ * their own). */
 int gf_store_begin(gf_store *self);
 int gf_store_commit(gf_store *self);
 int gf_store_rollback(gf_store *self);
+
+/* The text of the last failure ("COMMIT: database or disk is full"), ""
+ * since the last commit that worked. Borrowed. */
+const char *gf_store_error(const gf_store *self);
+
+/* Copy the WAL into the database and truncate it, outside a transaction:
+ * after a commit failed on a full disk this gives the WAL's space back,
+ * so a retry may fit. Failures are logged at debug only. */
+void gf_store_checkpoint(gf_store *self);
 
 /* Make every committed transaction durable against a machine crash.
  * Returns 0 or GF_EIO (logged). */

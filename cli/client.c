@@ -191,6 +191,7 @@ int gf_client_report(const char *cmd, const gf_msg *rep)
         switch (rep->code) {
         case GF_EPERM: return 77;
         case GF_ENOENT: case GF_EINVAL: return GF_EXIT_USAGE;
+        case GF_ENOSPC: return GF_EXIT_IOERR;   /* the broker's disk is full: try again later */
         default: return GF_EXIT_SOFTWARE;
         }
     }

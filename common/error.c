@@ -18,6 +18,7 @@ const char *gf_strerror(int code)
     case GF_EDEVICE:   return "device error";
     case GF_EINTR:     return "interrupted";
     case GF_ESTATE:    return "wrong state";
+    case GF_ENOSPC:    return "no space left";
     default:           return "unknown error";
     }
 }

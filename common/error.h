@@ -22,6 +22,7 @@ enum {
     GF_EDEVICE   = -11,  /* GPU / driver error */
     GF_EINTR     = -12,  /* interrupted by a signal */
     GF_ESTATE    = -13,  /* operation not valid in the object's state */
+    GF_ENOSPC    = -14,  /* no space left: a disk is full (exit status 74 in the CLI) */
 };
 
 /* Short name for an error code ("invalid input", ...); never NULL. */
@@ -42,6 +43,7 @@ enum {
     GF_EXIT_NOINPUT = 66,   /* input file missing or unreadable */
     GF_EXIT_UNAVAIL = 69,   /* service (broker) unavailable */
     GF_EXIT_SOFTWARE = 70,  /* internal error */
+    GF_EXIT_IOERR   = 74,   /* the broker cannot record a change: its job store's disk is full */
     GF_EXIT_TEMPFAIL = 75,  /* timed out waiting (e.g. for a lock) */
     GF_EXIT_CONFIG  = 78,   /* configuration error */
 };

@@ -1,8 +1,9 @@
 /* test_sched.c — the scheduling rules, on the job table alone: priority
  * then submission order, named/any/K cards, exclusive vs shared slots, the
  * exclusive waiter blocking new shared jobs, --after, requeue, reclaim,
- * exclusive jobs handed to a busy card's worker ahead of time, and ended
- * jobs retired from the table (their final state kept for --after). */
+ * exclusive jobs handed to a busy card's worker ahead of time, ended
+ * jobs retired from the table (their final state kept for --after), and
+ * jobs forgotten whose submit never reached the store. */
 #include "broker/sched.h"
 #include "common/config.h"
 #include "common/error.h"
@@ -303,6 +304,46 @@ static void test_retire(void **state)
     gf_sched_destroy(&s);
 }
 
+/* A submit whose commit failed: its jobs go, started or not, and leave no
+ * trace; their ids come again with the next submit. */
+static void test_forget(void **state)
+{
+    (void)state;
+    gf_sched *s = make(1);
+    add(s, 1, GF_REQ_GPU, 0, GF_MODE_EXCLUSIVE, 0);
+    assert_int_equal(next(s, NULL), 1);          /* 1 runs on card 0 */
+    add(s, 2, GF_REQ_GPU, 0, GF_MODE_EXCLUSIVE, 0);
+    add(s, 3, GF_REQ_GPU, 0, GF_MODE_EXCLUSIVE, 0);
+    gf_sched_decision d;
+    assert_true(gf_sched_next_ahead(s, &d));     /* 2 waits ahead behind 1 */
+    assert_int_equal(d.id, 2);
+    /* the turn that took 2 and 3 (and sent 2 ahead) failed to commit */
+    gf_sched_forget(s, 2);
+    gf_sched_forget(s, 3);
+    assert_null(gf_sched_get(s, 2));
+    assert_null(gf_sched_get(s, 3));
+    gf_job_state st;
+    assert_false(gf_sched_final(s, 2, &st));     /* never was: no final state */
+    assert_int_equal(gf_sched_pending(s), 0);
+    assert_int_equal(held(s), 1);
+    /* the same ids again, from the next submit: 2 is ahead of 3 as before */
+    add(s, 2, GF_REQ_GPU, 0, GF_MODE_EXCLUSIVE, 0);
+    add(s, 3, GF_REQ_GPU, 0, GF_MODE_EXCLUSIVE, 0);
+    assert_true(gf_sched_next_ahead(s, &d));
+    assert_int_equal(d.id, 2);
+    gf_sched_get(s, 1)->job.state = GF_STATE_DONE;
+    gf_sched_release(s, 1, false);               /* 2 takes the card over */
+    gf_sched_retire(s, 1);
+    int ex, sh;
+    gf_sched_card_load(s, 0, &ex, &sh);
+    assert_int_equal(ex, 1);
+    gf_sched_forget(s, 2);                       /* a holder forgotten frees its card */
+    gf_sched_card_load(s, 0, &ex, &sh);
+    assert_int_equal(ex, 0);
+    assert_int_equal(next(s, NULL), 3);
+    gf_sched_destroy(&s);
+}
+
 static void test_requeue_and_hold(void **state)
 {
     (void)state;
@@ -500,6 +541,7 @@ int main(void)
         cmocka_unit_test(test_offline_cards),
         cmocka_unit_test(test_after),
         cmocka_unit_test(test_retire),
+        cmocka_unit_test(test_forget),
         cmocka_unit_test(test_requeue_and_hold),
         cmocka_unit_test(test_ahead),
         cmocka_unit_test(test_ahead_keeps_order),

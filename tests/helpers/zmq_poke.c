@@ -4,7 +4,8 @@
  *         version (a valid queue request with protocol version 99),
  *         unknown-op, truncated, oversize-string, huge-array (a header
  *         claiming 2^32-1 entries), multipart, huge-frame (over the
- *         broker's frame limit: the connection is dropped).
+ *         broker's frame limit: the connection is dropped), ready (a
+ *         worker's registration for card 0, to pose as its worker).
  * Frames go REQ-style (empty delimiter first) from a DEALER. Each reply that
  * comes back within 500 ms is printed as "reply OP CODE MESSAGE"; the exit
  * status is 0 unless the endpoint could not be used. */
@@ -122,6 +123,22 @@ int main(int argc, char **argv)
         size_t n = (size_t)GF_PROTO_MAX_FRAME + 4096;
         uint8_t *b = gf_calloc(n, 1);
         b[0] = 0x81;
+        send_frame(s, b, n);
+        free(b);
+        sent = 1;
+    } else if (strcmp(kind, "ready") == 0) {
+        gf_msg m;
+        memset(&m, 0, sizeof(m));
+        m.op = GF_OP_READY;
+        m.device = 0;
+        m.pid = 1;
+        m.card.index = 0;
+        m.card.kind = GF_DEVICE_CPU;
+        snprintf(m.card.name, sizeof(m.card.name), "an impostor");
+        uint8_t *b;
+        size_t n;
+        if (gf_proto_encode(&m, &b, &n) != 0)
+            return 2;
         send_frame(s, b, n);
         free(b);
         sent = 1;

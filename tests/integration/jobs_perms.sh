@@ -70,6 +70,17 @@ except PermissionError:
     sys.exit(3)
 sys.exit(0)" "$T/run/worker.sock"
 [ $? = 3 ] || fail "user 2 could connect to the worker socket"
+# and were the socket opened to all by hand, the broker still takes no
+# worker but root and its own user: user 2's registration is refused
+POKE="$(cd "$BUILD/tests/helpers" && pwd)/zmq_poke"
+pids=$(gf workers --json | /usr/bin/python3 -c "import json,sys; print(sorted(w['pid'] for w in json.load(sys.stdin)))")
+chmod 666 "$T/run/worker.sock"
+as gfjobuser2 "$POKE" "ipc://$T/run/worker.sock" ready > "$T/poke"
+chmod 600 "$T/run/worker.sock"
+grep -q "reply error .* uid $(id -u gfjobuser2) may not act as a worker" "$T/poke" ||
+    fail "user 2's registration as a worker: $(cat "$T/poke")"
+[ "$(gf workers --json | /usr/bin/python3 -c "import json,sys; print(sorted(w['pid'] for w in json.load(sys.stdin)))")" = "$pids" ] ||
+    fail "the workers changed after user 2's registration"
 
 # user 1 still reaches its own output, by path and through the broker;
 # user 2 still uses the broker

@@ -785,6 +785,17 @@ static void job_for_reply(gf_server *self, const gf_sched_job *sj, gf_job *out, 
     }
 }
 
+/* A job read back from the store: a reason recorded before reasons were
+ * escaped may hold bytes that are not UTF-8; escaped now, as replies need. */
+static void stored_reason(gf_job *j)
+{
+    if (j->reason && !gf_utf8_valid(j->reason, strlen(j->reason))) {
+        char *r = gf_utf8_escape_dup(j->reason);
+        free(j->reason);
+        j->reason = r;
+    }
+}
+
 /* A copy of job id for a reply: from memory while it is live, else (ended
  * and retired) from the store. Returns 0 or GF_ENOENT. */
 static int lookup(gf_server *self, uint64_t id, gf_job *out, bool with_env)
@@ -799,6 +810,7 @@ static int lookup(gf_server *self, uint64_t id, gf_job *out, bool with_env)
         gf_job_clear(out);
         return GF_ENOENT;
     }
+    stored_reason(out);
     if (!with_env)
         gf_job_spec_drop_env(&out->spec);
     return 0;
@@ -1063,6 +1075,7 @@ static void on_queue(gf_server *self, const gf_peer *peer, gf_msg *req)
             m.jobs = gf_realloc(m.jobs, cap * sizeof(gf_job));
         }
         gf_job_spec_drop_env(&old[i].spec);
+        stored_reason(&old[i]);
         m.jobs[m.n_jobs++] = old[i];
     }
     free(old);
@@ -1838,6 +1851,7 @@ gf_server *gf_server_new(const gf_config *cfg)
         for (size_t c = 0; c < nc; c++)
             cards[c] = jobs[i].cards[c];
         uint64_t id = jobs[i].id;
+        stored_reason(&jobs[i]);
         gf_sched_add(self->sched, &jobs[i]);
         gf_sched_job *sj = gf_sched_get(self->sched, id);
         if (run && gf_sched_hold(self->sched, id, cards, nc) != 0) {

@@ -2,7 +2,8 @@
  * sockets in a fresh folder, without workers: hostile frames on both
  * sockets get error replies and the broker keeps serving; every reply to
  * frames full of invalid UTF-8 (and every reason built from a worker's
- * message) decodes under a strict decoder; a submit is in the store before
+ * message, and every reason an older broker stored unescaped) decodes
+ * under a strict decoder; a submit is in the store before
  * its ids come back; a job for a card without a worker waits with that
  * reason; cancel and the stop flag. Under `make sanitize` this runs the
  * server code under ASan and UBSan. */
@@ -50,10 +51,42 @@ static void *serve(void *arg)
     return NULL;
 }
 
-static int setup(void **state)
+/* A store an older gpuflockd left: job 1 failed and job 2 pending, both
+ * with a reason holding bytes that are not UTF-8 (recorded before reasons
+ * were escaped). */
+static int old_store(const char *dir)
+{
+    char *state = gf_strfmt("%s/state", dir), *db = gf_strfmt("%s/state/jobs.db", dir);
+    int rc = gf_mkdir_p(state, 0711, NULL);
+    gf_store *st = rc ? NULL : gf_store_open(db);
+    free(state);
+    free(db);
+    if (!st)
+        return -1;
+    for (int i = 0; i < 2 && rc == 0; i++) {
+        gf_job j;
+        gf_job_init(&j);
+        j.spec.argv = gf_calloc(2, sizeof(char *));
+        j.spec.argv[0] = gf_strdup("true");
+        j.spec.argc = 1;
+        j.state = i == 0 ? GF_STATE_FAILED : GF_STATE_PENDING;
+        j.reason = gf_strdup(i == 0 ? "cannot run 'tr\xf5ue'" : "requeued: \xc0\xaf");
+        j.uid = getuid();
+        j.gid = getgid();
+        j.submitted_ms = gf_wall_ms();
+        rc = gf_store_begin(st) || gf_store_insert(st, &j) || gf_store_commit(st);
+        gf_job_clear(&j);
+    }
+    gf_store_destroy(&st);
+    return rc ? -1 : 0;
+}
+
+static int setup_as(void **state, bool with_old_store)
 {
     fx *f = gf_calloc(1, sizeof(*f));
     if (gf_test_mkdtemp(f->dir, sizeof(f->dir), "gf-server") != 0)
+        return -1;
+    if (with_old_store && old_store(f->dir) != 0)
         return -1;
     char *yaml = gf_strfmt("run_dir: %s/run\nstate_dir: %s/state\nlog_level: error\n"
                            "devices:\n  - {index: 0, kind: cpu, lock: %s/gpu0.lock}\n"
@@ -72,6 +105,10 @@ static int setup(void **state)
     *state = f;
     return 0;
 }
+
+static int setup(void **state) { return setup_as(state, false); }
+
+static int setup_old_store(void **state) { return setup_as(state, true); }
 
 static int teardown(void **state)
 {
@@ -418,6 +455,29 @@ static void test_worker_text_strict_utf8(void **state)
     show_strict(c, id, "show of a job failed with a worker's message");
 }
 
+/* Reasons an older broker recorded unescaped are escaped when read back:
+ * from the store (job 1, ended) and from memory (job 2, loaded at start). */
+static void test_old_reasons_strict_utf8(void **state)
+{
+    fx *f = *state;
+    void *c = dealer(f, f->cfg->client_endpoint);
+    show_strict(c, 1, "show of an ended job of an older broker");
+    show_strict(c, 2, "show of a pending job of an older broker");
+    gf_msg q, r;
+    memset(&q, 0, sizeof(q));
+    q.op = GF_OP_QUEUE;
+    q.all = true;
+    assert_int_equal(gf_wire_send(c, NULL, true, &q), 0);
+    assert_int_equal(recv_strict(c, "queue --all with an older broker's jobs"), GF_OP_JOBS);
+    memset(&q, 0, sizeof(q));
+    q.op = GF_OP_SHOW;
+    q.id = 1;
+    call(c, &q, &r);
+    assert_int_equal(r.op, GF_OP_JOBS);
+    assert_string_equal(r.jobs[0].reason, "cannot run 'tr\\xF5ue'");
+    gf_msg_clear(&r);
+}
+
 static void test_submit_durable_then_wait_reason(void **state)
 {
     fx *f = *state;
@@ -496,6 +556,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_hostile_frames, setup, teardown),
         cmocka_unit_test_setup_teardown(test_replies_strict_utf8, setup, teardown),
         cmocka_unit_test_setup_teardown(test_worker_text_strict_utf8, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_old_reasons_strict_utf8, setup_old_store, teardown),
         cmocka_unit_test_setup_teardown(test_submit_durable_then_wait_reason, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -32,17 +32,30 @@ s=$(gf submit -- true) || fail "submit after the spool filled up"
 gf wait "$s" || fail "a job after the spool filled up"
 rm -f "$T/spool/$big.out"
 
-# a job that runs through the full disk, and a few acknowledged ones
+# a few acknowledged jobs; A runs on card 0 through the full disk; C holds
+# card 1 and B waits for it
 acked=()
-a=$(gf submit --gpu 0 -- sh -c "touch $T/a.up; while [ ! -e $T/a.go ]; do sleep 0.05; done") || fail "submit A"
-for _ in $(seq 100); do [ -e "$T/a.up" ] && break; sleep 0.05; done
-[ -e "$T/a.up" ] || fail "A did not start"
 for _ in 1 2 3; do acked+=("$(gf submit --gpu 1 -- sleep 0.2)") || fail "submit before the disk filled"; done
 gf wait "${acked[@]}" || fail "the first jobs"
+a=$(gf submit --gpu 0 -- sh -c "touch $T/a.up; while [ ! -e $T/a.go ]; do sleep 0.05; done") || fail "submit A"
+c=$(gf submit --gpu 1 -- sh -c "touch $T/c.up; while [ ! -e $T/c.go ]; do sleep 0.05; done") || fail "submit C"
+b=$(gf submit --gpu 1 -s -- touch "$T/b.ran") || fail "submit B"   # shared: not handed over ahead
+for _ in $(seq 100); do [ -e "$T/a.up" ] && [ -e "$T/c.up" ] && break; sleep 0.05; done
+[ -e "$T/a.up" ] && [ -e "$T/c.up" ] || fail "A or C did not start"
+[ "$(job_field "$b" state)" = pending ] || fail "B is $(job_field "$b" state), want pending"
 
-# fill the store's disk, then submit until the broker refuses
+# fill the store's disk; C ends: the turn that takes its end starts B, and
+# its commit fails: C's end and B's start stay in memory, B's assignment waits
 dd if=/dev/zero of="$T/state/filler" bs=64k 2>/dev/null
 [ "$(df --output=avail -B1 "$T/state" | tail -1)" -lt 65536 ] || fail "state_dir not full"
+touch "$T/c.go"
+for _ in $(seq 100); do grep -q "cannot commit" "$T/broker.log" && break; sleep 0.05; done
+grep -q "cannot commit" "$T/broker.log" || fail "C's end did not meet the full disk"
+[ "$(job_field "$c" state)" = done ] || fail "C is $(job_field "$c" state) in memory, want done"
+sleep 0.5
+[ -e "$T/b.ran" ] && fail "B ran before its start was recorded"
+alive
+# submits are refused until there is space
 refused=
 for i in $(seq 300); do
     if id=$(gf submit --gpu 1 -- true 2>"$T/submit.err"); then
@@ -86,6 +99,8 @@ done
 [ -n "$ok" ] || fail "submits still refused after space came back"
 grep -q "commits again" "$T/broker.log" || fail "no word of the store catching up"
 gf wait "$a" || fail "A after the disk came back: $(job_field "$a" state) $(job_field "$a" reason)"
+gf wait "$c" "$b" || fail "C and B after the disk came back: $(job_field "$b" state) $(job_field "$b" reason)"
+[ -e "$T/b.ran" ] || fail "B did not run once its start was recorded"
 gf wait "${acked[@]}" || fail "the acknowledged jobs after the disk came back"
 alive
 # a restart reads everything back from the store: A done, every
@@ -94,7 +109,7 @@ stop_broker
 restart_broker || fail "restart"
 [ "$(job_field "$a" state)" = done ] || fail "A is $(job_field "$a" state) in the store, want done"
 gf queue --all --json > "$T/all.json" || fail "queue --all"
-/usr/bin/python3 - "$T/all.json" "$a" "${acked[@]}" <<'PY' || fail "jobs lost or doubled"
+/usr/bin/python3 - "$T/all.json" "$a" "$b" "$c" "${acked[@]}" <<'PY' || fail "jobs lost or doubled"
 import json, sys
 jobs = json.load(open(sys.argv[1]))
 ids = [j["id"] for j in jobs]

@@ -2,10 +2,13 @@
  *
  * Ownership of a job's life: the scheduler (sched.c) decides, the store
  * (store.c) remembers, this file carries messages between clients, workers
- * and those two. Everything a turn of the loop sends waits in the outbox
- * until the turn's transaction has committed, so no client ever hears of a
- * job the store could lose, and no worker runs a job the store does not
- * know is running.
+ * and those two. Everything a turn of the loop sends that follows from its
+ * changes waits in the outbox until the turn's transaction has committed,
+ * so no client ever hears of a job the store could lose, and no worker
+ * runs a job the store does not know is running. When the commit fails (a
+ * full disk), those messages wait on, with the changes kept in memory,
+ * until a later commit records them; heartbeats, errors and answers to
+ * reads go out meanwhile, and submits and cancels are refused.
  *
  * Worker liveness follows the Paranoid Pirate pattern: both sides send a
  * heartbeat every interval; a worker silent for `liveness` intervals is

@@ -16,15 +16,20 @@
 
 typedef struct gf_server gf_server;
 
-/* Open the store under state_dir, bind both endpoints (ipc socket files
- * get the configured owner, group and mode), load the jobs of an earlier
- * run. Does not take the pid file (main does). Returns NULL after logging. */
+/* Open the store under state_dir, bind both endpoints (the client socket
+ * file gets the configured owner, group and mode, the worker socket 0600),
+ * load the jobs of an earlier run. run_dir, state_dir and spool_dir are
+ * made 0711 (or tightened to it), the store 0600 (common/fsmode.h); one
+ * that cannot be written is refused here, before any worker starts. Does
+ * not take the pid file (main does). Returns NULL after logging. */
 gf_server *gf_server_new(const gf_config *cfg);
 
 /* Run until *stop is set (SIGTERM/SIGINT): then take no new jobs, let
  * running ones finish up to shutdown_deadline_s, stop the local workers
- * and return 0. Returns GF_EIO if the store fails (nothing more is
- * acknowledged then). */
+ * and return 0. A commit that fails (a full disk) does not stop it: it
+ * keeps the changes in memory, refuses submits and cancels, and records
+ * them once the store commits again. Returns GF_EIO if the store's WAL
+ * cannot be synced (nothing more is acknowledged then). */
 int gf_server_run(gf_server *self, volatile sig_atomic_t *stop);
 
 void gf_server_destroy(gf_server **self_p);

@@ -412,7 +412,13 @@ static void stop_writer(gf_jobckpt *self, bool remove)
 void gf_jobckpt_end(gf_jobckpt *self, bool keep)
 {
     gf_jobckpt_settle(self);
-    stop_writer(self, !keep);
+    if (self->writer_running) {
+        stop_writer(self, !keep);
+        return;
+    }
+    char why[512];   /* no writer: from here, as far as this thread may */
+    if (!keep && gf_ckpt_remove(self->path, why, sizeof why) != 0)
+        GF_WARN("job %llu: checkpoint not removed: %s", (unsigned long long)self->job, why);
 }
 
 void gf_jobckpt_counts(gf_jobckpt *self, gf_jobckpt_stats *out)

@@ -64,6 +64,7 @@ typedef struct {
     gf_card_identity card;    /* as reported in READY */
     bool have_card;
     char *plan;               /* route plan text from READY */
+    char *supervision;        /* how it supervises command jobs, from READY */
     int32_t pid;              /* as reported */
     uint64_t last_seen;       /* monotonic ms of its last message */
     pid_t child;              /* our child process, 0: none */
@@ -1250,6 +1251,7 @@ static void on_workers(gf_server *self, const gf_peer *peer)
                                         : ex ? "busy (exclusive)" : sh ? "busy (shared)" : "idle");
         wi->pid = w->ready ? w->pid : (int32_t)w->child;
         wi->plan = gf_strdup(w->plan);
+        wi->supervision = gf_strdup(w->supervision);
         wi->last_seen_ms = w->last_seen ? wall - (int64_t)(now - w->last_seen) : 0;
         size_t pos = 0, cap = 0;
         gf_sched_job *sj;
@@ -1369,6 +1371,9 @@ static void on_ready(gf_server *self, const gf_peer *peer, gf_msg *m)
     free(w->plan);
     w->plan = m->plan;
     m->plan = NULL;
+    free(w->supervision);
+    w->supervision = m->supervision;
+    m->supervision = NULL;
     if (w->plan && !gf_utf8_valid(w->plan, strlen(w->plan))) {
         GF_WARN("worker of card %d: its route plan is not UTF-8 text: not kept", w->device);
         free(w->plan);
@@ -1921,8 +1926,10 @@ void gf_server_destroy(gf_server **self_p)
     gf_router_destroy(&self->workers);
     if (self->ctx)
         zmq_ctx_term(self->ctx);
-    for (size_t i = 0; i < self->n_wks; i++)
+    for (size_t i = 0; i < self->n_wks; i++) {
         free(self->wks[i].plan);
+        free(self->wks[i].supervision);
+    }
     free(self->wks);
     gf_sched_destroy(&self->sched);
     gf_store_destroy(&self->store);

@@ -1,5 +1,7 @@
 /* cmd_workers.c — `gpuflock workers [--json]`: each card, its worker's
- * state and identity, and the jobs on it. */
+ * state and identity, the jobs on it, and how it supervises them (a line
+ * of its own under the card's: a cgroup per job, or the process group
+ * that a process calling setsid escapes). */
 #include "cli/client.h"
 #include "cli/cliopts.h"
 #include "cli/jobfmt.h"
@@ -61,6 +63,8 @@ int gf_cmd_workers(int argc, char **argv)
             json_object_put(p);
             printf("%4d %-18s %7d %-10s %-22s %s\n", w->device, w->state ? w->state : "?", w->pid,
                    jobs, plan, id);
+            if (w->supervision)
+                printf("%4s supervision: %s\n", "", w->supervision);
             free(id);
         }
     }

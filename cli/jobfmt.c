@@ -151,6 +151,8 @@ json_object *gf_worker_json(const gf_worker_info *w)
     json_object_object_add(o, "jobs", jobs);
     json_object *plan = w->plan ? json_tokener_parse(w->plan) : NULL;
     json_object_object_add(o, "plan", plan ? plan : w->plan ? json_object_new_string(w->plan) : NULL);
+    json_object_object_add(o, "supervision",
+                           w->supervision ? json_object_new_string(w->supervision) : NULL);
     json_object_object_add(o, "last_seen_ms", w->last_seen_ms ? json_object_new_int64(w->last_seen_ms) : NULL);
     return o;
 }

@@ -179,6 +179,8 @@ static const field worker_fields[] = {
     { .key = "jobs", .type = F_U64V, .off = AT(gf_worker_info, jobs),
       .count_off = AT(gf_worker_info, n_jobs), .limit = GF_PROTO_MAX_IDS },
     { .key = "plan", .type = F_STR, .off = AT(gf_worker_info, plan), .limit = GF_PROTO_MAX_PLAN },
+    { .key = "supervision", .type = F_STR, .off = AT(gf_worker_info, supervision),
+      .limit = GF_PROTO_MAX_TEXT },
     { .key = "last_seen", .type = F_I64, .off = AT(gf_worker_info, last_seen_ms) },
     END,
 };
@@ -254,6 +256,7 @@ static const field ready_fields[] = {
     { .key = "pid", .type = F_I32, .off = M(pid) },
     { .key = "card", .type = F_STRUCT, .required = true, .off = M(card), .sub = card_fields },
     { .key = "plan", .type = F_STR, .off = M(plan), .limit = GF_PROTO_MAX_PLAN },
+    { .key = "supervision", .type = F_STR, .off = M(supervision), .limit = GF_PROTO_MAX_TEXT },
     { .key = "running", .type = F_STRUCTV, .off = M(running), .count_off = M(n_running),
       .limit = GF_PROTO_MAX_CARDS * 64, .elem_size = sizeof(gf_running), .sub = running_fields },
     END,

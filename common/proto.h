@@ -169,6 +169,7 @@ typedef struct {
     uint64_t *jobs;       /* jobs it runs now */
     size_t n_jobs;
     char *plan;           /* route plan summary */
+    char *supervision;    /* how it supervises command jobs, from its ready; may be NULL */
     int64_t last_seen_ms; /* wall clock of its last message */
 } gf_worker_info;
 
@@ -206,6 +207,7 @@ typedef struct {
     int32_t pid;          /* ready: worker pid; progress: job pgid */
     gf_card_identity card; /* ready */
     char *plan;           /* ready: route plan, may be NULL */
+    char *supervision;    /* ready: "cgroup <folder>" or "process group: ..." (may be NULL) */
     gf_running *running;  /* ready: jobs still running from before */
     size_t n_running;
     int32_t attempt;      /* job, progress, result, kill */

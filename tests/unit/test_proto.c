@@ -187,6 +187,9 @@ static void fill_msg(gf_msg *m, gf_op op)
             m->workers[i].jobs[0] = 100 + (uint64_t)i;
             m->workers[i].n_jobs = 1;
             m->workers[i].plan = gf_strdup("lstm.stack: library");
+            m->workers[i].supervision =
+                gf_strdup(i ? "process group: a process that calls setsid escapes"
+                            : "cgroup /sys/fs/cgroup/gpuflock-worker-4000");
             m->workers[i].last_seen_ms = 1764500000000LL + i;
         }
         m->n_workers = 2;
@@ -200,6 +203,7 @@ static void fill_msg(gf_msg *m, gf_op op)
         m->pid = 4242;
         fill_card(&m->card, 1);
         m->plan = gf_strdup("fbank.dft@32/fp32: own v2 (evidence 9f2c...)");
+        m->supervision = gf_strdup("cgroup /sys/fs/cgroup/unified/gpuflock-worker-4242");
         m->running = gf_calloc(1, sizeof(gf_running));
         m->running[0] = (gf_running){ .id = 31, .attempt = 2, .pid = 5000, .started_ms = 17,
                                       .done = true };
@@ -350,6 +354,7 @@ static void test_fields_survive(void **state)
     assert_int_equal(d.card.total_mem, (size_t)150 << 30);
     assert_int_equal(d.running[0].pid, 5000);
     assert_true(d.running[0].done);
+    assert_string_equal(d.supervision, "cgroup /sys/fs/cgroup/unified/gpuflock-worker-4242");
     free(a);
     gf_msg_clear(&m);
     gf_msg_clear(&d);

@@ -28,6 +28,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* A periodic checkpoint waits longer than worker.checkpoint_s when taking
+ * it would cost more than 1 % of the time between two on the pipeline's
+ * thread (the copy) or 5 % on the writer's (digest, write, syncs): the
+ * image is the whole state, so it grows with the run (on the H200, two
+ * hours with logits: 190 MB a checkpoint). */
+#define CAPTURE_SHARE 100
+#define WRITE_SHARE 20
+
 struct gf_jobckpt {
     char *path;                 /* the checkpoint file */
     uint64_t job;               /* job id */
@@ -44,6 +52,7 @@ struct gf_jobckpt {
     char reason[GF_DEVSTATS_REASON_MAX];  /* why they hold no device time */
     char *audio;                /* the audio file */
     uint64_t last_ms;           /* monotonic ms of the last capture (or of the run's start) */
+    uint64_t last_capture_ns;   /* how long the last capture took */
     gf_ckpt *restored;          /* the checkpoint resumed from; the pipeline reads its arrays */
     bool audio_known;           /* the audio fields of id are set */
     bool audio_failed;          /* no digest can be had: no checkpoints (said once) */
@@ -55,6 +64,8 @@ struct gf_jobckpt {
     pthread_mutex_t mu;
     pthread_cond_t cv;          /* the writer's work or its completion */
     gf_ckpt *pending;           /* image handed to the writer, not yet taken */
+    gf_ckpt *spare;             /* an image written, kept for the next capture's memory */
+    uint64_t last_write_ns;     /* the last write's digest, write and syncs */
     bool writing;               /* the writer is writing one */
     uint64_t submitted, finished;  /* images handed over, and done with (written or not) */
     int last_rc;                /* the last write's result */
@@ -88,7 +99,6 @@ static void *writer_main(void *arg)
             int rc = gf_ckpt_write(c, self->path, self->uid, self->gid, &wns, &fns, why,
                                    sizeof why);
             size_t bytes = gf_ckpt_bytes(c);
-            gf_ckpt_destroy(&c);
             if (rc)
                 GF_WARN("job %llu: checkpoint not written (%s); the previous one, if any, "
                         "stays", (unsigned long long)self->job, why);
@@ -98,6 +108,11 @@ static void *writer_main(void *arg)
             pthread_mutex_lock(&self->mu);
             self->writing = false;
             self->last_rc = rc;
+            self->last_write_ns = wns + fns;
+            if (!self->spare)
+                self->spare = c;
+            else
+                gf_ckpt_destroy(&c);
             self->n.write_ns = gf_sat_add(self->n.write_ns, wns);
             self->n.fsync_ns = gf_sat_add(self->n.fsync_ns, fns);
             if (rc) {
@@ -353,13 +368,26 @@ out:
 
 /* ---- capture ---------------------------------------------------------- */
 
+/* Milliseconds from one periodic checkpoint to the next: every_s, or more
+ * when the last capture or write would otherwise take more than its share
+ * of the time between two (a whole-state checkpoint grows with the run). */
+static uint64_t gap_ms(gf_jobckpt *self)
+{
+    pthread_mutex_lock(&self->mu);
+    uint64_t w = self->last_write_ns;
+    pthread_mutex_unlock(&self->mu);
+    uint64_t gap = (uint64_t)self->every_s * 1000;
+    uint64_t c = self->last_capture_ns / 1000000 * CAPTURE_SHARE;
+    w = w / 1000000 * WRITE_SHARE;
+    return gap > c ? (gap > w ? gap : w) : (c > w ? c : w);
+}
+
 bool gf_jobckpt_boundary(gf_jobckpt *self, const gf_diar_state *st, bool yield)
 {
     if (!self->begun)
         return false;
     if (!yield) {
-        if (self->every_s <= 0 || st->last
-            || gf_now_ms() - self->last_ms < (uint64_t)self->every_s * 1000)
+        if (self->every_s <= 0 || st->last || gf_now_ms() - self->last_ms < gap_ms(self))
             return false;
         if (!audio_identity(self, false) || writer_busy(self)) {
             if (!self->audio_failed)
@@ -370,8 +398,13 @@ bool gf_jobckpt_boundary(gf_jobckpt *self, const gf_diar_state *st, bool yield)
         return false;
     }
     uint64_t t0 = gf_now_ns(), copies = 0;
-    gf_ckpt *c = gf_ckpt_capture(&self->id, st, &copies);
-    self->n.capture_ns = gf_sat_add(self->n.capture_ns, gf_now_ns() - t0);
+    pthread_mutex_lock(&self->mu);
+    gf_ckpt *reuse = self->spare;
+    self->spare = NULL;
+    pthread_mutex_unlock(&self->mu);
+    gf_ckpt *c = gf_ckpt_capture(&self->id, st, reuse, &copies);
+    self->last_capture_ns = gf_now_ns() - t0;
+    self->n.capture_ns = gf_sat_add(self->n.capture_ns, self->last_capture_ns);
     if (self->stats) {
         gf_devstats_unavailable(self->stats, "checkpoint.capture", self->route, self->reason);
         gf_devstats_transfer(self->stats, "checkpoint.capture", self->route, gf_ckpt_bytes(c),
@@ -437,6 +470,7 @@ void gf_jobckpt_destroy(gf_jobckpt **self_p)
     if (!self->hasher_joined)
         pthread_join(self->hasher, NULL);
     gf_ckpt_destroy(&self->pending);
+    gf_ckpt_destroy(&self->spare);
     gf_ckpt_destroy(&self->restored);
     pthread_cond_destroy(&self->cv);
     pthread_mutex_destroy(&self->mu);

@@ -13,7 +13,9 @@
  *     thread that writes it durably (digest, write, fsync, rename, fsync of
  *     the folder), so the pipeline never waits on the disk; a capture is
  *     skipped while the previous write still runs or while the audio's
- *     digest is not ready. Asked to yield, it captures at once and waits
+ *     digest is not ready, and checkpoints come less often than every_s
+ *     when the last copy took over 1 % of the time between two, or the
+ *     last write over 5 %. Asked to yield, it captures at once and waits
  *     until that checkpoint is on disk;
  *   - the audio's SHA-256, part of the identity, is computed on a thread of
  *     its own while the job runs (an hour of 16 kHz audio is ~115 MB): off
@@ -59,7 +61,8 @@ typedef struct {
                               audio's digest not ready */
     uint64_t bytes;        /* bytes written, all checkpoints */
     uint64_t capture_ns;   /* host time copying the state (the job's thread) */
-    uint64_t write_ns;     /* host time in write(2) (the writer's thread) */
+    uint64_t write_ns;     /* host time computing the digest, creating and writing (the
+                              writer's thread) */
     uint64_t fsync_ns;     /* host time in fsync of the file, rename, fsync of the folder */
     uint64_t restore_ns;   /* host time reading and checking a checkpoint (the job's thread;
                               waiting for the audio's digest included) */

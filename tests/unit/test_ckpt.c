@@ -1,6 +1,6 @@
 /* test_ckpt.c — checkpoint files (worker/diar/ckpt.h): a state written and
  * read back is the same bit for bit (NaN included) with the same identity,
- * in both modes; every kind of damage is refused with its reason and
+ * in both modes, also through a reused image; every kind of damage is refused with its reason and
  * nothing is allocated from a count before it is checked (truncated at
  * every length, bad magic, another format or byte order, a flipped bit,
  * trailing bytes, absurd counts and identities under a digest that matches,
@@ -137,7 +137,7 @@ static char *write_ckpt(const char *name, const gf_ckpt_id *id, const gf_diar_st
 {
     char *path = in_dir(name);
     uint64_t copies = 0, wns = 0, fns = 0;
-    gf_ckpt *c = gf_ckpt_capture(id, st, &copies);
+    gf_ckpt *c = gf_ckpt_capture(id, st, NULL, &copies);
     assert_true(copies >= 1);
     char why[512];
     assert_int_equal(gf_ckpt_write(c, path, (uid_t)-1, (gid_t)-1, &wns, &fns, why, sizeof why), 0);
@@ -183,6 +183,32 @@ static void test_round_trip(void **state)
     round_trip(false, false, 32, 0);
     round_trip(true, false, 5, gf_diar_max_blocks(5));
     round_trip(true, false, 1, 3);
+}
+
+/* An image reused for the next capture, smaller then larger, and across
+ * modes: each one reads back as its own state (nothing of the last left). */
+static void test_reuse(void **state)
+{
+    (void)state;
+    gf_ckpt_id id = make_id();
+    owned a = make_state(8, false, true, 0), b = make_state(3, true, false, 7),
+          c = make_state(12, false, false, 0);
+    gf_ckpt *img = gf_ckpt_capture(&id, &a.st, NULL, NULL);
+    const owned *next[] = { &b, &c, &a };
+    for (size_t i = 0; i < 3; i++) {
+        img = gf_ckpt_capture(&id, &next[i]->st, img, NULL);
+        size_t len;
+        const void *p = gf_ckpt_image(img, &len);
+        gf_ckpt *back = NULL;
+        char why[256];
+        assert_int_equal(gf_ckpt_decode(p, len, 12, &back, why, sizeof why), 0);
+        same_state(gf_ckpt_state(back), &next[i]->st);
+        gf_ckpt_destroy(&back);
+    }
+    gf_ckpt_destroy(&img);
+    free_state(&a);
+    free_state(&b);
+    free_state(&c);
 }
 
 /* Refused by gf_ckpt_decode with a reason holding `want`. */
@@ -450,7 +476,7 @@ static void test_failed_write_keeps_previous(void **state)
     lim.rlim_cur = 40000;   /* the small one is ~22 KB, the large ~80 KB */
     void (*was)(int) = signal(SIGXFSZ, SIG_IGN);
     assert_int_equal(setrlimit(RLIMIT_FSIZE, &lim), 0);
-    gf_ckpt *c = gf_ckpt_capture(&id, &large.st, NULL);
+    gf_ckpt *c = gf_ckpt_capture(&id, &large.st, NULL, NULL);
     char why[512];
     int rc = gf_ckpt_write(c, path, (uid_t)-1, (gid_t)-1, NULL, NULL, why, sizeof why);
     assert_int_equal(setrlimit(RLIMIT_FSIZE, &old), 0);
@@ -497,6 +523,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_round_trip),
+        cmocka_unit_test(test_reuse),
         cmocka_unit_test(test_damage_refused),
         cmocka_unit_test(test_files_refused),
         cmocka_unit_test(test_identity_changes),

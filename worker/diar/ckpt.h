@@ -79,8 +79,11 @@ int gf_ckpt_id_diff(const gf_ckpt_id *saved, const gf_ckpt_id *now, char *why, s
 typedef struct gf_ckpt gf_ckpt;
 
 /* A checkpoint of st under id: the whole file image, the arrays copied into
- * it (*copies: how many copies that took). The caller destroys it. */
-gf_ckpt *gf_ckpt_capture(const gf_ckpt_id *id, const gf_diar_state *st, uint64_t *copies);
+ * it (*copies, may be NULL: how many copies that took). reuse (may be NULL)
+ * is an earlier image whose memory is taken over and returned (its pages
+ * are already mapped). The caller destroys the result. */
+gf_ckpt *gf_ckpt_capture(const gf_ckpt_id *id, const gf_diar_state *st, gf_ckpt *reuse,
+                         uint64_t *copies);
 
 /* Bytes of the file it makes (or was read from). */
 size_t gf_ckpt_bytes(const gf_ckpt *self);
@@ -91,8 +94,9 @@ const void *gf_ckpt_image(gf_ckpt *self, size_t *len);
 /* Write durably to path: path.tmp (a stale one removed first; created
  * mode 0600, not following a symlink, owned by uid:gid when we are root
  * and uid is not (uid_t)-1), written whole, fsync, renamed over path, the
- * folder fsync-ed. Host nanoseconds spent writing and syncing are added to
- * *write_ns and *fsync_ns (may be NULL). Returns 0, or GF_EIO with why
+ * folder fsync-ed. Host nanoseconds spent on the digest, creating and
+ * writing, and on syncing and renaming, are added to *write_ns and
+ * *fsync_ns (may be NULL). Returns 0, or GF_EIO with why
  * naming the file and the error; path is then as it was and path.tmp gone.
  * Nothing is logged. */
 int gf_ckpt_write(gf_ckpt *self, const char *path, uid_t uid, gid_t gid, uint64_t *write_ns,

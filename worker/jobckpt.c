@@ -30,9 +30,10 @@
 
 /* A periodic checkpoint waits longer than worker.checkpoint_s when taking
  * it would cost more than 1 % of the time between two on the pipeline's
- * thread (the copy) or 5 % on the writer's (digest, write, syncs): the
- * image is the whole state, so it grows with the run (on the H200, two
- * hours with logits: 190 MB a checkpoint). */
+ * thread (the copy) or 5 % on the writer's (digest, write, syncs), each
+ * predicted from the last one scaled to the state's size now: the image is
+ * the whole state, so it grows with the run (on the H200, two hours with
+ * logits: 190 MB a checkpoint). */
 #define CAPTURE_SHARE 100
 #define WRITE_SHARE 20
 
@@ -53,6 +54,7 @@ struct gf_jobckpt {
     char *audio;                /* the audio file */
     uint64_t last_ms;           /* monotonic ms of the last capture (or of the run's start) */
     uint64_t last_capture_ns;   /* how long the last capture took */
+    size_t last_capture_windows;   /* the windows it copied */
     gf_ckpt *restored;          /* the checkpoint resumed from; the pipeline reads its arrays */
     bool audio_known;           /* the audio fields of id are set */
     bool audio_failed;          /* no digest can be had: no checkpoints (said once) */
@@ -66,6 +68,7 @@ struct gf_jobckpt {
     gf_ckpt *pending;           /* image handed to the writer, not yet taken */
     gf_ckpt *spare;             /* an image written, kept for the next capture's memory */
     uint64_t last_write_ns;     /* the last write's digest, write and syncs */
+    size_t last_write_windows;  /* the windows it held */
     bool writing;               /* the writer is writing one */
     uint64_t submitted, finished;  /* images handed over, and done with (written or not) */
     int last_rc;                /* the last write's result */
@@ -109,6 +112,7 @@ static void *writer_main(void *arg)
             self->writing = false;
             self->last_rc = rc;
             self->last_write_ns = wns + fns;
+            self->last_write_windows = gf_ckpt_state(c)->n_windows;
             if (!self->spare)
                 self->spare = c;
             else
@@ -368,16 +372,24 @@ out:
 
 /* ---- capture ---------------------------------------------------------- */
 
-/* Milliseconds from one periodic checkpoint to the next: every_s, or more
- * when the last capture or write would otherwise take more than its share
- * of the time between two (a whole-state checkpoint grows with the run). */
-static uint64_t gap_ms(gf_jobckpt *self)
+/* ns scaled from `at` windows to n: what the same work costs for a state
+ * of n windows (it is proportional to the state's size). */
+static uint64_t scaled(uint64_t ns, size_t at, size_t n)
+{
+    return at ? (uint64_t)((double)ns * (double)n / (double)at) : ns;
+}
+
+/* Milliseconds from one periodic checkpoint to the next for a state of n
+ * windows: every_s, or more when the copy or the write of such a state
+ * would take more than its share of the time between two. */
+static uint64_t gap_ms(gf_jobckpt *self, size_t n)
 {
     pthread_mutex_lock(&self->mu);
-    uint64_t w = self->last_write_ns;
+    uint64_t w = scaled(self->last_write_ns, self->last_write_windows, n);
     pthread_mutex_unlock(&self->mu);
+    uint64_t c = scaled(self->last_capture_ns, self->last_capture_windows, n);
     uint64_t gap = (uint64_t)self->every_s * 1000;
-    uint64_t c = self->last_capture_ns / 1000000 * CAPTURE_SHARE;
+    c = c / 1000000 * CAPTURE_SHARE;
     w = w / 1000000 * WRITE_SHARE;
     return gap > c ? (gap > w ? gap : w) : (c > w ? c : w);
 }
@@ -387,7 +399,8 @@ bool gf_jobckpt_boundary(gf_jobckpt *self, const gf_diar_state *st, bool yield)
     if (!self->begun)
         return false;
     if (!yield) {
-        if (self->every_s <= 0 || st->last || gf_now_ms() - self->last_ms < gap_ms(self))
+        if (self->every_s <= 0 || st->last
+            || gf_now_ms() - self->last_ms < gap_ms(self, st->n_windows))
             return false;
         if (!audio_identity(self, false) || writer_busy(self)) {
             if (!self->audio_failed)
@@ -404,6 +417,7 @@ bool gf_jobckpt_boundary(gf_jobckpt *self, const gf_diar_state *st, bool yield)
     pthread_mutex_unlock(&self->mu);
     gf_ckpt *c = gf_ckpt_capture(&self->id, st, reuse, &copies);
     self->last_capture_ns = gf_now_ns() - t0;
+    self->last_capture_windows = st->n_windows;
     self->n.capture_ns = gf_sat_add(self->n.capture_ns, self->last_capture_ns);
     if (self->stats) {
         gf_devstats_unavailable(self->stats, "checkpoint.capture", self->route, self->reason);

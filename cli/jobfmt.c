@@ -236,8 +236,22 @@ void gf_job_print(FILE *out, const gf_job *j)
                 (double)j->cpu_sys_ms / 1000);
         fprintf(out, "%-12s %.1f MiB\n", "peak rss:", (double)j->maxrss_kb / 1024);
     }
-    if (j->out_path)
-        fprintf(out, "%-12s %s\n%-12s %s\n", "stdout:", j->out_path, "stderr:", j->err_path);
+    if (j->out_path) {
+        /* a stream cut at spool.max_bytes says so beside its file */
+        const char *keys[2] = { "spool.stdout_cut_bytes", "spool.stderr_cut_bytes" };
+        const char *names[2] = { "stdout:", "stderr:" }, *paths[2] = { j->out_path, j->err_path };
+        for (int k = 0; k < 2; k++) {
+            long long cut = 0;
+            for (size_t i = 0; i < j->n_stats; i++)
+                if (!j->stats[i].is_float && strcmp(j->stats[i].key, keys[k]) == 0)
+                    cut = (long long)j->stats[i].i;
+            if (cut)
+                fprintf(out, "%-12s %s (cut: %lld bytes past spool.max_bytes discarded)\n",
+                        names[k], paths[k], cut);
+            else
+                fprintf(out, "%-12s %s\n", names[k], paths[k]);
+        }
+    }
     for (size_t i = 0; i < j->n_stats; i++) {
         if (j->stats[i].is_float)
             fprintf(out, "stat %s: %g\n", j->stats[i].key, j->stats[i].f);

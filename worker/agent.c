@@ -10,9 +10,14 @@
  * have progress to report or end; their pipelines stay loaded in a pool
  * between jobs. Command jobs start under a guard made ready ahead by the
  * guards' fork server, asked at the end of each turn and answering on a
- * socket this loop polls (worker/spare.h), when one waits. */
+ * socket this loop polls (worker/spare.h), when one waits; each in a
+ * cgroup of its own where the worker has a cgroup folder (worker/cgroup.h,
+ * opened here at start: the supervision the worker logs and reports in
+ * READY). A job whose guard has ended but whose killed processes have not
+ * all gone yet is asked again every DRAIN_POLL_MS. */
 #include "worker/agent.h"
 
+#include "worker/cgroup.h"
 #include "common/error.h"
 #include "common/log.h"
 #include "common/proto.h"
@@ -35,6 +40,8 @@
 #include <zmq.h>
 
 #define LOCK_RETRY_MS 10
+/* SIGKILLed processes go within a few ms; cgroup.events is one pread */
+#define DRAIN_POLL_MS 2
 
 /* A job on this worker: waiting for its lock, running, or ended with its
  * result not yet known to be safe with the broker. */
@@ -68,6 +75,8 @@ struct gf_agent {
     char *plan;               /* route plan as JSON text, sent in READY */
     gf_diar_pool *pool;       /* diarize pipelines kept between jobs */
     gf_spare *spare;          /* the next command job's guard, made ready ahead */
+    gf_cgroup *cgroups;       /* the folder of the jobs' cgroups; NULL: process groups */
+    char *supervision;        /* how jobs are supervised, as READY says it */
     int wakefd;               /* eventfd: a diarize thread has news */
     uint64_t arrivals;        /* jobs received so far (slot.seq) */
 };
@@ -128,9 +137,21 @@ gf_agent *gf_agent_new(const gf_config *cfg, int device, const gf_card_identity 
     self->ctx = zmq_ctx_new();
     self->link = gf_link_new(cfg, self->ctx);
     self->pool = gf_diar_pool_new(cfg, card);
+    char why[512] = "worker.cgroups is false";
+    if (cfg->cgroups)
+        self->cgroups = gf_cgroup_open(why, sizeof why);
+    if (self->cgroups) {
+        self->supervision = gf_strfmt("cgroup %s", gf_cgroup_path(self->cgroups));
+        GF_INFO("job supervision: a cgroup per job in %s%s", gf_cgroup_path(self->cgroups),
+                gf_cgroup_has_kill(self->cgroups) ? "" : " (no cgroup.kill: killed pid by pid)");
+    } else {
+        self->supervision = gf_strdup("process group: a process that calls setsid escapes");
+        GF_WARN("job supervision: by process group only (%s): a process of a job that calls "
+                "setsid escapes it, keeps running and keeps its card", why);
+    }
     char *guard = gf_beside_self("gpuflock-guard");
     if (guard)
-        self->spare = gf_spare_new(guard);
+        self->spare = gf_spare_new(guard, self->cgroups);   /* spares born in job cgroups */
     free(guard);
     self->wakefd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     if (!self->link || self->wakefd < 0) {
@@ -162,6 +183,8 @@ void gf_agent_destroy(gf_agent **self_p)
             free_slot(s);
         }
     gf_spare_destroy(&self->spare);
+    gf_cgroup_destroy(&self->cgroups);    /* after the slots: their cgroups are gone */
+    free(self->supervision);
     gf_link_destroy(&self->link);
     if (self->ctx)
         zmq_ctx_term(self->ctx);
@@ -191,6 +214,7 @@ static void send_ready(gf_agent *self)
     m.pid = (int32_t)getpid();
     m.card = self->card;
     m.plan = gf_strdup(self->plan);
+    m.supervision = gf_strdup(self->supervision);
     size_t n = 0;
     for (slot *s = self->slots; s; s = s->next)
         n++;
@@ -332,6 +356,7 @@ static void on_job(gf_agent *self, gf_msg *m)
     s->run = gf_run_new(m, self->cfg);
     gf_run_set_diar(s->run, self->pool, self->wakefd);
     gf_run_set_spare(s->run, self->spare);
+    gf_run_set_cgroups(s->run, self->cgroups);
     if (m->spec.kind == GF_JOB_DIARIZE && m->spec.diar)
         GF_INFO("job %llu: diarize %s", (unsigned long long)m->id, m->spec.diar->audio);
     s->next = self->slots;
@@ -503,6 +528,8 @@ int gf_agent_run(gf_agent *self)
                 timeout = LOCK_RETRY_MS;
             if (s->kill_at && timeout > 50)
                 timeout = 50;
+            if (gf_run_draining(s->run) && timeout > DRAIN_POLL_MS)
+                timeout = DRAIN_POLL_MS;
         }
         zmq_pollitem_t items[4] = {
             { NULL, self->sigfd, ZMQ_POLLIN, 0 },

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -33,12 +34,17 @@
 struct gf_cgroup {
     char *path;               /* <worker's cgroup>/gpuflock-worker-<pid> */
     bool kill;                /* cgroup.kill exists (Linux 5.14+) */
+    gf_jobcg *kept;           /* an empty one kept for the next job, or NULL */
+    uint64_t seq;             /* the last run-<n> made */
 };
 
 struct gf_jobcg {
-    char *path;               /* <folder>/job-<id>-<attempt> */
-    int events;               /* its cgroup.events, read with pread; -1: none */
+    gf_cgroup *folder;        /* where it lives (borrowed) */
+    char *path;               /* <folder>/run-<n> */
+    int dir;                  /* O_PATH descriptor of it */
+    int events;               /* its cgroup.events, read with pread */
     bool kill;                /* cgroup.kill exists */
+    bool killed;              /* cgroup.kill was written: never kept (see gf_jobcg_destroy) */
 };
 
 /* The whole text of a (small, virtual) file; NULL with errno set. */
@@ -299,22 +305,44 @@ static void sweep(const char *base, bool has_kill)
     closedir(d);
 }
 
-/* Prove that a process can be moved into a cgroup of folder: a child
- * writes itself into folder/probe. 0, or -1 with why filled. */
-static int probe(const char *folder, char *why, size_t len)
+/* clone3(2) with CLONE_INTO_CGROUP (Linux 5.7), which the C library does
+ * not wrap: the arguments up to cgroup. */
+struct clone_into {
+    uint64_t flags, pidfd, child_tid, parent_tid, exit_signal, stack, stack_size, tls;
+    uint64_t set_tid, set_tid_size, cgroup;
+};
+#ifndef SYS_clone3
+#define SYS_clone3 435
+#endif
+#define CLONE_INTO_CGROUP_FLAG 0x200000000ULL
+
+/* Prove that a process can be born in a cgroup of folder, as the guards'
+ * are (clone3 with CLONE_INTO_CGROUP; where the kernel has none, a child
+ * moves itself in through cgroup.procs, as the guards then do), and that
+ * it lives there: 0, or -1 with why filled. *born_inside: clone3 served. */
+static int probe(const char *folder, bool *born_inside, char *why, size_t len)
 {
     char *dir = gf_strfmt("%s/probe", folder);
     char *procs = gf_strfmt("%s/cgroup.procs", dir);
-    int rc = -1;
+    int rc = -1, fd = -1;
     if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
         snprintf(why, len, "cannot make the cgroup %s: %s", dir, strerror(errno));
         goto out_free;
     }
-    pid_t pid = fork();
-    if (pid == 0) {
-        int fd = open(procs, O_WRONLY | O_CLOEXEC);
-        int e = fd < 0 || write(fd, "0", 1) != 1 ? errno : 0;
-        _exit(e > 0 && e < 256 ? e : e ? 255 : 0);
+    fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    struct clone_into ca = { .flags = CLONE_INTO_CGROUP_FLAG, .exit_signal = SIGCHLD,
+                             .cgroup = (uint64_t)fd };
+    pid_t pid = fd < 0 ? -1 : (pid_t)syscall(SYS_clone3, &ca, sizeof ca);
+    if (pid == 0)
+        _exit(0);
+    *born_inside = pid > 0;
+    if (pid < 0 && (errno == ENOSYS || errno == EINVAL || errno == E2BIG)) {
+        pid = fork();
+        if (pid == 0) {
+            int pfd = open(procs, O_WRONLY | O_CLOEXEC);
+            int e = pfd < 0 || write(pfd, "0", 1) != 1 ? errno : 0;
+            _exit(e > 0 && e < 256 ? e : e ? 255 : 0);
+        }
     }
     int e = errno, st = 0;
     if (pid > 0)
@@ -323,13 +351,20 @@ static int probe(const char *folder, char *why, size_t len)
     bool removed;
     drain_remove(dir, false, &removed);
     if (pid < 0)
-        snprintf(why, len, "cannot test the cgroup %s: fork: %s", dir, strerror(e));
-    else if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+        snprintf(why, len, "cannot start a process in the cgroup %s: %s", dir, strerror(e));
+    else if (WIFSIGNALED(st))
+        /* seen after a cgroup.kill on the cgroup a child is cloned from:
+         * the kernel kills each child born elsewhere (kill_seq) */
+        snprintf(why, len, "a process born in the cgroup %s was killed at once (signal %d)", dir,
+                 WTERMSIG(st));
+    else if (WEXITSTATUS(st) != 0)
         snprintf(why, len, "cannot move a process into the cgroup %s: %s", dir,
-                 WIFEXITED(st) ? strerror(WEXITSTATUS(st)) : "the test process died");
+                 strerror(WEXITSTATUS(st)));
     else
         rc = 0;
 out_free:
+    if (fd >= 0)
+        close(fd);
     free(procs);
     free(dir);
     return rc;
@@ -361,10 +396,15 @@ gf_cgroup *gf_cgroup_open(char *why, size_t len)
     sweep(base, self->kill);
     if (!made)
         empty_folder(self->path, (long)getpid(), self->kill);   /* an earlier process of our pid's */
-    if (probe(self->path, why, len) != 0) {
+    bool inside = false;
+    if (probe(self->path, &inside, why, len) != 0) {
         rmdir(self->path);
         goto fail;
     }
+    if (!inside)
+        GF_INFO("cgroup %s: no CLONE_INTO_CGROUP here (Linux < 5.7): each job's guard moves "
+                "itself in through cgroup.procs, which waits for an RCU grace period",
+                self->path);
     free(base);
     return self;
 fail:
@@ -374,11 +414,26 @@ fail:
     return NULL;
 }
 
+static void free_jobcg(gf_jobcg *self)
+{
+    if (self->dir >= 0)
+        close(self->dir);
+    if (self->events >= 0)
+        close(self->events);
+    free(self->path);
+    free(self);
+}
+
 void gf_cgroup_destroy(gf_cgroup **self_p)
 {
     gf_cgroup *self = *self_p;
     if (!self)
         return;
+    if (self->kept) {
+        if (rmdir(self->kept->path) != 0 && errno != ENOENT)
+            GF_WARN("cgroup %s: cannot remove it: %s", self->kept->path, strerror(errno));
+        free_jobcg(self->kept);
+    }
     if (rmdir(self->path) != 0 && errno != ENOENT)
         GF_WARN("cgroup folder %s: cannot remove it: %s", self->path, strerror(errno));
     free(self->path);
@@ -389,29 +444,35 @@ void gf_cgroup_destroy(gf_cgroup **self_p)
 const char *gf_cgroup_path(const gf_cgroup *self) { return self->path; }
 bool gf_cgroup_has_kill(const gf_cgroup *self) { return self->kill; }
 
-gf_jobcg *gf_jobcg_new(gf_cgroup *folder, uint64_t id, int32_t attempt, char *why, size_t len)
+gf_jobcg *gf_jobcg_new(gf_cgroup *folder, char *why, size_t len)
 {
+    if (folder->kept) {
+        gf_jobcg *self = folder->kept;
+        folder->kept = NULL;
+        return self;
+    }
     gf_jobcg *self = gf_calloc(1, sizeof(*self));
-    self->path = gf_strfmt("%s/job-%llu-%d", folder->path, (unsigned long long)id, (int)attempt);
+    self->folder = folder;
     self->kill = folder->kill;
+    self->path = gf_strfmt("%s/run-%llu", folder->path, (unsigned long long)++folder->seq);
+    self->dir = self->events = -1;
     if (mkdir(self->path, 0755) != 0) {
-        snprintf(why, len, "cannot make the job's cgroup %s: %s", self->path, strerror(errno));
-        free(self->path);
-        free(self);
+        snprintf(why, len, "cannot make the cgroup %s: %s", self->path, strerror(errno));
+        free_jobcg(self);
         return NULL;
     }
-    char path[PATH_MAX];
-    snprintf(path, sizeof path, "%s/cgroup.events", self->path);
-    self->events = open(path, O_RDONLY | O_CLOEXEC);
+    self->dir = open(self->path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    self->events = self->dir < 0 ? -1 : openat(self->dir, "cgroup.events", O_RDONLY | O_CLOEXEC);
     if (self->events < 0) {
-        snprintf(why, len, "cannot open %s: %s", path, strerror(errno));
+        snprintf(why, len, "cannot open the cgroup %s: %s", self->path, strerror(errno));
         rmdir(self->path);
-        free(self->path);
-        free(self);
+        free_jobcg(self);
         return NULL;
     }
     return self;
 }
+
+int gf_jobcg_fd(const gf_jobcg *self) { return self->dir; }
 
 const char *gf_jobcg_path(const gf_jobcg *self) { return self->path; }
 
@@ -422,7 +483,9 @@ int gf_jobcg_signal(gf_jobcg *self, int sig)
 
 int gf_jobcg_kill(gf_jobcg *self)
 {
-    return kill_all(self->path, self->kill);
+    int n = kill_all(self->path, self->kill);
+    self->killed |= n > 0 && self->kill;
+    return n;
 }
 
 bool gf_jobcg_populated(gf_jobcg *self)
@@ -441,13 +504,25 @@ void gf_jobcg_destroy(gf_jobcg **self_p)
     gf_jobcg *self = *self_p;
     if (!self)
         return;
-    if (self->events >= 0)
-        close(self->events);
-    bool removed;
-    int n = drain_remove(self->path, self->kill, &removed);
-    if (n > 0)
-        GF_WARN("cgroup %s: killed the %d processes still in it", self->path, n);
-    free(self->path);
-    free(self);
     *self_p = NULL;
+    bool removed = false;
+    if (gf_jobcg_populated(self)) {
+        int n = drain_remove(self->path, self->kill, &removed);
+        if (n > 0)
+            GF_WARN("cgroup %s: killed the %d processes still in it", self->path, n);
+        free_jobcg(self);
+        return;
+    }
+    /* empty stays empty (only root moves processes in): the next job's,
+     * unless cgroup.kill was written to it, after which the kernel (6.18
+     * here) kills every process born in it with CLONE_INTO_CGROUP: the
+     * child is judged by the kill count of the cgroup it is cloned from */
+    gf_cgroup *folder = self->folder;
+    if (!folder->kept && !self->killed) {
+        folder->kept = self;
+        return;
+    }
+    if (rmdir(self->path) != 0 && errno != ENOENT)
+        GF_WARN("cgroup %s: cannot remove it: %s", self->path, strerror(errno));
+    free_jobcg(self);
 }

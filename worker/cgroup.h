@@ -5,18 +5,28 @@
  * /proc/self/mountinfo and the "0::" line of /proc/self/cgroup:
  * /sys/fs/cgroup on a unified box, /sys/fs/cgroup/unified in systemd's
  * hybrid layout), the worker makes a folder of its own under the cgroup it
- * runs in, and one cgroup per run of a command job inside that folder:
+ * runs in, and in it one cgroup for each command job that runs:
  *
- *     <worker's cgroup>/gpuflock-worker-<pid>/job-<id>-<attempt>/
+ *     <worker's cgroup>/gpuflock-worker-<pid>/run-<n>/
+ *
+ * A job's cgroup is made ready ahead, with the spare guard that will run
+ * the job born in it (worker/spare.h), so it cannot be named after a job
+ * that is not known yet (and cgroup v2 refuses renames): the worker logs
+ * which job runs in which (at debug level), and a job's processes show it
+ * in /proc/PID/cgroup. Once the job is over and the cgroup is empty, it is
+ * kept for the next one (a mkdir and an rmdir in cgroupfs cost about 70 us
+ * of the worker's CPU on a 2-core VM).
  *
  * Both are made by the worker (root), so they and their files belong to
  * root (0755, files 0644): the job, which runs as its submitter, can
  * neither move itself out nor bring other processes in (moving a process
  * needs write access to cgroup.procs of the common ancestor too). The job's
- * guard enters the cgroup while it is still root, before it takes the
- * submitter's identity and forks the command; from then on every process
- * of the job is in it, also one that left its process group or session
- * (setsid). The worker signals each of them, kills them all (cgroup.kill,
+ * guard is born inside the cgroup (the spare guards' fork server clones it
+ * there), or, a guard spawned for its job, starts the command there while
+ * it is still root: clone3 with CLONE_INTO_CGROUP either way, never a
+ * write to cgroup.procs, which waits for an RCU grace period (8 ms p50 on a
+ * 2-core VM, idle). From then on every process of the job is in the
+ * cgroup, also one that left its process group or session (setsid). The worker signals each of them, kills them all (cgroup.kill,
  * Linux 5.14+; else SIGKILL to each listed pid, again until none is left)
  * and knows when none is left (cgroup.events: "populated 0").
  *
@@ -66,12 +76,17 @@ const char *gf_cgroup_path(const gf_cgroup *self);
 /* Does the kernel have cgroup.kill (Linux 5.14+)? */
 bool gf_cgroup_has_kill(const gf_cgroup *self);
 
-/* A new, empty cgroup for run `attempt` of job `id` in the folder. NULL
- * with why filled when it cannot be made. */
-gf_jobcg *gf_jobcg_new(gf_cgroup *folder, uint64_t id, int32_t attempt, char *why, size_t len);
+/* An empty cgroup in the folder for the next job (run-<n>): the one kept
+ * from an earlier job, else a new one. NULL with why filled when it cannot
+ * be made. The folder outlives it. */
+gf_jobcg *gf_jobcg_new(gf_cgroup *folder, char *why, size_t len);
 
-/* Its path (borrowed): what the guard enters. */
+/* Its path (borrowed). */
 const char *gf_jobcg_path(const gf_jobcg *self);
+
+/* An O_PATH descriptor of its folder (borrowed): what CLONE_INTO_CGROUP
+ * takes. */
+int gf_jobcg_fd(const gf_jobcg *self);
 
 /* Send sig to each process in it. Returns how many were signalled. */
 int gf_jobcg_signal(gf_jobcg *self, int sig);
@@ -85,8 +100,9 @@ int gf_jobcg_kill(gf_jobcg *self);
  * as empty (it was removed under us: nothing of the job can be in it). */
 bool gf_jobcg_populated(gf_jobcg *self);
 
-/* Kill what is left, wait up to a second for it to go, remove the cgroup
- * (a cgroup that will not go is logged and left) and free. */
+/* Kill what is left and wait up to a second for it to go; then keep the
+ * empty cgroup for gf_jobcg_new (one is kept) or remove it (one that will
+ * not go is logged and left), and free. */
 void gf_jobcg_destroy(gf_jobcg **self_p);
 
 #endif

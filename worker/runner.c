@@ -1,10 +1,14 @@
 /* runner.c — one run of a command job (see runner.h).
  *
  * Sits between the worker's event loop (worker/agent.c) and the job's
- * processes: locks, spool files, fork/exec with the submitter's identity,
- * and wait4 for the result. */
+ * processes: locks, spool files, the job's cgroup (worker/cgroup.h), the
+ * guard that runs the command with the submitter's identity, and the end:
+ * the guard reaped, what is left of the job killed, the result once none
+ * of its processes is left. */
 #include "worker/runner.h"
 
+#include "worker/cgroup.h"
+#include "worker/guard/request.h"
 #include "worker/spare.h"
 
 #include "common/env.h"
@@ -15,6 +19,7 @@
 #include "common/log.h"
 #include "common/util.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -28,6 +33,10 @@
 #include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+/* How long a process group's killed members may take to go before the
+ * result goes out anyway (the group cannot be waited for as a cgroup can) */
+#define GROUP_DRAIN_MS 1000
 
 struct gf_run {
     gf_msg job;               /* the "job" message, owned */
@@ -46,6 +55,19 @@ struct gf_run {
     int wake_fd;              /* diarize: the agent's eventfd, -1 none */
     gf_djob *djob;            /* diarize: the running thread */
     gf_spare *spare;          /* a guard started ahead, borrowed from the agent, or NULL */
+    gf_cgroup *cgroups;       /* the worker's cgroup folder, borrowed; NULL: process groups */
+    gf_jobcg *cg;             /* the job's cgroup, from its start until none of it is left */
+    long long spool_cap;      /* spool.max_bytes: stdout and stderr kept, each; 0: all */
+    int report;               /* read end of the guard's report pipe (guard/request.h), -1: none */
+    bool guard_gone;          /* the guard was reaped: status and usage below */
+    int guard_status;         /* its wait status */
+    struct rusage guard_ru;   /* its usage, with the command's */
+    int64_t guard_ended_ms;   /* wall clock when it was reaped */
+    bool sent_kill;           /* we sent SIGKILL (time limit, cancel, stop) */
+    int left;                 /* processes of the job still there when the guard was gone */
+    bool draining;            /* those were killed; their end not seen yet */
+    bool have_report;         /* the guard wrote its report: it ended with its command */
+    int64_t cut[2];           /* bytes of stdout, stderr discarded past spool_cap */
 };
 
 gf_run *gf_run_new(const gf_msg *job, const gf_config *cfg)
@@ -80,6 +102,8 @@ gf_run *gf_run_new(const gf_msg *job, const gf_config *cfg)
     self->n_locks = job->n_locks + (job->spec.proof ? 1 : 0);
     self->locks = gf_calloc(self->n_locks ? self->n_locks : 1, sizeof(gf_lock *));
     self->wake_fd = -1;
+    self->spool_cap = cfg->spool_max_bytes;
+    self->report = -1;
     return self;
 }
 
@@ -109,6 +133,9 @@ void gf_run_destroy(gf_run **self_p)
     if (!self)
         return;
     gf_djob_destroy(&self->djob);     /* stops and joins a diarize thread */
+    gf_jobcg_destroy(&self->cg);      /* kills what is left of the job */
+    if (self->report >= 0)
+        close(self->report);
     close_locks(self);
     free(self->locks);
     gf_msg_clear(&self->job);
@@ -286,11 +313,18 @@ static char *join_groups(const gf_run *self)
     return list ? list : gf_strdup("-");
 }
 
+/* The cgroup the guard starts the command in, "-" for none. */
+static const char *cgroup_arg(const gf_run *self)
+{
+    return self->cg ? gf_jobcg_path(self->cg) : "-";
+}
+
 /* Start gpuflock-guard (worker/guard/main.c), the job's group leader, for
- * this job (gf_guard_spawn: stdout and stderr on the spool files, the lock
- * descriptors inherited). Returns its pid, or -1 with the reason in why. */
-static pid_t spawn_guard(gf_run *self, int out, int err, char *const envp[], char *why,
-                         size_t len)
+ * this job (gf_guard_spawn: stdout and stderr on the spool files, the
+ * report pipe on descriptor 3, the lock descriptors inherited). Returns
+ * its pid, or -1 with the reason in why. */
+static pid_t spawn_guard(gf_run *self, int out, int err, int report, char *const envp[],
+                         char *why, size_t len)
 {
     const gf_job_spec *sp = &self->job.spec;
     char *guard = gf_beside_self("gpuflock-guard");
@@ -298,12 +332,13 @@ static pid_t spawn_guard(gf_run *self, int out, int err, char *const envp[], cha
         snprintf(why, len, "cannot find gpuflock-guard beside the worker: %s", strerror(errno));
         return -1;
     }
-    char parent[24], uid[24], gid[24];
+    char parent[24], uid[24], gid[24], cap[24];
     snprintf(parent, sizeof parent, "%d", (int)getpid());
     snprintf(uid, sizeof uid, "%u", (unsigned)self->job.uid);
     snprintf(gid, sizeof gid, "%u", (unsigned)self->job.gid);
+    snprintf(cap, sizeof cap, "%lld", self->spool_cap);
     char *groups = join_groups(self);
-    char **argv = gf_calloc(sp->argc + 8, sizeof(char *));
+    char **argv = gf_calloc(sp->argc + 10, sizeof(char *));
     size_t n = 0;
     argv[n++] = "gpuflock-guard";
     argv[n++] = parent;
@@ -311,14 +346,16 @@ static pid_t spawn_guard(gf_run *self, int out, int err, char *const envp[], cha
     argv[n++] = gid;
     argv[n++] = groups;
     argv[n++] = sp->cwd ? sp->cwd : "-";
+    argv[n++] = (char *)cgroup_arg(self);
+    argv[n++] = cap;
     argv[n++] = "--";
     for (size_t i = 0; i < sp->argc; i++)
         argv[n++] = sp->argv[i];
     argv[n] = NULL;
 
-    const int dups[][2] = { { out, 1 }, { err, 2 } };
+    const int dups[][2] = { { out, 1 }, { err, 2 }, { report, 3 } };
     pid_t pid;
-    int e = gf_guard_spawn(guard, argv, envp, dups, 2, &pid);
+    int e = gf_guard_spawn(guard, argv, envp, dups, 3, &pid);
     if (e)
         snprintf(why, len, "cannot start %s: %s", guard, strerror(e));
     free(argv);
@@ -329,7 +366,7 @@ static pid_t spawn_guard(gf_run *self, int out, int err, char *const envp[], cha
 
 /* Hand the job to the agent's spare guard (worker/spare.h): its pid, or -1
  * when there is none (spawn_guard then). */
-static pid_t take_spare(gf_run *self, int out, int err, char *const envp[])
+static pid_t take_spare(gf_run *self, int out, int err, int report, char *const envp[])
 {
     if (!self->spare)
         return -1;
@@ -346,9 +383,10 @@ static pid_t take_spare(gf_run *self, int out, int err, char *const envp[])
     gf_spare_job job = {
         .uid = self->job.uid, .gid = self->job.gid, .groups = groups,
         .cwd = sp->cwd ? sp->cwd : "-", .argv = argv, .envp = envp,
-        .out = out, .err = err, .keep = keep, .n_keep = self->n_locks,
+        .cap = self->spool_cap,
+        .out = out, .err = err, .report = report, .keep = keep, .n_keep = self->n_locks,
     };
-    pid_t pid = gf_spare_take(self->spare, &job);
+    pid_t pid = gf_spare_take(self->spare, &job, &self->cg);
     free(groups);
     free(argv);
     return pid;
@@ -357,6 +395,11 @@ static pid_t take_spare(gf_run *self, int out, int err, char *const envp[])
 void gf_run_set_spare(gf_run *self, gf_spare *spare)
 {
     self->spare = spare;
+}
+
+void gf_run_set_cgroups(gf_run *self, gf_cgroup *cgroups)
+{
+    self->cgroups = cgroups;
 }
 
 int gf_run_start(gf_run *self, char *why, size_t len)
@@ -394,35 +437,55 @@ int gf_run_start(gf_run *self, char *why, size_t len)
         self->started_ms = gf_wall_ms();
         return 0;
     }
+    /* the guard's last word (guard/request.h): ended with its command, or killed */
+    int report[2];
+    if (pipe2(report, O_CLOEXEC | O_NONBLOCK) != 0) {
+        snprintf(why, len, "pipe: %s", strerror(errno));
+        close(out);
+        close(err);
+        return GF_EIO;
+    }
     gf_env *env = build_env(self);
     for (size_t i = 0; i < self->n_scrubbed; i++)
         dprintf(err, "gpuflock: --proof removed %s from the environment\n", self->scrubbed[i]);
     /* the lock descriptors stay open across the job's exec: it holds the
      * card (our copies close right after the fork, before any other fork) */
+    pid_t pid = -1;
     for (size_t i = 0; i < self->n_locks; i++)
         if (gf_lock_inherit(self->locks[i]) != 0) {
             snprintf(why, len, "cannot pass the lock on to the job");
-            close(out);
-            close(err);
-            gf_env_destroy(&env);
-            return GF_EIO;
+            goto out_close;
         }
-    pid_t pid = take_spare(self, out, err, gf_env_array(env));
-    if (pid < 0)
-        pid = spawn_guard(self, out, err, gf_env_array(env), why, len);
-    if (pid < 0) {
-        close(out);
-        close(err);
-        gf_env_destroy(&env);
-        return GF_EIO;
+    /* a spare comes with the job's cgroup, born in it; a guard spawned for
+     * the job gets one made now, and starts the command in it */
+    pid = take_spare(self, out, err, report[1], gf_env_array(env));
+    if (pid < 0 && self->cgroups) {
+        if (!(self->cg = gf_jobcg_new(self->cgroups, why, len)))
+            goto out_close;
     }
+    if (pid < 0)
+        pid = spawn_guard(self, out, err, report[1], gf_env_array(env), why, len);
+    if (pid < 0)
+        goto out_close;
     self->pid = pid;
     self->started_ms = gf_wall_ms();
-    close(out);
-    close(err);
-    gf_env_destroy(&env);
+    if (self->cg)
+        GF_DEBUG("job %llu: cgroup %s", (unsigned long long)self->job.id, gf_jobcg_path(self->cg));
+    self->report = report[0];
+    report[0] = -1;
     /* our copies of the lock descriptors go: the job's tree holds the card */
     close_locks(self);
+out_close:
+    close(out);
+    close(err);
+    close(report[1]);
+    if (report[0] >= 0)
+        close(report[0]);
+    gf_env_destroy(&env);
+    if (pid < 0) {
+        gf_jobcg_destroy(&self->cg);
+        return GF_EIO;
+    }
     return 0;
 }
 
@@ -433,6 +496,106 @@ static void add_stat(gf_msg *r, const char *key, int64_t v)
     memset(s, 0, sizeof(*s));
     s->key = gf_strdup(key);
     s->i = v;
+}
+
+/* The guard's report (guard/request.h), written just before it ended. */
+static void read_report(gf_run *self)
+{
+    int64_t words[GUARD_REPORT_WORDS];
+    ssize_t n = read(self->report, words, sizeof words);
+    if (n == (ssize_t)sizeof words && words[0] == GUARD_REPORT_MAGIC) {
+        self->have_report = true;
+        self->cut[0] = words[1];
+        self->cut[1] = words[2];
+    }
+    close(self->report);
+    self->report = -1;
+}
+
+/* Reap the guard if it ended, and kill what is left of the job: its
+ * cgroup, else its process group. The group is killed while the guard is
+ * a zombie (waitid with WNOWAIT), so that its pid, the group's number,
+ * cannot have gone to another process meanwhile. */
+static bool reap_guard(gf_run *self)
+{
+    if (!self->cg) {
+        siginfo_t si;
+        si.si_pid = 0;
+        if (waitid(P_PID, (id_t)self->pid, &si, WEXITED | WNOHANG | WNOWAIT) != 0 ||
+            si.si_pid != self->pid)
+            return false;
+        kill(-self->pid, SIGKILL);
+    }
+    if (wait4(self->pid, &self->guard_status, WNOHANG, &self->guard_ru) != self->pid)
+        return false;
+    self->guard_gone = true;
+    self->guard_ended_ms = gf_wall_ms();
+    read_report(self);
+    if (self->cg) {
+        /* empty now stays empty: only root moves processes in */
+        self->draining = gf_jobcg_populated(self->cg);
+        if (self->draining)
+            self->left = gf_jobcg_kill(self->cg);
+    } else {
+        self->draining = true;       /* the group was killed above, maybe with members */
+    }
+    return true;
+}
+
+/* Does a live process (not a zombie) lead or belong to process group
+ * pgid? Signal 0 first (zombies answer it too: orphans wait for init,
+ * which may reap them late, and a zombie holds no descriptor, so no card),
+ * then /proc, only when that finds someone. */
+static bool group_alive(pid_t pgid)
+{
+    if (kill(-pgid, 0) != 0)
+        return false;
+    DIR *d = opendir("/proc");
+    if (!d)
+        return true;
+    bool alive = false;
+    struct dirent *e;
+    while (!alive && (e = readdir(d))) {
+        if (e->d_name[0] < '1' || e->d_name[0] > '9')
+            continue;
+        char path[300], buf[512];
+        snprintf(path, sizeof path, "/proc/%s/stat", e->d_name);
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+            continue;
+        ssize_t n = read(fd, buf, sizeof buf - 1);
+        close(fd);
+        if (n <= 0)
+            continue;
+        buf[n] = 0;
+        /* "pid (comm) state ppid pgrp ...": comm may hold anything but the last ')' */
+        char *rp = strrchr(buf, ')'), state;
+        int ppid, pgrp;
+        if (rp && sscanf(rp + 1, " %c %d %d", &state, &ppid, &pgrp) == 3 && pgrp == pgid &&
+            state != 'Z' && state != 'X')
+            alive = true;
+    }
+    closedir(d);
+    return alive;
+}
+
+/* Is none of the job left? The cgroup says so itself (killed again each
+ * time without cgroup.kill: a round may miss a fork); the process group
+ * is empty when no live process has its number any more (looked at only:
+ * the number may be another group's once ours is gone), or after a
+ * second. */
+static bool rest_gone(gf_run *self)
+{
+    if (!self->draining)
+        return true;
+    if (self->cg) {
+        if (!gf_jobcg_populated(self->cg))
+            return true;
+        if (!gf_cgroup_has_kill(self->cgroups))
+            gf_jobcg_kill(self->cg);
+        return false;
+    }
+    return !group_alive(self->pid) || gf_wall_ms() - self->guard_ended_ms > GROUP_DRAIN_MS;
 }
 
 bool gf_run_reap(gf_run *self, gf_msg *r)
@@ -448,11 +611,12 @@ bool gf_run_reap(gf_run *self, gf_msg *r)
         self->pid = -1;
         return true;
     }
-    int status;
-    struct rusage ru;
-    pid_t got = wait4(self->pid, &status, WNOHANG, &ru);
-    if (got != self->pid)
+    if (!self->guard_gone && !reap_guard(self))
         return false;
+    if (!rest_gone(self))
+        return false;                /* killed, not gone yet: asked again next turn */
+    int status = self->guard_status;
+    const struct rusage *ru = &self->guard_ru;
     memset(r, 0, sizeof(*r));
     r->op = GF_OP_RESULT;
     r->id = self->job.id;
@@ -460,18 +624,39 @@ bool gf_run_reap(gf_run *self, gf_msg *r)
     r->exit_status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
     r->term_signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
     r->started_ms = self->started_ms;
-    r->ended_ms = gf_wall_ms();
-    r->cpu_user_ms = (int64_t)ru.ru_utime.tv_sec * 1000 + ru.ru_utime.tv_usec / 1000;
-    r->cpu_sys_ms = (int64_t)ru.ru_stime.tv_sec * 1000 + ru.ru_stime.tv_usec / 1000;
-    r->maxrss_kb = ru.ru_maxrss;
+    r->ended_ms = gf_wall_ms();      /* when none of the job is left */
+    r->cpu_user_ms = (int64_t)ru->ru_utime.tv_sec * 1000 + ru->ru_utime.tv_usec / 1000;
+    r->cpu_sys_ms = (int64_t)ru->ru_stime.tv_sec * 1000 + ru->ru_stime.tv_usec / 1000;
+    r->maxrss_kb = ru->ru_maxrss;
     add_stat(r, "wall_ms", r->ended_ms - r->started_ms);
     for (size_t i = 0; i < self->n_scrubbed; i++) {
         char *k = gf_strfmt("proof.scrubbed.%s", self->scrubbed[i]);
         add_stat(r, k, 1);
         free(k);
     }
+    if (self->cut[0])
+        add_stat(r, "spool.stdout_cut_bytes", self->cut[0]);
+    if (self->cut[1])
+        add_stat(r, "spool.stderr_cut_bytes", self->cut[1]);
+    if (self->left)
+        add_stat(r, "supervision.killed_at_end", self->left);
+    if (!self->have_report && WIFSIGNALED(status) && !self->sent_kill) {
+        /* not the command's end mirrored, and not ours: someone killed the guard */
+        if (self->cg)
+            r->message = gf_strfmt("the job's guard was killed by signal %d; its %d remaining "
+                                   "processes were killed", WTERMSIG(status), self->left);
+        else
+            r->message = gf_strfmt("the job's guard was killed by signal %d; what was left of "
+                                   "its process group was killed", WTERMSIG(status));
+    }
+    gf_jobcg_destroy(&self->cg);     /* empty: removed */
     self->pid = -1;
     return true;
+}
+
+bool gf_run_draining(const gf_run *self)
+{
+    return self->pid > 0 && self->guard_gone;
 }
 
 void gf_run_signal(gf_run *self, int sig)
@@ -483,8 +668,24 @@ void gf_run_signal(gf_run *self, int sig)
             gf_djob_cancel(self->djob);
         return;
     }
-    if (self->pid > 0)
+    if (self->pid <= 0)
+        return;
+    if (sig == SIGKILL)
+        self->sent_kill = true;
+    /* the cgroup reaches every process of the job, also one that left the
+     * group. Until the guard has started the command in it, it is empty and
+     * the group is used (the guard leads it from its start); once the guard
+     * is reaped the group's number is no longer ours to use */
+    if (self->cg && (self->guard_gone || gf_jobcg_populated(self->cg))) {
+        if (sig == SIGKILL)
+            gf_jobcg_kill(self->cg);
+        else
+            gf_jobcg_signal(self->cg, sig);
+        if (!self->guard_gone)
+            kill(self->pid, sig);    /* the guard stays outside the cgroup (guard/main.c) */
+    } else if (!self->guard_gone) {
         kill(-self->pid, sig);
+    }
 }
 
 void gf_run_result_unstarted(const gf_run *self, const char *why, gf_msg *r)

@@ -6,13 +6,24 @@
  * (a guard started ahead, worker/spare.h, or one spawned for it), which
  * gets the lock descriptors (as under flock(1)); the worker then closes its own
  * copies, so the card stays locked exactly while some process of the job
- * lives. The job runs in its own process group, as the submitter (uid,
- * gid, groups), in the submitter's directory and environment plus
- * CUDA_VISIBLE_DEVICES, CUDA_DEVICE_ORDER, GPUFLOCK_DEVICE,
- * GPUFLOCK_LOCK_FILE, GPUFLOCK_JOB_ID (and GPUFLOCK_ARRAY_INDEX), with
- * stdout and stderr in its spool files, and dies with the worker
- * (PR_SET_PDEATHSIG). The result comes from wait4: exit status or signal,
- * CPU time and peak RSS. *
+ * lives. The job runs in its own process group and, where the worker has
+ * a cgroup folder (worker/cgroup.h), in a cgroup of its own, as the
+ * submitter (uid, gid, groups), in the submitter's directory and
+ * environment plus CUDA_VISIBLE_DEVICES, CUDA_DEVICE_ORDER,
+ * GPUFLOCK_DEVICE, GPUFLOCK_LOCK_FILE, GPUFLOCK_JOB_ID (and
+ * GPUFLOCK_ARRAY_INDEX), with stdout and stderr in its spool files (each
+ * cut at spool.max_bytes by the guard), and dies with the worker
+ * (PR_SET_PDEATHSIG).
+ *
+ * The job is over when its guard ends, however it ends (the command ended,
+ * or someone killed the guard): what is left of the job is killed (its
+ * cgroup; without one, its process group, which a process that called
+ * setsid has left), and the result goes out once none of it is left, so
+ * the card is free when the job is recorded as ended. The result: the
+ * guard's wait status (the command's exit status or signal), CPU time and
+ * peak RSS from wait4, and what the guard reported (guard/request.h): the
+ * bytes of output cut, or, when it wrote nothing and ended by a signal the
+ * worker did not send, that the guard itself was killed. *
  * A diarize job (spec.kind diarize) takes its lock the same way but runs
  * inside the worker on a thread (worker/diarjob.h), which holds the lock
  * descriptor until it ends: "started" then means the thread runs, the pid
@@ -45,6 +56,11 @@ void gf_run_set_diar(gf_run *self, gf_diar_pool *pool, int wake_fd);
 typedef struct gf_spare gf_spare;
 void gf_run_set_spare(gf_run *self, gf_spare *spare);
 
+/* Command jobs: the worker's cgroup folder (worker/cgroup.h; borrowed,
+ * NULL: supervise by process group), where each run gets a cgroup. */
+typedef struct gf_cgroup gf_cgroup;
+void gf_run_set_cgroups(gf_run *self, gf_cgroup *cgroups);
+
 /* A diarize job's windows done and total; true when they changed since
  * the last call (always false for command jobs). Still answers after
  * gf_run_reap, so the last progress can go out before the result. */
@@ -74,10 +90,17 @@ int64_t gf_run_started_ms(const gf_run *self);
 
 /* Reap the job if it ended (non-blocking). Returns true and fills a
  * "result" message (op, id, attempt, exit/signal, times, CPU, peak RSS,
- * statistics) when it did. */
+ * statistics, a message when the guard was killed) when it did, which is
+ * once its guard has ended and none of its processes is left (those left
+ * are killed when the guard is reaped). */
 bool gf_run_reap(gf_run *self, gf_msg *result);
 
-/* Signal the job's whole process group (no-op before start). */
+/* Has the guard ended while processes of the job are still going (killed,
+ * not yet gone)? Then gf_run_reap wants asking again soon. */
+bool gf_run_draining(const gf_run *self);
+
+/* Signal every process of the job: its cgroup's, else its process group
+ * (no-op before start). */
 void gf_run_signal(gf_run *self, int sig);
 
 /* A result message for a run that never started (cancelled while waiting

@@ -2,6 +2,7 @@
  * (see spare.h). */
 #include "worker/spare.h"
 
+#include "worker/cgroup.h"
 #include "worker/guard/request.h"
 #include "common/log.h"
 #include "common/util.h"
@@ -28,6 +29,9 @@
 
 struct gf_spare {
     char *guard;              /* gpuflock-guard's path */
+    gf_cgroup *cgroups;       /* the worker's cgroup folder (borrowed), NULL: none */
+    gf_jobcg *asked_cg;       /* the cgroup the spare asked for is born in */
+    gf_jobcg *cg;             /* the waiting spare's cgroup */
     pid_t server;             /* the fork server, 0: none */
     int ctl;                  /* our end of its request socket, -1: none */
     uint64_t retry_at;        /* monotonic ms: no new server or request before */
@@ -60,10 +64,11 @@ int gf_guard_spawn(const char *path, char *const argv[], char *const envp[],
     return e;
 }
 
-gf_spare *gf_spare_new(const char *guard)
+gf_spare *gf_spare_new(const char *guard, gf_cgroup *cgroups)
 {
     gf_spare *self = gf_calloc(1, sizeof(*self));
     self->guard = gf_strdup(guard);
+    self->cgroups = cgroups;
     self->ctl = -1;
     self->sock = -1;
     return self;
@@ -87,6 +92,7 @@ static void drop(gf_spare *self)
     self->sock = -1;
     end_child(self->pid);
     self->pid = 0;
+    gf_jobcg_destroy(&self->cg);       /* empty now: kept for the next */
 }
 
 static void stop_server(gf_spare *self)
@@ -97,6 +103,7 @@ static void stop_server(gf_spare *self)
     self->asked = false;
     end_child(self->server);
     self->server = 0;
+    gf_jobcg_destroy(&self->asked_cg);  /* kills a spare the answer never named */
 }
 
 /* Start the fork server (`gpuflock-guard PID --serve`). */
@@ -176,11 +183,14 @@ static void collect(gf_spare *self, int timeout_ms)
         if (fd >= 0)
             close(fd);
         end_child(reply[0]);      /* ours (CLONE_PARENT), died before it was ready */
+        gf_jobcg_destroy(&self->asked_cg);
         self->retry_at = gf_now_ms() + RETRY_MS;
         return;
     }
     self->pid = reply[0];
     self->sock = fd;
+    self->cg = self->asked_cg;
+    self->asked_cg = NULL;
 }
 
 void gf_spare_destroy(gf_spare **self_p)
@@ -211,9 +221,34 @@ void gf_spare_fill(gf_spare *self)
     if (self->asked || gf_now_ms() < self->retry_at ||
         (self->server <= 0 && !start_server(self)))
         return;
+    /* the spare is born in the cgroup of the job it will run */
+    char why[512];
+    if (self->cgroups && !self->asked_cg &&
+        !(self->asked_cg = gf_jobcg_new(self->cgroups, why, sizeof why))) {
+        GF_WARN("no spare guard: %s", why);
+        self->retry_at = gf_now_ms() + RETRY_MS;
+        return;
+    }
     char ask = 's';
+    union {
+        struct cmsghdr align;
+        char buf[CMSG_SPACE(sizeof(int))];
+    } ctl;
+    memset(&ctl, 0, sizeof ctl);
+    struct iovec iov = { &ask, 1 };
+    struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+    if (self->asked_cg) {
+        int cgfd = gf_jobcg_fd(self->asked_cg);
+        mh.msg_control = ctl.buf;
+        mh.msg_controllen = sizeof ctl.buf;
+        struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+        c->cmsg_level = SOL_SOCKET;
+        c->cmsg_type = SCM_RIGHTS;
+        c->cmsg_len = CMSG_LEN(sizeof(int));
+        memcpy(CMSG_DATA(c), &cgfd, sizeof(int));
+    }
     ssize_t w;
-    while ((w = send(self->ctl, &ask, 1, MSG_NOSIGNAL)) < 0 && errno == EINTR)
+    while ((w = sendmsg(self->ctl, &mh, MSG_NOSIGNAL)) < 0 && errno == EINTR)
         ;
     if (w == 1) {
         self->asked = true;
@@ -246,11 +281,12 @@ static void put(char **buf, size_t *len, size_t *cap, const char *s)
     *len += n;
 }
 
-pid_t gf_spare_take(gf_spare *self, const gf_spare_job *job)
+pid_t gf_spare_take(gf_spare *self, const gf_spare_job *job, gf_jobcg **cg)
 {
+    *cg = NULL;
     if (self->pid <= 0)
         collect(self, REPLY_MS);           /* asked for: a fork away */
-    if (self->pid <= 0 || job->n_keep + 2 > GUARD_MAX_FDS)
+    if (self->pid <= 0 || job->n_keep + 3 > GUARD_MAX_FDS)
         return -1;
     char *body = NULL;
     size_t len = 0, cap = 0;
@@ -261,17 +297,22 @@ pid_t gf_spare_take(gf_spare *self, const gf_spare_job *job)
     put(&body, &len, &cap, num);
     put(&body, &len, &cap, job->groups);
     put(&body, &len, &cap, job->cwd);
+    put(&body, &len, &cap, self->cg ? "." : "-");    /* ".": born in its cgroup */
+    snprintf(num, sizeof num, "%lld", job->cap);
+    put(&body, &len, &cap, num);
     uint32_t argc = 0, envc = 0;
     for (; job->argv[argc]; argc++)
         put(&body, &len, &cap, job->argv[argc]);
     for (; job->envp[envc]; envc++)
         put(&body, &len, &cap, job->envp[envc]);
-    uint32_t head[GUARD_HEAD_WORDS] = { GUARD_MAGIC, (uint32_t)len, (uint32_t)(job->n_keep + 2), argc, envc };
+    size_t nfds = job->n_keep + 3;
+    uint32_t head[GUARD_HEAD_WORDS] = { GUARD_MAGIC, (uint32_t)len, (uint32_t)nfds, argc, envc };
     int fds[GUARD_MAX_FDS];
     fds[0] = job->out;
     fds[1] = job->err;
+    fds[2] = job->report;
     if (job->n_keep)
-        memcpy(fds + 2, job->keep, job->n_keep * sizeof(int));
+        memcpy(fds + 3, job->keep, job->n_keep * sizeof(int));
     union {
         struct cmsghdr align;
         char buf[CMSG_SPACE(GUARD_MAX_FDS * sizeof(int))];
@@ -282,12 +323,12 @@ pid_t gf_spare_take(gf_spare *self, const gf_spare_job *job)
      * follows in more sends */
     struct iovec iov[2] = { { head, sizeof head }, { body, len } };
     struct msghdr mh = { .msg_iov = iov, .msg_iovlen = 2, .msg_control = ctl.buf,
-                         .msg_controllen = CMSG_SPACE((job->n_keep + 2) * sizeof(int)) };
+                         .msg_controllen = CMSG_SPACE(nfds * sizeof(int)) };
     struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
     c->cmsg_level = SOL_SOCKET;
     c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN((job->n_keep + 2) * sizeof(int));
-    memcpy(CMSG_DATA(c), fds, (job->n_keep + 2) * sizeof(int));
+    c->cmsg_len = CMSG_LEN(nfds * sizeof(int));
+    memcpy(CMSG_DATA(c), fds, nfds * sizeof(int));
     ssize_t w;
     while ((w = sendmsg(self->sock, &mh, MSG_NOSIGNAL)) < 0 && errno == EINTR)
         ;
@@ -310,5 +351,7 @@ pid_t gf_spare_take(gf_spare *self, const gf_spare_job *job)
     close(self->sock);
     self->sock = -1;
     self->pid = 0;
+    *cg = self->cg;
+    self->cg = NULL;
     return pid;
 }

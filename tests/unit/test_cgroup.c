@@ -6,8 +6,11 @@
  * cgroup v2 (root on a box with it; the cases skip elsewhere), the real
  * thing: a job cgroup that holds a process which left its session, every
  * process of it signalled and killed, the end seen in cgroup.events, the
- * cgroup removed; the folder of a worker that is gone emptied and removed
- * by the next one; files that only root may write. */
+ * empty cgroup kept for the next job (one) and the others removed; a
+ * process born in it by clone3 (CLONE_INTO_CGROUP, as the guards do); the
+ * folder of a worker that is gone emptied and removed by the next one;
+ * files that only root may write. */
+#include <sys/syscall.h>
 #include "common/log.h"
 #include "common/util.h"
 #include "worker/cgroup.h"
@@ -136,12 +139,11 @@ static void test_job_cgroup_holds_and_kills_all(void **state)
     snprintf(want, sizeof want, "/gpuflock-worker-%d", (int)getpid());
     assert_non_null(strstr(gf_cgroup_path(cg), want));
     char why[512];
-    gf_jobcg *jc = gf_jobcg_new(cg, 42, 3, why, sizeof why);
+    gf_jobcg *jc = gf_jobcg_new(cg, why, sizeof why);
     assert_non_null(jc);
-    assert_non_null(strstr(gf_jobcg_path(jc), "/job-42-3"));
+    assert_non_null(strstr(gf_jobcg_path(jc), "/run-1"));
+    assert_int_equal(access(gf_jobcg_path(jc), F_OK), 0);
     assert_false(gf_jobcg_populated(jc));
-    assert_null(gf_jobcg_new(cg, 42, 3, why, sizeof why));    /* one per run */
-    assert_non_null(strstr(why, "File exists"));
     struct stat st;
     char *procs = gf_strfmt("%s/cgroup.procs", gf_jobcg_path(jc));
     assert_int_equal(stat(procs, &st), 0);
@@ -166,7 +168,44 @@ static void test_job_cgroup_holds_and_kills_all(void **state)
     gf_jobcg_destroy(&jc);
     assert_null(jc);
     gf_jobcg_destroy(&jc);
-    assert_int_equal(access(dir, F_OK), -1);                   /* removed */
+    /* killed through cgroup.kill: removed, never kept (the kernel would
+     * kill whatever is born in it next: gf_jobcg_destroy) */
+    assert_int_equal(access(dir, F_OK), -1);
+    gf_jobcg *a = gf_jobcg_new(cg, why, sizeof why), *b = gf_jobcg_new(cg, why, sizeof why);
+    assert_non_null(strstr(gf_jobcg_path(a), "/run-2"));
+    assert_non_null(strstr(gf_jobcg_path(b), "/run-3"));
+    char *kept = gf_strdup(gf_jobcg_path(a)), *other_dir = gf_strdup(gf_jobcg_path(b));
+    gf_jobcg_destroy(&a);                                      /* empty, never killed: kept */
+    assert_int_equal(access(kept, F_OK), 0);
+    gf_jobcg_destroy(&b);                                      /* one is kept: removed */
+    assert_int_equal(access(other_dir, F_OK), -1);
+    jc = gf_jobcg_new(cg, why, sizeof why);                    /* the kept one again */
+    assert_non_null(jc);
+    assert_string_equal(gf_jobcg_path(jc), kept);
+    assert_false(gf_jobcg_populated(jc));
+    free(kept);
+    /* born inside, as a spare guard is: clone3 with CLONE_INTO_CGROUP */
+    struct {
+        uint64_t flags, pidfd, child_tid, parent_tid, exit_signal, stack, stack_size, tls;
+        uint64_t set_tid, set_tid_size, cgroup;
+    } ca = { .flags = 0x200000000ULL, .exit_signal = SIGCHLD, .cgroup = (uint64_t)gf_jobcg_fd(jc) };
+    long born = syscall(SYS_clone3, &ca, sizeof ca);
+    if (born == 0) {
+        execlp("sleep", "sleep", "302", (char *)NULL);
+        _exit(3);
+    }
+    if (born > 0) {
+        assert_true(gf_jobcg_populated(jc));
+        assert_int_equal(gf_jobcg_signal(jc, 0), 1);
+        gf_jobcg_destroy(&jc);                                 /* kills it */
+        assert_int_equal(waitpid((pid_t)born, &status, 0), born);
+        assert_true(WIFSIGNALED(status));
+    } else {
+        print_message("no clone3 into a cgroup here (%s): the guards write cgroup.procs\n",
+                      strerror(errno));
+        gf_jobcg_destroy(&jc);
+    }
+    free(other_dir);
     free(dir);
     char *folder = gf_strdup(gf_cgroup_path(cg));
     gf_cgroup_destroy(&cg);
@@ -181,7 +220,7 @@ static void test_destroy_kills_what_is_left(void **state)
     (void)state;
     gf_cgroup *cg = open_or_skip();
     char why[512];
-    gf_jobcg *jc = gf_jobcg_new(cg, 7, 1, why, sizeof why);
+    gf_jobcg *jc = gf_jobcg_new(cg, why, sizeof why);
     assert_non_null(jc);
     pid_t child = start_in(gf_jobcg_path(jc));
     for (int i = 0; i < 200 && gf_jobcg_signal(jc, 0) < 2; i++)

@@ -5,7 +5,9 @@
 # main command, (c) --time on a job with such a child, (d) cancel of it.
 # In every case the job's final state is recorded, no process of it is left
 # at that moment (found by a unique sleep argument), and the next job on the
-# card starts within 1 s of its end.
+# card starts within 1 s of its end. With cgroups also: (e) the job cannot
+# write its cgroup's cgroup.procs, (f) a job with a setsid child dies whole
+# with its worker.
 #
 # Run with a cgroup per job (where cgroup v2 is writable: root) and with the
 # process-group fallback (worker.cgroups: false), each as root and as an
@@ -113,6 +115,19 @@ cgroup_cases() {
     sub_gf cancel "$j" || fail "(d) cancel"
     n=$(sub_gf submit --gpu 0 -- true)
     check_end "$j" cancelled "" "$n" "(d) cancel"
+    if [ "$SUB" = root ]; then
+        # (f) its worker killed: every process of the job dies with it, the one that left too
+        new_mark
+        j=$(sub_gf submit --gpu 0 --no-requeue -- sh -c "setsid sleep $M & sleep $M") || fail "submit (f)"
+        wait_alive "$M" 3
+        kill -9 "$(cat "$T/run/worker0.pid")"
+        for _ in $(seq 100); do [ -z "$(alive "$M")" ] && break; sleep 0.02; done
+        [ -z "$(alive "$M")" ] || fail "(f) processes of the job outlived its worker: $(pgrep -af "sleep $M")"
+        gf wait --timeout 20 "$j" >/dev/null 2>&1
+        [ "$(job_field "$j" state)" = failed ] || fail "(f) state $(job_field "$j" state)"
+        for _ in $(seq 200); do [ "$(gf workers 2>/dev/null | grep -cE ' (idle|busy) ')" = 2 ] && break; sleep 0.05; done
+        echo "  (f) worker killed: the job died with it, its setsid child too"
+    fi
     if [ "$SUB" != root ]; then
         # (e) from inside: the job cannot move itself out, nor within
         mnt=$(awk '$9 == "cgroup2" { print $5; exit }' /proc/self/mountinfo)

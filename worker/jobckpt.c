@@ -30,12 +30,12 @@
 
 /* A periodic checkpoint waits longer than worker.checkpoint_s when taking
  * it would cost more than 1 % of the time between two on the pipeline's
- * thread (the copy) or 5 % on the writer's (digest, write, syncs), each
- * predicted from the last one scaled to the state's size now: the image is
- * the whole state, so it grows with the run (on the H200, two hours with
- * logits: 190 MB a checkpoint). */
+ * thread (the copy of the windows since the last one) or 10 % on the
+ * writer's (digest, write, syncs of the whole state, which grows with the
+ * run: on the H200, two hours with logits are 190 MB), each predicted from
+ * the last one. */
 #define CAPTURE_SHARE 100
-#define WRITE_SHARE 20
+#define WRITE_SHARE 10
 
 struct gf_jobckpt {
     char *path;                 /* the checkpoint file */
@@ -54,7 +54,8 @@ struct gf_jobckpt {
     char *audio;                /* the audio file */
     uint64_t last_ms;           /* monotonic ms of the last capture (or of the run's start) */
     uint64_t last_capture_ns;   /* how long the last capture took */
-    size_t last_capture_windows;   /* the windows it copied */
+    size_t last_capture_windows;   /* the state's windows then */
+    size_t last_copied_windows;    /* of which it copied (those after the image it reused) */
     gf_ckpt *restored;          /* the checkpoint resumed from; the pipeline reads its arrays */
     bool audio_known;           /* the audio fields of id are set */
     bool audio_failed;          /* no digest can be had: no checkpoints (said once) */
@@ -372,22 +373,23 @@ out:
 
 /* ---- capture ---------------------------------------------------------- */
 
-/* ns scaled from `at` windows to n: what the same work costs for a state
- * of n windows (it is proportional to the state's size). */
+/* ns scaled from `at` windows to n: what the same work costs for n. */
 static uint64_t scaled(uint64_t ns, size_t at, size_t n)
 {
     return at ? (uint64_t)((double)ns * (double)n / (double)at) : ns;
 }
 
 /* Milliseconds from one periodic checkpoint to the next for a state of n
- * windows: every_s, or more when the copy or the write of such a state
- * would take more than its share of the time between two. */
+ * windows: every_s, or more when the copy (of the windows since the last
+ * capture) or the write (of the whole state) would take more than its
+ * share of the time between two. */
 static uint64_t gap_ms(gf_jobckpt *self, size_t n)
 {
     pthread_mutex_lock(&self->mu);
     uint64_t w = scaled(self->last_write_ns, self->last_write_windows, n);
     pthread_mutex_unlock(&self->mu);
-    uint64_t c = scaled(self->last_capture_ns, self->last_capture_windows, n);
+    size_t since = n > self->last_capture_windows ? n - self->last_capture_windows : 0;
+    uint64_t c = scaled(self->last_capture_ns, self->last_copied_windows, since);
     uint64_t gap = (uint64_t)self->every_s * 1000;
     c = c / 1000000 * CAPTURE_SHARE;
     w = w / 1000000 * WRITE_SHARE;
@@ -410,19 +412,20 @@ bool gf_jobckpt_boundary(gf_jobckpt *self, const gf_diar_state *st, bool yield)
     } else if (!audio_identity(self, true)) {
         return false;
     }
-    uint64_t t0 = gf_now_ns(), copies = 0;
+    uint64_t t0 = gf_now_ns();
     pthread_mutex_lock(&self->mu);
     gf_ckpt *reuse = self->spare;
     self->spare = NULL;
     pthread_mutex_unlock(&self->mu);
-    gf_ckpt *c = gf_ckpt_capture(&self->id, st, reuse, &copies);
+    gf_ckpt_copied cp;
+    gf_ckpt *c = gf_ckpt_capture(&self->id, st, reuse, &cp);
     self->last_capture_ns = gf_now_ns() - t0;
     self->last_capture_windows = st->n_windows;
+    self->last_copied_windows = cp.windows;
     self->n.capture_ns = gf_sat_add(self->n.capture_ns, self->last_capture_ns);
     if (self->stats) {
         gf_devstats_unavailable(self->stats, "checkpoint.capture", self->route, self->reason);
-        gf_devstats_transfer(self->stats, "checkpoint.capture", self->route, gf_ckpt_bytes(c),
-                             copies);
+        gf_devstats_transfer(self->stats, "checkpoint.capture", self->route, cp.bytes, cp.copies);
     }
     self->last_ms = gf_now_ms();
     return submit(self, c, yield) == 0 && yield;

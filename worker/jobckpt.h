@@ -14,9 +14,9 @@
  *     the folder), so the pipeline never waits on the disk; a capture is
  *     skipped while the previous write still runs or while the audio's
  *     digest is not ready, and checkpoints come less often than every_s
- *     when a copy of the state as large as it is now (scaled from the last
- *     one) would take over 1 % of the time between two, or its write over
- *     5 %. Asked to yield, it captures at once and waits
+ *     when the copy (of the windows since the last capture: it reuses the
+ *     last image) would take over 1 % of the time between two, or the
+ *     write of the whole state over 10 %, each predicted from the last. Asked to yield, it captures at once and waits
  *     until that checkpoint is on disk;
  *   - the audio's SHA-256, part of the identity, is computed on a thread of
  *     its own while the job runs (an hour of 16 kHz audio is ~115 MB): off

@@ -1,6 +1,7 @@
 /* test_ckpt.c — checkpoint files (worker/diar/ckpt.h): a state written and
  * read back is the same bit for bit (NaN included) with the same identity,
- * in both modes, also through a reused image; every kind of damage is refused with its reason and
+ * in both modes, also through a reused image, and a capture into the last
+ * image copies only the windows since; every kind of damage is refused with its reason and
  * nothing is allocated from a count before it is checked (truncated at
  * every length, bad magic, another format or byte order, a flipped bit,
  * trailing bytes, absurd counts and identities under a digest that matches,
@@ -136,9 +137,11 @@ static char *write_ckpt(const char *name, const gf_ckpt_id *id, const gf_diar_st
                         unsigned char **img, size_t *len)
 {
     char *path = in_dir(name);
-    uint64_t copies = 0, wns = 0, fns = 0;
-    gf_ckpt *c = gf_ckpt_capture(id, st, NULL, &copies);
-    assert_true(copies >= 1);
+    uint64_t wns = 0, fns = 0;
+    gf_ckpt_copied cp;
+    gf_ckpt *c = gf_ckpt_capture(id, st, NULL, &cp);
+    assert_true(cp.copies >= 1);
+    assert_int_equal(cp.windows, st->n_windows);
     char why[512];
     assert_int_equal(gf_ckpt_write(c, path, (uid_t)-1, (gid_t)-1, &wns, &fns, why, sizeof why), 0);
     assert_string_equal(why, "");
@@ -185,6 +188,45 @@ static void test_round_trip(void **state)
     round_trip(true, false, 1, 3);
 }
 
+/* The capture of a run that goes on, into the image of its last capture:
+ * only the windows since are copied, and the image reads back as the whole
+ * state (here a state growing from 4 to 9 to 12 windows, blocks and noise
+ * floor changing). */
+static void test_incremental(void **state)
+{
+    (void)state;
+    gf_ckpt_id id = make_id();
+    owned full = make_state(12, true, false, gf_diar_max_blocks(12));
+    gf_ckpt *img = NULL;
+    const size_t ks[] = { 4, 9, 9, 12 };
+    size_t before = 0;
+    for (size_t i = 0; i < GF_ARRAY_LEN(ks); i++) {
+        gf_diar_state st = full.st;
+        st.n_windows = ks[i];
+        st.n_blocks = gf_diar_max_blocks(ks[i]);
+        st.noise_db = -60.0 + (double)i;
+        gf_ckpt_copied cp;
+        img = gf_ckpt_capture(&id, &st, img, &cp);
+        assert_int_equal(cp.windows, ks[i] - before);
+        before = ks[i];
+        size_t len;
+        const void *p = gf_ckpt_image(img, &len);
+        gf_ckpt *back = NULL;
+        char why[256];
+        assert_int_equal(gf_ckpt_decode(p, len, 12, &back, why, sizeof why), 0);
+        same_state(gf_ckpt_state(back), &st);
+        gf_ckpt_destroy(&back);
+    }
+    /* another identity: everything copied again */
+    gf_ckpt_id other = id;
+    gf_ckpt_id_set(&other, GF_CKPT_BATCH, "16");
+    gf_ckpt_copied cp;
+    img = gf_ckpt_capture(&other, &full.st, img, &cp);
+    assert_int_equal(cp.windows, 12);
+    gf_ckpt_destroy(&img);
+    free_state(&full);
+}
+
 /* An image reused for the next capture, smaller then larger, and across
  * modes: each one reads back as its own state (nothing of the last left). */
 static void test_reuse(void **state)
@@ -196,7 +238,9 @@ static void test_reuse(void **state)
     gf_ckpt *img = gf_ckpt_capture(&id, &a.st, NULL, NULL);
     const owned *next[] = { &b, &c, &a };
     for (size_t i = 0; i < 3; i++) {
-        img = gf_ckpt_capture(&id, &next[i]->st, img, NULL);
+        gf_ckpt_copied cp;
+        img = gf_ckpt_capture(&id, &next[i]->st, img, &cp);
+        assert_int_equal(cp.windows, next[i]->st.n_windows);   /* another run: all of it */
         size_t len;
         const void *p = gf_ckpt_image(img, &len);
         gf_ckpt *back = NULL;
@@ -524,6 +568,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_round_trip),
         cmocka_unit_test(test_reuse),
+        cmocka_unit_test(test_incremental),
         cmocka_unit_test(test_damage_refused),
         cmocka_unit_test(test_files_refused),
         cmocka_unit_test(test_identity_changes),

@@ -61,12 +61,16 @@ static const struct {
 };
 
 struct gf_ckpt {
-    unsigned char *buf;   /* the file image */
+    unsigned char *buf;   /* the file image (a capture's; NULL once decoded) */
     size_t len;           /* its bytes */
     size_t cap;           /* bytes allocated at buf (a reused image keeps its pages) */
     bool sealed;          /* the digest at its end is in place */
+    size_t k_valid;       /* a capture: windows whose records hold that capture's data */
+    uint32_t flags;       /* a capture: what its records hold */
+    size_t id_bytes;      /* a capture: its identity text's bytes */
     gf_ckpt_id id;        /* the identity (decoded, or as captured) */
-    gf_diar_state st;     /* views into buf */
+    gf_diar_state st;     /* the state: a decoded one's arrays below, a capture's counts */
+    float *seg, *emb, *logits, *blocks;   /* a decoded one's arrays (owned) */
 };
 
 /* ---- identity --------------------------------------------------------- */
@@ -122,12 +126,17 @@ int gf_ckpt_id_diff(const gf_ckpt_id *saved, const gf_ckpt_id *now, char *why, s
 
 /* ---- layout ----------------------------------------------------------- */
 
+/* Window-major: window w's activity, embeddings and logits lie together,
+ * so the image of K windows begins as the image of fewer did, and a capture
+ * into the last image copies only the windows since (gf_ckpt_capture). */
 typedef struct {
     size_t id_bytes;      /* identity text */
-    size_t off_seg;       /* offsets of the arrays */
-    size_t off_emb;
-    size_t off_logits;
-    size_t off_blocks;
+    size_t rec_seg;       /* bytes of each part of a window's record */
+    size_t rec_emb;
+    size_t rec_logits;
+    size_t rec;           /* a window's record */
+    size_t off_win;       /* offset of window 0's record */
+    size_t off_blocks;    /* of the statistics blocks */
     size_t off_digest;
     size_t total;         /* file bytes */
 } layout;
@@ -144,15 +153,14 @@ static bool lay_out(layout *l, size_t id_bytes, uint32_t flags, size_t k, size_t
                     size_t n_blocks)
 {
     l->id_bytes = id_bytes;
+    l->rec_seg = (size_t)GF_DIAR_FRAMES * GF_DIAR_SPEAKERS * sizeof(float);
+    l->rec_emb = (flags & FLAG_EMB) ? GF_DIAR_SPEAKERS * dim * sizeof(float) : 0;
+    l->rec_logits = (flags & FLAG_LOGITS) ? (size_t)GF_DIAR_FRAMES * GF_DIAR_CLASSES * sizeof(float)
+                                          : 0;
+    l->rec = l->rec_seg + l->rec_emb + l->rec_logits;
     size_t at = GF_CKPT_HEADER_BYTES + ((id_bytes + 7) & ~(size_t)7);
-    l->off_seg = at;
-    bool ok = add_to(&at, k, (size_t)GF_DIAR_FRAMES * GF_DIAR_SPEAKERS * sizeof(float));
-    l->off_emb = at;
-    if (flags & FLAG_EMB)
-        ok = ok && add_to(&at, k, GF_DIAR_SPEAKERS * dim * sizeof(float));
-    l->off_logits = at;
-    if (flags & FLAG_LOGITS)
-        ok = ok && add_to(&at, k, (size_t)GF_DIAR_FRAMES * GF_DIAR_CLASSES * sizeof(float));
+    l->off_win = at;
+    bool ok = add_to(&at, k, l->rec);
     l->off_blocks = at;
     ok = ok && add_to(&at, n_blocks, GF_DIAR_WF_DIM * sizeof(float));
     l->off_digest = at;
@@ -166,82 +174,83 @@ static void put64(unsigned char *p, uint64_t v) { memcpy(p, &v, 8); }
 static uint32_t get32(const unsigned char *p) { uint32_t v; memcpy(&v, p, 4); return v; }
 static uint64_t get64(const unsigned char *p) { uint64_t v; memcpy(&v, p, 8); return v; }
 
-/* The state's views into the image at l. */
-static void point_state(gf_ckpt *c, const layout *l, uint32_t flags, size_t k, size_t dim,
-                        size_t n_blocks, double noise_db)
-{
-    c->st = (gf_diar_state){
-        .n_windows = k,
-        .dim = dim,
-        .weight_free = (flags & FLAG_WF) != 0,
-        .seg = (const float *)(c->buf + l->off_seg),
-        .emb = (flags & FLAG_EMB) ? (const float *)(c->buf + l->off_emb) : NULL,
-        .logits = (flags & FLAG_LOGITS) ? (const float *)(c->buf + l->off_logits) : NULL,
-        .noise_db = noise_db,
-        .n_blocks = n_blocks,
-        .blocks = n_blocks ? (const float *)(c->buf + l->off_blocks) : NULL,
-    };
-}
-
-gf_ckpt *gf_ckpt_capture(const gf_ckpt_id *id, const gf_diar_state *st, gf_ckpt *reuse,
-                         uint64_t *copies)
+static char *identity_text(const gf_ckpt_id *id, size_t *len)
 {
     char *text = NULL;
-    size_t tlen = 0;
-    FILE *f = open_memstream(&text, &tlen);
+    FILE *f = open_memstream(&text, len);
     if (!f)
         abort();   /* out of memory */
     for (int i = 0; i < GF_CKPT_N_FIELDS; i++)
         fprintf(f, "%s=%s\n", fields[i].key, id->v[i]);
     fclose(f);
+    return text;
+}
+
+gf_ckpt *gf_ckpt_capture(const gf_ckpt_id *id, const gf_diar_state *st, gf_ckpt *reuse,
+                         gf_ckpt_copied *copied)
+{
+    size_t tlen = 0;
+    char *text = identity_text(id, &tlen);
     uint32_t flags = (st->weight_free ? FLAG_WF : FLAG_EMB) | (st->logits ? FLAG_LOGITS : 0);
     size_t k = st->n_windows, nbl = st->weight_free ? st->n_blocks : 0;
     layout l;
     if (!lay_out(&l, tlen, flags, k, st->dim, nbl))
         abort();   /* a state in memory always fits size_t */
-    /* A fresh buffer of a hundred megabytes costs more in page faults than
-     * in copying (1.4 GB/s against ~10 on the H200 host): reuse grows by
-     * half so that the next, larger capture still fits. */
+    /* The windows an earlier capture of the same run put in this image are
+     * still right (a window's results never change once it is done): only
+     * those since are copied. A fresh buffer of a hundred megabytes costs
+     * more in page faults than in copying (1.4 GB/s against ~10 on the H200
+     * host): the image grows by half so that the next capture still fits. */
     gf_ckpt *c = reuse ? reuse : gf_calloc(1, sizeof *c);
+    bool same = reuse && c->buf && c->flags == flags && c->st.dim == st->dim
+                && c->id_bytes == tlen && c->k_valid <= k
+                && memcmp(c->buf + GF_CKPT_HEADER_BYTES, text, tlen) == 0;
+    size_t from = same ? c->k_valid : 0;
     if (c->cap < l.total) {
         size_t want = c->cap + c->cap / 2;
         c->cap = want > l.total ? want : l.total;
         c->buf = gf_realloc(c->buf, c->cap);
     }
-    memset(c->buf, 0, l.off_seg);   /* header, identity and its padding */
-    c->len = l.total;
-    c->sealed = false;
-    c->id = *id;
     unsigned char *h = c->buf;
-    memcpy(h, MAGIC, 8);
-    put32(h + 8, GF_CKPT_FORMAT);
-    put32(h + 12, BYTE_ORDER_MARK);
-    put32(h + 16, (uint32_t)tlen);
-    put32(h + 20, flags);
+    if (!same) {
+        memset(h, 0, l.off_win);   /* header, identity and its padding */
+        memcpy(h, MAGIC, 8);
+        put32(h + 8, GF_CKPT_FORMAT);
+        put32(h + 12, BYTE_ORDER_MARK);
+        put32(h + 16, (uint32_t)tlen);
+        put32(h + 20, flags);
+        put64(h + 32, st->dim);
+        memcpy(h + GF_CKPT_HEADER_BYTES, text, tlen);
+    }
+    free(text);
     put64(h + 24, k);
-    put64(h + 32, st->dim);
     put64(h + 40, nbl);
     memcpy(h + 48, &st->noise_db, 8);   /* bits, NaN included */
-    memcpy(h + GF_CKPT_HEADER_BYTES, text, tlen);
-    free(text);
-    uint64_t n = 0;
-    memcpy(c->buf + l.off_seg, st->seg, l.off_emb - l.off_seg);
-    n++;
-    if (flags & FLAG_EMB) {
-        memcpy(c->buf + l.off_emb, st->emb, l.off_logits - l.off_emb);
-        n++;
+    for (size_t w = from; w < k; w++) {
+        unsigned char *r = h + l.off_win + w * l.rec;
+        memcpy(r, st->seg + w * GF_DIAR_FRAMES * GF_DIAR_SPEAKERS, l.rec_seg);
+        if (l.rec_emb)
+            memcpy(r + l.rec_seg, st->emb + w * GF_DIAR_SPEAKERS * st->dim, l.rec_emb);
+        if (l.rec_logits)
+            memcpy(r + l.rec_seg + l.rec_emb, st->logits + w * GF_DIAR_FRAMES * GF_DIAR_CLASSES,
+                   l.rec_logits);
     }
-    if (flags & FLAG_LOGITS) {
-        memcpy(c->buf + l.off_logits, st->logits, l.off_blocks - l.off_logits);
-        n++;
-    }
-    if (nbl) {
-        memcpy(c->buf + l.off_blocks, st->blocks, l.off_digest - l.off_blocks);
-        n++;
-    }
-    point_state(c, &l, flags, k, st->dim, nbl, st->noise_db);
-    if (copies)
-        *copies = n;
+    if (nbl)   /* the blocks follow the windows, so they move: all of them */
+        memcpy(h + l.off_blocks, st->blocks, l.off_digest - l.off_blocks);
+    c->len = l.total;
+    c->sealed = false;
+    c->k_valid = k;
+    c->flags = flags;
+    c->id_bytes = tlen;
+    c->id = *id;
+    c->st = (gf_diar_state){ .n_windows = k, .dim = st->dim, .weight_free = st->weight_free,
+                             .noise_db = st->noise_db, .n_blocks = nbl };
+    if (copied)
+        *copied = (gf_ckpt_copied){
+            .copies = (from < k ? 1 + (l.rec_emb > 0) + (l.rec_logits > 0) : 0) + (nbl > 0),
+            .bytes = (k - from) * l.rec + (l.off_digest - l.off_blocks),
+            .windows = k - from,
+        };
     return c;
 }
 
@@ -252,6 +261,7 @@ size_t gf_ckpt_bytes(const gf_ckpt *self)
 
 const void *gf_ckpt_image(gf_ckpt *self, size_t *len)
 {
+    assert(self->buf);   /* a capture's, not a decoded one's */
     if (!self->sealed) {
         char hex[GF_SHA256_HEX_LEN];
         gf_sha256_hex(self->buf, self->len - GF_CKPT_DIGEST_BYTES, hex);
@@ -278,6 +288,10 @@ void gf_ckpt_destroy(gf_ckpt **self_p)
     if (!c)
         return;
     free(c->buf);
+    free(c->seg);
+    free(c->emb);
+    free(c->logits);
+    free(c->blocks);
     free(c);
     *self_p = NULL;
 }
@@ -401,14 +415,40 @@ static int decode(gf_ckpt *c, size_t max_windows, char *why, size_t wlen)
         snprintf(why, wlen, "damaged (its SHA-256 does not match its contents)");
         return GF_EINVAL;
     }
-    for (size_t i = GF_CKPT_HEADER_BYTES + id_bytes; i < l.off_seg; i++)
+    for (size_t i = GF_CKPT_HEADER_BYTES + id_bytes; i < l.off_win; i++)
         if (h[i] != 0) {
             snprintf(why, wlen, "damaged (padding after its identity)");
             return GF_EINVAL;
         }
     if (!parse_identity((const char *)h + GF_CKPT_HEADER_BYTES, id_bytes, &c->id, why, wlen))
         return GF_EINVAL;
-    point_state(c, &l, flags, (size_t)k, (size_t)dim, (size_t)nbl, noise_db);
+    /* the arrays the pipeline takes, out of the window-major records; the
+     * image goes (a resumed run keeps the state, not both) */
+    size_t n = (size_t)k;
+    c->seg = gf_malloc(n * l.rec_seg);
+    if (l.rec_emb)
+        c->emb = gf_malloc(n * l.rec_emb);
+    if (l.rec_logits)
+        c->logits = gf_malloc(n * l.rec_logits);
+    for (size_t w = 0; w < n; w++) {
+        const unsigned char *r = h + l.off_win + w * l.rec;
+        memcpy((unsigned char *)c->seg + w * l.rec_seg, r, l.rec_seg);
+        if (l.rec_emb)
+            memcpy((unsigned char *)c->emb + w * l.rec_emb, r + l.rec_seg, l.rec_emb);
+        if (l.rec_logits)
+            memcpy((unsigned char *)c->logits + w * l.rec_logits, r + l.rec_seg + l.rec_emb,
+                   l.rec_logits);
+    }
+    if (nbl) {
+        c->blocks = gf_malloc(l.off_digest - l.off_blocks);
+        memcpy(c->blocks, h + l.off_blocks, l.off_digest - l.off_blocks);
+    }
+    c->st = (gf_diar_state){ .n_windows = n, .dim = (size_t)dim, .weight_free = wf,
+                             .seg = c->seg, .emb = c->emb, .logits = c->logits,
+                             .noise_db = noise_db, .n_blocks = (size_t)nbl, .blocks = c->blocks };
+    free(c->buf);
+    c->buf = NULL;
+    c->cap = 0;
     c->sealed = true;
     return 0;
 }

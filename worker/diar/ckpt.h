@@ -7,10 +7,12 @@
  *   bytes  u32 flags (embeddings, logits, weight-free)  u64 windows
  *   u64 embedding size  u64 statistics blocks  f64 the VAD's noise floor;
  *   the identity as "key=value\n" lines in gf_ckpt_field order, NUL-padded
- *   to 8 bytes; the activity, embeddings, logits and blocks the flags name
- *   (float32, bit for bit); then the SHA-256 of every byte before it as 64
- *   hex digits. Floats are stored as bits, so NaN stays NaN and a resumed
- *   run sees exactly what the interrupted one computed.
+ *   to 8 bytes; one record per window (its activity, then its embeddings
+ *   and logits when the flags say so), so that the image of K windows
+ *   begins as that of fewer did; the statistics blocks; then the SHA-256
+ *   of every byte before it as 64 hex digits. Floats are stored as bits
+ *   (float32), so NaN stays NaN and a resumed run sees exactly what the
+ *   interrupted one computed.
  *
  * A reader trusts nothing in it: a symlink, anything but a regular file, a
  * file of another owner, a wrong magic, format or byte order, counts beyond
@@ -78,17 +80,25 @@ int gf_ckpt_id_diff(const gf_ckpt_id *saved, const gf_ckpt_id *now, char *why, s
 
 typedef struct gf_ckpt gf_ckpt;
 
-/* A checkpoint of st under id: the whole file image, the arrays copied into
- * it (*copies, may be NULL: how many copies that took). reuse (may be NULL)
- * is an earlier image whose memory is taken over and returned (its pages
- * are already mapped). The caller destroys the result. */
+/* A checkpoint of st under id: the whole file image. reuse (may be NULL)
+ * is an earlier capture whose memory is taken over and returned: when it
+ * was of the same run (same identity and mode, no more windows), only the
+ * windows after its own are copied, since a window's results never change
+ * once done. *copied (may be NULL) says what that took. The caller
+ * destroys the result; its gf_ckpt_state has the counts only. */
+typedef struct {
+    uint64_t copies;    /* arrays copied into: activity, embeddings, logits, blocks */
+    uint64_t bytes;     /* bytes copied */
+    size_t windows;     /* windows copied: those after the reused image's */
+} gf_ckpt_copied;
 gf_ckpt *gf_ckpt_capture(const gf_ckpt_id *id, const gf_diar_state *st, gf_ckpt *reuse,
-                         uint64_t *copies);
+                         gf_ckpt_copied *copied);
 
 /* Bytes of the file it makes (or was read from). */
 size_t gf_ckpt_bytes(const gf_ckpt *self);
 
-/* The file image, digest included (computed at the first call); borrowed. */
+/* A capture's file image, digest included (computed at the first call);
+ * borrowed. */
 const void *gf_ckpt_image(gf_ckpt *self, size_t *len);
 
 /* Write durably to path: path.tmp (a stale one removed first; created
@@ -115,7 +125,8 @@ int gf_ckpt_read(const char *path, uid_t owner, size_t max_windows, gf_ckpt **ou
 int gf_ckpt_decode(const void *buf, size_t len, size_t max_windows, gf_ckpt **out, char *why,
                    size_t wlen);
 
-/* Its identity and state (borrowed; the state's arrays live in self). */
+/* Its identity and state (borrowed; a read or decoded checkpoint's arrays
+ * live in self, a capture's state has its counts only). */
 const gf_ckpt_id *gf_ckpt_identity(const gf_ckpt *self);
 const gf_diar_state *gf_ckpt_state(const gf_ckpt *self);
 

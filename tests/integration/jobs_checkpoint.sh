@@ -82,13 +82,15 @@ submit_job() {  # AUDIO OUTDIR
 }
 
 # Kill the worker running job $id, KILLS times, spread over its WINDOWS:
-# kill k once the job is past a random window near k/(KILLS+1) of them and
+# kill k once the job is past a random window near k/(KILLS+2) of them (the
+# last leaves room for a checkpoint after it, which may come later than
+# checkpoint_s when writing one takes long: docs/diarization.md) and
 # the attempt has written a checkpoint of its own since (a new inode at
 # <spool>/<id>.ckpt), after a random 0-0.6 s more. Then wait for its end.
 kill_at_random() {  # KILLS WINDOWS
     local ck="$T/state/spool/$id.ckpt" kills=$1 windows=$2 k before target
     for k in $(seq "$kills"); do
-        target=$((k * windows / (kills + 1) + RANDOM % (windows / (4 * kills + 4) + 1)))
+        target=$((k * windows / (kills + 2) + RANDOM % (windows / (4 * kills + 8) + 1)))
         for _ in $(seq 2400); do
             read -r st at card done_w <<<"$(job_line "$id")"
             [ "$st" = running ] && [ "$at" = "$k" ] && [ "$done_w" -ge "$target" ] && break

@@ -72,6 +72,8 @@ static const char *const state_names[] = { "pending", "running", "done", "failed
                                            "cancelled", NULL };
 static const char *const stream_names[] = { "out", "err", NULL };
 static const char *const devkind_names[] = { "cpu", "cuda", NULL };
+static const char *const kill_mode_names[] = { "stop", "yield", "recall", "requeue", NULL };
+static const char *const outcome_names[] = { "ended", "yielded", "recalled", NULL };
 
 static const field diar_fields[] = {
     { .key = "audio", .type = F_STR, .required = true, .off = AT(gf_diar_spec, audio),
@@ -107,6 +109,9 @@ static const field spec_fields[] = {
     { .key = "name", .type = F_STR, .off = AT(gf_job_spec, name), .limit = GF_PROTO_MAX_NAME },
     { .key = "no_requeue", .type = F_BOOL, .off = AT(gf_job_spec, no_requeue) },
     { .key = "array_index", .type = F_I64, .off = AT(gf_job_spec, array_index), .def = -1 },
+    { .key = "yield_sig", .type = F_I32, .off = AT(gf_job_spec, yield_sig), .omit = true },
+    { .key = "yield_grace_s", .type = F_I32, .off = AT(gf_job_spec, yield_grace_s), .omit = true },
+    { .key = "hold", .type = F_BOOL, .off = AT(gf_job_spec, hold), .omit = true },
     { .key = "diar", .type = F_OPTREC, .off = AT(gf_job_spec, diar), .omit = true,
       .elem_size = sizeof(gf_diar_spec), .sub = diar_fields },
     END,
@@ -139,6 +144,9 @@ static const field job_fields[] = {
       .limit = GF_PROTO_MAX_STATS },
     { .key = "progress_done", .type = F_I64, .off = AT(gf_job, progress_done), .omit = true },
     { .key = "progress_total", .type = F_I64, .off = AT(gf_job, progress_total), .omit = true },
+    { .key = "held", .type = F_BOOL, .off = AT(gf_job, held), .omit = true },
+    { .key = "held_by", .type = F_U32, .off = AT(gf_job, held_by), .omit = true },
+    { .key = "yields", .type = F_I32, .off = AT(gf_job, yields), .omit = true },
     END,
 };
 
@@ -181,6 +189,10 @@ static const field worker_fields[] = {
     { .key = "plan", .type = F_STR, .off = AT(gf_worker_info, plan), .limit = GF_PROTO_MAX_PLAN },
     { .key = "supervision", .type = F_STR, .off = AT(gf_worker_info, supervision),
       .limit = GF_PROTO_MAX_TEXT },
+    { .key = "drain", .type = F_STR, .off = AT(gf_worker_info, drain), .limit = GF_PROTO_MAX_NAME,
+      .omit = true },
+    { .key = "drain_reason", .type = F_STR, .off = AT(gf_worker_info, drain_reason),
+      .limit = GF_PROTO_MAX_TEXT, .omit = true },
     { .key = "last_seen", .type = F_I64, .off = AT(gf_worker_info, last_seen_ms) },
     END,
 };
@@ -214,6 +226,11 @@ static const field wait_fields[] = {
     END,
 };
 static const field cancel_fields[] = { MF_IDS(true), END };
+static const field drain_fields[] = {
+    { .key = "device", .type = F_I32, .required = true, .off = M(device) },
+    MF_MESSAGE(false),
+    END,
+};
 static const field logs_fields[] = {
     MF_ID,
     { .key = "stream", .type = F_ENUM, .off = M(stream), .names = stream_names },
@@ -301,6 +318,7 @@ static const field result_fields[] = {
     { .key = "stats", .type = F_STATS, .off = M(stats), .count_off = M(n_stats),
       .limit = GF_PROTO_MAX_STATS },
     MF_MESSAGE(false),
+    { .key = "outcome", .type = F_ENUM, .off = M(outcome), .names = outcome_names, .omit = true },
     END,
 };
 static const field kill_fields[] = {
@@ -308,6 +326,7 @@ static const field kill_fields[] = {
     MF_ATTEMPT,
     { .key = "grace_s", .type = F_I32, .off = M(grace_s) },
     MF_MESSAGE(false),
+    { .key = "mode", .type = F_ENUM, .off = M(kill_mode), .names = kill_mode_names, .omit = true },
     END,
 };
 static const field disconnect_fields[] = { MF_MESSAGE(false), END };
@@ -325,6 +344,11 @@ static const op_desc ops[GF_OP_COUNT_] = {
     [GF_OP_CANCEL]       = { "cancel", cancel_fields },
     [GF_OP_LOGS]         = { "logs", logs_fields },
     [GF_OP_WORKERS]      = { "workers", empty_fields },
+    [GF_OP_HOLD]         = { "hold", cancel_fields },
+    [GF_OP_RELEASE]      = { "release", cancel_fields },
+    [GF_OP_REQUEUE]      = { "requeue", cancel_fields },
+    [GF_OP_DRAIN]        = { "drain", drain_fields },
+    [GF_OP_RESUME]       = { "resume", drain_fields },
     [GF_OP_IDS]          = { "ids", ids_fields },
     [GF_OP_JOBS]         = { "jobs", jobs_fields },
     [GF_OP_CODES]        = { "codes", codes_fields },
@@ -756,7 +780,9 @@ static bool field_present(const field *f, const void *base)
     case F_BOOL: return *CPTR(base, f->off, bool);
     case F_I32: return *CPTR(base, f->off, int32_t) != (int32_t)f->def;
     case F_I64: return *CPTR(base, f->off, int64_t) != f->def;
+    case F_U32: return *CPTR(base, f->off, uint32_t) != 0;
     case F_STR: return *CPTR(base, f->off, char *) != NULL;
+    case F_ENUM: return *CPTR(base, f->off, int) != 0;
     default: return true;
     }
 }

@@ -4,7 +4,8 @@
  * "op" (the operation name) plus the fields of that operation. The message
  * set (docs/protocol.md):
  *
- *   client → broker   submit, queue, show, wait, cancel, logs, workers
+ *   client → broker   submit, queue, show, wait, cancel, logs, workers,
+ *                     hold, release, requeue, drain, resume
  *   broker → client   ids, jobs, codes, log, workers_list, error
  *   worker → broker   ready, heartbeat, progress, result, disconnect
  *   broker → worker   job, kill, heartbeat, disconnect, error
@@ -60,6 +61,7 @@ typedef enum {
     /* client requests */
     GF_OP_SUBMIT, GF_OP_QUEUE, GF_OP_SHOW, GF_OP_WAIT, GF_OP_CANCEL,
     GF_OP_LOGS, GF_OP_WORKERS,
+    GF_OP_HOLD, GF_OP_RELEASE, GF_OP_REQUEUE, GF_OP_DRAIN, GF_OP_RESUME,
     /* broker replies to clients */
     GF_OP_IDS, GF_OP_JOBS, GF_OP_CODES, GF_OP_LOG, GF_OP_WORKERS_LIST,
     GF_OP_ERROR,
@@ -77,6 +79,24 @@ typedef enum {
     GF_STATE_FAILED = 3, GF_STATE_CANCELLED = 4,
 } gf_job_state;
 typedef enum { GF_STREAM_OUT = 0, GF_STREAM_ERR = 1 } gf_stream;
+/* What a kill asks of a running job (its "mode"). */
+typedef enum {
+    GF_KILL_STOP = 0,      /* cancel, time limit: SIGTERM, SIGKILL after grace_s */
+    GF_KILL_YIELD = 1,     /* give the card back and come again: a diarize job checkpoints
+                            * at its next batch boundary; a yieldable command job gets its
+                            * signal and yield_grace_s; any other job is left alone */
+    GF_KILL_RECALL = 2,    /* a job waiting ahead that has not started: hand it back */
+    GF_KILL_REQUEUE = 3,   /* as yield, but a job that cannot checkpoint is stopped */
+} gf_kill_mode;
+/* How a run ended, beside its exit status (a result's "outcome"). */
+typedef enum {
+    GF_OUTCOME_ENDED = 0,      /* it ran to its end (or was stopped) */
+    GF_OUTCOME_YIELDED = 1,    /* it checkpointed and gave the card back, to run again */
+    GF_OUTCOME_RECALLED = 2,   /* it was handed back before it started */
+} gf_outcome;
+/* The exit status by which a yieldable command job says "my state is in
+ * $GPUFLOCK_CHECKPOINT_DIR: run me again" (docs/operations.md). */
+#define GF_EXIT_CHECKPOINTED 85
 
 /* One entry of a statistics map: an integer or a float counter. */
 typedef struct {
@@ -120,6 +140,9 @@ typedef struct {
     char *name;           /* display name, may be NULL */
     bool no_requeue;      /* fail at once when its worker dies */
     int64_t array_index;  /* GPUFLOCK_ARRAY_INDEX, -1: not an array job */
+    int32_t yield_sig;    /* command job: yieldable, this signal asks it to checkpoint; 0 not */
+    int32_t yield_grace_s; /* seconds from yield_sig to SIGKILL */
+    bool hold;            /* submit: held until released */
     gf_diar_spec *diar;   /* kind diarize: its parameters (owned); NULL otherwise */
 } gf_job_spec;
 
@@ -149,6 +172,10 @@ typedef struct {
     size_t n_stats;
     int64_t progress_done;  /* diarize: windows done (last PROGRESS), 0: none yet */
     int64_t progress_total; /* diarize: windows in the recording, 0: unknown */
+    bool held;            /* held: stays pending until released */
+    uint32_t held_by;     /* held: by this uid (its owner, or root) */
+    int32_t yields;       /* runs that ended by yield, requeue or recall (not failures: not
+                           * counted against broker.max_attempts) */
 } gf_job;
 
 /* A job a worker already runs (ready, after a broker restart). */
@@ -170,6 +197,8 @@ typedef struct {
     size_t n_jobs;
     char *plan;           /* route plan summary */
     char *supervision;    /* how it supervises command jobs, from its ready; may be NULL */
+    char *drain;          /* "draining" or "drained" by the operator, NULL: in service */
+    char *drain_reason;   /* the operator's --reason, may be NULL */
     int64_t last_seen_ms; /* wall clock of its last message */
 } gf_worker_info;
 
@@ -223,6 +252,8 @@ typedef struct {
     size_t n_cards;
     char *visible;        /* job: CUDA_VISIBLE_DEVICES value */
     int32_t grace_s;      /* kill: SIGTERM → SIGKILL delay */
+    gf_kill_mode kill_mode; /* kill: stop, yield, recall or requeue */
+    gf_outcome outcome;   /* result: ended, yielded or recalled */
     /* result */
     int32_t exit_status;  /* -1: none (killed or never started) */
     int32_t term_signal;

@@ -49,6 +49,9 @@ static void fill_spec(gf_job_spec *s)
     s->name = gf_strdup("train-run");
     s->no_requeue = true;
     s->array_index = 12;
+    s->yield_sig = 10;
+    s->yield_grace_s = 45;
+    s->hold = true;
 }
 
 /* A diarize job's parameters, every field set. */
@@ -121,6 +124,9 @@ static void fill_job(gf_job *j, uint64_t id)
     j->out_path = gf_strdup("/var/lib/gpuflock/spool/7.out");
     j->err_path = gf_strdup("/var/lib/gpuflock/spool/7.err");
     fill_stats(&j->stats, &j->n_stats);
+    j->held = true;
+    j->held_by = 1001;
+    j->yields = 2;
 }
 
 /* A message of this op with every field it has set to something non-zero. */
@@ -141,7 +147,8 @@ static void fill_msg(gf_msg *m, gf_op op)
     case GF_OP_SHOW:
         m->id = 77;
         break;
-    case GF_OP_WAIT: case GF_OP_CANCEL: case GF_OP_IDS:
+    case GF_OP_WAIT: case GF_OP_CANCEL: case GF_OP_IDS: case GF_OP_HOLD: case GF_OP_RELEASE:
+    case GF_OP_REQUEUE:
         m->ids = gf_calloc(3, sizeof(uint64_t));
         m->ids[0] = 1;
         m->ids[1] = 2;
@@ -155,6 +162,10 @@ static void fill_msg(gf_msg *m, gf_op op)
         m->offset = 4096;
         break;
     case GF_OP_WORKERS: case GF_OP_HEARTBEAT:
+        break;
+    case GF_OP_DRAIN: case GF_OP_RESUME:
+        m->device = 3;
+        m->message = gf_strdup("fan replaced");
         break;
     case GF_OP_JOBS:
         m->jobs = gf_calloc(2, sizeof(gf_job));
@@ -191,6 +202,8 @@ static void fill_msg(gf_msg *m, gf_op op)
                 gf_strdup(i ? "process group: a process that calls setsid escapes"
                             : "cgroup /sys/fs/cgroup/gpuflock-worker-4000");
             m->workers[i].last_seen_ms = 1764500000000LL + i;
+            m->workers[i].drain = gf_strdup(i ? "draining" : "drained");
+            m->workers[i].drain_reason = gf_strdup("fan replaced");
         }
         m->n_workers = 2;
         break;
@@ -252,12 +265,14 @@ static void fill_msg(gf_msg *m, gf_op op)
         m->maxrss_kb = 10240;
         fill_stats(&m->stats, &m->n_stats);
         m->message = gf_strdup("killed by signal 9");
+        m->outcome = GF_OUTCOME_YIELDED;
         break;
     case GF_OP_KILL:
         m->id = 31;
         m->attempt = 2;
         m->grace_s = 10;
         m->message = gf_strdup("time limit");
+        m->kill_mode = GF_KILL_REQUEUE;
         break;
     case GF_OP_DISCONNECT:
         m->message = gf_strdup("shutting down");

@@ -61,6 +61,10 @@ struct gf_jobckpt {
     bool audio_failed;          /* no digest can be had: no checkpoints (said once) */
     bool hasher_joined;         /* the hasher thread was joined (or never started) */
     pthread_t hasher;
+    int old_fd;                 /* an earlier attempt's checkpoint, opened with the worker's
+                                   identity at new (-1: none, or why not in old_why) */
+    int old_rc;                 /* gf_ckpt_open's result */
+    char old_why[256];
     bool writer_running;        /* the writer thread was started and not yet joined */
     pthread_t writer;
     /* shared, under mu */
@@ -158,6 +162,10 @@ gf_jobckpt *gf_jobckpt_new(const gf_jobckpt_conf *conf)
     self->err_fd = conf->err_fd;
     self->stats = conf->stats;
     self->hasher_joined = true;
+    /* opened now, with the worker's identity: the spool folder is the
+     * worker's (0711), and the job's thread may not be able to open a name
+     * in it once it is the submitter */
+    self->old_rc = gf_ckpt_open(self->path, &self->old_fd, self->old_why, sizeof self->old_why);
     pthread_mutex_init(&self->mu, NULL);
     pthread_cond_init(&self->cv, NULL);
     int rc = pthread_create(&self->writer, NULL, writer_main, self);
@@ -333,8 +341,14 @@ const gf_diar_state *gf_jobckpt_resume(gf_jobckpt *self, size_t total_windows)
     gf_ckpt *c = NULL;
     char why[512];
     /* the header may undercount by one window */
-    int rc = gf_ckpt_read(self->path, geteuid() == 0 ? self->uid : geteuid(), total_windows + 1,
-                          &c, why, sizeof why);
+    int rc = self->old_rc;
+    snprintf(why, sizeof why, "%s", self->old_why);
+    if (rc == 0)
+        rc = gf_ckpt_read_fd(self->old_fd, geteuid() == 0 ? self->uid : geteuid(),
+                             total_windows + 1, &c, why, sizeof why);
+    if (self->old_fd >= 0)
+        close(self->old_fd);
+    self->old_fd = -1;
     const gf_diar_state *st = NULL;
     char diff[1024];
     if (rc == GF_ENOENT) {
@@ -486,6 +500,8 @@ void gf_jobckpt_destroy(gf_jobckpt **self_p)
     stop_writer(self, false);
     if (!self->hasher_joined)
         pthread_join(self->hasher, NULL);
+    if (self->old_fd >= 0)
+        close(self->old_fd);
     gf_ckpt_destroy(&self->pending);
     gf_ckpt_destroy(&self->spare);
     gf_ckpt_destroy(&self->restored);

@@ -23,10 +23,11 @@
  *     the pipeline's path, except that a resumed attempt waits for it before
  *     it trusts the checkpoint.
  * The writer thread keeps the file identity of the thread that made the
- * object: make it before the job's thread takes the submitter's (the spool
- * folder is the worker's); each file is then handed to the job's owner,
- * mode 0600. The audio is hashed and the checkpoint read as the thread
- * that calls gf_jobckpt_begin (the submitter).
+ * object, and an earlier attempt's checkpoint is opened there and then:
+ * make it before the job's thread takes the submitter's (the spool folder
+ * is the worker's); each file is handed to the job's owner, mode 0600, and
+ * one read back must be theirs. The audio is hashed as the thread that
+ * calls gf_jobckpt_begin (the submitter).
  *
  * Statistics: rows checkpoint.capture and checkpoint.restore in the job's
  * devstats (no device time: the per-window results are host memory on

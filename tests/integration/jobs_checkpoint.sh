@@ -18,7 +18,8 @@
 #     the same with the checkpoint damaged meanwhile: not reused (said in the
 #     job's stderr and the log), started again, identical;
 #  4. (as root) another user's job: its checkpoint in the root-owned 0711
-#     spool belongs to them, mode 0600; killed, it resumes, identical.
+#     spool belongs to them, mode 0600; killed, it resumes (also with the
+#     spool closed to them, 0700), identical.
 # Kills: 5 + 3 + 2 + 1; about two minutes on two busy cores. Random
 # instants come from $RANDOM, seeded and printed (GF_CKPT_SEED to replay).
 . tests/integration/lib/jobs.bash
@@ -213,9 +214,12 @@ if [ "$(id -u)" = 0 ] && command -v useradd >/dev/null && command -v runuser >/d
     [ "$(stat -c '%U %a' "$T/state/spool/$id.ckpt")" = "$u 600" ] \
         || fail "checkpoint of $u's job: $(stat -c '%U %a' "$T/state/spool/$id.ckpt")"
     [ "$(stat -c '%U %a' "$T/state/spool")" = "root 711" ] || fail "spool: $(stat -c '%U %a' "$T/state/spool")"
+    # closed to others altogether: the worker opens the checkpoint, not the user
+    chmod 0700 "$T/state/spool"
     read -r st at card done_w <<<"$(job_line "$id")"
     kill -KILL "$(cat "$T/run/worker$card.pid")"
     wait "$cli" || fail "$u's job after its worker died: $(cat "$T/u.err")"
+    chmod 0711 "$T/state/spool"
     grep -q "job $id: resumed from its checkpoint at window [1-9]" "$T/broker.log" \
         || fail "$u's job did not resume: $(grep "job $id" "$T/broker.log")"
     [ "$(stat -c %U "$T/mine/u.rttm")" = "$u" ] || fail "RTTM not $u's"

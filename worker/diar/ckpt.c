@@ -472,49 +472,51 @@ int gf_ckpt_decode(const void *buf, size_t len, size_t max_windows, gf_ckpt **ou
     return 0;
 }
 
-int gf_ckpt_read(const char *path, uid_t owner, size_t max_windows, gf_ckpt **out, char *why,
-                 size_t wlen)
+int gf_ckpt_open(const char *path, int *fd, char *why, size_t wlen)
+{
+    if (wlen)
+        why[0] = '\0';
+    /* O_NONBLOCK: a FIFO put there must not hang the job */
+    *fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (*fd >= 0)
+        return 0;
+    if (errno == ENOENT)
+        return GF_ENOENT;
+    if (errno == ELOOP) {
+        snprintf(why, wlen, "a symbolic link (not followed)");
+        return GF_EINVAL;
+    }
+    snprintf(why, wlen, "cannot open: %s", strerror(errno));
+    return GF_EIO;
+}
+
+int gf_ckpt_read_fd(int fd, uid_t owner, size_t max_windows, gf_ckpt **out, char *why,
+                    size_t wlen)
 {
     *out = NULL;
     if (wlen)
         why[0] = '\0';
-    /* O_NONBLOCK: a FIFO put there must not hang the job */
-    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-    if (fd < 0) {
-        if (errno == ENOENT)
-            return GF_ENOENT;
-        if (errno == ELOOP) {
-            snprintf(why, wlen, "a symbolic link (not followed)");
-            return GF_EINVAL;
-        }
-        snprintf(why, wlen, "cannot open: %s", strerror(errno));
-        return GF_EIO;
-    }
     int rc = 0;
     gf_ckpt *c = NULL;
     struct stat st;
     if (fstat(fd, &st) != 0) {
         snprintf(why, wlen, "cannot stat: %s", strerror(errno));
-        rc = GF_EIO;
-        goto out_close;
+        return GF_EIO;
     }
     if (!S_ISREG(st.st_mode)) {
         snprintf(why, wlen, "not a regular file");
-        rc = GF_EINVAL;
-        goto out_close;
+        return GF_EINVAL;
     }
     if (owner != (uid_t)-1 && st.st_uid != owner) {
         snprintf(why, wlen, "owned by uid %u, not by the job's uid %u", (unsigned)st.st_uid,
                  (unsigned)owner);
-        rc = GF_EINVAL;
-        goto out_close;
+        return GF_EINVAL;
     }
     size_t max = max_file_bytes(max_windows);
     if (st.st_size < 0 || (uintmax_t)st.st_size > max) {
         snprintf(why, wlen, "absurd size (%lld bytes; one for this audio has at most %zu)",
                  (long long)st.st_size, max);
-        rc = GF_EINVAL;
-        goto out_close;
+        return GF_EINVAL;
     }
     c = gf_calloc(1, sizeof *c);
     c->len = c->cap = (size_t)st.st_size;
@@ -545,7 +547,18 @@ int gf_ckpt_read(const char *path, uid_t owner, size_t max_windows, gf_ckpt **ou
     }
 out_free:
     gf_ckpt_destroy(&c);
-out_close:
+    return rc;
+}
+
+int gf_ckpt_read(const char *path, uid_t owner, size_t max_windows, gf_ckpt **out, char *why,
+                 size_t wlen)
+{
+    *out = NULL;
+    int fd;
+    int rc = gf_ckpt_open(path, &fd, why, wlen);
+    if (rc)
+        return rc;
+    rc = gf_ckpt_read_fd(fd, owner, max_windows, out, why, wlen);
     close(fd);
     return rc;
 }

@@ -121,6 +121,14 @@ int gf_ckpt_write(gf_ckpt *self, const char *path, uid_t uid, gid_t gid, uint64_
 int gf_ckpt_read(const char *path, uid_t owner, size_t max_windows, gf_ckpt **out, char *why,
                  size_t len);
 
+/* gf_ckpt_read in two steps, for a caller that opens with one identity and
+ * reads later with another: open path as gf_ckpt_read does (0 and *fd, or
+ * its GF_ENOENT, GF_EINVAL, GF_EIO and why), then read the open file (the
+ * caller closes fd). */
+int gf_ckpt_open(const char *path, int *fd, char *why, size_t len);
+int gf_ckpt_read_fd(int fd, uid_t owner, size_t max_windows, gf_ckpt **out, char *why,
+                    size_t len);
+
 /* The same from len bytes in memory (copied). */
 int gf_ckpt_decode(const void *buf, size_t len, size_t max_windows, gf_ckpt **out, char *why,
                    size_t wlen);

@@ -513,6 +513,15 @@ static void serve(pid_t worker, char *mode)
     }
 }
 
+/* Once the command runs: the signals aimed at the job reach it, and we
+ * wait (SIGPIPE: the worker's end of the report may be gone). */
+static void ignore_passed(void)
+{
+    static const int passed[] = { SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGPIPE };
+    for (size_t i = 0; i < sizeof passed / sizeof passed[0]; i++)
+        signal(passed[i], SIG_IGN);
+}
+
 /* The job's cgroup folder, opened while we are root, and its cgroup.kill,
  * kept for the worker's death. "-": none. */
 static void open_cgroup(job *j)
@@ -590,9 +599,7 @@ static int run_capped(job *j, long long cap, stream s[2])
     pid_t cmd = start(j, po[1], pe[1], &old);
     close(po[1]);
     close(pe[1]);
-    static const int passed[] = { SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGPIPE };
-    for (size_t i = 0; i < sizeof passed / sizeof passed[0]; i++)
-        signal(passed[i], SIG_IGN);
+    ignore_passed();
     sigset_t during = old;
     sigdelset(&during, SIGCHLD);
     int status = 0;
@@ -693,9 +700,7 @@ int main(int argc, char **argv)
         mark_cut(&s[1]);
     } else {
         pid_t cmd = start(&j, -1, -1, NULL);
-        static const int passed[] = { SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGPIPE };
-        for (size_t i = 0; i < sizeof passed / sizeof passed[0]; i++)
-            signal(passed[i], SIG_IGN);
+        ignore_passed();
         while (waitpid(cmd, &status, 0) < 0 && errno == EINTR)
             ;
     }

@@ -10,7 +10,10 @@
  * pass, and later shared jobs are not admitted there. A card held
  * exclusively may also have one exclusive job "ahead": leased behind the
  * holder and already with the worker, which starts it the moment the holder
- * ends (no round trip through the broker between two jobs).
+ * ends (no round trip through the broker between two jobs). A job ahead
+ * that could run on another card which has fallen idle, before any pending
+ * job it deserves to precede, is recalled: that card is reserved for it
+ * while its worker gives it back (gf_sched_recalled).
  *
  * A pass that decides nothing visits every pending job, and the broker
  * asks for one every turn: with thousands queued that was most of its
@@ -38,6 +41,10 @@ typedef struct {
     uint64_t next;    /* exclusive job handed to its worker ahead, to start when excl ends; 0 none */
     int shared;       /* shared holders */
     bool blocked;     /* this pass: an exclusive request waits for it */
+    uint64_t blocker;   /* the first exclusive job the last pass saw waiting for it, 0 none */
+    uint64_t reserved;  /* only this job may come: one recalled from its place ahead
+                         * elsewhere, or the exclusive job its holders yield to */
+    bool drained;     /* the operator took it out of service: no new job starts */
 } card;
 
 struct gf_sched {
@@ -55,6 +62,7 @@ struct gf_sched {
     uint64_t epoch;        /* bumped by whatever may change a waiting job's fate */
     uint64_t settled;      /* the epoch at which a pass last decided nothing */
     size_t deps_waiting;   /* jobs with dependencies that pass saw waiting */
+    uint64_t now_ms;       /* the caller's clock (gf_sched_set_now), for queued_ms */
 };
 
 /* Something may change a waiting job's fate or reason: the next pass runs. */
@@ -196,6 +204,7 @@ static bool before(const gf_sched_job *a, const gf_sched_job *b)
 
 static void enqueue(gf_sched *self, gf_sched_job *sj)
 {
+    sj->queued_ms = self->now_ms ? self->now_ms : 1;
     size_t lo = 0, hi = self->n_queue;
     while (lo < hi) {
         size_t mid = (lo + hi) / 2;
@@ -214,6 +223,11 @@ static void enqueue(gf_sched *self, gf_sched_job *sj)
     changed(self);
 }
 
+void gf_sched_set_now(gf_sched *self, uint64_t now_ms)
+{
+    self->now_ms = now_ms;
+}
+
 static void dequeue_at(gf_sched *self, size_t pos)
 {
     memmove(&self->queue[pos], &self->queue[pos + 1],
@@ -229,6 +243,7 @@ gf_sched_job *gf_sched_add(gf_sched *self, gf_job *job)
     sj->job = *job;
     memset(job, 0, sizeof(*job));
     sj->worker_card = -1;
+    sj->recall_to = -1;
     self->by_id[sj->job.id] = sj;
     self->final[sj->job.id] = 0;
     if (self->n_live == self->cap_live) {
@@ -254,9 +269,10 @@ int gf_sched_card_online(gf_sched *self, int index, bool online)
 }
 
 
-static bool fits(const card *c, gf_job_mode mode)
+static bool fits(const card *c, const gf_sched_job *sj)
 {
-    if (!c->online || c->excl)
+    gf_job_mode mode = sj->job.spec.mode;
+    if (!c->online || c->drained || c->excl || (c->reserved && c->reserved != sj->job.id))
         return false;
     if (mode == GF_MODE_EXCLUSIVE)
         return c->shared == 0;
@@ -269,6 +285,10 @@ static void lease(gf_sched *self, gf_sched_job *sj, card **cs, size_t n, gf_sche
     sj->job.cards = gf_calloc(n, sizeof(int32_t));
     sj->job.n_cards = n;
     out->n_cards = n;
+    for (size_t i = 0; i < self->n_cards; i++)
+        if (self->cards[i].reserved == sj->job.id)
+            self->cards[i].reserved = 0;
+    sj->recall_to = -1;
     for (size_t i = 0; i < n; i++) {
         if (sj->job.spec.mode == GF_MODE_EXCLUSIVE)
             cs[i]->excl = sj->job.id;
@@ -277,33 +297,47 @@ static void lease(gf_sched *self, gf_sched_job *sj, card **cs, size_t n, gf_sche
         sj->job.cards[i] = cs[i]->index;
         out->cards[i] = cs[i]->index;
     }
-    (void)self;
     sj->job.state = GF_STATE_RUNNING;
     sj->worker_card = cs[0]->index;
     sj->wait = GF_WAIT_NONE;
     sj->started = false;
 }
 
+/* An exclusive request waits for card c: no later shared job is admitted
+ * there this pass, and the first such request is the card's blocker (the
+ * one its yieldable holders may be asked to yield to). */
+static void block(card *c, const gf_sched_job *sj)
+{
+    if (!c->blocked)
+        c->blocker = sj->job.id;
+    c->blocked = true;
+}
+
 /* Mark the card an exclusive request will take when it frees: the one
  * with the fewest holders (lowest index on ties). */
-static void block_least_loaded(gf_sched *self)
+static void block_least_loaded(gf_sched *self, const gf_sched_job *sj)
 {
     card *best = NULL;
     for (size_t i = 0; i < self->n_cards; i++) {
         card *c = &self->cards[i];
-        if (!c->online)
+        if (!c->online || c->drained)
             continue;
         if (!best || (c->shared + (c->excl ? 1 : 0)) < (best->shared + (best->excl ? 1 : 0)))
             best = c;
     }
     if (best)
-        best->blocked = true;
+        block(best, sj);
 }
 
 /* Try to place one pending job. Returns 1 (decision made), 0 (it waits). */
 static int place(gf_sched *self, gf_sched_job *sj, gf_sched_decision *out)
 {
     const gf_job_spec *sp = &sj->job.spec;
+    if (sj->job.held) {
+        sj->wait = GF_WAIT_HELD;
+        sj->wait_arg = sj->job.held_by;
+        return 0;
+    }
     for (size_t i = 0; i < sp->n_after; i++) {
         gf_sched_job *dep = gf_sched_get(self, sp->after[i]);
         gf_job_state ds;
@@ -334,15 +368,15 @@ static int place(gf_sched *self, gf_sched_job *sj, gf_sched_decision *out)
             snprintf(out->reason, sizeof(out->reason), "no card %d is configured", sp->gpu);
             return 1;
         }
-        if (fits(c, sp->mode)) {
+        if (fits(c, sj)) {
             cs[0] = c;
             lease(self, sj, cs, 1, out);
             return 1;
         }
-        sj->wait = c->online ? GF_WAIT_CARD : GF_WAIT_NO_WORKER;
+        sj->wait = !c->online ? GF_WAIT_NO_WORKER : c->drained ? GF_WAIT_DRAINED : GF_WAIT_CARD;
         sj->wait_arg = c->index;
         if (excl)
-            c->blocked = true;
+            block(c, sj);
         return 0;
     }
     case GF_REQ_ANY: {
@@ -351,7 +385,8 @@ static int place(gf_sched *self, gf_sched_job *sj, gf_sched_decision *out)
         for (size_t i = 0; i < self->n_cards; i++) {
             card *c = &self->cards[i];
             any_online |= c->online;
-            if (fits(c, sp->mode) && (!best || c->shared < best->shared))
+            if (fits(c, sj) && (!best || c->reserved == sj->job.id ||
+                                (best->reserved != sj->job.id && c->shared < best->shared)))
                 best = c;
         }
         if (best) {
@@ -362,7 +397,7 @@ static int place(gf_sched *self, gf_sched_job *sj, gf_sched_decision *out)
         sj->wait = any_online ? GF_WAIT_ANY_CARD : GF_WAIT_NO_WORKER;
         sj->wait_arg = -1;
         if (excl)
-            block_least_loaded(self);
+            block_least_loaded(self, sj);
         return 0;
     }
     case GF_REQ_GPUS: {
@@ -374,7 +409,7 @@ static int place(gf_sched *self, gf_sched_job *sj, gf_sched_decision *out)
         }
         size_t n = 0;
         for (size_t i = 0; i < self->n_cards && n < (size_t)sp->gpus; i++)
-            if (fits(&self->cards[i], sp->mode))
+            if (fits(&self->cards[i], sj))
                 cs[n++] = &self->cards[i];
         if (n == (size_t)sp->gpus) {
             lease(self, sj, cs, n, out);
@@ -385,8 +420,8 @@ static int place(gf_sched *self, gf_sched_job *sj, gf_sched_decision *out)
         if (excl) {
             size_t k = 0;
             for (size_t i = 0; i < self->n_cards && k < (size_t)sp->gpus; i++)
-                if (self->cards[i].online) {
-                    self->cards[i].blocked = true;
+                if (self->cards[i].online && !self->cards[i].drained) {
+                    block(&self->cards[i], sj);
                     k++;
                 }
         }
@@ -401,10 +436,46 @@ static bool any_room(const gf_sched *self)
 {
     for (size_t i = 0; i < self->n_cards; i++) {
         const card *c = &self->cards[i];
-        if (c->online && !c->excl && c->shared < c->slots)
+        if (c->online && !c->drained && !c->excl && c->shared < c->slots)
             return true;
     }
     return false;
+}
+
+/* The job waiting ahead on a busy card that most deserves a card which is
+ * free now (an --any job: one named card has nowhere else to go), and that
+ * card in *to; NULL when there is none. */
+static gf_sched_job *recall_candidate(gf_sched *self, card **to)
+{
+    gf_sched_job *best = NULL;
+    for (size_t i = 0; i < self->n_cards; i++) {
+        uint64_t id = self->cards[i].next;
+        gf_sched_job *sj = id ? gf_sched_get(self, id) : NULL;
+        if (!sj || sj->recall_to >= 0 || sj->started || sj->job.spec.req != GF_REQ_ANY ||
+            (best && !before(sj, best)))
+            continue;
+        for (size_t k = 0; k < self->n_cards; k++) {
+            card *c = &self->cards[k];
+            if (k != i && !c->blocked && fits(c, sj)) {
+                best = sj;
+                *to = c;
+                break;
+            }
+        }
+    }
+    return best;
+}
+
+static void recall(gf_sched *self, gf_sched_job *sj, card *to, gf_sched_decision *out)
+{
+    out->action = GF_SCHED_RECALL;
+    out->id = sj->job.id;
+    out->n_cards = 1;
+    out->cards[0] = to->index;
+    out->from = sj->worker_card;
+    to->reserved = sj->job.id;
+    sj->recall_to = to->index;
+    changed(self);
 }
 
 bool gf_sched_next(gf_sched *self, gf_sched_decision *out)
@@ -412,13 +483,21 @@ bool gf_sched_next(gf_sched *self, gf_sched_decision *out)
     memset(out, 0, sizeof(*out));
     if (self->settled == self->epoch && !any_room(self))
         return false;                 /* the last pass's verdicts all stand */
-    for (size_t i = 0; i < self->n_cards; i++)
+    for (size_t i = 0; i < self->n_cards; i++) {
         self->cards[i].blocked = false;
+        self->cards[i].blocker = 0;
+    }
+    card *to = NULL;
+    gf_sched_job *back = recall_candidate(self, &to);
     /* Every pending job is visited even when no card is free, so that each
      * gets its waiting reason and a failed dependency fails it now. */
     size_t deps = 0;
     for (size_t q = 0; q < self->n_queue; q++) {
         gf_sched_job *sj = self->by_id[self->queue[q]];
+        if (back && before(back, sj) && fits(to, back)) {
+            recall(self, back, to, out);
+            return true;
+        }
         if (place(self, sj, out)) {
             out->id = sj->job.id;
             dequeue_at(self, q);
@@ -426,9 +505,34 @@ bool gf_sched_next(gf_sched *self, gf_sched_decision *out)
         }
         deps += sj->job.spec.n_after > 0;
     }
+    if (back && fits(to, back)) {
+        recall(self, back, to, out);
+        return true;
+    }
     self->settled = self->epoch;
     self->deps_waiting = deps;
     return false;
+}
+
+void gf_sched_recalled(gf_sched *self, uint64_t id, bool given_back)
+{
+    gf_sched_job *sj = gf_sched_get(self, id);
+    if (!sj || sj->recall_to < 0)
+        return;
+    if (!given_back) {                /* it started where it was: the other card is free again */
+        card *c = find_card(self, sj->recall_to);
+        if (c && c->reserved == id)
+            c->reserved = 0;
+        sj->recall_to = -1;
+        changed(self);
+        return;
+    }
+    int to = sj->recall_to;
+    gf_sched_release(self, id, true);   /* back in the queue, in its place */
+    card *c = find_card(self, to);
+    if (c)
+        c->reserved = id;               /* still waiting for it */
+    sj->recall_to = to;
 }
 
 static void lease_ahead(gf_sched_job *sj, card *c)
@@ -447,7 +551,8 @@ static void lease_ahead(gf_sched_job *sj, card *c)
 /* May job sj wait ahead on card c? */
 static bool ahead_fits(const card *c, const bool *taken, size_t ci)
 {
-    return c->online && c->excl && !c->next && c->shared == 0 && !taken[ci];
+    return c->online && !c->drained && !c->reserved && c->excl && !c->next && c->shared == 0 &&
+           !taken[ci];
 }
 
 bool gf_sched_next_ahead(gf_sched *self, gf_sched_decision *out)
@@ -465,7 +570,8 @@ bool gf_sched_next_ahead(gf_sched *self, gf_sched_decision *out)
     for (size_t q = 0; q < self->n_queue; q++) {
         gf_sched_job *sj = self->by_id[self->queue[q]];
         const gf_job_spec *sp = &sj->job.spec;
-        if (sj->wait == GF_WAIT_DEPENDENCY || sj->wait == GF_WAIT_NO_WORKER)
+        if (sj->wait == GF_WAIT_DEPENDENCY || sj->wait == GF_WAIT_NO_WORKER ||
+            sj->wait == GF_WAIT_HELD)
             continue;                       /* it could not take a card anyway */
         bool single = sp->req == GF_REQ_GPU || sp->req == GF_REQ_ANY;
         bool eligible = single && sp->mode == GF_MODE_EXCLUSIVE;
@@ -554,6 +660,12 @@ void gf_sched_release(gf_sched *self, uint64_t id, bool requeue)
             c->shared--;
         }
     }
+    for (size_t i = 0; i < self->n_cards; i++)
+        if (self->cards[i].reserved == id)
+            self->cards[i].reserved = 0;
+    sj->recall_to = -1;
+    sj->yield_asked = false;
+    sj->requeue_asked = false;
     sj->worker_card = -1;
     sj->deadline_ms = 0;
     sj->kill_at_ms = 0;
@@ -568,8 +680,19 @@ void gf_sched_release(gf_sched *self, uint64_t id, bool requeue)
     }
 }
 
+/* Cards kept for job id are free for others again. */
+static void unreserve(gf_sched *self, uint64_t id)
+{
+    for (size_t i = 0; i < self->n_cards; i++)
+        if (self->cards[i].reserved == id) {
+            self->cards[i].reserved = 0;
+            changed(self);
+        }
+}
+
 void gf_sched_unqueue(gf_sched *self, uint64_t id)
 {
+    unreserve(self, id);
     for (size_t q = 0; q < self->n_queue; q++)
         if (self->queue[q] == id) {
             dequeue_at(self, q);
@@ -607,6 +730,12 @@ void gf_sched_reason(const gf_sched_job *sj, char *buf, size_t len)
     case GF_WAIT_NO_SUCH_CARD:
         snprintf(buf, len, "no card %lld", (long long)sj->wait_arg);
         break;
+    case GF_WAIT_HELD:
+        snprintf(buf, len, "held by uid %lld", (long long)sj->wait_arg);
+        break;
+    case GF_WAIT_DRAINED:
+        snprintf(buf, len, "card %lld drained", (long long)sj->wait_arg);
+        break;
     default:
         snprintf(buf, len, "queued");
         break;
@@ -622,4 +751,93 @@ void gf_sched_card_load(const gf_sched *self, int index, int *exclusive, int *sh
             *exclusive = self->cards[i].excl ? 1 : 0;
             *shared = self->cards[i].shared;
         }
+}
+
+/* ---- holds, drains and yields ------------------------------------------- */
+
+int gf_sched_set_held(gf_sched *self, uint64_t id, bool held, uint32_t by)
+{
+    gf_sched_job *sj = gf_sched_get(self, id);
+    if (!sj)
+        return GF_ENOENT;
+    if (held && sj->job.state != GF_STATE_PENDING)
+        return GF_ESTATE;
+    if (!held && !sj->job.held)
+        return GF_ESTATE;
+    sj->job.held = held;
+    sj->job.held_by = held ? by : 0;
+    if (!held && sj->wait == GF_WAIT_HELD)
+        sj->wait = GF_WAIT_NONE;
+    changed(self);
+    return 0;
+}
+
+int gf_sched_card_drain(gf_sched *self, int index, bool drained)
+{
+    card *c = find_card(self, index);
+    if (!c)
+        return GF_ENOENT;
+    if (c->drained != drained)
+        changed(self);
+    c->drained = drained;
+    return 0;
+}
+
+bool gf_sched_card_drained(const gf_sched *self, int index)
+{
+    for (size_t i = 0; i < self->n_cards; i++)
+        if (self->cards[i].index == index)
+            return self->cards[i].drained;
+    return false;
+}
+
+bool gf_sched_yieldable(const gf_sched_job *sj)
+{
+    return sj->job.spec.kind == GF_JOB_DIARIZE || sj->job.spec.yield_sig > 0;
+}
+
+/* Does running job sj hold card index? */
+static bool holds_card(const gf_sched_job *sj, int index)
+{
+    for (size_t i = 0; i < sj->job.n_cards; i++)
+        if (sj->job.cards[i] == index)
+            return true;
+    return false;
+}
+
+size_t gf_sched_yield_due(gf_sched *self, uint64_t now_ms, uint64_t after_ms, uint64_t *for_id,
+                          uint64_t *ids, size_t max)
+{
+    for (size_t i = 0; i < self->n_cards; i++) {
+        card *c = &self->cards[i];
+        gf_sched_job *w = c->blocker ? gf_sched_get(self, c->blocker) : NULL;
+        if (!w || w->job.state != GF_STATE_PENDING || !w->queued_ms ||
+            now_ms < w->queued_ms + after_ms || (c->reserved && c->reserved != w->job.id))
+            continue;
+        /* every holder must be yieldable, and none asked yet */
+        size_t n = 0;
+        bool all = true, any = false;
+        for (size_t k = 0; k < self->n_live && all; k++) {
+            gf_sched_job *h = self->live[k];
+            if (h->job.state != GF_STATE_RUNNING || h->worker_card < 0 ||
+                !holds_card(h, c->index) || h == w)
+                continue;
+            any = true;
+            if (h->yield_asked)
+                continue;
+            if (!gf_sched_yieldable(h) || !h->started || n == max)
+                all = false;
+            else
+                ids[n++] = h->job.id;
+        }
+        if (!all || !any)
+            continue;
+        c->reserved = w->job.id;     /* no one else takes what they give back */
+        changed(self);
+        if (n == 0)
+            continue;                /* all asked already: it waits for them */
+        *for_id = w->job.id;
+        return n;
+    }
+    return 0;
 }

@@ -12,7 +12,10 @@
  *   - --after: a job waits for its dependencies to end done, and fails when
  *     one of them failed or was cancelled;
  *   - an exclusive one-card job may wait "ahead" behind a card's exclusive
- *     holder, on its worker (gf_sched_next_ahead).
+ *     holder, on its worker (gf_sched_next_ahead);
+ *   - a job ahead never waits there while another card that could run it
+ *     is idle, and no lower job takes that card first: it is recalled
+ *     (GF_SCHED_RECALL) and the card reserved for it.
  * The cards here are logical leases; the flock(2) lock itself is taken by
  * the job's own process on the worker. */
 #ifndef GF_SCHED_H
@@ -36,6 +39,8 @@ typedef enum {
     GF_WAIT_NO_WORKER,    /* arg: card without a ready worker */
     GF_WAIT_CARDS,        /* fewer than K cards free */
     GF_WAIT_NO_SUCH_CARD, /* arg: no such card configured (never starts) */
+    GF_WAIT_HELD,         /* arg: the uid that holds it */
+    GF_WAIT_DRAINED,      /* arg: the card it wants, drained */
 } gf_wait;
 
 /* One job as the broker holds it. */
@@ -50,6 +55,11 @@ typedef struct {
     bool started;         /* the worker reported the process started */
     bool timed_out;       /* killed for its time limit */
     bool unclaimed;       /* running per the store at start-up, no worker has claimed it yet */
+    int recall_to;        /* recalled from its place ahead: the card reserved for it, -1 none */
+    bool yield_asked;     /* running: asked to yield (or requeue); cleared when it stops */
+    bool requeue_asked;   /* ... by `gpuflock requeue`: a job that cannot checkpoint is stopped */
+    char yield_why[96];   /* the reason it waits with afterwards: "yielded to job 12" */
+    uint64_t queued_ms;   /* pending: the caller's clock when it joined the queue */
     bool env_stored;      /* its environment is in the store only: read back for its worker
                            * and for its owner's `show` (a queue of thousands would
                            * otherwise hold thousands of copies) */
@@ -61,12 +71,14 @@ typedef struct {
 
 /* A decision of gf_sched_next. */
 typedef struct {
-    enum { GF_SCHED_START, GF_SCHED_FAIL } action;
+    enum { GF_SCHED_START, GF_SCHED_FAIL, GF_SCHED_RECALL } action;
     uint64_t id;
     int cards[GF_PROTO_MAX_CARDS];  /* START: ascending */
     size_t n_cards;
     char reason[160];               /* FAIL: why */
     uint64_t after;                 /* START from gf_sched_next_ahead: the job it waits behind */
+    int from;                       /* RECALL: the card whose worker has the job (cards[0]:
+                                     * the card reserved for it) */
 } gf_sched_decision;
 
 /* A table for the configured devices (copied). */
@@ -106,8 +118,16 @@ int gf_sched_card_online(gf_sched *self, int index, bool online);
 /* The next thing to do, or false when nothing can start now. A START has
  * already leased the cards and marked the job running (the caller bumps
  * attempts, stamps and persists it); a FAIL removed it from the queue (the
- * caller records the failure). Waiting jobs get their reason updated. */
+ * caller records the failure); a RECALL asks the caller to take a job
+ * waiting ahead on card `from` back from that card's worker, cards[0] being
+ * reserved for it meanwhile (then gf_sched_recalled). Waiting jobs get their
+ * reason updated. */
 bool gf_sched_next(gf_sched *self, gf_sched_decision *out);
+
+/* A recall is settled: given_back, the worker had not started the job, which
+ * is pending again in its place with the reserved card kept for it; else it
+ * started where it was, and the reserved card is free again. */
+void gf_sched_recalled(gf_sched *self, uint64_t id, bool given_back);
 
 /* When gf_sched_next has nothing: the first pending exclusive one-card job
  * (queue order; no earlier waiting job wants the card) that may wait
@@ -136,6 +156,32 @@ size_t gf_sched_pending(const gf_sched *self);
 
 /* Human text for a waiting job: "waiting for job 12", "card 1 busy", ... */
 void gf_sched_reason(const gf_sched_job *sj, char *buf, size_t len);
+
+/* The caller's monotonic clock, read when a job joins the queue. */
+void gf_sched_set_now(gf_sched *self, uint64_t now_ms);
+
+/* Hold a pending job (by uid `by`) or release a held one: GF_ENOENT,
+ * GF_ESTATE (not pending / not held), else 0. A held job stays in the queue
+ * in its place, waits with GF_WAIT_HELD and holds no one back. */
+int gf_sched_set_held(gf_sched *self, uint64_t id, bool held, uint32_t by);
+
+/* Take card index out of service (no job starts there, nor waits ahead) or
+ * put it back. GF_ENOENT for an unconfigured card. */
+int gf_sched_card_drain(gf_sched *self, int index, bool drained);
+bool gf_sched_card_drained(const gf_sched *self, int index);
+
+/* May this job be asked to yield its card? Diarize jobs (they checkpoint)
+ * and command jobs submitted with --yieldable. */
+bool gf_sched_yieldable(const gf_sched_job *sj);
+
+/* Yielding: the first card whose blocker (the first exclusive job waiting
+ * for it) has waited after_ms since it was queued and whose holders are all
+ * yieldable and started: those not yet asked go into ids (at most max), the
+ * blocker into *for_id, and the card is reserved for the blocker (nothing
+ * else starts there meanwhile). The caller asks each to yield and sets its
+ * yield_asked. Returns how many; 0: nothing to do now. */
+size_t gf_sched_yield_due(gf_sched *self, uint64_t now_ms, uint64_t after_ms, uint64_t *for_id,
+                          uint64_t *ids, size_t max);
 
 /* Holders of a card now: exclusive (0/1) and shared counts. */
 void gf_sched_card_load(const gf_sched *self, int index, int *exclusive, int *shared);

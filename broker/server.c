@@ -65,6 +65,8 @@ typedef struct {
     bool have_card;
     char *plan;               /* route plan text from READY */
     char *supervision;        /* how it supervises command jobs, from READY */
+    bool drained;             /* the operator took the card out of service (the store keeps it) */
+    char *drain_reason;       /* their --reason, "" for none */
     int32_t pid;              /* as reported */
     uint64_t last_seen;       /* monotonic ms of its last message */
     pid_t child;              /* our child process, 0: none */
@@ -129,6 +131,7 @@ struct gf_server {
     char *behind_why;         /* and as the store's text, for refusals */
     uint64_t next_retry;      /* monotonic ms of the next try to commit, while behind */
     bool sync_failed;         /* the WAL could not be synced: the broker stops */
+    bool drains_dirty;        /* the drained cards changed since the last commit */
     bool stopping;            /* SIGTERM seen: no new jobs */
     uint64_t stop_deadline;   /* monotonic ms */
     uint64_t reclaim_until;   /* monotonic ms: unclaimed running jobs wait */
@@ -293,6 +296,30 @@ static void persist(gf_server *self, const gf_job *job)
     }
 }
 
+/* Every card's drain as memory has it: what the store must hold. */
+static int write_drains(gf_server *self)
+{
+    int rc = 0;
+    for (size_t i = 0; i < self->n_wks && !rc; i++) {
+        const wk *w = &self->wks[i];
+        rc = gf_store_set_drain(self->store, w->device,
+                                w->drained ? (w->drain_reason ? w->drain_reason : "") : NULL);
+    }
+    return rc;
+}
+
+/* The drained cards changed: into this turn's transaction (as persist). */
+static void persist_drains(gf_server *self)
+{
+    self->drains_dirty = true;
+    tx(self);
+    if (self->in_tx && !self->turn_failed) {
+        int rc = write_drains(self);
+        if (rc)
+            write_failed(self, rc);
+    }
+}
+
 /* Why a change cannot be taken now, for the client asking (op: "submit",
  * "cancel"): the store's folder and disk named. */
 static int refusal(gf_server *self, const char *op, char *why, size_t len)
@@ -326,6 +353,7 @@ static void caught_up(gf_server *self)
         }
     }
     self->n_dirty = 0;
+    self->drains_dirty = false;
     if (!self->behind)
         return;
     self->behind = false;
@@ -390,6 +418,8 @@ static void try_catch_up(gf_server *self)
         if (sj && sj->dirty && (rc = write_job(self, sj)) != 0)
             write_failed(self, rc);
     }
+    if (self->drains_dirty && !self->turn_failed && (rc = write_drains(self)) != 0)
+        write_failed(self, rc);
 }
 
 /* A held job assignment from a turn whose commit failed still stands:
@@ -596,12 +626,12 @@ static void lost_job(gf_server *self, gf_sched_job *sj, const char *why)
     } else if (timed_out) {
         set_reason(j, "time limit of %lld s reached (%s)", (long long)j->spec.time_limit_s, why);
         finish(self, sj, GF_STATE_FAILED);
-    } else if (j->spec.no_requeue || j->attempts >= self->cfg->max_attempts) {
-        set_reason(j, "%s (attempt %d of %d%s)", why, j->attempts, self->cfg->max_attempts,
-                   j->spec.no_requeue ? ", --no-requeue" : "");
+    } else if (j->spec.no_requeue || j->attempts - j->yields >= self->cfg->max_attempts) {
+        set_reason(j, "%s (attempt %d of %d%s)", why, j->attempts - j->yields,
+                   self->cfg->max_attempts, j->spec.no_requeue ? ", --no-requeue" : "");
         finish(self, sj, GF_STATE_FAILED);
     } else {
-        set_reason(j, "requeued: %s (attempt %d of %d)", why, j->attempts,
+        set_reason(j, "requeued: %s (attempt %d of %d)", why, j->attempts - j->yields,
                    self->cfg->max_attempts);
         j->state = GF_STATE_PENDING;
         j->progress_done = j->progress_total = 0;
@@ -637,7 +667,9 @@ static void worker_dead(gf_server *self, wk *w, const char *why, bool kill_it)
     notify_waiters(self);
 }
 
-static void send_kill(gf_server *self, gf_sched_job *sj, const char *why)
+/* Ask the worker of a running job to stop it, or (mode) to yield, requeue
+ * or hand back a job waiting ahead. */
+static void send_kill_mode(gf_server *self, gf_sched_job *sj, gf_kill_mode mode, const char *why)
 {
     wk *w = wk_by_device(self, sj->worker_card);
     if (!w || !w->ready)
@@ -647,7 +679,10 @@ static void send_kill(gf_server *self, gf_sched_job *sj, const char *why)
     m.op = GF_OP_KILL;
     m.id = sj->job.id;
     m.attempt = sj->job.attempts;
-    m.grace_s = self->cfg->kill_grace_s;
+    m.grace_s = mode == GF_KILL_STOP ? self->cfg->kill_grace_s
+                                     : sj->job.spec.yield_grace_s > 0 ? sj->job.spec.yield_grace_s
+                                                                      : self->cfg->kill_grace_s;
+    m.kill_mode = mode;
     m.message = gf_strdup(why);
     /* a kill needs no record (a time limit must hold while the disk is
      * full), unless the job's assignment itself still waits for one */
@@ -656,10 +691,51 @@ static void send_kill(gf_server *self, gf_sched_job *sj, const char *why)
         held = self->later[i].sock && self->later[i].msg.op == GF_OP_JOB &&
                self->later[i].msg.id == m.id;
     post_as(self, self->workers, &w->peer, &m, held);
+    if (mode == GF_KILL_RECALL)
+        return;                       /* it has not started: nothing to wait for */
+    /* a yield may take a batch of the networks, then the checkpoint's write */
+    uint64_t grace = (uint64_t)m.grace_s * 1000 + (mode == GF_KILL_STOP ? 0 : 60000);
     if (!sj->kill_at_ms)
-        sj->kill_at_ms = gf_now_ms() + (uint64_t)self->cfg->kill_grace_s * 1000 +
+        sj->kill_at_ms = gf_now_ms() + grace +
                          (uint64_t)self->cfg->heartbeat_interval_ms *
                              (uint64_t)self->cfg->heartbeat_liveness;
+}
+
+static void send_kill(gf_server *self, gf_sched_job *sj, const char *why)
+{
+    send_kill_mode(self, sj, GF_KILL_STOP, why);
+}
+
+/* Ask a running job to give its card back and come again (why: the reason
+ * it will wait with, "yielded to job 12"); requeue: also a job that cannot
+ * checkpoint (it is stopped and runs again from its start). */
+static void ask_yield(gf_server *self, gf_sched_job *sj, bool requeue, const char *why)
+{
+    if (sj->yield_asked)
+        return;
+    sj->yield_asked = true;          /* asked once, whatever comes of it */
+    if (sj->cancel_asked)
+        return;                      /* it is being stopped anyway */
+    sj->requeue_asked = requeue;
+    snprintf(sj->yield_why, sizeof sj->yield_why, "%s", why);
+    send_kill_mode(self, sj, requeue ? GF_KILL_REQUEUE : GF_KILL_YIELD, why);
+    GF_INFO("job %llu asked to %s: %s", (unsigned long long)sj->job.id,
+            requeue ? "requeue" : "yield", why);
+}
+
+/* A running job goes back to the queue in its place (it yielded, was
+ * requeued or recalled): not a failure, so not an attempt. */
+static void back_to_queue(gf_server *self, gf_sched_job *sj, const char *why)
+{
+    gf_job *j = &sj->job;
+    j->yields++;
+    j->state = GF_STATE_PENDING;
+    j->progress_done = j->progress_total = 0;
+    set_reason(j, "%s", why);
+    gf_sched_unqueue(self->sched, j->id);
+    gf_sched_release(self->sched, j->id, true);
+    persist(self, j);
+    GF_INFO("job %llu back in the queue: %s", (unsigned long long)j->id, why);
 }
 
 /* Returns false when the job failed instead (its environment is gone). */
@@ -736,10 +812,19 @@ static void schedule(gf_server *self)
         return;
     gf_sched_decision d;
     bool changed = false;
+    gf_sched_set_now(self->sched, gf_now_ms());
     while (gf_sched_next(self->sched, &d)) {
         gf_sched_job *sj = gf_sched_get(self->sched, d.id);
         if (d.action == GF_SCHED_START) {
             changed |= !start_job(self, &d);
+        } else if (d.action == GF_SCHED_RECALL) {
+            char why[96];
+            snprintf(why, sizeof why, "card %d is free: handed back from card %d", d.cards[0],
+                     d.from);
+            send_kill_mode(self, sj, GF_KILL_RECALL, why);
+            set_reason(&sj->job, "moving to card %d, free before card %d", d.cards[0], d.from);
+            GF_DEBUG("job %llu recalled from card %d for card %d", (unsigned long long)d.id,
+                     d.from, d.cards[0]);
         } else {
             set_reason(&sj->job, "%s", d.reason);
             finish(self, sj, GF_STATE_FAILED);
@@ -776,7 +861,19 @@ static void job_for_reply(gf_server *self, const gf_sched_job *sj, gf_job *out, 
     if (sj->job.state == GF_STATE_PENDING) {
         char why[160];
         gf_sched_reason(sj, why, sizeof(why));
-        if (sj->job.reason && strncmp(sj->job.reason, "requeued", 8) == 0) {
+        if (sj->job.held) {
+            char *who = gf_users_name(self->users, sj->job.held_by, 0);
+            snprintf(why, sizeof why, "held by %s", who);
+            free(who);
+        } else if (sj->wait == GF_WAIT_DRAINED) {
+            wk *w = wk_by_device(self, (int)sj->wait_arg);
+            if (w && w->drain_reason && *w->drain_reason)
+                snprintf(why, sizeof why, "card %lld drained: %.100s", (long long)sj->wait_arg,
+                         w->drain_reason);
+        }
+        if (sj->job.reason && (strncmp(sj->job.reason, "requeued", 8) == 0 ||
+                               strncmp(sj->job.reason, "yielded", 7) == 0 ||
+                               strncmp(sj->job.reason, "moved", 5) == 0)) {
             char *r = gf_strfmt("%s; %s", why, sj->job.reason);
             free(out->reason);
             out->reason = r;
@@ -1017,6 +1114,11 @@ static void on_submit(gf_server *self, const gf_peer *peer, gf_msg *req)
         j.gid = peer->gid;
         j.user = gf_strdup(user);
         j.submitted_ms = now;
+        if (j.spec.hold) {
+            j.held = true;
+            j.held_by = peer->uid;
+            j.spec.hold = false;
+        }
         if ((rc = gf_store_insert(self->store, &j)) != 0) {
             write_failed(self, rc);   /* the turn fails: this reply becomes an error */
             gf_job_clear(&j);
@@ -1189,6 +1291,142 @@ static void on_cancel(gf_server *self, const gf_peer *peer, gf_msg *req)
     notify_waiters(self);
 }
 
+/* ------------------------------------------------- the operator's hands */
+
+/* A change to some jobs or cards cannot be recorded now: refused. */
+static bool refused(gf_server *self, const gf_peer *peer, const char *op)
+{
+    if (!self->behind && !self->turn_failed)
+        return false;
+    char text[768];
+    int rc = refusal(self, op, text, sizeof(text));
+    post_error(self, self->clients, peer, rc, "%s", text);
+    return true;
+}
+
+/* hold, release, requeue: one code per id, as cancel. Only a job's owner
+ * or root. */
+static void on_job_verb(gf_server *self, const gf_peer *peer, gf_msg *req)
+{
+    const char *op = gf_proto_op_name(req->op);
+    if (refused(self, peer, op))
+        return;
+    gf_msg m;
+    memset(&m, 0, sizeof(m));
+    m.op = GF_OP_CODES;
+    m.codes = gf_calloc(req->n_ids ? req->n_ids : 1, sizeof(int32_t));
+    m.n_codes = req->n_ids;
+    self->need_sync = true;
+    char *who = peer->has_cred ? gf_users_name(self->users, peer->uid, peer->gid) : NULL;
+    for (size_t i = 0; i < req->n_ids; i++) {
+        gf_sched_job *sj = gf_sched_get(self->sched, req->ids[i]);
+        if (!sj) {
+            gf_job j;
+            if (lookup(self, req->ids[i], &j, false) != 0) {
+                m.codes[i] = GF_ENOENT;
+                continue;
+            }
+            bool theirs = peer->has_cred && (peer->uid == 0 || peer->uid == j.uid);
+            m.codes[i] = theirs ? GF_ESTATE : GF_EPERM;
+            gf_job_clear(&j);
+            continue;
+        }
+        if (!peer->has_cred || (peer->uid != 0 && peer->uid != sj->job.uid)) {
+            m.codes[i] = GF_EPERM;
+            continue;
+        }
+        gf_job *j = &sj->job;
+        int rc = 0;
+        if (req->op == GF_OP_HOLD && j->state == GF_STATE_RUNNING && !sj->started &&
+            !sj->cancel_asked && !j->held) {
+            /* waiting ahead on a busy card's worker: taken back, then held */
+            j->held = true;
+            j->held_by = peer->uid;
+            snprintf(sj->yield_why, sizeof sj->yield_why, "held by %s", who);
+            send_kill_mode(self, sj, GF_KILL_RECALL, "held");
+            persist(self, j);
+        } else if (req->op == GF_OP_HOLD || req->op == GF_OP_RELEASE) {
+            rc = gf_sched_set_held(self->sched, j->id, req->op == GF_OP_HOLD, peer->uid);
+            if (!rc) {
+                set_reason(j, req->op == GF_OP_HOLD ? "held by %s" : "released by %s", who);
+                persist(self, j);
+            }
+        } else if (j->state != GF_STATE_RUNNING || sj->cancel_asked) {
+            rc = GF_ESTATE;
+        } else if (!sj->yield_asked) {
+            char why[96];
+            snprintf(why, sizeof why, "requeued by %s", who);
+            ask_yield(self, sj, true, why);
+        }
+        m.codes[i] = rc;
+    }
+    free(who);
+    post(self, self->clients, peer, &m);
+}
+
+/* A drained card's running yieldable jobs yield; the others finish. */
+static size_t drain_running(gf_server *self, wk *w)
+{
+    size_t pos = 0, n = 0;
+    gf_sched_job *sj;
+    char why[160];
+    snprintf(why, sizeof why, "card %d drained%s%.100s", w->device,
+             w->drain_reason && *w->drain_reason ? ": " : "",
+             w->drain_reason ? w->drain_reason : "");
+    while ((sj = gf_sched_iter(self->sched, &pos))) {
+        bool here = false;
+        for (size_t c = 0; c < sj->job.n_cards; c++)
+            here |= sj->job.cards[c] == w->device;
+        if (sj->job.state != GF_STATE_RUNNING || !here)
+            continue;
+        n++;
+        if (gf_sched_yieldable(sj) && sj->started)
+            ask_yield(self, sj, false, why);
+    }
+    return n;
+}
+
+/* drain CARD [reason] / resume CARD: root only; kept in the store. */
+static void on_card_verb(gf_server *self, const gf_peer *peer, gf_msg *req)
+{
+    const char *op = gf_proto_op_name(req->op);
+    if (!peer->has_cred || peer->uid != 0) {
+        post_error(self, self->clients, peer, GF_EPERM, "%s: only root may %s a card", op, op);
+        return;
+    }
+    wk *w = wk_by_device(self, req->device);
+    if (!w) {
+        post_error(self, self->clients, peer, GF_ENOENT, "%s: no card %d is configured", op,
+                   req->device);
+        return;
+    }
+    if (refused(self, peer, op))
+        return;
+    self->need_sync = true;
+    bool drain = req->op == GF_OP_DRAIN;
+    free(w->drain_reason);
+    w->drain_reason = drain ? gf_utf8_escape_dup(req->message ? req->message : "") : NULL;
+    w->drained = drain;
+    gf_sched_card_drain(self->sched, w->device, drain);
+    persist_drains(self);
+    size_t running = drain ? drain_running(self, w) : 0;
+    GF_INFO("card %d %s%s%s", w->device, drain ? "drained" : "back in service",
+            drain && *w->drain_reason ? ": " : "", drain ? w->drain_reason : "");
+    gf_msg m;
+    memset(&m, 0, sizeof(m));
+    m.op = GF_OP_CODES;
+    m.codes = gf_calloc(1, sizeof(int32_t));
+    m.n_codes = 1;
+    if (!drain)
+        m.message = gf_strfmt("card %d: in service", w->device);
+    else if (running)
+        m.message = gf_strfmt("card %d: draining (%zu job%s running: yieldable ones yield, the "
+                              "others finish)", w->device, running, running == 1 ? "" : "s");
+    else
+        m.message = gf_strfmt("card %d: drained", w->device);
+    post(self, self->clients, peer, &m);
+}
+
 static void on_logs(gf_server *self, const gf_peer *peer, gf_msg *req)
 {
     gf_job j;
@@ -1252,6 +1490,10 @@ static void on_workers(gf_server *self, const gf_peer *peer)
         wi->pid = w->ready ? w->pid : (int32_t)w->child;
         wi->plan = gf_strdup(w->plan);
         wi->supervision = gf_strdup(w->supervision);
+        if (w->drained) {
+            wi->drain = gf_strdup(ex || sh ? "draining" : "drained");
+            wi->drain_reason = gf_strdup(w->drain_reason);
+        }
         wi->last_seen_ms = w->last_seen ? wall - (int64_t)(now - w->last_seen) : 0;
         size_t pos = 0, cap = 0;
         gf_sched_job *sj;
@@ -1296,6 +1538,10 @@ static void on_client(gf_server *self)
         case GF_OP_CANCEL: on_cancel(self, &peer, &m); break;
         case GF_OP_LOGS: on_logs(self, &peer, &m); break;
         case GF_OP_WORKERS: on_workers(self, &peer); break;
+        case GF_OP_HOLD: case GF_OP_RELEASE: case GF_OP_REQUEUE:
+            on_job_verb(self, &peer, &m);
+            break;
+        case GF_OP_DRAIN: case GF_OP_RESUME: on_card_verb(self, &peer, &m); break;
         default:
             post_error(self, self->clients, &peer, GF_EPROTO,
                        "operation '%s' is not a client request", gf_proto_op_name(m.op));
@@ -1379,6 +1625,11 @@ static void on_ready(gf_server *self, const gf_peer *peer, gf_msg *m)
         free(w->plan);
         w->plan = NULL;
     }
+    if (w->supervision && !gf_utf8_valid(w->supervision, strlen(w->supervision))) {
+        char *text = gf_utf8_escape_dup(w->supervision);
+        free(w->supervision);
+        w->supervision = text;
+    }
     w->pid = m->pid;
     w->last_seen = gf_now_ms();
     w->backoff_ms = 0;
@@ -1449,6 +1700,8 @@ static void on_progress(gf_server *self, wk *w, gf_msg *m)
         return;
     if (m->pid > 0 && !sj->started) {
         sj->started = true;
+        if (sj->recall_to >= 0)        /* a recall lost the race: it runs where it was */
+            gf_sched_recalled(self->sched, sj->job.id, false);
         sj->job.started_ms = m->started_ms ? m->started_ms : gf_wall_ms();
         set_reason(&sj->job, NULL);
         if (sj->job.spec.time_limit_s > 0)
@@ -1476,7 +1729,24 @@ static void on_result(gf_server *self, wk *w, gf_msg *m)
     }
     gf_job *j = &sj->job;
     bool cancelled = sj->cancel_asked, timed_out = sj->timed_out;
-    gf_sched_release(self->sched, j->id, false);
+    if (m->outcome == GF_OUTCOME_RECALLED && !cancelled) {
+        if (sj->recall_to < 0) {      /* asked to yield before it had started */
+            back_to_queue(self, sj, sj->yield_why[0] ? sj->yield_why : "handed back unstarted");
+            notify_waiters(self);
+            return;
+        }
+        int to = sj->recall_to;
+        j->yields++;
+        gf_sched_recalled(self->sched, j->id, true);
+        set_reason(j, "moved to card %d (free before card %d)", to, w->device);
+        persist(self, j);
+        return;
+    }
+    bool stopped = m->term_signal != 0 || m->exit_status != 0;
+    bool again = !cancelled && !timed_out &&
+                 (m->outcome == GF_OUTCOME_YIELDED || (sj->requeue_asked && stopped));
+    if (!again)
+        gf_sched_release(self->sched, j->id, false);
     j->exit_status = m->exit_status;
     j->term_signal = m->term_signal;
     if (m->started_ms)
@@ -1491,6 +1761,15 @@ static void on_result(gf_server *self, wk *w, gf_msg *m)
     j->n_stats = m->n_stats;
     m->stats = NULL;
     m->n_stats = 0;
+    if (again) {
+        /* it saved its state (or, requeued, cannot): it runs again, resuming */
+        char why[160];
+        snprintf(why, sizeof why, "%s%s", sj->yield_why,
+                 m->outcome == GF_OUTCOME_YIELDED ? "" : " (stopped: it cannot checkpoint)");
+        back_to_queue(self, sj, why);
+        notify_waiters(self);
+        return;
+    }
     gf_job_state st;
     if (cancelled) {
         st = GF_STATE_CANCELLED;
@@ -1659,6 +1938,23 @@ static void supervise(gf_server *self, uint64_t now)
 
 #define TIMER_GRAIN_MS 50
 
+/* Exclusive jobs that have waited sched.yield_after_s for a card held by
+ * yieldable jobs: those are asked to yield (docs/operations.md). */
+static void yields_due(gf_server *self, uint64_t now)
+{
+    if (self->cfg->yield_after_s <= 0 || self->behind || self->stopping)
+        return;
+    uint64_t ids[GF_PROTO_MAX_CARDS * 16], w = 0;
+    size_t n;
+    while ((n = gf_sched_yield_due(self->sched, now, (uint64_t)self->cfg->yield_after_s * 1000,
+                                   &w, ids, GF_ARRAY_LEN(ids))) > 0) {
+        char why[96];
+        snprintf(why, sizeof why, "yielded to job %llu", (unsigned long long)w);
+        for (size_t i = 0; i < n; i++)
+            ask_yield(self, gf_sched_get(self->sched, ids[i]), false, why);
+    }
+}
+
 static void timers(gf_server *self, uint64_t now)
 {
     uint64_t interval = (uint64_t)self->cfg->heartbeat_interval_ms;
@@ -1691,7 +1987,18 @@ static void timers(gf_server *self, uint64_t now)
     while (scan && (sj = gf_sched_iter(self->sched, &pos))) {
         if (sj->job.state != GF_STATE_RUNNING)
             continue;
-        if (sj->deadline_ms && now >= sj->deadline_ms && !sj->timed_out) {
+        /* a yieldable job saves its state before its time limit, and runs
+         * again (the Slurm way: --signal before the limit, then requeue) */
+        uint64_t ahead_ms = (uint64_t)(sj->job.spec.yield_grace_s > 0
+                                           ? sj->job.spec.yield_grace_s : 0) * 1000;
+        if (sj->deadline_ms && !sj->timed_out && !sj->yield_asked && sj->started &&
+            gf_sched_yieldable(sj) && now + ahead_ms >= sj->deadline_ms) {
+            char why[96];
+            snprintf(why, sizeof why, "time limit of %lld s: checkpointed, runs again",
+                     (long long)sj->job.spec.time_limit_s);
+            ask_yield(self, sj, false, why);
+        }
+        if (sj->deadline_ms && now >= sj->deadline_ms && !sj->timed_out && !sj->yield_asked) {
             sj->timed_out = true;
             GF_INFO("job %llu: time limit of %lld s reached", (unsigned long long)sj->job.id,
                     (long long)sj->job.spec.time_limit_s);
@@ -1712,6 +2019,8 @@ static void timers(gf_server *self, uint64_t now)
     }
     if (reclaim_over)
         self->reclaim_until = 0;
+    if (scan)
+        yields_due(self, now);
     supervise(self, now);
     notify_waiters(self);
 }
@@ -1814,6 +2123,30 @@ static char *default_worker_program(void)
     return path ? path : gf_strdup("gpuflock-worker");
 }
 
+/* Cards the operator drained before a restart stay drained. */
+static int load_drains(gf_server *self)
+{
+    int *cards = NULL;
+    char **reasons = NULL;
+    size_t n = 0;
+    int rc = gf_store_drains(self->store, &cards, &reasons, &n);
+    for (size_t i = 0; i < n; i++) {
+        wk *w = wk_by_device(self, cards[i]);
+        if (w) {
+            w->drained = true;
+            w->drain_reason = reasons[i];
+            reasons[i] = NULL;
+            gf_sched_card_drain(self->sched, w->device, true);
+            GF_INFO("card %d stays drained%s%s", w->device, *w->drain_reason ? ": " : "",
+                    w->drain_reason);
+        }
+        free(reasons[i]);
+    }
+    free(cards);
+    free(reasons);
+    return rc;
+}
+
 gf_server *gf_server_new(const gf_config *cfg)
 {
     gf_server *self = gf_calloc(1, sizeof(*self));
@@ -1847,6 +2180,8 @@ gf_server *gf_server_new(const gf_config *cfg)
      * workers reclaim them or the grace runs out. */
     gf_job *jobs;
     size_t n;
+    if (load_drains(self) != 0)
+        goto fail;
     if (gf_store_load(self->store, true, &jobs, &n) != 0)   /* the live ones */
         goto fail;
     size_t live = 0, running = 0;
@@ -1929,6 +2264,7 @@ void gf_server_destroy(gf_server **self_p)
     for (size_t i = 0; i < self->n_wks; i++) {
         free(self->wks[i].plan);
         free(self->wks[i].supervision);
+        free(self->wks[i].drain_reason);
     }
     free(self->wks);
     gf_sched_destroy(&self->sched);

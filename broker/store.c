@@ -65,6 +65,10 @@ static const char *const migrations[GF_STORE_SCHEMA_VERSION] = {
     "  digest TEXT NOT NULL UNIQUE,"
     "  data BLOB NOT NULL);"
     "ALTER TABLE jobs ADD COLUMN env_id INTEGER NOT NULL DEFAULT 0;",
+    /* 3 → 4: cards the operator took out of service (gpuflock drain) */
+    "CREATE TABLE drains ("
+    "  card INTEGER PRIMARY KEY,"
+    "  reason TEXT NOT NULL);",
 };
 
 /* GF_ENOSPC when SQLite's last failure was a full disk, else GF_EIO. */
@@ -638,4 +642,41 @@ int gf_store_load_ended(gf_store *self, size_t limit, gf_job **jobs, size_t *n)
                      "SELECT id, record, env_id FROM (SELECT id, record, env_id FROM jobs WHERE "
                      "state NOT IN ('pending', 'running') ORDER BY id DESC LIMIT ?1) ORDER BY id",
                      limit, jobs, n);
+}
+
+int gf_store_set_drain(gf_store *self, int card, const char *reason)
+{
+    sqlite3_stmt *st;
+    const char *sql = reason ? "INSERT OR REPLACE INTO drains (card, reason) VALUES (?1, ?2)"
+                             : "DELETE FROM drains WHERE card = ?1";
+    if (sqlite3_prepare_v2(self->db, sql, -1, &st, NULL) != SQLITE_OK)
+        return db_fail(self, "recording a drain");
+    sqlite3_bind_int(st, 1, card);
+    if (reason)
+        sqlite3_bind_text(st, 2, reason, -1, SQLITE_TRANSIENT);
+    int rc = sqlite3_step(st) == SQLITE_DONE ? 0 : db_fail(self, "recording a drain");
+    sqlite3_finalize(st);
+    return rc;
+}
+
+int gf_store_drains(gf_store *self, int **cards, char ***reasons, size_t *n)
+{
+    *cards = NULL;
+    *reasons = NULL;
+    *n = 0;
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(self->db, "SELECT card, reason FROM drains ORDER BY card", -1, &st,
+                           NULL) != SQLITE_OK)
+        return db_fail(self, "listing drains");
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        *cards = gf_realloc(*cards, (*n + 1) * sizeof(int));
+        *reasons = gf_realloc(*reasons, (*n + 1) * sizeof(char *));
+        (*cards)[*n] = sqlite3_column_int(st, 0);
+        const unsigned char *t = sqlite3_column_text(st, 1);
+        (*reasons)[*n] = gf_strdup(t ? (const char *)t : "");
+        (*n)++;
+    }
+    sqlite3_finalize(st);
+    return rc == SQLITE_DONE ? 0 : db_fail(self, "listing drains");
 }

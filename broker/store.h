@@ -25,7 +25,7 @@
 typedef struct gf_store gf_store;
 
 /* The schema version this code writes (PRAGMA user_version). */
-#define GF_STORE_SCHEMA_VERSION 3
+#define GF_STORE_SCHEMA_VERSION 4
 
 /* Open or create the store at path (its folder must exist), migrating an
  * older schema forward. Its files are made (or tightened to) 0600: they
@@ -92,5 +92,14 @@ int gf_store_load(gf_store *self, bool only_live, gf_job **jobs, size_t *n);
 /* The `limit` most recent ended jobs (done, failed, cancelled), in id order.
  * The caller clears each and frees the array. */
 int gf_store_load_ended(gf_store *self, size_t limit, gf_job **jobs, size_t *n);
+
+/* A card taken out of service (reason: the operator's text, "" for none)
+ * or, with reason NULL, put back. Inside a transaction like the writes
+ * above; same codes. */
+int gf_store_set_drain(gf_store *self, int card, const char *reason);
+
+/* The drained cards and their reasons (the caller frees each reason and
+ * both arrays). Returns 0 or GF_EIO. */
+int gf_store_drains(gf_store *self, int **cards, char ***reasons, size_t *n);
 
 #endif

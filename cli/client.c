@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
@@ -217,6 +218,11 @@ void gf_jobopts_usage(FILE *out, const char *cmd)
             "  --after IDS      start after these jobs ended successfully\n"
             "  --name NAME      a name shown by queue and show\n"
             "  --no-requeue     fail at once if its worker dies\n"
+            "  --yieldable[=SIG@GRACE]\n"
+            "                   may be asked to give its card back: gets SIG (default USR1),\n"
+            "                   saves its state in $GPUFLOCK_CHECKPOINT_DIR and exits 85 within\n"
+            "                   GRACE seconds (default 30), then runs again\n"
+            "  --hold           stay pending until `gpuflock release`\n"
             "%s"
             "  --config FILE    configuration file\n",
             cmd,
@@ -241,6 +247,46 @@ static int parse_num(const char *cmd, const char *opt, const char *s, long long 
     }
     *out = v;
     return 0;
+}
+
+int gf_parse_yieldable(const char *cmd, const char *arg, int32_t *sig, int32_t *grace_s)
+{
+    *sig = SIGUSR1;
+    *grace_s = 30;
+    if (!arg || !*arg)
+        return 0;
+    char *copy = gf_strdup(arg);
+    char *at = strchr(copy, '@');
+    if (at)
+        *at++ = '\0';
+    int rc = 0;
+    if (*copy) {
+        const char *name = strncmp(copy, "SIG", 3) == 0 ? copy + 3 : copy;
+        static const struct { const char *name; int sig; } sigs[] = {
+            { "USR1", SIGUSR1 }, { "USR2", SIGUSR2 }, { "TERM", SIGTERM }, { "INT", SIGINT },
+            { "HUP", SIGHUP }, { "QUIT", SIGQUIT }, { "ALRM", SIGALRM }, { "URG", SIGURG },
+        };
+        long long v;
+        *sig = 0;
+        for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
+            if (!strcmp(name, sigs[i].name))
+                *sig = sigs[i].sig;
+        if (!*sig && parse_num(cmd, "--yieldable signal", copy, 1, 64, &v) == 0)
+            *sig = (int32_t)v;
+        else if (!*sig)
+            rc = GF_EXIT_USAGE;
+        if (*sig == SIGKILL || *sig == SIGSTOP) {
+            fprintf(stderr, "gpuflock %s: --yieldable: signal %d cannot be caught\n", cmd, *sig);
+            rc = GF_EXIT_USAGE;
+        }
+    }
+    long long g;
+    if (!rc && at && parse_num(cmd, "--yieldable grace", at, 0, 86400, &g))
+        rc = GF_EXIT_USAGE;
+    else if (!rc && at)
+        *grace_s = (int32_t)g;
+    free(copy);
+    return rc;
 }
 
 int gf_parse_ids(const char *cmd, int argc, char **argv, uint64_t **ids, size_t *n)
@@ -276,7 +322,7 @@ int gf_jobopts_parse(int argc, char **argv, gf_jobopts *o, bool allow_batch)
     gf_job_spec_init(&o->spec);
     const char *cmd = argv[0];
     enum { O_GPU = 256, O_ANY, O_GPUS, O_PROOF, O_PRIO, O_TIME, O_AFTER, O_NAME, O_NOREQ,
-           O_ARRAY, O_FILE, O_CONFIG };
+           O_ARRAY, O_FILE, O_CONFIG, O_YIELD, O_HOLD };
     static const struct option opts[] = {
         { "gpu", required_argument, NULL, O_GPU },
         { "any", no_argument, NULL, O_ANY },
@@ -289,6 +335,8 @@ int gf_jobopts_parse(int argc, char **argv, gf_jobopts *o, bool allow_batch)
         { "after", required_argument, NULL, O_AFTER },
         { "name", required_argument, NULL, O_NAME },
         { "no-requeue", no_argument, NULL, O_NOREQ },
+        { "yieldable", optional_argument, NULL, O_YIELD },
+        { "hold", no_argument, NULL, O_HOLD },
         { "array", required_argument, NULL, O_ARRAY },
         { "file", required_argument, NULL, O_FILE },
         { "config", required_argument, NULL, O_CONFIG },
@@ -355,6 +403,11 @@ int gf_jobopts_parse(int argc, char **argv, gf_jobopts *o, bool allow_batch)
             o->spec.name = gf_strdup(optarg);
             break;
         case O_NOREQ: o->spec.no_requeue = true; break;
+        case O_YIELD:
+            if (gf_parse_yieldable(cmd, optarg, &o->spec.yield_sig, &o->spec.yield_grace_s))
+                return GF_EXIT_USAGE;
+            break;
+        case O_HOLD: o->spec.hold = true; break;
         case O_ARRAY:
             if (!allow_batch)
                 goto bad;

@@ -64,4 +64,9 @@ int gf_job_exit_status(const gf_job *j);
 /* Parse "12,13,14" or separate arguments into ids. Returns 0 or 64. */
 int gf_parse_ids(const char *cmd, int argc, char **argv, uint64_t **ids, size_t *n);
 
+/* --yieldable[=SIG@GRACE] (arg NULL: the defaults, SIGUSR1 and 30 s): a
+ * signal by name (USR1, SIGUSR2...) or number, a grace in seconds; either
+ * may be left out ("@60", "USR2"). 0, or GF_EXIT_USAGE after saying why. */
+int gf_parse_yieldable(const char *cmd, const char *arg, int32_t *sig, int32_t *grace_s);
+
 #endif

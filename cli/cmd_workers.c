@@ -63,6 +63,10 @@ int gf_cmd_workers(int argc, char **argv)
             json_object_put(p);
             printf("%4d %-18s %7d %-10s %-22s %s\n", w->device, w->state ? w->state : "?", w->pid,
                    jobs, plan, id);
+            if (w->drain)
+                printf("%4s %s by the operator%s%s (gpuflock resume %d)\n", "", w->drain,
+                       w->drain_reason && *w->drain_reason ? ": " : "",
+                       w->drain_reason ? w->drain_reason : "", w->device);
             if (w->supervision)
                 printf("%4s supervision: %s\n", "", w->supervision);
             free(id);

@@ -13,6 +13,11 @@ int gf_cmd_queue(int argc, char **argv);
 int gf_cmd_show(int argc, char **argv);
 int gf_cmd_wait(int argc, char **argv);
 int gf_cmd_cancel(int argc, char **argv);
+int gf_cmd_hold(int argc, char **argv);
+int gf_cmd_release(int argc, char **argv);
+int gf_cmd_requeue(int argc, char **argv);
+int gf_cmd_drain(int argc, char **argv);
+int gf_cmd_resume(int argc, char **argv);
 int gf_cmd_logs(int argc, char **argv);
 int gf_cmd_workers(int argc, char **argv);
 int gf_cmd_der(int argc, char **argv);
@@ -35,6 +40,11 @@ const gf_cli_command gf_cli_commands[] = {
     { "show", gf_cmd_show, "everything about one job" },
     { "wait", gf_cmd_wait, "wait for jobs to end; exit status of the first failure" },
     { "cancel", gf_cmd_cancel, "cancel jobs (a running job's process group is killed)" },
+    { "hold", gf_cmd_hold, "keep pending jobs from starting until released" },
+    { "release", gf_cmd_release, "let held jobs start again" },
+    { "requeue", gf_cmd_requeue, "send running jobs back to the queue (checkpointed where they can)" },
+    { "drain", gf_cmd_drain, "take a card out of service: no new jobs, yieldable jobs yield (root)" },
+    { "resume", gf_cmd_resume, "put a drained card back in service (root)" },
     { "logs", gf_cmd_logs, "a job's captured output (-f: follow)" },
     { "workers", gf_cmd_workers, "the cards, their workers and jobs" },
     { "der", gf_cmd_der, "diarization error rate of a hypothesis RTTM against a reference" },

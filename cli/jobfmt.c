@@ -92,6 +92,18 @@ json_object *gf_job_json(const gf_job *j)
         json_object_array_add(cards, json_object_new_int(j->cards[i]));
     json_object_object_add(o, "cards", cards);
     json_object_object_add(o, "attempts", json_object_new_int(j->attempts));
+    json_object_object_add(o, "yields", json_object_new_int(j->yields));
+    json_object_object_add(o, "held", json_object_new_boolean(j->held));
+    if (j->held)
+        json_object_object_add(o, "held_by_uid", json_object_new_int64(j->held_by));
+    if (sp->yield_sig > 0) {
+        json_object *y = json_object_new_object();
+        json_object_object_add(y, "signal", json_object_new_int(sp->yield_sig));
+        json_object_object_add(y, "grace_s", json_object_new_int(sp->yield_grace_s));
+        json_object_object_add(o, "yieldable", y);
+    } else {
+        json_object_object_add(o, "yieldable", json_object_new_boolean(sp->kind == GF_JOB_DIARIZE));
+    }
     json_object_object_add(o, "submitted_ms", time_json(j->submitted_ms));
     json_object_object_add(o, "started_ms", time_json(j->started_ms));
     json_object_object_add(o, "ended_ms", time_json(j->ended_ms));
@@ -153,6 +165,9 @@ json_object *gf_worker_json(const gf_worker_info *w)
     json_object_object_add(o, "plan", plan ? plan : w->plan ? json_object_new_string(w->plan) : NULL);
     json_object_object_add(o, "supervision",
                            w->supervision ? json_object_new_string(w->supervision) : NULL);
+    json_object_object_add(o, "drain", w->drain ? json_object_new_string(w->drain) : NULL);
+    json_object_object_add(o, "drain_reason",
+                           w->drain_reason ? json_object_new_string(w->drain_reason) : NULL);
     json_object_object_add(o, "last_seen_ms", w->last_seen_ms ? json_object_new_int64(w->last_seen_ms) : NULL);
     return o;
 }
@@ -224,6 +239,14 @@ void gf_job_print(FILE *out, const gf_job *j)
     if (sp->array_index >= 0)
         fprintf(out, "%-12s %lld\n", "array index:", (long long)sp->array_index);
     fprintf(out, "%-12s %d%s\n", "attempts:", j->attempts, sp->no_requeue ? " (no requeue)" : "");
+    if (j->yields)
+        fprintf(out, "%-12s %d (yielded, requeued or moved: not counted as attempts)\n",
+                "yields:", j->yields);
+    if (sp->yield_sig > 0)
+        fprintf(out, "%-12s signal %d, then %d s to exit %d (checkpointed)\n", "yieldable:",
+                sp->yield_sig, sp->yield_grace_s, GF_EXIT_CHECKPOINTED);
+    else if (sp->kind == GF_JOB_DIARIZE)
+        fprintf(out, "%-12s yes (checkpoints its windows)\n", "yieldable:");
     print_time(out, "submitted:", j->submitted_ms);
     print_time(out, "started:", j->started_ms);
     print_time(out, "ended:", j->ended_ms);

@@ -376,9 +376,22 @@ static void on_kill(gf_agent *self, gf_msg *m)
     if (!s || s->done)
         return;
     if (!gf_run_started(s->run)) {
+        /* a recall, a yield or a requeue of a job not started: handed back */
         gf_msg r;
         gf_run_result_unstarted(s->run, m->message ? m->message : "killed before it started", &r);
+        if (m->kill_mode != GF_KILL_STOP)
+            r.outcome = GF_OUTCOME_RECALLED;
         finish_slot(self, s, &r);
+        return;
+    }
+    if (m->kill_mode == GF_KILL_RECALL)
+        return;                       /* it started: it runs here (the broker learns it) */
+    if (m->kill_mode == GF_KILL_YIELD || m->kill_mode == GF_KILL_REQUEUE) {
+        int rc = gf_run_yield(s->run, m->kill_mode == GF_KILL_REQUEUE);
+        if (rc > 0 && !s->kill_at)
+            s->kill_at = gf_now_ms() + (uint64_t)(m->grace_s > 0 ? m->grace_s : 0) * 1000;
+        if (rc < 0)
+            GF_INFO("job %llu: not yieldable, left to run", (unsigned long long)m->id);
         return;
     }
     if (m->grace_s <= 0) {

@@ -9,6 +9,7 @@
 
 #include "worker/cgroup.h"
 #include "worker/guard/request.h"
+#include "worker/ckdir.h"
 #include "worker/spare.h"
 
 #include "common/env.h"
@@ -68,6 +69,9 @@ struct gf_run {
     bool draining;            /* those were killed; their end not seen yet */
     bool have_report;         /* the guard wrote its report: it ended with its command */
     int64_t cut[2];           /* bytes of stdout, stderr discarded past spool_cap */
+    char *ckdir;              /* --yieldable: $GPUFLOCK_CHECKPOINT_DIR, NULL: none */
+    bool yielding;            /* asked to yield: sent the job its yield signal */
+    bool yield_killed;        /* ... and killed it when the grace ran out */
 };
 
 gf_run *gf_run_new(const gf_msg *job, const gf_config *cfg)
@@ -133,6 +137,7 @@ void gf_run_destroy(gf_run **self_p)
     if (!self)
         return;
     gf_djob_destroy(&self->djob);     /* stops and joins a diarize thread */
+    free(self->ckdir);
     gf_jobcg_destroy(&self->cg);      /* kills what is left of the job */
     if (self->report >= 0)
         close(self->report);
@@ -286,6 +291,14 @@ static gf_env *build_env(gf_run *self)
     char id[32];
     snprintf(id, sizeof(id), "%llu", (unsigned long long)self->job.id);
     gf_env_set(env, "GPUFLOCK_JOB_ID", id);
+    /* runs before this one (yields, requeues, a worker's death), as Slurm's
+     * SLURM_RESTART_COUNT */
+    snprintf(id, sizeof(id), "%d", self->job.attempt > 0 ? self->job.attempt - 1 : 0);
+    gf_env_set(env, "GPUFLOCK_RESTART_COUNT", id);
+    if (self->ckdir)
+        gf_env_set(env, "GPUFLOCK_CHECKPOINT_DIR", self->ckdir);
+    else
+        gf_env_unset(env, "GPUFLOCK_CHECKPOINT_DIR");
     if (sp->array_index >= 0) {
         snprintf(id, sizeof(id), "%lld", (long long)sp->array_index);
         gf_env_set(env, "GPUFLOCK_ARRAY_INDEX", id);
@@ -444,6 +457,16 @@ int gf_run_start(gf_run *self, char *why, size_t len)
         close(out);
         close(err);
         return GF_EIO;
+    }
+    if (sp->yield_sig > 0 && !self->ckdir) {
+        char *dir = gf_ckdir_path(self->job.out_path);
+        if (gf_ckdir_make(dir, uid, gid, why, len) != 0) {
+            free(dir);
+            close(out);
+            close(err);
+            return GF_EIO;
+        }
+        self->ckdir = dir;
     }
     gf_env *env = build_env(self);
     for (size_t i = 0; i < self->n_scrubbed; i++)
@@ -605,6 +628,8 @@ bool gf_run_reap(gf_run *self, gf_msg *r)
     if (self->djob) {
         if (!gf_djob_reap(self->djob, r))
             return false;
+        if (gf_djob_yielded(self->djob))
+            r->outcome = GF_OUTCOME_YIELDED;
         /* the joined job stays until destroy: its last progress may still
          * have to be read (gf_run_progress) */
         close_locks(self);           /* the card is free once the thread is done */
@@ -640,6 +665,11 @@ bool gf_run_reap(gf_run *self, gf_msg *r)
         add_stat(r, "spool.stderr_cut_bytes", self->cut[1]);
     if (self->left)
         add_stat(r, "supervision.killed_at_end", self->left);
+    /* asked to yield: it saved its state and said so, or ran out of grace */
+    if (self->yielding && (r->exit_status == GF_EXIT_CHECKPOINTED || self->yield_killed))
+        r->outcome = GF_OUTCOME_YIELDED;
+    if (r->outcome != GF_OUTCOME_YIELDED && self->ckdir)
+        gf_ckdir_remove(self->ckdir);   /* the job is over: its checkpoint too */
     if (!self->have_report && WIFSIGNALED(status) && !self->sent_kill) {
         /* not the command's end mirrored, and not ours: someone killed the guard */
         if (self->cg)
@@ -670,8 +700,10 @@ void gf_run_signal(gf_run *self, int sig)
     }
     if (self->pid <= 0)
         return;
-    if (sig == SIGKILL)
+    if (sig == SIGKILL) {
         self->sent_kill = true;
+        self->yield_killed |= self->yielding;
+    }
     /* the cgroup reaches every process of the job, also one that left the
      * group. Until the guard has started the command in it, it is empty and
      * the group is used (the guard leads it from its start); once the guard
@@ -686,6 +718,28 @@ void gf_run_signal(gf_run *self, int sig)
     } else if (!self->guard_gone) {
         kill(-self->pid, sig);
     }
+}
+
+int gf_run_yield(gf_run *self, bool requeue)
+{
+    const gf_job_spec *sp = &self->job.spec;
+    if (self->djob) {
+        gf_djob_yield(self->djob);      /* a checkpoint at the next batch boundary */
+        return 0;
+    }
+    if (self->pid <= 0)
+        return -1;
+    if (sp->yield_sig > 0) {
+        self->yielding = true;
+        gf_run_signal(self, sp->yield_sig);
+        gf_run_signal(self, SIGCONT);
+        return 1;
+    }
+    if (!requeue)
+        return -1;                      /* not yieldable: never interrupted */
+    gf_run_signal(self, SIGTERM);       /* requeued, it starts again from its start */
+    gf_run_signal(self, SIGCONT);
+    return 1;
 }
 
 void gf_run_result_unstarted(const gf_run *self, const char *why, gf_msg *r)

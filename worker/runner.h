@@ -103,6 +103,15 @@ bool gf_run_draining(const gf_run *self);
  * (no-op before start). */
 void gf_run_signal(gf_run *self, int sig);
 
+/* Ask a started job to yield its card (requeue: `gpuflock requeue`, which
+ * also stops a job that cannot checkpoint). A diarize job checkpoints at its
+ * next batch boundary and ends yielded (returns 0); a --yieldable command
+ * job gets its yield signal (returns 1: the caller sends SIGKILL when the
+ * grace runs out); any other job is left alone (-1), or with requeue gets
+ * SIGTERM (1). The result says "yielded" when the command exited
+ * GF_EXIT_CHECKPOINTED or ran out of grace. */
+int gf_run_yield(gf_run *self, bool requeue);
+
 /* A result message for a run that never started (cancelled while waiting
  * for its lock, or failed to start): exit -1, with the reason. */
 void gf_run_result_unstarted(const gf_run *self, const char *why, gf_msg *result);

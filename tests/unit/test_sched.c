@@ -480,6 +480,197 @@ static void test_ahead_keeps_order(void **state)
     gf_sched_destroy(&s);
 }
 
+/* The decision of one gf_sched_next call: its action, id and card. */
+static int decide(gf_sched *s, uint64_t *id, int *card0, int *from)
+{
+    gf_sched_decision d;
+    if (!gf_sched_next(s, &d))
+        return -1;
+    *id = d.id;
+    if (card0)
+        *card0 = d.cards[0];
+    if (from)
+        *from = d.from;
+    return d.action;
+}
+
+/* Rule: a job handed ahead to a busy card never waits there while another
+ * card that could run it is idle, and no lower-priority job starts before
+ * it. (Seen: a --priority 10 job ahead on card 1 behind a 20 s job while
+ * card 0 freed, ran two priority-0 jobs and sat idle.) */
+static void test_ahead_job_recalled_to_idle_card(void **state)
+{
+    (void)state;
+    gf_sched *s = make(2);
+    add(s, 1, GF_REQ_GPU, 0, GF_MODE_SHARED, 0);       /* short, on card 0 */
+    add(s, 2, GF_REQ_GPU, 1, GF_MODE_EXCLUSIVE, 0);    /* long, on card 1 */
+    assert_int_equal(next(s, NULL), 1);
+    assert_int_equal(next(s, NULL), 2);
+    add(s, 3, GF_REQ_ANY, 0, GF_MODE_EXCLUSIVE, 10);
+    int c;
+    uint64_t after, id;
+    assert_int_equal(next(s, NULL), 0);
+    assert_int_equal(ahead(s, &c, &after), 3);          /* ahead on card 1, behind job 2 */
+    assert_int_equal(c, 1);
+    add(s, 4, GF_REQ_ANY, 0, GF_MODE_EXCLUSIVE, 0);
+    add(s, 5, GF_REQ_ANY, 0, GF_MODE_EXCLUSIVE, 0);
+    assert_int_equal(next(s, NULL), 0);
+    /* card 0 frees: job 3 is recalled to it, before 4 and 5 */
+    gf_sched_get(s, 1)->job.state = GF_STATE_DONE;
+    gf_sched_release(s, 1, false);
+    int from;
+    assert_int_equal(decide(s, &id, &c, &from), GF_SCHED_RECALL);
+    assert_int_equal(id, 3);
+    assert_int_equal(c, 0);
+    assert_int_equal(from, 1);
+    assert_int_equal(next(s, NULL), 0);                 /* card 0 is kept for it */
+    gf_sched_recalled(s, 3, true);                      /* its worker gave it back */
+    assert_int_equal(next(s, &c), 3);
+    assert_int_equal(c, 0);
+    assert_int_equal(next(s, NULL), 0);
+    gf_sched_destroy(&s);
+}
+
+/* The recall lost the race (the job started on its busy card as that card's
+ * holder ended): the reserved card goes to the next job. */
+static void test_recall_lost_race(void **state)
+{
+    (void)state;
+    gf_sched *s = make(2);
+    add(s, 1, GF_REQ_GPU, 0, GF_MODE_SHARED, 0);
+    add(s, 2, GF_REQ_GPU, 1, GF_MODE_EXCLUSIVE, 0);
+    assert_int_equal(next(s, NULL), 1);
+    assert_int_equal(next(s, NULL), 2);
+    add(s, 3, GF_REQ_ANY, 0, GF_MODE_EXCLUSIVE, 0);
+    assert_int_equal(next(s, NULL), 0);
+    assert_int_equal(ahead(s, NULL, NULL), 3);
+    add(s, 4, GF_REQ_ANY, 0, GF_MODE_EXCLUSIVE, 0);
+    gf_sched_release(s, 1, false);
+    uint64_t id;
+    int c;
+    assert_int_equal(decide(s, &id, &c, NULL), GF_SCHED_RECALL);   /* 3 precedes 4 */
+    assert_int_equal(id, 3);
+    gf_sched_release(s, 2, false);        /* 2 ends: 3 holds card 1 and starts there */
+    gf_sched_get(s, 3)->started = true;
+    gf_sched_recalled(s, 3, false);
+    assert_int_equal(next(s, &c), 4);
+    assert_int_equal(c, 0);
+    /* a job named for one card is never recalled */
+    add(s, 5, GF_REQ_GPU, 1, GF_MODE_EXCLUSIVE, 0);
+    assert_int_equal(ahead(s, NULL, NULL), 5);
+    gf_sched_release(s, 4, false);
+    assert_int_equal(next(s, NULL), 0);
+    gf_sched_destroy(&s);
+}
+
+/* Rule: a held job stays pending in its place, holds no one back, and runs
+ * once released. */
+static void test_hold_and_release(void **state)
+{
+    (void)state;
+    gf_sched *s = make(1);
+    add(s, 1, GF_REQ_ANY, 0, GF_MODE_EXCLUSIVE, 5);
+    add(s, 2, GF_REQ_ANY, 0, GF_MODE_EXCLUSIVE, 0);
+    assert_int_equal(gf_sched_set_held(s, 1, true, 1001), 0);
+    assert_int_equal(next(s, NULL), 2);                  /* 1 is held: 2 passes it */
+    char why[80];
+    gf_sched_reason(gf_sched_get(s, 1), why, sizeof why);
+    assert_string_equal(why, "held by uid 1001");
+    assert_int_equal(gf_sched_set_held(s, 2, true, 0), GF_ESTATE);   /* running */
+    assert_int_equal(gf_sched_set_held(s, 9, true, 0), GF_ENOENT);
+    gf_sched_release(s, 2, false);
+    assert_int_equal(next(s, NULL), 0);                  /* still held */
+    assert_int_equal(gf_sched_set_held(s, 1, false, 0), 0);
+    assert_int_equal(gf_sched_set_held(s, 1, false, 0), GF_ESTATE);  /* not held */
+    assert_int_equal(next(s, NULL), 1);
+    gf_sched_destroy(&s);
+}
+
+/* Rule: nothing starts on a drained card, nor waits ahead there; jobs for
+ * it say so; --any jobs go elsewhere; resumed, it serves again. */
+static void test_drain(void **state)
+{
+    (void)state;
+    gf_sched *s = make(2);
+    assert_int_equal(gf_sched_card_drain(s, 0, true), 0);
+    assert_int_equal(gf_sched_card_drain(s, 7, true), GF_ENOENT);
+    assert_true(gf_sched_card_drained(s, 0));
+    add(s, 1, GF_REQ_GPU, 0, GF_MODE_EXCLUSIVE, 0);
+    add(s, 2, GF_REQ_ANY, 0, GF_MODE_EXCLUSIVE, 0);
+    add(s, 3, GF_REQ_ANY, 0, GF_MODE_EXCLUSIVE, 0);
+    int c;
+    assert_int_equal(next(s, &c), 2);
+    assert_int_equal(c, 1);
+    assert_int_equal(next(s, NULL), 0);
+    assert_int_equal(ahead(s, &c, NULL), 3);             /* ahead on card 1, not 0 */
+    assert_int_equal(c, 1);
+    char why[80];
+    gf_sched_reason(gf_sched_get(s, 1), why, sizeof why);
+    assert_string_equal(why, "card 0 drained");
+    assert_int_equal(gf_sched_card_drain(s, 0, false), 0);
+    assert_int_equal(next(s, &c), 1);
+    assert_int_equal(c, 0);
+    gf_sched_destroy(&s);
+}
+
+static uint64_t add_diarize(gf_sched *s, uint64_t id, int gpu)
+{
+    add(s, id, GF_REQ_GPU, gpu, GF_MODE_SHARED, 0);
+    gf_sched_get(s, id)->job.spec.kind = GF_JOB_DIARIZE;
+    return id;
+}
+
+/* Rule: an exclusive job that has waited yield_after for a card held by
+ * yieldable jobs makes them yield (once); the card is kept for it, so the
+ * yielded jobs, back in the queue ahead of it, do not take it again; a
+ * job that is not yieldable is never asked. */
+static void test_yield(void **state)
+{
+    (void)state;
+    gf_sched *s = make(2);
+    gf_sched_set_now(s, 1000);
+    for (uint64_t id = 1; id <= 2; id++) {
+        add_diarize(s, id, 0);
+        assert_int_equal(next(s, NULL), id);
+        gf_sched_get(s, id)->started = true;
+    }
+    add(s, 3, GF_REQ_GPU, 0, GF_MODE_EXCLUSIVE, 0);      /* a proof suite, say */
+    assert_int_equal(next(s, NULL), 0);
+    uint64_t ids[8], w = 0;
+    assert_int_equal(gf_sched_yield_due(s, 5999, 5000, &w, ids, 8), 0);   /* not yet */
+    size_t n = gf_sched_yield_due(s, 6000, 5000, &w, ids, 8);
+    assert_int_equal(n, 2);
+    assert_int_equal(w, 3);
+    gf_sched_get(s, ids[0])->yield_asked = true;
+    gf_sched_get(s, ids[1])->yield_asked = true;
+    assert_int_equal(gf_sched_yield_due(s, 7000, 5000, &w, ids, 8), 0);   /* asked once */
+    /* they yield: back in the queue, ahead of 3, but card 0 is kept for 3 */
+    gf_sched_release(s, 1, true);
+    assert_int_equal(next(s, NULL), 0);
+    gf_sched_release(s, 2, true);
+    assert_int_equal(next(s, NULL), 3);
+    assert_int_equal(next(s, NULL), 0);
+    /* 3 ends: they resume */
+    gf_sched_release(s, 3, false);
+    assert_int_equal(next(s, NULL), 1);
+    assert_int_equal(next(s, NULL), 2);
+    /* a command job that is not yieldable beside them: nobody is asked */
+    add(s, 4, GF_REQ_GPU, 1, GF_MODE_SHARED, 0);
+    assert_int_equal(next(s, NULL), 4);
+    gf_sched_get(s, 4)->started = true;
+    add_diarize(s, 5, 1);
+    assert_int_equal(next(s, NULL), 5);
+    gf_sched_get(s, 5)->started = true;
+    add(s, 6, GF_REQ_GPU, 1, GF_MODE_EXCLUSIVE, 0);
+    assert_int_equal(next(s, NULL), 0);
+    assert_int_equal(gf_sched_yield_due(s, 99000, 5000, &w, ids, 8), 0);
+    /* --yieldable makes it one */
+    gf_sched_get(s, 4)->job.spec.yield_sig = 10;
+    assert_int_equal(gf_sched_yield_due(s, 99000, 5000, &w, ids, 8), 2);
+    assert_int_equal(w, 6);
+    gf_sched_destroy(&s);
+}
+
 /* While no card has room the scheduler skips its passes over the queue,
  * but not past anything that changes a waiting job's fate or reason: a
  * dependency cancelled, a card gone offline, a new job that cannot run. */
@@ -545,6 +736,11 @@ int main(void)
         cmocka_unit_test(test_requeue_and_hold),
         cmocka_unit_test(test_ahead),
         cmocka_unit_test(test_ahead_keeps_order),
+        cmocka_unit_test(test_ahead_job_recalled_to_idle_card),
+        cmocka_unit_test(test_recall_lost_race),
+        cmocka_unit_test(test_hold_and_release),
+        cmocka_unit_test(test_drain),
+        cmocka_unit_test(test_yield),
         cmocka_unit_test(test_passes_skipped_only_when_idle),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,86 @@
+/* cmd_drain.c — `gpuflock drain CARD [--reason TEXT]` (no new job starts on
+ * the card; running yieldable jobs yield, the others finish; `workers`
+ * shows draining, then drained) and `gpuflock resume CARD` (in service
+ * again). Root only; kept across broker restarts. */
+#include "cli/client.h"
+#include "cli/cliopts.h"
+#include "common/error.h"
+#include "common/util.h"
+
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int gf_cmd_drain(int argc, char **argv);
+int gf_cmd_resume(int argc, char **argv);
+
+static int card_verb(int argc, char **argv, gf_op op, const char *name)
+{
+    const char *usage = op == GF_OP_DRAIN
+                            ? "usage: gpuflock drain CARD [--reason TEXT] [--config FILE]\n"
+                            : "usage: gpuflock resume CARD [--config FILE]\n";
+    static const struct option longopts[] = {
+        { "reason", required_argument, NULL, 'r' },
+        { "config", required_argument, NULL, 'c' },
+        { "help", no_argument, NULL, 'h' },
+        { NULL, 0, NULL, 0 },
+    };
+    const char *config = NULL, *reason = NULL;
+    optind = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'r':
+            if (op != GF_OP_DRAIN) {
+                fputs(usage, stderr);
+                return GF_EXIT_USAGE;
+            }
+            reason = optarg;
+            break;
+        case 'c': config = optarg; break;
+        case 'h': fputs(usage, stdout); return 0;
+        default: fputs(usage, stderr); return GF_EXIT_USAGE;
+        }
+    }
+    char *end = NULL;
+    long card = optind + 1 == argc ? strtol(argv[optind], &end, 10) : -1;
+    if (optind + 1 != argc || !end || *end || end == argv[optind] || card < 0 || card > 1023) {
+        fputs(usage, stderr);
+        return GF_EXIT_USAGE;
+    }
+    gf_msg req, rep;
+    memset(&req, 0, sizeof(req));
+    req.op = op;
+    req.device = (int32_t)card;
+    req.message = reason ? gf_strdup(reason) : NULL;
+    int rc;
+    gf_client *cl = gf_client_open(config, &rc);
+    if (!cl) {
+        gf_msg_clear(&req);
+        return rc;
+    }
+    if (gf_client_call(cl, &req, &rep, 30000) != 0) {
+        rc = GF_EXIT_UNAVAIL;
+    } else if (rep.op == GF_OP_CODES && rep.n_codes == 1 && rep.codes[0] == 0) {
+        rc = 0;
+        if (rep.message)
+            printf("%s\n", rep.message);
+    } else {
+        rc = gf_client_report(name, &rep);
+    }
+    gf_msg_clear(&rep);
+    gf_msg_clear(&req);
+    gf_client_destroy(&cl);
+    return rc;
+}
+
+int gf_cmd_drain(int argc, char **argv)
+{
+    return card_verb(argc, argv, GF_OP_DRAIN, "drain");
+}
+
+int gf_cmd_resume(int argc, char **argv)
+{
+    return card_verb(argc, argv, GF_OP_RESUME, "resume");
+}

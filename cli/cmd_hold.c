@@ -1,0 +1,89 @@
+/* cmd_hold.c — the operator's verbs on jobs: `gpuflock hold ID...`
+ * (a pending job stays pending until released), `gpuflock release ID...`
+ * and `gpuflock requeue ID...` (a running job checkpoints, or is stopped
+ * where it cannot, and goes back to the queue in its place). Only a job's
+ * owner or root. One request per command, one result code per id. */
+#include "cli/client.h"
+#include "cli/cliopts.h"
+#include "common/error.h"
+
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+
+int gf_cmd_hold(int argc, char **argv);
+int gf_cmd_release(int argc, char **argv);
+int gf_cmd_requeue(int argc, char **argv);
+
+/* What a code means for this verb's job. */
+static const char *why(gf_op op, int code)
+{
+    switch (code) {
+    case GF_ENOENT: return "no such job";
+    case GF_EPERM:  return "not your job";
+    case GF_ESTATE:
+        return op == GF_OP_HOLD      ? "not pending (only a pending job can be held)"
+               : op == GF_OP_RELEASE ? "not held"
+                                     : "not running (only a running job can be requeued)";
+    default:        return gf_strerror(code);
+    }
+}
+
+static int verb(int argc, char **argv, gf_op op, const char *name)
+{
+    char usage[128];
+    snprintf(usage, sizeof usage, "usage: gpuflock %s [--config FILE] ID...\n", name);
+    const char *config = NULL;
+    int prc = gf_cli_flags(argc, argv, usage, NULL, &config);
+    if (prc)
+        return prc < 0 ? 0 : prc;
+    gf_msg req, rep;
+    memset(&req, 0, sizeof(req));
+    req.op = op;
+    if (optind == argc || gf_parse_ids(name, argc - optind, argv + optind, &req.ids, &req.n_ids)) {
+        fputs(usage, stderr);
+        gf_msg_clear(&req);
+        return GF_EXIT_USAGE;
+    }
+    int rc;
+    gf_client *cl = gf_client_open(config, &rc);
+    if (!cl) {
+        gf_msg_clear(&req);
+        return rc;
+    }
+    if (gf_client_call(cl, &req, &rep, 30000) != 0) {
+        rc = GF_EXIT_UNAVAIL;
+    } else if (rep.op != GF_OP_CODES || rep.n_codes != req.n_ids) {
+        rc = gf_client_report(name, &rep);
+    } else {
+        rc = 0;
+        for (size_t i = 0; i < rep.n_codes; i++) {
+            int code = rep.codes[i];
+            if (code == 0)
+                continue;
+            fprintf(stderr, "gpuflock %s: job %llu: %s\n", name, (unsigned long long)req.ids[i],
+                    why(op, code));
+            if (!rc || code == GF_EPERM)
+                rc = code == GF_EPERM ? 77 : 1;
+        }
+    }
+    gf_msg_clear(&rep);
+    gf_msg_clear(&req);
+    gf_client_destroy(&cl);
+    return rc;
+}
+
+int gf_cmd_hold(int argc, char **argv)
+{
+    return verb(argc, argv, GF_OP_HOLD, "hold");
+}
+
+int gf_cmd_release(int argc, char **argv)
+{
+    return verb(argc, argv, GF_OP_RELEASE, "release");
+}
+
+int gf_cmd_requeue(int argc, char **argv)
+{
+    return verb(argc, argv, GF_OP_REQUEUE, "requeue");
+}

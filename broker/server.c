@@ -67,6 +67,8 @@ typedef struct {
     char *supervision;        /* how it supervises command jobs, from READY */
     bool drained;             /* the operator took the card out of service (the store keeps it) */
     char *drain_reason;       /* their --reason, "" for none */
+    gf_stat *ckpt;            /* its jobs' checkpoint statistics, summed since we started */
+    size_t n_ckpt;
     int32_t pid;              /* as reported */
     uint64_t last_seen;       /* monotonic ms of its last message */
     pid_t child;              /* our child process, 0: none */
@@ -1494,6 +1496,14 @@ static void on_workers(gf_server *self, const gf_peer *peer)
             wi->drain = gf_strdup(ex || sh ? "draining" : "drained");
             wi->drain_reason = gf_strdup(w->drain_reason);
         }
+        if (w->n_ckpt) {
+            wi->stats = gf_calloc(w->n_ckpt, sizeof *wi->stats);
+            for (size_t k = 0; k < w->n_ckpt; k++) {
+                wi->stats[k] = w->ckpt[k];
+                wi->stats[k].key = gf_strdup(w->ckpt[k].key);
+            }
+            wi->n_stats = w->n_ckpt;
+        }
         wi->last_seen_ms = w->last_seen ? wall - (int64_t)(now - w->last_seen) : 0;
         size_t pos = 0, cap = 0;
         gf_sched_job *sj;
@@ -1719,6 +1729,36 @@ static void on_progress(gf_server *self, wk *w, gf_msg *m)
     }
 }
 
+/* Sum a result's checkpoint statistics into its card's (saturating). */
+static void sum_checkpoint_stats(wk *w, const gf_msg *m)
+{
+    for (size_t i = 0; i < m->n_stats; i++) {
+        const gf_stat *st = &m->stats[i];
+        if (strncmp(st->key, "checkpoint.", 11) != 0 &&
+            strncmp(st->key, "devstats.checkpoint.", 20) != 0)
+            continue;
+        if (strstr(st->key, "resumed_at") || strstr(st->key, "max_ns"))
+            continue;                 /* a position and a maximum: no sum of them means much */
+        gf_stat *sum = NULL;
+        for (size_t k = 0; k < w->n_ckpt && !sum; k++)
+            if (!strcmp(w->ckpt[k].key, st->key))
+                sum = &w->ckpt[k];
+        if (!sum) {
+            if (w->n_ckpt >= GF_PROTO_MAX_STATS)
+                continue;
+            w->ckpt = gf_realloc(w->ckpt, (w->n_ckpt + 1) * sizeof *w->ckpt);
+            sum = &w->ckpt[w->n_ckpt++];
+            memset(sum, 0, sizeof *sum);
+            sum->key = gf_strdup(st->key);
+            sum->is_float = st->is_float;
+        }
+        if (sum->is_float)
+            sum->f += st->is_float ? st->f : (double)st->i;
+        else
+            sum->i = st->i > 0 && sum->i > INT64_MAX - st->i ? INT64_MAX : sum->i + st->i;
+    }
+}
+
 static void on_result(gf_server *self, wk *w, gf_msg *m)
 {
     gf_sched_job *sj = job_of(self, w, m->id, m->attempt);
@@ -1729,6 +1769,7 @@ static void on_result(gf_server *self, wk *w, gf_msg *m)
     }
     gf_job *j = &sj->job;
     bool cancelled = sj->cancel_asked, timed_out = sj->timed_out;
+    sum_checkpoint_stats(w, m);
     if (m->outcome == GF_OUTCOME_RECALLED && !cancelled) {
         if (sj->recall_to < 0) {      /* asked to yield before it had started */
             back_to_queue(self, sj, sj->yield_why[0] ? sj->yield_why : "handed back unstarted");
@@ -2265,6 +2306,9 @@ void gf_server_destroy(gf_server **self_p)
         free(self->wks[i].plan);
         free(self->wks[i].supervision);
         free(self->wks[i].drain_reason);
+        for (size_t k = 0; k < self->wks[i].n_ckpt; k++)
+            free(self->wks[i].ckpt[k].key);
+        free(self->wks[i].ckpt);
     }
     free(self->wks);
     gf_sched_destroy(&self->sched);

@@ -166,6 +166,12 @@ json_object *gf_worker_json(const gf_worker_info *w)
     json_object_object_add(o, "supervision",
                            w->supervision ? json_object_new_string(w->supervision) : NULL);
     json_object_object_add(o, "drain", w->drain ? json_object_new_string(w->drain) : NULL);
+    json_object *ck = json_object_new_object();
+    for (size_t i = 0; i < w->n_stats; i++)
+        json_object_object_add(ck, w->stats[i].key, w->stats[i].is_float
+                                                       ? json_object_new_double(w->stats[i].f)
+                                                       : json_object_new_int64(w->stats[i].i));
+    json_object_object_add(o, "checkpoint_stats", ck);
     json_object_object_add(o, "drain_reason",
                            w->drain_reason ? json_object_new_string(w->drain_reason) : NULL);
     json_object_object_add(o, "last_seen_ms", w->last_seen_ms ? json_object_new_int64(w->last_seen_ms) : NULL);

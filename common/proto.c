@@ -193,6 +193,8 @@ static const field worker_fields[] = {
       .omit = true },
     { .key = "drain_reason", .type = F_STR, .off = AT(gf_worker_info, drain_reason),
       .limit = GF_PROTO_MAX_TEXT, .omit = true },
+    { .key = "stats", .type = F_STATS, .off = AT(gf_worker_info, stats),
+      .count_off = AT(gf_worker_info, n_stats), .limit = GF_PROTO_MAX_STATS, .omit = true },
     { .key = "last_seen", .type = F_I64, .off = AT(gf_worker_info, last_seen_ms) },
     END,
 };
@@ -783,6 +785,7 @@ static bool field_present(const field *f, const void *base)
     case F_U32: return *CPTR(base, f->off, uint32_t) != 0;
     case F_STR: return *CPTR(base, f->off, char *) != NULL;
     case F_ENUM: return *CPTR(base, f->off, int) != 0;
+    case F_STATS: return *CPTR(base, f->count_off, size_t) != 0;
     default: return true;
     }
 }

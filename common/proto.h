@@ -199,6 +199,8 @@ typedef struct {
     char *supervision;    /* how it supervises command jobs, from its ready; may be NULL */
     char *drain;          /* "draining" or "drained" by the operator, NULL: in service */
     char *drain_reason;   /* the operator's --reason, may be NULL */
+    gf_stat *stats;       /* checkpoint statistics of its jobs summed since gpuflockd started */
+    size_t n_stats;
     int64_t last_seen_ms; /* wall clock of its last message */
 } gf_worker_info;
 

@@ -204,6 +204,7 @@ static void fill_msg(gf_msg *m, gf_op op)
             m->workers[i].last_seen_ms = 1764500000000LL + i;
             m->workers[i].drain = gf_strdup(i ? "draining" : "drained");
             m->workers[i].drain_reason = gf_strdup("fan replaced");
+            fill_stats(&m->workers[i].stats, &m->workers[i].n_stats);
         }
         m->n_workers = 2;
         break;

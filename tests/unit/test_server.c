@@ -398,6 +398,7 @@ static void test_worker_text_strict_utf8(void **state)
     snprintf(m.card.name, sizeof(m.card.name), "cpu \xff\xc3");
     snprintf(m.card.uuid, sizeof(m.card.uuid), "cpu-\xed\xa0\x80");
     m.plan = gf_strdup("{\"routes\": \"\xc0\xaf\"}");
+    m.supervision = gf_strdup("process group: \xff");
     assert_int_equal(gf_wire_send(w, NULL, false, &m), 0);
     gf_msg_clear(&m);
     /* a job for it */

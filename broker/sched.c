@@ -666,6 +666,11 @@ void gf_sched_release(gf_sched *self, uint64_t id, bool requeue)
     sj->recall_to = -1;
     sj->yield_asked = false;
     sj->requeue_asked = false;
+    if (sj->hold_after && requeue) {
+        sj->job.held = true;
+        sj->job.held_by = sj->hold_by;
+    }
+    sj->hold_after = false;
     sj->worker_card = -1;
     sj->deadline_ms = 0;
     sj->kill_at_ms = 0;

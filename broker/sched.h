@@ -59,6 +59,8 @@ typedef struct {
     bool yield_asked;     /* running: asked to yield (or requeue); cleared when it stops */
     bool requeue_asked;   /* ... by `gpuflock requeue`: a job that cannot checkpoint is stopped */
     char yield_why[96];   /* the reason it waits with afterwards: "yielded to job 12" */
+    bool hold_after;      /* cancel --checkpoint: held once it has yielded */
+    uint32_t hold_by;     /* ... by this uid */
     uint64_t queued_ms;   /* pending: the caller's clock when it joined the queue */
     bool env_stored;      /* its environment is in the store only: read back for its worker
                            * and for its owner's `show` (a queue of thousands would

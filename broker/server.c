@@ -1276,6 +1276,14 @@ static void on_cancel(gf_server *self, const gf_peer *peer, gf_msg *req)
             gf_sched_unqueue(self->sched, j->id);
             set_reason(j, "cancelled by %s", who);
             finish(self, sj, GF_STATE_CANCELLED);
+        } else if (j->state == GF_STATE_RUNNING && req->checkpoint && gf_sched_yieldable(sj) &&
+                   sj->started && !sj->cancel_asked) {
+            /* stop now, keep the progress: it checkpoints and waits, held */
+            char why[96];
+            snprintf(why, sizeof why, "held by %s (cancel --checkpoint)", who);
+            sj->hold_after = true;
+            sj->hold_by = peer->uid;
+            ask_yield(self, sj, false, why);
         } else if (j->state == GF_STATE_RUNNING) {
             if (!sj->cancel_asked) {
                 sj->cancel_asked = true;

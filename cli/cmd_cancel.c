@@ -1,11 +1,14 @@
-/* cmd_cancel.c — `gpuflock cancel ID...`: pending jobs leave the queue,
- * running ones get SIGTERM on their whole process group (SIGKILL after
- * kill_grace_s). Only your own jobs, unless you are root. */
+/* cmd_cancel.c — `gpuflock cancel [--checkpoint] ID...`: pending jobs leave
+ * the queue, running ones get SIGTERM on their whole process group (SIGKILL
+ * after kill_grace_s); with --checkpoint a running yieldable job saves its
+ * progress and waits, held, instead. Only your own jobs, unless you are
+ * root. */
 #include "cli/client.h"
 #include "cli/cliopts.h"
 #include "common/error.h"
 
 #include <getopt.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -14,16 +17,22 @@ int gf_cmd_cancel(int argc, char **argv);
 int gf_cmd_cancel(int argc, char **argv)
 {
     const char *config = NULL;
-    int prc = gf_cli_flags(argc, argv, "usage: gpuflock cancel [--config FILE] ID...\n", NULL,
-                           &config);
+    bool checkpoint = false;
+    const gf_cli_flag flags[] = { { "checkpoint", 0, &checkpoint }, { NULL, 0, NULL } };
+    int prc = gf_cli_flags(argc, argv,
+                           "usage: gpuflock cancel [--checkpoint] [--config FILE] ID...\n"
+                           "  --checkpoint  a running diarize or --yieldable job saves its "
+                           "progress and\n                waits, held (gpuflock release: it "
+                           "resumes); others are cancelled\n", flags, &config);
     if (prc)
         return prc < 0 ? 0 : prc;
     gf_msg req, rep;
     memset(&req, 0, sizeof(req));
     req.op = GF_OP_CANCEL;
+    req.checkpoint = checkpoint;
     if (optind == argc ||
         gf_parse_ids("cancel", argc - optind, argv + optind, &req.ids, &req.n_ids)) {
-        fprintf(stderr, "usage: gpuflock cancel [--config FILE] ID...\n");
+        fprintf(stderr, "usage: gpuflock cancel [--checkpoint] [--config FILE] ID...\n");
         return GF_EXIT_USAGE;
     }
     int rc;

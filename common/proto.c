@@ -227,7 +227,12 @@ static const field wait_fields[] = {
     MF_I64("timeout_ms", timeout_ms),
     END,
 };
-static const field cancel_fields[] = { MF_IDS(true), END };
+static const field cancel_fields[] = {
+    MF_IDS(true),
+    { .key = "checkpoint", .type = F_BOOL, .off = M(checkpoint), .omit = true },
+    END,
+};
+static const field ids_only_fields[] = { MF_IDS(true), END };
 static const field drain_fields[] = {
     { .key = "device", .type = F_I32, .required = true, .off = M(device) },
     MF_MESSAGE(false),
@@ -346,9 +351,9 @@ static const op_desc ops[GF_OP_COUNT_] = {
     [GF_OP_CANCEL]       = { "cancel", cancel_fields },
     [GF_OP_LOGS]         = { "logs", logs_fields },
     [GF_OP_WORKERS]      = { "workers", empty_fields },
-    [GF_OP_HOLD]         = { "hold", cancel_fields },
-    [GF_OP_RELEASE]      = { "release", cancel_fields },
-    [GF_OP_REQUEUE]      = { "requeue", cancel_fields },
+    [GF_OP_HOLD]         = { "hold", ids_only_fields },
+    [GF_OP_RELEASE]      = { "release", ids_only_fields },
+    [GF_OP_REQUEUE]      = { "requeue", ids_only_fields },
     [GF_OP_DRAIN]        = { "drain", drain_fields },
     [GF_OP_RESUME]       = { "resume", drain_fields },
     [GF_OP_IDS]          = { "ids", ids_fields },

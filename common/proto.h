@@ -217,6 +217,7 @@ typedef struct {
     uint64_t *ids;        /* wait, cancel, ids */
     size_t n_ids;
     bool all;             /* queue: ended jobs too */
+    bool checkpoint;      /* cancel: a yieldable running job checkpoints and is held instead */
     int64_t timeout_ms;   /* wait: 0 = until they end */
     /* logs */
     gf_stream stream;     /* logs: stdout or stderr */

@@ -12,6 +12,7 @@
 #     it waits "yielded to job N" while the exclusive job runs, then resumes
 #     with its state (restart count 1) and ends done; its folder is removed;
 #     a job that is not yieldable beside it is never interrupted;
+#     cancel --checkpoint: it saves its state and waits held, release resumes it;
 #  4. drain / resume: nothing starts on a drained card (its reason shown by
 #     workers and by the waiting job), it stays drained across a broker
 #     restart, and runs its queue once resumed;
@@ -104,6 +105,20 @@ grep -q "^done at 40" "$T/y" || fail "it did not finish: $(cat "$T/y")"
 ck=$(awk '/^start at 0/ {print $NF}' "$T/y")
 [ -n "$ck" ] && [ ! -e "$ck" ] || fail "checkpoint folder $ck left behind"
 [ "$(field "$y" yields)" = 1 ] || fail "yields of $y: $(field "$y" yields)"
+
+# cancel --checkpoint: it saves its state and waits, held; released, it resumes
+: >"$T/c"
+c=$(OUT="$T/c" gf submit -s --gpu 0 --yieldable -- "$T/yjob.sh") || fail "submit"
+for _ in $(seq 200); do grep -q "^start at 0" "$T/c" && break; sleep 0.05; done
+sleep 0.5
+gf cancel --checkpoint "$c" || fail "cancel --checkpoint"
+for _ in $(seq 200); do gf queue | grep "^ *$c " | grep -q "held by root" && break; sleep 0.05; done
+gf queue | grep "^ *$c " | grep -q "held by root" || fail "not held after cancel --checkpoint: $(gf queue)"
+grep -q "^saved" "$T/c" || fail "it did not save its state: $(cat "$T/c")"
+gf release "$c" || fail "release"
+gf wait "$c" >/dev/null || fail "the released job: $(gf show "$c")"
+grep -q "^start at $(awk '/^saved/ {print $2}' "$T/c") (restart 1)" "$T/c" && grep -q "^done at 40" "$T/c" ||
+    fail "it did not resume: $(cat "$T/c")"
 
 # 4. drain and resume
 gf drain 0 --reason "fan replaced" | grep -q "card 0: drained" || fail "drain"

@@ -1,0 +1,92 @@
+#!/bin/bash
+# jobs_yield_diarize — a proof suite takes a card from four running diarize
+# jobs, through the real broker and workers (two declared CPU cards,
+# shared_slots 4, sched.yield_after_s 1, weight-free mode): the four jobs
+# share card 0; an exclusive --proof job for card 0 waits; after a second
+# each diarize job checkpoints at its next batch boundary and gives the card
+# back ("yielded to job N"); the proof job runs alone on the card (its
+# probe finds the card's lock busy, i.e. held by it alone) while the four
+# wait; then they resume from their checkpoints and end with RTTMs and
+# --save-intermediates arrays byte for byte those of an uninterrupted run
+# (--local). Prints the time from the proof job's submit to its start (the
+# figure in bench/RESULTS.md; not asserted).
+. tests/integration/lib/jobs.bash
+fail() { echo "FAIL: $*"; tail -30 "$T/broker.log"; exit 1; }
+SAMPLE=../shared/data/audio/sample.wav
+[ -f "$SAMPLE" ] || { echo "skip: no $SAMPLE"; exit 77; }
+SLOTS=4 write_config
+cat >>"$CFG" <<YAML
+models_dir: $T/models
+sched:
+  yield_after_s: 1
+worker:
+  checkpoint_s: 0
+YAML
+mkdir -p "$T/models"
+/usr/bin/python3 - "$SAMPLE" "$T/long.wav" 600 <<'PY' || fail "audio"
+import sys, wave
+src = wave.open(sys.argv[1], "rb"); frames = src.readframes(src.getnframes())
+p = src.getparams(); want = int(sys.argv[3]) * p.framerate * p.sampwidth * p.nchannels
+dst = wave.open(sys.argv[2], "wb"); dst.setparams(p)
+dst.writeframes((frames * (want // len(frames) + 1))[:want]); dst.close()
+PY
+for i in 1 2 3 4; do cp "$T/long.wav" "$T/rec$i.wav"; done
+"$GF" diarize --local --config "$CFG" --out "$T/ref" --save-intermediates "$T/ref/inter" \
+    "$T/rec1.wav" >/dev/null 2>&1 || fail "the uninterrupted run"
+start_broker || fail "start"
+
+field() { gf show "$1" --json | /usr/bin/python3 -c "import json,sys; v=json.load(sys.stdin).get('$2'); print('' if v is None else v)"; }
+for i in 1 2 3 4; do
+    mkdir -p "$T/out$i"
+    gf diarize --gpu 0 --out "$T/out$i" --save-intermediates "$T/out$i/inter" "$T/rec$i.wav" \
+        >"$T/cli$i.out" 2>"$T/cli$i.err" &
+    eval "cli$i=$!"
+done
+ids=()
+for i in 1 2 3 4; do
+    for _ in $(seq 200); do
+        id=$(sed -n 's|^.*: job \([0-9]*\)$|\1|p' "$T/cli$i.err")
+        [ -n "$id" ] && break
+        sleep 0.05
+    done
+    [ -n "$id" ] || fail "no job id: $(cat "$T/cli$i.err")"
+    ids+=("$id")
+done
+# all four running, past their first windows
+for id in "${ids[@]}"; do
+    for _ in $(seq 400); do
+        [ "$(field "$id" progress_done)" != "" ] && [ "$(field "$id" progress_done)" -gt 40 ] 2>/dev/null && break
+        sleep 0.05
+    done
+done
+asked=$(date +%s.%N)
+PROBE="$PWD/$BUILD/tests/helpers/lock_probe"
+proof=$(gf submit --proof -x --gpu 0 -- sh -c "date +%s.%N >'$T/proof'; '$PROBE' -s '$T/lock/gpu0.lock' >'$T/probe' 2>&1; sleep 1") ||
+    fail "submit the proof job"
+gf wait "$proof" >/dev/null || fail "the proof job failed: $(gf show "$proof")"
+echo "the proof job started $(echo "$(cat "$T/proof") - $asked" | bc) s after its submit (sched.yield_after_s 1)"
+grep -q "would block" "$T/probe" || fail "the probe inside the proof job: $(cat "$T/probe")"
+for id in "${ids[@]}"; do
+    st=$(field "$id" state)
+    [ "$st" = pending ] || [ "$st" = running ] || [ "$st" = done ] || fail "job $id: $st"
+done
+for i in 1 2 3 4; do
+    eval "wait \$cli$i" || fail "diarize $i: $(cat "$T/cli$i.err")"
+done
+for i in 1 2 3 4; do
+    id=${ids[$((i - 1))]}
+    [ "$(field "$id" yields)" = 1 ] || fail "job $id yielded $(field "$id" yields) times, not once"
+    grep -q "job $id back in the queue: yielded to job $proof" "$T/broker.log" || fail "job $id: no yield in the log"
+    grep -q "job $id: resumed from its checkpoint at window [1-9]" "$T/broker.log" ||
+        fail "job $id did not resume from its checkpoint: $(grep "job $id" "$T/broker.log" | tail -5)"
+    cmp "$T/ref/rec1.rttm" <(sed "s/rec$i/rec1/" "$T/out$i/rec$i.rttm") || fail "job $id: the RTTM differs"
+    for a in segmentations.npy embeddings.npy; do
+        cmp "$T/ref/inter/$a" "$T/out$i/inter/$a" || fail "job $id: $a differs"
+    done
+done
+# the proof job ran while none of them did
+for id in "${ids[@]}"; do
+    s=$(gf show "$id" --json | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["started_ms"])')
+    [ "$(echo "$s / 1000 > $(cat "$T/proof")" | bc)" = 1 ] || fail "job $id's last run started before the proof job"
+done
+echo ok

@@ -14,8 +14,8 @@
 #     a job that is not yieldable beside it is never interrupted;
 #     cancel --checkpoint: it saves its state and waits held, release resumes it;
 #  4. drain / resume: nothing starts on a drained card (its reason shown by
-#     workers and by the waiting job), it stays drained across a broker
-#     restart, and runs its queue once resumed;
+#     workers and by the waiting job), it stays drained (and a held job
+#     held) across a broker restart, and runs its queue once resumed;
 #  5. the scheduler's promise (issue: a --priority 10 job handed ahead to a
 #     busy card while another card freed and ran priority-0 jobs): the
 #     priority job is moved to the card that freed and starts before the
@@ -130,9 +130,12 @@ gf queue | grep "^ *$d " | grep -q "card 0 drained: fan replaced" || fail "queue
 a=$(gf submit --any -- true) || fail "submit --any"
 gf wait "$a" >/dev/null || fail "an --any job did not run on the other card"
 [ "$(field "$a" cards)" = "[1]" ] || fail "the --any job ran on $(field "$a" cards)"
+hk=$(gf submit --hold --gpu 1 -- true) || fail "submit --hold"
 stop_broker
 restart_broker || fail "restart"
 for _ in $(seq 100); do gf workers | grep -q "drained by the operator" && break; sleep 0.05; done
+gf queue | grep "^ *$hk " | grep -q "held by root" || fail "the hold did not survive a restart: $(gf queue)"
+gf release "$hk" && gf wait "$hk" >/dev/null || fail "the held job after the restart"
 gf workers | grep -q "drained by the operator: fan replaced" || fail "the drain did not survive a restart"
 gf resume 0 | grep -q "card 0: in service" || fail "resume"
 gf wait "$d" >/dev/null || fail "the job did not run after resume"

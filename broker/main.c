@@ -41,14 +41,16 @@ static void usage(FILE *out)
             GF_CONFIG_DEFAULT_PATH);
 }
 
-/* Take <run_dir>/gpuflockd.pid: one broker per run_dir. Returns the fd
- * (kept open for the broker's life) or -1 after saying why. */
-static int take_pidfile(const char *run_dir)
+/* Take <run_dir>/gpuflockd.lock (one broker per run_dir) and publish
+ * <run_dir>/gpuflockd.pid (into *pidfd). Returns the lock's fd (both are
+ * kept open for the broker's life) or -1 after saying why. */
+static int take_pidfile(const char *run_dir, int *pidfd)
 {
-    char *path = gf_strfmt("%s/gpuflockd.pid", run_dir);
+    /* one broker per run_dir: a lock on a file only its user can open (a
+     * user's shared flock on the readable pid file once stopped it) */
+    char *path = gf_strfmt("%s/gpuflockd.lock", run_dir);
     long holder = 0;
-    /* 0644: every user's CLI opens it to learn whether a broker runs */
-    int fd = gf_pidfile_take(path, 0644, &holder);
+    int fd = gf_pidfile_take(path, 0600, &holder);
     free(path);
     if (fd == -1) {
         if (holder > 0)
@@ -57,7 +59,17 @@ static int take_pidfile(const char *run_dir)
         else
             fprintf(stderr, "gpuflockd: another gpuflockd (pid ?) already serves %s\n", run_dir);
     }
-    return fd < 0 ? -1 : fd;
+    if (fd < 0)
+        return -1;
+    /* 0644: every user's CLI opens it to learn whether a broker runs */
+    path = gf_strfmt("%s/gpuflockd.pid", run_dir);
+    *pidfd = gf_pidfile_publish(path, 0644);
+    free(path);
+    if (*pidfd < 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
 }
 
 /* Every configured card's lock file and gate exist (root's, 0644) before a
@@ -129,8 +141,9 @@ int main(int argc, char **argv)
 
     /* The pid file first: a second broker is refused in the foreground,
      * and the lock (held by the open file) passes on to a detached child. */
-    int pidfd = take_pidfile(cfg->run_dir);
-    if (pidfd < 0) {
+    int pidfd = -1;
+    int lockfd = take_pidfile(cfg->run_dir, &pidfd);
+    if (lockfd < 0) {
         gf_config_destroy(&cfg);
         return GF_EXIT_UNAVAIL;
     }
@@ -146,8 +159,11 @@ int main(int argc, char **argv)
         setsid();
         char text[32];
         int len = snprintf(text, sizeof(text), "%d\n", (int)getpid());
-        if (ftruncate(pidfd, 0) != 0 || pwrite(pidfd, text, (size_t)len, 0) != len)
-            GF_WARN("cannot write the pid file: %s", strerror(errno));
+        for (int k = 0; k < 2; k++) {
+            int fd = k ? lockfd : pidfd;
+            if (ftruncate(fd, 0) != 0 || pwrite(fd, text, (size_t)len, 0) != len)
+                GF_WARN("cannot write the pid file: %s", strerror(errno));
+        }
         int null = open("/dev/null", O_RDWR);
         if (null >= 0) {
             dup2(null, 0);
@@ -168,6 +184,7 @@ int main(int argc, char **argv)
     int rc = srv ? gf_server_run(srv, &stop_flag) : GF_EIO;
     gf_server_destroy(&srv);
     close(pidfd);
+    close(lockfd);
     gf_config_destroy(&cfg);
     return rc == 0 ? 0 : GF_EXIT_SOFTWARE;
 }

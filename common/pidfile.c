@@ -58,3 +58,28 @@ int gf_pidfile_take(const char *path, mode_t mode, long *holder)
         GF_WARN("%s: cannot write the pid: %s", path, strerror(errno));
     return fd;
 }
+
+int gf_pidfile_publish(const char *path, mode_t mode)
+{
+    char *tmp = gf_strfmt("%s.new", path);
+    unlink(tmp);                       /* a leftover of a crash at this very step */
+    int fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
+    int rc = fd < 0 ? -1 : 0;
+    if (!rc && (fchmod(fd, mode) != 0 || flock(fd, LOCK_EX | LOCK_NB) != 0))
+        rc = -1;
+    char text[32];
+    int len = snprintf(text, sizeof text, "%d\n", (int)getpid());
+    if (!rc && pwrite(fd, text, (size_t)len, 0) != len)
+        rc = -1;
+    if (!rc && rename(tmp, path) != 0)
+        rc = -1;
+    if (rc) {
+        GF_ERROR("pid file %s: %s", path, strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        unlink(tmp);
+        fd = -1;
+    }
+    free(tmp);
+    return fd;
+}

@@ -19,4 +19,13 @@
  * an I/O error. */
 int gf_pidfile_take(const char *path, mode_t mode, long *holder);
 
+/* A pid file others may read (and so flock): a new file "<path>.new", mode
+ * exactly `mode`, locked exclusively, our pid written, renamed over path.
+ * A lock someone holds on an older file at path stays on that file: it can
+ * neither stop us nor make readers believe we run. Exclusion among owners
+ * is the business of a file only they can open (gf_pidfile_take with 0600).
+ * The folder must be writable by us alone. Returns the descriptor to keep
+ * open, or -1 after logging. */
+int gf_pidfile_publish(const char *path, mode_t mode);
+
 #endif

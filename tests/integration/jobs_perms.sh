@@ -108,4 +108,15 @@ grep -q "state_dir $T/state: mode 0755 tightened to 0711" "$T/broker.log" || fai
 grep -q "job store $T/state/jobs.db: mode 0644 tightened to 0600" "$T/broker.log" || fail "no word of the tightened store"
 as gfjobuser2 cat "$T/state/jobs.db" >/dev/null 2>&1 && fail "user 2 read the store after the restart"
 [ "$(job_field "$j" state)" = done ] || fail "user 1's job after the restart"
+# a user holding a lock on the readable pid file cannot stop a broker from
+# starting (it once did: the broker's own lock was on that file)
+want "$T/run/gpuflockd.lock" "600 root"
+stop_broker
+kill_workers
+(cd /tmp && runuser -u gfjobuser2 -- flock -s "$T/run/gpuflockd.pid" sleep 600) &
+squatter=$!
+for _ in $(seq 200); do grep -q " FLOCK .* READ " /proc/locks && pgrep -u gfjobuser2 -x sleep >/dev/null && break; sleep 0.02; done
+start_broker || fail "a user's flock on gpuflockd.pid kept the broker from starting"
+gf queue >/dev/null || fail "the CLI does not see the broker behind the user's old pid file lock"
+kill "$squatter" 2>/dev/null; pkill -u gfjobuser2 -x sleep
 echo "ok: the store, the spool and the worker socket are closed to other users; old modes tightened"

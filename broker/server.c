@@ -692,11 +692,11 @@ static void send_kill_mode(gf_server *self, gf_sched_job *sj, gf_kill_mode mode,
     for (size_t i = 0; i < self->n_later && !held; i++)
         held = self->later[i].sock && self->later[i].msg.op == GF_OP_JOB &&
                self->later[i].msg.id == m.id;
-    post_as(self, self->workers, &w->peer, &m, held);
-    if (mode == GF_KILL_RECALL)
-        return;                       /* it has not started: nothing to wait for */
     /* a yield may take a batch of the networks, then the checkpoint's write */
     uint64_t grace = (uint64_t)m.grace_s * 1000 + (mode == GF_KILL_STOP ? 0 : 60000);
+    post_as(self, self->workers, &w->peer, &m, held);   /* m is the outbox's now */
+    if (mode == GF_KILL_RECALL)
+        return;                       /* it has not started: nothing to wait for */
     if (!sj->kill_at_ms)
         sj->kill_at_ms = gf_now_ms() + grace +
                          (uint64_t)self->cfg->heartbeat_interval_ms *
@@ -1236,6 +1236,31 @@ static void on_wait(gf_server *self, const gf_peer *peer, gf_msg *req)
     self->waiters = w;
 }
 
+/* A live job the peer may act on (its owner, or root), or NULL with *code:
+ * GF_ENOENT (no such job), GF_EPERM (not theirs), GF_ESTATE (ended and
+ * retired: already over). */
+static gf_sched_job *owned_job(gf_server *self, const gf_peer *peer, uint64_t id, int32_t *code)
+{
+    gf_sched_job *sj = gf_sched_get(self->sched, id);
+    if (!sj) {
+        gf_job j;
+        if (lookup(self, id, &j, false) != 0) {
+            *code = GF_ENOENT;
+            return NULL;
+        }
+        bool theirs = peer->has_cred && (peer->uid == 0 || peer->uid == j.uid);
+        *code = theirs ? GF_ESTATE : GF_EPERM;
+        gf_job_clear(&j);
+        return NULL;
+    }
+    if (!peer->has_cred || (peer->uid != 0 && peer->uid != sj->job.uid)) {
+        *code = GF_EPERM;
+        return NULL;
+    }
+    *code = 0;
+    return sj;
+}
+
 static void on_cancel(gf_server *self, const gf_peer *peer, gf_msg *req)
 {
     gf_msg m;
@@ -1254,22 +1279,9 @@ static void on_cancel(gf_server *self, const gf_peer *peer, gf_msg *req)
     }
     self->need_sync = true;
     for (size_t i = 0; i < req->n_ids; i++) {
-        gf_sched_job *sj = gf_sched_get(self->sched, req->ids[i]);
-        if (!sj) {   /* ended and retired: already over, if it is theirs */
-            gf_job j;
-            if (lookup(self, req->ids[i], &j, false) != 0) {
-                m.codes[i] = GF_ENOENT;
-                continue;
-            }
-            bool theirs = peer->has_cred && (peer->uid == 0 || peer->uid == j.uid);
-            m.codes[i] = theirs ? GF_ESTATE : GF_EPERM;
-            gf_job_clear(&j);
+        gf_sched_job *sj = owned_job(self, peer, req->ids[i], &m.codes[i]);
+        if (!sj)
             continue;
-        }
-        if (!peer->has_cred || (peer->uid != 0 && peer->uid != sj->job.uid)) {
-            m.codes[i] = GF_EPERM;
-            continue;
-        }
         gf_job *j = &sj->job;
         char *who = gf_users_name(self->users, peer->uid, peer->gid);
         if (j->state == GF_STATE_PENDING) {
@@ -1329,22 +1341,9 @@ static void on_job_verb(gf_server *self, const gf_peer *peer, gf_msg *req)
     self->need_sync = true;
     char *who = peer->has_cred ? gf_users_name(self->users, peer->uid, peer->gid) : NULL;
     for (size_t i = 0; i < req->n_ids; i++) {
-        gf_sched_job *sj = gf_sched_get(self->sched, req->ids[i]);
-        if (!sj) {
-            gf_job j;
-            if (lookup(self, req->ids[i], &j, false) != 0) {
-                m.codes[i] = GF_ENOENT;
-                continue;
-            }
-            bool theirs = peer->has_cred && (peer->uid == 0 || peer->uid == j.uid);
-            m.codes[i] = theirs ? GF_ESTATE : GF_EPERM;
-            gf_job_clear(&j);
+        gf_sched_job *sj = owned_job(self, peer, req->ids[i], &m.codes[i]);
+        if (!sj)
             continue;
-        }
-        if (!peer->has_cred || (peer->uid != 0 && peer->uid != sj->job.uid)) {
-            m.codes[i] = GF_EPERM;
-            continue;
-        }
         gf_job *j = &sj->job;
         int rc = 0;
         if (req->op == GF_OP_HOLD && j->state == GF_STATE_RUNNING && !sj->started &&

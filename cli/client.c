@@ -495,3 +495,35 @@ int gf_client_once(const char *config_path, const gf_msg *req, gf_msg *rep, int 
     gf_client_destroy(&cl);
     return rc;
 }
+
+int gf_client_ids_verb(const char *config, gf_msg *req, const char *name,
+                       const char *(*words)(gf_op op, int code))
+{
+    int rc;
+    gf_client *cl = gf_client_open(config, &rc);
+    if (!cl)
+        return rc;
+    gf_msg rep;
+    if (gf_client_call(cl, req, &rep, 30000) != 0) {
+        gf_client_destroy(&cl);
+        return GF_EXIT_UNAVAIL;
+    }
+    if (rep.op != GF_OP_CODES || rep.n_codes != req->n_ids) {
+        rc = gf_client_report(name, &rep);
+    } else {
+        rc = 0;
+        for (size_t i = 0; i < rep.n_codes; i++) {
+            int code = rep.codes[i];
+            if (code == 0)
+                continue;
+            fprintf(stderr, "gpuflock %s: job %llu: %s\n", name, (unsigned long long)req->ids[i],
+                    code == GF_ENOENT ? "no such job"
+                    : code == GF_EPERM ? "not your job" : words(req->op, code));
+            if (!rc || code == GF_EPERM)
+                rc = code == GF_EPERM ? 77 : 1;
+        }
+    }
+    gf_msg_clear(&rep);
+    gf_client_destroy(&cl);
+    return rc;
+}

@@ -64,6 +64,13 @@ int gf_job_exit_status(const gf_job *j);
 /* Parse "12,13,14" or separate arguments into ids. Returns 0 or 64. */
 int gf_parse_ids(const char *cmd, int argc, char **argv, uint64_t **ids, size_t *n);
 
+/* A request naming jobs by id (cancel, hold, release, requeue; req owned by
+ * the caller): sent, and for each id refused a line saying why (no such
+ * job, not your job, else words(op, code)). Returns 0, 1 (a job unknown or
+ * in the wrong state), 77 (not yours) or the exit status of a failed call. */
+int gf_client_ids_verb(const char *config, gf_msg *req, const char *name,
+                       const char *(*words)(gf_op op, int code));
+
 /* --yieldable[=SIG@GRACE] (arg NULL: the defaults, SIGUSR1 and 30 s): a
  * signal by name (USR1, SIGUSR2...) or number, a grace in seconds; either
  * may be left out ("@60", "USR2"). 0, or GF_EXIT_USAGE after saying why. */

@@ -14,6 +14,12 @@
 
 int gf_cmd_cancel(int argc, char **argv);
 
+static const char *words(gf_op op, int code)
+{
+    (void)op;
+    return code == GF_ESTATE ? "already ended" : gf_strerror(code);
+}
+
 int gf_cmd_cancel(int argc, char **argv)
 {
     const char *config = NULL;
@@ -26,7 +32,7 @@ int gf_cmd_cancel(int argc, char **argv)
                            "resumes); others are cancelled\n", flags, &config);
     if (prc)
         return prc < 0 ? 0 : prc;
-    gf_msg req, rep;
+    gf_msg req;
     memset(&req, 0, sizeof(req));
     req.op = GF_OP_CANCEL;
     req.checkpoint = checkpoint;
@@ -35,32 +41,7 @@ int gf_cmd_cancel(int argc, char **argv)
         fprintf(stderr, "usage: gpuflock cancel [--checkpoint] [--config FILE] ID...\n");
         return GF_EXIT_USAGE;
     }
-    int rc;
-    gf_client *cl = gf_client_open(config, &rc);
-    if (!cl) {
-        gf_msg_clear(&req);
-        return rc;
-    }
-    if (gf_client_call(cl, &req, &rep, 30000) != 0) {
-        rc = GF_EXIT_UNAVAIL;
-    } else if (rep.op != GF_OP_CODES || rep.n_codes != req.n_ids) {
-        rc = gf_client_report("cancel", &rep);
-    } else {
-        rc = 0;
-        for (size_t i = 0; i < rep.n_codes; i++) {
-            int code = rep.codes[i];
-            if (code == 0)
-                continue;
-            fprintf(stderr, "gpuflock cancel: job %llu: %s\n", (unsigned long long)req.ids[i],
-                    code == GF_ENOENT ? "no such job"
-                    : code == GF_EPERM ? "not your job"
-                    : code == GF_ESTATE ? "already ended" : gf_strerror(code));
-            if (!rc || code == GF_EPERM)
-                rc = code == GF_EPERM ? 77 : 1;
-        }
-    }
-    gf_msg_clear(&rep);
+    int rc = gf_client_ids_verb(config, &req, "cancel", words);
     gf_msg_clear(&req);
-    gf_client_destroy(&cl);
     return rc;
 }

@@ -19,8 +19,6 @@ int gf_cmd_requeue(int argc, char **argv);
 static const char *why(gf_op op, int code)
 {
     switch (code) {
-    case GF_ENOENT: return "no such job";
-    case GF_EPERM:  return "not your job";
     case GF_ESTATE:
         return op == GF_OP_HOLD      ? "not pending (only a pending job can be held)"
                : op == GF_OP_RELEASE ? "not held"
@@ -37,7 +35,7 @@ static int verb(int argc, char **argv, gf_op op, const char *name)
     int prc = gf_cli_flags(argc, argv, usage, NULL, &config);
     if (prc)
         return prc < 0 ? 0 : prc;
-    gf_msg req, rep;
+    gf_msg req;
     memset(&req, 0, sizeof(req));
     req.op = op;
     if (optind == argc || gf_parse_ids(name, argc - optind, argv + optind, &req.ids, &req.n_ids)) {
@@ -45,31 +43,8 @@ static int verb(int argc, char **argv, gf_op op, const char *name)
         gf_msg_clear(&req);
         return GF_EXIT_USAGE;
     }
-    int rc;
-    gf_client *cl = gf_client_open(config, &rc);
-    if (!cl) {
-        gf_msg_clear(&req);
-        return rc;
-    }
-    if (gf_client_call(cl, &req, &rep, 30000) != 0) {
-        rc = GF_EXIT_UNAVAIL;
-    } else if (rep.op != GF_OP_CODES || rep.n_codes != req.n_ids) {
-        rc = gf_client_report(name, &rep);
-    } else {
-        rc = 0;
-        for (size_t i = 0; i < rep.n_codes; i++) {
-            int code = rep.codes[i];
-            if (code == 0)
-                continue;
-            fprintf(stderr, "gpuflock %s: job %llu: %s\n", name, (unsigned long long)req.ids[i],
-                    why(op, code));
-            if (!rc || code == GF_EPERM)
-                rc = code == GF_EPERM ? 77 : 1;
-        }
-    }
-    gf_msg_clear(&rep);
+    int rc = gf_client_ids_verb(config, &req, name, why);
     gf_msg_clear(&req);
-    gf_client_destroy(&cl);
     return rc;
 }
 

@@ -1812,7 +1812,8 @@ static void on_result(gf_server *self, wk *w, gf_msg *m)
     if (again) {
         /* it saved its state (or, requeued, cannot): it runs again, resuming */
         char why[160];
-        snprintf(why, sizeof why, "%s%s", sj->yield_why,
+        snprintf(why, sizeof why, "%s%s",
+                 sj->yield_why[0] ? sj->yield_why : "yielded: its worker stopped",
                  m->outcome == GF_OUTCOME_YIELDED ? "" : " (stopped: it cannot checkpoint)");
         back_to_queue(self, sj, why);
         notify_waiters(self);

@@ -447,6 +447,21 @@ static void reconnect(gf_agent *self, const char *why)
         send_ready(self);
 }
 
+/* A started job must stop (this worker stops, or the broker went): one that
+ * can checkpoint yields, so that its next run resumes (a diarize job at its
+ * next batch boundary, with no deadline: killing it would drop the
+ * checkpoint); the others get SIGTERM, and SIGKILL after kill_grace_s. */
+static void stop_run(gf_agent *self, slot *s, uint64_t now)
+{
+    int rc = gf_run_yield(s->run, false);
+    if (rc < 0) {
+        gf_run_signal(s->run, SIGTERM);
+        gf_run_signal(s->run, SIGCONT);
+    }
+    if (rc != 0)
+        s->kill_at = now + (uint64_t)self->cfg->kill_grace_s * 1000;
+}
+
 static void on_broker(gf_agent *self)
 {
     for (;;) {
@@ -481,10 +496,8 @@ static void on_broker(gf_agent *self)
                  * us: our jobs must stop; then register again */
                 GF_INFO("broker says: %s", m.message ? m.message : "disconnect");
                 for (slot *s = self->slots; s; s = s->next)
-                    if (gf_run_started(s->run)) {
-                        gf_run_signal(s->run, SIGTERM);
-                        s->kill_at = now + (uint64_t)self->cfg->kill_grace_s * 1000;
-                    }
+                    if (gf_run_started(s->run))
+                        stop_run(self, s, now);
                 send_ready(self);
             }
             break;
@@ -513,9 +526,7 @@ static void begin_stop(gf_agent *self)
     for (slot *s = self->slots, *next; s; s = next) {
         next = s->next;
         if (gf_run_started(s->run)) {
-            gf_run_signal(s->run, SIGTERM);
-            gf_run_signal(s->run, SIGCONT);
-            s->kill_at = now + (uint64_t)self->cfg->kill_grace_s * 1000;
+            stop_run(self, s, now);
         } else {
             gf_msg r;
             gf_run_result_unstarted(s->run, "worker stopping", &r);

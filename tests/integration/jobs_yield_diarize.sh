@@ -8,7 +8,8 @@
 # probe finds the card's lock busy, i.e. held by it alone) while the four
 # wait; then they resume from their checkpoints and end with RTTMs and
 # --save-intermediates arrays byte for byte those of an uninterrupted run
-# (--local). Prints the time from the proof job's submit to its start (the
+# (--local); and a worker stopped with SIGTERM mid-job has its diarize job
+# yield and resume on the restarted worker, identical. Prints the time from the proof job's submit to its start (the
 # figure in bench/RESULTS.md; not asserted).
 . tests/integration/lib/jobs.bash
 fail() { echo "FAIL: $*"; tail -30 "$T/broker.log"; exit 1; }
@@ -89,4 +90,24 @@ for id in "${ids[@]}"; do
     s=$(gf show "$id" --json | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["started_ms"])')
     [ "$(echo "$s / 1000 > $(cat "$T/proof")" | bc)" = 1 ] || fail "job $id's last run started before the proof job"
 done
+# A worker stopped with SIGTERM mid-job: its diarize job yields (checkpoint
+# kept), runs again on the restarted worker, resumes and ends identical.
+mkdir -p "$T/out5"
+cp "$T/long.wav" "$T/rec5.wav"
+gf diarize --gpu 1 --out "$T/out5" --save-intermediates "$T/out5/inter" "$T/rec5.wav" \
+    >"$T/cli5.out" 2>"$T/cli5.err" &
+cli5=$!
+for _ in $(seq 200); do
+    id5=$(sed -n 's|^.*: job \([0-9]*\)$|\1|p' "$T/cli5.err"); [ -n "$id5" ] && break; sleep 0.05
+done
+for _ in $(seq 400); do
+    [ "$(field "$id5" progress_done)" != "" ] && [ "$(field "$id5" progress_done)" -gt 60 ] 2>/dev/null && break
+    sleep 0.05
+done
+kill -TERM "$(cat "$T/run/worker1.pid")"
+wait "$cli5" || fail "diarize after the worker's SIGTERM: $(cat "$T/cli5.err")"
+grep -q "job $id5: resumed from its checkpoint at window [1-9]" "$T/broker.log" ||
+    fail "job $id5 did not resume after its worker's SIGTERM: $(grep "job $id5" "$T/broker.log" | tail -5)"
+cmp "$T/ref/rec1.rttm" <(sed "s/rec5/rec1/" "$T/out5/rec5.rttm") || fail "job $id5: the RTTM differs"
+cmp "$T/ref/inter/embeddings.npy" "$T/out5/inter/embeddings.npy" || fail "job $id5: embeddings differ"
 echo ok

@@ -8,9 +8,7 @@
 
 #include <string.h>
 
-/* The length of the valid sequence at s[0..n), or 0 when s[0] does not
- * begin one. n >= 1. */
-static size_t seq_len(const unsigned char *s, size_t n)
+size_t gf_utf8_seq_len(const unsigned char *s, size_t n)
 {
     unsigned char b = s[0];
     if (b < 0x80)
@@ -46,7 +44,7 @@ bool gf_utf8_valid(const char *s, size_t n)
 {
     const unsigned char *p = (const unsigned char *)s;
     for (size_t i = 0; i < n;) {
-        size_t k = seq_len(p + i, n - i);
+        size_t k = gf_utf8_seq_len(p + i, n - i);
         if (!k)
             return false;
         i += k;
@@ -60,7 +58,7 @@ size_t gf_utf8_escape(char *dst, size_t cap, const char *s, size_t n)
     const unsigned char *p = (const unsigned char *)s;
     size_t i = 0, o = 0;
     while (i < n) {
-        size_t k = p[i] ? seq_len(p + i, n - i) : 0;
+        size_t k = p[i] ? gf_utf8_seq_len(p + i, n - i) : 0;
         size_t w = k ? k : 4;
         if (o + w >= cap)
             break;

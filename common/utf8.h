@@ -18,6 +18,10 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+/* The length of the valid sequence at s[0..n) (n >= 1), or 0 when s[0]
+ * does not begin one. */
+size_t gf_utf8_seq_len(const unsigned char *s, size_t n);
+
 /* Whether s[0..n) is valid UTF-8. NUL bytes are valid (U+0000). */
 bool gf_utf8_valid(const char *s, size_t n);
 

@@ -3,6 +3,7 @@
 
 #include "common/error.h"
 #include "common/log.h"
+#include "common/utf8.h"
 #include "common/util.h"
 
 #include <assert.h>
@@ -111,40 +112,13 @@ int gf_rttm_parse_time(const char *name, size_t line, const char *what, const ch
     return 0;
 }
 
-/* Length of the UTF-8 sequence at p (n bytes left), 0 if it is not valid
- * UTF-8 (RFC 3629: no overlong forms, no surrogates, nothing past U+10FFFF)
- * or is a C1 control character (U+0080..U+009F, which some terminals obey). */
-static size_t utf8_len(const unsigned char *p, size_t n)
+/* The length of the UTF-8 sequence at p[0..n), or 0: not valid UTF-8, or
+ * a C1 control (U+0080..U+009F, C2 80..9F), which is no text either. */
+static size_t text_len(const unsigned char *p, size_t n)
 {
-    unsigned char c = p[0];
-    size_t len;
-    unsigned char lo = 0x80, hi = 0xBF; /* bounds of the second byte */
-    if (c < 0x80)
-        return 1;
-    if (c >= 0xC2 && c <= 0xDF)
-        len = 2;
-    else if (c >= 0xE0 && c <= 0xEF)
-        len = 3;
-    else if (c >= 0xF0 && c <= 0xF4)
-        len = 4;
-    else
+    if (p[0] == 0xC2 && n > 1 && p[1] < 0xA0)
         return 0;
-    if (c == 0xC2)
-        lo = 0xA0; /* C2 80..9F: the C1 controls */
-    else if (c == 0xE0)
-        lo = 0xA0;
-    else if (c == 0xED)
-        hi = 0x9F;
-    else if (c == 0xF0)
-        lo = 0x90;
-    else if (c == 0xF4)
-        hi = 0x8F;
-    if (n < len || p[1] < lo || p[1] > hi)
-        return 0;
-    for (size_t i = 2; i < len; i++)
-        if (p[i] < 0x80 || p[i] > 0xBF)
-            return 0;
-    return len;
+    return gf_utf8_seq_len(p, n);
 }
 
 int gf_rttm_check_text(const char *name, size_t line, const char *s, size_t len)
@@ -157,7 +131,7 @@ int gf_rttm_check_text(const char *name, size_t line, const char *s, size_t len)
                      name, line, c, i + 1, c == 0 ? " (NUL: a binary file?)" : "");
             return GF_EINVAL;
         }
-        size_t k = utf8_len(p + i, len - i);
+        size_t k = text_len(p + i, len - i);
         if (k == 0) {
             GF_ERROR("%s:%zu: not text: byte \\x%02X at column %zu is not %s", name, line, c,
                      i + 1, c == 0xC2 && i + 1 < len && p[i + 1] >= 0x80 && p[i + 1] < 0xA0

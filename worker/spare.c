@@ -230,26 +230,8 @@ void gf_spare_fill(gf_spare *self)
         return;
     }
     char ask = 's';
-    union {
-        struct cmsghdr align;
-        char buf[CMSG_SPACE(sizeof(int))];
-    } ctl;
-    memset(&ctl, 0, sizeof ctl);
-    struct iovec iov = { &ask, 1 };
-    struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
-    if (self->asked_cg) {
-        int cgfd = gf_jobcg_fd(self->asked_cg);
-        mh.msg_control = ctl.buf;
-        mh.msg_controllen = sizeof ctl.buf;
-        struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-        c->cmsg_level = SOL_SOCKET;
-        c->cmsg_type = SCM_RIGHTS;
-        c->cmsg_len = CMSG_LEN(sizeof(int));
-        memcpy(CMSG_DATA(c), &cgfd, sizeof(int));
-    }
-    ssize_t w;
-    while ((w = sendmsg(self->ctl, &mh, MSG_NOSIGNAL)) < 0 && errno == EINTR)
-        ;
+    ssize_t w = guard_send_with_fd(self->ctl, &ask, 1,
+                                   self->asked_cg ? gf_jobcg_fd(self->asked_cg) : -1);
     if (w == 1) {
         self->asked = true;
     } else {

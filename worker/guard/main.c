@@ -484,24 +484,8 @@ static void serve(pid_t worker, char *mode)
                     reply[1] = EPIPE;       /* the worker reaps it */
             }
         }
-        union {
-            struct cmsghdr align;
-            char buf[CMSG_SPACE(sizeof(int))];
-        } ctl;
-        memset(&ctl, 0, sizeof ctl);
-        struct iovec iov = { reply, sizeof reply };
-        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
-        if (reply[0] > 0 && reply[1] == 0) {
-            mh.msg_control = ctl.buf;
-            mh.msg_controllen = sizeof ctl.buf;
-            struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-            c->cmsg_level = SOL_SOCKET;
-            c->cmsg_type = SCM_RIGHTS;
-            c->cmsg_len = CMSG_LEN(sizeof(int));
-            memcpy(CMSG_DATA(c), &sv[0], sizeof(int));
-        }
-        while ((r = sendmsg(JOB_FD, &mh, MSG_NOSIGNAL)) < 0 && errno == EINTR)
-            ;
+        r = guard_send_with_fd(JOB_FD, reply, sizeof reply,
+                               reply[0] > 0 && reply[1] == 0 ? sv[0] : -1);
         if (cg >= 0)
             close(cg);
         if (sv[0] >= 0)

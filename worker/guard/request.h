@@ -37,4 +37,37 @@
 #define GUARD_REPORT_WORDS 3
 #define GUARD_MAX_BODY (1u << 30)
 
+#include <errno.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+
+/* Send buf[0..len) on sock with descriptor fd attached (SCM_RIGHTS; fd < 0:
+ * none), again after EINTR. Returns what sendmsg returned. Both ends of
+ * the fork server use it. */
+static inline ssize_t guard_send_with_fd(int sock, const void *buf, size_t len, int fd)
+{
+    union {
+        struct cmsghdr align;
+        char buf[CMSG_SPACE(sizeof(int))];
+    } ctl;
+    memset(&ctl, 0, sizeof ctl);
+    struct iovec iov = { (void *)buf, len };
+    struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+    if (fd >= 0) {
+        mh.msg_control = ctl.buf;
+        mh.msg_controllen = sizeof ctl.buf;
+        struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+        c->cmsg_level = SOL_SOCKET;
+        c->cmsg_type = SCM_RIGHTS;
+        c->cmsg_len = CMSG_LEN(sizeof(int));
+        memcpy(CMSG_DATA(c), &fd, sizeof(int));
+    }
+    ssize_t w;
+    while ((w = sendmsg(sock, &mh, MSG_NOSIGNAL)) < 0 && errno == EINTR)
+        ;
+    return w;
+}
+
 #endif

@@ -908,7 +908,9 @@ static int parse(const char *name, const char *text, size_t len, bool discover, 
     yaml_node_t *root = yaml_document_get_root_node(&doc);
     if (root && !is_null(root))
         rc = read_mapping(&ctx, root, "", top_fields, cfg);
-    if (!rc && cfg->devices_declared)
+    /* the lock files on disk matter to those that take locks; the job
+     * commands (discover false) only talk to the broker, which checked them */
+    if (!rc && cfg->devices_declared && discover)
         rc = check_lock_files(&ctx);
     free(ctx.device_line);
     yaml_document_delete(&doc);

@@ -91,7 +91,9 @@ int gf_config_load(const char *explicit_path, gf_config **out);
  * where no devices are declared the list stays empty (devices_declared
  * false) instead of being made up from the CUDA driver, whose loading and
  * cuInit cost more than such a whole call. Declared devices are read and
- * checked as by gf_config_load. */
+ * checked as by gf_config_load, but for the lock files on disk (symlinks,
+ * one file by two paths): the broker and `exec` check those, these never
+ * open them. */
 int gf_config_load_no_devices(const char *explicit_path, gf_config **out);
 
 /* Parse YAML text as if it came from 'name' (tests, --config -). */

@@ -29,6 +29,7 @@
 #include "common/util.h"
 
 #include <assert.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -257,15 +258,23 @@ gf_sched_job *gf_sched_add(gf_sched *self, gf_job *job)
     return sj;
 }
 
-int gf_sched_card_online(gf_sched *self, int index, bool online)
+/* Set one of card index's flags (its offset in card): a change is news for
+ * waiting jobs. GF_ENOENT for an unconfigured card. */
+static int set_card_flag(gf_sched *self, int index, size_t flag, bool on)
 {
     card *c = find_card(self, index);
     if (!c)
         return GF_ENOENT;
-    if (c->online != online)
+    bool *f = (bool *)((char *)c + flag);
+    if (*f != on)
         changed(self);
-    c->online = online;
+    *f = on;
     return 0;
+}
+
+int gf_sched_card_online(gf_sched *self, int index, bool online)
+{
+    return set_card_flag(self, index, offsetof(card, online), online);
 }
 
 
@@ -779,13 +788,7 @@ int gf_sched_set_held(gf_sched *self, uint64_t id, bool held, uint32_t by)
 
 int gf_sched_card_drain(gf_sched *self, int index, bool drained)
 {
-    card *c = find_card(self, index);
-    if (!c)
-        return GF_ENOENT;
-    if (c->drained != drained)
-        changed(self);
-    c->drained = drained;
-    return 0;
+    return set_card_flag(self, index, offsetof(card, drained), drained);
 }
 
 bool gf_sched_card_drained(const gf_sched *self, int index)

@@ -65,8 +65,8 @@ typedef struct {
     bool have_card;
     char *plan;               /* route plan text from READY */
     char *supervision;        /* how it supervises command jobs, from READY */
-    bool drained;             /* the operator took the card out of service (the store keeps it) */
-    char *drain_reason;       /* their --reason, "" for none */
+    char *drain_reason;       /* drained by the operator (the scheduler knows; the store keeps
+                               * it): their --reason, "" for none; NULL: in service */
     gf_stat *ckpt;            /* its jobs' checkpoint statistics, summed since we started */
     size_t n_ckpt;
     int32_t pid;              /* as reported */
@@ -304,8 +304,7 @@ static int write_drains(gf_server *self)
     int rc = 0;
     for (size_t i = 0; i < self->n_wks && !rc; i++) {
         const wk *w = &self->wks[i];
-        rc = gf_store_set_drain(self->store, w->device,
-                                w->drained ? (w->drain_reason ? w->drain_reason : "") : NULL);
+        rc = gf_store_set_drain(self->store, w->device, w->drain_reason);
     }
     return rc;
 }
@@ -1045,6 +1044,18 @@ static int check_spec(gf_server *self, const gf_job_spec *sp, char *why, size_t 
         snprintf(why, len, "negative time limit");
         return GF_EINVAL;
     }
+    /* --yieldable: a signal the job can catch, a grace of at most a day */
+    if (sp->yield_sig < 0 || sp->yield_sig > 64 || sp->yield_sig == SIGKILL ||
+        sp->yield_sig == SIGSTOP || (sp->yield_sig && sp->kind == GF_JOB_DIARIZE)) {
+        snprintf(why, len, "--yieldable: signal %d is not one a %s job can be asked with",
+                 sp->yield_sig, sp->kind == GF_JOB_DIARIZE ? "diarize" : "command");
+        return GF_EINVAL;
+    }
+    if (sp->yield_grace_s < 0 || sp->yield_grace_s > 86400) {
+        snprintf(why, len, "--yieldable: a grace of %d s is not within 0..86400",
+                 sp->yield_grace_s);
+        return GF_EINVAL;
+    }
     for (size_t i = 0; i < sp->n_after; i++)
         if (!known(self, sp->after[i])) {
             snprintf(why, len, "--after: no job %llu", (unsigned long long)sp->after[i]);
@@ -1409,13 +1420,17 @@ static void on_card_verb(gf_server *self, const gf_peer *peer, gf_msg *req)
                    req->device);
         return;
     }
+    if (req->message && strlen(req->message) > GF_PROTO_MAX_NAME) {
+        post_error(self, self->clients, peer, GF_EINVAL, "%s: the reason is longer than %u bytes",
+                   op, GF_PROTO_MAX_NAME);
+        return;
+    }
     if (refused(self, peer, op))
         return;
     self->need_sync = true;
     bool drain = req->op == GF_OP_DRAIN;
     free(w->drain_reason);
     w->drain_reason = drain ? gf_utf8_escape_dup(req->message ? req->message : "") : NULL;
-    w->drained = drain;
     gf_sched_card_drain(self->sched, w->device, drain);
     persist_drains(self);
     size_t running = drain ? drain_running(self, w) : 0;
@@ -1499,7 +1514,7 @@ static void on_workers(gf_server *self, const gf_peer *peer)
         wi->pid = w->ready ? w->pid : (int32_t)w->child;
         wi->plan = gf_strdup(w->plan);
         wi->supervision = gf_strdup(w->supervision);
-        if (w->drained) {
+        if (w->drain_reason) {
             wi->drain = gf_strdup(ex || sh ? "draining" : "drained");
             wi->drain_reason = gf_strdup(w->drain_reason);
         }
@@ -2182,7 +2197,6 @@ static int load_drains(gf_server *self)
     for (size_t i = 0; i < n; i++) {
         wk *w = wk_by_device(self, cards[i]);
         if (w) {
-            w->drained = true;
             w->drain_reason = reasons[i];
             reasons[i] = NULL;
             gf_sched_card_drain(self->sched, w->device, true);
@@ -2219,6 +2233,7 @@ gf_server *gf_server_new(const gf_config *cfg)
     if (!self->store)
         goto fail;
     self->sched = gf_sched_new(cfg);
+    gf_sched_set_now(self->sched, gf_now_ms());   /* the jobs read back queue from now */
     self->n_wks = cfg->n_devices;
     self->wks = gf_calloc(cfg->n_devices ? cfg->n_devices : 1, sizeof(wk));
     for (size_t i = 0; i < cfg->n_devices; i++) {

@@ -69,8 +69,10 @@ int gf_pidfile_publish(const char *path, mode_t mode)
         rc = -1;
     char text[32];
     int len = snprintf(text, sizeof text, "%d\n", (int)getpid());
+    /* the pid is for messages; the lock says whether we live: a full disk
+     * that takes the pid away is worth a warning, not a refusal to start */
     if (!rc && pwrite(fd, text, (size_t)len, 0) != len)
-        rc = -1;
+        GF_WARN("pid file %s: cannot write the pid: %s", tmp, strerror(errno));
     if (!rc && rename(tmp, path) != 0)
         rc = -1;
     if (rc) {

@@ -531,7 +531,9 @@ static char *write_width_file(const width_case *c, const int32_t *s, size_t n)
         put_uint(&d, v, bw);
     }
     if (aiff) {
-        put(&o, "FORMxxxxAIFFCOMM", 16);
+        put(&o, "FORM", 4);
+        put_uint(&o, 0, 4);            /* the FORM size: patched below, once known */
+        put(&o, "AIFFCOMM", 8);
         put_uint(&o, 18, 4);
         put_uint(&o, (uint64_t)c->channels, 2);
         put_uint(&o, n, 4);
@@ -543,7 +545,7 @@ static char *write_width_file(const width_case *c, const int32_t *s, size_t n)
     } else {
         bool rf64 = strcmp(c->riff, "RF64") == 0;
         put(&o, c->riff, 4);
-        put_uint(&o, 0, 4);
+        put_uint(&o, 0, 4);            /* the RIFF size: patched below */
         put(&o, "WAVE", 4);
         if (rf64) { /* ds64: RIFF size, data size, frames, table length */
             put(&o, "ds64", 4);

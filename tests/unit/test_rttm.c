@@ -4,6 +4,7 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "worker/diar/rttm.h"
+#include "tests/unit/tmpdir.h"
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -44,9 +45,9 @@ static void test_write_read_roundtrip_and_json(void **state)
     gf_rttm_sort(r);
     assert_string_equal(r->turns[0].speaker, "A \"q\"");
     char *txt = gf_rttm_format(r);
-    char path[] = "/tmp/gf_rttm_XXXXXX";
-    int fd = mkstemp(path);
-    close(fd);
+    char dir[256];
+    assert_int_equal(gf_test_mkdtemp(dir, sizeof dir, "gf-test-rttm"), 0);
+    char *path = gf_strfmt("%s/round.rttm", dir);
     assert_int_equal(gf_rttm_write_text(path, txt), 0);
     gf_rttm *back = NULL;
     /* a label with spaces does not survive RTTM: only the first word */
@@ -71,7 +72,8 @@ static void test_write_read_roundtrip_and_json(void **state)
     json_object_put(o);
     free(js);
     free(txt);
-    unlink(path);
+    gf_test_rmtree(dir);
+    free(path);
     gf_rttm_destroy(&back);
     gf_rttm_destroy(&r);
 }
@@ -250,18 +252,21 @@ static void test_no_speaker_records(void **state)
         gf_rttm_destroy(&r);
     }
     /* From a file too. */
-    char path[] = "/tmp/gf_rttm_XXXXXX";
-    int fd = mkstemp(path);
-    assert_true(fd >= 0);
-    assert_int_equal(write(fd, "hello\n", 6), 6);
-    close(fd);
+    char dir[256];
+    assert_int_equal(gf_test_mkdtemp(dir, sizeof dir, "gf-test-rttm"), 0);
+    char *path = gf_strfmt("%s/hello.rttm", dir);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    assert_int_equal(fputs("hello\n", f) >= 0, 1);
+    fclose(f);
     gf_rttm *r = NULL;
     gf_log_clear_last_error();
     assert_int_equal(gf_rttm_read(path, &r), GF_EINVAL);
     assert_null(r);
     assert_non_null(strstr(gf_log_last_error(), "holds no SPEAKER records"));
     assert_non_null(strstr(gf_log_last_error(), path));
-    unlink(path);
+    gf_test_rmtree(dir);
+    free(path);
     gf_log_init("test_rttm", saved);
 }
 

@@ -524,6 +524,30 @@ static void test_submit_durable_then_wait_reason(void **state)
     assert_int_equal(r.op, GF_OP_ERROR);
     assert_non_null(strstr(r.message, "no card 5"));
     gf_msg_clear(&r);
+    /* --yieldable from a client that skipped the CLI's checks: refused */
+    q.spec.req = GF_REQ_ANY;
+    const int32_t bad_sig[] = { 9, 19, -3, 65 }, bad_grace[] = { -1, 86401 };
+    for (size_t i = 0; i < 6; i++) {
+        q.spec.yield_sig = i < 4 ? bad_sig[i] : SIGUSR1;
+        q.spec.yield_grace_s = i < 4 ? 30 : bad_grace[i - 4];
+        call(c, &q, &r);
+        assert_int_equal(r.op, GF_OP_ERROR);
+        assert_non_null(strstr(r.message, "--yieldable"));
+        gf_msg_clear(&r);
+    }
+    q.spec.yield_sig = 0;
+    q.spec.yield_grace_s = 0;
+    gf_msg_clear(&q);
+    /* a drain's reason is bounded (and only root drains) */
+    memset(&q, 0, sizeof(q));
+    q.op = GF_OP_DRAIN;
+    q.device = 0;
+    q.message = gf_calloc(4000, 1);
+    memset(q.message, 'r', 3999);
+    call(c, &q, &r);
+    assert_int_equal(r.op, GF_OP_ERROR);
+    assert_non_null(strstr(r.message, getuid() == 0 ? "longer than" : "only root"));
+    gf_msg_clear(&r);
     gf_msg_clear(&q);
     /* cancel: own job yes, unknown id no */
     memset(&q, 0, sizeof(q));

@@ -197,9 +197,8 @@ echo "ok: gpuflockd and the worker killed: resumed (or, damaged, started again),
 
 # ---- 4. another user's job: its checkpoint is theirs (0600) in the root-owned
 # spool, written by the worker, read back for them on the next attempt
-if [ "$(id -u)" = 0 ] && command -v useradd >/dev/null && command -v runuser >/dev/null; then
-    u=gfjobuser1
-    id "$u" >/dev/null 2>&1 || useradd --system --no-create-home --shell /bin/sh "$u" || fail "useradd $u"
+u=gfjobuser1
+if make_users "$u"; then
     mkdir -p "$T/mine"
     cp "$T/ten.wav" "$T/mine/u.wav"
     chown -R "$u" "$T/mine"

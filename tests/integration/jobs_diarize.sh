@@ -101,9 +101,8 @@ for _ in $(seq 100); do flock -n -x "$T/lock/gpu1.lock" true && break; sleep 0.0
 flock -n -x "$T/lock/gpu1.lock" true || fail "card 1 still locked after the cancel"
 
 # another user's job: the RTTM is theirs; a folder they may not write gives a clear failure
-if [ "$(id -u)" = 0 ] && command -v useradd >/dev/null && command -v runuser >/dev/null; then
-    u=gfjobuser1
-    id "$u" >/dev/null 2>&1 || useradd --system --no-create-home --shell /bin/sh "$u" || fail "useradd $u"
+u=gfjobuser1
+if make_users "$u"; then
     mkdir -p "$T/mine" "$T/closed"; cp "$SAMPLE" "$T/mine/u.wav"; chown -R "$u" "$T/mine"; chmod 755 "$T/closed"
     (cd /tmp && runuser -u "$u" -- "$GF" diarize --config "$CFG" "$T/mine/u.wav") >/dev/null 2>"$T/err5" || fail "diarize as $u: $(cat "$T/err5")"
     [ "$(stat -c %U "$T/mine/u.rttm")" = "$u" ] || fail "RTTM owned by $(stat -c %U "$T/mine/u.rttm"), not $u"

@@ -20,10 +20,7 @@
 . tests/integration/lib/jobs.bash
 U=gfescape1
 HAVE_USER=0
-if [ "$(id -u)" = 0 ] && command -v useradd >/dev/null && command -v runuser >/dev/null; then
-    id "$U" >/dev/null 2>&1 || useradd --system --no-create-home --shell /bin/sh "$U" || fail "useradd $U"
-    HAVE_USER=1
-fi
+make_users "$U" && HAVE_USER=1
 SUB=root                # who submits (and kills the guard, and cancels)
 as_sub() {              # run a command as the submitter
     if [ "$SUB" = root ]; then "$@"; else (cd /tmp && runuser -u "$SUB" -- "$@"); fi

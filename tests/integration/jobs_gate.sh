@@ -37,8 +37,7 @@ gf wait "$id" >/dev/null || fail "the shared job did not finish"
 [ "$(echo "$(cat "$T/excl") < $(cat "$T/job")" | bc)" = 1 ] || fail "the job ran before the exec"
 
 # A lock folder owned by another user: the job fails, naming it.
-if [ "$(id -u)" = 0 ] && command -v useradd >/dev/null; then
-    id gfmallory >/dev/null 2>&1 || useradd --system --no-create-home --shell /bin/sh gfmallory
+if make_users gfmallory; then
     chown gfmallory "$T/lock"
     id=$(gf submit --gpu 1 -- true) || fail "submit 2"
     gf wait "$id" >/dev/null && fail "a job ran in a folder gfmallory owns"

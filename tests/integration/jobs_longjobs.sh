@@ -157,8 +157,7 @@ gf wait "$hp" "$p1" "$p2" >/dev/null || fail "the jobs did not run"
 gf cancel "$l1" >/dev/null
 
 # The operator's rules with a real user
-if [ "$(id -u)" = 0 ] && command -v useradd >/dev/null && command -v runuser >/dev/null; then
-    id gfbob >/dev/null 2>&1 || useradd --system --no-create-home --shell /bin/sh gfbob
+if make_users gfbob; then
     as_bob() { (cd /tmp && runuser -u gfbob -- "$GF" "$1" --config "$CFG" "${@:2}"); }
     k=$(gf submit --hold -- true) || fail "submit"
     as_bob release "$k" 2>/dev/null; [ $? -eq 77 ] || fail "another user released root's job"

@@ -8,11 +8,7 @@
 # looser modes are tightened when the broker starts, and it says so. Needs
 # root (creates two users with useradd when they are missing).
 . tests/integration/lib/jobs.bash
-if [ "$(id -u)" != 0 ]; then echo "skip: needs root to create users and run jobs as them"; exit 77; fi
-command -v useradd >/dev/null && command -v runuser >/dev/null || { echo "skip: no useradd/runuser"; exit 77; }
-for u in gfjobuser1 gfjobuser2; do
-    id "$u" >/dev/null 2>&1 || useradd --system --no-create-home --shell /bin/sh "$u" || fail "useradd $u"
-done
+need_users gfjobuser1 gfjobuser2
 write_config
 start_broker || exit 1
 as() { local u=$1; shift; (cd /tmp && runuser -u "$u" -- "$@"); }

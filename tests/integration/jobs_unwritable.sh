@@ -7,9 +7,7 @@
 # stopped and left its two workers running), and as root a store and a
 # spool on read-only mounts. Needs root (useradd, mount).
 . tests/integration/lib/jobs.bash
-if [ "$(id -u)" != 0 ]; then echo "skip: needs root to create a user and read-only mounts"; exit 77; fi
-command -v useradd >/dev/null && command -v runuser >/dev/null || { echo "skip: no useradd/runuser"; exit 77; }
-id gfjobuser1 >/dev/null 2>&1 || useradd --system --no-create-home --shell /bin/sh gfjobuser1 || fail "useradd gfjobuser1"
+need_users gfjobuser1
 mounts=()
 trap 'stop_broker; kill_workers; for m in "${mounts[@]}"; do umount "$m" 2>/dev/null; done; cleanup' EXIT
 

@@ -16,13 +16,7 @@
 # Root only (it makes users); skipped otherwise.
 source "$(dirname "$0")/lib/locktest.sh"
 
-[ "$(id -u)" = 0 ] || { echo "skip: needs root to make users"; exit 77; }
-command -v useradd >/dev/null && command -v runuser >/dev/null ||
-    { echo "skip: no useradd/runuser"; exit 77; }
-for u in gfmallory gfbob; do
-    id "$u" >/dev/null 2>&1 || useradd --system --no-create-home --shell /bin/sh "$u" ||
-        fail "useradd $u"
-done
+need_users gfmallory gfbob
 chmod 0755 "$T"
 as() { local u=$1; shift; (cd /tmp && runuser -u "$u" -- "$@"); }
 

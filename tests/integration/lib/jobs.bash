@@ -3,6 +3,7 @@
 # and the lock files all live inside it. start_broker / stop_broker run the
 # real gpuflockd, which starts the real workers.
 set -u
+. "$(dirname "${BASH_SOURCE[0]}")/users.sh"
 BUILD=${BUILD:-build}
 GF="$(cd "$BUILD/bin" && pwd)/gpuflock"
 GFD="$(cd "$BUILD/bin" && pwd)/gpuflockd"

@@ -6,6 +6,7 @@
 # that kills every background process it started. Readiness is polled with
 # generous deadlines; nothing here asserts how long anything took.
 set -uo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/users.sh"
 
 BUILD=${BUILD:-build}
 GF="$PWD/$BUILD/bin/gpuflock"

@@ -780,6 +780,8 @@ int gf_sched_set_held(gf_sched *self, uint64_t id, bool held, uint32_t by)
         return GF_ESTATE;
     sj->job.held = held;
     sj->job.held_by = held ? by : 0;
+    if (held)
+        unreserve(self, id);          /* a card kept for it would sit idle */
     if (!held && sj->wait == GF_WAIT_HELD)
         sj->wait = GF_WAIT_NONE;
     changed(self);

@@ -654,6 +654,21 @@ static void test_yield(void **state)
     gf_sched_release(s, 3, false);
     assert_int_equal(next(s, NULL), 1);
     assert_int_equal(next(s, NULL), 2);
+    /* the job a card is kept for is held: the card is free for others */
+    gf_sched_release(s, 1, false);
+    gf_sched_release(s, 2, false);
+    add_diarize(s, 7, 0);
+    assert_int_equal(next(s, NULL), 7);
+    gf_sched_get(s, 7)->started = true;
+    add(s, 8, GF_REQ_GPU, 0, GF_MODE_EXCLUSIVE, 0);
+    assert_int_equal(next(s, NULL), 0);
+    assert_int_equal(gf_sched_yield_due(s, 99000, 5000, &w, ids, 8), 1);
+    gf_sched_get(s, 7)->yield_asked = true;
+    gf_sched_release(s, 7, true);                       /* it yielded */
+    assert_int_equal(gf_sched_set_held(s, 8, true, 0), 0);
+    assert_int_equal(next(s, NULL), 7);                 /* not kept for the held job */
+    gf_sched_release(s, 7, false);
+    gf_sched_unqueue(s, 8);
     /* a command job that is not yieldable beside them: nobody is asked */
     add(s, 4, GF_REQ_GPU, 1, GF_MODE_SHARED, 0);
     assert_int_equal(next(s, NULL), 4);

@@ -60,6 +60,7 @@ struct gf_jobckpt {
     bool audio_known;           /* the audio fields of id are set */
     bool audio_failed;          /* no digest can be had: no checkpoints (said once) */
     bool hasher_joined;         /* the hasher thread was joined (or never started) */
+    bool hasher_started;        /* started: at the first checkpoint due, a yield or a resume */
     pthread_t hasher;
     int old_fd;                 /* an earlier attempt's checkpoint, opened with the worker's
                                    identity at new (-1: none, or why not in old_why) */
@@ -259,13 +260,32 @@ static void *hasher_main(void *arg)
     return NULL;
 }
 
-/* Whether the audio's fields of the identity are set; with wait, waits for
- * the hasher. A digest that cannot be had turns checkpoints off, said
- * once. */
+/* The hasher, started when a digest is first wanted: most jobs end before
+ * their first checkpoint is due (a 30 s recording takes some 15 ms on an
+ * H200) and never need one, so they do not read their audio a second time. */
+static void start_hasher(gf_jobckpt *self)
+{
+    if (self->hasher_started || self->audio_failed)
+        return;
+    self->hasher_started = true;
+    int rc = pthread_create(&self->hasher, NULL, hasher_main, self);
+    if (rc == 0) {
+        self->hasher_joined = false;
+    } else {
+        self->audio_failed = true;
+        GF_WARN("job %llu: no checkpoints: cannot start the hash thread: %s",
+                (unsigned long long)self->job, strerror(rc));
+    }
+}
+
+/* Whether the audio's fields of the identity are set (starting the hasher
+ * when it has not run); with wait, waits for it. A digest that cannot be
+ * had turns checkpoints off, said once. */
 static bool audio_identity(gf_jobckpt *self, bool wait)
 {
     if (self->audio_known)
         return true;
+    start_hasher(self);
     if (self->audio_failed || self->hasher_joined)
         return false;
     pthread_mutex_lock(&self->mu);
@@ -300,14 +320,8 @@ void gf_jobckpt_begin(gf_jobckpt *self, const gf_ckpt_id *id, const char *audio,
     snprintf(self->reason, sizeof self->reason, "%s", reason);
     self->audio = gf_strdup(audio);
     self->last_ms = gf_now_ms();
-    int rc = pthread_create(&self->hasher, NULL, hasher_main, self);
-    if (rc == 0) {
-        self->hasher_joined = false;
-    } else {
-        self->audio_failed = true;
-        GF_WARN("job %llu: no checkpoints: cannot start the hash thread: %s",
-                (unsigned long long)self->job, strerror(rc));
-    }
+    if (self->old_rc == 0)
+        start_hasher(self);          /* a resume compares it: beside the first batches */
 }
 
 /* ---- resume ----------------------------------------------------------- */

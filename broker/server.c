@@ -1751,34 +1751,55 @@ static void on_progress(gf_server *self, wk *w, gf_msg *m)
     }
 }
 
-/* Sum a result's checkpoint statistics into its card's (saturating). */
-static void sum_checkpoint_stats(wk *w, const gf_msg *m)
+static bool is_checkpoint_stat(const char *key)
 {
-    for (size_t i = 0; i < m->n_stats; i++) {
-        const gf_stat *st = &m->stats[i];
-        if (strncmp(st->key, "checkpoint.", 11) != 0 &&
-            strncmp(st->key, "devstats.checkpoint.", 20) != 0)
-            continue;
-        if (strstr(st->key, "resumed_at") || strstr(st->key, "max_ns"))
-            continue;                 /* a position and a maximum: no sum of them means much */
-        gf_stat *sum = NULL;
-        for (size_t k = 0; k < w->n_ckpt && !sum; k++)
-            if (!strcmp(w->ckpt[k].key, st->key))
-                sum = &w->ckpt[k];
-        if (!sum) {
-            if (w->n_ckpt >= GF_PROTO_MAX_STATS)
-                continue;
-            w->ckpt = gf_realloc(w->ckpt, (w->n_ckpt + 1) * sizeof *w->ckpt);
-            sum = &w->ckpt[w->n_ckpt++];
-            memset(sum, 0, sizeof *sum);
-            sum->key = gf_strdup(st->key);
-            sum->is_float = st->is_float;
-        }
-        if (sum->is_float)
-            sum->f += st->is_float ? st->f : (double)st->i;
-        else
-            sum->i = st->i > 0 && sum->i > INT64_MAX - st->i ? INT64_MAX : sum->i + st->i;
+    return strncmp(key, "checkpoint.", 11) == 0 || strncmp(key, "devstats.checkpoint.", 20) == 0;
+}
+
+/* Fold one checkpoint counter into a statistics array (*a, *n): added
+ * (saturating), or the larger kept for a maximum; a position (resumed_at)
+ * is not folded: no sum of positions means much. */
+static void fold_checkpoint_stat(gf_stat **a, size_t *n, const gf_stat *st)
+{
+    if (!is_checkpoint_stat(st->key) || strstr(st->key, "resumed_at"))
+        return;
+    bool max = strstr(st->key, "max_ns") != NULL;
+    gf_stat *sum = NULL;
+    for (size_t k = 0; k < *n && !sum; k++)
+        if (!strcmp((*a)[k].key, st->key))
+            sum = &(*a)[k];
+    if (!sum) {
+        if (*n >= GF_PROTO_MAX_STATS)
+            return;
+        *a = gf_realloc(*a, (*n + 1) * sizeof **a);
+        sum = &(*a)[(*n)++];
+        memset(sum, 0, sizeof *sum);
+        sum->key = gf_strdup(st->key);
+        sum->is_float = st->is_float;
     }
+    double f = st->is_float ? st->f : (double)st->i;
+    if (sum->is_float)
+        sum->f = max ? (f > sum->f ? f : sum->f) : sum->f + f;
+    else if (max)
+        sum->i = st->i > sum->i ? st->i : sum->i;
+    else
+        sum->i = st->i > 0 && sum->i > INT64_MAX - st->i ? INT64_MAX : sum->i + st->i;
+}
+
+/* A result's statistics become the job's; the checkpoint counters of the
+ * attempts before it (a yielded run's capture, say) are added in, so that
+ * the job's own show tells its whole checkpoint history. */
+static void take_stats(gf_job *j, gf_msg *m)
+{
+    for (size_t i = 0; i < j->n_stats; i++)
+        fold_checkpoint_stat(&m->stats, &m->n_stats, &j->stats[i]);
+    for (size_t i = 0; i < j->n_stats; i++)
+        free(j->stats[i].key);
+    free(j->stats);
+    j->stats = m->stats;
+    j->n_stats = m->n_stats;
+    m->stats = NULL;
+    m->n_stats = 0;
 }
 
 static void on_result(gf_server *self, wk *w, gf_msg *m)
@@ -1791,7 +1812,8 @@ static void on_result(gf_server *self, wk *w, gf_msg *m)
     }
     gf_job *j = &sj->job;
     bool cancelled = sj->cancel_asked, timed_out = sj->timed_out;
-    sum_checkpoint_stats(w, m);
+    for (size_t i = 0; i < m->n_stats; i++)   /* the card's sums */
+        fold_checkpoint_stat(&w->ckpt, &w->n_ckpt, &m->stats[i]);
     if (m->outcome == GF_OUTCOME_RECALLED && !cancelled) {
         if (sj->recall_to < 0) {      /* asked to yield before it had started */
             back_to_queue(self, sj, sj->yield_why[0] ? sj->yield_why : "handed back unstarted");
@@ -1817,13 +1839,7 @@ static void on_result(gf_server *self, wk *w, gf_msg *m)
     j->cpu_user_ms = m->cpu_user_ms;
     j->cpu_sys_ms = m->cpu_sys_ms;
     j->maxrss_kb = m->maxrss_kb;
-    for (size_t i = 0; i < j->n_stats; i++)
-        free(j->stats[i].key);
-    free(j->stats);
-    j->stats = m->stats;
-    j->n_stats = m->n_stats;
-    m->stats = NULL;
-    m->n_stats = 0;
+    take_stats(j, m);
     if (again) {
         /* it saved its state (or, requeued, cannot): it runs again, resuming */
         char why[160];

@@ -8,7 +8,8 @@
 # probe finds the card's lock busy, i.e. held by it alone) while the four
 # wait; then they resume from their checkpoints and end with RTTMs and
 # --save-intermediates arrays byte for byte those of an uninterrupted run
-# (--local); and a worker stopped with SIGTERM mid-job has its diarize job
+# (--local), their statistics showing the yielded run's checkpoint and the
+# resumed run's restore; and a worker stopped with SIGTERM mid-job has its diarize job
 # yield and resume on the restarted worker, identical. Prints the time from the proof job's submit to its start (the
 # figure in bench/RESULTS.md; not asserted).
 . tests/integration/lib/jobs.bash
@@ -81,6 +82,12 @@ for i in 1 2 3 4; do
     grep -q "job $id: resumed from its checkpoint at window [1-9]" "$T/broker.log" ||
         fail "job $id did not resume from its checkpoint: $(grep "job $id" "$T/broker.log" | tail -5)"
     cmp "$T/ref/rec1.rttm" <(sed "s/rec$i/rec1/" "$T/out$i/rec$i.rttm") || fail "job $id: the RTTM differs"
+    # its statistics tell both runs: the yielded one's capture, this one's restore
+    gf show "$id" >"$T/show$i"
+    grep -q '^stat checkpoint.written: 1$' "$T/show$i" || fail "job $id: $(grep checkpoint "$T/show$i")"
+    grep -q '^stat devstats.checkpoint.capture.cpu.unavailable: 1$' "$T/show$i" &&
+        grep -q '^stat devstats.checkpoint.restore.cpu.unavailable: 1$' "$T/show$i" ||
+        fail "job $id: the capture and restore rows: $(grep checkpoint "$T/show$i")"
     for a in segmentations.npy embeddings.npy; do
         cmp "$T/ref/inter/$a" "$T/out$i/inter/$a" || fail "job $id: $a differs"
     done

@@ -92,6 +92,16 @@ for i in 1 2 3 4; do
         cmp "$T/ref/inter/$a" "$T/out$i/inter/$a" || fail "job $id: $a differs"
     done
 done
+# card 0's sums: each of the four captured once (yielding) and restored once
+gf workers --json | /usr/bin/python3 -c '
+import json, sys
+ws = json.load(sys.stdin)
+ws = ws["workers"] if isinstance(ws, dict) else ws
+ck = [w for w in ws if w["device"] == 0][0]["checkpoint_stats"]
+want = {"checkpoint.written": 4, "devstats.checkpoint.capture.cpu.unavailable": 4,
+        "devstats.checkpoint.restore.cpu.unavailable": 4}
+bad = {k: ck.get(k) for k in want if ck.get(k) != want[k]}
+sys.exit("card 0 checkpoint_stats: %s" % bad if bad else 0)' || fail "the card's checkpoint sums"
 # the proof job ran while none of them did
 for id in "${ids[@]}"; do
     s=$(gf show "$id" --json | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["started_ms"])')

@@ -33,22 +33,23 @@ ALL_CFLAGS := -std=c11 $(CFLAGS) $(WARN) -D_GNU_SOURCE -I. $(PKG_CFLAGS) $(SAN) 
 LDLIBS   := $(PKG_LIBS) -lm -ldl -lpthread
 LDFLAGS  ?=
 
-# One static library per directory; main.c files are programs, not library code.
-COMMON_SRC := $(wildcard common/*.c)
-DIAR_SRC   := $(wildcard worker/diar/*.c) $(wildcard kernels/*.c)
-WORKER_SRC := $(filter-out worker/main.c,$(wildcard worker/*.c))
-BROKER_SRC := $(filter-out broker/main.c,$(wildcard broker/*.c))
-CLI_SRC    := $(filter-out cli/main.c,$(wildcard cli/*.c))
-
+# One static library per folder (docs/architecture.md: the rooms and what each
+# may use); main.c files are programs, not library code. Libraries link in
+# floor order, highest first and no group: a call down the floors links, and
+# tools/check-layout (run by every build) refuses an include of a room that
+# a folder may not use, so a wrong-way dependency fails the build.
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
-
-LIB_COMMON := $(BUILD)/lib/libgfcommon.a
-LIB_DIAR   := $(BUILD)/lib/libgfdiar.a
-LIB_WORKER := $(BUILD)/lib/libgfworker.a
-LIB_BROKER := $(BUILD)/lib/libgfbroker.a
-LIB_CLI    := $(BUILD)/lib/libgfcli.a
-# Libraries link as one group: they call each other (diar uses the card runtime of worker).
-ALL_LIBS   := $(LIB_CLI) $(LIB_BROKER) $(LIB_WORKER) $(LIB_DIAR) $(LIB_COMMON)
+ROOMS := cli broker worker qualify diar diar/score diar/cluster diar/io kernels route gpu net common
+room_src = $(filter-out $(1)/main.c,$(wildcard $(1)/*.c)) \
+           $(if $(filter kernels,$(1)),$(wildcard kernels/*/*.c))
+room_lib = $(BUILD)/lib/libgf$(subst /,,$(subst diar/,,$(1))).a
+ALL_LIBS := $(foreach r,$(ROOMS),$(call room_lib,$(r)))
+$(foreach r,$(ROOMS),$(eval $(call room_lib,$(r)): $(call obj,$(call room_src,$(r)))))
+$(call room_lib,gpu): $(BUILD)/obj/gen/ptx_blobs.o
+COMMON_SRC := $(call room_src,common)
+NET_SRC    := $(call room_src,net)
+CLI_SRC    := $(call room_src,cli)
+LINK       = $(ALL_LIBS) $(LDLIBS)
 
 BINS := $(BUILD)/bin/gpuflock $(BUILD)/bin/gpuflock-exec $(BUILD)/bin/gpuflock-cli \
         $(BUILD)/bin/gpuflockd $(BUILD)/bin/gpuflock-worker $(BUILD)/bin/gpuflock-guard
@@ -65,7 +66,14 @@ TEST_HELPER_BINS := $(patsubst tests/helpers/%.c,$(BUILD)/tests/helpers/%,$(TEST
 
 .SECONDARY:
 .PHONY: all build check unit sanitize fuzz deps clean gpu-check gpu-proof bench demo
-all: $(BINS) $(UNIT_BINS) $(TEST_HELPER_BINS) $(GPU_TEST_BINS) $(BENCH_BINS) $(BUILD)/evidence.stamp
+all: $(BINS) $(UNIT_BINS) $(TEST_HELPER_BINS) $(GPU_TEST_BINS) $(BENCH_BINS) $(BUILD)/evidence.stamp \
+     $(BUILD)/layout.stamp
+
+# The floors (tools/check-layout), checked again whenever a source changes.
+LAYOUT_FILES := $(shell find $(ROOMS) -name '*.[ch]' -o -name '*.cu' -o -name '*.cuh' 2>/dev/null)
+$(BUILD)/layout.stamp: tools/check-layout $(LAYOUT_FILES)
+	tools/check-layout
+	@mkdir -p $(dir $@) && touch $@
 
 # The evidence tables are validated after every build that changes them or
 # the validator (docs/evidence.md); directories are listed too, so a removed
@@ -84,11 +92,6 @@ $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -c $< -o $@
 
-$(LIB_COMMON): $(call obj,$(COMMON_SRC))
-$(LIB_DIAR):   $(call obj,$(DIAR_SRC))
-$(LIB_WORKER): $(call obj,$(WORKER_SRC)) $(BUILD)/obj/gen/ptx_blobs.o
-$(LIB_BROKER): $(call obj,$(BROKER_SRC))
-$(LIB_CLI):    $(call obj,$(CLI_SRC))
 $(BUILD)/lib/%.a:
 	@mkdir -p $(dir $@)
 	@rm -f $@
@@ -102,7 +105,7 @@ $(ALL_LIBS): | $(BUILD)/obj/empty.o
 
 # gpuflock is a light front (cli/front/main.c): `exec`, `locks` and the job
 # commands on an ipc:// broker run in it (its broker client speaks ZMTP
-# itself, cli/transport_zmtp.c), as fast as flock(1) and tsp (bench/lock,
+# itself, net/transport_zmtp.c), as fast as flock(1) and tsp (bench/lock,
 # bench/jobs); every other subcommand is exec'd in gpuflock-cli, the full
 # command. libyaml and json-c are linked in from their static archives
 # (Debian's -dev packages ship them), so the dynamic loader maps the C
@@ -111,7 +114,7 @@ $(ALL_LIBS): | $(BUILD)/obj/empty.o
 FRONT_LIBS := -Wl,-Bstatic -lyaml -ljson-c -Wl,-Bdynamic -lm -ldl -lpthread
 $(BUILD)/bin/gpuflock-exec: $(call obj,cli/front/main.c) $(ALL_LIBS) | $(BUILD)/bin/gpuflock-cli
 	@mkdir -p $(dir $@)
-	$(CC) $(SAN) $(LDFLAGS) -Wl,--as-needed -o $@ $< -Wl,--start-group $(ALL_LIBS) -Wl,--end-group $(FRONT_LIBS)
+	$(CC) $(SAN) $(LDFLAGS) -Wl,--as-needed -o $@ $< $(ALL_LIBS) $(FRONT_LIBS)
 
 # Where musl-gcc is found (Debian: musl-tools) and no sanitizer is on,
 # gpuflock is the same front built statically against musl (-DGF_FRONT_STATIC):
@@ -124,8 +127,9 @@ $(BUILD)/bin/gpuflock-exec: $(call obj,cli/front/main.c) $(ALL_LIBS) | $(BUILD)/
 # calls cli/front/fortify.c supplies. Without musl-gcc, gpuflock is
 # gpuflock-exec under its own name.
 MUSL_CC ?= $(if $(SAN),,$(shell command -v musl-gcc 2>/dev/null))
-MUSL_SKIP := cli/transport_zmq.c common/sha256.c common/wire.c
-MUSL_SRC := $(filter-out $(MUSL_SKIP),$(CLI_SRC) $(COMMON_SRC))
+MUSL_SKIP := common/sha256.c common/par.c
+MUSL_NET := net/proto.c net/zmtp.c net/transport_zmtp.c
+MUSL_SRC := $(filter-out $(MUSL_SKIP),$(CLI_SRC) $(COMMON_SRC)) $(MUSL_NET)
 MUSL_OBJ := $(patsubst %.c,$(BUILD)/musl/obj/%.o,$(MUSL_SRC))
 MUSL_HEADERS := yaml.h json-c msgpack.h msgpack   # from /usr/include, nothing else of glibc's
 LIBYAML_A := $(shell $(CC) -print-file-name=libyaml.a)
@@ -153,10 +157,10 @@ $(BUILD)/bin/gpuflock: $(BUILD)/bin/gpuflock-exec
 endif
 $(BUILD)/bin/gpuflock-cli: $(call obj,cli/main.c) $(ALL_LIBS)
 	@mkdir -p $(dir $@)
-	$(CC) $(SAN) $(LDFLAGS) -o $@ $< -Wl,--start-group $(ALL_LIBS) -Wl,--end-group $(LDLIBS)
+	$(CC) $(SAN) $(LDFLAGS) -o $@ $< $(LINK)
 $(BUILD)/bin/gpuflockd: $(call obj,broker/main.c) $(ALL_LIBS)
 	@mkdir -p $(dir $@)
-	$(CC) $(SAN) $(LDFLAGS) -o $@ $< -Wl,--start-group $(ALL_LIBS) -Wl,--end-group $(LDLIBS)
+	$(CC) $(SAN) $(LDFLAGS) -o $@ $< $(LINK)
 # The job's group leader: static and C library only, so that starting one
 # per job costs little more than its exec (worker/guard/main.c). No
 # sanitizers: they do not link statically.
@@ -165,46 +169,48 @@ $(BUILD)/bin/gpuflock-guard: worker/guard/main.c worker/guard/request.h
 	$(CC) -std=c11 -O2 -Wall -Wextra -Werror -static -o $@ $<
 $(BUILD)/bin/gpuflock-worker: $(call obj,worker/main.c) $(ALL_LIBS) | $(BUILD)/bin/gpuflock-guard
 	@mkdir -p $(dir $@)
-	$(CC) $(SAN) $(LDFLAGS) -o $@ $< -Wl,--start-group $(ALL_LIBS) -Wl,--end-group $(LDLIBS)
+	$(CC) $(SAN) $(LDFLAGS) -o $@ $< $(LINK)
 
 $(BUILD)/tests/%: $(call obj,tests/unit/%.c) $(ALL_LIBS)
 	@mkdir -p $(dir $@)
-	$(CC) $(SAN) $(LDFLAGS) -o $@ $< -Wl,--start-group $(ALL_LIBS) -Wl,--end-group $(LDLIBS) -lcmocka
+	$(CC) $(SAN) $(LDFLAGS) -o $@ $< $(LINK) -lcmocka
 $(BUILD)/tests/proof/%: $(call obj,tests/proof/%.c) $(ALL_LIBS)
 	@mkdir -p $(dir $@)
-	$(CC) $(SAN) $(LDFLAGS) -o $@ $< -Wl,--start-group $(ALL_LIBS) -Wl,--end-group $(LDLIBS)
+	$(CC) $(SAN) $(LDFLAGS) -o $@ $< $(LINK)
 $(BUILD)/tests/gpu/%: $(call obj,tests/gpu/%.c) $(ALL_LIBS)
 	@mkdir -p $(dir $@)
-	$(CC) $(SAN) $(LDFLAGS) -o $@ $< -Wl,--start-group $(ALL_LIBS) -Wl,--end-group $(LDLIBS) -lcmocka
+	$(CC) $(SAN) $(LDFLAGS) -o $@ $< $(LINK) -lcmocka
 # The submit-to-start benchmarks' job: static, C library only (bench/jobs/stamp.c).
 $(BUILD)/bench/jobs/stamp: bench/jobs/stamp.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -O2 -Wall -Wextra -Werror -D_GNU_SOURCE -static -o $@ $<
 $(BUILD)/bench/%: $(call obj,bench/%.c) $(ALL_LIBS)
 	@mkdir -p $(dir $@)
-	$(CC) $(SAN) $(LDFLAGS) -o $@ $< -Wl,--start-group $(ALL_LIBS) -Wl,--end-group $(LDLIBS)
+	$(CC) $(SAN) $(LDFLAGS) -o $@ $< $(LINK)
 $(BUILD)/tests/helpers/%: $(call obj,tests/helpers/%.c) $(ALL_LIBS)
 	@mkdir -p $(dir $@)
-	$(CC) $(SAN) $(LDFLAGS) -o $@ $< -Wl,--start-group $(ALL_LIBS) -Wl,--end-group $(LDLIBS)
+	$(CC) $(SAN) $(LDFLAGS) -o $@ $< $(LINK)
 
-# CUDA: each kernels/<area>.cu becomes PTX for the sm75 baseline and sm90, embedded in
-# the worker library through a generated table (worker/ptx.h). Without nvcc
+# CUDA: each kernels/<op>/<area>.cu becomes PTX for the sm75 baseline and sm90, embedded in
+# the worker library through a generated table (gpu/modules.h). Without nvcc
 # the table is empty and the build goes on.
-CU_SRC   := $(wildcard kernels/*.cu)
+CU_SRC   := $(wildcard kernels/*/*.cu)
+CU_HDR   := $(wildcard kernels/*.cuh kernels/*/*.cuh)
 ifneq ($(NVCC),)
 PTX_TIERS := sm75 sm90
-PTX_FILES := $(foreach t,$(PTX_TIERS),$(patsubst kernels/%.cu,$(BUILD)/ptx/%.$(t).ptx,$(CU_SRC)))
+PTX_FILES := $(foreach t,$(PTX_TIERS),$(foreach f,$(CU_SRC),$(BUILD)/ptx/$(basename $(notdir $(f))).$(t).ptx))
 NVCC_FLAGS := -std=c++17 -O3 -I.
-$(BUILD)/ptx/%.sm75.ptx: kernels/%.cu $(wildcard kernels/*.cuh)
-	@mkdir -p $(dir $@)
-	$(NVCC) $(NVCC_FLAGS) -arch=compute_75 -ptx $< -o $@
+# A module's area is its .cu file's name (kernels/<op>/<area>.cu).
 # resnet.cu's sm90 tier is arch-specific (compute_90a: wgmma), so it loads
-# on cc 9.0 only; worker/gpu.c skips such a tier on any other card.
-ARCH_SM90 := compute_90
-$(BUILD)/ptx/resnet.sm90.ptx: ARCH_SM90 := compute_90a
-$(BUILD)/ptx/%.sm90.ptx: kernels/%.cu $(wildcard kernels/*.cuh)
-	@mkdir -p $(dir $@)
-	$(NVCC) $(NVCC_FLAGS) -arch=$(ARCH_SM90) -ptx $< -o $@
+# on cc 9.0 only; gpu/device.c skips such a tier on any other card.
+arch_sm75 = compute_75
+arch_sm90 = $(if $(filter resnet,$(1)),compute_90a,compute_90)
+define ptx_rule
+$(BUILD)/ptx/$(basename $(notdir $(1))).$(2).ptx: $(1) $(CU_HDR)
+	@mkdir -p $$(dir $$@)
+	$(NVCC) $(NVCC_FLAGS) -arch=$(call arch_$(2),$(basename $(notdir $(1)))) -ptx $$< -o $$@
+endef
+$(foreach f,$(CU_SRC),$(foreach t,$(PTX_TIERS),$(eval $(call ptx_rule,$(f),$(t)))))
 PTX_TRIPLES = $(foreach f,$(PTX_FILES),$(basename $(basename $(notdir $(f)))) $(subst .,,$(suffix $(basename $(f)))) $(f))
 else
 PTX_FILES :=
@@ -254,17 +260,16 @@ sanitize:
 
 FUZZ_SRC  := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BINS := $(patsubst tests/fuzz/%.c,build/fuzz/%,$(FUZZ_SRC))
+FUZZ_LIBS := $(patsubst $(BUILD)/%,build/fuzzlib/%,$(ALL_LIBS))
 fuzz:
 	$(MAKE) BUILD=build/fuzzlib CC=clang SAN="-fsanitize=fuzzer-no-link,address,undefined" CFLAGS="-O1 -g" \
-	  build/fuzzlib/lib/libgfcommon.a build/fuzzlib/lib/libgfdiar.a build/fuzzlib/lib/libgfbroker.a
+	  $(FUZZ_LIBS)
 	@mkdir -p build/fuzz
 	@for f in $(FUZZ_SRC); do \
 	  n=$$(basename $$f .c); \
 	  echo "clang fuzz $$n"; \
 	  clang -std=c11 -O1 -g -D_GNU_SOURCE -I. $(PKG_CFLAGS) -fsanitize=fuzzer,address,undefined \
-	    $$f -Wl,--start-group build/fuzzlib/lib/libgfbroker.a build/fuzzlib/lib/libgfdiar.a \
-	    build/fuzzlib/lib/libgfcommon.a \
-	    -Wl,--end-group $(LDLIBS) -o build/fuzz/$$n || exit 1; \
+	    $$f $(FUZZ_LIBS) $(LDLIBS) -o build/fuzz/$$n || exit 1; \
 	done
 
 clean:

@@ -22,7 +22,7 @@
 #define GF_SCHED_H
 
 #include "common/config.h"
-#include "common/proto.h"
+#include "net/proto.h"
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -19,17 +19,17 @@
  * reclaimed by then is requeued. */
 #include "broker/server.h"
 
-#include "broker/router.h"
+#include "net/router.h"
 #include "broker/sched.h"
 #include "broker/store.h"
 #include "broker/users.h"
 #include "common/error.h"
 #include "common/fsmode.h"
 #include "common/log.h"
-#include "common/proto.h"
+#include "net/proto.h"
 #include "common/utf8.h"
 #include "common/util.h"
-#include "common/wire.h"
+#include "net/wire.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -104,7 +104,7 @@ typedef struct {
 struct gf_server {
     const gf_config *cfg;     /* borrowed from main */
     void *ctx;                /* libzmq, for a tcp:// endpoint */
-    gf_router *clients;       /* ROUTER (broker/router.h) */
+    gf_router *clients;       /* ROUTER (net/router.h) */
     gf_router *workers;       /* ROUTER */
     gf_store *store;
     gf_sched *sched;
@@ -2159,7 +2159,7 @@ static int socket_access(gf_server *self, const char *path, mode_t mode, bool cl
     return 0;
 }
 
-/* A ROUTER on ep: ipc:// served by broker/router.c itself, anything else
+/* A ROUTER on ep: ipc:// served by net/router.c itself, anything else
  * by libzmq (tcp:// with CURVE). The client socket file gets
  * broker.socket_mode, owner and group; the worker socket 0600, the
  * broker's user's own: only root and that user may act as workers

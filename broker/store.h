@@ -16,7 +16,7 @@
 #ifndef GF_STORE_H
 #define GF_STORE_H
 
-#include "common/proto.h"
+#include "net/proto.h"
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -2,7 +2,7 @@
  * client.h). */
 #include "cli/client.h"
 
-#include "cli/transport.h"
+#include "net/transport.h"
 #include "common/error.h"
 #include "common/log.h"
 #include "common/util.h"

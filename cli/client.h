@@ -9,7 +9,7 @@
 #define GF_CLIENT_H
 
 #include "common/config.h"
-#include "common/proto.h"
+#include "net/proto.h"
 
 #include <stdbool.h>
 #include <stdio.h>

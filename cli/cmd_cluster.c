@@ -1,19 +1,19 @@
 /* cmd_cluster.c — `gpuflock cluster`: run the community-1 clustering again
  * from saved intermediates (binarized segmentation and embeddings as .npy),
  * as pyannote users do when they tune clustering without recomputing the
- * networks; RTTM (or JSON) out. The recipe itself is worker/diar/cluster.c. */
+ * networks; RTTM (or JSON) out. The recipe itself is diar/cluster/cluster.c. */
 #include "cli/cliopts.h"
 #include "common/config.h"
 #include "common/error.h"
 #include "common/lock.h"
 #include "common/log.h"
 #include "common/util.h"
-#include "worker/diar/cluster.h"
-#include "worker/diar/npy.h"
-#include "worker/diar/plda.h"
-#include "worker/diar/rttm.h"
-#include "worker/diar/ahc_gpu.h"
-#include "worker/gpu.h"
+#include "diar/cluster/cluster.h"
+#include "diar/io/npy.h"
+#include "diar/cluster/plda.h"
+#include "diar/io/rttm.h"
+#include "diar/cluster/ahc_gpu.h"
+#include "gpu/device.h"
 
 #include <errno.h>
 #include <getopt.h>

@@ -1,13 +1,13 @@
 /* cmd_der.c — `gpuflock der REF.rttm HYP.rttm [--collar SEC] [--skip-overlap]
  * [--uem FILE] [--json]`: diarization error rate per file and in total.
  *
- * Reads the two RTTM files with the shared reader (worker/diar/rttm) and the
- * UEM here, and hands plain turns to worker/diar/der. */
+ * Reads the two RTTM files with the shared reader (diar/io/rttm) and the
+ * UEM here, and hands plain turns to diar/score/der. */
 #include "common/error.h"
 #include "common/log.h"
 #include "common/util.h"
-#include "worker/diar/der.h"
-#include "worker/diar/rttm.h"
+#include "diar/score/der.h"
+#include "diar/io/rttm.h"
 
 #include <errno.h>
 #include <json-c/json.h>

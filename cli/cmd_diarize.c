@@ -5,9 +5,9 @@
  * into place. By default every recording becomes one diarize job of
  * gpuflockd (cli/diarsubmit.c), run by the workers with their models
  * loaded, in shared lock mode, followed with progress bars until all have
- * ended. --local runs worker/diar/pipeline in this process instead, one
+ * ended. --local runs diar/pipeline in this process instead, one
  * file after the other; there --gpu N puts the two networks on CUDA card N
- * (worker/diar_gpu), --any on card 0 when there is one. Either way a file
+ * (diar/backend_gpu), --any on card 0 when there is one. Either way a file
  * that fails is named with the reason, the others go on, and the exit
  * status says whether any failed. */
 #include "cli/diarsubmit.h"
@@ -17,10 +17,10 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "common/util.h"
-#include "worker/diar/blas.h"
-#include "worker/diar/pipeline.h"
-#include "worker/diar/rttm.h"
-#include "worker/diar_gpu.h"
+#include "kernels/blas.h"
+#include "diar/pipeline.h"
+#include "diar/io/rttm.h"
+#include "diar/backend_gpu.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -1,11 +1,11 @@
 /* cmd_evidence.c — `gpuflock evidence check [DIR]`: validate evidence tables.
  *
  * The same validator the worker runs at start-up and the build runs after
- * linking (worker/evidence.c). Prints every problem, one per line, then a
+ * linking (route/evidence.c). Prints every problem, one per line, then a
  * summary; exit 0 when the tables are valid, 65 when they are not, 66 when
  * the directory is missing. */
 #include "common/error.h"
-#include "worker/evidence.h"
+#include "route/evidence.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -10,10 +10,10 @@
 #include "common/log.h"
 #include "common/sha256.h"
 #include "common/util.h"
-#include "worker/diar/embedding.h"
-#include "worker/diar/models.h"
-#include "worker/diar/safetensors.h"
-#include "worker/diar/segmentation.h"
+#include "diar/embedding.h"
+#include "diar/models.h"
+#include "diar/io/safetensors.h"
+#include "diar/segmentation.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,7 +1,7 @@
 /* cmd_plan.c — `gpuflock plan`: the route of every layer boundary on a card.
  *
  * For every boundary x production batch x math mode, the route the worker
- * would take on that card (worker/planner.c) and the evidence record it
+ * would take on that card (route/planner.c) and the evidence record it
  * stands on, or why it is the library route. The card is a configured one
  * (--gpu N, identified through the driver) or a described one (--card
  * "NAME:CC:SMS"), so a plan can be read for a card this machine does not
@@ -10,8 +10,8 @@
 #include "common/config.h"
 #include "common/error.h"
 #include "common/util.h"
-#include "worker/evidence.h"
-#include "worker/planner.h"
+#include "route/evidence.h"
+#include "route/planner.h"
 
 #include <getopt.h>
 #include <json-c/json.h>

@@ -3,20 +3,20 @@
  *
  * Runs under the card's exclusive lock and the box-wide bench lock, so no
  * other job or timing run shares the card meanwhile. Each candidate is asked
- * for explicitly (worker/planner.c: exactly that module, never a fallback);
- * worker/qualify.c makes the measurements and writes the records, with each
- * network's candidates in worker/qualify_seg.c and worker/qualify_emb.c. */
+ * for explicitly (route/planner.c: exactly that module, never a fallback);
+ * qualify/qualify.c makes the measurements and writes the records, with each
+ * network's candidates in qualify/seg.c and qualify/emb.c. */
 #include "common/card.h"
 #include "common/config.h"
 #include "common/error.h"
 #include "common/lock.h"
 #include "common/log.h"
 #include "common/util.h"
-#include "worker/blas_gpu.h"
-#include "worker/boundary.h"
-#include "worker/gpu.h"
-#include "worker/planner.h"
-#include "worker/qualify.h"
+#include "gpu/blas.h"
+#include "route/boundary.h"
+#include "gpu/device.h"
+#include "route/planner.h"
+#include "qualify/qualify.h"
 
 #include <getopt.h>
 #include <stdbool.h>

@@ -3,7 +3,7 @@
 #ifndef GF_JOBFMT_H
 #define GF_JOBFMT_H
 
-#include "common/proto.h"
+#include "net/proto.h"
 
 #include <stdio.h>
 

@@ -1,6 +1,6 @@
 /* main.c — the gpuflock command: dispatch to a subcommand (cli/cmd_*.c). */
 #include "cli/cli.h"
-#include "cli/transport.h"
+#include "net/transport.h"
 #include "common/blasenv.h"
 #include "common/error.h"
 #include "common/log.h"

@@ -1,5 +1,5 @@
 // tf32.cuh — the PTX the own kernels of the head and of seg_1 share
-// (kernels/dense.cu, kernels/embedding.cu): tf32 rounding, one tf32 mma,
+// (kernels/dense/dense.cu, kernels/embedding/embedding.cu): tf32 rounding, one tf32 mma,
 // 16-byte cp.async and its waits. Inline only: a module's PTX holds no copy
 // of its own.
 #ifndef GF_KERNELS_TF32_CUH

@@ -1,6 +1,6 @@
 /* agent.c — the worker's event loop (see agent.h).
  *
- * One thread: a zmq_poll over the link to the broker (worker/link.h) and
+ * One thread: a zmq_poll over the link to the broker (net/link.h) and
  * the signal pipe that worker/main.c fills (SIGCHLD for ended jobs,
  * SIGTERM/SIGINT to stop),
  * with a short timeout while a job
@@ -20,11 +20,11 @@
 #include "worker/cgroup.h"
 #include "common/error.h"
 #include "common/log.h"
-#include "common/proto.h"
+#include "net/proto.h"
 #include "common/util.h"
-#include "worker/evidence.h"
-#include "worker/link.h"
-#include "worker/planner.h"
+#include "route/evidence.h"
+#include "net/link.h"
+#include "route/planner.h"
 #include "worker/runner.h"
 #include "worker/spare.h"
 
@@ -61,7 +61,7 @@ struct gf_agent {
     int device;
     gf_card_identity card;
     void *ctx;                /* libzmq, for a tcp:// broker */
-    gf_link *link;            /* to the broker (worker/link.h) */
+    gf_link *link;            /* to the broker (net/link.h) */
     int sigfd;                /* read end of main's signal pipe (borrowed) */
     slot *slots;              /* jobs not ended, newest first */
     /* ended jobs whose results may not be safe with the broker yet, in the
@@ -81,7 +81,7 @@ struct gf_agent {
     uint64_t arrivals;        /* jobs received so far (slot.seq) */
 };
 
-/* The card's route plan (worker/planner.h) from the evidence tables
+/* The card's route plan (route/planner.h) from the evidence tables
  * (gf_evidence_default_dir: $GPUFLOCK_EVIDENCE, else the source tree's
  * evidence/), validated at start-up: {"evidence", "own", "library",
  * "routes"}. Evidence that is missing or rejected plans the library route

@@ -13,11 +13,11 @@
 #include "common/log.h"
 #include "common/sha256.h"
 #include "common/util.h"
-#include "worker/boundary.h"
-#include "worker/diar_gpu.h"
-#include "worker/diar/models.h"
-#include "worker/diar/pipeline.h"
-#include "worker/diar/rttm.h"
+#include "route/boundary.h"
+#include "diar/backend_gpu.h"
+#include "diar/models.h"
+#include "diar/pipeline.h"
+#include "diar/io/rttm.h"
 #include "worker/jobckpt.h"
 
 #include <errno.h>

@@ -1,7 +1,7 @@
 /* diarjob.h — a diarize job inside the worker process.
  *
  * A diarize job is not a program to exec: the worker runs the built-in
- * pipeline (worker/diar/pipeline.h) on a thread of its own, so its event
+ * pipeline (diar/pipeline.h) on a thread of its own, so its event
  * loop keeps heartbeating. The runner (worker/runner.c) takes the card's
  * lock first and keeps its descriptor for the job's duration; this module
  * does the rest:
@@ -28,7 +28,7 @@
 
 #include "common/card.h"
 #include "common/config.h"
-#include "common/proto.h"
+#include "net/proto.h"
 
 #include <stdbool.h>
 #include <stdint.h>

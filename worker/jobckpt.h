@@ -3,7 +3,7 @@
  * worker/diarjob.c makes one per job and puts it behind the pipeline's two
  * hooks (gf_diar_run_opts.resume and .boundary, pipeline.h):
  *   - resume: the checkpoint an earlier attempt of the job left in the spool
- *     (<spool_dir>/<id>.ckpt, worker/diar/ckpt.h) is read, checked and its
+ *     (<spool_dir>/<id>.ckpt, diar/ckpt.h) is read, checked and its
  *     identity compared with this attempt's; when they match the run goes on
  *     from its last window, else the job's stderr and the worker's log say
  *     why it is not reused ("checkpoint not reused: audio file changed
@@ -37,8 +37,8 @@
 #define GF_JOBCKPT_H
 
 #include "common/devstats.h"
-#include "worker/diar/ckpt.h"
-#include "worker/diar/pipeline.h"
+#include "diar/ckpt.h"
+#include "diar/pipeline.h"
 
 #include <stdbool.h>
 #include <stddef.h>

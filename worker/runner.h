@@ -33,7 +33,7 @@
 #define GF_RUNNER_H
 
 #include "common/config.h"
-#include "common/proto.h"
+#include "net/proto.h"
 #include "worker/diarjob.h"
 
 #include <stdbool.h>

@@ -4,11 +4,11 @@
  *   audio_bench decode IN                        16 kHz mono f32 to stdout
  *   audio_bench windows IN                       10 s windows every 1 s
  *
- * decode and windows go through worker/diar/audio exactly as the pipeline
+ * decode and windows go through diar/io/audio exactly as the pipeline
  * does and print, on stderr, the samples or windows seen and the process's
  * peak resident memory. */
 #include "common/util.h"
-#include "worker/diar/audio.h"
+#include "diar/io/audio.h"
 
 #include <math.h>
 #include <sndfile.h>

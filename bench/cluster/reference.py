@@ -2,7 +2,7 @@
 """reference.py — the community-1 clustering recipe in numpy/scipy (ours).
 
 The comparison point for bench/cluster: the same stages as gpuflock's
-worker/diar (speaker counting, embedding filter, centroid AHC with scipy's
+diar/ (speaker counting, embedding filter, centroid AHC with scipy's
 linkage/fcluster, x-vector transform + PLDA with scipy.linalg.eigh, VBx,
 constrained assignment with linear_sum_assignment, reconstruction and
 turns), written from the recipe's description with the libraries a Python

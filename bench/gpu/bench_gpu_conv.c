@@ -9,9 +9,9 @@
  * Usage: bench_gpu_conv [B] [R] */
 #include "common/devstats.h"
 #include "common/util.h"
-#include "worker/blas_gpu.h"
-#include "worker/conv_gpu.h"
-#include "worker/gpu.h"
+#include "gpu/blas.h"
+#include "kernels/resnet/resnet_gpu.h"
+#include "gpu/device.h"
 #include "bench/gpu/devtime.h"
 
 #include <stdio.h>

@@ -13,10 +13,10 @@
  * them). Usage: bench_gpu_lstm [R] */
 #include "common/devstats.h"
 #include "common/util.h"
-#include "worker/blas_gpu.h"
-#include "worker/gpu.h"
-#include "worker/diar/segmentation.h"
-#include "worker/lstm_gpu.h"
+#include "gpu/blas.h"
+#include "gpu/device.h"
+#include "diar/segmentation.h"
+#include "kernels/lstm/lstm_gpu.h"
 #include "bench/gpu/devtime.h"
 
 #include <stdio.h>

@@ -9,14 +9,14 @@
  * Usage: bench_gpu_nets MODELS_DIR [BATCH] [REPEATS] */
 #include "common/devstats.h"
 #include "common/util.h"
-#include "worker/blas_gpu.h"
-#include "worker/diar/embedding_gpu.h"
-#include "worker/diar/fbank_gpu.h"
-#include "worker/diar/segmentation.h"
-#include "worker/diar/segmentation_gpu.h"
-#include "worker/evidence.h"
-#include "worker/gpu.h"
-#include "worker/planner.h"
+#include "gpu/blas.h"
+#include "diar/embedding_gpu.h"
+#include "kernels/fbank/fbank_gpu.h"
+#include "diar/segmentation.h"
+#include "diar/segmentation_gpu.h"
+#include "route/evidence.h"
+#include "gpu/device.h"
+#include "route/planner.h"
 
 #include <stdbool.h>
 

@@ -6,7 +6,7 @@
 
 #include "common/devstats.h"
 #include "common/util.h"
-#include "worker/gpu.h"
+#include "gpu/device.h"
 
 #include <stdlib.h>
 

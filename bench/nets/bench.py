@@ -60,7 +60,7 @@ def main():
     cases = []
     for threads in (1, 2):
         th = str(threads)
-        cases.append(("fbank (worker/diar/fbank vs torchaudio)", threads,
+        cases.append(("fbank (kernels/fbank/fbank_cpu vs torchaudio)", threads,
                       [helper, "fbank", "-", wave_f, str(B), out, th, rep],
                       torch_run + ["fbank", "-", wave_f, str(B), out, th, rep]))
         cases.append(("segmentation", threads,

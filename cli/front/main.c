@@ -19,7 +19,7 @@
  * found, are handed to gpuflock-exec, this same front built against glibc. */
 #include "cli/client.h"
 #include "cli/front/job_commands.h"
-#include "cli/transport.h"
+#include "net/transport.h"
 #include "common/blasenv.h"
 #include "common/config.h"
 #include "common/error.h"

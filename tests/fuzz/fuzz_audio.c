@@ -1,11 +1,11 @@
-/* fuzz_audio.c — libFuzzer target for audio input (worker/diar/audio.c:
+/* fuzz_audio.c — libFuzzer target for audio input (diar/io/audio.c:
  * libsndfile's WAV, FLAC, Ogg/Vorbis and MP3 decoders behind our reader,
  * the downmix and the libsoxr resampler, and the 10 s window iterator): any
  * bytes give samples or an error, never a crash. The bytes are served as a
  * file through a memfd. `make fuzz`, then
  * build/fuzz/fuzz_audio -max_total_time=30 tests/fuzz/corpus/audio */
 #include "common/log.h"
-#include "worker/diar/audio.h"
+#include "diar/io/audio.h"
 
 #include <stddef.h>
 #include <stdint.h>

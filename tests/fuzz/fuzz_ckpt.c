@@ -1,5 +1,5 @@
 /* fuzz_ckpt.c — libFuzzer target for the checkpoint reader
- * (worker/diar/ckpt.c): any bytes give a checkpoint or a refusal with a
+ * (diar/ckpt.c): any bytes give a checkpoint or a refusal with a
  * reason, never a crash, and every array a checkpoint that is accepted
  * points at lies inside it (each element is read). Each input is tried as
  * it is and with its digest made right, so that the checks behind the
@@ -7,7 +7,7 @@
  * build/fuzz/fuzz_ckpt -max_total_time=30 tests/fuzz/corpus/ckpt */
 #include "common/log.h"
 #include "common/sha256.h"
-#include "worker/diar/ckpt.h"
+#include "diar/ckpt.h"
 
 #include <stddef.h>
 #include <stdint.h>

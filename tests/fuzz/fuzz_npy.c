@@ -1,8 +1,8 @@
-/* fuzz_npy.c — libFuzzer target for the .npy parser (worker/diar/npy.c):
+/* fuzz_npy.c — libFuzzer target for the .npy parser (diar/io/npy.c):
  * any bytes give an array or an error, never a crash. `make fuzz`, then
  * build/fuzz/fuzz_npy -max_total_time=30 tests/fuzz/corpus/npy */
 #include "common/log.h"
-#include "worker/diar/npy.h"
+#include "diar/io/npy.h"
 
 #include <stddef.h>
 #include <stdint.h>

@@ -1,4 +1,4 @@
-/* fuzz_proto.c — libFuzzer target for the wire decoder (common/proto.c).
+/* fuzz_proto.c — libFuzzer target for the wire decoder (net/proto.c).
  *
  * Any byte string either decodes (and then must re-encode, and the
  * re-encoding must decode to the same bytes again) or is refused with an
@@ -6,7 +6,7 @@
  *   make fuzz && build/fuzz/fuzz_proto -max_total_time=60 tests/fuzz/corpus/proto */
 #include "common/error.h"
 #include "common/log.h"
-#include "common/proto.h"
+#include "net/proto.h"
 
 #include <stdint.h>
 #include <stdlib.h>

@@ -1,16 +1,16 @@
 /* fuzz_router.c — libFuzzer target for the broker's own ZMTP ROUTER
- * (broker/router.c): the input is what a peer sends on the ipc:// socket,
+ * (net/router.c): the input is what a peer sends on the ipc:// socket,
  * after a valid greeting and READY when its first byte is odd (so the
  * fuzzer reaches the frames at once), raw otherwise. The router must take
  * every whole message it can decode (each is answered), refuse the rest,
  * and close the connection once the peer has hung up; a crash, a leak, a
  * sanitizer report or a connection left open is a finding.
  *   make fuzz && build/fuzz/fuzz_router -max_total_time=60 */
-#include "broker/router.h"
+#include "net/router.h"
 #include "common/error.h"
 #include "common/log.h"
 #include "common/util.h"
-#include "common/zmtp.h"
+#include "net/zmtp.h"
 #include "tests/unit/tmpdir.h"
 
 #include <errno.h>

@@ -1,8 +1,8 @@
-/* fuzz_rttm.c — libFuzzer target for the RTTM reader (worker/diar/rttm.c):
+/* fuzz_rttm.c — libFuzzer target for the RTTM reader (diar/io/rttm.c):
  * any bytes give turns or an error, never a crash. `make fuzz`, then
  * build/fuzz/fuzz_rttm -max_total_time=30 tests/fuzz/corpus/rttm */
 #include "common/log.h"
-#include "worker/diar/rttm.h"
+#include "diar/io/rttm.h"
 
 #include <stddef.h>
 #include <stdint.h>

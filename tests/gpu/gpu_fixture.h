@@ -9,9 +9,9 @@
 #define GF_TEST_GPU_FIXTURE_H
 
 #include "common/util.h"
-#include "worker/boundary.h"
-#include "worker/gpu.h"
-#include "worker/planner.h"
+#include "route/boundary.h"
+#include "gpu/device.h"
+#include "route/planner.h"
 
 #include <math.h>
 

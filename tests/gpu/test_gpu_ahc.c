@@ -1,13 +1,13 @@
-/* test_gpu_ahc.c — the card's centroid linkage (worker/diar/ahc_gpu.c,
- * kernels/ahc.cu) against the CPU's (worker/diar/ahc.c): the linkage
+/* test_gpu_ahc.c — the card's centroid linkage (diar/cluster/ahc_gpu.c,
+ * kernels/ahc/ahc.cu) against the CPU's (diar/cluster/ahc.c): the linkage
  * matrices must be bit-identical, every merge, distance and size, on points
  * with cluster structure (what AHC meets in diarization) and without, at
  * sizes and dimensions that are not multiples of the kernels' tiles; and the
  * flat clusters of the recipe's AHC must be the same. Skips without a GPU. */
 #include "common/devstats.h"
-#include "worker/diar/ahc.h"
-#include "worker/diar/ahc_gpu.h"
-#include "worker/gpu.h"
+#include "diar/cluster/ahc.h"
+#include "diar/cluster/ahc_gpu.h"
+#include "gpu/device.h"
 
 #include <setjmp.h>
 #include <stdarg.h>

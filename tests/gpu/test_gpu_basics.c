@@ -4,9 +4,9 @@
  * Skips cleanly where there is no CUDA device. Run by `make gpu-check`. */
 #include "common/devstats.h"
 #include "common/error.h"
-#include "kernels/glue.h"
-#include "worker/blas_gpu.h"
-#include "worker/gpu.h"
+#include "kernels/glue/glue_cpu.h"
+#include "gpu/blas.h"
+#include "gpu/device.h"
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -35,7 +35,7 @@ static void test_glue_leaky_relu(void **state)
             x[i] = ref[i] = frand(&seed) * 3.0f;
         for (int c = 0; c < cols; c++)
             bias[c] = frand(&seed);
-        gf_bias_leaky_relu_ref(ref, bias, rows, cols, 0.01f);
+        gf_bias_leaky_relu_cpu(ref, bias, rows, cols, 0.01f);
         gf_cu_ptr dx, db;
         assert_int_equal(gf_gpu_alloc(gpu, n * 4, &dx), 0);
         assert_int_equal(gf_gpu_alloc(gpu, (size_t)cols * 4, &db), 0);

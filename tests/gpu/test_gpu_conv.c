@@ -1,5 +1,5 @@
-/* test_gpu_conv.c — every variant of the own ResNet kernel (kernels/resnet.cu:
- * v1, v3, v4, and v5 and v5w on a cc 9.0 card) against the CPU reference (kernels/conv2d.c) on small shapes
+/* test_gpu_conv.c — every variant of the own ResNet kernel (kernels/resnet/resnet.cu:
+ * v1, v3, v4, and v5 and v5w on a cc 9.0 card) against the CPU reference (kernels/resnet/resnet_cpu.c) on small shapes
  * chosen to end tiles part-way: output planes that are not whole tiles, odd
  * and even widths (v4's paired stores), output channels that do not fill a
  * block, several windows, with and without the residual. Each element must
@@ -7,10 +7,10 @@
  * at most 2^-10 of each product, so |got - ref| <= 1.05e-3 * sum |x||w|.
  * Skips cleanly where there is no CUDA device. Run by `make gpu-check`. */
 #include "common/error.h"
-#include "kernels/conv2d.h"
-#include "worker/blas_gpu.h"
-#include "worker/conv_gpu.h"
-#include "worker/gpu.h"
+#include "kernels/resnet/resnet_cpu.h"
+#include "gpu/blas.h"
+#include "kernels/resnet/resnet_gpu.h"
+#include "gpu/device.h"
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -63,10 +63,10 @@ static void reference(const conv_case *t, const float *x, const float *w, const 
         if (abs_sum) {
             for (long i = 0; i < in_n; i++)
                 ax[i] = fabsf(xb[i]);
-            gf_conv2d_ref(ax, t->cin, t->h, t->w, aw, zero, t->cout, t->k, t->stride, pad, NULL,
+            gf_conv2d_cpu(ax, t->cin, t->h, t->w, aw, zero, t->cout, t->k, t->stride, pad, NULL,
                           0, out + b * out_n, col, col_n);
         } else {
-            gf_conv2d_ref(xb, t->cin, t->h, t->w, w, bias, t->cout, t->k, t->stride, pad,
+            gf_conv2d_cpu(xb, t->cin, t->h, t->w, w, bias, t->cout, t->k, t->stride, pad,
                           t->residual ? res + b * out_n : NULL, t->relu, out + b * out_n, col,
                           col_n);
         }

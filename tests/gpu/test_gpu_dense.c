@@ -1,4 +1,4 @@
-/* test_gpu_dense.c — the segmentation head's layers (worker/dense_gpu.c:
+/* test_gpu_dense.c — the segmentation head's layers (kernels/dense/dense_gpu.c:
  * dense.linear0 256 → 128 and dense.linear1 128 → 128 with bias + leaky
  * ReLU, dense.classifier 128 → 7 with bias + log-softmax) on both routes in
  * both math modes against the float64 definition (gf_dense_ref), every
@@ -13,9 +13,9 @@
  * refuses shapes it has no kernel for, and bad rows or buffers are refused.
  * Skips cleanly where there is no CUDA device. Run by `make gpu-check`. */
 #include "common/error.h"
-#include "worker/blas_gpu.h"
-#include "worker/dense_gpu.h"
-#include "worker/gpu.h"
+#include "gpu/blas.h"
+#include "kernels/dense/dense_gpu.h"
+#include "gpu/device.h"
 
 #include <setjmp.h>
 #include <stdarg.h>

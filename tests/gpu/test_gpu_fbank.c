@@ -1,5 +1,5 @@
 /* test_gpu_fbank.c — the embedding network's log-mel features on the card
- * (worker/diar/fbank_gpu.c) on every pair of routes of its two boundaries:
+ * (kernels/fbank/fbank_gpu.c) on every pair of routes of its two boundaries:
  * own FFT + own mel, own FFT + library mel, library DFT + own mel, library +
  * library, at a batch of 1 and of 32 windows. Every feature of every window
  * against the float64 definition (gf_fbank_gpu_ref) within 1e-4 + 1e-9 x
@@ -9,9 +9,9 @@
  * no CUDA device. Run by `make gpu-check`. */
 #include "common/devstats.h"
 #include "common/error.h"
-#include "worker/blas_gpu.h"
-#include "worker/diar/fbank_gpu.h"
-#include "worker/gpu.h"
+#include "gpu/blas.h"
+#include "kernels/fbank/fbank_gpu.h"
+#include "gpu/device.h"
 
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,4 +1,4 @@
-/* test_gpu_lstm.c — the segmentation network's LSTM stack (worker/lstm_gpu.c:
+/* test_gpu_lstm.c — the segmentation network's LSTM stack (kernels/lstm/lstm_gpu.c:
  * 4 bidirectional layers of 128, 60 inputs, 589 steps) on its own route
  * against the float64 definition (gf_lstm_ref), every output of the
  * sequences checked: batches of 1, 17 and 32, the first and last sequences
@@ -9,10 +9,10 @@
  * Skips cleanly where there is no CUDA device or the card's shared memory
  * per block is too small for the own kernel. Run by `make gpu-check`. */
 #include "common/error.h"
-#include "worker/blas_gpu.h"
-#include "worker/gpu.h"
-#include "worker/diar/segmentation.h"
-#include "worker/lstm_gpu.h"
+#include "gpu/blas.h"
+#include "gpu/device.h"
+#include "diar/segmentation.h"
+#include "kernels/lstm/lstm_gpu.h"
 
 #include <setjmp.h>
 #include <stdarg.h>

@@ -6,14 +6,14 @@
  * the embedding's own ResNet, pooling and seg_1 kernels. Skips without a GPU
  * or without GF_TEST_MODELS. */
 #include "common/error.h"
-#include "worker/blas_gpu.h"
-#include "worker/diar/embedding.h"
-#include "worker/diar/embedding_gpu.h"
-#include "worker/diar/fbank.h"
-#include "worker/diar/fbank_gpu.h"
-#include "worker/diar/segmentation.h"
-#include "worker/diar/segmentation_gpu.h"
-#include "worker/gpu.h"
+#include "gpu/blas.h"
+#include "diar/embedding.h"
+#include "diar/embedding_gpu.h"
+#include "kernels/fbank/fbank_cpu.h"
+#include "kernels/fbank/fbank_gpu.h"
+#include "diar/segmentation.h"
+#include "diar/segmentation_gpu.h"
+#include "gpu/device.h"
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -218,7 +218,7 @@ static void test_embedding_routes(void **state)
 }
 
 /* The GPU fbank (DFT and mel banks as GEMMs) against the CPU reference
- * (worker/diar/fbank.c, itself within 1e-3 of torchaudio). */
+ * (kernels/fbank/fbank_cpu.c, itself within 1e-3 of torchaudio). */
 static void test_fbank_gpu(void **state)
 {
     (void)state;

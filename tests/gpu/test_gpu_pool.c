@@ -1,8 +1,8 @@
 /* test_gpu_pool.c — the end of the embedding network on both routes against
- * float64, every output: the statistics pooling (worker/pool_gpu.c,
- * pooling.stats: the glue kernel and kernels/pooling.cu, both float64,
+ * float64, every output: the statistics pooling (kernels/pooling/pooling_gpu.c,
+ * pooling.stats: the glue kernel and kernels/pooling/pooling.cu, both float64,
  * within 2 units in float's last place of gf_pool_ref) and seg_1
- * (worker/seg1_gpu.c, embedding.seg_1: the own float32 split-K kernel and
+ * (kernels/embedding/seg1_gpu.c, embedding.seg_1: the own float32 split-K kernel and
  * the library route in fp32 within 2e-5 of sum |w||x| per output, the
  * library route in tf32 and the own tensor-core kernel in tf32 (cc >= 9.0,
  * where the test insists that it ran; the float32 kernel below, held to
@@ -17,10 +17,10 @@
  * driver launches clusters). Skips cleanly where there is no CUDA device.
  * Run by `make gpu-check`. */
 #include "common/error.h"
-#include "worker/blas_gpu.h"
-#include "worker/gpu.h"
-#include "worker/pool_gpu.h"
-#include "worker/seg1_gpu.h"
+#include "gpu/blas.h"
+#include "gpu/device.h"
+#include "kernels/pooling/pooling_gpu.h"
+#include "kernels/embedding/seg1_gpu.h"
 
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,15 +1,15 @@
 /* test_gpu_segconv.c — the segmentation network's 1-D convolution stages
- * (worker/segconv_gpu.c: segconv.conv1 80 → 60 channels over 5,325 frames,
+ * (kernels/segconv/segconv_gpu.c: segconv.conv1 80 → 60 channels over 5,325 frames,
  * segconv.conv2 60 → 60 over 1,773) on both routes against a float64
  * reference computed here from the definition in segconv_gpu.h, every
- * output of two windows: the own kernel (kernels/segconv.cu, float32 FMAs)
+ * output of two windows: the own kernel (kernels/segconv/segconv.cu, float32 FMAs)
  * and the library route in fp32 within 2e-5 of sum |w||x| per output, the
  * library route in tf32 within the tf32 bound 1.05e-3 of it. Skips cleanly
  * where there is no CUDA device. Run by `make gpu-check`. */
 #include "common/error.h"
-#include "worker/blas_gpu.h"
-#include "worker/gpu.h"
-#include "worker/segconv_gpu.h"
+#include "gpu/blas.h"
+#include "gpu/device.h"
+#include "kernels/segconv/segconv_gpu.h"
 
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,7 +1,7 @@
-/* test_gpu_sinc.c — the SincNet filterbank stage (worker/sinc_gpu.c) on both
+/* test_gpu_sinc.c — the SincNet filterbank stage (kernels/sincnet/sincnet_gpu.c) on both
  * routes against its definition in float64 (gf_sinc_ref): for
  * random filters and waveforms, every pooled output of every filter and
- * window at batches 1 and 32, the own kernel (kernels/sincnet.cu: the DMMA
+ * window at batches 1 and 32, the own kernel (kernels/sincnet/sincnet.cu: the DMMA
  * kernel where the sm90 tier loads, which the test checks is the one that
  * ran, else the FMA kernel) and the library route (im2col, DGEMM, pooling).
  * The 5,325 pooled outputs of a window end part-way through a block of
@@ -11,9 +11,9 @@
  * to float within a few units in its last place. Skips cleanly where there
  * is no CUDA device. Run by `make gpu-check`. */
 #include "common/error.h"
-#include "worker/blas_gpu.h"
-#include "worker/gpu.h"
-#include "worker/sinc_gpu.h"
+#include "gpu/blas.h"
+#include "gpu/device.h"
+#include "kernels/sincnet/sincnet_gpu.h"
 
 #include <setjmp.h>
 #include <stdarg.h>

@@ -2,7 +2,7 @@
  *
  *   fbank_dump [--no-norm] IN OFFSET COUNT WAVE_OUT FEAT_OUT
  *
- * IN is an audio file (decoded by worker/diar/audio) or raw little-endian
+ * IN is an audio file (decoded by diar/io/audio) or raw little-endian
  * float32 samples at 16 kHz (a name ending in .f32). Samples [OFFSET,
  * OFFSET+COUNT) are written to WAVE_OUT as raw float32 (what the reference
  * reads) and their features, [frames x 80] float32 row-major, to FEAT_OUT.
@@ -12,8 +12,8 @@
  * The 512-point real FFT (gf_fbank_rfft) of each 512-float frame of
  * FRAMES_IN, half-complex, to SPECTRA_OUT. */
 #include "common/util.h"
-#include "worker/diar/audio.h"
-#include "worker/diar/fbank.h"
+#include "diar/io/audio.h"
+#include "kernels/fbank/fbank_cpu.h"
 
 #include <stdio.h>
 #include <stdlib.h>

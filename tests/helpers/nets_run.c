@@ -6,17 +6,17 @@
  *   nets_run emb MODEL FBANK.f32 B MASKS.f32 S OUT.f32 [THREADS [REPEAT]]
  *       FBANK [B, 998, 80], MASKS [B, S, 589] → OUT [B, S, 256]
  *   nets_run fbank - WAVE.f32 B OUT.f32 [THREADS [REPEAT]]
- *       WAVE [B, 160000] → OUT [B, 998, 80] (worker/diar/fbank, mean-normalised;
+ *       WAVE [B, 160000] → OUT [B, 998, 80] (kernels/fbank/fbank_cpu, mean-normalised;
  *       one thread whatever THREADS says)
  *
  * With REPEAT > 1 the network runs that many times and the mean wall time per
  * run goes to stderr as "time_s=…" (the benchmark reads it), with the peak
  * resident memory (VmHWM) as "maxrss_kb=…". */
 #include "common/util.h"
-#include "worker/diar/blas.h"
-#include "worker/diar/embedding.h"
-#include "worker/diar/fbank.h"
-#include "worker/diar/segmentation.h"
+#include "kernels/blas.h"
+#include "diar/embedding.h"
+#include "kernels/fbank/fbank_cpu.h"
+#include "diar/segmentation.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,7 +1,7 @@
 /* npy_nan.c — test helper: copy a windows x speakers x dim float32 .npy,
  * setting the embedding of (window, speaker) to NaN (all dims, or only the
  * first with "partial"). usage: npy_nan IN OUT WINDOW SPEAKER [partial] */
-#include "worker/diar/npy.h"
+#include "diar/io/npy.h"
 
 #include <math.h>
 #include <stdio.h>

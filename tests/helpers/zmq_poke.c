@@ -9,9 +9,9 @@
  * Frames go REQ-style (empty delimiter first) from a DEALER. Each reply that
  * comes back within 500 ms is printed as "reply OP CODE MESSAGE"; the exit
  * status is 0 unless the endpoint could not be used. */
-#include "common/proto.h"
+#include "net/proto.h"
 #include "common/util.h"
-#include "common/wire.h"
+#include "net/wire.h"
 
 #include <msgpack.h>
 #include <stdio.h>

@@ -3,7 +3,7 @@
 # byte, through the real programs: what libsndfile reads as a whole-byte
 # container (7-bit, 12-bit, 20 valid bits of 24, 24 of 32) decodes to the
 # known samples exactly (tests/helpers/fbank_dump, which decodes with
-# worker/diar/audio) and diarizes; what it cannot decode or what contradicts
+# diar/io/audio) and diarizes; what it cannot decode or what contradicts
 # itself (40-bit PCM, 24-bit float, packed 12-bit, 24 valid bits of 16,
 # right-justified 7-bit samples) is refused by `gpuflock diarize` with exit
 # 65 and a message naming the file and the width. docs/audio.md.

@@ -14,11 +14,11 @@
 #include "common/card.h"
 #include "common/config.h"
 #include "common/error.h"
-#include "worker/diar/pipeline.h"
-#include "worker/diar/rttm.h"
-#include "worker/diar_gpu.h"
-#include "worker/evidence.h"
-#include "worker/planner.h"
+#include "diar/pipeline.h"
+#include "diar/io/rttm.h"
+#include "diar/backend_gpu.h"
+#include "route/evidence.h"
+#include "route/planner.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -6,7 +6,7 @@
 #define GF_TEST_FIXTURES_H
 
 #include "common/error.h"
-#include "worker/diar/npy.h"
+#include "diar/io/npy.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -1,7 +1,7 @@
 /* test_aggregate.c — frame grid, overlap-add and speaker counting against
  * the community-1 fixtures (1601 frames; counts exact). */
 #include "tests/unit/fixtures.h"
-#include "worker/diar/aggregate.h"
+#include "diar/cluster/aggregate.h"
 
 #include <setjmp.h>
 #include <stdarg.h>

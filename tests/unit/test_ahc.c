@@ -2,7 +2,7 @@
  * linkage/fcluster (a small case with an inversion, values printed by
  * scipy), and the recipe's AHC on the community-1 fixture embeddings. */
 #include "tests/unit/fixtures.h"
-#include "worker/diar/ahc.h"
+#include "diar/cluster/ahc.h"
 
 #include <setjmp.h>
 #include <stdarg.h>

@@ -2,7 +2,7 @@
  * constrained assignment from the reference's VBx responsibilities (exact
  * vs pipeline_hard_clusters); k-means on separated blobs. */
 #include "tests/unit/fixtures.h"
-#include "worker/diar/assign.h"
+#include "diar/cluster/assign.h"
 
 #include <setjmp.h>
 #include <stdarg.h>

@@ -11,7 +11,7 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "common/util.h"
-#include "worker/diar/audio.h"
+#include "diar/io/audio.h"
 
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,5 +1,5 @@
 /* test_boundary.c — the boundary registry: names, areas, keys, tuples. */
-#include "worker/boundary.h"
+#include "route/boundary.h"
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -60,8 +60,8 @@ static void test_areas_and_keys(void **state)
     assert_true(gf_area_config_key("resnet", "tile_m"));
     assert_true(gf_area_config_key("dense", "tile_m"));
     assert_false(gf_area_config_key("lstm", "tile_m"));
-    assert_string_equal(gf_config_key_owner("hidden_per_block"), "lstm");
-    assert_null(gf_config_key_owner("no_such_key"));
+    assert_string_equal(gf_area_key_owner("hidden_per_block"), "lstm");
+    assert_null(gf_area_key_owner("no_such_key"));
 }
 
 static void test_production_tuples(void **state)

@@ -1,4 +1,4 @@
-/* test_ckpt.c — checkpoint files (worker/diar/ckpt.h): a state written and
+/* test_ckpt.c — checkpoint files (diar/ckpt.h): a state written and
  * read back is the same bit for bit (NaN included) with the same identity,
  * in both modes, also through a reused image, and a capture into the last
  * image copies only the windows since; every kind of damage is refused with its reason and
@@ -14,7 +14,7 @@
 #include "common/sha256.h"
 #include "common/util.h"
 #include "tmpdir.h"
-#include "worker/diar/ckpt.h"
+#include "diar/ckpt.h"
 
 #include <setjmp.h>
 #include <stdarg.h>

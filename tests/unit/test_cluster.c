@@ -6,9 +6,9 @@
  * a pool the caller lends, and through the linkage hook (the card's path). */
 #include "tests/unit/fixtures.h"
 #include "common/log.h"
-#include "worker/diar/ahc.h"
-#include "worker/diar/cluster.h"
-#include "worker/diar/rttm.h"
+#include "diar/cluster/ahc.h"
+#include "diar/cluster/cluster.h"
+#include "diar/io/rttm.h"
 
 #include <setjmp.h>
 #include <stdarg.h>

@@ -3,8 +3,8 @@
  * candidates that follow from it: tf32 from the resnet module, fp32 from
  * resnet32 (3xTF32), resnet.conv1's float32 direct kernel from resnet in
  * both. No card: the table is plain data. */
-#include "worker/conv_gpu.h"
-#include "worker/qualify_priv.h"
+#include "kernels/resnet/resnet_gpu.h"
+#include "qualify/measure.h"
 
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,10 +1,10 @@
 /* test_der.c — diarization error rate on cases computed by hand, and the
- * assignment it relies on (worker/diar/lsa, maximising) against brute force. */
+ * assignment it relies on (diar/cluster/lsa, maximising) against brute force. */
 #include "common/error.h"
 #include "common/log.h"
 #include "common/util.h"
-#include "worker/diar/der.h"
-#include "worker/diar/lsa.h"
+#include "diar/score/der.h"
+#include "diar/cluster/lsa.h"
 
 #include <setjmp.h>
 #include <stdarg.h>

@@ -11,9 +11,9 @@
  * window; a cancelled or failed job removes its checkpoint. */
 #include "common/config.h"
 #include "common/error.h"
-#include "common/proto.h"
+#include "net/proto.h"
 #include "common/util.h"
-#include "worker/diar/pipeline.h"
+#include "diar/pipeline.h"
 #include "worker/diarjob.h"
 
 #include <setjmp.h>

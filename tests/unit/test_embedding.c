@@ -5,7 +5,7 @@
  * batch nor on the thread count, and bad files are refused. Parity with
  * PyTorch: tests/integration/nets_parity.sh. */
 #include "stwrite.h"
-#include "worker/diar/embedding.h"
+#include "diar/embedding.h"
 
 #include <setjmp.h>
 #include <stdarg.h>

@@ -2,7 +2,7 @@
  * accepts. Every table is written by the test into a fresh directory, with
  * real records hashed to their names (fixture_evidence.h). */
 #include "common/error.h"
-#include "worker/evidence.h"
+#include "route/evidence.h"
 
 #include <setjmp.h>
 #include <stdarg.h>

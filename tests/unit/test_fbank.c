@@ -4,7 +4,7 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "common/util.h"
-#include "worker/diar/fbank.h"
+#include "kernels/fbank/fbank_cpu.h"
 
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,13 +1,13 @@
 /* test_fbank_gpu.c — the float64 definition the GPU fbank is checked against
- * (gf_fbank_gpu_ref, worker/diar/fbank_gpu.c), itself checked here without a
- * card: the CPU filterbank (worker/diar/fbank.c, float32, within 1e-3 of
+ * (gf_fbank_gpu_ref, kernels/fbank/fbank_gpu.c), itself checked here without a
+ * card: the CPU filterbank (kernels/fbank/fbank_cpu.c, float32, within 1e-3 of
  * torchaudio) must lie within the GPU checks' tolerance of it, 1e-4 + 1e-9 x
  * each output's conditioning, and a feature moved by a few thousandths where
  * the conditioning is good must not. (The GPU routes themselves:
  * tests/gpu/test_gpu_fbank.c.) */
 #include "common/error.h"
-#include "worker/diar/fbank.h"
-#include "worker/diar/fbank_gpu.h"
+#include "kernels/fbank/fbank_cpu.h"
+#include "kernels/fbank/fbank_gpu.h"
 
 #include <setjmp.h>
 #include <stdarg.h>

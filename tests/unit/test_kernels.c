@@ -5,9 +5,9 @@
  * |a - b| <= atol + rtol·|ref|; the first mismatches and the largest error
  * are printed. The whole networks are checked against PyTorch by
  * tests/integration/nets_parity.sh. */
-#include "kernels/conv2d.h"
-#include "kernels/statspool.h"
-#include "kernels/winograd.h"
+#include "kernels/resnet/resnet_cpu.h"
+#include "kernels/pooling/pooling_cpu.h"
+#include "kernels/resnet/winograd_cpu.h"
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -102,7 +102,7 @@ static void test_conv2d_ref(void **state)
         long colf = gf_conv2d_col_min(s[0], s[4], Wo);
         float *col = malloc(sizeof(float) * colf);
         for (int mode = 0; mode < 2; mode++) {
-            gf_conv2d_ref(x, s[0], s[2], s[3], w, b, s[1], s[4], s[5], s[6], mode ? res : NULL,
+            gf_conv2d_cpu(x, s[0], s[2], s[3], w, b, s[1], s[4], s[5], s[6], mode ? res : NULL,
                           mode, got, col, colf);
             conv_direct(x, s[0], s[2], s[3], w, b, s[1], s[4], s[5], s[6], mode ? res : NULL, mode,
                         ref);
@@ -137,7 +137,7 @@ static void test_winograd(void **state)
         gf_winograd_pack_cpu(w, Cout, Cin, u);
         for (int mode = 0; mode < 2; mode++) {
             gf_winograd_cpu(x, Cin, H, W, u, b, Cout, mode ? res : NULL, mode, got, ws, wsf);
-            gf_conv2d_ref(x, Cin, H, W, w, b, Cout, 3, 1, 1, mode ? res : NULL, mode, ref, col,
+            gf_conv2d_cpu(x, Cin, H, W, w, b, Cout, 3, 1, 1, mode ? res : NULL, mode, ref, col,
                           colf);
             bad += compare("winograd", got, ref, no, 2e-5 * sqrt(Cin * 9.0), 1e-5);
         }
@@ -155,7 +155,7 @@ static void test_statspool(void **state)
     for (int mode = 0; mode < 3; mode++) {
         for (int t = 0; t < T; t++)   /* binary, fractional, none */
             w[t] = mode == 0 ? (float)((t / 7) % 2) : 0.5f + 0.5f * frand();
-        gf_statspool_ref(x, R, T, mode == 2 ? NULL : w, got);
+        gf_statspool_cpu(x, R, T, mode == 2 ? NULL : w, got);
         for (int r = 0; r < R; r++) {
             double v1 = 0, v2 = 0, s = 0, q = 0;
             for (int t = 0; t < T; t++) {

@@ -1,17 +1,17 @@
-/* test_link.c — the worker's link to the broker (worker/link.c) on a real
- * ipc:// socket, against the broker's own ROUTER (broker/router.c) in this
+/* test_link.c — the worker's link to the broker (net/link.c) on a real
+ * ipc:// socket, against the broker's own ROUTER (net/router.c) in this
  * thread: messages both ways without a delimiter (a worker's envelope), a
  * broker that is not there yet, one that goes away (the link says it is
  * down, sends fail, a reconnect finds the new one), and a broker that
  * sends bytes that are not a message (the link drops the connection). */
-#include "broker/router.h"
+#include "net/router.h"
 #include "common/config.h"
 #include "common/error.h"
 #include "common/log.h"
 #include "common/util.h"
-#include "common/zmtp.h"
+#include "net/zmtp.h"
 #include "tests/unit/tmpdir.h"
-#include "worker/link.h"
+#include "net/link.h"
 
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,7 +1,7 @@
 /* test_lsa.c — linear sum assignment: hand-solved cases, rectangular both
  * ways, maximisation, scipy's tie convention (a constant matrix gives the
  * identity), and random matrices against brute force. */
-#include "worker/diar/lsa.h"
+#include "diar/cluster/lsa.h"
 
 #include <setjmp.h>
 #include <stdarg.h>

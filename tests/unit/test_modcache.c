@@ -5,7 +5,7 @@
 #include "common/error.h"
 #include "common/sha256.h"
 #include "common/util.h"
-#include "worker/modcache.h"
+#include "gpu/modcache.h"
 
 #include <setjmp.h>
 #include <stdarg.h>

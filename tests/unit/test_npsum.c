@@ -2,7 +2,7 @@
  * values printed by numpy 1.24's np.add.reduce on the same arrays (they
  * differ from a plain left-to-right sum in the last bits, which the
  * float64 cases check too). */
-#include "worker/diar/npsum.h"
+#include "diar/cluster/npsum.h"
 
 #include <setjmp.h>
 #include <stdarg.h>

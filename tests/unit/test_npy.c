@@ -3,7 +3,7 @@
  * community-1 fixtures and PLDA archives, and malformed inputs. */
 #include "common/error.h"
 #include "common/log.h"
-#include "worker/diar/npy.h"
+#include "diar/io/npy.h"
 
 #include <setjmp.h>
 #include <stdarg.h>

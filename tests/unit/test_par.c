@@ -1,9 +1,9 @@
-/* test_par.c — the fork-join pool (worker/diar/par.c) on real threads:
+/* test_par.c — the fork-join pool (common/par.c) on real threads:
  * every task of a run runs exactly once, on a worker index below the
  * pool's size, with each worker's tasks never overlapping (a worker owns
  * its workspace); a pool is reused across runs; and no pool (NULL) runs
  * the tasks in order on the calling thread as worker 0. */
-#include "worker/diar/par.h"
+#include "common/par.h"
 
 #include <setjmp.h>
 #include <stdarg.h>

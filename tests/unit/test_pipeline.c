@@ -10,11 +10,11 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "common/util.h"
-#include "worker/diar/audio.h"
-#include "worker/diar/fbank.h"
-#include "worker/diar/npy.h"
-#include "worker/diar/pipeline.h"
-#include "worker/diar/rttm.h"
+#include "diar/io/audio.h"
+#include "kernels/fbank/fbank_cpu.h"
+#include "diar/io/npy.h"
+#include "diar/pipeline.h"
+#include "diar/io/rttm.h"
 #include "tests/unit/tmpdir.h"
 
 #include <setjmp.h>

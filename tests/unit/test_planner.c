@@ -2,8 +2,8 @@
  * written by the test and a module provider that reports the modules a
  * build would load (no GPU needed: identity is a hash, not a load). */
 #include "common/error.h"
-#include "worker/planner.h"
-#include "worker/ptx.h"
+#include "route/planner.h"
+#include "gpu/modules.h"
 
 #include <setjmp.h>
 #include <stdarg.h>

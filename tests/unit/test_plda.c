@@ -3,7 +3,7 @@
  * eigenvalues of pipeline_plda_phi.npy; missing and malformed models. */
 #include "tests/unit/fixtures.h"
 #include "common/log.h"
-#include "worker/diar/plda.h"
+#include "diar/cluster/plda.h"
 
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,7 +1,7 @@
 /* test_powerset.c — hard powerset decoding against the reference's
  * decoding of random logits (powerset_input_logits / powerset_hard_output). */
 #include "tests/unit/fixtures.h"
-#include "worker/diar/powerset.h"
+#include "diar/powerset.h"
 
 #include <setjmp.h>
 #include <stdarg.h>

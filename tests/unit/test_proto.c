@@ -3,7 +3,7 @@
  * version, unknown op, trailing bytes, random corruption) are refused with a
  * message, never a crash. */
 #include "common/error.h"
-#include "common/proto.h"
+#include "net/proto.h"
 #include "common/util.h"
 
 #include <setjmp.h>

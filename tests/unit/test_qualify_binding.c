@@ -3,7 +3,7 @@
  * intact, including values that hold ", " and ": " (a pin naming each math
  * mode's kernel), and leaves out the entries that did not win. No card: the
  * entries are made here. */
-#include "worker/qualify.h"
+#include "qualify/qualify.h"
 
 #include <setjmp.h>
 #include <stdarg.h>

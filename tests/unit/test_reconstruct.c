@@ -2,8 +2,8 @@
  * clusters and counts (exact vs pipeline_discrete_diarization_data), turns
  * vs pipeline_expected.rttm (within 1 ms), min_duration_off merging. */
 #include "tests/unit/fixtures.h"
-#include "worker/diar/reconstruct.h"
-#include "worker/diar/rttm.h"
+#include "diar/cluster/reconstruct.h"
+#include "diar/io/rttm.h"
 
 #include <setjmp.h>
 #include <stdarg.h>

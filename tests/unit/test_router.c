@@ -1,4 +1,4 @@
-/* test_router.c — the broker's own ZMTP ROUTER (broker/router.c) on a real
+/* test_router.c — the broker's own ZMTP ROUTER (net/router.c) on a real
  * ipc:// socket, in this thread: libzmq DEALERs (REQ-style and worker-style
  * envelopes, the caller's credentials, a reply of megabytes that the socket
  * takes in pieces), the CLI's own client in a child process, a send to a
@@ -6,12 +6,12 @@
  * another mechanism, a PUB socket, a frame over the limit, two bodies in
  * one message, a PING, one that never greets) while a well-behaved peer
  * keeps being served. */
-#include "broker/router.h"
+#include "net/router.h"
 #include "common/error.h"
 #include "common/log.h"
-#include "common/proto.h"
+#include "net/proto.h"
 #include "common/util.h"
-#include "common/zmtp.h"
+#include "net/zmtp.h"
 #include "tests/unit/tmpdir.h"
 
 #include <setjmp.h>
@@ -199,7 +199,7 @@ static void test_dealers(void **state)
     zmq_close(worker);
 }
 
-/* The light client (common/zmtp.c), in a child: a request, a reply; with
+/* The light client (net/zmtp.c), in a child: a request, a reply; with
  * `ahead`, the request right behind our handshake, as the CLI sends it. */
 static void light_client(void **state, bool ahead)
 {

@@ -3,7 +3,7 @@
  * range, binary input, files with no SPEAKER record. */
 #include "common/error.h"
 #include "common/log.h"
-#include "worker/diar/rttm.h"
+#include "diar/io/rttm.h"
 #include "tests/unit/tmpdir.h"
 
 #include <setjmp.h>

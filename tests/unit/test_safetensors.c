@@ -3,7 +3,7 @@
  * overlap, leave gaps or run past the end, wrong shapes, missing tensors,
  * non-finite weights, bad JSON, unsupported dtypes, a wrong digest). */
 #include "common/sha256.h"
-#include "worker/diar/safetensors.h"
+#include "diar/io/safetensors.h"
 
 #include <setjmp.h>
 #include <stdarg.h>

@@ -5,7 +5,7 @@
  * shape or with an extra tensor is refused. Parity with PyTorch:
  * tests/integration/nets_parity.sh. */
 #include "stwrite.h"
-#include "worker/diar/segmentation.h"
+#include "diar/segmentation.h"
 
 #include <setjmp.h>
 #include <stdarg.h>

@@ -12,9 +12,9 @@
 #include "common/config.h"
 #include "common/error.h"
 #include "common/log.h"
-#include "common/proto.h"
+#include "net/proto.h"
 #include "common/util.h"
-#include "common/wire.h"
+#include "net/wire.h"
 #include "tests/unit/strict_msgpack.h"
 #include "tests/unit/tmpdir.h"
 

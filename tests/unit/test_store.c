@@ -5,7 +5,7 @@
 #include "broker/store.h"
 #include "common/error.h"
 #include "common/log.h"
-#include "common/proto.h"
+#include "net/proto.h"
 #include "common/util.h"
 #include "tests/unit/tmpdir.h"
 

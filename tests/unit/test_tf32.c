@@ -1,8 +1,8 @@
-/* test_tf32.c — gf_round_tf32 (worker/gpu.c), the host's rounding of
+/* test_tf32.c — gf_round_tf32 (gpu/device.c), the host's rounding of
  * weights packed in tf32 for the own kernels: the same as the kernels'
  * cvt.rna (to nearest on the 10-bit mantissa, ties away from zero), with
  * an infinity or NaN left alone. */
-#include "worker/gpu.h"
+#include "gpu/device.h"
 
 #include <setjmp.h>
 #include <stdarg.h>

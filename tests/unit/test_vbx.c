@@ -1,7 +1,7 @@
 /* test_vbx.c — VBx from the reference's PLDA features and AHC labels:
  * responsibilities and priors within 1e-4 of pipeline_vbx_gamma / _pi. */
 #include "tests/unit/fixtures.h"
-#include "worker/diar/vbx.h"
+#include "diar/cluster/vbx.h"
 
 #include <setjmp.h>
 #include <stdarg.h>

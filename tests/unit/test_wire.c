@@ -5,9 +5,9 @@
  * peer. */
 #include "common/config.h"
 #include "common/error.h"
-#include "common/proto.h"
+#include "net/proto.h"
 #include "common/util.h"
-#include "common/wire.h"
+#include "net/wire.h"
 #include "tests/unit/tmpdir.h"
 
 #include <setjmp.h>

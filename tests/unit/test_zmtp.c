@@ -5,7 +5,7 @@
  * and peers that are not ZMTP at all. */
 #include "common/error.h"
 #include "common/util.h"
-#include "common/zmtp.h"
+#include "net/zmtp.h"
 #include "tests/unit/tmpdir.h"
 
 #include <setjmp.h>

@@ -1,0 +1,367 @@
+/* diar_gpu.c — the pipeline's GPU backend (diar_gpu.h): one card, two streams
+ * on it with a cuBLAS handle each, and the two GPU networks, taken once and
+ * kept for every recording.
+ *
+ * The segmentation runs on the first stream; the fbank and the embedding
+ * network on the second. In span mode the second stream starts a batch's
+ * fbank and ResNet trunk as soon as the windows are on the card, before the
+ * segmentation runs, so the two networks share the card (the LSTM's blocks
+ * leave most multiprocessors idle); the pooling, which needs the
+ * segmentation's masks, follows in embed. */
+#include "diar/backend_gpu.h"
+#include "diar/cluster/ahc_gpu.h"
+
+#include "common/error.h"
+#include "common/log.h"
+#include "common/sha256.h"
+#include "common/util.h"
+#include "gpu/blas.h"
+#include "diar/embedding_gpu.h"
+#include "kernels/fbank/fbank_gpu.h"
+#include "diar/models.h"
+#include "diar/segmentation_gpu.h"
+#include "route/evidence.h"
+#include "gpu/device.h"
+#include "route/planner.h"
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+typedef struct {
+    gf_gpu *gpu;                  /* the card: segmentation's stream */
+    gf_blas_gpu *blas;            /* its cuBLAS handle */
+    gf_gpu *gpu_e;                /* the same card: fbank and embedding's stream */
+    gf_blas_gpu *blas_e;          /* its cuBLAS handle */
+    gf_segmentation_gpu *seg;     /* segmentation network on the card */
+    gf_embedding_gpu *emb;        /* embedding network on the card */
+    gf_fbank_gpu *fbank;          /* its features, on the card */
+    bool seg_span;                /* the last segment call came from a span: its windows are
+                                     at gf_segmentation_gpu_input */
+    int seg_batch;                /* their number */
+    gf_cu_ptr span;               /* device copy of a span ((max_batch - 1) s + 10 s) */
+    gf_cu_function expand;        /* glue gf_windows_expand: span → windows */
+    int max_batch;                /* windows per batch at most */
+    bool feats_kept;              /* the last fbank left its features on the card */
+    int feats_batch;              /* their windows */
+    bool overlap;                 /* start them ahead (worker.overlap) */
+    bool trunk_ahead;             /* segment_span started the fbank and trunk of its windows */
+    char identity[80];            /* "cuda " and the digest of the routes applied (plan_identity):
+                                     gf_diar_backend.identity, for checkpoints */
+} gpu_ctx;
+
+static int gpu_segment(void *ctx, const float *wave, int B, float *logp, gf_devstats *stats)
+{
+    gpu_ctx *c = ctx;
+    c->seg_span = false;
+    return gf_segmentation_gpu_run(c->seg, wave, B, logp, stats);
+}
+
+/* A trunk started ahead whose pooling did not come (a batch without speech,
+ * or another call in between): wait for it and count its device time. */
+static int finish_ahead(gpu_ctx *c, gf_devstats *stats)
+{
+    if (!c->trunk_ahead)
+        return 0;
+    c->trunk_ahead = false;
+    return gf_embedding_gpu_pool(c->emb, c->feats_batch, NULL, NULL, 0, NULL, stats);
+}
+
+/* The span goes to the card (a tenth of the windows' bytes) and is expanded
+ * there into the segmentation's input, which the fbank then reads too
+ * (gpu_fbank with wave NULL); its features stay on the card for embed when
+ * feats is NULL. */
+static int gpu_segment_span(void *ctx, const float *span, int B, float *logp,
+                            gf_devstats *stats)
+{
+    gpu_ctx *c = ctx;
+    c->seg_span = false;
+    c->feats_kept = false;
+    if (B < 1 || B > c->max_batch) {
+        GF_ERROR("segmentation (gpu): batch of %d windows, capacity %d", B, c->max_batch);
+        return GF_EINVAL;
+    }
+    GF_TRY(finish_ahead(c, stats));
+    size_t samples = (size_t)(B - 1) * GF_DIAR_STEP + GF_DIAR_WINDOW;
+    int step = GF_DIAR_STEP, window = GF_DIAR_WINDOW;
+    gf_cu_ptr out = gf_segmentation_gpu_input(c->seg);
+    void *p[] = { &c->span, &step, &window, &B, &out };
+    /* The windows are rewritten only once the other stream is done reading. */
+    int rc = gf_gpu_wait_for(c->gpu, c->gpu_e);
+    rc = rc ? rc : gf_gpu_upload(c->gpu, c->span, span, samples * sizeof(float));
+    rc = rc ? rc : gf_gpu_launch1d(c->gpu, c->expand, (long)B * GF_DIAR_WINDOW, p);
+    if (c->overlap) {   /* else the fbank and the trunk follow, from gpu_fbank and gpu_embed */
+        rc = rc ? rc : gf_gpu_wait_for(c->gpu_e, c->gpu);
+        rc = rc ? rc : gf_fbank_gpu_run_dev(c->fbank, out, B, NULL, stats);
+        rc = rc ? rc : gf_embedding_gpu_trunk(c->emb, gf_fbank_gpu_features(c->fbank), B, stats);
+        if (rc == 0) {
+            c->feats_kept = true;
+            c->feats_batch = B;
+            c->trunk_ahead = true;
+        }
+    }
+    rc = rc ? rc : gf_segmentation_gpu_run_dev(c->seg, B, logp, stats);
+    if (rc == 0) {
+        c->seg_span = true;
+        c->seg_batch = B;
+    }
+    return rc;
+}
+
+static int gpu_fbank(void *ctx, const float *wave, int B, float *feats, gf_devstats *stats)
+{
+    gpu_ctx *c = ctx;
+    if (!wave && !feats && c->trunk_ahead && B == c->feats_batch)
+        return 0;   /* segment_span started them: features and trunk are on the card */
+    GF_TRY(finish_ahead(c, stats));
+    c->feats_kept = false;
+    int rc;
+    if (wave) {
+        rc = gf_fbank_gpu_run(c->fbank, wave, B, feats, stats);
+    } else if (c->seg_span && B == c->seg_batch) {   /* the windows come from the other stream */
+        rc = gf_gpu_wait_for(c->gpu_e, c->gpu);
+        rc = rc ? rc : gf_fbank_gpu_run_dev(c->fbank, gf_segmentation_gpu_input(c->seg), B,
+                                           feats, stats);
+    } else {
+        GF_ERROR("fbank (gpu): no windows of a batch of %d on the card", B);
+        rc = GF_EINVAL;
+    }
+    if (rc == 0 && !feats) {
+        c->feats_kept = true;
+        c->feats_batch = B;
+    }
+    return rc;
+}
+
+static int gpu_embed(void *ctx, const float *fbank, int B, const int *job_window,
+                     const float *masks, int n_jobs, float *emb, gf_devstats *stats)
+{
+    gpu_ctx *c = ctx;
+    if (!fbank && c->trunk_ahead && B == c->feats_batch) {
+        c->trunk_ahead = false;
+        return gf_embedding_gpu_pool(c->emb, B, job_window, masks, n_jobs, emb, stats);
+    }
+    GF_TRY(finish_ahead(c, stats));
+    if (n_jobs == 0)
+        return 0;   /* nothing to pool, and no trunk to finish */
+    if (fbank)
+        return gf_embedding_gpu_run(c->emb, fbank, B, job_window, masks, n_jobs, emb, stats);
+    if (!c->feats_kept || B != c->feats_batch) {
+        GF_ERROR("embedding (gpu): no features of a batch of %d windows kept on the card", B);
+        return GF_EINVAL;
+    }
+    return gf_embedding_gpu_run_dev(c->emb, gf_fbank_gpu_features(c->fbank), B, job_window,
+                                    masks, n_jobs, emb, stats);
+}
+
+static int gpu_pin(void *ctx, void *host, size_t bytes)
+{
+    gpu_ctx *c = ctx;
+    return gf_gpu_pin(c->gpu, host, bytes);
+}
+
+static void gpu_unpin(void *ctx, void *host)
+{
+    gpu_ctx *c = ctx;
+    gf_gpu_unpin(c->gpu, host);
+}
+
+static void gpu_destroy(void *ctx)
+{
+    gpu_ctx *c = ctx;
+    if (!c)
+        return;
+    gf_segmentation_gpu_destroy(&c->seg);
+    gf_embedding_gpu_destroy(&c->emb);
+    gf_fbank_gpu_destroy(&c->fbank);
+    gf_blas_gpu_destroy(&c->blas_e);
+    gf_gpu_destroy(&c->gpu_e);
+    gf_blas_gpu_destroy(&c->blas);
+    gf_gpu_destroy(&c->gpu);
+    free(c);
+}
+
+/* One batch of quiet noise through everything the pipeline will run on the
+ * card, untimed, before the first recording: the first call of each kernel
+ * otherwise pays for the driver loading its module (lazily, and cuBLAS's
+ * among them) and for cuBLAS choosing its algorithms, up to about 0.1 s
+ * that would land in the first recording's first batch. A worker keeps
+ * the backend between jobs, so it pays this once. */
+static int warm_up(gpu_ctx *c)
+{
+    const int B = c->max_batch, jobs = GF_DIAR_SPEAKERS * B;   /* a full batch's shapes */
+    const size_t samples = (size_t)(B - 1) * GF_DIAR_STEP + GF_DIAR_WINDOW;
+    float *span = gf_malloc(samples * sizeof *span);
+    float *logp = gf_malloc((size_t)B * GF_DIAR_FRAMES * GF_DIAR_CLASSES * sizeof *logp);
+    float *masks = gf_malloc((size_t)jobs * GF_DIAR_FRAMES * sizeof *masks);
+    float *emb = gf_malloc((size_t)jobs * GF_DIAR_EMB_DIM * sizeof *emb);
+    int *job_window = gf_malloc((size_t)jobs * sizeof *job_window);
+    uint64_t seed = 0x5eed;
+    for (size_t i = 0; i < samples; i++)
+        span[i] = gf_rand_sym(&seed, 0.01f);
+    for (int j = 0; j < jobs; j++)
+        job_window[j] = j / GF_DIAR_SPEAKERS;
+    for (size_t i = 0; i < (size_t)jobs * GF_DIAR_FRAMES; i++)
+        masks[i] = 1.0f;
+    /* three points in the plane: two merges of the card's linkage */
+    const double pts[6] = { 0.0, 0.0, 1.0, 0.0, 0.0, 3.0 };
+    double Z[8];
+    int rc = gpu_segment_span(c, span, B, logp, NULL);
+    rc = rc ? rc : gpu_fbank(c, NULL, B, NULL, NULL);
+    rc = rc ? rc : gpu_embed(c, NULL, B, job_window, masks, jobs, emb, NULL);
+    rc = rc ? rc : gf_ahc_link_gpu(c->gpu, NULL, pts, 3, 2, Z);
+    free(span);
+    free(logp);
+    free(masks);
+    free(emb);
+    free(job_window);
+    if (rc != 0)
+        GF_ERROR("CUDA card: the warm-up batch failed (%s)", gf_strerror(rc));
+    return rc;
+}
+
+/* The backend's identity for checkpoints (gf_diar_backend.identity): "cuda "
+ * and the SHA-256 of what decides the networks' numbers on this card
+ * besides the weights: the card (name, capability, multiprocessors, driver,
+ * whose JIT compiles the PTX) and each route planned at this batch
+ * (boundary, batch, math, own or library, and an own route's module
+ * digest), or why every route is the library's. A checkpoint made under
+ * another plan is not reused: its results could differ in the last bits. */
+static void plan_identity(gpu_ctx *c, const gf_card_identity *card, const gf_planner *pl,
+                          int max_batch, const char *library_why)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (!f)
+        abort();   /* out of memory */
+    fprintf(f, "card %s cc %d.%d sms %d driver %d\n", card->name, card->cc_major,
+            card->cc_minor, card->sm_count, card->driver_version);
+    gf_route *routes = NULL;
+    size_t n = 0;
+    if (library_why)
+        fprintf(f, "library everywhere: %s\n", library_why);
+    else if (gf_plan_all(pl, &routes, &n) != 0)
+        fprintf(f, "no plan\n");
+    for (size_t i = 0; i < n; i++) {
+        const gf_route *r = &routes[i];
+        if (r->batch != max_batch)
+            continue;
+        fprintf(f, "%s %d %s %s %s\n", r->boundary, r->batch, gf_math_name(r->math),
+                gf_route_kind_name(r->kind), r->kind == GF_ROUTE_OWN ? r->module.sha256 : "-");
+    }
+    free(routes);
+    fclose(f);
+    char hex[GF_SHA256_HEX_LEN];
+    gf_sha256_hex(text, len, hex);
+    free(text);
+    snprintf(c->identity, sizeof c->identity, "cuda %s", hex);
+}
+
+/* Routes from the planner: own kernels where the evidence binds them on this
+ * exact card for (max_batch, math) and the module that loads is the bound
+ * one; the library route everywhere else. Missing or invalid evidence, or a
+ * batch that is not a production batch: library everywhere (logged). */
+static int apply_plan(gpu_ctx *c, int ordinal, int max_batch, gf_math math)
+{
+    gf_device_conf conf = { .index = ordinal, .kind = GF_DEVICE_CUDA };
+    gf_card_identity card;
+    memset(&card, 0, sizeof card);
+    int id_rc = gf_card_identify(&conf, &card);
+    if (!gf_batch_is_production(max_batch)) {
+        GF_INFO("CUDA card %d: batch %d is not a production batch (1, 8, 32): library routes",
+                ordinal, max_batch);
+        plan_identity(c, &card, NULL, max_batch, "not a production batch");
+        return 0;
+    }
+    gf_evidence *ev = NULL;
+    if (gf_evidence_open(gf_evidence_default_dir(), &ev) != 0) {
+        GF_WARN("CUDA card %d: no valid evidence in %s: library routes", ordinal,
+                gf_evidence_default_dir());
+        plan_identity(c, &card, NULL, max_batch, "no valid evidence");
+        return 0;
+    }
+    gf_planner pl = { ev, &card, &gf_module_provider_embedded, gf_planner_force_library_env() };
+    int rc = id_rc;
+    rc = rc ? rc : gf_segmentation_gpu_apply_plan(c->seg, &pl, max_batch, math);
+    rc = rc ? rc : gf_embedding_gpu_apply_plan(c->emb, &pl, max_batch);
+    rc = rc ? rc : gf_fbank_gpu_apply_plan(c->fbank, &pl, max_batch, math);
+    if (rc == 0)
+        plan_identity(c, &card, &pl, max_batch, NULL);
+    gf_evidence_destroy(&ev);
+    return rc;
+}
+
+int gf_diar_backend_gpu(int ordinal, const char *models_dir, int max_batch, gf_math math,
+                        bool overlap, gf_diar_backend *out)
+{
+    char *seg_path = gf_strfmt("%s/%s", models_dir, GF_MODELS_SEGMENTATION);
+    char *emb_path = gf_strfmt("%s/%s", models_dir, GF_MODELS_EMBEDDING);
+    gf_manifest *man = NULL;
+    gpu_ctx *c = gf_calloc(1, sizeof *c);
+    struct stat st;
+    int rc = 0;
+    if (stat(seg_path, &st) != 0 || stat(emb_path, &st) != 0) {
+        GF_ERROR("%s: no model files (%s, %s) for the GPU backend", models_dir,
+                 GF_MODELS_SEGMENTATION, GF_MODELS_EMBEDDING);
+        rc = GF_ENOENT;
+        goto fail;
+    }
+    rc = gf_manifest_load(models_dir, &man);
+    if (rc != 0 && rc != GF_ENOENT)
+        goto fail;
+    /* With the stages overlapped the segmentation's stream goes first: its
+     * persistent LSTM is a long chain of dependent steps on few blocks, the
+     * trunk beside it many short blocks that fill in around it. */
+    rc = overlap ? gf_gpu_open_urgent(ordinal, &c->gpu) : gf_gpu_open(ordinal, &c->gpu);
+    if (rc != 0) {
+        GF_ERROR("CUDA card %d: cannot be opened (%s)", ordinal, gf_strerror(rc));
+        goto fail;
+    }
+    rc = gf_blas_gpu_open(c->gpu, &c->blas);
+    rc = rc ? rc : gf_gpu_open(ordinal, &c->gpu_e);
+    rc = rc ? rc : gf_blas_gpu_open(c->gpu_e, &c->blas_e);
+    if (rc != 0)
+        goto fail;
+    c->seg = gf_segmentation_gpu_new(c->gpu, c->blas, seg_path,
+                                     man ? gf_manifest_sha256(man, GF_MODELS_SEGMENTATION) : NULL,
+                                     max_batch, math);
+    c->emb = c->seg ? gf_embedding_gpu_new(c->gpu_e, c->blas_e, emb_path,
+                                           man ? gf_manifest_sha256(man, GF_MODELS_EMBEDDING)
+                                               : NULL,
+                                           max_batch, math)
+                    : NULL;
+    c->fbank = c->emb ? gf_fbank_gpu_new(c->gpu_e, c->blas_e, max_batch) : NULL;
+    if (!c->seg || !c->emb || !c->fbank) {
+        rc = GF_EINVAL;
+        goto fail;
+    }
+    rc = apply_plan(c, ordinal, max_batch, math);
+    c->max_batch = max_batch;
+    c->overlap = overlap;
+    gf_segmentation_gpu_share_card(c->seg, overlap);   /* the trunk runs beside it */
+    rc = rc ? rc : gf_gpu_alloc(c->gpu, ((size_t)(max_batch - 1) * GF_DIAR_STEP + GF_DIAR_WINDOW)
+                                            * sizeof(float), &c->span);
+    rc = rc ? rc : gf_gpu_function(c->gpu, "glue", "gf_windows_expand", &c->expand, NULL, NULL);
+    rc = rc ? rc : warm_up(c);
+    if (rc != 0)
+        goto fail;
+    *out = (gf_diar_backend){ .name = "cuda", .route = "library", .segment = gpu_segment,
+                              .segment_span = gpu_segment_span,
+                              .embed = gpu_embed, .fbank = gpu_fbank, .destroy = gpu_destroy,
+                              .pin = gpu_pin, .unpin = gpu_unpin, .ctx = c,
+                              .ahc_link = gf_ahc_link_gpu, .ahc_ctx = c->gpu,
+                              .identity = c->identity };
+    gf_manifest_destroy(&man);
+    free(seg_path);
+    free(emb_path);
+    return 0;
+fail:
+    gpu_destroy(c);
+    gf_manifest_destroy(&man);
+    free(seg_path);
+    free(emb_path);
+    return rc;
+}

@@ -1,0 +1,124 @@
+/* models.c — the manifest of a models directory.
+ *
+ * The loaders take a digest per file from here (gf_segmentation_new and
+ * gf_embedding_new check it while the file is mapped), and `gpuflock models
+ * check` walks it. */
+#include "diar/models.h"
+
+#include "common/error.h"
+#include "common/log.h"
+#include "common/sha256.h"
+#include "common/util.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    char *path;                     /* relative to the directory */
+    char sha[GF_SHA256_HEX_LEN];    /* lower-case hex */
+} mentry;
+
+struct gf_manifest {
+    mentry *e;      /* entries in file order */
+    size_t n, cap;  /* used, allocated */
+};
+
+void gf_manifest_destroy(gf_manifest **self_p)
+{
+    if (!self_p || !*self_p)
+        return;
+    gf_manifest *m = *self_p;
+    for (size_t i = 0; i < m->n; i++)
+        free(m->e[i].path);
+    free(m->e);
+    free(m);
+    *self_p = NULL;
+}
+
+int gf_manifest_load(const char *dir, gf_manifest **out)
+{
+    *out = NULL;
+    char *file = gf_strfmt("%s/%s", dir, GF_MODELS_MANIFEST);
+    FILE *f = fopen(file, "r");
+    if (!f) {
+        int rc = errno == ENOENT ? GF_ENOENT : GF_EIO;
+        if (rc == GF_EIO)
+            GF_ERROR("%s: cannot open: %s", file, strerror(errno));
+        free(file);
+        return rc;
+    }
+    gf_manifest *m = gf_calloc(1, sizeof *m);
+    char line[4096];
+    int lineno = 0, rc = 0;
+    while (fgets(line, sizeof line, f)) {
+        lineno++;
+        size_t len = strlen(line);
+        if (len && line[len - 1] == '\n')
+            line[--len] = '\0';
+        if (len == 0 || line[0] == '#')
+            continue;
+        int hex_ok = len > 66;
+        for (int i = 0; hex_ok && i < 64; i++)
+            hex_ok = isxdigit((unsigned char)line[i]);
+        /* "<hex>  path" (text mode) or "<hex> *path" (binary mode) */
+        if (!hex_ok || line[64] != ' ' || (line[65] != ' ' && line[65] != '*')) {
+            GF_ERROR("%s:%d: expected \"<64 hex digits>  <path>\"", file, lineno);
+            rc = GF_EINVAL;
+            break;
+        }
+        const char *path = line + 66;
+        if (path[0] == '/' || strstr(path, "..")) {
+            GF_ERROR("%s:%d: path '%s' must be relative, inside the directory", file, lineno, path);
+            rc = GF_EINVAL;
+            break;
+        }
+        if (gf_manifest_sha256(m, path)) {
+            GF_ERROR("%s:%d: '%s' listed twice", file, lineno, path);
+            rc = GF_EINVAL;
+            break;
+        }
+        if (m->n == m->cap) {
+            m->cap = m->cap ? 2 * m->cap : 8;
+            m->e = gf_realloc(m->e, m->cap * sizeof *m->e);
+        }
+        mentry *e = &m->e[m->n++];
+        e->path = gf_strdup(path);
+        for (int i = 0; i < 64; i++)
+            e->sha[i] = (char)tolower((unsigned char)line[i]);
+        e->sha[64] = '\0';
+    }
+    if (rc == 0 && ferror(f)) {
+        GF_ERROR("%s: read error", file);
+        rc = GF_EIO;
+    }
+    fclose(f);
+    free(file);
+    if (rc != 0) {
+        gf_manifest_destroy(&m);
+        return rc;
+    }
+    *out = m;
+    return 0;
+}
+
+const char *gf_manifest_sha256(const gf_manifest *self, const char *relpath)
+{
+    for (size_t i = 0; i < self->n; i++)
+        if (strcmp(self->e[i].path, relpath) == 0)
+            return self->e[i].sha;
+    return NULL;
+}
+
+size_t gf_manifest_count(const gf_manifest *self)
+{
+    return self->n;
+}
+
+const char *gf_manifest_path_at(const gf_manifest *self, size_t i)
+{
+    return i < self->n ? self->e[i].path : NULL;
+}
+

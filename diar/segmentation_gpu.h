@@ -1,0 +1,63 @@
+/* segmentation_gpu.h — the segmentation network on a CUDA card.
+ *
+ * The same network and weights as segmentation.h, with every boundary on the
+ * GPU: the library route runs the convolutions as im2col + cuBLAS GEMM (the
+ * sinc filterbank in float64, as the CPU reference), the LSTM as one GEMM for
+ * the input projection of all steps plus one GEMM and one cell kernel per
+ * step, the head's layers as GEMMs with fused glue. Weights are uploaded once and
+ * device buffers sized for max_batch windows are taken once: running a batch
+ * allocates nothing. */
+#ifndef GF_SEGMENTATION_GPU_H
+#define GF_SEGMENTATION_GPU_H
+
+#include "common/devstats.h"
+#include "gpu/blas.h"
+#include "gpu/device.h"
+#include "route/planner.h"
+
+typedef struct gf_segmentation_gpu gf_segmentation_gpu;
+
+/* Load `path` (sha256_hex or NULL), upload the weights to `gpu`, size the
+ * workspace for max_batch windows. math: fp32 or tf32 for the float GEMMs.
+ * Returns NULL after logging why. gpu and blas are borrowed. */
+gf_segmentation_gpu *gf_segmentation_gpu_new(gf_gpu *gpu, gf_blas_gpu *blas, const char *path,
+                                             const char *sha256_hex, int max_batch, gf_math math);
+void gf_segmentation_gpu_destroy(gf_segmentation_gpu **self_p);
+
+/* Put `boundary` on the library route or the project's own kernel. Every
+ * boundary can take the library route; own kernels exist for
+ * "sincnet.conv0.abs_pool", "segconv.conv1", "segconv.conv2", "lstm.stack",
+ * "dense.linear0", "dense.linear1" and "dense.classifier".
+ * Returns 0; GF_ENOENT when there is no own kernel for the boundary;
+ * GF_EUNSUP when the kernel refuses this card (e.g. too little shared
+ * memory), with the reason logged. */
+int gf_segmentation_gpu_set_route(gf_segmentation_gpu *self, const char *boundary,
+                                  gf_route_kind kind);
+
+/* Other work runs beside this network on the card (the pipeline's stages
+ * overlapped): kernels that can then hold fewer multiprocessors for longer
+ * (the LSTM stack's cluster kernel, gf_lstm_gpu_set_narrow). */
+void gf_segmentation_gpu_share_card(gf_segmentation_gpu *self, bool shared);
+
+/* Take the planner's production routes for this network's boundaries at
+ * (batch, math): an own route is used only when the module that loads is
+ * exactly the one the route stands on; otherwise that boundary stays on the
+ * library route (logged). Returns 0, or GF_EINVAL / GF_EDEVICE from the
+ * planner. */
+int gf_segmentation_gpu_apply_plan(gf_segmentation_gpu *self, const gf_planner *pl, int batch,
+                                   gf_math math);
+
+/* wave [B, 160000] on the host → logp [B, 589, 7] on the host. Device time
+ * of each boundary goes into stats (may be NULL). Returns 0, GF_EINVAL (bad
+ * B) or GF_EDEVICE. */
+int gf_segmentation_gpu_run(gf_segmentation_gpu *self, const float *wave, int B, float *logp,
+                            gf_devstats *stats);
+/* The card's copy of the last run's input wave, device [B, 160000]: the
+ * fbank of the same windows may start from it (gf_fbank_gpu_run_dev). */
+gf_cu_ptr gf_segmentation_gpu_input(const gf_segmentation_gpu *self);
+/* gf_segmentation_gpu_run on the wave already at gf_segmentation_gpu_input
+ * (B windows, put there by a kernel). */
+int gf_segmentation_gpu_run_dev(gf_segmentation_gpu *self, int B, float *logp,
+                                gf_devstats *stats);
+
+#endif

@@ -1,0 +1,187 @@
+/* wire.c — framing of gf_msg on ZeroMQ sockets (see wire.h). */
+#include "net/wire.h"
+
+#include "common/error.h"
+#include "common/log.h"
+#include "common/util.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zmq.h>
+
+static int zerr(void)
+{
+    if (errno == EAGAIN)
+        return GF_ETIMEDOUT;
+    if (errno == EINTR)
+        return GF_EINTR;
+    if (errno == EHOSTUNREACH)
+        return GF_ENOENT;
+    return GF_EIO;
+}
+
+/* ":uid:gid:pid" at the end of the Peer-Address property (ipc only). */
+static void read_cred(zmq_msg_t *m, gf_peer *peer)
+{
+    peer->has_cred = false;
+    const char *pa = zmq_msg_gets(m, "Peer-Address");
+    if (!pa)
+        return;
+    const char *c3 = strrchr(pa, ':');
+    if (!c3 || c3 == pa)
+        return;
+    const char *c2 = c3 - 1;
+    while (c2 > pa && *c2 != ':')
+        c2--;
+    if (*c2 != ':' || c2 == pa)
+        return;
+    const char *c1 = c2 - 1;
+    while (c1 > pa && *c1 != ':')
+        c1--;
+    if (*c1 != ':')
+        return;
+    unsigned long uid, gid;
+    long pid;
+    char *end;
+    uid = strtoul(c1 + 1, &end, 10);
+    if (end != c2)
+        return;
+    gid = strtoul(c2 + 1, &end, 10);
+    if (end != c3)
+        return;
+    pid = strtol(c3 + 1, &end, 10);
+    if (*end || uid > UINT32_MAX || gid > UINT32_MAX)
+        return;
+    peer->uid = (uint32_t)uid;
+    peer->gid = (uint32_t)gid;
+    peer->pid = (int32_t)pid;
+    peer->has_cred = true;
+}
+
+/* Throw away the rest of a multipart message. */
+static void drain(void *sock)
+{
+    int more = 1;
+    size_t sz = sizeof(more);
+    while (zmq_getsockopt(sock, ZMQ_RCVMORE, &more, &sz) == 0 && more) {
+        zmq_msg_t m;
+        zmq_msg_init(&m);
+        if (zmq_msg_recv(&m, sock, 0) < 0) {
+            zmq_msg_close(&m);
+            return;
+        }
+        zmq_msg_close(&m);
+    }
+}
+
+int gf_wire_recv(void *sock, bool router, int flags, gf_peer *peer, gf_msg *out, char *err,
+                 size_t errlen)
+{
+    memset(out, 0, sizeof(*out));
+    if (errlen)
+        err[0] = 0;
+    gf_peer scratch;
+    if (!peer)
+        peer = &scratch;
+    memset(peer, 0, sizeof(*peer));
+    zmq_msg_t m;
+    zmq_msg_init(&m);
+    if (zmq_msg_recv(&m, sock, flags) < 0) {
+        int rc = zerr();
+        zmq_msg_close(&m);
+        return rc;
+    }
+    if (router) {
+        size_t n = zmq_msg_size(&m);
+        if (n > sizeof(peer->id))
+            n = sizeof(peer->id);
+        memcpy(peer->id, zmq_msg_data(&m), n);
+        peer->id_len = n;
+        bool more = zmq_msg_more(&m);
+        zmq_msg_close(&m);
+        if (!more) {
+            snprintf(err, errlen, "message without a body");
+            return GF_EPROTO;
+        }
+        zmq_msg_init(&m);
+        if (zmq_msg_recv(&m, sock, 0) < 0) {
+            int rc = zerr();
+            zmq_msg_close(&m);
+            return rc;
+        }
+    }
+    if (zmq_msg_size(&m) == 0 && zmq_msg_more(&m)) {
+        peer->delim = true;
+        zmq_msg_close(&m);
+        zmq_msg_init(&m);
+        if (zmq_msg_recv(&m, sock, 0) < 0) {
+            int rc = zerr();
+            zmq_msg_close(&m);
+            return rc;
+        }
+    }
+    read_cred(&m, peer);
+    int rc;
+    if (zmq_msg_more(&m)) {
+        drain(sock);
+        snprintf(err, errlen, "message of more than one body frame");
+        rc = GF_EPROTO;
+    } else {
+        rc = gf_proto_decode(zmq_msg_data(&m), zmq_msg_size(&m), out, err, errlen);
+    }
+    zmq_msg_close(&m);
+    return rc;
+}
+
+static void free_buf(void *data, void *hint)
+{
+    (void)hint;
+    free(data);
+}
+
+int gf_wire_send(void *sock, const gf_peer *peer, bool delim, const gf_msg *m)
+{
+    uint8_t *buf;
+    size_t len;
+    int rc = gf_proto_encode(m, &buf, &len);
+    if (rc) {
+        GF_ERROR("cannot encode a '%s' message: %s", gf_proto_op_name(m->op) ? gf_proto_op_name(m->op) : "?",
+                 gf_strerror(rc));
+        return rc;
+    }
+    if (peer) {
+        if (zmq_send(sock, peer->id, peer->id_len, ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0) {
+            free(buf);
+            return zerr();
+        }
+        delim = peer->delim;
+    }
+    if (delim && zmq_send(sock, "", 0, ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0) {
+        free(buf);
+        return zerr();
+    }
+    zmq_msg_t body;
+    zmq_msg_init_data(&body, buf, len, free_buf, NULL);
+    if (zmq_msg_send(&body, sock, peer ? ZMQ_DONTWAIT : 0) < 0) {
+        rc = zerr();
+        zmq_msg_close(&body);
+        return rc;
+    }
+    return 0;
+}
+
+int gf_wire_send_error(void *sock, const gf_peer *peer, int code, const char *fmt, ...)
+{
+    gf_msg m;
+    va_list ap;
+    va_start(ap, fmt);
+    gf_msg_errorv(&m, code, fmt, ap);
+    va_end(ap);
+    int rc = gf_wire_send(sock, peer, true, &m);
+    gf_msg_clear(&m);
+    return rc;
+}

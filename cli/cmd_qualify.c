@@ -251,8 +251,8 @@ int gf_cmd_qualify(int argc, char **argv)
     gf_qualify_ctx ctx = { gpu, blas, &card, records, have_seg ? seg : NULL,
                            have_emb ? emb : NULL, o.rounds, seed, stderr };
     gf_planner pl = { NULL, &card, &gf_module_provider_embedded, gf_planner_force_library_env() };
-    size_t nc = 0;
-    const gf_candidate *cands = gf_qualify_candidates(gf_gpu_cc(gpu), &nc);
+    gf_candidate cands[GFQ_MAX_CANDIDATES];
+    size_t nc = gf_qualify_candidates(gf_gpu_cc(gpu), cands, GF_ARRAY_LEN(cands));
     gf_qualify_entry *entries = gf_calloc(nc * GF_N_PRODUCTION_BATCHES * GF_N_MATH,
                                           sizeof *entries);
     size_t ran = 0, n = 0, area_start = 0;

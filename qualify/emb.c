@@ -5,7 +5,7 @@
  * pooling.stats and the split-K layer (kernels/embedding/embedding.cu) for
  * embedding.seg_1: their pins, each run on both routes against float64, and
  * the embedding network end to end (from the waveform for the fbank). */
-#include "qualify/measure.h"
+#include "qualify/areas.h"
 #include "kernels/resnet/resnet_gpu.h"
 #include "kernels/pooling/pooling_gpu.h"
 #include "kernels/embedding/seg1_gpu.h"

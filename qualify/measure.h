@@ -1,18 +1,77 @@
-/* qualify_priv.h — what the three parts of `gpuflock qualify` share, not part
- * of its contract (qualify/qualify.h): the driver (qualify.c: the candidates
- * table, the records, the accuracy bookkeeping and the A/B timing), the
- * segmentation network's candidates (qualify_seg.c) and the embedding
- * network's (qualify_emb.c). Each candidate's function runs its boundary on
- * both routes and leaves the records to the driver's helpers. */
-#ifndef GF_QUALIFY_PRIV_H
-#define GF_QUALIFY_PRIV_H
+/* measure.h — what every part of `gpuflock qualify` stands on: the shared
+ * types, accuracy against float64, the records, and the interleaved A/B
+ * timing (measure.c). The networks' candidates (seg.c, emb.c: areas.h) use
+ * it, and the driver (qualify.c) above them; it uses neither. */
+#ifndef GF_QUALIFY_MEASURE_H
+#define GF_QUALIFY_MEASURE_H
 
-#include "qualify/qualify.h"
+#include "common/card.h"
 #include "common/devstats.h"
+#include "gpu/blas.h"
+#include "gpu/device.h"
+#include "route/evidence.h"
+#include "kernels/resnet/resnet_gpu.h"
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <json-c/json.h>
+#include <stdio.h>
+
+typedef struct {
+    gf_gpu *gpu;                      /* the card, open (borrowed) */
+    gf_blas_gpu *blas;                /* the library route (borrowed) */
+    const gf_card_identity *card;     /* written into every record */
+    const char *records_dir;          /* where records go (created if missing) */
+    const char *segmentation_model;   /* end-to-end record of the LSTM; NULL: none made */
+    const char *embedding_model;      /* end-to-end record of the ResNet convs; NULL: none */
+    int rounds;                       /* A/B rounds, at least 2 */
+    uint64_t seed;                    /* random inputs; recorded */
+    FILE *report;                     /* progress and results, for people */
+} gf_qualify_ctx;
+
+typedef struct {
+    const char *area;                 /* "lstm" */
+    const char *boundary;             /* "lstm.stack" */
+    const gf_pin *config;             /* the configuration it pins */
+    size_t n_config;
+} gf_candidate;
+
+typedef struct {
+    bool accurate;                        /* no element outside the tolerance */
+    bool win;                             /* faster than the library outside the noise */
+    double speedup;                       /* library median / candidate median */
+    double e2e_speedup;                   /* the same for the whole network; 0: not measured */
+    gf_module_id module;                  /* what was measured */
+    char accuracy[GF_SHA256_HEX_LEN];     /* record names; "" when not written */
+    char speed[GF_SHA256_HEX_LEN];
+    char end_to_end[GF_SHA256_HEX_LEN];
+    uint64_t e2e_seed;                    /* where the end-to-end inputs start (the speed step) */
+} gf_qualify_result;
+
+/* Candidates at most: the ResNet trunk's layers (in two variants) and the rest. */
+#define GFQ_MAX_CONV_LAYERS 40
+#define GFQ_MAX_CANDIDATES (11 + 2 * GFQ_MAX_CONV_LAYERS)   /* resnet and resnet32 */
+
+/* One measured tuple of a candidate. */
+typedef struct {
+    const gf_candidate *cand;
+    int batch;
+    gf_math math;
+    gf_qualify_result result;
+} gf_qualify_entry;
+
+/* ---- records -------------------------------------------------------------- */
+
+/* A record of `kind` ("accuracy", "speed", "end-to-end") for a candidate's
+ * tuple, with the card, module and seed filled in; the caller adds its
+ * fields, writes it (gfq_record_write: named by its SHA-256 into out) and
+ * puts it. */
+json_object *gfq_record_base(const gf_qualify_ctx *ctx, const char *kind, const gf_candidate *cand,
+                             int B, gf_math math, const gf_module_id *module);
+int gfq_record_write(const gf_qualify_ctx *ctx, json_object *r, char out[GF_SHA256_HEX_LEN]);
+/* The n timings as a JSON array, and their median, lowest and highest. */
+json_object *gfq_timing_json(double *v, int n, double *median, double *lo, double *hi);
 
 /* ---- accuracy against float64 --------------------------------------------- */
 
@@ -74,7 +133,9 @@ int gfq_ab_rounds(const gf_qualify_ctx *ctx, const gfq_ab_subject *sub, double s
                   double *b);
 
 /* An accurate candidate's speed: interleaved A/B rounds of sub (ms), then
- * the speed record and, on a win, the end-to-end network's. */
+ * the speed record on a win outside the noise (res->win). *rng, where the
+ * candidate's inputs left it, is kept in res->e2e_seed: the driver's end-to-end
+ * run draws its inputs from there. */
 int gfq_measure_speed(const gf_qualify_ctx *ctx, const gf_candidate *cand, int B, gf_math math,
                       gf_qualify_result *res, const gfq_ab_subject *sub, uint64_t *rng);
 
@@ -82,37 +143,4 @@ int gfq_measure_speed(const gf_qualify_ctx *ctx, const gf_candidate *cand, int B
 
 /* The most candidates one card has: the segmentation's 7, the embedding's 4
  * besides the ResNet trunk, and its layers. */
-#define GFQ_MAX_CONV_LAYERS 40
-#define GFQ_MAX_CANDIDATES (11 + 2 * GFQ_MAX_CONV_LAYERS)   /* resnet and resnet32 */
-
-/* Each appends its network's candidates for a card of compute capability cc
- * to out (room for cap) in the report's order; returns how many. The
- * pointers stay valid until the next call. */
-size_t gfq_seg_candidates(int cc, gf_candidate *out, size_t cap);
-size_t gfq_emb_candidates(int cc, gf_candidate *out, size_t cap);
-
-/* One candidate of an area on one tuple, as gf_qualify_run, which
- * dispatches to them by area. */
-typedef int gfq_area_fn(const gf_qualify_ctx *ctx, const gf_candidate *cand, int B,
-                        gf_math math, gf_qualify_result *res);
-gfq_area_fn gfq_lstm, gfq_sinc, gfq_segconv, gfq_dense;   /* qualify_seg.c */
-gfq_area_fn gfq_conv, gfq_fbank, gfq_pool, gfq_seg1;      /* qualify_emb.c */
-
-/* ---- end to end ------------------------------------------------------------ */
-
-/* The whole network with `boundary` on the own route (A) and on the library
- * route (B), interleaved rounds in s into a[r], b[r]; *seed draws the inputs.
- * Segmentation: the waveform to the log-probabilities. */
-int gfq_e2e_segmentation(const gf_qualify_ctx *ctx, const char *boundary, int B, gf_math math,
-                         uint64_t *seed, double *a, double *b);
-
-/* The embedding network from the features; *own_trunk: whether the ResNet
- * trunk ran on its own kernel. */
-int gfq_e2e_embedding(const gf_qualify_ctx *ctx, const char *boundary, int B, gf_math math,
-                      uint64_t *seed, double *a, double *b, bool *own_trunk);
-
-/* The fbank and the embedding network from the waveform. */
-int gfq_e2e_fbank(const gf_qualify_ctx *ctx, const char *boundary, int B, gf_math math,
-                  uint64_t *seed, double *a, double *b);
-
 #endif

@@ -5,7 +5,7 @@
  * segconv.conv1 and conv2, and the head's fused layers (kernels/dense/dense.cu) for
  * dense.linear0, linear1 and classifier: their pins, each run on both routes
  * against float64, and the segmentation network end to end. */
-#include "qualify/measure.h"
+#include "qualify/areas.h"
 #include "diar/segmentation.h"
 #include "diar/segmentation_gpu.h"
 #include "kernels/dense/dense_gpu.h"

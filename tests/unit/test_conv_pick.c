@@ -4,7 +4,7 @@
  * resnet32 (3xTF32), resnet.conv1's float32 direct kernel from resnet in
  * both. No card: the table is plain data. */
 #include "kernels/resnet/resnet_gpu.h"
-#include "qualify/measure.h"
+#include "qualify/areas.h"
 
 #include <setjmp.h>
 #include <stdarg.h>

@@ -50,7 +50,7 @@ const gf_cli_command gf_cli_commands[] = {
     { "der", gf_cmd_der, "diarization error rate of a hypothesis RTTM against a reference" },
     { "plan", gf_cmd_plan, "the route of every layer boundary on a card (--gpu N | --card SPEC)" },
     { "qualify", gf_cmd_qualify, "measure own kernels on a CUDA card, write evidence records" },
-    { "evidence", gf_cmd_evidence, "check the evidence tables (evidence check [DIR])" },
+    { "evidence", gf_cmd_evidence, "check the evidence tables, remove orphan records (evidence check|prune [DIR])" },
     { "cluster", gf_cmd_cluster, "cluster saved segmentation + embeddings into speaker turns (RTTM)" },
     { "diarize", gf_cmd_diarize, "speaker turns (RTTM) for recordings (--local: in this process)" },
     { NULL, NULL, NULL },

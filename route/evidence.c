@@ -1207,6 +1207,11 @@ const gf_binding *gf_evidence_binding(const gf_evidence *self, size_t i)
     return i < self->n_bindings ? &self->bindings[i] : NULL;
 }
 
+const char *gf_evidence_dir(const gf_evidence *self)
+{
+    return self->dir;
+}
+
 int gf_evidence_precedence(const gf_evidence *self, const char *area)
 {
     for (size_t i = 0; i < self->n_precedence; i++)

@@ -122,6 +122,49 @@ void gf_scope_describe(const gf_scope *scope, char *buf, size_t len);
 void gf_module_describe(const gf_module_id *m, char *buf, size_t len);
 bool gf_module_equal(const gf_module_id *a, const gf_module_id *b);
 
+/* The directory loaded, without trailing slashes (borrowed; NULL before
+ * gf_evidence_load). */
+const char *gf_evidence_dir(const gf_evidence *self);
+
+/* ---- orphan records (route/evidence_orphans.c) ----------------------- */
+
+/* An orphan is an entry of DIR/records/ that no proof of the tables cites.
+ * Orphans are a warning, never a reason to reject the tables: qualification
+ * writes its records before a binding is promoted, and a record of a kernel
+ * that lost is an orphan until it is pruned (docs/evidence.md). */
+typedef enum {
+    GF_ORPHAN_UNBOUND = 0,     /* a record of a module that no binding names */
+    GF_ORPHAN_UNCITED = 1,     /* a record of a bound module that no proof cites */
+    GF_ORPHAN_STRAY = 2,       /* not a record: not a regular <sha256>.json file holding a
+                                * record's module (a link, a folder, another name, bad JSON) */
+} gf_orphan_kind;
+
+typedef struct {
+    char *name;                /* the entry's name in records/ */
+    gf_orphan_kind kind;
+    bool removable;            /* a regular file named <sha256>.json: what prune removes */
+    const char *why_kept;      /* not removable: why (static text); NULL otherwise */
+    unsigned long long bytes;  /* its size (of the link itself for a link) */
+} gf_orphan;
+
+/* The orphans of a loaded evidence set, in name order: 0 and a new array in
+ * *out (*n entries; free with gf_evidence_orphans_free), GF_ESTATE when the
+ * set did not load without problems (its citations are then not known), or
+ * GF_EIO when records/ cannot be listed (logged). No records/ folder: no
+ * orphans. Hidden entries (".name") are not looked at. */
+int gf_evidence_orphans(const gf_evidence *self, gf_orphan **out, size_t *n);
+void gf_evidence_orphans_free(gf_orphan **list_p, size_t n);
+/* Remove one orphan of this set from DIR/records/: only a removable one,
+ * only while no proof cites its name, only a regular file (a link is never
+ * followed, nor is a records/ folder that is a link), and only that name
+ * inside records/. Returns 0; GF_EINVAL when it is not a removable orphan
+ * now (cited, not a regular file, or records/ is not a real folder); GF_EIO
+ * when the removal fails (errno says why). Logs nothing. */
+int gf_evidence_orphan_remove(const gf_evidence *self, const gf_orphan *orphan);
+/* "a record of a module no binding names", "a record of a bound module,
+ * cited by no proof", "not a record". */
+const char *gf_orphan_kind_describe(gf_orphan_kind kind);
+
 /* The evidence folder a worker or command plans from when none is named:
  * $GPUFLOCK_EVIDENCE, else the evidence/ folder of the source tree the
  * binary was built from (GF_EVIDENCE_DIR, set by the Makefile). Borrowed. */

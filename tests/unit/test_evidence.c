@@ -370,6 +370,216 @@ static void test_malformed_tables(void **state)
     fx_cleanup(&f);
 }
 
+/* ---- orphan records ------------------------------------------------------ */
+
+#define FX_SHA_C "cccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc"
+#define FX_SHA_D "dddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddd"
+
+/* The usual valid binding, plus every kind of orphan under records/: a record
+ * of a module no binding names, an uncited record of the bound module, a
+ * record-named file that is no JSON, another file, a folder, and a link
+ * named like a record whose target lies outside records/. */
+typedef struct {
+    fx_dir f;
+    char unbound[GF_SHA256_HEX_LEN];   /* of module B, which no binding names */
+    char uncited[GF_SHA256_HEX_LEN];   /* of the bound module A, another configuration */
+} orphan_fx;
+
+static void orphan_fx_init(orphan_fx *o)
+{
+    fx_init(&o->f, ALL_AREAS);
+    fx_binding b = fx_h200_lstm();
+    fx_table(&o->f, "lstm.yaml", &b, 1);
+    fx_binding other = fx_h200_lstm();
+    other.sha = FX_SHA_B;
+    fx_put_record(&o->f, fx_record(&other, &other.proofs[0], "accuracy", FX_H200), o->unbound);
+    fx_proof p = { .boundary = "lstm.stack", .value = "64" };
+    fx_put_record(&o->f, fx_record(&b, &p, "speed", FX_H200), o->uncited);
+    fx_write(&o->f, "records/" FX_SHA_D ".json", "not json\n");
+    fx_write(&o->f, "records/notes.txt", "a note\n");
+    fx_write(&o->f, "outside.json", "{\"keep\": true}\n");
+    char path[256], target[256];
+    snprintf(path, sizeof path, "%s/records/sub", o->f.dir);
+    assert_int_equal(mkdir(path, 0755), 0);
+    snprintf(target, sizeof target, "%s/outside.json", o->f.dir);
+    snprintf(path, sizeof path, "%s/records/%s.json", o->f.dir, FX_SHA_C);
+    assert_int_equal(symlink(target, path), 0);
+}
+
+static bool exists(const fx_dir *f, const char *rel)
+{
+    char path[256];
+    snprintf(path, sizeof path, "%s/%s", f->dir, rel);
+    struct stat st;
+    return lstat(path, &st) == 0;
+}
+
+static const gf_orphan *find_orphan(const gf_orphan *list, size_t n, const char *sha_or_name)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strncmp(list[i].name, sha_or_name, strlen(sha_or_name)) == 0)
+            return &list[i];
+    return NULL;
+}
+
+/* How many entries records/ holds (hidden ones aside). */
+static size_t records_count(const fx_dir *f)
+{
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "ls %s/records | wc -l", f->dir);
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    size_t n = 0;
+    assert_int_equal(fscanf(p, "%zu", &n), 1);
+    pclose(p);
+    return n;
+}
+
+static void test_orphan_records_are_reported_not_rejected(void **state)
+{
+    (void)state;
+    orphan_fx o;
+    orphan_fx_init(&o);
+    gf_evidence *ev = load(&o.f, 0);   /* orphans are no problem */
+    gf_orphan *list = NULL;
+    size_t n = 0;
+    assert_int_equal(gf_evidence_orphans(ev, &list, &n), 0);
+    assert_int_equal(n, 6);
+    for (size_t i = 1; i < n; i++)   /* in name order */
+        assert_true(strcmp(list[i - 1].name, list[i].name) < 0);
+    const gf_orphan *u = find_orphan(list, n, o.unbound);
+    assert_non_null(u);
+    assert_int_equal(u->kind, GF_ORPHAN_UNBOUND);
+    assert_true(u->removable);
+    assert_null(u->why_kept);
+    assert_true(u->bytes > 0);
+    const gf_orphan *c = find_orphan(list, n, o.uncited);
+    assert_non_null(c);
+    assert_int_equal(c->kind, GF_ORPHAN_UNCITED);
+    assert_true(c->removable);
+    const gf_orphan *junk = find_orphan(list, n, FX_SHA_D);
+    assert_int_equal(junk->kind, GF_ORPHAN_STRAY);
+    assert_true(junk->removable);   /* named like a record, a regular file, cited by nobody */
+    const gf_orphan *link = find_orphan(list, n, FX_SHA_C);
+    assert_int_equal(link->kind, GF_ORPHAN_STRAY);
+    assert_false(link->removable);
+    assert_non_null(strstr(link->why_kept, "symbolic link"));
+    assert_false(find_orphan(list, n, "notes.txt")->removable);
+    assert_string_equal(find_orphan(list, n, "sub")->why_kept, "a folder");
+    /* The binding's own three records are cited: not orphans. */
+    const gf_proof *p = &gf_evidence_binding(ev, 0)->proofs[0];
+    assert_null(find_orphan(list, n, p->accuracy));
+    assert_null(find_orphan(list, n, p->speed[0]));
+    assert_null(find_orphan(list, n, p->end_to_end));
+    gf_evidence_orphans_free(&list, n);
+    gf_evidence_orphans_free(&list, n);   /* safe twice */
+    assert_null(list);
+    gf_evidence_destroy(&ev);
+    fx_cleanup(&o.f);
+}
+
+static void test_prune_removes_orphans_and_keeps_cited(void **state)
+{
+    (void)state;
+    orphan_fx o;
+    orphan_fx_init(&o);
+    assert_int_equal(records_count(&o.f), 3 + 6);
+    gf_evidence *ev = load(&o.f, 0);
+    gf_orphan *list = NULL;
+    size_t n = 0;
+    assert_int_equal(gf_evidence_orphans(ev, &list, &n), 0);
+    size_t removed = 0;
+    for (size_t i = 0; i < n; i++) {
+        int rc = gf_evidence_orphan_remove(ev, &list[i]);
+        assert_int_equal(rc, list[i].removable ? 0 : GF_EINVAL);
+        removed += rc == 0;
+    }
+    assert_int_equal(removed, 3);
+    /* Asked to remove the link named like a record anyway: refused, as it is
+     * not a regular file (and unlinkat would remove the link, never its
+     * target). */
+    gf_orphan forced = *find_orphan(list, n, FX_SHA_C);
+    forced.removable = true;
+    assert_int_equal(gf_evidence_orphan_remove(ev, &forced), GF_EINVAL);
+    gf_evidence_orphans_free(&list, n);
+    /* A cited record is never removed, even when asked by name. */
+    const gf_proof *p = &gf_evidence_binding(ev, 0)->proofs[0];
+    char name[96];
+    snprintf(name, sizeof name, "%s.json", p->accuracy);
+    gf_orphan cited = { .name = name, .kind = GF_ORPHAN_UNCITED, .removable = true };
+    assert_int_equal(gf_evidence_orphan_remove(ev, &cited), GF_EINVAL);
+    gf_evidence_destroy(&ev);
+    /* What is left: the three cited records and what prune does not touch;
+     * the link's target outside records/ is intact. */
+    assert_int_equal(records_count(&o.f), 3 + 3);
+    assert_true(exists(&o.f, "outside.json"));
+    assert_true(exists(&o.f, "records/notes.txt"));
+    char rel[128];
+    snprintf(rel, sizeof rel, "records/%s.json", o.unbound);
+    assert_false(exists(&o.f, rel));
+    ev = load(&o.f, 0);
+    assert_int_equal(gf_evidence_orphans(ev, &list, &n), 0);
+    assert_int_equal(n, 3);
+    for (size_t i = 0; i < n; i++)
+        assert_false(list[i].removable);
+    gf_evidence_orphans_free(&list, n);
+    gf_evidence_destroy(&ev);
+    fx_cleanup(&o.f);
+}
+
+static void test_prune_follows_no_records_link(void **state)
+{
+    (void)state;
+    /* records/ itself a link to a folder elsewhere: listed, never removed. */
+    orphan_fx o;
+    orphan_fx_init(&o);
+    char real[256], link[256];
+    snprintf(real, sizeof real, "%s/real-records", o.f.dir);
+    snprintf(link, sizeof link, "%s/records", o.f.dir);
+    assert_int_equal(rename(link, real), 0);
+    assert_int_equal(symlink(real, link), 0);
+    gf_evidence *ev = load(&o.f, 0);   /* the validator reads through it */
+    gf_orphan *list = NULL;
+    size_t n = 0;
+    assert_int_equal(gf_evidence_orphans(ev, &list, &n), 0);
+    assert_int_equal(n, 6);
+    const gf_orphan *u = find_orphan(list, n, o.unbound);
+    assert_false(u->removable);
+    assert_string_equal(u->why_kept, "records/ is a symbolic link");
+    gf_orphan forced = *u;
+    forced.removable = true;
+    assert_int_equal(gf_evidence_orphan_remove(ev, &forced), GF_EINVAL);
+    gf_evidence_orphans_free(&list, n);
+    gf_evidence_destroy(&ev);
+    char rel[128];
+    snprintf(rel, sizeof rel, "real-records/%s.json", o.unbound);
+    assert_true(exists(&o.f, rel));
+    fx_cleanup(&o.f);
+}
+
+static void test_orphans_of_invalid_tables_are_unknown(void **state)
+{
+    (void)state;
+    orphan_fx o;
+    orphan_fx_init(&o);
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "sed -i 's/batch: 32/batch: 16/' %s/bindings/lstm.yaml", o.f.dir);
+    assert_int_equal(system(cmd), 0);
+    gf_evidence *ev = load(&o.f, GF_EINVAL);
+    gf_orphan *list = NULL;
+    size_t n = 7;
+    assert_int_equal(gf_evidence_orphans(ev, &list, &n), GF_ESTATE);
+    assert_null(list);
+    assert_int_equal(n, 0);
+    char name[96];
+    snprintf(name, sizeof name, "%s.json", o.unbound);
+    gf_orphan u = { .name = name, .kind = GF_ORPHAN_UNBOUND, .removable = true };
+    assert_int_equal(gf_evidence_orphan_remove(ev, &u), GF_EINVAL);
+    gf_evidence_destroy(&ev);
+    assert_int_equal(records_count(&o.f), 3 + 6);
+    fx_cleanup(&o.f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -391,6 +601,10 @@ int main(void)
         cmocka_unit_test(test_area_missing_from_precedence),
         cmocka_unit_test(test_records_must_exist_hash_and_agree),
         cmocka_unit_test(test_malformed_tables),
+        cmocka_unit_test(test_orphan_records_are_reported_not_rejected),
+        cmocka_unit_test(test_prune_removes_orphans_and_keeps_cited),
+        cmocka_unit_test(test_prune_follows_no_records_link),
+        cmocka_unit_test(test_orphans_of_invalid_tables_are_unknown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -2,9 +2,14 @@
  *
  * Sits between the route implementations (diar/, kernels/) and the
  * driver (common/cudrv). Modules come from the PTX embedded at build time
- * (gpu/modules.h); a module is loaded once per worker and its identity is the
- * SHA-256 of its PTX text, which the route planner compares with evidence. */
+ * (gpu/modules.h) and every one loads through the module cache
+ * (gpu/modload.c picks the tier and builds the key and image,
+ * gpu/modcache.c proves the key complete; this file is its loader): a
+ * module is loaded once per worker and its identity is the SHA-256 of its
+ * PTX text, which the route planner compares with evidence. */
 #include "gpu/device.h"
+#include "gpu/modcache.h"
+#include "gpu/modload.h"
 #include "gpu/modules.h"
 #include "common/error.h"
 #include "common/log.h"
@@ -18,15 +23,8 @@
 #include <string.h>
 
 #define MAX_ALLOCS  512   /* device allocations a worker holds at once */
-#define MAX_MODULES 32    /* distinct areas loaded */
 #define MAX_SMEM_LIMITS 32   /* kernels with a dynamic shared memory limit */
 #define MAX_TIMINGS 256   /* timed regions between two collects */
-
-typedef struct {
-    const gf_ptx_blob *blob;         /* embedded PTX this module came from */
-    gf_cu_module module;             /* loaded module */
-    char sha256[GF_SHA256_HEX_LEN];  /* identity: hash of the PTX text */
-} loaded_module;
 
 typedef struct {
     char stage[GF_DEVSTATS_NAME_MAX];  /* what was timed */
@@ -45,8 +43,8 @@ struct gf_gpu {
     gf_cu_stream stream;               /* the stream jobs run on */
     gf_cu_ptr allocs[MAX_ALLOCS];      /* owned device memory */
     size_t n_allocs;
-    loaded_module modules[MAX_MODULES];
-    size_t n_modules;
+    gf_modcache *cache;                /* every module loaded, by complete key */
+    gf_modules *modules;               /* the embedded PTX, through the cache */
     timing timings[MAX_TIMINGS];       /* regions awaiting collect */
     size_t n_timings;
     gf_cu_event events[2 * MAX_TIMINGS]; /* created on first use, reused by every region */
@@ -69,6 +67,31 @@ struct gf_gpu {
             return GF_EDEVICE;                                              \
         }                                                                   \
     } while (0)
+
+/* The module cache's backend: load an image into the current context. */
+static int cache_load(void *ctx, const gf_modcache_image *img, void **module)
+{
+    gf_gpu *self = ctx;
+    int opts[GF_MODCACHE_MAX_JIT];
+    void *values[GF_MODCACHE_MAX_JIT];
+    for (unsigned i = 0; i < img->n_jit; i++) {
+        opts[i] = img->jit_opts[i];
+        values[i] = (void *)(intptr_t)img->jit_values[i];
+    }
+    gf_cu_module m = NULL;
+    CU_CHECK(self, self->cu->module_load_data(&m, img->data, img->n_jit,
+                                              img->n_jit ? opts : NULL,
+                                              img->n_jit ? values : NULL),
+             "cuModuleLoadDataEx");
+    *module = m;
+    return 0;
+}
+
+static void cache_unload(void *ctx, void *module)
+{
+    gf_gpu *self = ctx;
+    self->cu->module_unload(module);
+}
 
 static int gpu_open(int ordinal, bool urgent, gf_gpu **out)
 {
@@ -114,6 +137,11 @@ static int gpu_open(int ordinal, bool urgent, gf_gpu **out)
         GF_ERROR("cuda device %d: context or stream: %s", ordinal, gf_cudrv_errstr(r));
         goto fail;
     }
+    gf_modcache_backend be = { cache_load, cache_unload, self };
+    self->cache = gf_modcache_new(gf_modcache_default_mode(), &be);
+    char who[32];
+    snprintf(who, sizeof who, "cuda device %d", ordinal);
+    self->modules = gf_modules_new(self->cc, gf_ptx_blobs, self->cache, who);
     *out = self;
     return 0;
 fail:
@@ -136,8 +164,8 @@ void gf_gpu_destroy(gf_gpu **self_p)
             self->cu->event_destroy(self->events[i]);
         if (self->fence)
             self->cu->event_destroy(self->fence);
-        for (size_t i = 0; i < self->n_modules; i++)
-            self->cu->module_unload(self->modules[i].module);
+        gf_modules_destroy(&self->modules);
+        gf_modcache_destroy(&self->cache);   /* unloads every module */
         for (size_t i = 0; i < self->n_allocs; i++)
             self->cu->mem_free(self->allocs[i]);
         if (self->stream)
@@ -246,87 +274,30 @@ int gf_gpu_sync(gf_gpu *self)
     return 0;
 }
 
-/* Whether PTX of this tier JIT-compiles for a card of compute capability cc:
- * a tier no newer than the card, and an arch-specific target (".target
- * sm_90a": features of that architecture only) on exactly its own. */
-static bool blob_loads_on(const gf_ptx_blob *b, int cc)
-{
-    int tier_cc = atoi(b->tier + 2);   /* "sm90" -> 90 */
-    if (tier_cc > cc)
-        return false;
-    if (tier_cc == cc)
-        return true;
-    /* the directive is in the header, a few lines in: no scan of the text */
-    const char *t = strstr(b->text, ".target sm_");
-    if (!t)
-        return true;
-    t += strlen(".target sm_");
-    while (*t >= '0' && *t <= '9')
-        t++;
-    return *t != 'a';
-}
-
-static const gf_ptx_blob *best_blob(int cc, const char *area)
-{
-    const gf_ptx_blob *best = NULL;
-    for (const gf_ptx_blob *b = gf_ptx_blobs; b->area; b++) {
-        if (strcmp(b->area, area) != 0 || !blob_loads_on(b, cc))
-            continue;
-        int tier_cc = atoi(b->tier + 2);
-        if (!best || tier_cc > atoi(best->tier + 2))
-            best = b;
-    }
-    return best;
-}
-
-static int module_for(gf_gpu *self, const char *area, loaded_module **out)
-{
-    for (size_t i = 0; i < self->n_modules; i++) {
-        if (strcmp(self->modules[i].blob->area, area) == 0) {
-            *out = &self->modules[i];
-            return 0;
-        }
-    }
-    const gf_ptx_blob *blob = best_blob(self->cc, area);
-    if (!blob) {
-        GF_ERROR("cuda device %d: no embedded PTX for area '%s' at cc %d.%d (built without nvcc?)",
-                 self->ordinal, area, self->cc / 10, self->cc % 10);
-        return GF_EUNSUP;
-    }
-    if (self->n_modules == MAX_MODULES) {
-        GF_ERROR("cuda device %d: too many modules", self->ordinal);
-        return GF_EDEVICE;
-    }
-    loaded_module *m = &self->modules[self->n_modules];
-    m->blob = blob;
-    CU_CHECK(self, self->cu->module_load_data(&m->module, blob->text, 0, NULL, NULL),
-             "cuModuleLoadDataEx");
-    gf_sha256_hex(blob->text, blob->len, m->sha256);
-    self->n_modules++;
-    GF_DEBUG("cuda device %d: loaded module %s/%s sha256 %s", self->ordinal, area, blob->tier,
-             m->sha256);
-    *out = m;
-    return 0;
-}
-
 int gf_gpu_function(gf_gpu *self, const char *area, const char *name, gf_cu_function *out,
                     const char **tier, const char **sha256)
 {
-    loaded_module *m = NULL;
-    int rc = module_for(self, area, &m);
+    void *module = NULL;
+    const char *t = NULL, *sha = NULL;
+    int rc = gf_modules_get(self->modules, area, &module, &t, &sha);
     if (rc)
         return rc;
-    gf_cu_result r = self->cu->module_get_function(out, m->module, name);
+    gf_cu_result r = self->cu->module_get_function(out, module, name);
     if (r != 0) {
         GF_ERROR("cuda device %d: module %s has no kernel '%s': %s", self->ordinal, area, name,
                  gf_cudrv_errstr(r));
         return GF_EDEVICE;
     }
     if (tier)
-        *tier = m->blob->tier;
+        *tier = t;
     if (sha256)
-        *sha256 = m->sha256;
+        *sha256 = sha;
     return 0;
+}
+
+size_t gf_gpu_modules_loaded(const gf_gpu *self)
+{
+    return gf_modcache_count(self->cache);
 }
 
 int gf_gpu_own_kernel(gf_gpu *self, const char *boundary, const char *area, const char *name,

@@ -82,10 +82,14 @@ int gf_gpu_launch1d(gf_gpu *self, gf_cu_function f, long n, void **params);
 
 /* The kernel `name` of the embedded module for `area`, at the best PTX tier
  * this card runs (sm90 on cc >= 9.0, else sm75; an arch-specific tier such
- * as resnet's sm_90a on its own capability only); modules load once. On
- * success *sha256 (may be NULL) points at the module's identity hash. */
+ * as resnet's sm_90a on its own capability only; gpu/modload.c). Every
+ * module loads through the module cache, once per key (gpu/modcache.h:
+ * in debug and test builds a key proven incomplete aborts). On success
+ * *sha256 (may be NULL) points at the module's identity hash. */
 int gf_gpu_function(gf_gpu *self, const char *area, const char *name, gf_cu_function *out,
                     const char **tier, const char **sha256);
+/* Modules loaded so far on this card (one per module cache key). */
+size_t gf_gpu_modules_loaded(const gf_gpu *self);
 
 /* An own route's kernel: gf_gpu_function, allowed smem bytes of dynamic
  * shared memory per block (0: static only). GF_EUNSUP, logged with the

@@ -1,15 +1,14 @@
 /* modcache.c — the module cache and its key-completeness proof (see
  * modcache.h).
  *
- * Each entry keeps, besides the module, the SHA-256 of the PTX it was
- * compiled from and the request that first asked for it, so a later request
- * whose PTX differs can be named next to the first. A small chained hash
- * table; the cache holds few modules (one per area and configuration), so
- * it never resizes below its bucket count. */
+ * Each entry keeps, besides the module, the fingerprint of the image it was
+ * loaded from and the request that first asked for it, so a later request
+ * whose image differs can be named next to the first. A small chained hash
+ * table; the cache holds few modules (one per area a card runs), so it
+ * never resizes below its bucket count. */
 #include "gpu/modcache.h"
 #include "common/error.h"
 #include "common/log.h"
-#include "common/sha256.h"
 #include "common/util.h"
 
 #include <assert.h>
@@ -23,19 +22,20 @@
 
 typedef struct entry {
     char *key;                         /* the cache key */
-    char *request;                     /* the request that compiled it */
-    char ptx_sha[GF_SHA256_HEX_LEN];   /* of the PTX compiled */
+    char *request;                     /* the request that loaded it */
+    char print[GF_SHA256_HEX_LEN];     /* fingerprint of the image loaded */
+    char *image;                       /* that image, described for messages */
     void *module;                      /* backend handle */
     struct entry *next;                /* bucket chain */
 } entry;
 
 struct gf_modcache {
     gf_modcache_mode mode;
-    gf_modcache_backend be;            /* compile / unload */
+    gf_modcache_backend be;            /* load / unload */
     entry *buckets[N_BUCKETS];
     size_t count;                      /* entries */
-    size_t compiles;                   /* successful compilations */
-    char last_error[1024];             /* the last incomplete-key message */
+    size_t loads;                      /* successful loads */
+    size_t proven;                     /* hits whose image was made again and matched */
     pthread_mutex_t lock;              /* guards everything above */
 };
 
@@ -58,7 +58,7 @@ gf_modcache_mode gf_modcache_default_mode(void)
 
 gf_modcache *gf_modcache_new(gf_modcache_mode mode, const gf_modcache_backend *backend)
 {
-    assert(backend && backend->compile);
+    assert(backend && backend->load);
     gf_modcache *c = gf_calloc(1, sizeof *c);
     c->mode = mode;
     c->be = *backend;
@@ -79,6 +79,7 @@ void gf_modcache_destroy(gf_modcache **self_p)
                 c->be.unload(c->be.ctx, e->module);
             free(e->key);
             free(e->request);
+            free(e->image);
             free(e);
             e = next;
         }
@@ -96,63 +97,90 @@ static entry *find(gf_modcache *c, const char *key)
     return NULL;
 }
 
+/* The canonical text the fingerprint hashes, which messages show too:
+ * "data <sha256> target sm_<t> jit {<opt>=<value>,...}" (options in the order
+ * passed: the loader takes them in that order). */
+static char *image_text(const gf_modcache_image *img)
+{
+    char dsha[GF_SHA256_HEX_LEN];
+    if (img->data_sha256)
+        snprintf(dsha, sizeof dsha, "%s", img->data_sha256);
+    else
+        gf_sha256_hex(img->data, img->len, dsha);
+    char jit[GF_MODCACHE_MAX_JIT * 32 + 8] = "";
+    size_t n = 0;
+    assert(img->n_jit <= GF_MODCACHE_MAX_JIT);
+    for (unsigned i = 0; i < img->n_jit; i++)
+        n += (size_t)snprintf(jit + n, sizeof jit - n, "%s%d=%ld", i ? "," : "",
+                              img->jit_opts[i], img->jit_values[i]);
+    return gf_strfmt("data %s (%zu bytes) target sm_%d jit {%s}", dsha, img->len, img->target,
+                     jit);
+}
+
+void gf_modcache_fingerprint(const gf_modcache_image *img, char out[GF_SHA256_HEX_LEN])
+{
+    char *text = image_text(img);
+    gf_sha256_hex(text, strlen(text), out);
+    free(text);
+}
+
 int gf_modcache_get(gf_modcache *c, const char *key, const char *request,
-                    gf_modcache_gen_fn gen, void *gen_ctx, void **module)
+                    gf_modcache_make_fn make, void *make_ctx, void **module)
 {
     *module = NULL;
     pthread_mutex_lock(&c->lock);
     int rc = 0;
-    char *ptx = NULL;
-    size_t len = 0;
+    gf_modcache_image img;
+    memset(&img, 0, sizeof img);
+    char *text = NULL;
     entry *e = find(c, key);
     if (e && c->mode == GF_MODCACHE_LOOKUP) {
         *module = e->module;
-        goto out;
+        goto out_unlock;
     }
-    if ((rc = gen(gen_ctx, &ptx, &len)) != 0) {
-        GF_ERROR("module cache: generating the PTX of %s failed: %s", request, gf_strerror(rc));
-        goto out;
+    if ((rc = make(make_ctx, &img)) != 0) {
+        GF_ERROR("module cache: making the image of %s failed: %s", request, gf_strerror(rc));
+        goto out_unlock;
     }
-    char sha[GF_SHA256_HEX_LEN];
-    gf_sha256_hex(ptx, len, sha);
+    text = image_text(&img);
+    char print[GF_SHA256_HEX_LEN];
+    gf_sha256_hex(text, strlen(text), print);
     if (e) {
-        if (strcmp(sha, e->ptx_sha) != 0) {
-            snprintf(c->last_error, sizeof c->last_error,
-                     "module key '%s' is incomplete: request %s generates PTX %.16s, but the "
-                     "module under this key was compiled for request %s from PTX %.16s",
-                     key, request, sha, e->request, e->ptx_sha);
-            GF_ERROR("module cache: %s", c->last_error);
-            rc = GF_ESTATE;
-            goto out;
+        if (strcmp(print, e->print) != 0) {
+            /* A broken invariant, not an outside error: the module served
+             * under this key would not be the one this request asks for. */
+            GF_ERROR("module cache: module key '%s' is incomplete: request %s makes image %.16s "
+                     "(%s), but the module under this key was loaded for request %s from image "
+                     "%.16s (%s)", key, request, print, text, e->request, e->print, e->image);
+            abort();
         }
+        c->proven++;
         *module = e->module;
-        goto out;
+        goto out_unlock;
     }
     void *m = NULL;
-    if ((rc = c->be.compile(c->be.ctx, ptx, len, &m)) != 0) {
-        GF_ERROR("module cache: compiling the PTX of %s failed: %s", request, gf_strerror(rc));
-        goto out;
+    if ((rc = c->be.load(c->be.ctx, &img, &m)) != 0) {
+        GF_ERROR("module cache: loading the image of %s failed: %s", request, gf_strerror(rc));
+        goto out_unlock;
     }
     e = gf_calloc(1, sizeof *e);
     e->key = gf_strdup(key);
     e->request = gf_strdup(request);
-    memcpy(e->ptx_sha, sha, sizeof sha);
+    memcpy(e->print, print, sizeof print);
+    e->image = text;
+    text = NULL;
     e->module = m;
     size_t b = hash(key);
     e->next = c->buckets[b];
     c->buckets[b] = e;
     c->count++;
-    c->compiles++;
+    c->loads++;
     *module = m;
-out:
+out_unlock:
     pthread_mutex_unlock(&c->lock);
-    free(ptx);
+    free(text);
+    free(img.owned);
     return rc;
-}
-
-const char *gf_modcache_last_error(const gf_modcache *self)
-{
-    return self->last_error;
 }
 
 size_t gf_modcache_count(const gf_modcache *self)
@@ -160,7 +188,12 @@ size_t gf_modcache_count(const gf_modcache *self)
     return self->count;
 }
 
-size_t gf_modcache_compiles(const gf_modcache *self)
+size_t gf_modcache_loads(const gf_modcache *self)
 {
-    return self->compiles;
+    return self->loads;
+}
+
+size_t gf_modcache_proven(const gf_modcache *self)
+{
+    return self->proven;
 }

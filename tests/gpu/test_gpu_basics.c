@@ -7,6 +7,7 @@
 #include "kernels/glue/glue_cpu.h"
 #include "gpu/blas.h"
 #include "gpu/device.h"
+#include "route/planner.h"
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -60,6 +61,31 @@ static void test_glue_leaky_relu(void **state)
         gf_gpu_free(gpu, db);
         free(x), free(ref), free(got), free(bias);
     }
+}
+
+/* Every module loads through the module cache: one load per area whatever
+ * the number of kernels asked of it, and the module loaded is the one the
+ * planner names (its tier's embedded PTX hash). In this (test) build every
+ * later request is proven against the first (gpu/modcache.h). */
+static void test_modules_load_once_through_the_cache(void **state)
+{
+    (void)state;
+    NEED_GPU();
+    size_t before = gf_gpu_modules_loaded(gpu);
+    gf_cu_function f1, f2;
+    const char *tier1, *sha1, *tier2, *sha2;
+    assert_int_equal(gf_gpu_function(gpu, "glue", "gf_bias_leaky_relu", &f1, &tier1, &sha1), 0);
+    size_t after_first = gf_gpu_modules_loaded(gpu);
+    assert_true(after_first <= before + 1);
+    assert_int_equal(gf_gpu_function(gpu, "glue", "gf_im2col2d", &f2, &tier2, &sha2), 0);
+    assert_int_equal(gf_gpu_function(gpu, "glue", "gf_bias_leaky_relu", &f2, NULL, NULL), 0);
+    assert_int_equal(gf_gpu_modules_loaded(gpu), after_first);
+    assert_ptr_equal(f1, f2);
+    assert_string_equal(tier1, tier2);
+    assert_string_equal(sha1, sha2);
+    gf_module_id id;
+    assert_int_equal(gf_module_provider_embedded.identity(NULL, "glue", atoi(tier1 + 2), NULL, &id), 0);
+    assert_string_equal(id.sha256, sha1);
 }
 
 static void check_gemm(gf_blas_gpu *blas, gf_math math, bool trans_b, int m, int n, int k,
@@ -141,6 +167,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_glue_leaky_relu),
+        cmocka_unit_test(test_modules_load_once_through_the_cache),
         cmocka_unit_test(test_cublas_gemm),
         cmocka_unit_test(test_timing_into_stats),
     };

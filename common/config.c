@@ -1,7 +1,8 @@
 /* config.c — the configuration loader (see config.h).
  *
  * The YAML text is loaded as a libyaml document (a tree of nodes, each with
- * its line), then walked against tables of the keys each section allows.
+ * its line; common/ydoc.c, the reader the evidence tables use too), then
+ * walked against tables of the keys each section allows.
  * Every value starts from its built-in default; a key in the file replaces
  * it. Anything the tables do not know, any value of the wrong type and any
  * duplicate (key, device index, lock path) stops the load with one message
@@ -13,6 +14,7 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "common/util.h"
+#include "common/ydoc.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -66,11 +68,6 @@ struct parse_ctx {
 
 /* ---- messages ---------------------------------------------------------- */
 
-static size_t line_of(const yaml_node_t *node)
-{
-    return node ? node->start_mark.line + 1 : 0;
-}
-
 static int vfail_at(parse_ctx *ctx, size_t line, const char *key, const char *fmt, va_list ap)
     __attribute__((format(printf, 4, 0)));
 
@@ -92,7 +89,7 @@ static int fail(parse_ctx *ctx, const yaml_node_t *node, const char *key, const 
 {
     va_list ap;
     va_start(ap, fmt);
-    int rc = vfail_at(ctx, line_of(node), key, fmt, ap);
+    int rc = vfail_at(ctx, gf_ydoc_line(node), key, fmt, ap);
     va_end(ap);
     return rc;
 }
@@ -122,29 +119,11 @@ static bool is_plain(const yaml_node_t *node)
     return node->data.scalar.style == YAML_PLAIN_SCALAR_STYLE;
 }
 
-static bool is_null(const yaml_node_t *node)
-{
-    if (node->type != YAML_SCALAR_NODE || !is_plain(node))
-        return false;
-    const char *s = scalar(node);
-    return !*s || !strcmp(s, "~") || !strcmp(s, "null") || !strcmp(s, "Null") ||
-           !strcmp(s, "NULL");
-}
-
-static const char *type_name(const yaml_node_t *node)
-{
-    switch (node->type) {
-    case YAML_MAPPING_NODE:  return "a mapping";
-    case YAML_SEQUENCE_NODE: return "a list";
-    default:                 return is_null(node) ? "null" : "a scalar";
-    }
-}
-
 static int want_scalar(parse_ctx *ctx, yaml_node_t *node, const char *key, const char *what)
 {
     if (node->type == YAML_SCALAR_NODE)
         return 0;
-    return fail(ctx, node, key, "expected %s, found %s", what, type_name(node));
+    return fail(ctx, node, key, "expected %s, found %s", what, gf_ydoc_type_name(node));
 }
 
 static int read_string(parse_ctx *ctx, yaml_node_t *node, const char *key, bool optional,
@@ -153,7 +132,7 @@ static int read_string(parse_ctx *ctx, yaml_node_t *node, const char *key, bool 
     int rc = want_scalar(ctx, node, key, "a string");
     if (rc)
         return rc;
-    if (is_null(node)) {
+    if (gf_ydoc_is_null(node)) {
         if (!optional)
             return fail(ctx, node, key, "expected a non-empty string, found null");
         free(*dst);
@@ -348,17 +327,27 @@ static int read_field(parse_ctx *ctx, const field *f, yaml_node_t *node, const c
 
 /* ---- mappings ---------------------------------------------------------- */
 
-static int check_duplicate_key(parse_ctx *ctx, yaml_node_t *map, yaml_node_pair_t *pair,
-                               const char *key)
+/* A mapping being read against its table of fields. */
+typedef struct {
+    parse_ctx *ctx;
+    const char *prefix;        /* the mapping's own key ("" at the top) */
+    const field *fields;
+    void *base;                /* the struct the fields go into */
+} mapping_walk;
+
+static int read_pair(void *arg, const gf_ydoc_pair *p)
 {
-    const char *name = scalar(yaml_document_get_node(ctx->doc, pair->key));
-    for (yaml_node_pair_t *p = map->data.mapping.pairs.start; p < pair; p++) {
-        yaml_node_t *k = yaml_document_get_node(ctx->doc, p->key);
-        if (k->type == YAML_SCALAR_NODE && !strcmp(scalar(k), name))
-            return fail(ctx, yaml_document_get_node(ctx->doc, pair->key), key,
-                        "duplicate key (first at line %zu)", line_of(k));
-    }
-    return 0;
+    mapping_walk *w = arg;
+    if (!p->name)
+        return fail(w->ctx, p->key, w->prefix, "a key must be a plain name, found %s",
+                    gf_ydoc_type_name(p->key));
+    char key[160];
+    snprintf(key, sizeof key, "%s%s%s", w->prefix, *w->prefix ? "." : "", p->name);
+    if (p->first_line)
+        return fail(w->ctx, p->key, key, "duplicate key (first at line %zu)", p->first_line);
+    if (p->field < 0)
+        return fail(w->ctx, p->key, key, "unknown key");
+    return read_field(w->ctx, &w->fields[p->field], p->value, key, w->base);
 }
 
 /* Walk a mapping: each key must be in 'fields' (NULL-terminated), once. */
@@ -367,27 +356,9 @@ static int read_mapping(parse_ctx *ctx, yaml_node_t *map, const char *prefix,
 {
     if (map->type != YAML_MAPPING_NODE)
         return fail(ctx, map, *prefix ? prefix : "(top level)", "expected a mapping, found %s",
-                    type_name(map));
-    for (yaml_node_pair_t *p = map->data.mapping.pairs.start; p < map->data.mapping.pairs.top;
-         p++) {
-        yaml_node_t *k = yaml_document_get_node(ctx->doc, p->key);
-        yaml_node_t *v = yaml_document_get_node(ctx->doc, p->value);
-        if (k->type != YAML_SCALAR_NODE)
-            return fail(ctx, k, prefix, "a key must be a plain name, found %s", type_name(k));
-        char key[160];
-        snprintf(key, sizeof key, "%s%s%s", prefix, *prefix ? "." : "", scalar(k));
-        int rc = check_duplicate_key(ctx, map, p, key);
-        if (rc)
-            return rc;
-        const field *f = fields;
-        while (f->name && strcmp(f->name, scalar(k)) != 0)
-            f++;
-        if (!f->name)
-            return fail(ctx, k, key, "unknown key");
-        if ((rc = read_field(ctx, f, v, key, base)) != 0)
-            return rc;
-    }
-    return 0;
+                    gf_ydoc_type_name(map));
+    mapping_walk w = { ctx, prefix, fields, base };
+    return gf_ydoc_walk(ctx->doc, map, fields, sizeof *fields, read_pair, &w);
 }
 
 /* ---- sections ---------------------------------------------------------- */
@@ -416,7 +387,7 @@ static int parse_scrub_env(parse_ctx *ctx, yaml_node_t *node, const char *key)
 {
     if (node->type != YAML_SEQUENCE_NODE)
         return fail(ctx, node, key, "expected a list of variable names, found %s",
-                    type_name(node));
+                    gf_ydoc_type_name(node));
     gf_config *cfg = ctx->cfg;
     free_strings(&cfg->scrub_env, &cfg->n_scrub_env);
     size_t n = (size_t)(node->data.sequence.items.top - node->data.sequence.items.start);
@@ -427,7 +398,7 @@ static int parse_scrub_env(parse_ctx *ctx, yaml_node_t *node, const char *key)
         snprintf(ikey, sizeof ikey, "%s[%zu]", key, i);
         if (item->type != YAML_SCALAR_NODE || !valid_env_name(scalar(item)))
             return fail(ctx, item, ikey, "expected an environment variable name, found %s",
-                        item->type == YAML_SCALAR_NODE ? scalar(item) : type_name(item));
+                        item->type == YAML_SCALAR_NODE ? scalar(item) : gf_ydoc_type_name(item));
         cfg->scrub_env[cfg->n_scrub_env++] = gf_strdup(scalar(item));
     }
     return 0;
@@ -578,7 +549,7 @@ static int parse_device(parse_ctx *ctx, yaml_node_t *item, size_t i, const char 
     }
     if (!d->lock)
         d->lock = gf_strfmt(DEFAULT_LOCK_DIR "/gpu%d.lock", d->index);
-    ctx->device_line[i] = line_of(item);
+    ctx->device_line[i] = gf_ydoc_line(item);
     return check_device_unique(ctx, item, i, key);
 }
 
@@ -594,7 +565,7 @@ static void free_devices(gf_config *cfg)
 static int parse_devices(parse_ctx *ctx, yaml_node_t *node, const char *key)
 {
     if (node->type != YAML_SEQUENCE_NODE)
-        return fail(ctx, node, key, "expected a list of devices, found %s", type_name(node));
+        return fail(ctx, node, key, "expected a list of devices, found %s", gf_ydoc_type_name(node));
     gf_config *cfg = ctx->cfg;
     size_t n = (size_t)(node->data.sequence.items.top - node->data.sequence.items.start);
     if (n > MAX_DEVICES)
@@ -666,7 +637,7 @@ static int parse_spool(parse_ctx *ctx, yaml_node_t *node, const char *key)
 
 static int parse_bench_lock(parse_ctx *ctx, yaml_node_t *node, const char *key)
 {
-    ctx->bench_line = line_of(node);
+    ctx->bench_line = gf_ydoc_line(node);
     return read_lock_path(ctx, node, key, &ctx->cfg->bench_lock);
 }
 
@@ -810,96 +781,36 @@ gf_config *gf_config_defaults(void)
 
 /* ---- parsing ------------------------------------------------------------ */
 
-/* Refuse nesting deeper than GF_CONFIG_MAX_DEPTH before the document is
- * built: libyaml's scanner spends time quadratic in the depth of flow
- * collections ("[[[[..."), about 50 s of CPU for 100,000 levels. The event
- * parser hands out events as it goes, so this pass stops at the first level
- * too many, after reading little more than that. (Block nesting costs time
- * in proportion to the text, which is bounded: it is counted here too.) */
-static int check_depth(const char *name, const char *text, size_t len)
-{
-    yaml_parser_t parser;
-    if (!yaml_parser_initialize(&parser)) {
-        GF_ERROR("%s: cannot start the YAML parser", name);
-        return GF_ECONFIG;
-    }
-    yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
-    int depth = 0, rc = 0;
-    for (bool done = false; !done && !rc;) {
-        yaml_event_t ev;
-        if (!yaml_parser_parse(&parser, &ev))
-            break;                   /* the syntax error is reported by the load */
-        switch (ev.type) {
-        case YAML_SEQUENCE_START_EVENT:
-        case YAML_MAPPING_START_EVENT:
-            if (++depth > GF_CONFIG_MAX_DEPTH) {
-                GF_ERROR("%s:%zu: YAML nesting deeper than %d levels", name,
-                         ev.start_mark.line + 1, GF_CONFIG_MAX_DEPTH);
-                rc = GF_ECONFIG;
-            }
-            break;
-        case YAML_SEQUENCE_END_EVENT:
-        case YAML_MAPPING_END_EVENT:
-            depth--;
-            break;
-        case YAML_STREAM_END_EVENT:
-            done = true;
-            break;
-        default:
-            break;
-        }
-        yaml_event_delete(&ev);
-    }
-    yaml_parser_delete(&parser);
-    return rc;
-}
-
+/* Load the document within the bounds of a configuration (GF_CONFIG_MAX_BYTES,
+ * GF_CONFIG_MAX_DEPTH: common/ydoc.c says why the depth), logging what
+ * stopped it. */
 static int load_document(const char *name, const char *text, size_t len, yaml_document_t *doc)
 {
-    if (len > GF_CONFIG_MAX_BYTES) {
+    gf_ydoc_error err;
+    if (gf_ydoc_load(text, len, GF_CONFIG_MAX_BYTES, GF_CONFIG_MAX_DEPTH, doc, &err) == 0)
+        return 0;
+    switch (err.status) {
+    case GF_YDOC_TOO_BIG:
         GF_ERROR("%s: %zu bytes, larger than a configuration may be (%d)", name, len,
                  GF_CONFIG_MAX_BYTES);
-        return GF_ECONFIG;
-    }
-    /* only flow collections ("[", "{") make libyaml's time grow with the
-     * square of the depth, and deeper than the bound needs more openings
-     * than that: most files skip the extra pass */
-    size_t openings = 0;
-    for (size_t i = 0; i < len && openings <= GF_CONFIG_MAX_DEPTH; i++)
-        openings += text[i] == '[' || text[i] == '{';
-    int rc = openings > GF_CONFIG_MAX_DEPTH ? check_depth(name, text, len) : 0;
-    if (rc)
-        return rc;
-    yaml_parser_t parser;
-    if (!yaml_parser_initialize(&parser)) {
+        break;
+    case GF_YDOC_TOO_DEEP:
+        GF_ERROR("%s:%zu: YAML nesting deeper than %d levels", name, err.line,
+                 GF_CONFIG_MAX_DEPTH);
+        break;
+    case GF_YDOC_SYNTAX:
+        GF_ERROR("%s:%zu: YAML syntax: %s%s%s", name, err.line, err.problem,
+                 err.context[0] ? " " : "", err.context);
+        break;
+    case GF_YDOC_SECOND_DOC:
+        GF_ERROR("%s:%zu: more than one YAML document", name, err.line);
+        break;
+    case GF_YDOC_NO_PARSER:
+    case GF_YDOC_OK:
         GF_ERROR("%s: cannot start the YAML parser", name);
-        return GF_ECONFIG;
+        break;
     }
-    yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
-    if (!yaml_parser_load(&parser, doc)) {
-        GF_ERROR("%s:%zu: YAML syntax: %s%s%s", name, parser.problem_mark.line + 1,
-                 parser.problem ? parser.problem : "malformed",
-                 parser.context ? " " : "", parser.context ? parser.context : "");
-        rc = GF_ECONFIG;
-    } else {
-        yaml_document_t extra;
-        if (!yaml_parser_load(&parser, &extra)) {
-            GF_ERROR("%s:%zu: YAML syntax: %s", name, parser.problem_mark.line + 1,
-                     parser.problem ? parser.problem : "malformed");
-            rc = GF_ECONFIG;
-        } else {
-            yaml_node_t *root = yaml_document_get_root_node(&extra);
-            if (root) {
-                GF_ERROR("%s:%zu: more than one YAML document", name, line_of(root));
-                rc = GF_ECONFIG;
-            }
-            yaml_document_delete(&extra);
-        }
-        if (rc)
-            yaml_document_delete(doc);
-    }
-    yaml_parser_delete(&parser);
-    return rc;
+    return GF_ECONFIG;
 }
 
 static int parse(const char *name, const char *text, size_t len, bool discover, gf_config **out)
@@ -913,7 +824,7 @@ static int parse(const char *name, const char *text, size_t len, bool discover, 
     cfg->path = gf_strdup(name);
     parse_ctx ctx = { .file = name, .doc = &doc, .cfg = cfg, .device_line = NULL };
     yaml_node_t *root = yaml_document_get_root_node(&doc);
-    if (root && !is_null(root))
+    if (root && !gf_ydoc_is_null(root))
         rc = read_mapping(&ctx, root, "", top_fields, cfg);
     /* the lock files on disk matter to those that take locks; the job
      * commands (discover false) only talk to the broker, which checked them */

@@ -11,6 +11,7 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "common/util.h"
+#include "common/ydoc.h"
 
 #include <assert.h>
 #include <dirent.h>
@@ -23,6 +24,10 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <yaml.h>
+
+/* Nesting deeper than this in a table is refused (common/ydoc.c says why):
+ * a binding nests five levels. */
+#define MAX_DEPTH 64
 
 struct gf_evidence {
     char *dir;                 /* the directory read, without trailing slashes */
@@ -52,8 +57,8 @@ static void add_problem(gf_evidence *ev, char *line)
     ev->problems[ev->n_problems++] = line;
 }
 
-static void bad(pctx *c, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void bad(pctx *c, int line, const char *fmt, ...)
+static void bad(pctx *c, size_t line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void bad(pctx *c, size_t line, const char *fmt, ...)
 {
     char msg[512];
     va_list ap;
@@ -61,81 +66,82 @@ static void bad(pctx *c, int line, const char *fmt, ...)
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
     c->bad = true;
-    if (line <= 0)
+    if (line == 0)
         add_problem(c->ev, gf_strfmt("%s: %s", c->file, msg));
     else if (c->id)
-        add_problem(c->ev, gf_strfmt("%s:%d: binding '%s': %s", c->file, line, c->id, msg));
+        add_problem(c->ev, gf_strfmt("%s:%zu: binding '%s': %s", c->file, line, c->id, msg));
     else
-        add_problem(c->ev, gf_strfmt("%s:%d: %s", c->file, line, msg));
+        add_problem(c->ev, gf_strfmt("%s:%zu: %s", c->file, line, msg));
 }
 
 /* ---- YAML helpers ------------------------------------------------------ */
 
+/* The tables are read with the reader the configuration uses
+ * (common/ydoc.h); these bind it to the document being parsed and keep the
+ * rules below short. */
+
 static yaml_node_t *ynode(pctx *c, int i)
 {
-    return yaml_document_get_node(c->doc, i);
+    return gf_ydoc_node(c->doc, i);
 }
 
-static int yline(const yaml_node_t *n)
+static size_t yline(const yaml_node_t *n)
 {
-    return n ? (int)n->start_mark.line + 1 : 0;
+    return gf_ydoc_line(n);
 }
 
 static const char *ystr(const yaml_node_t *n)
 {
-    return n && n->type == YAML_SCALAR_NODE ? (const char *)n->data.scalar.value : NULL;
+    return gf_ydoc_scalar(n);
 }
 
 static yaml_node_t *yget(pctx *c, yaml_node_t *map, const char *key)
 {
-    if (!map || map->type != YAML_MAPPING_NODE)
-        return NULL;
-    for (yaml_node_pair_t *p = map->data.mapping.pairs.start; p < map->data.mapping.pairs.top; p++) {
-        const char *k = ystr(ynode(c, p->key));
-        if (k && strcmp(k, key) == 0)
-            return ynode(c, p->value);
-    }
-    return NULL;
+    return gf_ydoc_get(c->doc, map, key);
 }
 
 static size_t ymap_len(const yaml_node_t *map)
 {
-    return (size_t)(map->data.mapping.pairs.top - map->data.mapping.pairs.start);
+    return gf_ydoc_len(map);
 }
 
-/* A mapping whose keys are all in 'allowed', each once. */
+/* One key of a mapping checked against its table (ymap_check). */
+typedef struct {
+    pctx *c;
+    const char *what;          /* the mapping, for messages */
+    bool ok;                   /* no key was wrong */
+} key_check;
+
+static int check_key(void *arg, const gf_ydoc_pair *p)
+{
+    key_check *k = arg;
+    if (!p->name) {
+        bad(k->c, yline(p->key), "%s: keys must be plain names", k->what);
+        k->ok = false;
+        return 0;
+    }
+    if (p->field < 0) {
+        bad(k->c, yline(p->key), "%s: unknown key '%s'", k->what, p->name);
+        k->ok = false;
+    }
+    if (p->first_line) {
+        bad(k->c, yline(p->key), "%s: key '%s' given twice", k->what, p->name);
+        k->ok = false;
+    }
+    return 0;
+}
+
+/* A mapping whose keys are all in 'allowed', each once (the walk goes on
+ * past a wrong key: every one is reported). */
 static bool ymap_check(pctx *c, yaml_node_t *map, const char *what, const char *const *allowed)
 {
     if (!map || map->type != YAML_MAPPING_NODE) {
         bad(c, yline(map), "%s must be a mapping", what);
         return false;
     }
-    bool ok = true;
-    for (yaml_node_pair_t *p = map->data.mapping.pairs.start; p < map->data.mapping.pairs.top; p++) {
-        yaml_node_t *kn = ynode(c, p->key);
-        const char *k = ystr(kn);
-        if (!k) {
-            bad(c, yline(kn), "%s: keys must be plain names", what);
-            ok = false;
-            continue;
-        }
-        bool known = false;
-        for (const char *const *a = allowed; *a; a++)
-            if (strcmp(*a, k) == 0)
-                known = true;
-        if (!known) {
-            bad(c, yline(kn), "%s: unknown key '%s'", what, k);
-            ok = false;
-        }
-        for (yaml_node_pair_t *q = map->data.mapping.pairs.start; q < p; q++) {
-            const char *k2 = ystr(ynode(c, q->key));
-            if (k2 && strcmp(k, k2) == 0) {
-                bad(c, yline(kn), "%s: key '%s' given twice", what, k);
-                ok = false;
-            }
-        }
-    }
-    return ok;
+    key_check k = { c, what, true };
+    gf_ydoc_walk(c->doc, map, allowed, sizeof *allowed, check_key, &k);
+    return k.ok;
 }
 
 static yaml_node_t *yreq(pctx *c, yaml_node_t *map, const char *key, const char *what)
@@ -991,6 +997,31 @@ static bool parse_binding(pctx *c, yaml_node_t *n, gf_binding *b)
     return ok;
 }
 
+/* Load a table's text as one YAML document, reporting what stops it. */
+static bool load_yaml(pctx *c, const char *text, size_t len, yaml_document_t *doc)
+{
+    gf_ydoc_error err;
+    if (gf_ydoc_load(text, len, 0, MAX_DEPTH, doc, &err) == 0)
+        return true;
+    switch (err.status) {
+    case GF_YDOC_SYNTAX:
+        bad(c, err.line, "YAML: %s", err.problem);
+        break;
+    case GF_YDOC_TOO_DEEP:
+        bad(c, err.line, "YAML: nesting deeper than %d levels", MAX_DEPTH);
+        break;
+    case GF_YDOC_SECOND_DOC:
+        bad(c, err.line, "YAML: more than one document");
+        break;
+    case GF_YDOC_TOO_BIG:
+    case GF_YDOC_NO_PARSER:
+    case GF_YDOC_OK:
+        bad(c, 0, "YAML: cannot start the parser");
+        break;
+    }
+    return false;
+}
+
 static void load_bindings_file(gf_evidence *ev, const char *path)
 {
     pctx c = { .ev = ev, .file = path };
@@ -1000,14 +1031,8 @@ static void load_bindings_file(gf_evidence *ev, const char *path)
         bad(&c, 0, "cannot read: %s", strerror(errno));
         return;
     }
-    yaml_parser_t parser;
     yaml_document_t doc;
-    yaml_parser_initialize(&parser);
-    yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
-    if (!yaml_parser_load(&parser, &doc)) {
-        bad(&c, (int)parser.problem_mark.line + 1, "YAML: %s",
-            parser.problem ? parser.problem : "malformed");
-        yaml_parser_delete(&parser);
+    if (!load_yaml(&c, text, len, &doc)) {
         free(text);
         return;
     }
@@ -1036,7 +1061,6 @@ static void load_bindings_file(gf_evidence *ev, const char *path)
         }
     }
     yaml_document_delete(&doc);
-    yaml_parser_delete(&parser);
     free(text);
 }
 
@@ -1051,15 +1075,9 @@ static void load_precedence(gf_evidence *ev)
         free(path);
         return;
     }
-    yaml_parser_t parser;
     yaml_document_t doc;
-    yaml_parser_initialize(&parser);
-    yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
-    if (!yaml_parser_load(&parser, &doc)) {
-        bad(&c, (int)parser.problem_mark.line + 1, "YAML: %s",
-            parser.problem ? parser.problem : "malformed");
-        goto out_parser;
-    }
+    if (!load_yaml(&c, text, len, &doc))
+        goto out_text;
     c.doc = &doc;
     static const char *const keys[] = { "precedence", NULL };
     yaml_node_t *root = yaml_document_get_root_node(&doc);
@@ -1087,8 +1105,7 @@ static void load_precedence(gf_evidence *ev)
     }
 out_doc:
     yaml_document_delete(&doc);
-out_parser:
-    yaml_parser_delete(&parser);
+out_text:
     free(text);
     free(path);
 }

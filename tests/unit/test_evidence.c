@@ -335,6 +335,10 @@ static void test_malformed_tables(void **state)
         const char *what;
     } cases[] = {
         { "bindings:\n  - id: x\n    scope: [\n", "YAML" },
+        /* the configuration's reader (common/ydoc.c): one document, bounded nesting */
+        { "bindings: []\n---\nbindings: []\n", "YAML: more than one document" },
+        { "bindings: " "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[\n",
+          "YAML: nesting deeper than 64 levels" },
         { "bindings:\n  - id: typo\n    scope: {kind: point, cc: \"9.0\", sms: 132, name: X}\n"
           "    modul: {}\n    proofs: []\n", "unknown key 'modul'" },
         { "bindings:\n  - id: badarea\n    scope: {kind: capability, cc: \"9.0\"}\n"

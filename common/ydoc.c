@@ -24,7 +24,8 @@ static void set_error(gf_ydoc_error *err, gf_ydoc_status status, size_t line)
 static void set_syntax(gf_ydoc_error *err, const yaml_parser_t *parser, bool with_context)
 {
     set_error(err, GF_YDOC_SYNTAX, parser->problem_mark.line + 1);
-    snprintf(err->problem, sizeof err->problem, "%s", parser->problem ? parser->problem : "malformed");
+    snprintf(err->problem, sizeof err->problem, "%s",
+             parser->problem ? parser->problem : "malformed");
     if (with_context && parser->context)
         snprintf(err->context, sizeof err->context, "%s", parser->context);
 }
@@ -153,7 +154,8 @@ yaml_node_t *gf_ydoc_get(yaml_document_t *doc, yaml_node_t *map, const char *key
 {
     if (!map || map->type != YAML_MAPPING_NODE)
         return NULL;
-    for (yaml_node_pair_t *p = map->data.mapping.pairs.start; p < map->data.mapping.pairs.top; p++) {
+    yaml_node_pair_t *end = map->data.mapping.pairs.top;
+    for (yaml_node_pair_t *p = map->data.mapping.pairs.start; p < end; p++) {
         const char *k = gf_ydoc_scalar(gf_ydoc_node(doc, p->key));
         if (k && strcmp(k, key) == 0)
             return gf_ydoc_node(doc, p->value);
@@ -176,9 +178,10 @@ int gf_ydoc_walk(yaml_document_t *doc, yaml_node_t *map, const void *table, size
                  gf_ydoc_pair_fn fn, void *ctx)
 {
     assert(map && map->type == YAML_MAPPING_NODE && table && stride >= sizeof(const char *));
-    for (yaml_node_pair_t *p = map->data.mapping.pairs.start; p < map->data.mapping.pairs.top; p++) {
-        gf_ydoc_pair pair = { .key = gf_ydoc_node(doc, p->key), .value = gf_ydoc_node(doc, p->value),
-                              .field = -1 };
+    yaml_node_pair_t *start = map->data.mapping.pairs.start, *end = map->data.mapping.pairs.top;
+    for (yaml_node_pair_t *p = start; p < end; p++) {
+        gf_ydoc_pair pair = { .key = gf_ydoc_node(doc, p->key),
+                              .value = gf_ydoc_node(doc, p->value), .field = -1 };
         pair.name = gf_ydoc_scalar(pair.key);
         if (pair.name) {
             for (long i = 0;; i++) {
@@ -190,7 +193,7 @@ int gf_ydoc_walk(yaml_document_t *doc, yaml_node_t *map, const void *table, size
                     break;
                 }
             }
-            for (yaml_node_pair_t *q = map->data.mapping.pairs.start; q < p && !pair.first_line; q++) {
+            for (yaml_node_pair_t *q = start; q < p && !pair.first_line; q++) {
                 yaml_node_t *k = gf_ydoc_node(doc, q->key);
                 const char *prev = gf_ydoc_scalar(k);
                 if (prev && strcmp(prev, pair.name) == 0)

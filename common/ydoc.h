@@ -3,7 +3,7 @@
  * against a table of the keys they allow.
  *
  * The configuration (common/config.c) and the evidence tables
- * (worker/evidence.c) read their YAML through this one reader; each words
+ * (route/evidence_tables.c) read their YAML through this one reader; each words
  * its own messages (the configuration stops at the first problem, the
  * evidence validator collects every one), so the reader reports what it
  * found and formats nothing. */

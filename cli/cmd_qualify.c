@@ -161,7 +161,7 @@ static int run_candidate(const gf_qualify_ctx *ctx, const gf_planner *pl, const 
             if (o->math >= 0 && m != o->math)
                 continue;
             gf_route_request req = { cand->boundary, batch, (gf_math)m, cand->config,
-                                     cand->n_config };
+                                     cand->n_config, cand->area };
             gf_route route;
             int rc = gf_plan_explicit(pl, &req, &module, &route);
             if (rc != 0) {

@@ -230,7 +230,7 @@ int gf_plan_route(const gf_planner *pl, const char *boundary, int batch, gf_math
                          "that loads is %s", b->id, w, h);
             continue;
         }
-        gf_route_request req = { boundary, batch, math, p->config, p->n_config };
+        gf_route_request req = { boundary, batch, math, p->config, p->n_config, want->area };
         char why[200] = "";
         int prc = mods->plan ? mods->plan(mods->ctx, &req, card, why, sizeof why) : 0;
         if (prc == GF_EUNSUP) {
@@ -262,20 +262,40 @@ out:
     return rc;
 }
 
+int gf_route_apply(const gf_route *planned, gf_route_setter set, void *obj, gf_route *applied)
+{
+    *applied = *planned;
+    if (planned->kind != GF_ROUTE_OWN)
+        return set(obj, planned->boundary, GF_ROUTE_LIBRARY, NULL);
+    const char *sha = NULL;
+    int rc = set(obj, planned->boundary, GF_ROUTE_OWN, &sha);
+    if (rc == 0 && sha && strcmp(sha, planned->module.sha256) == 0)
+        return 0;
+    if (rc != 0 && rc != GF_EUNSUP) {
+        GF_ERROR("%s: the planned module %.12s cannot be loaded: %s", planned->boundary,
+                 planned->module.sha256, gf_strerror(rc));
+        return rc;
+    }
+    applied->kind = GF_ROUTE_LIBRARY;
+    memset(&applied->module, 0, sizeof applied->module);
+    if (rc == GF_EUNSUP)
+        set_why(applied, GF_WHY_REFUSED, "binding '%s': the kernel refused at load what its "
+                "plan accepted (the worker's log says why)",
+                planned->binding ? planned->binding->id : "?");
+    else
+        set_why(applied, GF_WHY_MODULE_MISMATCH, "binding '%s': the module that loaded is %.12s, "
+                "not the planned %.12s", planned->binding ? planned->binding->id : "?",
+                sha ? sha : "(unnamed)", planned->module.sha256);
+    GF_WARN("%s: %s: library route", planned->boundary, applied->detail);
+    return set(obj, planned->boundary, GF_ROUTE_LIBRARY, NULL);
+}
+
 int gf_plan_apply(const gf_planner *pl, const char *boundary, int batch, gf_math math,
                   gf_route_setter set, void *obj)
 {
-    gf_route r;
+    gf_route r, applied;
     GF_TRY(gf_plan_route(pl, boundary, batch, math, &r));
-    if (r.kind != GF_ROUTE_OWN)
-        return set(obj, boundary, GF_ROUTE_LIBRARY, NULL);
-    const char *sha = NULL;
-    int rc = set(obj, boundary, GF_ROUTE_OWN, &sha);
-    if (rc == 0 && sha && strcmp(sha, r.module.sha256) == 0)
-        return 0;
-    GF_WARN("%s: the planned module %.12s did not load as bound (%s): library route", boundary,
-            r.module.sha256, rc ? gf_strerror(rc) : "another module loaded");
-    return set(obj, boundary, GF_ROUTE_LIBRARY, NULL);
+    return gf_route_apply(&r, set, obj, &applied);
 }
 
 int gf_plan_explicit(const gf_planner *pl, const gf_route_request *req,
@@ -329,7 +349,9 @@ int gf_plan_explicit(const gf_planner *pl, const gf_route_request *req,
         return GF_ESTATE;
     }
     char why[200] = "";
-    rc = mods->plan ? mods->plan(mods->ctx, req, card, why, sizeof why) : 0;
+    gf_route_request asked = *req;   /* the hook plans for the candidate's area */
+    asked.area = candidate->area;
+    rc = mods->plan ? mods->plan(mods->ctx, &asked, card, why, sizeof why) : 0;
     if (rc != 0) {
         set_why(out, rc == GF_EUNSUP ? GF_WHY_REFUSED
                      : rc == GF_EINVAL ? GF_WHY_INVALID : GF_WHY_DEVICE_ERROR,
@@ -384,6 +406,7 @@ const char *gf_route_why_name(gf_route_why why)
     case GF_WHY_NO_MODULE: return "no-module";
     case GF_WHY_MODULE_MISMATCH: return "module-mismatch";
     case GF_WHY_REFUSED: return "refused";
+    case GF_WHY_OFF_BATCH: return "off-batch";
     case GF_WHY_INVALID: return "invalid";
     case GF_WHY_DEVICE_ERROR: return "device-error";
     }

@@ -38,6 +38,8 @@ typedef struct {
     gf_math math;
     const gf_pin *config;      /* the pinned configuration (borrowed) */
     size_t n_config;
+    const char *area;          /* the candidate module's area ("resnet32"): a boundary some
+                                  areas share runs one area's kernels; NULL: not asked */
 } gf_route_request;
 
 /* The modules this build can load, behind a table of function pointers (the
@@ -50,11 +52,13 @@ typedef struct gf_module_provider {
      * a driver error. */
     int (*identity)(void *ctx, const char *area, int tier, const gf_card_identity *card,
                     gf_module_id *out);
-    /* The kernel's own planning of one tuple on 'card'. Returns 0 (it can
-     * run it); GF_EUNSUP when it refuses (device unsupported, weights out of
-     * contract, valid but unimplemented geometry), with the reason in why;
-     * GF_EINVAL for invalid geometry; GF_EDEVICE for a driver error. NULL:
-     * accepts every tuple. */
+    /* The kernel's own planning of one tuple on 'card', for the module of
+     * req->area. Returns 0 (it can run it); GF_EUNSUP when it refuses
+     * (device unsupported, weights out of contract, valid but unimplemented
+     * geometry, a boundary this area's kernels do not run here), with the
+     * reason in why; GF_EINVAL for invalid geometry; GF_EDEVICE for a driver
+     * error. NULL: accepts every tuple (tests; production plugs in
+     * worker/kernel_plan.h). */
     int (*plan)(void *ctx, const gf_route_request *req, const gf_card_identity *card,
                 char *why, size_t why_len);
     void *ctx;                 /* passed to both */
@@ -66,8 +70,10 @@ extern const gf_module_provider gf_module_provider_none;
 /* The modules embedded in this binary (gpu/modules.h): identity is the
  * ptx-jit module of (area, "sm<tier>") with the SHA-256 of its PTX text, or
  * GF_ENOENT. Its plan step accepts every tuple: the kernels' own refusals
- * (geometry, weights, device) belong to the GPU code, which plugs in a
- * provider with a plan function. Without nvcc the table is empty. */
+ * (geometry, weights, device) belong to the GPU code, whose provider
+ * (gf_kernel_modules, worker/kernel_plan.h) has the same identity and the
+ * kernels' plan step; production plans with that one. Without nvcc the
+ * table is empty. */
 extern const gf_module_provider gf_module_provider_embedded;
 
 typedef enum {
@@ -87,6 +93,8 @@ typedef enum {
     GF_WHY_NO_MODULE,          /* this build has no module for the bound area and tier */
     GF_WHY_MODULE_MISMATCH,    /* the module that would load is not the bound one */
     GF_WHY_REFUSED,            /* the kernel refused the tuple on this card */
+    GF_WHY_OFF_BATCH,          /* a network call of a size no production batch is: no proof
+                                  covers it (a recording's last, shorter batch) */
     GF_WHY_INVALID,            /* invalid geometry or tuple: an error, not a route */
     GF_WHY_DEVICE_ERROR,       /* the driver failed: an error, not a route */
 } gf_route_why;
@@ -121,14 +129,24 @@ int gf_plan_route(const gf_planner *pl, const char *boundary, int batch, gf_math
                   gf_route *out);
 
 /* Switches one boundary of a network object to a route; with the own route,
- * *sha256 (may be NULL) becomes the identity of the module that loaded. */
+ * *sha256 (may be NULL) becomes the identity of the module that loaded.
+ * Returns 0; GF_EUNSUP when the kernel refuses (the reason logged);
+ * GF_ENOENT for a boundary the object does not have; GF_EDEVICE for a
+ * driver error. */
 typedef int (*gf_route_setter)(void *obj, const char *boundary, gf_route_kind kind,
                                const char **sha256);
 
-/* Put boundary of obj on its production route: the own kernel where the plan
- * says own and the module that actually loads is the bound one; the library
- * route otherwise (a planned module that did not load as bound is logged).
- * Returns 0 or the first error of gf_plan_route or of a library switch. */
+/* Put planned->boundary of obj on the planned route. *applied is the route
+ * that runs: the planned one, or, where the plan says own and the kernel
+ * refuses at load (the setter's GF_EUNSUP) or another module than the
+ * planned one loads, the library route with that reason (logged). Returns 0;
+ * any other setter failure (GF_EDEVICE: the job fails and the worker
+ * restarts, gpu.h) is returned as it is, never turned into the library
+ * route. */
+int gf_route_apply(const gf_route *planned, gf_route_setter set, void *obj, gf_route *applied);
+
+/* gf_plan_route, then gf_route_apply of that route (the applied route is
+ * not returned). Returns 0 or the first error of either. */
 int gf_plan_apply(const gf_planner *pl, const char *boundary, int batch, gf_math math,
                   gf_route_setter set, void *obj);
 

@@ -24,6 +24,8 @@ typedef struct {
     const char *refuse;        /* boundary the kernel refuses (GF_EUNSUP) */
     int refuse_batch;          /* ... at this batch */
     const char *invalid;       /* boundary whose geometry is invalid (GF_EINVAL) */
+    int plan_rc;               /* nonzero: the kernel's planning fails with this */
+    char asked_area[16];       /* the area the last plan() call planned for */
 } test_mods;
 
 static int test_identity(void *ctx, const char *area, int tier, const gf_card_identity *card,
@@ -47,6 +49,11 @@ static int test_plan(void *ctx, const gf_route_request *req, const gf_card_ident
 {
     (void)card;
     test_mods *t = ctx;
+    snprintf(t->asked_area, sizeof t->asked_area, "%s", req->area ? req->area : "");
+    if (t->plan_rc) {
+        snprintf(why, len, "cuFuncGetAttribute failed");
+        return t->plan_rc;
+    }
     if (t->refuse && strcmp(req->boundary, t->refuse) == 0 && req->batch == t->refuse_batch) {
         snprintf(why, len, "batch %d: geometry not implemented", req->batch);
         return GF_EUNSUP;
@@ -196,6 +203,18 @@ static void test_apply_takes_own_only_as_bound(void **state)
     assert_int_equal(gf_plan_apply(&pl, "lstm.stack", 32, GF_MATH_FP32, fake_set, &refused), 0);
     assert_int_equal(refused.n, 2);
     assert_int_equal(refused.kinds[1], GF_ROUTE_LIBRARY);
+
+    /* A device error while loading is a device error: returned, and the
+     * boundary is not quietly put on the library route. */
+    fake_obj broken = { NULL, GF_EDEVICE, { 0 }, 0 };
+    assert_int_equal(gf_plan_apply(&pl, "lstm.stack", 32, GF_MATH_FP32, fake_set, &broken),
+                     GF_EDEVICE);
+    assert_int_equal(broken.n, 1);
+    assert_int_equal(broken.kinds[0], GF_ROUTE_OWN);
+    fake_obj missing = { NULL, GF_ENOENT, { 0 }, 0 };      /* the object has no such boundary */
+    assert_int_equal(gf_plan_apply(&pl, "lstm.stack", 32, GF_MATH_FP32, fake_set, &missing),
+                     GF_ENOENT);
+    assert_int_equal(missing.n, 1);
 
     fake_obj unproven = { r.module.sha256, 0, { 0 }, 0 };  /* batch 8 has no proof */
     assert_int_equal(gf_plan_apply(&pl, "lstm.stack", 8, GF_MATH_FP32, fake_set, &unproven), 0);
@@ -365,7 +384,7 @@ static void test_refusal_production_versus_explicit(void **state)
     assert_non_null(strstr(r.detail, "geometry not implemented"));
     /* Explicit: the same refusal is a typed error. */
     gf_pin pin = { "hidden_per_block", "128" };
-    gf_route_request req = { "lstm.stack", 1, GF_MATH_FP32, &pin, 1 };
+    gf_route_request req = { "lstm.stack", 1, GF_MATH_FP32, &pin, 1, NULL };
     gf_module_id cand = module("lstm", 90, FX_SHA_A);
     assert_int_equal(gf_plan_explicit(&pl, &req, &cand, &r), GF_EUNSUP);
     assert_int_equal(r.why, GF_WHY_REFUSED);
@@ -392,7 +411,7 @@ static void test_explicit_runs_exactly_the_candidate(void **state)
     /* No evidence at all: qualification is how evidence is made. */
     gf_planner pl = { .evidence = NULL, .card = &a100, .modules = &prov };
     gf_pin pin = { "tile_m", "64" };
-    gf_route_request req = { "resnet.layer3.2.conv2", 8, GF_MATH_TF32, &pin, 1 };
+    gf_route_request req = { "resnet.layer3.2.conv2", 8, GF_MATH_TF32, &pin, 1, NULL };
     gf_module_id cand = module("resnet", 80, FX_SHA_B);
     gf_route r;
     assert_int_equal(gf_plan_explicit(&pl, &req, &cand, &r), 0);
@@ -462,6 +481,112 @@ static void test_whole_plan_and_bad_tuples(void **state)
     world_destroy(&w);
 }
 
+/* gf_route_apply says which route runs: the planned one, or the library
+ * route with the reason when the kernel refuses at load or another module
+ * loads; a library plan asks the object for nothing else. */
+static void test_route_apply_reports_the_route_that_runs(void **state)
+{
+    (void)state;
+    world w;
+    fx_binding b = fx_h200_lstm();
+    world_init(&w, ALL_AREAS, &b, 1);
+    gf_card_identity h200 = card("NVIDIA H200:9.0:132");
+    gf_planner pl = planner_for(&w, &h200);
+    gf_route r, applied;
+    assert_int_equal(gf_plan_route(&pl, "lstm.stack", 32, GF_MATH_FP32, &r), 0);
+    assert_int_equal(r.kind, GF_ROUTE_OWN);
+
+    fake_obj bound = { r.module.sha256, 0, { 0 }, 0 };
+    assert_int_equal(gf_route_apply(&r, fake_set, &bound, &applied), 0);
+    assert_int_equal(applied.kind, GF_ROUTE_OWN);
+    assert_int_equal(applied.why, GF_WHY_EVIDENCE);
+    assert_string_equal(applied.module.sha256, r.module.sha256);
+
+    fake_obj refused = { NULL, GF_EUNSUP, { 0 }, 0 };
+    assert_int_equal(gf_route_apply(&r, fake_set, &refused, &applied), 0);
+    assert_int_equal(applied.kind, GF_ROUTE_LIBRARY);
+    assert_int_equal(applied.why, GF_WHY_REFUSED);
+    assert_non_null(strstr(applied.detail, "lstm-h200"));
+    assert_string_equal(applied.module.sha256, "");
+    assert_int_equal(refused.kinds[refused.n - 1], GF_ROUTE_LIBRARY);
+
+    fake_obj other = { FX_SHA_B, 0, { 0 }, 0 };
+    assert_int_equal(gf_route_apply(&r, fake_set, &other, &applied), 0);
+    assert_int_equal(applied.why, GF_WHY_MODULE_MISMATCH);
+    assert_non_null(strstr(applied.detail, "bbbbbbbbbbbb"));
+
+    fake_obj broken = { NULL, GF_EDEVICE, { 0 }, 0 };
+    assert_int_equal(gf_route_apply(&r, fake_set, &broken, &applied), GF_EDEVICE);
+    assert_int_equal(broken.n, 1);
+
+    assert_int_equal(gf_plan_route(&pl, "lstm.stack", 8, GF_MATH_FP32, &r), 0);
+    fake_obj lib = { NULL, GF_EDEVICE, { 0 }, 0 };          /* never asked for its kernel */
+    assert_int_equal(gf_route_apply(&r, fake_set, &lib, &applied), 0);
+    assert_int_equal(lib.n, 1);
+    assert_int_equal(lib.kinds[0], GF_ROUTE_LIBRARY);
+    assert_int_equal(applied.why, GF_WHY_NO_PROOF);
+    world_destroy(&w);
+}
+
+/* The kernel's planning step: it is asked for the bound module's area, its
+ * refusal is the library route with its words, and its device error is an
+ * error in production and in an explicit request alike. */
+static void test_plan_hook_refusal_and_device_error(void **state)
+{
+    (void)state;
+    world w;
+    fx_binding b = fx_h200_lstm();
+    world_init(&w, ALL_AREAS, &b, 1);
+    gf_card_identity h200 = card("NVIDIA H200:9.0:132");
+    gf_planner pl = planner_for(&w, &h200);
+    gf_route r;
+    assert_int_equal(gf_plan_route(&pl, "lstm.stack", 32, GF_MATH_FP32, &r), 0);
+    assert_int_equal(r.kind, GF_ROUTE_OWN);
+    assert_string_equal(w.mods.asked_area, "lstm");
+
+    w.mods.refuse = "lstm.stack";
+    w.mods.refuse_batch = 32;
+    gf_route *all = NULL;
+    size_t n = 0;
+    assert_int_equal(gf_plan_all(&pl, &all, &n), 0);
+    size_t refused = 0;
+    for (size_t i = 0; i < n; i++)
+        if (all[i].why == GF_WHY_REFUSED) {
+            refused++;
+            assert_int_equal(all[i].kind, GF_ROUTE_LIBRARY);
+            assert_string_equal(all[i].boundary, "lstm.stack");
+            assert_non_null(strstr(all[i].detail, "the kernel refuses: batch 32: geometry not "
+                                                  "implemented"));
+            assert_string_equal(all[i].binding->id, "lstm-h200");
+        }
+    assert_int_equal(refused, 1);
+    free(all);
+    /* Its JSON (what READY and `gpuflock plan --json` carry) says so. */
+    assert_int_equal(gf_plan_route(&pl, "lstm.stack", 32, GF_MATH_FP32, &r), 0);
+    json_object *o = gf_route_to_json(&r);
+    const char *text = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
+    assert_non_null(strstr(text, "\"route\":\"library\""));
+    assert_non_null(strstr(text, "\"why\":\"refused\""));
+    assert_non_null(strstr(text, "geometry not implemented"));
+    json_object_put(o);
+
+    w.mods.refuse = NULL;
+    w.mods.plan_rc = GF_EDEVICE;
+    assert_int_equal(gf_plan_route(&pl, "lstm.stack", 32, GF_MATH_FP32, &r), GF_EDEVICE);
+    assert_int_equal(r.why, GF_WHY_DEVICE_ERROR);
+    assert_non_null(strstr(r.detail, "cuFuncGetAttribute failed"));
+    assert_int_equal(gf_plan_all(&pl, &all, &n), GF_EDEVICE);
+    assert_null(all);
+    gf_pin pin = { "hidden_per_block", "128" };
+    gf_route_request req = { "lstm.stack", 32, GF_MATH_FP32, &pin, 1, NULL };
+    gf_module_id cand = module("lstm", 90, FX_SHA_A);
+    w.mods.asked_area[0] = '\0';
+    assert_int_equal(gf_plan_explicit(&pl, &req, &cand, &r), GF_EDEVICE);
+    assert_int_equal(r.why, GF_WHY_DEVICE_ERROR);
+    assert_string_equal(w.mods.asked_area, "lstm");   /* the candidate's area */
+    world_destroy(&w);
+}
+
 static void test_embedded_provider_reports_the_embedded_ptx(void **state)
 {
     (void)state;
@@ -493,6 +618,8 @@ int main(void)
         cmocka_unit_test(test_explicit_runs_exactly_the_candidate),
         cmocka_unit_test(test_whole_plan_and_bad_tuples),
         cmocka_unit_test(test_apply_takes_own_only_as_bound),
+        cmocka_unit_test(test_route_apply_reports_the_route_that_runs),
+        cmocka_unit_test(test_plan_hook_refusal_and_device_error),
         cmocka_unit_test(test_embedded_provider_reports_the_embedded_ptx),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -5,12 +5,15 @@
  * stands on, or why it is the library route. The card is a configured one
  * (--gpu N, identified through the driver) or a described one (--card
  * "NAME:CC:SMS"), so a plan can be read for a card this machine does not
- * have. The modules are the ones embedded in this binary. */
+ * have. The modules are the ones embedded in this binary, with their
+ * kernels' own planning step (diar/kernel_plan.h): a layer a kernel
+ * refuses on that card is the library route, and the reason is shown. */
 #include "common/card.h"
 #include "common/config.h"
 #include "common/error.h"
 #include "common/util.h"
 #include "route/evidence.h"
+#include "diar/kernel_plan.h"
 #include "route/planner.h"
 
 #include <getopt.h>
@@ -177,7 +180,7 @@ int gf_cmd_plan(int argc, char **argv)
     gf_planner pl = {
         .evidence = ev,
         .card = &card,
-        .modules = &gf_module_provider_embedded,
+        .modules = &gf_kernel_modules,
         .force_library = gf_planner_force_library_env(),
     };
     gf_route *routes = NULL;

@@ -57,8 +57,9 @@ static int dalloc(gf_embedding_gpu *s, size_t bytes, gf_cu_ptr *dev)
 
 /* Fold conv `wname` [cout,cin,k,k] and batch norm `bn` (prefix) into one conv. */
 static int load_conv(gf_embedding_gpu *s, gf_safetensors *st, const char *boundary,
-                     const char *wname, const char *bn, int cin, int cout, int k, int stride)
+                     const char *wname, const char *bn, gf_conv_shape shape)
 {
+    const int cin = shape.cin, cout = shape.cout, k = shape.k;
     char name[128];
     const float *w = gf_safetensors_get(st, wname, 4, cout, cin, k, k);
     const float *p[4];
@@ -79,7 +80,6 @@ static int load_conv(gf_embedding_gpu *s, gf_safetensors *st, const char *bounda
         bf[o] = (float)(p[1][o] - p[2][o] * scale);
     }
     assert(s->n_convs < MAX_CONVS);
-    gf_conv_shape shape = { .cin = cin, .cout = cout, .k = k, .stride = stride };
     gf_conv_gpu *c = gf_conv_gpu_new(s->gpu, s->blas, boundary, shape, wf, bf);
     free(wf);
     free(bf);
@@ -89,32 +89,60 @@ static int load_conv(gf_embedding_gpu *s, gf_safetensors *st, const char *bounda
     return 0;
 }
 
-static int load_weights(gf_embedding_gpu *s, gf_safetensors *st)
+/* One convolution of the trunk: its planner name, its tensors in the file
+ * and its shape. */
+typedef struct {
+    char boundary[48];            /* "resnet.layer2.0.shortcut" */
+    char weight[64];              /* its weight tensor */
+    char bn[48];                  /* the prefix of its batch norm's tensors */
+    gf_conv_shape shape;
+} trunk_conv;
+
+/* The trunk's convolutions in network order, as the loader builds them and
+ * the planning step (gf_embedding_gpu_plan) asks them: conv1, then per block
+ * conv1, conv2 and, where the block changes width or stride, the shortcut.
+ * Returns how many (at most MAX_CONVS). */
+static int trunk_convs(trunk_conv *out)
 {
-    char w[128], bn[128], name[48];
-    int rc = load_conv(s, st, "resnet.conv1", "resnet.conv1.weight", "resnet.bn1", 1, 32, 3, 1);
-    int cin = 32;
-    for (int l = 0; l < 4 && !rc; l++) {
+    int n = 0, cin = 32;
+    out[n++] = (trunk_conv){ "resnet.conv1", "resnet.conv1.weight", "resnet.bn1",
+                             { .cin = 1, .cout = 32, .k = 3, .stride = 1 } };
+    for (int l = 0; l < 4; l++) {
         int width = layer_width[l];
-        for (int b = 0; b < layer_blocks[l] && !rc; b++) {
+        for (int b = 0; b < layer_blocks[l]; b++) {
             int stride = (l > 0 && b == 0) ? 2 : 1;
-            snprintf(name, sizeof name, "resnet.layer%d.%d.conv1", l + 1, b);
-            snprintf(w, sizeof w, "resnet.layer%d.%d.conv1.weight", l + 1, b);
-            snprintf(bn, sizeof bn, "resnet.layer%d.%d.bn1", l + 1, b);
-            rc = load_conv(s, st, name, w, bn, cin, width, 3, stride);
-            snprintf(name, sizeof name, "resnet.layer%d.%d.conv2", l + 1, b);
-            snprintf(w, sizeof w, "resnet.layer%d.%d.conv2.weight", l + 1, b);
-            snprintf(bn, sizeof bn, "resnet.layer%d.%d.bn2", l + 1, b);
-            rc = rc ? rc : load_conv(s, st, name, w, bn, width, width, 3, 1);
-            if (!rc && (stride != 1 || cin != width)) {
-                snprintf(name, sizeof name, "resnet.layer%d.%d.shortcut", l + 1, b);
-                snprintf(w, sizeof w, "resnet.layer%d.%d.shortcut.0.weight", l + 1, b);
-                snprintf(bn, sizeof bn, "resnet.layer%d.%d.shortcut.1", l + 1, b);
-                rc = load_conv(s, st, name, w, bn, cin, width, 1, stride);
+            static const char *const names[3] = { "conv1", "conv2", "shortcut" };
+            static const char *const weights[3] = { "conv1.weight", "conv2.weight",
+                                                    "shortcut.0.weight" };
+            static const char *const bns[3] = { "bn1", "bn2", "shortcut.1" };
+            const gf_conv_shape shapes[3] = {
+                { .cin = cin, .cout = width, .k = 3, .stride = stride },
+                { .cin = width, .cout = width, .k = 3, .stride = 1 },
+                { .cin = cin, .cout = width, .k = 1, .stride = stride },
+            };
+            int convs = (stride != 1 || cin != width) ? 3 : 2;
+            for (int c = 0; c < convs; c++) {
+                assert(n < MAX_CONVS);
+                trunk_conv *t = &out[n++];
+                snprintf(t->boundary, sizeof t->boundary, "resnet.layer%d.%d.%s", l + 1, b,
+                         names[c]);
+                snprintf(t->weight, sizeof t->weight, "resnet.layer%d.%d.%s", l + 1, b,
+                         weights[c]);
+                snprintf(t->bn, sizeof t->bn, "resnet.layer%d.%d.%s", l + 1, b, bns[c]);
+                t->shape = shapes[c];
             }
             cin = width;
         }
     }
+    return n;
+}
+
+static int load_weights(gf_embedding_gpu *s, gf_safetensors *st)
+{
+    trunk_conv convs[MAX_CONVS];
+    int rc = 0, n = trunk_convs(convs);
+    for (int i = 0; i < n && !rc; i++)
+        rc = load_conv(s, st, convs[i].boundary, convs[i].weight, convs[i].bn, convs[i].shape);
     if (rc)
         return rc;
     const float *sw = gf_safetensors_get(st, "resnet.seg_1.weight", 2, GF_SEG1_OUT, GF_SEG1_IN);
@@ -226,6 +254,22 @@ static int route_of(void *obj, const char *boundary, gf_route_kind kind, const c
     for (int i = 0; i < s->n_convs; i++)
         if (strcmp(gf_conv_gpu_boundary(s->convs[i]), boundary) == 0)
             return gf_conv_gpu_set_route(s->convs[i], kind, s->math, sha);
+    return GF_ENOENT;
+}
+
+int gf_embedding_gpu_plan(const gf_route_request *req, const gf_card_identity *card, char *why,
+                          size_t len)
+{
+    if (strcmp(req->boundary, "pooling.stats") == 0)
+        return gf_pool_gpu_plan(req->area, why, len);
+    if (strcmp(req->boundary, "embedding.seg_1") == 0)
+        return gf_seg1_gpu_plan(req->area, why, len);
+    trunk_conv convs[MAX_CONVS];
+    int n = trunk_convs(convs);
+    for (int i = 0; i < n; i++)
+        if (strcmp(convs[i].boundary, req->boundary) == 0)
+            return gf_conv_gpu_plan(convs[i].shape, req->math, gf_card_arch(card),
+                                    card->smem_optin, req->area, why, len);
     return GF_ENOENT;
 }
 

@@ -29,6 +29,17 @@ gf_embedding_gpu *gf_embedding_gpu_new(gf_gpu *gpu, gf_blas_gpu *blas, const cha
                                        const char *sha256_hex, int max_batch, gf_math math);
 void gf_embedding_gpu_destroy(gf_embedding_gpu **self_p);
 
+/* The planning step of this network's own kernels (the module provider's
+ * hook, diar/kernel_plan.h): whether the launcher of req->boundary runs
+ * that layer, as this network builds it (the architecture's geometry: the
+ * loader takes no file of another shape), in req->math on card, with the
+ * kernels of req->area (resnet.* in fp32: resnet32's 3xTF32 variants, but
+ * resnet.conv1 the resnet module's direct kernel in both maths). No card is
+ * touched. Returns 0; GF_EUNSUP with the reason in why; GF_ENOENT for a
+ * boundary of another network. */
+int gf_embedding_gpu_plan(const gf_route_request *req, const gf_card_identity *card, char *why,
+                          size_t len);
+
 /* Put a ResNet boundary ("resnet.layer2.0.conv1", ...) or all of them
  * ("resnet") on the library route or the own implicit-GEMM kernel
  * (kernels/resnet/resnet.cu), or "pooling.stats" / "embedding.seg_1" on theirs

@@ -91,6 +91,21 @@ static int get(gf_safetensors *st, gf_segmentation_gpu *s, gf_cu_ptr *dev, const
     return upload(s, w, n * sizeof(float), dev);
 }
 
+/* The two convolution stages and the head's three layers, as the loader
+ * builds them and the planning step (gf_segmentation_gpu_plan) asks them. */
+static const char *const conv_names[2] = { "segconv.conv1", "segconv.conv2" };
+static const int conv_cin[2] = { NF, C2 }, conv_tin[2] = { T_P1, T_P2 };
+static const struct {
+    const char *boundary, *weight, *bias;
+    int in, out;
+    gf_dense_act act;
+} head[3] = {
+    { "dense.linear0", "linear.0.weight", "linear.0.bias", 2 * H, L0, GF_DENSE_LEAKY_RELU },
+    { "dense.linear1", "linear.1.weight", "linear.1.bias", L0, L0, GF_DENSE_LEAKY_RELU },
+    { "dense.classifier", "classifier.weight", "classifier.bias", L0, CLASSES,
+      GF_DENSE_LOG_SOFTMAX },
+};
+
 static int load_weights(gf_segmentation_gpu *s, gf_safetensors *st)
 {
     char name[96];
@@ -112,8 +127,6 @@ static int load_weights(gf_segmentation_gpu *s, gf_safetensors *st)
         rc = GF_EDEVICE;
     free(f);
     free(fd);
-    static const char *const conv_names[2] = { "segconv.conv1", "segconv.conv2" };
-    static const int conv_cin[2] = { NF, C2 }, conv_tin[2] = { T_P1, T_P2 };
     for (int i = 0; i < 2 && !rc; i++) {
         snprintf(name, sizeof name, "sincnet.conv1d.%d.weight", i + 1);
         const float *cw = gf_safetensors_get(st, name, 3, C2, conv_cin[i], KC);
@@ -153,16 +166,6 @@ static int load_weights(gf_segmentation_gpu *s, gf_safetensors *st)
         if (!s->lstm)
             rc = GF_EDEVICE;
     }
-    static const struct {
-        const char *boundary, *weight, *bias;
-        int in, out;
-        gf_dense_act act;
-    } head[3] = {
-        { "dense.linear0", "linear.0.weight", "linear.0.bias", 2 * H, L0, GF_DENSE_LEAKY_RELU },
-        { "dense.linear1", "linear.1.weight", "linear.1.bias", L0, L0, GF_DENSE_LEAKY_RELU },
-        { "dense.classifier", "classifier.weight", "classifier.bias", L0, CLASSES,
-          GF_DENSE_LOG_SOFTMAX },
-    };
     for (int i = 0; i < 3 && !rc; i++) {
         const float *lw = gf_safetensors_get(st, head[i].weight, 2, head[i].out, head[i].in);
         const float *lb = gf_safetensors_get(st, head[i].bias, 1, head[i].out);
@@ -303,6 +306,25 @@ static int route_of(void *obj, const char *boundary, gf_route_kind kind, const c
     if (strcmp(boundary, "segconv.conv2") == 0)
         return gf_segconv_gpu_set_route(s->segconv[1], kind, sha);
     return kind == GF_ROUTE_LIBRARY ? 0 : GF_ENOENT;
+}
+
+int gf_segmentation_gpu_plan(const gf_route_request *req, const gf_card_identity *card,
+                             char *why, size_t len)
+{
+    const char *b = req->boundary;
+    const int optin = card->smem_optin;
+    if (strcmp(b, "sincnet.conv0.abs_pool") == 0)
+        return gf_sinc_gpu_plan(optin, req->area, why, len);
+    for (int i = 0; i < 2; i++)
+        if (strcmp(b, conv_names[i]) == 0)
+            return gf_segconv_gpu_plan(conv_cin[i], optin, b, req->area, why, len);
+    if (strcmp(b, "lstm.stack") == 0)
+        return gf_lstm_gpu_plan(H, optin, req->area, why, len);
+    for (int i = 0; i < 3; i++)
+        if (strcmp(b, head[i].boundary) == 0)
+            return gf_dense_gpu_plan(head[i].in, head[i].out, head[i].act, b, req->area, why,
+                                     len);
+    return GF_ENOENT;
 }
 
 void gf_segmentation_gpu_share_card(gf_segmentation_gpu *s, bool shared)

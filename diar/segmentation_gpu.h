@@ -34,6 +34,15 @@ void gf_segmentation_gpu_destroy(gf_segmentation_gpu **self_p);
 int gf_segmentation_gpu_set_route(gf_segmentation_gpu *self, const char *boundary,
                                   gf_route_kind kind);
 
+/* The planning step of this network's own kernels (the module provider's
+ * hook, diar/kernel_plan.h): whether the launcher of req->boundary runs
+ * that layer, as this network builds it (its geometry is the architecture's:
+ * the loader takes no file of another shape), in req->math on card, with the
+ * kernels of req->area. No card is touched. Returns 0; GF_EUNSUP with the
+ * reason in why; GF_ENOENT for a boundary of another network. */
+int gf_segmentation_gpu_plan(const gf_route_request *req, const gf_card_identity *card,
+                             char *why, size_t len);
+
 /* Other work runs beside this network on the card (the pipeline's stages
  * overlapped): kernels that can then hold fewer multiprocessors for longer
  * (the LSTM stack's cluster kernel, gf_lstm_gpu_set_narrow). */

@@ -65,6 +65,24 @@ const gf_module_provider gf_module_provider_embedded = {
     .ctx = NULL,
 };
 
+int gf_plan_refuse_area(const char *asked, const char *runs, const char *boundary, char *why,
+                        size_t len)
+{
+    if (!asked || strcmp(asked, runs) == 0)
+        return 0;
+    snprintf(why, len, "%s runs the %s module's kernels here, not %s's", boundary, runs, asked);
+    return GF_EUNSUP;
+}
+
+int gf_plan_refuse_smem(int need, int optin, const char *kernel, char *why, size_t len)
+{
+    if (optin <= 0 || need <= optin)
+        return 0;
+    snprintf(why, len, "%s needs %d bytes of shared memory a block, this card offers %d", kernel,
+             need, optin);
+    return GF_EUNSUP;
+}
+
 bool gf_planner_force_library_env(void)
 {
     const char *v = getenv(GF_FORCE_LIBRARY_ENV);

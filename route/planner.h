@@ -58,11 +58,20 @@ typedef struct gf_module_provider {
      * geometry, a boundary this area's kernels do not run here), with the
      * reason in why; GF_EINVAL for invalid geometry; GF_EDEVICE for a driver
      * error. NULL: accepts every tuple (tests; production plugs in
-     * worker/kernel_plan.h). */
+     * diar/kernel_plan.h). */
     int (*plan)(void *ctx, const gf_route_request *req, const gf_card_identity *card,
                 char *why, size_t why_len);
     void *ctx;                 /* passed to both */
 } gf_module_provider;
+
+/* Words of a kernel's planning step, so that every launcher refuses alike:
+ * GF_EUNSUP with the reason in why when the candidate's area `asked` (NULL:
+ * not asked) is not `runs`, the module whose kernels run `boundary`; when a
+ * kernel needs `need` bytes of shared memory a block and the card offers
+ * `optin` (0: not known, not checked). 0 otherwise. */
+int gf_plan_refuse_area(const char *asked, const char *runs, const char *boundary, char *why,
+                        size_t len);
+int gf_plan_refuse_smem(int need, int optin, const char *kernel, char *why, size_t len);
 
 /* A build with no own modules: identity always GF_ENOENT. */
 extern const gf_module_provider gf_module_provider_none;
@@ -71,7 +80,7 @@ extern const gf_module_provider gf_module_provider_none;
  * ptx-jit module of (area, "sm<tier>") with the SHA-256 of its PTX text, or
  * GF_ENOENT. Its plan step accepts every tuple: the kernels' own refusals
  * (geometry, weights, device) belong to the GPU code, whose provider
- * (gf_kernel_modules, worker/kernel_plan.h) has the same identity and the
+ * (gf_kernel_modules, diar/kernel_plan.h) has the same identity and the
  * kernels' plan step; production plans with that one. Without nvcc the
  * table is empty. */
 extern const gf_module_provider gf_module_provider_embedded;

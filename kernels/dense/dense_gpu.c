@@ -147,6 +147,19 @@ void gf_dense_gpu_destroy(gf_dense_gpu **self_p)
 
 gf_route_kind gf_dense_gpu_route(const gf_dense_gpu *self) { return self->route; }
 
+int gf_dense_gpu_plan(int in, int out, gf_dense_act act, const char *boundary, const char *area,
+                      char *why, size_t len)
+{
+    bool leaky = act == GF_DENSE_LEAKY_RELU;
+    if (leaky ? (out != OWN_N || in < OWN_BK || in % OWN_BK != 0)
+              : (out != OWN_CLS_C || in != OWN_CLS_K)) {
+        snprintf(why, len, "no own kernel for %d inputs and %d outputs with %s", in, out,
+                 leaky ? "leaky ReLU" : "log-softmax");
+        return GF_EUNSUP;
+    }
+    return gf_plan_refuse_area(area, "dense", boundary, why, len);
+}
+
 int gf_dense_gpu_set_route(gf_dense_gpu *s, gf_route_kind kind, const char **module_sha256)
 {
     if (kind == GF_ROUTE_LIBRARY) {
@@ -154,10 +167,9 @@ int gf_dense_gpu_set_route(gf_dense_gpu *s, gf_route_kind kind, const char **mod
         return 0;
     }
     bool leaky = s->act == GF_DENSE_LEAKY_RELU;
-    if (leaky ? (s->out != OWN_N || s->in < OWN_BK || s->in % OWN_BK != 0)
-              : (s->out != OWN_CLS_C || s->in != OWN_CLS_K)) {
-        GF_WARN("%s: no own kernel for %d inputs and %d outputs with %s: refused", s->boundary,
-                s->in, s->out, leaky ? "leaky ReLU" : "log-softmax");
+    char why[200];
+    if (gf_dense_gpu_plan(s->in, s->out, s->act, s->boundary, NULL, why, sizeof why) != 0) {
+        GF_WARN("%s: %s: refused", s->boundary, why);
         return GF_EUNSUP;
     }
     const char *sha = NULL;

@@ -37,9 +37,18 @@ gf_dense_gpu *gf_dense_gpu_new(gf_gpu *gpu, gf_blas_gpu *blas, const char *bound
                                int max_rows);
 void gf_dense_gpu_destroy(gf_dense_gpu **self_p);
 
+/* The own route's planning step for a layer of `in` inputs and `out`
+ * outputs with activation act (boundary names it), with the kernels of
+ * module `area` (NULL: not asked): the own kernels run 128 outputs of a
+ * multiple of 16 inputs with leaky ReLU and 7 outputs of 128 inputs with
+ * log-softmax. Returns 0, or GF_EUNSUP with the reason in why (the
+ * planner's hook and the route switch apply this rule). */
+int gf_dense_gpu_plan(int in, int out, gf_dense_act act, const char *boundary, const char *area,
+                      char *why, size_t len);
+
 /* Choose the route; on success with the own route, *module_sha256 (may be
  * NULL) is the identity of the module that loaded. GF_EUNSUP (logged) where
- * the layer's shape is not one the own kernels run. */
+ * gf_dense_gpu_plan refuses the layer. */
 int gf_dense_gpu_set_route(gf_dense_gpu *self, gf_route_kind kind, const char **module_sha256);
 gf_route_kind gf_dense_gpu_route(const gf_dense_gpu *self);
 

@@ -155,6 +155,11 @@ int gf_seg1_gpu_set_tf32_kernel(gf_seg1_gpu *s, gf_seg1_tf32_kernel which)
     return 0;
 }
 
+int gf_seg1_gpu_plan(const char *area, char *why, size_t len)
+{
+    return gf_plan_refuse_area(area, "embedding", "embedding.seg_1", why, len);
+}
+
 int gf_seg1_gpu_set_route(gf_seg1_gpu *s, gf_route_kind kind, const char **module_sha256)
 {
     if (kind == GF_ROUTE_LIBRARY) {

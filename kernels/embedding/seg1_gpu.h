@@ -28,6 +28,14 @@ gf_seg1_gpu *gf_seg1_gpu_new(gf_gpu *gpu, gf_blas_gpu *blas, const float *w, con
                              int max_jobs);
 void gf_seg1_gpu_destroy(gf_seg1_gpu **self_p);
 
+/* The own route's planning step, with the kernels of module `area` (NULL:
+ * not asked): its kernels are the embedding module's (the dense area's GEMM
+ * could run seg_1 in principle, but the GPU code does not), and need no
+ * more shared memory than any card offers (the tf32 and cluster kernels,
+ * which do, are extras: the float32 kernel serves where they do not load).
+ * Returns 0, or GF_EUNSUP with the reason in why. */
+int gf_seg1_gpu_plan(const char *area, char *why, size_t len);
+
 /* Choose the route; on success with the own route, *module_sha256 (may be
  * NULL) is the identity of the module that loaded. GF_EDEVICE on a driver
  * error. */

@@ -190,6 +190,15 @@ int gf_fbank_gpu_set_route(gf_fbank_gpu *s, const char *boundary, gf_route_kind 
     return 0;
 }
 
+int gf_fbank_gpu_plan(const gf_route_request *req, const gf_card_identity *card, char *why,
+                      size_t len)
+{
+    (void)card;   /* its kernels take no dynamic shared memory */
+    if (boundary_index(req->boundary) < 0)
+        return GF_ENOENT;
+    return gf_plan_refuse_area(req->area, "fbank", req->boundary, why, len);
+}
+
 gf_route_kind gf_fbank_gpu_route(const gf_fbank_gpu *s, const char *boundary)
 {
     const int i = boundary_index(boundary);

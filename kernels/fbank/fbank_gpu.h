@@ -37,6 +37,14 @@ void gf_fbank_gpu_destroy(gf_fbank_gpu **self_p);
  * build has no fbank module; GF_EDEVICE on a driver error. */
 int gf_fbank_gpu_set_route(gf_fbank_gpu *self, const char *boundary, gf_route_kind kind,
                            const char **module_sha256);
+/* The planning step of the own kernels (the module provider's hook,
+ * diar/kernel_plan.h): fbank.dft and fbank.mel run the fbank module's
+ * kernels, on any card that module loads on, at any batch; a binding of
+ * another area (the dense area may also bind them) is refused, since the GPU
+ * code has no such route. Returns 0; GF_EUNSUP with the reason in why;
+ * GF_ENOENT for another boundary. */
+int gf_fbank_gpu_plan(const gf_route_request *req, const gf_card_identity *card, char *why,
+                      size_t len);
 /* The route of a boundary (library for an unknown name). */
 gf_route_kind gf_fbank_gpu_route(const gf_fbank_gpu *self, const char *boundary);
 /* The planner's production routes for both boundaries at (batch, math): own

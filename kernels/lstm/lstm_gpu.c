@@ -7,6 +7,7 @@
 
 #include <assert.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -112,19 +113,37 @@ static size_t cluster_smem(int seqs)
     return ((size_t)2 * seqs * (OWN_HIDDEN + 4) + (size_t)seqs * 80) * sizeof(float);
 }
 
+/* gf_lstm_rec_v1's dynamic shared memory: the W_hh columns it does not keep
+ * in registers, h and the gates. */
+static int rec_smem(void)
+{
+    return (int)(((size_t)(OWN_HIDDEN - OWN_KREG) * 4 * OWN_HIDDEN + OWN_HIDDEN + 4 * OWN_HIDDEN)
+                 * sizeof(float));
+}
+
+int gf_lstm_gpu_plan(int hidden, int smem_optin, const char *area, char *why, size_t len)
+{
+    if (hidden != OWN_HIDDEN) {
+        snprintf(why, len, "the own kernel is built for hidden size %d, not %d", OWN_HIDDEN,
+                 hidden);
+        return GF_EUNSUP;
+    }
+    GF_TRY(gf_plan_refuse_area(area, "lstm", "lstm.stack", why, len));
+    return gf_plan_refuse_smem(rec_smem(), smem_optin, "gf_lstm_rec_v1", why, len);
+}
+
 int gf_lstm_gpu_set_route(gf_lstm_gpu *s, gf_route_kind kind, const char **module_sha256)
 {
     if (kind == GF_ROUTE_LIBRARY) {
         s->route = GF_ROUTE_LIBRARY;
         return 0;
     }
-    if (s->hidden != OWN_HIDDEN) {
-        GF_WARN("lstm.stack: own kernel is built for hidden size %d, not %d: refused",
-                OWN_HIDDEN, s->hidden);
+    char why[200];
+    if (gf_lstm_gpu_plan(s->hidden, 0, NULL, why, sizeof why) != 0) {
+        GF_WARN("lstm.stack: %s: refused", why);   /* shared memory: gf_gpu_own_kernel */
         return GF_EUNSUP;
     }
-    size_t G = 4 * OWN_HIDDEN;
-    size_t smem = ((size_t)(OWN_HIDDEN - OWN_KREG) * G + OWN_HIDDEN + G) * sizeof(float);
+    size_t smem = (size_t)rec_smem();
     const char *sha = NULL;
     int rc = gf_gpu_own_kernel(s->gpu, "lstm.stack", "lstm", "gf_lstm_rec_v1", (int)smem, &s->rec,
                                &sha);

@@ -32,9 +32,17 @@ gf_lstm_gpu *gf_lstm_gpu_new(gf_gpu *gpu, gf_blas_gpu *blas, int layers, int in0
                              const gf_lstm_gpu_dir (*w)[2], int max_batch, int T);
 void gf_lstm_gpu_destroy(gf_lstm_gpu **self_p);
 
-/* Choose the route. The own route is refused (GF_EUNSUP, reason logged) for a
- * hidden size other than 128 (valid but unimplemented geometry) or a card
- * whose shared memory per block is too small; GF_EDEVICE on a driver error.
+/* The own route's planning step: whether it runs a stack of this hidden size
+ * on a card offering smem_optin bytes of shared memory a block (0: not known,
+ * not checked), with the kernels of module `area` (NULL: not asked). It is
+ * built for hidden 128 only (other sizes are valid but unimplemented
+ * geometry). Returns 0, or GF_EUNSUP with the reason in why (the planner's
+ * hook and the route switch apply this rule). */
+int gf_lstm_gpu_plan(int hidden, int smem_optin, const char *area, char *why, size_t len);
+
+/* Choose the route. The own route is refused (GF_EUNSUP, reason logged) where
+ * gf_lstm_gpu_plan refuses it, or a card whose shared memory per block is too
+ * small; GF_EDEVICE on a driver error.
  * On success with the own route, *module_sha256 (may be NULL) is the identity
  * of the module that loaded. */
 int gf_lstm_gpu_set_route(gf_lstm_gpu *self, gf_route_kind kind, const char **module_sha256);

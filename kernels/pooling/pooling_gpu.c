@@ -64,6 +64,11 @@ void gf_pool_gpu_destroy(gf_pool_gpu **self_p)
 
 gf_route_kind gf_pool_gpu_route(const gf_pool_gpu *self) { return self->route; }
 
+int gf_pool_gpu_plan(const char *area, char *why, size_t len)
+{
+    return gf_plan_refuse_area(area, "pooling", "pooling.stats", why, len);
+}
+
 int gf_pool_gpu_set_route(gf_pool_gpu *p, gf_route_kind kind, const char **module_sha256)
 {
     if (kind == GF_ROUTE_LIBRARY) {

@@ -28,6 +28,12 @@ typedef struct gf_pool_gpu gf_pool_gpu;
 gf_pool_gpu *gf_pool_gpu_new(gf_gpu *gpu, int max_batch, int max_jobs);
 void gf_pool_gpu_destroy(gf_pool_gpu **self_p);
 
+/* The own route's planning step, with the kernels of module `area` (NULL:
+ * not asked): the kernel runs any batch on any card its module loads on, so
+ * it refuses only another area's module. Returns 0, or GF_EUNSUP with the
+ * reason in why. */
+int gf_pool_gpu_plan(const char *area, char *why, size_t len);
+
 /* Choose the route; on success with the own route, *module_sha256 (may be
  * NULL) is the identity of the module that loaded. GF_EDEVICE on a driver
  * error. */

@@ -184,6 +184,50 @@ size_t gf_conv_gpu_col_floats(const gf_conv_gpu *self, int B, int h, int w)
            self->shape.k * self->shape.k;
 }
 
+/* Whether variant kern has an entry for a layer of shape s on a card of
+ * compute capability cc: 0, or GF_EUNSUP with the reason in why. */
+static int variant_fits(const gf_conv_own_kernel *kern, gf_conv_shape s, int cc, char *why,
+                        size_t len)
+{
+    if (kern->only_cc && kern->only_cc != cc) {
+        snprintf(why, len, "%s runs on cc %d.%d only", kern->name3, kern->only_cc / 10,
+                 kern->only_cc % 10);
+        return GF_EUNSUP;
+    }
+    if ((s.k == 3 ? kern->name3 : kern->name1) == NULL ||
+        (kern->tile_rows && s.stride != 1) ||   /* the halo variants: stride 1 only */
+        (kern->version == 6 && (s.cin != 1 || s.cout > 32))) {
+        snprintf(why, len, "the own kernel's v%d has no entry for this shape", kern->version);
+        return GF_EUNSUP;
+    }
+    return 0;
+}
+
+int gf_conv_gpu_plan(gf_conv_shape s, gf_math math, int cc, int smem_optin, const char *area,
+                     char *why, size_t len)
+{
+    if (cc < 80) {
+        snprintf(why, len, "the own kernel needs cc >= 8.0 (tf32 mma), this card is %d.%d",
+                 cc / 10, cc % 10);
+        return GF_EUNSUP;
+    }
+    if (s.k != 3 && s.k != 1) {
+        snprintf(why, len, "the own kernel has no %dx%d variant", s.k, s.k);
+        return GF_EUNSUP;
+    }
+    const gf_conv_own_kernel *kern = gf_conv_gpu_own_kernel(s, cc, math);
+    if (!kern) {
+        snprintf(why, len, "the own kernel has no %s variant for this shape (%dx%d, stride %d)",
+                 gf_math_name(math), s.k, s.k, s.stride);
+        return GF_EUNSUP;
+    }
+    GF_TRY(variant_fits(kern, s, cc, why, len));
+    GF_TRY(gf_plan_refuse_area(area, gf_conv_own_module(kern), math == GF_MATH_FP32
+                               ? "this layer in fp32" : "this layer in tf32", why, len));
+    return gf_plan_refuse_smem(gf_conv_own_smem(kern), smem_optin,
+                               s.k == 3 ? kern->name3 : kern->name1, why, len);
+}
+
 int gf_conv_gpu_set_route(gf_conv_gpu *c, gf_route_kind kind, gf_math math,
                           const char **module_sha256)
 {
@@ -191,23 +235,13 @@ int gf_conv_gpu_set_route(gf_conv_gpu *c, gf_route_kind kind, gf_math math,
         c->route = GF_ROUTE_LIBRARY;
         return 0;
     }
-    if (gf_gpu_cc(c->gpu) < 80) {
-        GF_WARN("%s: the own kernel needs cc >= 8.0 (tf32 mma), this card is %d.%d: refused",
-                c->boundary, gf_gpu_cc(c->gpu) / 10, gf_gpu_cc(c->gpu) % 10);
+    char why[200];
+    if (gf_conv_gpu_plan(c->shape, math, gf_gpu_cc(c->gpu), 0, NULL, why, sizeof why) != 0) {
+        GF_WARN("%s: %s: refused", c->boundary, why);   /* shared memory: gf_gpu_own_kernel */
         return GF_EUNSUP;
     }
-    if (c->shape.k != 3 && c->shape.k != 1) {
-        GF_WARN("%s: the own kernel has no %dx%d variant: refused", c->boundary, c->shape.k,
-                c->shape.k);
-        return GF_EUNSUP;
-    }
-    const gf_conv_own_kernel *kern = gf_conv_gpu_own_kernel(c->shape, gf_gpu_cc(c->gpu), math);
-    if (!kern) {
-        GF_WARN("%s: the own kernel has no %s variant for this shape (%dx%d, stride %d): refused",
-                c->boundary, gf_math_name(math), c->shape.k, c->shape.k, c->shape.stride);
-        return GF_EUNSUP;
-    }
-    return gf_conv_gpu_set_own_variant(c, kern, module_sha256);
+    return gf_conv_gpu_set_own_variant(c, gf_conv_gpu_own_kernel(c->shape, gf_gpu_cc(c->gpu), math),
+                                       module_sha256);
 }
 
 const gf_conv_own_kernel *gf_conv_own_kernels(size_t *count)
@@ -219,20 +253,19 @@ const gf_conv_own_kernel *gf_conv_own_kernels(size_t *count)
 int gf_conv_gpu_set_own_variant(gf_conv_gpu *c, const gf_conv_own_kernel *kern,
                                 const char **module_sha256)
 {
-    if (kern->only_cc && kern->only_cc != gf_gpu_cc(c->gpu)) {
-        GF_WARN("%s: %s runs on cc %d.%d only: refused", c->boundary, kern->name3,
-                kern->only_cc / 10, kern->only_cc % 10);
-        return GF_EUNSUP;
+    char why[200];
+    int rc = variant_fits(kern, c->shape, gf_gpu_cc(c->gpu), why, sizeof why);
+    if (rc == 0 && kern->packed && !c->wp) {
+        snprintf(why, sizeof why, "the own kernel's v%d reads packed weights, which this layer "
+                 "did not upload", kern->version);
+        rc = GF_EUNSUP;
     }
-    if ((c->shape.k == 3 ? kern->name3 : kern->name1) == NULL || (kern->packed && !c->wp) ||
-        (kern->tile_rows && c->shape.stride != 1) ||   /* the halo variants: stride 1 only */
-        (kern->version == 6 && (c->shape.cin != 1 || c->shape.cout > 32))) {
-        GF_WARN("%s: the own kernel's v%d has no entry for this shape: refused", c->boundary,
-                kern->version);
-        return GF_EUNSUP;
+    if (rc) {
+        GF_WARN("%s: %s: refused", c->boundary, why);
+        return rc;
     }
     const char *sha = NULL;
-    int rc = gf_gpu_own_kernel(c->gpu, c->boundary, gf_conv_own_module(kern),
+    rc = gf_gpu_own_kernel(c->gpu, c->boundary, gf_conv_own_module(kern),
                                c->shape.k == 3 ? kern->name3 : kern->name1,
                                gf_conv_own_smem(kern), &c->own, &sha);
     if (rc)

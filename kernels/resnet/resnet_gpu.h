@@ -70,10 +70,23 @@ const char *gf_conv_gpu_boundary(const gf_conv_gpu *self);
 gf_conv_shape gf_conv_gpu_shape(const gf_conv_gpu *self);
 gf_route_kind gf_conv_gpu_route(const gf_conv_gpu *self);
 
-/* Choose the route. The own kernel needs cc >= 8.0 and a variant for this
- * shape in `math` (gf_conv_gpu_own_kernel): otherwise GF_EUNSUP (refused,
- * logged). On success with the own route, *module_sha256 (may be NULL) is
- * the identity of the module that loaded (resnet or resnet32). */
+/* The own route's planning step: whether it runs a layer of this shape in
+ * `math` on a card of compute capability cc (major * 10 + minor) that offers
+ * smem_optin bytes of shared memory a block (0: not known, not checked), with
+ * the kernels of module `area` ("resnet" or "resnet32"; NULL: whichever the
+ * variant lives in). It needs cc >= 8.0, a variant for the shape
+ * (gf_conv_gpu_own_kernel) with an entry for it, in that module, within the
+ * card's shared memory. Returns 0, or GF_EUNSUP with the reason in why (the
+ * planner's hook, diar/kernel_plan.h, and the route switch below apply
+ * this one rule). */
+int gf_conv_gpu_plan(gf_conv_shape shape, gf_math math, int cc, int smem_optin, const char *area,
+                     char *why, size_t len);
+
+/* Choose the route. The own route is refused (GF_EUNSUP, logged) where
+ * gf_conv_gpu_plan refuses it on this card, or the card offers less shared
+ * memory than the variant needs. On success with the own route,
+ * *module_sha256 (may be NULL) is the identity of the module that loaded
+ * (resnet or resnet32). */
 int gf_conv_gpu_set_route(gf_conv_gpu *self, gf_route_kind kind, gf_math math,
                           const char **module_sha256);
 

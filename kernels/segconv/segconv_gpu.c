@@ -78,6 +78,14 @@ static int own_smem(const gf_segconv_gpu *s)
     return (int)sizeof(float) * s->cin * OWN_SPAN;
 }
 
+int gf_segconv_gpu_plan(int cin, int smem_optin, const char *boundary, const char *area,
+                        char *why, size_t len)
+{
+    GF_TRY(gf_plan_refuse_area(area, "segconv", boundary, why, len));
+    return gf_plan_refuse_smem((int)sizeof(float) * cin * OWN_SPAN, smem_optin, "gf_segconv_pool",
+                               why, len);
+}
+
 int gf_segconv_gpu_set_route(gf_segconv_gpu *s, gf_route_kind kind, const char **module_sha256)
 {
     if (kind == GF_ROUTE_LIBRARY) {

@@ -29,6 +29,15 @@ gf_segconv_gpu *gf_segconv_gpu_new(gf_gpu *gpu, gf_blas_gpu *blas, const char *b
                                    int max_batch);
 void gf_segconv_gpu_destroy(gf_segconv_gpu **self_p);
 
+/* The own route's planning step for a stage of cin input channels (boundary
+ * names it) on a card offering smem_optin bytes of shared memory a block (0:
+ * not known, not checked), with the kernels of module `area` (NULL: not
+ * asked): the kernel needs cin·784 bytes. Returns 0, or GF_EUNSUP with the
+ * reason in why (the planner's hook; the route switch's gf_gpu_own_kernel
+ * applies the same limit). */
+int gf_segconv_gpu_plan(int cin, int smem_optin, const char *boundary, const char *area,
+                        char *why, size_t len);
+
 /* Choose the route; on success with the own route, *module_sha256 (may be
  * NULL) is the identity of the module that loaded. GF_EUNSUP (logged) where
  * the card's shared memory per block is below the kernel's cin·784 bytes. */

@@ -76,6 +76,12 @@ void gf_sinc_gpu_destroy(gf_sinc_gpu **self_p)
 
 gf_route_kind gf_sinc_gpu_route(const gf_sinc_gpu *self) { return self->route; }
 
+int gf_sinc_gpu_plan(int smem_optin, const char *area, char *why, size_t len)
+{
+    GF_TRY(gf_plan_refuse_area(area, "sincnet", "sincnet.conv0.abs_pool", why, len));
+    return gf_plan_refuse_smem(OWN_SMEM, smem_optin, "gf_sinc_abs_pool_f64", why, len);
+}
+
 int gf_sinc_gpu_set_route(gf_sinc_gpu *s, gf_route_kind kind, const char **module_sha256)
 {
     if (kind == GF_ROUTE_LIBRARY) {

@@ -31,6 +31,13 @@ gf_sinc_gpu *gf_sinc_gpu_new(gf_gpu *gpu, gf_blas_gpu *blas, const double *filte
                              int max_batch);
 void gf_sinc_gpu_destroy(gf_sinc_gpu **self_p);
 
+/* The own route's planning step on a card offering smem_optin bytes of
+ * shared memory a block (0: not known, not checked), with the kernels of
+ * module `area` (NULL: not asked): the kernel needs 95 KB. Returns 0, or
+ * GF_EUNSUP with the reason in why (the planner's hook; the route switch's
+ * gf_gpu_own_kernel applies the same limit). */
+int gf_sinc_gpu_plan(int smem_optin, const char *area, char *why, size_t len);
+
 /* Choose the route. The own route is refused (GF_EUNSUP, logged) on a card
  * whose shared memory per block is below the kernel's 95 KB; GF_EDEVICE on a
  * driver error. On success with the own route, *module_sha256 (may be NULL)

@@ -12,6 +12,7 @@
  * status says whether any failed. */
 #include "cli/diarsubmit.h"
 #include "cli/cliopts.h"
+#include "common/card.h"
 #include "common/config.h"
 #include "common/devstats.h"
 #include "common/error.h"
@@ -21,6 +22,7 @@
 #include "diar/pipeline.h"
 #include "diar/io/rttm.h"
 #include "diar/backend_gpu.h"
+#include "diar/kernel_plan.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -310,6 +312,20 @@ static int via_broker(int argc, char **argv, const char *config_path, const char
     return status;
 }
 
+/* The route plan of CUDA card `ordinal`, its identity read once, made as a
+ * worker makes its own (diar/kernel_plan.h). Returns 0 and *out, or the
+ * error (logged). */
+static int plan_card(int ordinal, gf_route_plan **out)
+{
+    gf_device_conf conf = { .index = ordinal, .kind = GF_DEVICE_CUDA };
+    gf_card_identity card;
+    int rc = gf_card_identify(&conf, &card);
+    if (rc != 0)
+        return rc;
+    *out = gf_kernel_plan_new(&card);
+    return *out ? 0 : GF_EDEVICE;
+}
+
 int gf_cmd_diarize(int argc, char **argv)
 {
     enum { O_GPU = 1000, O_ANY, O_MODELS, O_NUM, O_MIN, O_MAX, O_OUT, O_JSON, O_SAVE, O_LOCAL,
@@ -406,6 +422,7 @@ int gf_cmd_diarize(int argc, char **argv)
     int status = 0;
     path_list inputs = { 0 };
     gf_diar *d = NULL;
+    gf_route_plan *plan = NULL;
     for (int i = optind; i < argc; i++) {
         int rc = expand(argv[i], &inputs);
         if (rc)
@@ -440,8 +457,10 @@ int gf_cmd_diarize(int argc, char **argv)
         /* the networks on a CUDA card: --gpu N must get card N, --any takes
          * card 0 when there is one and stays on the CPU otherwise */
         gf_diar_backend be;
-        int brc = gf_diar_backend_gpu(gpu >= 0 ? gpu : 0, models_dir, cfg->batch_size,
-                                      cfg->tf32 ? GF_MATH_TF32 : GF_MATH_FP32, cfg->overlap, &be);
+        int brc = plan_card(gpu >= 0 ? gpu : 0, &plan);
+        brc = brc ? brc : gf_diar_backend_gpu(plan, models_dir, cfg->batch_size,
+                                              cfg->tf32 ? GF_MATH_TF32 : GF_MATH_FP32,
+                                              cfg->overlap, &be);
         if (brc == 0) {
             gf_diar_set_backend(d, &be);
             fprintf(stderr, "gpuflock diarize: networks on CUDA card %d\n", gpu >= 0 ? gpu : 0);
@@ -466,6 +485,7 @@ int gf_cmd_diarize(int argc, char **argv)
     }
 out:
     gf_diar_destroy(&d);
+    gf_route_plan_destroy(&plan);   /* after the pipeline, whose backend applied it */
     for (size_t i = 0; i < inputs.n; i++)
         free(inputs.paths[i]);
     free(inputs.paths);

@@ -7,7 +7,13 @@
  * fbank and ResNet trunk as soon as the windows are on the card, before the
  * segmentation runs, so the two networks share the card (the LSTM's blocks
  * leave most multiprocessors idle); the pooling, which needs the
- * segmentation's masks, follows in embed. */
+ * segmentation's masks, follows in embed.
+ *
+ * Routes: the worker's plan (route/plan.h), applied once here for every
+ * call size the pipeline can make with this capacity: each production batch
+ * up to max_batch, and the library row for the sizes that are none (a
+ * recording's last batch). Each call first puts the networks on its size's
+ * row, switching only the boundaries whose route differs (use_row). */
 #include "diar/backend_gpu.h"
 #include "diar/cluster/ahc_gpu.h"
 
@@ -20,7 +26,6 @@
 #include "kernels/fbank/fbank_gpu.h"
 #include "diar/models.h"
 #include "diar/segmentation_gpu.h"
-#include "route/evidence.h"
 #include "gpu/device.h"
 #include "route/planner.h"
 
@@ -50,12 +55,71 @@ typedef struct {
     bool trunk_ahead;             /* segment_span started the fbank and trunk of its windows */
     char identity[80];            /* "cuda " and the digest of the routes applied (plan_identity):
                                      gf_diar_backend.identity, for checkpoints */
+    int row_batch[GF_DIAR_GPU_ROWS];   /* each row's call size: 0 (any that is no production
+                                          batch), then the production batches up to max_batch */
+    size_t n_rows;
+    size_t n_bounds;              /* boundaries a row holds: the registry's, in its order */
+    gf_route *routes;             /* [n_rows][n_bounds]: the routes applied, row by row */
+    int active;                   /* the row the networks are on; -1: not known (a failed switch) */
 } gpu_ctx;
+
+/* Any boundary of the three networks, by name (a gf_route_setter). */
+static int set_route(void *ctx, const char *boundary, gf_route_kind kind, const char **sha)
+{
+    gpu_ctx *c = ctx;
+    int rc = gf_segmentation_gpu_switch(c->seg, boundary, kind, sha);
+    if (rc == GF_ENOENT)
+        rc = gf_embedding_gpu_switch(c->emb, boundary, kind, sha);
+    if (rc == GF_ENOENT)
+        rc = gf_fbank_gpu_switch(c->fbank, boundary, kind, sha);
+    return rc;
+}
+
+/* The row of a call of B windows; -1 for a size above the capacity. */
+static int row_of(const gpu_ctx *c, int B)
+{
+    int want = gf_route_plan_row(B);
+    for (size_t r = 0; B >= 1 && B <= c->max_batch && r < c->n_rows; r++)
+        if (c->row_batch[r] == want)
+            return (int)r;
+    return -1;
+}
+
+/* Put the networks on the routes of a call of B windows: only the boundaries
+ * whose route differs from the row they are on switch (the own modules are
+ * loaded already; a switch back is a table lookup). */
+static int use_row(gpu_ctx *c, int B)
+{
+    int r = row_of(c, B);
+    if (r < 0) {
+        GF_ERROR("CUDA card: a batch of %d windows, capacity %d", B, c->max_batch);
+        return GF_EINVAL;
+    }
+    if (c->active == r)
+        return 0;
+    const gf_route *want = &c->routes[(size_t)r * c->n_bounds];
+    const gf_route *have = c->active >= 0 ? &c->routes[(size_t)c->active * c->n_bounds] : NULL;
+    int was = c->active;
+    c->active = -1;
+    for (size_t i = 0; i < c->n_bounds; i++)
+        if (!have || want[i].kind != have[i].kind) {
+            int rc = set_route(c, want[i].boundary, want[i].kind, NULL);
+            if (rc != 0) {
+                GF_ERROR("CUDA card: %s to the %s route for a batch of %d (from the row of %d): "
+                         "%s", want[i].boundary, gf_route_kind_name(want[i].kind), B,
+                         was >= 0 ? c->row_batch[was] : -1, gf_strerror(rc));
+                return rc;
+            }
+        }
+    c->active = r;
+    return 0;
+}
 
 static int gpu_segment(void *ctx, const float *wave, int B, float *logp, gf_devstats *stats)
 {
     gpu_ctx *c = ctx;
     c->seg_span = false;
+    GF_TRY(use_row(c, B));
     return gf_segmentation_gpu_run(c->seg, wave, B, logp, stats);
 }
 
@@ -84,6 +148,7 @@ static int gpu_segment_span(void *ctx, const float *span, int B, float *logp,
         return GF_EINVAL;
     }
     GF_TRY(finish_ahead(c, stats));
+    GF_TRY(use_row(c, B));
     size_t samples = (size_t)(B - 1) * GF_DIAR_STEP + GF_DIAR_WINDOW;
     int step = GF_DIAR_STEP, window = GF_DIAR_WINDOW;
     gf_cu_ptr out = gf_segmentation_gpu_input(c->seg);
@@ -117,6 +182,7 @@ static int gpu_fbank(void *ctx, const float *wave, int B, float *feats, gf_devst
         return 0;   /* segment_span started them: features and trunk are on the card */
     GF_TRY(finish_ahead(c, stats));
     c->feats_kept = false;
+    GF_TRY(use_row(c, B));
     int rc;
     if (wave) {
         rc = gf_fbank_gpu_run(c->fbank, wave, B, feats, stats);
@@ -146,6 +212,7 @@ static int gpu_embed(void *ctx, const float *fbank, int B, const int *job_window
     GF_TRY(finish_ahead(c, stats));
     if (n_jobs == 0)
         return 0;   /* nothing to pool, and no trunk to finish */
+    GF_TRY(use_row(c, B));
     if (fbank)
         return gf_embedding_gpu_run(c->emb, fbank, B, job_window, masks, n_jobs, emb, stats);
     if (!c->feats_kept || B != c->feats_batch) {
@@ -180,18 +247,15 @@ static void gpu_destroy(void *ctx)
     gf_gpu_destroy(&c->gpu_e);
     gf_blas_gpu_destroy(&c->blas);
     gf_gpu_destroy(&c->gpu);
+    free(c->routes);
     free(c);
 }
 
-/* One batch of quiet noise through everything the pipeline will run on the
- * card, untimed, before the first recording: the first call of each kernel
- * otherwise pays for the driver loading its module (lazily, and cuBLAS's
- * among them) and for cuBLAS choosing its algorithms, up to about 0.1 s
- * that would land in the first recording's first batch. A worker keeps
- * the backend between jobs, so it pays this once. */
-static int warm_up(gpu_ctx *c)
+/* One batch of B windows of quiet noise through everything the pipeline
+ * will run on the card for that size, untimed. */
+static int warm_batch(gpu_ctx *c, int B)
 {
-    const int B = c->max_batch, jobs = GF_DIAR_SPEAKERS * B;   /* a full batch's shapes */
+    const int jobs = GF_DIAR_SPEAKERS * B;   /* a full batch's shapes */
     const size_t samples = (size_t)(B - 1) * GF_DIAR_STEP + GF_DIAR_WINDOW;
     float *span = gf_malloc(samples * sizeof *span);
     float *logp = gf_malloc((size_t)B * GF_DIAR_FRAMES * GF_DIAR_CLASSES * sizeof *logp);
@@ -205,32 +269,58 @@ static int warm_up(gpu_ctx *c)
         job_window[j] = j / GF_DIAR_SPEAKERS;
     for (size_t i = 0; i < (size_t)jobs * GF_DIAR_FRAMES; i++)
         masks[i] = 1.0f;
-    /* three points in the plane: two merges of the card's linkage */
-    const double pts[6] = { 0.0, 0.0, 1.0, 0.0, 0.0, 3.0 };
-    double Z[8];
     int rc = gpu_segment_span(c, span, B, logp, NULL);
     rc = rc ? rc : gpu_fbank(c, NULL, B, NULL, NULL);
     rc = rc ? rc : gpu_embed(c, NULL, B, job_window, masks, jobs, emb, NULL);
-    rc = rc ? rc : gf_ahc_link_gpu(c->gpu, NULL, pts, 3, 2, Z);
     free(span);
     free(logp);
     free(masks);
     free(emb);
     free(job_window);
     if (rc != 0)
-        GF_ERROR("CUDA card: the warm-up batch failed (%s)", gf_strerror(rc));
+        GF_ERROR("CUDA card: the warm-up batch of %d windows failed (%s)", B, gf_strerror(rc));
+    return rc;
+}
+
+/* A batch of quiet noise for each row, untimed, before the first recording:
+ * the first call of each kernel otherwise pays for the driver loading its
+ * module (lazily, and cuBLAS's among them) and for cuBLAS choosing its
+ * algorithms, up to about 0.1 s that would land in the first recording's
+ * first batch (or, for a row whose routes differ, its last). A row's batch:
+ * its production batch; the library row's, max_batch where that is no
+ * production batch, else 2 windows. The full batch goes last, so the
+ * networks start on its row. A worker keeps the backend between jobs, so it
+ * pays this once. */
+static int warm_up(gpu_ctx *c)
+{
+    int sizes[GF_DIAR_GPU_ROWS];
+    size_t n = 0;
+    for (size_t r = 0; r < c->n_rows; r++) {
+        int b = c->row_batch[r];
+        if (b == 0)
+            b = gf_route_plan_row(c->max_batch) == 0 ? c->max_batch : 2;
+        if (b != c->max_batch)
+            sizes[n++] = b;
+    }
+    sizes[n++] = c->max_batch;
+    int rc = 0;
+    for (size_t i = 0; i < n && !rc; i++)
+        rc = warm_batch(c, sizes[i]);
+    /* three points in the plane: two merges of the card's linkage */
+    const double pts[6] = { 0.0, 0.0, 1.0, 0.0, 0.0, 3.0 };
+    double Z[8];
+    rc = rc ? rc : gf_ahc_link_gpu(c->gpu, NULL, pts, 3, 2, Z);
     return rc;
 }
 
 /* The backend's identity for checkpoints (gf_diar_backend.identity): "cuda "
  * and the SHA-256 of what decides the networks' numbers on this card
  * besides the weights: the card (name, capability, multiprocessors, driver,
- * whose JIT compiles the PTX) and each route planned at this batch
- * (boundary, batch, math, own or library, and an own route's module
- * digest), or why every route is the library's. A checkpoint made under
- * another plan is not reused: its results could differ in the last bits. */
-static void plan_identity(gpu_ctx *c, const gf_card_identity *card, const gf_planner *pl,
-                          int max_batch, const char *library_why)
+ * whose JIT compiles the PTX) and every route applied, row by row (the call
+ * size, boundary, math, own or library, and an own route's module digest).
+ * A checkpoint made under another plan is not reused: its results could
+ * differ in the last bits. */
+static void plan_identity(gpu_ctx *c, const gf_card_identity *card)
 {
     char *text = NULL;
     size_t len = 0;
@@ -239,20 +329,15 @@ static void plan_identity(gpu_ctx *c, const gf_card_identity *card, const gf_pla
         abort();   /* out of memory */
     fprintf(f, "card %s cc %d.%d sms %d driver %d\n", card->name, card->cc_major,
             card->cc_minor, card->sm_count, card->driver_version);
-    gf_route *routes = NULL;
-    size_t n = 0;
-    if (library_why)
-        fprintf(f, "library everywhere: %s\n", library_why);
-    else if (gf_plan_all(pl, &routes, &n) != 0)
-        fprintf(f, "no plan\n");
-    for (size_t i = 0; i < n; i++) {
-        const gf_route *r = &routes[i];
-        if (r->batch != max_batch)
-            continue;
-        fprintf(f, "%s %d %s %s %s\n", r->boundary, r->batch, gf_math_name(r->math),
-                gf_route_kind_name(r->kind), r->kind == GF_ROUTE_OWN ? r->module.sha256 : "-");
+    for (size_t r = 0; r < c->n_rows; r++) {
+        fprintf(f, "row %d\n", c->row_batch[r]);
+        for (size_t i = 0; i < c->n_bounds; i++) {
+            const gf_route *rt = &c->routes[r * c->n_bounds + i];
+            fprintf(f, "%s %s %s %s\n", rt->boundary, gf_math_name(rt->math),
+                    gf_route_kind_name(rt->kind),
+                    rt->kind == GF_ROUTE_OWN ? rt->module.sha256 : "-");
+        }
     }
-    free(routes);
     fclose(f);
     char hex[GF_SHA256_HEX_LEN];
     gf_sha256_hex(text, len, hex);
@@ -260,49 +345,61 @@ static void plan_identity(gpu_ctx *c, const gf_card_identity *card, const gf_pla
     snprintf(c->identity, sizeof c->identity, "cuda %s", hex);
 }
 
-/* Routes from the planner: own kernels where the evidence binds them on this
- * exact card for (max_batch, math) and the module that loads is the bound
- * one; the library route everywhere else. Missing or invalid evidence, or a
- * batch that is not a production batch: library everywhere (logged). */
-static int apply_plan(gpu_ctx *c, int ordinal, int max_batch, gf_math math)
+/* The plan's routes for every call size this capacity allows: the library
+ * row (sizes that are no production batch, when there are any: max_batch >=
+ * 2), then each production batch up to max_batch, applied in that order
+ * (the own modules of every row load now); the networks stay on the last. */
+static int apply_rows(gpu_ctx *c, gf_route_plan *plan, gf_math math)
 {
-    gf_device_conf conf = { .index = ordinal, .kind = GF_DEVICE_CUDA };
-    gf_card_identity card;
-    memset(&card, 0, sizeof card);
-    int id_rc = gf_card_identify(&conf, &card);
-    if (!gf_batch_is_production(max_batch)) {
-        GF_INFO("CUDA card %d: batch %d is not a production batch (1, 8, 32): library routes",
-                ordinal, max_batch);
-        plan_identity(c, &card, NULL, max_batch, "not a production batch");
-        return 0;
-    }
-    gf_evidence *ev = NULL;
-    if (gf_evidence_open(gf_evidence_default_dir(), &ev) != 0) {
-        GF_WARN("CUDA card %d: no valid evidence in %s: library routes", ordinal,
-                gf_evidence_default_dir());
-        plan_identity(c, &card, NULL, max_batch, "no valid evidence");
-        return 0;
-    }
-    gf_planner pl = { ev, &card, &gf_module_provider_embedded, gf_planner_force_library_env() };
-    int rc = id_rc;
-    rc = rc ? rc : gf_segmentation_gpu_apply_plan(c->seg, &pl, max_batch, math);
-    rc = rc ? rc : gf_embedding_gpu_apply_plan(c->emb, &pl, max_batch);
-    rc = rc ? rc : gf_fbank_gpu_apply_plan(c->fbank, &pl, max_batch, math);
-    if (rc == 0)
-        plan_identity(c, &card, &pl, max_batch, NULL);
-    gf_evidence_destroy(&ev);
+    const int *prod = gf_production_batches();
+    c->n_rows = 0;
+    if (c->max_batch >= 2)
+        c->row_batch[c->n_rows++] = 0;
+    for (int j = 0; j < GF_N_PRODUCTION_BATCHES; j++)
+        if (prod[j] <= c->max_batch)
+            c->row_batch[c->n_rows++] = prod[j];
+    c->n_bounds = gf_boundary_count();
+    c->routes = gf_calloc(c->n_rows * c->n_bounds, sizeof *c->routes);
+    const char **names = gf_calloc(c->n_bounds, sizeof *names);
+    for (size_t i = 0; i < c->n_bounds; i++)
+        names[i] = gf_boundary_at(i)->name;
+    int rc = 0;
+    for (size_t r = 0; r < c->n_rows && !rc; r++)
+        rc = gf_route_plan_apply(plan, c->row_batch[r], math, names, c->n_bounds, set_route, c,
+                                 &c->routes[r * c->n_bounds]);
+    free(names);
+    c->active = rc ? -1 : (int)c->n_rows - 1;
     return rc;
 }
 
-int gf_diar_backend_gpu(int ordinal, const char *models_dir, int max_batch, gf_math math,
+size_t gf_diar_backend_gpu_routes(const gf_diar_backend *be, const gf_route **routes,
+                                  const int **batches)
+{
+    if (!be->name || strcmp(be->name, "cuda") != 0 || !be->ctx)
+        return 0;
+    const gpu_ctx *c = be->ctx;
+    *routes = c->routes;
+    *batches = c->row_batch;
+    return c->n_rows;
+}
+
+int gf_diar_backend_gpu(gf_route_plan *plan, const char *models_dir, int max_batch, gf_math math,
                         bool overlap, gf_diar_backend *out)
 {
+    const gf_card_identity *card = gf_route_plan_card(plan);
+    const int ordinal = card->index;
     char *seg_path = gf_strfmt("%s/%s", models_dir, GF_MODELS_SEGMENTATION);
     char *emb_path = gf_strfmt("%s/%s", models_dir, GF_MODELS_EMBEDDING);
     gf_manifest *man = NULL;
     gpu_ctx *c = gf_calloc(1, sizeof *c);
     struct stat st;
     int rc = 0;
+    if (card->kind != GF_DEVICE_CUDA || max_batch < 1) {
+        GF_ERROR("card %d: %s for the GPU backend", ordinal,
+                 card->kind != GF_DEVICE_CUDA ? "not a CUDA card" : "no batch size");
+        rc = GF_EINVAL;
+        goto fail;
+    }
     if (stat(seg_path, &st) != 0 || stat(emb_path, &st) != 0) {
         GF_ERROR("%s: no model files (%s, %s) for the GPU backend", models_dir,
                  GF_MODELS_SEGMENTATION, GF_MODELS_EMBEDDING);
@@ -338,9 +435,11 @@ int gf_diar_backend_gpu(int ordinal, const char *models_dir, int max_batch, gf_m
         rc = GF_EINVAL;
         goto fail;
     }
-    rc = apply_plan(c, ordinal, max_batch, math);
     c->max_batch = max_batch;
     c->overlap = overlap;
+    rc = apply_rows(c, plan, math);
+    if (rc == 0)
+        plan_identity(c, card);
     gf_segmentation_gpu_share_card(c->seg, overlap);   /* the trunk runs beside it */
     rc = rc ? rc : gf_gpu_alloc(c->gpu, ((size_t)(max_batch - 1) * GF_DIAR_STEP + GF_DIAR_WINDOW)
                                             * sizeof(float), &c->span);

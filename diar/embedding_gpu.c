@@ -287,14 +287,21 @@ int gf_embedding_gpu_set_route(gf_embedding_gpu *s, const char *boundary, gf_rou
     return found ? 0 : GF_ENOENT;
 }
 
-int gf_embedding_gpu_apply_plan(gf_embedding_gpu *s, const gf_planner *pl, int batch)
+int gf_embedding_gpu_switch(void *self, const char *boundary, gf_route_kind kind,
+                            const char **module_sha256)
 {
+    return route_of(self, boundary, kind, module_sha256);
+}
+
+int gf_embedding_gpu_apply_plan(gf_embedding_gpu *s, gf_route_plan *plan, int batch)
+{
+    const char *names[MAX_CONVS + 2];
+    size_t n = 0;
     for (int i = 0; i < s->n_convs; i++)
-        GF_TRY(gf_plan_apply(pl, gf_conv_gpu_boundary(s->convs[i]), batch, s->math, route_of, s));
-    static const char *const tail[] = { "pooling.stats", "embedding.seg_1" };
-    for (size_t i = 0; i < GF_ARRAY_LEN(tail); i++)
-        GF_TRY(gf_plan_apply(pl, tail[i], batch, s->math, route_of, s));
-    return 0;
+        names[n++] = gf_conv_gpu_boundary(s->convs[i]);
+    names[n++] = "pooling.stats";
+    names[n++] = "embedding.seg_1";
+    return gf_route_plan_apply(plan, batch, s->math, names, n, route_of, s, NULL);
 }
 
 /* "own" when any conv of the stage runs the own kernel. */

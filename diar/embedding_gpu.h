@@ -17,6 +17,7 @@
 #include "diar/embedding.h"
 #include "diar/segmentation.h"
 #include "gpu/device.h"
+#include "route/plan.h"
 #include "route/planner.h"
 
 #define GF_EMB_MASK GF_SEG_FRAMES   /* mask length: segmentation frames per window */
@@ -48,10 +49,18 @@ int gf_embedding_gpu_plan(const gf_route_request *req, const gf_card_identity *c
  * GF_ENOENT for an unknown boundary. */
 int gf_embedding_gpu_set_route(gf_embedding_gpu *self, const char *boundary, gf_route_kind kind);
 
-/* Take the planner's production routes for every ResNet boundary, the
- * pooling and seg_1 at (batch, math); own only where the loaded module is
- * exactly the bound one. */
-int gf_embedding_gpu_apply_plan(gf_embedding_gpu *self, const gf_planner *pl, int batch);
+/* gf_embedding_gpu_set_route as a gf_route_setter (planner.h), one boundary
+ * (not "resnet"): *module_sha256 (may be NULL) the module an own route
+ * loaded. GF_ENOENT for a boundary of another network. */
+int gf_embedding_gpu_switch(void *self, const char *boundary, gf_route_kind kind,
+                            const char **module_sha256);
+
+/* Take the plan's routes for this network's boundaries for a call of `batch`
+ * windows in the network's math (gf_route_plan_apply): own only where the
+ * module that loads is the planned one; a kernel that refuses at load runs
+ * the library route (logged, and the plan says so). Returns 0, or the first
+ * setter error (GF_EDEVICE). */
+int gf_embedding_gpu_apply_plan(gf_embedding_gpu *self, gf_route_plan *plan, int batch);
 
 /* feats [B, 998, 80]; n_jobs pooling jobs, job j on window job_window[j]
  * with frame weights masks[j][589] → emb [n_jobs, 256]. 0 <= n_jobs <= 3B.

@@ -41,3 +41,9 @@ const gf_module_provider gf_kernel_modules = {
     .plan = gf_kernel_plan,
     .ctx = NULL,
 };
+
+gf_route_plan *gf_kernel_plan_new(const gf_card_identity *card)
+{
+    return gf_route_plan_new(card, gf_evidence_default_dir(), &gf_kernel_modules,
+                             gf_planner_force_library_env());
+}

@@ -15,6 +15,7 @@
 #ifndef GF_KERNEL_PLAN_H
 #define GF_KERNEL_PLAN_H
 
+#include "route/plan.h"
 #include "route/planner.h"
 
 /* The embedded modules with the kernels' planning step; name "embedded". */
@@ -26,5 +27,13 @@ extern const gf_module_provider gf_kernel_modules;
  * does not implement, another area's module). */
 int gf_kernel_plan(void *ctx, const gf_route_request *req, const gf_card_identity *card,
                    char *why, size_t len);
+
+/* The production route plan of card (plan.h): the evidence in
+ * gf_evidence_default_dir() ($GPUFLOCK_EVIDENCE, else the source tree's
+ * evidence/), these modules, GPUFLOCK_FORCE_LIBRARY from the environment.
+ * The worker makes it once at start-up; `gpuflock diarize`, the proof suite
+ * and the benchmarks make theirs the same way. NULL after logging when
+ * planning fails. */
+gf_route_plan *gf_kernel_plan_new(const gf_card_identity *card);
 
 #endif

@@ -305,7 +305,13 @@ static int route_of(void *obj, const char *boundary, gf_route_kind kind, const c
         return gf_segconv_gpu_set_route(s->segconv[0], kind, sha);
     if (strcmp(boundary, "segconv.conv2") == 0)
         return gf_segconv_gpu_set_route(s->segconv[1], kind, sha);
-    return kind == GF_ROUTE_LIBRARY ? 0 : GF_ENOENT;
+    return GF_ENOENT;
+}
+
+int gf_segmentation_gpu_switch(void *self, const char *boundary, gf_route_kind kind,
+                               const char **module_sha256)
+{
+    return route_of(self, boundary, kind, module_sha256);
 }
 
 int gf_segmentation_gpu_plan(const gf_route_request *req, const gf_card_identity *card,
@@ -338,15 +344,14 @@ int gf_segmentation_gpu_set_route(gf_segmentation_gpu *s, const char *boundary,
     return route_of(s, boundary, kind, NULL);
 }
 
-int gf_segmentation_gpu_apply_plan(gf_segmentation_gpu *s, const gf_planner *pl, int batch,
+int gf_segmentation_gpu_apply_plan(gf_segmentation_gpu *s, gf_route_plan *plan, int batch,
                                    gf_math math)
 {
     static const char *const boundaries[] = { "sincnet.conv0.abs_pool", "segconv.conv1",
                                                "segconv.conv2", "lstm.stack", "dense.linear0",
                                                "dense.linear1", "dense.classifier" };
-    for (size_t i = 0; i < GF_ARRAY_LEN(boundaries); i++)
-        GF_TRY(gf_plan_apply(pl, boundaries[i], batch, math, route_of, s));
-    return 0;
+    return gf_route_plan_apply(plan, batch, math, boundaries, GF_ARRAY_LEN(boundaries), route_of,
+                               s, NULL);
 }
 
 gf_cu_ptr gf_segmentation_gpu_input(const gf_segmentation_gpu *s)

@@ -13,6 +13,7 @@
 #include "common/devstats.h"
 #include "gpu/blas.h"
 #include "gpu/device.h"
+#include "route/plan.h"
 #include "route/planner.h"
 
 typedef struct gf_segmentation_gpu gf_segmentation_gpu;
@@ -28,9 +29,10 @@ void gf_segmentation_gpu_destroy(gf_segmentation_gpu **self_p);
  * boundary can take the library route; own kernels exist for
  * "sincnet.conv0.abs_pool", "segconv.conv1", "segconv.conv2", "lstm.stack",
  * "dense.linear0", "dense.linear1" and "dense.classifier".
- * Returns 0; GF_ENOENT when there is no own kernel for the boundary;
- * GF_EUNSUP when the kernel refuses this card (e.g. too little shared
- * memory), with the reason logged. */
+ * Returns 0; GF_ENOENT for a boundary that is not this network's, or with
+ * the own route one without an own kernel; GF_EUNSUP when the kernel
+ * refuses this card (e.g. too little shared memory), with the reason
+ * logged. */
 int gf_segmentation_gpu_set_route(gf_segmentation_gpu *self, const char *boundary,
                                   gf_route_kind kind);
 
@@ -48,12 +50,18 @@ int gf_segmentation_gpu_plan(const gf_route_request *req, const gf_card_identity
  * (the LSTM stack's cluster kernel, gf_lstm_gpu_set_narrow). */
 void gf_segmentation_gpu_share_card(gf_segmentation_gpu *self, bool shared);
 
-/* Take the planner's production routes for this network's boundaries at
- * (batch, math): an own route is used only when the module that loads is
- * exactly the one the route stands on; otherwise that boundary stays on the
- * library route (logged). Returns 0, or GF_EINVAL / GF_EDEVICE from the
- * planner. */
-int gf_segmentation_gpu_apply_plan(gf_segmentation_gpu *self, const gf_planner *pl, int batch,
+/* gf_segmentation_gpu_set_route as a gf_route_setter (planner.h): self is
+ * the network; *module_sha256 (may be NULL) the module an own route loaded.
+ * GF_ENOENT for a boundary of another network. */
+int gf_segmentation_gpu_switch(void *self, const char *boundary, gf_route_kind kind,
+                               const char **module_sha256);
+
+/* Take the plan's routes for this network's boundaries for a call of `batch`
+ * windows in `math` (gf_route_plan_apply): an own route is used only when the
+ * module that loads is exactly the one the route stands on; a kernel that
+ * refuses at load runs the library route (logged, and the plan says so).
+ * Returns 0, or the first setter error (GF_EDEVICE). */
+int gf_segmentation_gpu_apply_plan(gf_segmentation_gpu *self, gf_route_plan *plan, int batch,
                                    gf_math math);
 
 /* wave [B, 160000] on the host → logp [B, 589, 7] on the host. Device time

@@ -22,9 +22,9 @@
 #include "common/log.h"
 #include "net/proto.h"
 #include "common/util.h"
-#include "route/evidence.h"
+#include "diar/kernel_plan.h"
 #include "net/link.h"
-#include "route/planner.h"
+#include "route/plan.h"
 #include "worker/runner.h"
 #include "worker/spare.h"
 
@@ -72,7 +72,8 @@ struct gf_agent {
     uint64_t last_heard;      /* monotonic ms of the broker's last message */
     uint64_t next_beat;
     bool stopping;
-    char *plan;               /* route plan as JSON text, sent in READY */
+    gf_route_plan *plan;      /* the card's route plan, made once: applied by every GPU
+                                 backend of `pool`, sent in READY */
     gf_diar_pool *pool;       /* diarize pipelines kept between jobs */
     gf_spare *spare;          /* the next command job's guard, made ready ahead */
     gf_cgroup *cgroups;       /* the folder of the jobs' cgroups; NULL: process groups */
@@ -80,50 +81,6 @@ struct gf_agent {
     int wakefd;               /* eventfd: a diarize thread has news */
     uint64_t arrivals;        /* jobs received so far (slot.seq) */
 };
-
-/* The card's route plan (route/planner.h) from the evidence tables
- * (gf_evidence_default_dir: $GPUFLOCK_EVIDENCE, else the source tree's
- * evidence/), validated at start-up: {"evidence", "own", "library",
- * "routes"}. Evidence that is missing or rejected plans the library route
- * everywhere, and says why in "evidence_problem". */
-static char *make_plan(const gf_card_identity *card)
-{
-    const char *dir = gf_evidence_default_dir();
-    gf_evidence *ev = gf_evidence_new();
-    const char *problem = NULL;
-    if (gf_evidence_load(ev, dir) != 0) {
-        problem = "evidence missing or rejected: library route everywhere";
-        gf_evidence_destroy(&ev);
-    }
-    gf_planner pl = {
-        .evidence = ev,
-        .card = card,
-        .modules = &gf_module_provider_embedded,
-        .force_library = gf_planner_force_library_env(),
-    };
-    gf_route *routes = NULL;
-    size_t n = 0;
-    char *text = NULL;
-    if (gf_plan_all(&pl, &routes, &n) == 0) {
-        size_t own = 0;
-        for (size_t i = 0; i < n; i++)
-            own += routes[i].kind == GF_ROUTE_OWN;
-        json_object *o = json_object_new_object();
-        json_object_object_add(o, "evidence", json_object_new_string(dir));
-        if (problem)
-            json_object_object_add(o, "evidence_problem", json_object_new_string(problem));
-        json_object_object_add(o, "own", json_object_new_int64((int64_t)own));
-        json_object_object_add(o, "library", json_object_new_int64((int64_t)(n - own)));
-        json_object_object_add(o, "routes", gf_plan_to_json(routes, n));
-        const char *s = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
-        if (strlen(s) <= GF_PROTO_MAX_PLAN)
-            text = gf_strdup(s);
-        json_object_put(o);
-    }
-    free(routes);
-    gf_evidence_destroy(&ev);
-    return text;
-}
 
 gf_agent *gf_agent_new(const gf_config *cfg, int device, const gf_card_identity *card,
                        int signal_fd)
@@ -133,10 +90,16 @@ gf_agent *gf_agent_new(const gf_config *cfg, int device, const gf_card_identity 
     self->device = device;
     self->card = *card;
     self->sigfd = signal_fd;
-    self->plan = make_plan(card);
+    self->wakefd = -1;
+    /* The route plan, once: the evidence read once, the card as main read it. */
+    self->plan = gf_kernel_plan_new(&self->card);
+    if (!self->plan) {
+        gf_agent_destroy(&self);
+        return NULL;
+    }
     self->ctx = zmq_ctx_new();
     self->link = gf_link_new(cfg, self->ctx);
-    self->pool = gf_diar_pool_new(cfg, card);
+    self->pool = gf_diar_pool_new(cfg, self->plan);
     char why[512] = "worker.cgroups is false";
     if (cfg->cgroups)
         self->cgroups = gf_cgroup_open(why, sizeof why);
@@ -191,7 +154,7 @@ void gf_agent_destroy(gf_agent **self_p)
     gf_diar_pool_destroy(&self->pool);    /* after the slots: their threads are joined */
     if (self->wakefd >= 0)
         close(self->wakefd);
-    free(self->plan);
+    gf_route_plan_destroy(&self->plan);   /* after the pool: its backends applied it */
     free(self);
     *self_p = NULL;
 }
@@ -213,7 +176,7 @@ static void send_ready(gf_agent *self)
     m.device = self->device;
     m.pid = (int32_t)getpid();
     m.card = self->card;
-    m.plan = gf_strdup(self->plan);
+    m.plan = gf_route_plan_text(self->plan);   /* the plan the backends apply, as it stands */
     m.supervision = gf_strdup(self->supervision);
     size_t n = 0;
     for (slot *s = self->slots; s; s = s->next)

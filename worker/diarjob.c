@@ -55,10 +55,11 @@ struct gf_diar_pool {
     gf_math math;          /* worker.math: fp32 or tf32 on a CUDA card */
     bool overlap;          /* worker.overlap */
     int checkpoint_s;      /* worker.checkpoint_s */
-    gf_card_identity card; /* the worker's card: CUDA networks when it is one */
+    gf_card_identity card; /* the worker's card (the plan's): CUDA networks when it is one */
+    gf_route_plan *plan;   /* the worker's route plan (borrowed), applied to every GPU backend */
 };
 
-gf_diar_pool *gf_diar_pool_new(const gf_config *cfg, const gf_card_identity *card)
+gf_diar_pool *gf_diar_pool_new(const gf_config *cfg, gf_route_plan *plan)
 {
     gf_diar_pool *self = gf_calloc(1, sizeof(*self));
     pthread_mutex_init(&self->mu, NULL);
@@ -68,7 +69,8 @@ gf_diar_pool *gf_diar_pool_new(const gf_config *cfg, const gf_card_identity *car
     self->math = cfg->tf32 ? GF_MATH_TF32 : GF_MATH_FP32;
     self->overlap = cfg->overlap;
     self->checkpoint_s = cfg->checkpoint_s;
-    self->card = *card;
+    self->card = *gf_route_plan_card(plan);
+    self->plan = plan;
     return self;
 }
 
@@ -132,7 +134,7 @@ static entry *pool_take(gf_diar_pool *self, const char *models, bool *cached)
     entry *e = gf_calloc(1, sizeof(*e));
     if (!weight_free && self->card.kind == GF_DEVICE_CUDA) {
         gf_diar_backend be;
-        if (gf_diar_backend_gpu(self->card.index, models, self->batch, self->math, self->overlap,
+        if (gf_diar_backend_gpu(self->plan, models, self->batch, self->math, self->overlap,
                                 &be) == 0) {
             gf_diar_set_backend(d, &be);
             e->on_card = true;

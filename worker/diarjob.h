@@ -29,15 +29,18 @@
 #include "common/card.h"
 #include "common/config.h"
 #include "net/proto.h"
+#include "route/plan.h"
 
 #include <stdbool.h>
 #include <stdint.h>
 
 /* Pipelines kept across jobs. cfg (borrowed) gives models_dir,
- * batch_size, cpu_threads, the math mode, overlap and checkpoint_s; card
- * says whether the networks may go on a CUDA card. Thread-safe. */
+ * batch_size, cpu_threads, the math mode, overlap and checkpoint_s; plan
+ * (borrowed, outlives the pool) is the worker's route plan: its card says
+ * whether the networks may go on a CUDA card, and every GPU backend the pool
+ * builds applies it (diar/backend_gpu.h). Thread-safe. */
 typedef struct gf_diar_pool gf_diar_pool;
-gf_diar_pool *gf_diar_pool_new(const gf_config *cfg, const gf_card_identity *card);
+gf_diar_pool *gf_diar_pool_new(const gf_config *cfg, gf_route_plan *plan);
 void gf_diar_pool_destroy(gf_diar_pool **self_p);
 
 typedef struct gf_djob gf_djob;

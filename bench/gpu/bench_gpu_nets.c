@@ -16,6 +16,7 @@
 #include "diar/segmentation_gpu.h"
 #include "route/evidence.h"
 #include "gpu/device.h"
+#include "diar/kernel_plan.h"
 #include "route/planner.h"
 
 #include <stdbool.h>
@@ -161,14 +162,15 @@ int main(int argc, char **argv)
         { "planned fp32 (evidence/)", GF_MATH_FP32, GF_ROUTE_LIBRARY, true, GF_ROUTE_LIBRARY },
         { "planned tf32 (evidence/)", GF_MATH_TF32, GF_ROUTE_LIBRARY, true, GF_ROUTE_LIBRARY },
     };
-    /* The planner over this binary's modules and the evidence tables. */
+    /* The card's route plan, made as its worker makes it (diar/kernel_plan.h). */
     gf_card_identity card;
     gf_device_conf conf = { .index = 0, .kind = GF_DEVICE_CUDA };
-    gf_evidence *ev = NULL;
-    const char *evdir = gf_evidence_default_dir();
-    if (gf_card_identify(&conf, &card) != 0 || gf_evidence_open(evdir, &ev) != 0)
-        fprintf(stderr, "bench_gpu_nets: no planner (card or %s): planned plans skipped\n", evdir);
-    gf_planner pl = { ev, &card, &gf_module_provider_embedded, gf_planner_force_library_env() };
+    gf_route_plan *rp = gf_card_identify(&conf, &card) == 0 ? gf_kernel_plan_new(&card) : NULL;
+    if (rp && gf_route_plan_problem(rp))
+        gf_route_plan_destroy(&rp);
+    if (!rp)
+        fprintf(stderr, "bench_gpu_nets: no route plan (card or %s): planned plans skipped\n",
+                gf_evidence_default_dir());
     double peak[2] = { gemm_rate(gpu, blas, GF_MATH_FP32), gemm_rate(gpu, blas, GF_MATH_TF32) };
     double net_flops = B * (seg_flops() + emb_flops());
     printf("measured SGEMM rate 8192^3: fp32 %.1f TFLOP/s, tf32 %.1f TFLOP/s\n", peak[0] / 1e12,
@@ -182,9 +184,9 @@ int main(int argc, char **argv)
         gf_fbank_gpu *fb = gf_fbank_gpu_new(gpu, blas, B);
         int rc = !sg || !eg || !fb;
         if (!rc && plans[p].planned) {
-            rc = ev ? gf_segmentation_gpu_apply_plan(sg, &pl, B, plans[p].math) : 1;
-            rc = rc ? rc : gf_embedding_gpu_apply_plan(eg, &pl, B);
-            rc = rc ? rc : gf_fbank_gpu_apply_plan(fb, &pl, B, plans[p].math);
+            rc = rp ? gf_segmentation_gpu_apply_plan(sg, rp, B, plans[p].math) : 1;
+            rc = rc ? rc : gf_embedding_gpu_apply_plan(eg, rp, B);
+            rc = rc ? rc : gf_fbank_gpu_apply_plan(fb, rp, B, plans[p].math);
         } else if (!rc) {
             rc = gf_fbank_gpu_set_route(fb, "fbank.dft", plans[p].seg, NULL);
             rc = rc ? rc : gf_fbank_gpu_set_route(fb, "fbank.mel", plans[p].seg, NULL);
@@ -231,7 +233,7 @@ int main(int argc, char **argv)
         gf_embedding_gpu_destroy(&eg);
         gf_fbank_gpu_destroy(&fb);
     }
-    gf_evidence_destroy(&ev);
+    gf_route_plan_destroy(&rp);
     gf_blas_gpu_destroy(&blas);
     gf_gpu_destroy(&gpu);
     free(wave), free(logp), free(feats), free(masks), free(out), free(jw);

@@ -205,16 +205,17 @@ gf_route_kind gf_fbank_gpu_route(const gf_fbank_gpu *s, const char *boundary)
     return i < 0 ? GF_ROUTE_LIBRARY : s->route[i];
 }
 
-static int set_route(void *obj, const char *boundary, gf_route_kind kind, const char **sha)
+int gf_fbank_gpu_switch(void *self, const char *boundary, gf_route_kind kind,
+                        const char **module_sha256)
 {
-    return gf_fbank_gpu_set_route(obj, boundary, kind, sha);
+    if (boundary_index(boundary) < 0)
+        return GF_ENOENT;
+    return gf_fbank_gpu_set_route(self, boundary, kind, module_sha256);
 }
 
-int gf_fbank_gpu_apply_plan(gf_fbank_gpu *s, const gf_planner *pl, int batch, gf_math math)
+int gf_fbank_gpu_apply_plan(gf_fbank_gpu *s, gf_route_plan *plan, int batch, gf_math math)
 {
-    for (int i = 0; i < 2; i++)
-        GF_TRY(gf_plan_apply(pl, boundary_names[i], batch, math, set_route, s));
-    return 0;
+    return gf_route_plan_apply(plan, batch, math, boundary_names, 2, gf_fbank_gpu_switch, s, NULL);
 }
 
 gf_cu_ptr gf_fbank_gpu_features(const gf_fbank_gpu *s)

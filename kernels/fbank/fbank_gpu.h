@@ -20,6 +20,7 @@
 #include "common/devstats.h"
 #include "gpu/blas.h"
 #include "gpu/device.h"
+#include "route/plan.h"
 #include "route/planner.h"
 
 #define GF_FBANK_GPU_SAMPLES 160000   /* a 10 s window */
@@ -47,10 +48,17 @@ int gf_fbank_gpu_plan(const gf_route_request *req, const gf_card_identity *card,
                       size_t len);
 /* The route of a boundary (library for an unknown name). */
 gf_route_kind gf_fbank_gpu_route(const gf_fbank_gpu *self, const char *boundary);
-/* The planner's production routes for both boundaries at (batch, math): own
- * only where the evidence binds it and the module that loads is exactly the
- * bound one (logged otherwise); library elsewhere. */
-int gf_fbank_gpu_apply_plan(gf_fbank_gpu *self, const gf_planner *pl, int batch, gf_math math);
+/* gf_fbank_gpu_set_route as a gf_route_setter (planner.h); GF_ENOENT (not
+ * logged) for a boundary other than fbank.dft and fbank.mel. */
+int gf_fbank_gpu_switch(void *self, const char *boundary, gf_route_kind kind,
+                        const char **module_sha256);
+
+/* Take the plan's routes of fbank.dft and fbank.mel for a call of `batch`
+ * windows in `math` (gf_route_plan_apply): own only where the module that
+ * loads is the planned one (a route of another area's module is refused by
+ * the planning step, gf_fbank_gpu_plan). Returns 0, or the first setter
+ * error (GF_EDEVICE). */
+int gf_fbank_gpu_apply_plan(gf_fbank_gpu *self, gf_route_plan *plan, int batch, gf_math math);
 
 /* wave [B, 160000] (host) → feats [B, 998, 80] (host), mean-normalised per
  * window. Device time into stats ("fbank.dft", "fbank.mel", each with the

@@ -8,6 +8,21 @@
 write_config
 start_broker || exit 1
 
+# each worker's READY carries its route plan, made once at its start: every
+# route of `gpuflock plan --gpu N` for its card, with its reason
+gf workers --json >"$T/workers.json" || fail "workers --json"
+gf plan --gpu 0 --json >"$T/plan0.json" || fail "plan --gpu 0"
+/usr/bin/python3 - "$T/workers.json" "$T/plan0.json" <<'PY' || fail "READY's plan is not the card's plan"
+import json, sys
+workers = json.load(open(sys.argv[1]))
+plan = json.load(open(sys.argv[2]))
+w = [w for w in workers if w["device"] == 0][0]["plan"]
+key = lambda r: (r["boundary"], r["batch"], r["math"], r["route"], r["why"], r["detail"])
+assert [key(r) for r in w["routes"]] == [key(r) for r in plan["routes"]], "routes differ"
+assert w["own"] + w["library"] == len(plan["routes"]) and w["other_batches"] == "library", \
+    (w["own"], w["library"], w.get("other_batches"))
+PY
+
 # the command is looked up in the submitter's PATH; a missing one fails with 127
 mkdir -p "$T/mybin" && printf '#!/bin/sh\necho found in my PATH\n' > "$T/mybin/mytool"
 chmod +x "$T/mybin/mytool"

@@ -17,8 +17,8 @@
 #include "diar/pipeline.h"
 #include "diar/io/rttm.h"
 #include "diar/backend_gpu.h"
-#include "route/evidence.h"
-#include "route/planner.h"
+#include "diar/kernel_plan.h"
+#include "route/plan.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -72,30 +72,24 @@ static void check_scrubbed(const gf_config *cfg)
     }
 }
 
-static int print_plan(const gf_card_identity *card)
+/* The card's route plan, made as its worker makes it (diar/kernel_plan.h):
+ * the one the pipeline check below applies. */
+static void print_plan(const gf_route_plan *plan)
 {
-    const char *dir = gf_evidence_default_dir();
-    gf_evidence *ev = NULL;
-    if (gf_evidence_open(dir, &ev) != 0) {
-        check(0, "the evidence tables validate");
-        return -1;
-    }
-    gf_planner pl = { ev, card, &gf_module_provider_embedded, gf_planner_force_library_env() };
-    gf_route *routes = NULL;
-    size_t n = 0;
-    int rc = gf_plan_all(&pl, &routes, &n);
-    check(rc == 0, "the route plan is made");
-    size_t own = 0;
-    for (size_t i = 0; i < n; i++)
-        if (routes[i].kind == GF_ROUTE_OWN) {
-            own++;
-            printf("     own: %s batch %d %s (%s)\n", routes[i].boundary, routes[i].batch,
-                   gf_math_name(routes[i].math), routes[i].detail);
-        }
+    check(gf_route_plan_problem(plan) == NULL, "the evidence tables validate");
+    size_t n = gf_route_plan_count(plan), own = 0;
+    for (size_t i = 0; i < gf_boundary_count(); i++)
+        for (size_t j = 0; j < GF_N_PRODUCTION_BATCHES; j++)
+            for (int m = 0; m < GF_N_MATH; m++) {
+                gf_route r;
+                if (gf_route_plan_get(plan, gf_boundary_at(i)->name, gf_production_batches()[j],
+                                      (gf_math)m, &r) != 0 || r.kind != GF_ROUTE_OWN)
+                    continue;
+                own++;
+                printf("     own: %s batch %d %s (%s)\n", r.boundary, r.batch,
+                       gf_math_name(r.math), r.detail);
+            }
     printf("     plan: %zu routes, %zu own, the rest library\n", n, own);
-    free(routes);
-    gf_evidence_destroy(&ev);
-    return 0;
 }
 
 /* The whole pipeline on the CPU and on the GPU, with its stages overlapped
@@ -103,7 +97,7 @@ static int print_plan(const gf_card_identity *card)
  * and weights (GF_TEST_MODELS: segmentation, embedding and plda/;
  * GF_PROOF_AUDIO: a recording): identical speaker turns (times to the
  * microsecond, labels). */
-static void check_pipeline(int card)
+static void check_pipeline(gf_route_plan *plan)
 {
     const char *models = getenv("GF_TEST_MODELS"), *audio = getenv("GF_PROOF_AUDIO");
     if (!models || !audio) {
@@ -120,7 +114,7 @@ static void check_pipeline(int card)
         ok = d && !wf;
         if (ok && run > 0) {
             gf_diar_backend be;
-            ok = gf_diar_backend_gpu(card, models, 32, GF_MATH_FP32, run == 1, &be) == 0;
+            ok = plan && gf_diar_backend_gpu(plan, models, 32, GF_MATH_FP32, run == 1, &be) == 0;
             if (ok)
                 gf_diar_set_backend(d, &be);
         }
@@ -197,15 +191,20 @@ int main(int argc, char **argv)
     gf_card_identity card;
     int rc = gf_card_identify(&conf, &card);
     check(rc == 0, "the card is identified through the driver");
+    gf_route_plan *plan = rc == 0 ? gf_kernel_plan_new(&card) : NULL;   /* on ordinal 0 */
+    check(rc != 0 || plan != NULL, "the route plan is made");
     if (rc == 0) {
-        card.index = index;
-        char *text = gf_card_format(&card);
+        gf_card_identity shown = card;
+        shown.index = index;
+        char *text = gf_card_format(&shown);
         printf("     card %d: %s\n", index, text);
         free(text);
-        print_plan(&card);
     }
+    if (plan)
+        print_plan(plan);
     run_gpu_checks(tests);
-    check_pipeline(0);
+    check_pipeline(plan);
+    gf_route_plan_destroy(&plan);
     gf_config_destroy(&cfg);
     printf("gpu-proof: %s (%d failure%s)\n", failures ? "FAILED" : "passed", failures,
            failures == 1 ? "" : "s");

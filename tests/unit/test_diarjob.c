@@ -38,6 +38,7 @@ static char tmpdir[] = "/tmp/gf_diarjob_test.XXXXXX";
 static char sample[PATH_MAX];
 static gf_config *cfg;
 static gf_diar_pool *pool;
+static gf_route_plan *plan;   /* the CPU card's: every route the library's (not-cuda) */
 static int wakefd = -1;
 
 static int setup(void **state)
@@ -54,7 +55,10 @@ static int setup(void **state)
     gf_card_identity card;
     memset(&card, 0, sizeof(card));
     card.kind = GF_DEVICE_CPU;
-    pool = gf_diar_pool_new(cfg, &card);
+    plan = gf_route_plan_new(&card, gf_evidence_default_dir(), &gf_module_provider_none, false);
+    if (!plan)
+        return -1;
+    pool = gf_diar_pool_new(cfg, plan);
     wakefd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     return wakefd < 0 ? -1 : 0;
 }
@@ -64,6 +68,7 @@ static int teardown(void **state)
     (void)state;
     gf_diar_pool_destroy(&pool);
     gf_diar_pool_destroy(&pool);     /* safe twice */
+    gf_route_plan_destroy(&plan);
     gf_config_destroy(&cfg);
     close(wakefd);
     char *cmd = gf_strfmt("rm -rf %s", tmpdir);
@@ -515,10 +520,7 @@ static void test_checkpoint_not_reused(void **state)
     /* the worker's batch size changed */
     yield_first(34, audio, rttm, NULL);
     cfg->batch_size = 2;
-    gf_card_identity card;
-    memset(&card, 0, sizeof(card));
-    card.kind = GF_DEVICE_CPU;
-    gf_diar_pool *other = gf_diar_pool_new(cfg, &card);
+    gf_diar_pool *other = gf_diar_pool_new(cfg, plan);
     cfg->batch_size = 4;
     refused_then_whole(other, 34, audio, rttm, ref,
                        "checkpoint not reused: configuration changed (batch size 4 -> 2)");

@@ -5,7 +5,7 @@
  * network is a fake object that records its routes, the modules a fake
  * provider. */
 #include "common/error.h"
-#include "worker/plan.h"
+#include "route/plan.h"
 
 #include <setjmp.h>
 #include <stdarg.h>

@@ -18,14 +18,14 @@
  * planned one loads, is applied as the library route with that reason
  * (gf_route_apply), and the row in this object becomes that route: the next
  * READY shows what runs. The kernels' planning step applies the rule their
- * loaders apply (worker/kernel_plan.h), so that amendment is for what no
+ * loaders apply (diar/kernel_plan.h), so that amendment is for what no
  * plan can see (logged as a warning); gf_route_plan_revision counts them.
  * Thread-safe: diarize threads apply it while the agent sends it. */
 #ifndef GF_PLAN_H
 #define GF_PLAN_H
 
 #include "common/card.h"
-#include "worker/planner.h"
+#include "route/planner.h"
 
 #include <stdbool.h>
 #include <stddef.h>

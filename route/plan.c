@@ -5,14 +5,14 @@
  * The evidence they cite stays loaded for the plan's life. One mutex guards
  * the rows: the agent's thread serialises them for READY while diarize
  * threads apply them and, rarely, amend one. */
-#include "worker/plan.h"
+#include "route/plan.h"
 
 #include "common/error.h"
 #include "common/log.h"
-#include "common/proto.h"
+#include "net/proto.h"
 #include "common/util.h"
-#include "worker/boundary.h"
-#include "worker/evidence.h"
+#include "route/boundary.h"
+#include "route/evidence.h"
 
 #include <json-c/json.h>
 #include <pthread.h>

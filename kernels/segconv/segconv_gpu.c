@@ -73,17 +73,22 @@ void gf_segconv_gpu_destroy(gf_segconv_gpu **self_p)
 gf_route_kind gf_segconv_gpu_route(const gf_segconv_gpu *self) { return self->route; }
 int gf_segconv_gpu_pooled(const gf_segconv_gpu *self) { return self->tp; }
 
+/* The own kernel's dynamic shared memory for cin input channels. */
+static int smem_for(int cin)
+{
+    return (int)sizeof(float) * cin * OWN_SPAN;
+}
+
 static int own_smem(const gf_segconv_gpu *s)
 {
-    return (int)sizeof(float) * s->cin * OWN_SPAN;
+    return smem_for(s->cin);
 }
 
 int gf_segconv_gpu_plan(int cin, int smem_optin, const char *boundary, const char *area,
                         char *why, size_t len)
 {
     GF_TRY(gf_plan_refuse_area(area, "segconv", boundary, why, len));
-    return gf_plan_refuse_smem((int)sizeof(float) * cin * OWN_SPAN, smem_optin, "gf_segconv_pool",
-                               why, len);
+    return gf_plan_refuse_smem(smem_for(cin), smem_optin, "gf_segconv_pool", why, len);
 }
 
 int gf_segconv_gpu_set_route(gf_segconv_gpu *s, gf_route_kind kind, const char **module_sha256)

@@ -12,7 +12,7 @@ start_broker || exit 1
 # route of `gpuflock plan --gpu N` for its card, with its reason
 gf workers --json >"$T/workers.json" || fail "workers --json"
 gf plan --gpu 0 --json >"$T/plan0.json" || fail "plan --gpu 0"
-/usr/bin/python3 - "$T/workers.json" "$T/plan0.json" <<'PY' || fail "READY's plan is not the card's plan"
+/usr/bin/python3 - "$T/workers.json" "$T/plan0.json" <<'PY' || fail "READY's plan is another"
 import json, sys
 workers = json.load(open(sys.argv[1]))
 plan = json.load(open(sys.argv[2]))

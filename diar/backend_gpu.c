@@ -57,7 +57,7 @@ typedef struct {
                                      gf_diar_backend.identity, for checkpoints */
     int row_batch[GF_DIAR_GPU_ROWS];   /* each row's call size: 0 (any that is no production
                                           batch), then the production batches up to max_batch */
-    size_t n_rows;
+    size_t n_rows;                /* rows applied: the call sizes max_batch allows */
     size_t n_bounds;              /* boundaries a row holds: the registry's, in its order */
     gf_route *routes;             /* [n_rows][n_bounds]: the routes applied, row by row */
     int active;                   /* the row the networks are on; -1: not known (a failed switch) */

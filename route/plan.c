@@ -9,7 +9,6 @@
 
 #include "common/error.h"
 #include "common/log.h"
-#include "net/proto.h"
 #include "common/util.h"
 #include "route/boundary.h"
 #include "route/evidence.h"
@@ -163,10 +162,7 @@ char *gf_route_plan_text(const gf_route_plan *self)
     json_object_object_add(o, "routes", gf_plan_to_json(self->routes, self->n));
     pthread_mutex_unlock(&w->mu);
     json_object_object_add(o, "other_batches", json_object_new_string("library"));
-    const char *s = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
-    char *text = strlen(s) <= GF_PROTO_MAX_PLAN ? gf_strdup(s) : NULL;
-    if (!text)
-        GF_WARN("route plan: %zu bytes of JSON, more than a READY carries: not sent", strlen(s));
+    char *text = gf_strdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
     json_object_put(o);
     return text;
 }

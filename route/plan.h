@@ -70,7 +70,7 @@ uint64_t gf_route_plan_revision(const gf_route_plan *self);
 /* The plan as READY carries it (`gpuflock workers --json` shows it): JSON
  * {"evidence", "evidence_problem" (when there is one), "own", "library",
  * "other_batches": "library", "routes": [every row, gf_route_to_json]}.
- * The caller frees; NULL when the text would exceed GF_PROTO_MAX_PLAN. */
+ * The caller frees (the agent keeps it within what a READY carries). */
 char *gf_route_plan_text(const gf_route_plan *self);
 
 /* Put each of the n boundaries of obj on its route for a call of `batch`

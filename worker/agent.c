@@ -177,6 +177,12 @@ static void send_ready(gf_agent *self)
     m.pid = (int32_t)getpid();
     m.card = self->card;
     m.plan = gf_route_plan_text(self->plan);   /* the plan the backends apply, as it stands */
+    if (strlen(m.plan) > GF_PROTO_MAX_PLAN) {
+        GF_WARN("route plan: %zu bytes of JSON, more than a READY carries: not sent",
+                strlen(m.plan));
+        free(m.plan);
+        m.plan = NULL;
+    }
     m.supervision = gf_strdup(self->supervision);
     size_t n = 0;
     for (slot *s = self->slots; s; s = s->next)

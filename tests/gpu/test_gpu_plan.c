@@ -165,6 +165,8 @@ static int setup(void **state)
     if (gf_card_cuda_count(&count) != 0 || count == 0 || gf_card_identify(&conf, &card) != 0)
         return 0;   /* no card: every case skips */
     plan = gf_kernel_plan_new(&card);
+    if (!plan)
+        return -1;   /* a card, and no plan: the worker would not start */
     const char *dir = getenv("GF_TEST_MODELS");
     if (dir) {
         snprintf(models, sizeof models, "%s", dir);

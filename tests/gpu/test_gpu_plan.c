@@ -16,11 +16,11 @@
 #include "common/card.h"
 #include "common/devstats.h"
 #include "common/error.h"
-#include "worker/diar/models.h"
-#include "worker/diar/pipeline.h"
-#include "worker/diar_gpu.h"
-#include "worker/kernel_plan.h"
-#include "worker/plan.h"
+#include "diar/models.h"
+#include "diar/pipeline.h"
+#include "diar/backend_gpu.h"
+#include "diar/kernel_plan.h"
+#include "route/plan.h"
 
 #include <setjmp.h>
 #include <stdarg.h>

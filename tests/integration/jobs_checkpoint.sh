@@ -10,7 +10,8 @@
 #  2. the same with the neural pipeline on random-weight model files (a
 #     36-window recording, batches of 4, three kills): RTTM, logits,
 #     segmentations and embeddings identical (needs /usr/bin/python3 with
-#     torch for tools that write the models, and the PLDA; else skipped);
+#     torch for tools that write the models, and the PLDA; else reported
+#     skipped, "skip: part 2 ...");
 #  3. on a 10-minute recording (the broker's run identical to --local's):
 #     gpuflockd killed with SIGKILL mid-job and restarted: the job is
 #     reclaimed and ends identical; gpuflockd and the job's worker killed
@@ -19,7 +20,7 @@
 #     job's stderr and the log), started again, identical;
 #  4. (as root) another user's job: its checkpoint in the root-owned 0711
 #     spool belongs to them, mode 0600; killed, it resumes (also with the
-#     spool closed to them, 0700), identical.
+#     spool closed to them, 0700), identical (not root: "skip: part 4 ...").
 # Kills: 5 + 3 + 2 + 1; about two minutes on two busy cores. Random
 # instants come from $RANDOM, seeded and printed (GF_CKPT_SEED to replay).
 . tests/integration/lib/jobs.bash
@@ -228,12 +229,16 @@ if make_users "$u"; then
     done
     echo "ok: another user's job: its checkpoint is theirs, 0600, resumed, identical"
 else
-    echo "note: not root: the other-user checks were skipped"
+    echo "skip: part 4 (another user's job and its checkpoint): cannot make the user $u (needs root, useradd and runuser)"
 fi
 
 # ---- 2. neural, random weights, three kills
-if ! /usr/bin/python3 -c 'import torch, numpy' 2>/dev/null || [ ! -d ../shared/data/community-1/plda ]; then
-    echo "ok (part 2 not run: no torch for the random-weight models, or no PLDA)"
+why=""
+/usr/bin/python3 -c 'import torch, numpy' 2>/dev/null ||
+    why="/usr/bin/python3 cannot import torch and numpy (tests/ref/gpu_models.py writes the models)"
+[ -d ../shared/data/community-1/plda ] || why="${why:+$why; }no PLDA at ../shared/data/community-1/plda"
+if [ -n "$why" ]; then
+    echo "skip: part 2 (neural checkpoints and resume, random weights, three kills): $why"
     exit 0
 fi
 stop_broker

@@ -7,7 +7,8 @@
 # worker keeps its pipeline between jobs; a running job holds its card's
 # lock shared, is requeued when its worker dies, and a cancel stops it at a
 # window boundary without an RTTM;
-# the output belongs to the submitter (as root: to a second user); with no
+# the output belongs to the submitter (as root: to a second user; else
+# reported skipped, "skip: ..."); with no
 # broker the command says so and points at --local.
 # Inputs are copies in the test's folder: nothing is written beside ../shared.
 . tests/integration/lib/jobs.bash
@@ -109,7 +110,7 @@ if make_users "$u"; then
     (cd /tmp && runuser -u "$u" -- "$GF" diarize --config "$CFG" --out "$T/closed" "$T/mine/u.wav") >/dev/null 2>"$T/err6" && fail "wrote into a folder $u may not write"
     grep -q "closed/u.rttm.*Permission denied" "$T/err6" || fail "no clear message for an unwritable output: $(cat "$T/err6")"
 else
-    echo "note: not root: the other-user checks were skipped"
+    echo "skip: another user's diarize job (its RTTM, a folder it may not write): cannot make the user $u (needs root, useradd and runuser)"
 fi
 
 # no broker: said plainly, with --local and gpuflockd as the ways out

@@ -15,8 +15,9 @@
 # process that calls setsid escapes, as docs/operations.md says; that is
 # checked as the documented limit (and `workers` must say so), not hidden.
 # As the unprivileged submitter, the job cannot write its cgroup's
-# cgroup.procs (nor its parents'). Exit 77 after the fallback cases when
-# the cgroup cases cannot run here.
+# cgroup.procs (nor its parents'). What cannot run here (the cgroup cases
+# without a writable cgroup v2, the unprivileged submitter's cases without
+# root) is reported skipped, a "skip: ..." line each (tests/run-tests).
 . tests/integration/lib/jobs.bash
 U=gfescape1
 HAVE_USER=0
@@ -183,16 +184,18 @@ pgroup_cases() {
 cleanup_marks() { pkill -f "sleep 9$$" 2>/dev/null; cleanup; }
 trap cleanup_marks EXIT
 
+[ "$HAVE_USER" = 1 ] ||
+    echo "skip: the unprivileged submitter's cases (process group and cgroup): cannot make the user $U (needs root, useradd and runuser)"
+
 start_with false
 for SUB in root $([ "$HAVE_USER" = 1 ] && echo "$U"); do pgroup_cases; done
+echo "ok: the process-group fallback kills its group and says what escapes it"
 
 start_with true
 if ! gf workers --json | grep -q '"supervision":"cgroup '; then
     why=$(grep -m1 "job supervision" "$T/broker.log" | sed 's/.*job supervision: //')
-    echo "ok: the process-group fallback cases"
-    echo "skip: the cgroup cases need a writable cgroup v2 here: $why"
-    exit 77
+    echo "skip: the cgroup cases (a)-(f) with a cgroup per job: no writable cgroup v2 here: $why"
+    exit 0
 fi
 for SUB in root $([ "$HAVE_USER" = 1 ] && echo "$U"); do cgroup_cases; done
-[ "$HAVE_USER" = 1 ] || { echo "skip: the unprivileged submitter's cases need root (useradd, runuser)"; exit 77; }
-echo "ok: no process of a job outlives it (cgroup per job), the process-group fallback kills its group and says what escapes it"
+echo "ok: no process of a job outlives it (cgroup per job)"

@@ -8,8 +8,10 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static void test_level_parse(void **state)
 {
@@ -22,13 +24,66 @@ static void test_level_parse(void **state)
     assert_int_equal(gf_log_level_parse("loud", &lv), GF_EINVAL);
 }
 
+/* What one line at each level puts on stderr under threshold: stderr is a
+ * real file meanwhile, read back once it is restored (a failed check then
+ * still reaches the terminal). The caller frees the text. */
+static char *logged_under(gf_log_level threshold)
+{
+    FILE *f = tmpfile();
+    assert_non_null(f);
+    fflush(stderr);
+    int saved = dup(STDERR_FILENO);
+    assert_true(saved >= 0);
+    assert_true(dup2(fileno(f), STDERR_FILENO) >= 0);
+    gf_log_init("test_log", threshold);
+    GF_DEBUG("line at debug %d", 0);
+    GF_INFO("line at info %d", 1);
+    GF_WARN("line at warn %d", 2);
+    GF_ERROR("line at error %d", 3);
+    gf_log_init("test_log", GF_LOG_INFO);
+    assert_true(dup2(saved, STDERR_FILENO) >= 0);
+    close(saved);
+    long n = ftell(f);
+    assert_true(n >= 0);
+    char *text = gf_calloc((size_t)n + 1, 1);
+    rewind(f);
+    assert_int_equal(fread(text, 1, (size_t)n, f), (size_t)n);
+    fclose(f);
+    return text;
+}
+
+/* A line below the threshold is not written; one at or above it is, once,
+ * with the program's name, its pid and the level; OFF silences errors too
+ * (while the thread's last error is still kept for its job). */
 static void test_threshold(void **state)
 {
     (void)state;
-    gf_log_init("test_log", GF_LOG_ERROR);
-    assert_int_equal(gf_log_get_level(), GF_LOG_ERROR);
-    GF_INFO("not printed %d", 1);
-    gf_log_init("test_log", GF_LOG_INFO);
+    char tag[64];
+    snprintf(tag, sizeof tag, "test_log[%d] ", (int)getpid());
+    char *text = logged_under(GF_LOG_WARN);
+    assert_null(strstr(text, "line at debug"));
+    assert_null(strstr(text, "line at info"));
+    char *warn = strstr(text, "line at warn 2\n"), *err = strstr(text, "line at error 3\n");
+    assert_non_null(warn);
+    assert_non_null(err);
+    assert_true(warn < err);
+    assert_non_null(strstr(text, tag));
+    assert_non_null(strstr(text, "warn: line at warn 2"));
+    assert_non_null(strstr(text, "error: line at error 3"));
+    assert_null(strstr(err + 1, "line at error"));
+    free(text);
+
+    text = logged_under(GF_LOG_DEBUG);
+    assert_non_null(strstr(text, "debug: line at debug 0\n"));
+    assert_non_null(strstr(text, "info: line at info 1\n"));
+    free(text);
+
+    gf_log_clear_last_error();
+    text = logged_under(GF_LOG_OFF);
+    assert_string_equal(text, "");
+    assert_string_equal(gf_log_last_error(), "line at error 3");
+    free(text);
+    assert_int_equal(gf_log_get_level(), GF_LOG_INFO);
 }
 
 static void test_strfmt(void **state)

@@ -1,12 +1,13 @@
 /* test_server.c — the broker's loop in-process (a thread), on real ipc
  * sockets in a fresh folder, without workers: hostile frames on both
- * sockets get error replies and the broker keeps serving; every reply to
- * frames full of invalid UTF-8 (and every reason built from a worker's
- * message, and every reason an older broker stored unescaped) decodes
- * under a strict decoder; a submit is in the store before
- * its ids come back; a job for a card without a worker waits with that
- * reason; cancel and the stop flag. Under `make sanitize` this runs the
- * server code under ASan and UBSan. */
+ * sockets get error replies and the broker keeps serving; client requests
+ * on the worker socket (a submit, a drain, a queue) are refused and nothing
+ * comes of them; every reply to frames full of invalid UTF-8 (and every
+ * reason built from a worker's message, and every reason an older broker
+ * stored unescaped) decodes under a strict decoder; a submit is in the
+ * store before its ids come back; a job for a card without a worker waits
+ * with that reason; cancel and the stop flag. Under `make sanitize` this
+ * runs the server code under ASan and UBSan. */
 #include "broker/server.h"
 #include "broker/store.h"
 #include "common/config.h"
@@ -193,7 +194,8 @@ static void test_hostile_frames(void **state)
     const uint8_t huge[] = { 0x83, 0xa1, 'v', 0x01, 0xa2, 'o', 'p', 0xa6, 'c', 'a', 'n', 'c', 'e', 'l',
                              0xa3, 'i', 'd', 's', 0xdd, 0xff, 0xff, 0xff, 0xff };
     expect_error(c, true, huge, sizeof(huge), "over the limit");
-    /* a worker op on the client socket, a client op on the worker socket */
+    /* a worker op on the client socket (a client op on the worker socket:
+     * test_client_ops_on_worker_socket) */
     const uint8_t hb[] = { 0x82, 0xa1, 'v', 0x01, 0xa2, 'o', 'p', 0xa9, 'h', 'e', 'a', 'r', 't', 'b',
                            'e', 'a', 't' };
     expect_error(c, true, hb, sizeof(hb), "not a client request");
@@ -203,6 +205,119 @@ static void test_hostile_frames(void **state)
     q.op = GF_OP_QUEUE;
     call(c, &q, &r);
     assert_int_equal(r.op, GF_OP_JOBS);
+    gf_msg_clear(&r);
+}
+
+/* The first message off a worker's DEALER that is not a heartbeat. */
+static void worker_recv(void *w, gf_msg *m);
+
+/* A card 0 worker's registration, with no pid: a broker that finds this
+ * worker silent (a failed check left its job running) kills no process, not
+ * the test's own. */
+static void send_ready(void *w)
+{
+    gf_msg m;
+    memset(&m, 0, sizeof(m));
+    m.op = GF_OP_READY;
+    m.device = 0;
+    m.pid = 0;
+    m.card.index = 0;
+    m.card.kind = GF_DEVICE_CPU;
+    snprintf(m.card.name, sizeof(m.card.name), "cpu");
+    assert_int_equal(gf_wire_send(w, NULL, false, &m), 0);
+}
+
+/* Client requests sent on the worker socket are never acted on: from a peer
+ * that has not registered the broker only asks it to register; from the
+ * card's registered worker each is an error naming the operation. No job
+ * comes of a submit there, a drain there leaves the card in service (the
+ * test runs as root or not: either way it must not act), and the worker
+ * still gets the next real client's job. */
+static void test_client_ops_on_worker_socket(void **state)
+{
+    fx *f = *state;
+    void *c = dealer(f, f->cfg->client_endpoint);
+    void *stranger = dealer(f, f->cfg->worker_endpoint);
+    void *w = dealer(f, f->cfg->worker_endpoint);
+    gf_msg sub, drain, queue, r;
+    memset(&sub, 0, sizeof(sub));
+    sub.op = GF_OP_SUBMIT;
+    gf_job_spec_init(&sub.spec);
+    sub.spec.argv = gf_calloc(2, sizeof(char *));
+    sub.spec.argv[0] = gf_strdup("true");
+    sub.spec.argc = 1;
+    memset(&drain, 0, sizeof(drain));
+    drain.op = GF_OP_DRAIN;
+    drain.device = 0;
+    memset(&queue, 0, sizeof(queue));
+    queue.op = GF_OP_QUEUE;
+    queue.all = true;
+
+    assert_int_equal(gf_wire_send(stranger, NULL, false, &sub), 0);
+    worker_recv(stranger, &r);
+    assert_int_equal(r.op, GF_OP_DISCONNECT);
+    assert_non_null(strstr(r.message, "not registered"));
+    gf_msg_clear(&r);
+
+    send_ready(w);
+    const struct {
+        gf_msg *m;
+        const char *want;
+    } ops[] = {
+        { &sub, "operation 'submit' is not a worker message" },
+        { &drain, "operation 'drain' is not a worker message" },
+        { &queue, "operation 'queue' is not a worker message" },
+    };
+    for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
+        assert_int_equal(gf_wire_send(w, NULL, false, ops[i].m), 0);
+        worker_recv(w, &r);
+        assert_int_equal(r.op, GF_OP_ERROR);
+        if (!r.message || !strstr(r.message, ops[i].want))
+            fail_msg("reply '%s' does not say '%s'", r.message ? r.message : "", ops[i].want);
+        gf_msg_clear(&r);
+    }
+
+    /* nothing came of them: no job, card 0 in service */
+    call(c, &queue, &r);
+    assert_int_equal(r.op, GF_OP_JOBS);
+    assert_int_equal(r.n_jobs, 0);
+    gf_msg_clear(&r);
+    gf_msg q;
+    memset(&q, 0, sizeof(q));
+    q.op = GF_OP_WORKERS;
+    call(c, &q, &r);
+    assert_int_equal(r.op, GF_OP_WORKERS_LIST);
+    assert_int_equal(r.n_workers, 1);
+    assert_int_equal(r.workers[0].device, 0);
+    assert_null(r.workers[0].drain);
+    gf_msg_clear(&r);
+    /* and the worker is still the card's: a client's job reaches it */
+    call(c, &sub, &r);
+    assert_int_equal(r.op, GF_OP_IDS);
+    uint64_t id = r.ids[0];
+    gf_msg_clear(&r);
+    worker_recv(w, &r);
+    assert_int_equal(r.op, GF_OP_JOB);
+    assert_int_equal(r.id, id);
+    int32_t attempt = r.attempt;
+    gf_msg_clear(&r);
+    gf_msg_clear(&sub);
+    /* it ends, so the broker stops without waiting for it */
+    gf_msg m;
+    memset(&m, 0, sizeof(m));
+    m.op = GF_OP_RESULT;
+    m.id = id;
+    m.attempt = attempt;
+    assert_int_equal(gf_wire_send(w, NULL, false, &m), 0);
+    memset(&q, 0, sizeof(q));
+    q.op = GF_OP_WAIT;
+    q.ids = gf_calloc(1, sizeof(uint64_t));
+    q.ids[0] = id;
+    q.n_ids = 1;
+    call(c, &q, &r);
+    gf_msg_clear(&q);
+    assert_int_equal(r.op, GF_OP_JOBS);
+    assert_int_equal(r.jobs[0].state, GF_STATE_DONE);
     gf_msg_clear(&r);
 }
 
@@ -579,6 +694,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_hostile_frames, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_client_ops_on_worker_socket, setup, teardown),
         cmocka_unit_test_setup_teardown(test_replies_strict_utf8, setup, teardown),
         cmocka_unit_test_setup_teardown(test_worker_text_strict_utf8, setup, teardown),
         cmocka_unit_test_setup_teardown(test_old_reasons_strict_utf8, setup_old_store, teardown),

@@ -1,11 +1,14 @@
 /* zmq_poke.c — send hostile frames to a gpuflockd endpoint (integration
- * tests). Usage: zmq_poke ENDPOINT KIND [COUNT]
- *   KIND: random (COUNT random frames of 0..4096 random bytes),
+ * tests). Usage: zmq_poke ENDPOINT KIND [ARG]
+ *   KIND: random (ARG random frames of 0..4096 random bytes, default 1),
  *         version (a valid queue request with protocol version 99),
  *         unknown-op, truncated, oversize-string, huge-array (a header
  *         claiming 2^32-1 entries), multipart, huge-frame (over the
  *         broker's frame limit: the connection is dropped), ready (a
- *         worker's registration for card 0, to pose as its worker).
+ *         worker's registration for card 0, to pose as its worker),
+ *         submit (a client's valid submit of `touch ARG`: a client op, for
+ *         the worker socket), result (a worker's result for job ARG,
+ *         attempt 1, exit status 0: a worker op, from a stranger).
  * Frames go REQ-style (empty delimiter first) from a DEALER. Each reply that
  * comes back within 500 ms is printed as "reply OP CODE MESSAGE"; the exit
  * status is 0 unless the endpoint could not be used. */
@@ -52,10 +55,22 @@ static int replies(void *s, int want)
     return got;
 }
 
+/* One well-formed message, encoded by the codec, sent REQ-style: 0, or -1. */
+static int send_msg(void *s, const gf_msg *m)
+{
+    uint8_t *b;
+    size_t n;
+    if (gf_proto_encode(m, &b, &n) != 0)
+        return -1;
+    send_frame(s, b, n);
+    free(b);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 3) {
-        fprintf(stderr, "usage: zmq_poke ENDPOINT KIND [COUNT]\n");
+        fprintf(stderr, "usage: zmq_poke ENDPOINT KIND [ARG]\n");
         return 2;
     }
     int count = argc > 3 ? atoi(argv[3]) : 1;
@@ -135,12 +150,30 @@ int main(int argc, char **argv)
         m.card.index = 0;
         m.card.kind = GF_DEVICE_CPU;
         snprintf(m.card.name, sizeof(m.card.name), "an impostor");
-        uint8_t *b;
-        size_t n;
-        if (gf_proto_encode(&m, &b, &n) != 0)
+        if (send_msg(s, &m) != 0)
             return 2;
-        send_frame(s, b, n);
-        free(b);
+        sent = 1;
+    } else if (strcmp(kind, "submit") == 0 && argc > 3) {
+        gf_msg m;
+        memset(&m, 0, sizeof(m));
+        m.op = GF_OP_SUBMIT;
+        gf_job_spec_init(&m.spec);
+        char *args[] = { "touch", argv[3], NULL };
+        m.spec.argv = args;
+        m.spec.argc = 2;
+        if (send_msg(s, &m) != 0)
+            return 2;
+        sent = 1;
+    } else if (strcmp(kind, "result") == 0 && argc > 3) {
+        gf_msg m;
+        memset(&m, 0, sizeof(m));
+        m.op = GF_OP_RESULT;
+        m.id = strtoull(argv[3], NULL, 10);
+        m.attempt = 1;
+        m.exit_status = 0;
+        m.outcome = GF_OUTCOME_ENDED;
+        if (send_msg(s, &m) != 0)
+            return 2;
         sent = 1;
     } else {
         fprintf(stderr, "zmq_poke: unknown kind %s\n", kind);

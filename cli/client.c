@@ -156,6 +156,10 @@ int gf_client_call(gf_client *self, const gf_msg *req, gf_msg *rep, int timeout_
             fprintf(stderr, "gpuflock: bad reply from the broker: %s\n", err);
             return GF_EIO;
         }
+        if (rc == GF_EPERM) {
+            fprintf(stderr, "gpuflock: %s\n", err);
+            return GF_EIO;
+        }
         if (rc == GF_EIO) {
             /* the broker closed our connection: it stopped or died */
             if (self->conn)

@@ -25,7 +25,9 @@ typedef struct gf_transport {
     int (*send)(void *conn, const gf_msg *m, char *err, size_t errlen);
     /* 0 with *out; GF_ETIMEDOUT, GF_EINTR; GF_EIO when the connection broke
      * (the caller may open a new one); GF_EPROTO / GF_ETOOBIG for a bad
-     * reply; err says which */
+     * reply; GF_EPERM when the broker refuses the connection's security
+     * handshake (CURVE: another server key), which asking again cannot
+     * mend; err says which */
     int (*recv)(void *conn, int timeout_ms, gf_msg *out, char *err, size_t errlen);
     void (*close)(void **conn_p);
 } gf_transport;

@@ -1,6 +1,12 @@
 /* transport_zmq.c — the CLI's libzmq backend: a DEALER socket through
  * net/wire, for every endpoint libzmq reaches, tcp:// with CURVE
- * included (see transport.h). */
+ * included (see transport.h).
+ *
+ * With CURVE, libzmq hides a failed handshake: a broker that cannot open our
+ * HELLO (a wrong curve_public_key in the client's configuration) closes the
+ * connection, libzmq connects again every 100 ms, and a request would wait
+ * for its whole timeout (for ever for `wait`) with nothing said. A monitor
+ * on the socket's handshake events turns that into GF_EPERM naming it. */
 #include "net/transport.h"
 
 #include "common/error.h"
@@ -16,7 +22,17 @@
 typedef struct {
     void *ctx;                /* the zmq context, ours alone */
     void *sock;               /* DEALER to the broker */
+    void *mon;                /* PAIR on sock's handshake events (CURVE only), or NULL */
+    int failed;               /* handshakes failed in a row since the last one that succeeded */
+    char *endpoint;           /* the broker's, for messages; ours */
 } zconn;
+
+/* Handshakes that must fail in a row before the broker counts as refusing
+ * our keys: one may break on a broker that is stopping; a wrong server key
+ * fails every time, so three take about 200 ms. */
+#define HANDSHAKE_TRIES 3
+#define HANDSHAKE_EVENTS (ZMQ_EVENT_HANDSHAKE_SUCCEEDED | ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL | \
+                          ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL | ZMQ_EVENT_HANDSHAKE_FAILED_AUTH)
 
 static bool zmq_supports(const gf_config *cfg)
 {
@@ -29,10 +45,15 @@ static void zmq_close_conn(void **conn_p)
     zconn *c = *conn_p;
     if (!c)
         return;
+    if (c->mon) {
+        zmq_socket_monitor(c->sock, NULL, 0);
+        zmq_close(c->mon);
+    }
     if (c->sock)
         zmq_close(c->sock);
     if (c->ctx)
         zmq_ctx_term(c->ctx);
+    free(c->endpoint);
     free(c);
     *conn_p = NULL;
 }
@@ -41,6 +62,7 @@ static void *zmq_open_conn(const gf_config *cfg, char *err, size_t errlen)
 {
     const char *ep = cfg->client_endpoint;
     zconn *c = gf_calloc(1, sizeof(*c));
+    c->endpoint = gf_strdup(ep);
     c->ctx = zmq_ctx_new();
     c->sock = zmq_socket(c->ctx, ZMQ_DEALER);
     int zero = 0;
@@ -51,6 +73,15 @@ static void *zmq_open_conn(const gf_config *cfg, char *err, size_t errlen)
         zmq_setsockopt(c->sock, ZMQ_CURVE_SERVERKEY, cfg->curve_public_key, 40);
         zmq_setsockopt(c->sock, ZMQ_CURVE_PUBLICKEY, pub, 40);
         zmq_setsockopt(c->sock, ZMQ_CURVE_SECRETKEY, sec, 40);
+        /* without the monitor a refused handshake is only a longer wait */
+        if (zmq_socket_monitor(c->sock, "inproc://handshake", HANDSHAKE_EVENTS) == 0) {
+            c->mon = zmq_socket(c->ctx, ZMQ_PAIR);
+            zmq_setsockopt(c->mon, ZMQ_LINGER, &zero, sizeof(zero));
+            if (zmq_connect(c->mon, "inproc://handshake") != 0) {
+                zmq_close(c->mon);
+                c->mon = NULL;
+            }
+        }
     }
     if (zmq_connect(c->sock, ep) != 0) {
         snprintf(err, errlen, "cannot connect to %s: %s", ep, zmq_strerror(errno));
@@ -70,20 +101,76 @@ static int zmq_send_msg(void *conn, const gf_msg *m, char *err, size_t errlen)
     return rc;
 }
 
+/* The handshake events waiting on c->mon: 0, or GF_EPERM with err saying
+ * why once the broker refused us for good (HANDSHAKE_TRIES failures in a
+ * row, or a protocol or authentication failure, which libzmq does not
+ * retry). */
+static int read_handshakes(zconn *c, char *err, size_t errlen)
+{
+    for (;;) {
+        zmq_msg_t ev;
+        zmq_msg_init(&ev);
+        if (zmq_msg_recv(&ev, c->mon, ZMQ_DONTWAIT) < 0) {
+            zmq_msg_close(&ev);
+            return 0;
+        }
+        uint16_t id = 0;
+        uint32_t value = 0;
+        if (zmq_msg_size(&ev) >= 6) {
+            memcpy(&id, zmq_msg_data(&ev), 2);
+            memcpy(&value, (const uint8_t *)zmq_msg_data(&ev) + 2, 4);
+        }
+        bool more = zmq_msg_more(&ev);
+        zmq_msg_close(&ev);
+        if (more) {             /* the second frame: the endpoint */
+            zmq_msg_init(&ev);
+            zmq_msg_recv(&ev, c->mon, ZMQ_DONTWAIT);
+            zmq_msg_close(&ev);
+        }
+        char why[160] = "";
+        if (id == ZMQ_EVENT_HANDSHAKE_SUCCEEDED) {
+            c->failed = 0;
+        } else if (id == ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL && ++c->failed >= HANDSHAKE_TRIES) {
+            snprintf(why, sizeof(why), "the broker closed the connection during the handshake, "
+                     "%d times (%s)", c->failed, zmq_strerror((int)value));
+        } else if (id == ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL) {
+            snprintf(why, sizeof(why), "protocol error 0x%x", value);
+        } else if (id == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH) {
+            snprintf(why, sizeof(why), "the broker refused our key (status %u)", value);
+        }
+        if (why[0]) {
+            snprintf(err, errlen, "no CURVE handshake with the broker at %s: %s: is the "
+                     "configuration's broker.curve_public_key the broker's public key?",
+                     c->endpoint, why);
+            return GF_EPERM;
+        }
+    }
+}
+
 static int zmq_recv_msg(void *conn, int timeout_ms, gf_msg *out, char *err, size_t errlen)
 {
     zconn *c = conn;
     memset(out, 0, sizeof(*out));
-    zmq_pollitem_t it = { c->sock, 0, ZMQ_POLLIN, 0 };
-    int n = zmq_poll(&it, 1, timeout_ms);
-    if (n < 0 && errno == EINTR)
-        return GF_EINTR;
-    if (n < 0) {
-        snprintf(err, errlen, "zmq_poll: %s", zmq_strerror(errno));
-        return GF_EIO;
+    zmq_pollitem_t it[2] = { { c->sock, 0, ZMQ_POLLIN, 0 }, { c->mon, 0, ZMQ_POLLIN, 0 } };
+    uint64_t deadline = gf_now_ms() + (uint64_t)(timeout_ms < 0 ? 0 : timeout_ms);
+    for (;;) {
+        uint64_t now = gf_now_ms();
+        long left = timeout_ms < 0 ? -1 : now < deadline ? (long)(deadline - now) : 0;
+        int n = zmq_poll(it, c->mon ? 2 : 1, left);
+        if (n < 0 && errno == EINTR)
+            return GF_EINTR;
+        if (n < 0) {
+            snprintf(err, errlen, "zmq_poll: %s", zmq_strerror(errno));
+            return GF_EIO;
+        }
+        if (n == 0)
+            return GF_ETIMEDOUT;
+        if (it[0].revents & ZMQ_POLLIN)
+            break;
+        int rc = read_handshakes(c, err, errlen);
+        if (rc)
+            return rc;
     }
-    if (n == 0)
-        return GF_ETIMEDOUT;
     int rc = gf_wire_recv(c->sock, false, 0, NULL, out, err, errlen);
     return rc == GF_ETIMEDOUT ? GF_EPROTO : rc;
 }

@@ -2,9 +2,9 @@
  * embedding networks on a CUDA card (diar/segmentation_gpu,
  * embedding_gpu) behind the pipeline's backend table (gf_diar_backend).
  *
- * It lives in the worker library, beside the card code it uses; the CPU
- * backend is in diar/pipeline.c. Device timings of every boundary go
- * to the devstats the pipeline passes down. */
+ * The table is diar/backend.h (through pipeline.h, whose sizes the backend
+ * uses); the CPU backend is diar/backend_cpu.c. Device timings of every
+ * boundary go to the devstats the pipeline passes down. */
 #ifndef GF_DIAR_GPU_H
 #define GF_DIAR_GPU_H
 

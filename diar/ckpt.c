@@ -8,6 +8,7 @@
  * checks the fixed header and every count against the audio before it
  * reads the rest, then the digest before it believes any of it. */
 #include "diar/ckpt.h"
+#include "diar/weightfree.h"
 
 #include "common/error.h"
 #include "common/sha256.h"

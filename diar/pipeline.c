@@ -1,132 +1,30 @@
-/* pipeline.c — the diarization pipeline (pipeline.h): windows streamed from
- * diar/io/audio, the two networks behind a backend table (the CPU one
- * here), per-window results kept, then diar/cluster/cluster. The weight-free
- * mode replaces the networks by energy voice activity and fbank statistics. */
+/* pipeline.c — the diarization pipeline's run loop (pipeline.h): windows
+ * streamed from diar/io/audio in batches, each batch decoded on a second
+ * thread while the one before it runs through the two networks of the
+ * backend table (diar/backend_cpu by default) or the weight-free mode's
+ * stages (diar/weightfree), the per-window results kept and offered at each
+ * batch boundary (checkpoints, resume), then diar/cluster/cluster and the
+ * result (diar/result). */
 #include "diar/pipeline.h"
 
 #include "common/error.h"
 #include "common/log.h"
-#include "common/util.h"
-#include "diar/cluster/ahc.h"
-#include "diar/io/audio.h"
-#include "diar/embedding.h"
-#include "kernels/fbank/fbank_cpu.h"
-#include "diar/models.h"
-#include "diar/io/npy.h"
 #include "common/par.h"
+#include "common/util.h"
+#include "diar/backend_cpu.h"
 #include "diar/cluster/plda.h"
+#include "diar/io/audio.h"
+#include "diar/models.h"
 #include "diar/powerset.h"
-#include "diar/segmentation.h"
+#include "diar/weightfree.h"
+#include "kernels/fbank/fbank_cpu.h"
 
 #include <assert.h>
-#include <json-c/json.h>
-#include <limits.h>
-#include <errno.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-/* the segmentation frame grid in samples: 0.0619375 s long, 0.016875 s apart */
-#define VAD_FRAME_LEN 991
-#define VAD_FRAME_STEP 270
-#define VAD_ABS_FLOOR_DB (-60.0)  /* never speech below this (dBFS) */
-#define VAD_MARGIN_DB 12.0        /* speech: this far above the noise floor */
-#define VAD_FLOOR_RISE_DB 3.0     /* how fast the floor may rise per window */
-#define VAD_MIN_SPEECH 4          /* frames: shorter speech runs are dropped */
-#define VAD_MAX_GAP 20            /* frames: shorter pauses are bridged */
-
-/* ---- the CPU backend -------------------------------------------------- */
-
-typedef struct {
-    gf_segmentation *seg;  /* segmentation network */
-    gf_embedding *emb;     /* embedding network */
-} cpu_ctx;
-
-static int cpu_segment(void *ctx, const float *wave, int B, float *logp, gf_devstats *stats)
-{
-    cpu_ctx *c = ctx;
-    int rc = gf_segmentation_run(c->seg, wave, B, logp);
-    if (stats)
-        gf_devstats_unavailable(stats, "segmentation", "cpu", "cpu card");
-    return rc;
-}
-
-static int cpu_embed(void *ctx, const float *fbank, int B, const int *job_window,
-                     const float *masks, int n_jobs, float *emb, gf_devstats *stats)
-{
-    cpu_ctx *c = ctx;
-    int rc = gf_embedding_trunk(c->emb, fbank, B);
-    if (stats)
-        gf_devstats_unavailable(stats, "embedding.trunk", "cpu", "cpu card");
-    for (int j = 0; rc == 0 && j < n_jobs; j++) {
-        rc = gf_embedding_pool(c->emb, job_window[j], masks + (size_t)j * GF_DIAR_FRAMES,
-                               GF_DIAR_FRAMES, emb + (size_t)j * GF_DIAR_EMB_DIM);
-        if (stats)
-            gf_devstats_unavailable(stats, "embedding.pool", "cpu", "cpu card");
-    }
-    return rc;
-}
-
-static void cpu_destroy(void *ctx)
-{
-    cpu_ctx *c = ctx;
-    if (!c)
-        return;
-    gf_segmentation_destroy(&c->seg);
-    gf_embedding_destroy(&c->emb);
-    free(c);
-}
-
-static int file_exists(const char *path)
-{
-    struct stat st;
-    return stat(path, &st) == 0;
-}
-
-int gf_diar_backend_cpu(const char *models_dir, int max_batch, int threads, gf_diar_backend *out)
-{
-    if (threads <= 0)
-        threads = gf_par_cores(INT_MAX);
-    char *seg_path = gf_strfmt("%s/%s", models_dir, GF_MODELS_SEGMENTATION);
-    char *emb_path = gf_strfmt("%s/%s", models_dir, GF_MODELS_EMBEDDING);
-    int rc = 0;
-    gf_manifest *man = NULL;
-    cpu_ctx *c = NULL;
-    if (!file_exists(seg_path) || !file_exists(emb_path)) {
-        rc = GF_ENOENT;
-        goto out;
-    }
-    int mrc = gf_manifest_load(models_dir, &man);
-    if (mrc != 0 && mrc != GF_ENOENT) {
-        rc = mrc;
-        goto out;
-    }
-    c = gf_calloc(1, sizeof *c);
-    c->seg = gf_segmentation_new(seg_path,
-                                 man ? gf_manifest_sha256(man, GF_MODELS_SEGMENTATION) : NULL,
-                                 max_batch, threads);
-    if (c->seg)
-        c->emb = gf_embedding_new(emb_path,
-                                  man ? gf_manifest_sha256(man, GF_MODELS_EMBEDDING) : NULL,
-                                  GF_DIAR_FBANK_FRAMES, max_batch, threads);
-    if (!c->seg || !c->emb) {
-        cpu_destroy(c);
-        rc = GF_EINVAL;
-        goto out;
-    }
-    *out = (gf_diar_backend){ .name = "cpu", .route = "cpu", .segment = cpu_segment,
-                              .embed = cpu_embed, .destroy = cpu_destroy, .ctx = c,
-                              .identity = "cpu" };
-out:
-    gf_manifest_destroy(&man);
-    free(seg_path);
-    free(emb_path);
-    return rc;
-}
 
 /* ---- pieces ----------------------------------------------------------- */
 
@@ -150,121 +48,6 @@ size_t gf_diar_pool_mask(const float *act, int s, float *mask)
         full += mask[f] > 0.0f;
     }
     return full;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-void gf_diar_energy_vad(const float *win, size_t valid, double *noise_db, float *act)
-{
-    double db[GF_DIAR_FRAMES], sorted[GF_DIAR_FRAMES];
-    int n_valid = 0;
-    for (int f = 0; f < GF_DIAR_FRAMES; f++) {
-        size_t a = (size_t)f * VAD_FRAME_STEP;
-        size_t b = a + VAD_FRAME_LEN;
-        act[f] = 0.0f;
-        /* a frame counts when most of it is audio, not padding */
-        if (a >= valid || (b > valid && valid - a < VAD_FRAME_LEN / 2)) {
-            db[f] = -INFINITY;
-            continue;
-        }
-        if (b > valid)
-            b = valid;
-        double e = 0.0;
-        for (size_t i = a; i < b; i++)
-            e += (double)win[i] * win[i];
-        db[f] = 10.0 * log10(e / (double)(b - a) + 1e-12);
-        sorted[n_valid++] = db[f];
-    }
-    if (n_valid == 0)
-        return;
-    qsort(sorted, (size_t)n_valid, sizeof *sorted, cmp_double);
-    double p10 = sorted[n_valid / 10];
-    if (isnan(*noise_db) || p10 < *noise_db)
-        *noise_db = p10;
-    else if (p10 > *noise_db + VAD_FLOOR_RISE_DB)
-        *noise_db += VAD_FLOOR_RISE_DB;
-    else
-        *noise_db = p10;
-    double thr = *noise_db + VAD_MARGIN_DB;
-    if (thr < VAD_ABS_FLOOR_DB)
-        thr = VAD_ABS_FLOOR_DB;
-    for (int f = 0; f < GF_DIAR_FRAMES; f++)
-        act[f] = db[f] > thr ? 1.0f : 0.0f;
-    /* drop speech blips, then bridge short pauses between speech */
-    for (int f = 0; f < GF_DIAR_FRAMES;) {
-        if (act[f] == 0.0f) {
-            f++;
-            continue;
-        }
-        int e = f;
-        while (e < GF_DIAR_FRAMES && act[e] != 0.0f)
-            e++;
-        if (e - f < VAD_MIN_SPEECH)
-            for (int k = f; k < e; k++)
-                act[k] = 0.0f;
-        f = e;
-    }
-    int last = -1;
-    for (int f = 0; f < GF_DIAR_FRAMES; f++) {
-        if (act[f] == 0.0f)
-            continue;
-        if (last >= 0 && f - last - 1 > 0 && f - last - 1 < VAD_MAX_GAP)
-            for (int k = last + 1; k < f; k++)
-                act[k] = 1.0f;
-        last = f;
-    }
-}
-
-void gf_diar_wf_normalise(float *emb, size_t n, size_t dim)
-{
-    double *mean = gf_calloc(dim, sizeof *mean), *sd = gf_calloc(dim, sizeof *sd);
-    size_t rows = 0;
-    for (size_t i = 0; i < n; i++) {
-        const float *e = emb + i * dim;
-        if (isnan(e[0]))
-            continue;
-        for (size_t d = 0; d < dim; d++)
-            mean[d] += e[d];
-        rows++;
-    }
-    if (rows == 0)
-        goto out;
-    for (size_t d = 0; d < dim; d++)
-        mean[d] /= (double)rows;
-    for (size_t i = 0; i < n; i++) {
-        const float *e = emb + i * dim;
-        if (isnan(e[0]))
-            continue;
-        for (size_t d = 0; d < dim; d++)
-            sd[d] += (e[d] - mean[d]) * (e[d] - mean[d]);
-    }
-    for (size_t d = 0; d < dim; d++)
-        sd[d] = sqrt(sd[d] / (double)rows);
-    for (size_t i = 0; i < n; i++) {
-        float *e = emb + i * dim;
-        if (isnan(e[0]))
-            continue;
-        double norm = 0.0;
-        for (size_t d = 0; d < dim; d++) {
-            double v = e[d] - mean[d];
-            if (sd[d] > 1e-6)
-                v /= sd[d];
-            e[d] = (float)v;
-            norm += v * v;
-        }
-        norm = sqrt(norm);
-        /* a row equal to the mean stays the zero vector's neighbour: tiny
-         * constant direction so that it is finite */
-        for (size_t d = 0; d < dim; d++)
-            e[d] = norm > 1e-12 ? (float)(e[d] / norm) : (float)(1.0 / sqrt((double)dim));
-    }
-out:
-    free(mean);
-    free(sd);
 }
 
 /* ---- the pipeline ----------------------------------------------------- */
@@ -470,102 +253,17 @@ const char *gf_diar_identity(const gf_diar *self)
     return self->backend.identity;
 }
 
-char *gf_diar_result_json(const gf_diar_result *r, const char *models_dir, const gf_devstats *st)
-{
-    char *turns = gf_rttm_json(r->rttm);
-    json_object *o = json_tokener_parse(turns);
-    free(turns);
-    if (!o)
-        o = json_object_new_object();
-    json_object_object_add(o, "mode", json_object_new_string(r->weight_free ? "weight-free"
-                                                                             : "neural"));
-    if (r->weight_free) {
-        char *msg = gf_strfmt("weight-free mode: no model files in %s", models_dir);
-        json_object_object_add(o, "notice", json_object_new_string(msg));
-        free(msg);
-    }
-    json_object_object_add(o, "duration", json_object_new_double(r->duration));
-    json_object_object_add(o, "windows", json_object_new_int64((int64_t)r->n_windows));
-    json_object *t = json_object_new_object();
-    json_object_object_add(t, "decode", json_object_new_double(r->t_decode));
-    json_object_object_add(t, "segmentation", json_object_new_double(r->t_segmentation));
-    json_object_object_add(t, "fbank", json_object_new_double(r->t_fbank));
-    json_object_object_add(t, "embedding", json_object_new_double(r->t_embedding));
-    json_object_object_add(t, "clustering", json_object_new_double(r->t_clustering));
-    json_object_object_add(t, "total", json_object_new_double(r->t_total));
-    json_object_object_add(o, "timings", t);
-    if (st) {
-        char *ds = gf_devstats_to_json(st);
-        json_object *dj = json_tokener_parse(ds);
-        free(ds);
-        if (dj)
-            json_object_object_add(o, "devstats", dj);
-    }
-    char *s = gf_strfmt("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
-    json_object_put(o);
-    return s;
-}
-
 gf_diar_run_opts gf_diar_run_defaults(void)
 {
     gf_diar_run_opts o = { .cluster = gf_cluster_defaults() };
     return o;
 }
 
-void gf_diar_result_free(gf_diar_result *r)
-{
-    gf_rttm_destroy(&r->rttm);
-    memset(r, 0, sizeof *r);
-}
+/* ---- one batch -------------------------------------------------------- */
 
 static double secs(uint64_t t0)
 {
     return (double)(gf_now_ns() - t0) * 1e-9;
-}
-
-static char *uri_of(const char *path)
-{
-    const char *b = strrchr(path, '/');
-    b = b ? b + 1 : path;
-    char *s = gf_strdup(*b ? b : "recording");
-    char *dot = strrchr(s, '.');
-    if (dot && dot != s)
-        *dot = '\0';
-    for (char *p = s; *p; p++)
-        if (*p == ' ' || *p == '\t' || *p == '\n')
-            *p = '_';
-    return s;
-}
-
-static int save_array(const char *dir, const char *name, const float *data, size_t n0, size_t n1,
-                      size_t n2)
-{
-    size_t shape[3] = { n0, n1, n2 };
-    gf_npy_array *a = gf_npy_new(GF_NPY_F32, 3, shape);
-    memcpy(a->data, data, a->count * sizeof(float));
-    char *path = gf_strfmt("%s/%s", dir, name);
-    int rc = gf_npy_save(path, a);
-    free(path);
-    gf_npy_destroy(&a);
-    return rc;
-}
-
-static int save_intermediates(const char *dir, const float *logits, const float *seg,
-                              const float *emb, size_t n, size_t dim)
-{
-    if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
-        GF_ERROR("%s: cannot create the intermediates directory: %s", dir, strerror(errno));
-        return GF_EIO;
-    }
-    int rc = 0;
-    if (logits)
-        rc = save_array(dir, "segmentation_logits.npy", logits, n, GF_DIAR_FRAMES,
-                        GF_DIAR_CLASSES);
-    if (!rc)
-        rc = save_array(dir, "segmentations.npy", seg, n, GF_DIAR_FRAMES, GF_DIAR_SPEAKERS);
-    if (!rc)
-        rc = save_array(dir, "embeddings.npy", emb, n, GF_DIAR_SPEAKERS, dim);
-    return rc;
 }
 
 /* Segmentation, fbank and embeddings of nb windows in d->wave into the
@@ -639,268 +337,7 @@ static int run_batch_neural(gf_diar *d, int nb, float *seg, float *emb, float *l
     return 0;
 }
 
-/* Weight-free mode: per-block statistics, gathered while the windows stream.
- * Blocks are GF_DIAR_WF_BLOCK seconds on a global grid; each is computed from
- * the first window that holds it. */
-typedef struct {
-    double noise_db;   /* running noise floor of the energy VAD */
-    float *vec;        /* [n x GF_DIAR_WF_DIM] block statistics (NaN: too little speech) */
-    size_t n;          /* blocks filled */
-    size_t cap;        /* allocated */
-} wf_blocks;
-
-#define WF_BLOCK_FBANK ((int)(GF_DIAR_WF_BLOCK * 100.0 + 0.5))  /* fbank frames per block */
-#define WF_BLOCKS_PER_STEP ((size_t)(1.0 / GF_DIAR_WF_BLOCK + 0.5))
-#define WF_BLOCKS_PER_WINDOW (10 * WF_BLOCKS_PER_STEP)
-
-/* window c holds blocks c * per_step .. c * per_step + per_window - 1 */
-size_t gf_diar_max_blocks(size_t n_windows)
-{
-    return n_windows ? (n_windows - 1) * WF_BLOCKS_PER_STEP + WF_BLOCKS_PER_WINDOW : 0;
-}
-
-/* segmentation frame (of the 589) nearest to fbank frame k, by centres */
-static int seg_frame_of_fbank(size_t k)
-{
-    long centre = (long)k * GF_FBANK_SHIFT + GF_FBANK_FRAME / 2;
-    long f = (centre - VAD_FRAME_LEN / 2 + VAD_FRAME_STEP / 2) / VAD_FRAME_STEP;
-    if (f < 0)
-        f = 0;
-    if (f >= GF_DIAR_FRAMES)
-        f = GF_DIAR_FRAMES - 1;
-    return (int)f;
-}
-
-/* Mean and std of the cepstra 1..GF_DIAR_WF_CEPS (DCT-II of the log-mel
- * row; c0, the loudness, left out) of fbank rows k0..k1 under act; returns
- * the rows used. */
-static size_t range_stats(const float *fbank, size_t k0, size_t k1, const float *act, float *out)
-{
-    enum { C = GF_DIAR_WF_CEPS };
-    double dct[C][GF_FBANK_BINS];
-    for (int i = 0; i < C; i++)
-        for (int m = 0; m < GF_FBANK_BINS; m++)
-            dct[i][m] = cos(M_PI * (i + 1) * (m + 0.5) / GF_FBANK_BINS);
-    double sum[C] = { 0 }, sq[C] = { 0 };
-    size_t used = 0;
-    for (size_t k = k0; k < k1; k++) {
-        if (act[seg_frame_of_fbank(k)] == 0.0f)
-            continue;
-        const float *row = fbank + k * GF_FBANK_BINS;
-        for (int i = 0; i < C; i++) {
-            double v = 0.0;
-            for (int m = 0; m < GF_FBANK_BINS; m++)
-                v += dct[i][m] * row[m];
-            sum[i] += v;
-            sq[i] += v * v;
-        }
-        used++;
-    }
-    for (int i = 0; i < C; i++) {
-        if (!used) {
-            out[i] = out[C + i] = NAN;
-            continue;
-        }
-        double mean = sum[i] / (double)used;
-        double var = sq[i] / (double)used - mean * mean;
-        out[i] = (float)mean;
-        out[C + i] = (float)sqrt(var > 0.0 ? var : 0.0);
-    }
-    return used;
-}
-
-size_t gf_diar_fbank_stats(const float *fbank, size_t n_fbank, const float *act, float *out)
-{
-    return range_stats(fbank, 0, n_fbank, act, out);
-}
-
-static int run_batch_weight_free(gf_diar *d, int nb, size_t w0, float *seg, wf_blocks *wb,
-                                 gf_devstats *stats, gf_diar_result *res)
-{
-    for (int b = 0; b < nb; b++) {
-        const float *w = d->wave + (size_t)b * GF_DIAR_WINDOW;
-        float *act = seg + (size_t)b * GF_DIAR_FRAMES * GF_DIAR_SPEAKERS;
-        float vad[GF_DIAR_FRAMES];
-        uint64_t t0 = gf_now_ns();
-        gf_diar_energy_vad(w, d->valid[b], &wb->noise_db, vad);
-        for (int f = 0; f < GF_DIAR_FRAMES; f++) {
-            act[f * GF_DIAR_SPEAKERS] = vad[f];
-            act[f * GF_DIAR_SPEAKERS + 1] = 0.0f;
-            act[f * GF_DIAR_SPEAKERS + 2] = 0.0f;
-        }
-        res->t_segmentation += secs(t0);
-        if (stats)
-            gf_devstats_unavailable(stats, "vad.energy", "cpu", "cpu card");
-
-        t0 = gf_now_ns();
-        size_t nf = 0;
-        int rc = gf_fbank_run(d->fbank, w, GF_DIAR_WINDOW, d->feats, &nf, 0);
-        if (rc)
-            return rc;
-        res->t_fbank += secs(t0);
-        if (stats)
-            gf_devstats_unavailable(stats, "fbank", "cpu", "cpu card");
-
-        /* the blocks of this window no earlier window held */
-        t0 = gf_now_ns();
-        size_t first = (w0 + (size_t)b) * WF_BLOCKS_PER_STEP;
-        for (size_t j = 0; j < WF_BLOCKS_PER_WINDOW; j++) {
-            size_t g = first + j;
-            size_t start = j * (size_t)WF_BLOCK_FBANK * GF_FBANK_SHIFT;
-            if (g < wb->n || start >= d->valid[b])
-                continue;
-            if (g >= wb->cap) {
-                wb->cap = 2 * (g + 1);
-                wb->vec = gf_realloc(wb->vec, wb->cap * GF_DIAR_WF_DIM * sizeof *wb->vec);
-            }
-            size_t k0 = j * (size_t)WF_BLOCK_FBANK, k1 = k0 + (size_t)WF_BLOCK_FBANK;
-            if (k1 > nf)
-                k1 = nf;
-            float *v = wb->vec + g * GF_DIAR_WF_DIM;
-            if (k0 >= k1 || range_stats(d->feats, k0, k1, vad, v) < GF_DIAR_WF_MIN_FRAMES)
-                for (int k = 0; k < GF_DIAR_WF_DIM; k++)
-                    v[k] = NAN;
-            wb->n = g + 1;
-        }
-        res->t_embedding += secs(t0);
-        if (stats)
-            gf_devstats_unavailable(stats, "embedding.fbank_stats", "cpu", "cpu card");
-    }
-    return 0;
-}
-
-/* After the stream: cluster the blocks (cosine AHC), give each window up to
- * three local speakers (the block clusters present in it, most active
- * first), activity from the VAD in column 0 of seg, and an embedding each
- * (the mean of its blocks). Returns 0 or a GF_E*. */
-static int wf_local_speakers(wf_blocks *wb, float *seg, float *emb, size_t n_windows,
-                             double threshold)
-{
-    size_t nb = wb->n, m = 0;
-    gf_diar_wf_normalise(wb->vec, nb, GF_DIAR_WF_DIM);
-    int *label = gf_malloc((nb ? nb : 1) * sizeof *label);
-    size_t *rows = gf_malloc((nb ? nb : 1) * sizeof *rows);
-    for (size_t j = 0; j < nb; j++) {
-        label[j] = -1;
-        if (!isnan(wb->vec[j * GF_DIAR_WF_DIM]))
-            rows[m++] = j;
-    }
-    int rc = 0, K = 0;
-    if (m == 1) {
-        label[rows[0]] = 0;
-        K = 1;
-    } else if (m > 1) {
-        float *x = gf_malloc(m * GF_DIAR_WF_DIM * sizeof *x);
-        int *lab = gf_malloc(m * sizeof *lab);
-        for (size_t i = 0; i < m; i++)
-            memcpy(x + i * GF_DIAR_WF_DIM, wb->vec + rows[i] * GF_DIAR_WF_DIM,
-                   GF_DIAR_WF_DIM * sizeof *x);
-        rc = gf_ahc_cluster(x, m, GF_DIAR_WF_DIM, threshold, lab);
-        if (rc >= 0) {
-            K = rc;
-            rc = 0;
-            for (size_t i = 0; i < m; i++)
-                label[rows[i]] = lab[i];
-        }
-        free(x);
-        free(lab);
-    }
-    if (rc)
-        goto out;
-    /* blocks with too little speech take the label of the nearest labelled block */
-    if (m > 0) {
-        int *filled = gf_malloc(nb * sizeof *filled);
-        for (size_t j = 0; j < nb; j++) {
-            filled[j] = label[j];
-            for (size_t r = 1; filled[j] < 0 && r < nb; r++) {
-                if (j >= r && label[j - r] >= 0)
-                    filled[j] = label[j - r];
-                else if (j + r < nb && label[j + r] >= 0)
-                    filled[j] = label[j + r];
-            }
-        }
-        memcpy(label, filled, nb * sizeof *label);
-        free(filled);
-    }
-    /* each block cluster's centroid, unit length: the embedding of every
-     * local speaker it becomes, so that the clustering proper finds the
-     * same clusters */
-    size_t Kz = (size_t)(K ? K : 1);
-    double *cent = gf_calloc(Kz * GF_DIAR_WF_DIM, sizeof *cent);
-    for (size_t i = 0; i < m; i++)
-        for (int k = 0; k < GF_DIAR_WF_DIM; k++)
-            cent[(size_t)label[rows[i]] * GF_DIAR_WF_DIM + (size_t)k] +=
-                wb->vec[rows[i] * GF_DIAR_WF_DIM + (size_t)k];
-    for (int c = 0; c < K; c++) {
-        double *v = cent + (size_t)c * GF_DIAR_WF_DIM, norm = 0.0;
-        for (int k = 0; k < GF_DIAR_WF_DIM; k++)
-            norm += v[k] * v[k];
-        norm = sqrt(norm);
-        for (int k = 0; k < GF_DIAR_WF_DIM; k++)
-            v[k] = norm > 1e-12 ? v[k] / norm : 1.0 / sqrt((double)GF_DIAR_WF_DIM);
-    }
-    size_t *count = gf_calloc(Kz, sizeof *count);
-    for (size_t c = 0; c < n_windows; c++) {
-        float *act = seg + c * GF_DIAR_FRAMES * GF_DIAR_SPEAKERS;
-        int fl[GF_DIAR_FRAMES];  /* block cluster of each speech frame, -1: silence */
-        memset(count, 0, Kz * sizeof *count);
-        for (int f = 0; f < GF_DIAR_FRAMES; f++) {
-            fl[f] = -1;
-            if (act[f * GF_DIAR_SPEAKERS] == 0.0f)
-                continue;
-            double t = (double)c + (f * VAD_FRAME_STEP + VAD_FRAME_LEN / 2) / (double)GF_AUDIO_RATE;
-            size_t j = (size_t)(t / GF_DIAR_WF_BLOCK);
-            if (j >= nb)
-                j = nb - 1;
-            fl[f] = label[j];
-            if (fl[f] >= 0)
-                count[fl[f]]++;
-        }
-        int local[GF_DIAR_SPEAKERS];  /* block cluster of each local speaker */
-        for (int s = 0; s < GF_DIAR_SPEAKERS; s++) {
-            local[s] = -1;
-            size_t best = 0;
-            for (int k = 0; k < K; k++)
-                if (count[k] > best && (s < 1 || k != local[0]) && (s < 2 || k != local[1])) {
-                    best = count[k];
-                    local[s] = k;
-                }
-        }
-        for (int f = 0; f < GF_DIAR_FRAMES; f++) {
-            int ls = -1;
-            double best = -INFINITY;
-            for (int s = 0; fl[f] >= 0 && s < GF_DIAR_SPEAKERS && local[s] >= 0; s++) {
-                if (fl[f] == local[s]) {
-                    ls = s;
-                    break;
-                }
-                /* a fourth cluster in this window: the closest of the three */
-                double dot = 0.0;
-                for (int k = 0; k < GF_DIAR_WF_DIM; k++)
-                    dot += cent[(size_t)fl[f] * GF_DIAR_WF_DIM + (size_t)k]
-                           * cent[(size_t)local[s] * GF_DIAR_WF_DIM + (size_t)k];
-                if (dot > best) {
-                    best = dot;
-                    ls = s;
-                }
-            }
-            for (int s = 0; s < GF_DIAR_SPEAKERS; s++)
-                act[f * GF_DIAR_SPEAKERS + s] = s == ls ? 1.0f : 0.0f;
-        }
-        for (int s = 0; s < GF_DIAR_SPEAKERS; s++) {
-            float *e = emb + (c * GF_DIAR_SPEAKERS + (size_t)s) * GF_DIAR_WF_DIM;
-            for (int k = 0; k < GF_DIAR_WF_DIM; k++)
-                e[k] = local[s] >= 0 ? (float)cent[(size_t)local[s] * GF_DIAR_WF_DIM + (size_t)k]
-                                     : NAN;
-        }
-    }
-    free(cent);
-    free(count);
-out:
-    free(rows);
-    free(label);
-    return rc;
-}
+/* ---- decoding ahead --------------------------------------------------- */
 
 /* One batch of windows from the iterator into buf (the span in span mode,
  * else whole windows) and valid. done: the audio ended (nb may still be > 0).
@@ -972,6 +409,8 @@ static void *read_ahead(void *arg)
     return NULL;
 }
 
+/* ---- resuming --------------------------------------------------------- */
+
 /* Whether a resume state fits this run (gf_diar_run_opts.resume); says why
  * not. total: the audio's window count, which may still grow by one. */
 static bool resume_fits(const gf_diar *d, const gf_diar_state *rs, size_t dim, bool keep_logits,
@@ -1014,6 +453,8 @@ static void restore_batch(const gf_diar_state *rs, size_t w0, int nb, float *seg
                k * GF_DIAR_FRAMES * GF_DIAR_CLASSES * sizeof *logits);
 }
 
+/* ---- the run ---------------------------------------------------------- */
+
 int gf_diar_run(gf_diar *d, const char *path, const gf_diar_run_opts *o, gf_devstats *stats,
                 gf_diar_result *res)
 {
@@ -1039,7 +480,7 @@ int gf_diar_run(gf_diar *d, const char *path, const gf_diar_run_opts *o, gf_devs
     float *emb = gf_malloc(cap * GF_DIAR_SPEAKERS * dim * sizeof *emb);
     float *logits = keep_logits ? gf_malloc(cap * GF_DIAR_FRAMES * GF_DIAR_CLASSES * sizeof *logits)
                                 : NULL;
-    wf_blocks wb = { .noise_db = NAN };
+    gf_diar_wf_blocks wb = { .noise_db = NAN };
     if (rs && d->weight_free) {   /* what the windows after the resumed ones carry on from */
         wb.noise_db = rs->noise_db;
         wb.n = wb.cap = rs->n_blocks;
@@ -1088,7 +529,8 @@ int gf_diar_run(gf_diar *d, const char *path, const gf_diar_run_opts *o, gf_devs
                      "windows %zu..%zu", path, skip, n, n + (size_t)nb - 1);
             rc = GF_ESTATE;
         } else if (d->weight_free) {
-            rc = run_batch_weight_free(d, nb, n, sb, &wb, stats, res);
+            rc = gf_diar_wf_batch(d->fbank, d->feats, d->wave, d->valid, nb, n, sb, &wb, stats,
+                                  res);
         } else {
             rc = run_batch_neural(d, nb, sb, eb, lb, stats, res);
         }
@@ -1154,14 +596,14 @@ int gf_diar_run(gf_diar *d, const char *path, const gf_diar_run_opts *o, gf_devs
     }
     if (d->weight_free) {
         copts.threshold = GF_DIAR_WF_THRESHOLD;
-        rc = wf_local_speakers(&wb, seg, emb, n, copts.threshold);
+        rc = gf_diar_wf_local_speakers(&wb, seg, emb, n, copts.threshold);
         if (rc) {
             GF_ERROR("%s: weight-free block clustering failed (%s)", path, gf_strerror(rc));
             goto out;
         }
     }
     if (o->save_dir) {
-        rc = save_intermediates(o->save_dir, logits, seg, emb, n, dim);
+        rc = gf_diar_save_intermediates(o->save_dir, logits, seg, emb, n, dim);
         if (rc)
             goto out;
     }
@@ -1172,19 +614,7 @@ int gf_diar_run(gf_diar *d, const char *path, const gf_diar_run_opts *o, gf_devs
         GF_ERROR("%s: clustering failed (%s)", path, gf_strerror(rc));
         goto out;
     }
-    char *uri = uri_of(path);
-    res->rttm = gf_rttm_new();
-    int max_label = -1;
-    for (size_t i = 0; i < cres.n_turns; i++) {
-        char name[32];
-        snprintf(name, sizeof name, "SPEAKER_%02d", cres.turns[i].label);
-        gf_rttm_add(res->rttm, uri, 1, cres.turns[i].start,
-                    cres.turns[i].end - cres.turns[i].start, name);
-        if (cres.turns[i].label > max_label)
-            max_label = cres.turns[i].label;
-    }
-    res->n_speakers = (size_t)(max_label + 1);
-    free(uri);
+    gf_diar_result_turns(res, path, &cres);
     gf_cluster_result_free(&cres);
     res->t_clustering = secs(t0);
     if (stats)

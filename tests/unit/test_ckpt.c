@@ -15,6 +15,7 @@
 #include "common/util.h"
 #include "tmpdir.h"
 #include "diar/ckpt.h"
+#include "diar/weightfree.h"
 
 #include <setjmp.h>
 #include <stdarg.h>

@@ -14,6 +14,7 @@
 #include "kernels/fbank/fbank_cpu.h"
 #include "diar/io/npy.h"
 #include "diar/pipeline.h"
+#include "diar/weightfree.h"
 #include "diar/io/rttm.h"
 #include "tests/unit/tmpdir.h"
 

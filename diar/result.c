@@ -1,0 +1,123 @@
+/* result.c — a diarization's result (result.h): its JSON form, the turns
+ * built from the clustering, and the intermediates written as .npy files.
+ * The run loop (pipeline.c) fills the rest of the result as it goes. */
+#include "diar/result.h"
+
+#include "common/error.h"
+#include "common/log.h"
+#include "common/util.h"
+#include "diar/io/npy.h"
+#include "diar/pipeline.h"
+
+#include <errno.h>
+#include <json-c/json.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+void gf_diar_result_free(gf_diar_result *r)
+{
+    gf_rttm_destroy(&r->rttm);
+    memset(r, 0, sizeof *r);
+}
+
+char *gf_diar_result_json(const gf_diar_result *r, const char *models_dir, const gf_devstats *st)
+{
+    char *turns = gf_rttm_json(r->rttm);
+    json_object *o = json_tokener_parse(turns);
+    free(turns);
+    if (!o)
+        o = json_object_new_object();
+    json_object_object_add(o, "mode", json_object_new_string(r->weight_free ? "weight-free"
+                                                                             : "neural"));
+    if (r->weight_free) {
+        char *msg = gf_strfmt("weight-free mode: no model files in %s", models_dir);
+        json_object_object_add(o, "notice", json_object_new_string(msg));
+        free(msg);
+    }
+    json_object_object_add(o, "duration", json_object_new_double(r->duration));
+    json_object_object_add(o, "windows", json_object_new_int64((int64_t)r->n_windows));
+    json_object *t = json_object_new_object();
+    json_object_object_add(t, "decode", json_object_new_double(r->t_decode));
+    json_object_object_add(t, "segmentation", json_object_new_double(r->t_segmentation));
+    json_object_object_add(t, "fbank", json_object_new_double(r->t_fbank));
+    json_object_object_add(t, "embedding", json_object_new_double(r->t_embedding));
+    json_object_object_add(t, "clustering", json_object_new_double(r->t_clustering));
+    json_object_object_add(t, "total", json_object_new_double(r->t_total));
+    json_object_object_add(o, "timings", t);
+    if (st) {
+        char *ds = gf_devstats_to_json(st);
+        json_object *dj = json_tokener_parse(ds);
+        free(ds);
+        if (dj)
+            json_object_object_add(o, "devstats", dj);
+    }
+    char *s = gf_strfmt("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
+    json_object_put(o);
+    return s;
+}
+
+static char *uri_of(const char *path)
+{
+    const char *b = strrchr(path, '/');
+    b = b ? b + 1 : path;
+    char *s = gf_strdup(*b ? b : "recording");
+    char *dot = strrchr(s, '.');
+    if (dot && dot != s)
+        *dot = '\0';
+    for (char *p = s; *p; p++)
+        if (*p == ' ' || *p == '\t' || *p == '\n')
+            *p = '_';
+    return s;
+}
+
+void gf_diar_result_turns(gf_diar_result *r, const char *path, const gf_cluster_result *cres)
+{
+    char *uri = uri_of(path);
+    r->rttm = gf_rttm_new();
+    int max_label = -1;
+    for (size_t i = 0; i < cres->n_turns; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "SPEAKER_%02d", cres->turns[i].label);
+        gf_rttm_add(r->rttm, uri, 1, cres->turns[i].start,
+                    cres->turns[i].end - cres->turns[i].start, name);
+        if (cres->turns[i].label > max_label)
+            max_label = cres->turns[i].label;
+    }
+    r->n_speakers = (size_t)(max_label + 1);
+    free(uri);
+}
+
+static int save_array(const char *dir, const char *name, const float *data, size_t n0, size_t n1,
+                      size_t n2)
+{
+    size_t shape[3] = { n0, n1, n2 };
+    gf_npy_array *a = gf_npy_new(GF_NPY_F32, 3, shape);
+    memcpy(a->data, data, a->count * sizeof(float));
+    char *path = gf_strfmt("%s/%s", dir, name);
+    int rc = gf_npy_save(path, a);
+    free(path);
+    gf_npy_destroy(&a);
+    return rc;
+}
+
+int gf_diar_save_intermediates(const char *dir, const float *logits, const float *seg,
+                               const float *emb, size_t n, size_t dim)
+{
+    if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
+        GF_ERROR("%s: cannot create the intermediates directory: %s", dir, strerror(errno));
+        return GF_EIO;
+    }
+    int rc = 0;
+    if (logits)
+        rc = save_array(dir, "segmentation_logits.npy", logits, n, GF_DIAR_FRAMES,
+                        GF_DIAR_CLASSES);
+    if (!rc)
+        rc = save_array(dir, "segmentations.npy", seg, n, GF_DIAR_FRAMES, GF_DIAR_SPEAKERS);
+    if (!rc)
+        rc = save_array(dir, "embeddings.npy", emb, n, GF_DIAR_SPEAKERS, dim);
+    return rc;
+}
+

@@ -1,0 +1,53 @@
+/* result.h — what diarizing one recording gives (gf_diar_result): the
+ * speaker turns as RTTM, the mode that made them and the time each stage
+ * took; its JSON form; and the two outputs the run loop (diar/pipeline.c)
+ * writes from its per-window results: the turns, and the intermediates
+ * (--save-intermediates) as .npy files that `gpuflock cluster` reads. */
+#ifndef GF_DIAR_RESULT_H
+#define GF_DIAR_RESULT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "common/devstats.h"
+#include "diar/cluster/cluster.h"
+#include "diar/io/rttm.h"
+
+typedef struct {
+    gf_rttm *rttm;           /* speaker turns, uri = the file's base name */
+    bool weight_free;        /* true: produced in weight-free mode */
+    size_t n_windows;        /* windows processed */
+    size_t n_resumed;        /* of which taken from a resume state, not computed */
+    size_t n_speakers;       /* distinct speakers in the turns */
+    double duration;         /* seconds of audio */
+    double t_decode;         /* wall seconds: decoding and resampling */
+    double t_segmentation;   /* wall seconds: segmentation (or energy VAD) */
+    double t_fbank;          /* wall seconds: fbank */
+    double t_embedding;      /* wall seconds: embeddings */
+    double t_clustering;     /* wall seconds: clustering and turns */
+    double t_total;          /* wall seconds, all of it */
+} gf_diar_result;
+
+/* Free the turns and zero *r (safe twice). */
+void gf_diar_result_free(gf_diar_result *r);
+
+/* The JSON form of a result (`diarize --json`): turns, speakers, "mode"
+ * (neural | weight-free, with a notice naming models_dir), duration,
+ * windows, per-stage timings and the devstats table st (may be NULL). The
+ * caller frees; ends with a newline. */
+char *gf_diar_result_json(const gf_diar_result *r, const char *models_dir, const gf_devstats *st);
+
+/* The turns of a clustering into r->rttm (a new one; the caller frees r
+ * with gf_diar_result_free), uri the base name of path without its
+ * extension (blanks as '_'), speakers named SPEAKER_NN by their cluster
+ * label; r->n_speakers the highest label + 1. */
+void gf_diar_result_turns(gf_diar_result *r, const char *path, const gf_cluster_result *cres);
+
+/* Write the per-window results of n windows into the folder dir (made when
+ * missing): segmentation_logits.npy [n x 589 x 7] when logits is not NULL,
+ * segmentations.npy [n x 589 x 3], embeddings.npy [n x 3 x dim], float32.
+ * Returns 0, or GF_EIO (logged, naming the folder or the file). */
+int gf_diar_save_intermediates(const char *dir, const float *logits, const float *seg,
+                               const float *emb, size_t n, size_t dim);
+
+#endif

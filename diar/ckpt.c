@@ -1,12 +1,12 @@
 /* ckpt.c — checkpoint files of diarize jobs (see ckpt.h).
  *
- * One table names the identity's fields, their keys in the file and how a
- * change of each is said, so that the writer, the reader and the
- * comparison cannot disagree. The whole file is one buffer in memory: a
- * capture copies the state's arrays into it, the digest is computed when
- * it is written (on the writer's thread, off the pipeline's), and a read
- * checks the fixed header and every count against the audio before it
- * reads the rest, then the digest before it believes any of it. */
+ * The whole file is one buffer in memory: a capture copies the state's
+ * arrays into it, the digest is computed when it is written (on the
+ * writer's thread, off the pipeline's), and a read checks the fixed header
+ * and every count against the audio before it reads the rest, then the
+ * digest before it believes any of it. The identity is written and read
+ * field by field under the keys of ckpt_id.c's table (gf_ckpt_field_key),
+ * so that the two cannot disagree with the comparison. */
 #include "diar/ckpt.h"
 #include "diar/weightfree.h"
 
@@ -32,35 +32,6 @@
 #define FLAG_WF 4u                   /* weight-free mode: blocks, no embeddings */
 #define FLAGS_KNOWN (FLAG_EMB | FLAG_LOGITS | FLAG_WF)
 
-#define CONFIG "configuration changed"
-static const struct {
-    const char *key;      /* in the file */
-    const char *change;   /* a change in words ... */
-    const char *what;     /* ... (what saved -> now unit) */
-    const char *unit;
-} fields[GF_CKPT_N_FIELDS] = {
-    [GF_CKPT_JOB] = { "job", "another job's checkpoint", "job", "" },
-    [GF_CKPT_PROGRAM] = { "program", "program changed", "", "" },
-    [GF_CKPT_LIBRARIES] = { "libraries", "libraries changed", "", "" },
-    [GF_CKPT_ROUTE] = { "route", "route plan changed", "", "" },
-    [GF_CKPT_MODE] = { "mode", CONFIG, "mode", "" },
-    [GF_CKPT_MATH] = { "math", CONFIG, "math mode", "" },
-    [GF_CKPT_OVERLAP] = { "overlap", CONFIG, "overlap", "" },
-    [GF_CKPT_BATCH] = { "batch_size", CONFIG, "batch size", "" },
-    [GF_CKPT_LOGITS] = { "logits", CONFIG, "logits", "" },
-    [GF_CKPT_THRESHOLD] = { "threshold", CONFIG, "clustering threshold", "" },
-    [GF_CKPT_NUM_SPEAKERS] = { "num_speakers", CONFIG, "num_speakers", "" },
-    [GF_CKPT_MIN_SPEAKERS] = { "min_speakers", CONFIG, "min_speakers", "" },
-    [GF_CKPT_MAX_SPEAKERS] = { "max_speakers", CONFIG, "max_speakers", "" },
-    [GF_CKPT_SEG_MODEL] = { "models.segmentation", "model file changed",
-                            "segmentation.safetensors", "" },
-    [GF_CKPT_EMB_MODEL] = { "models.embedding", "model file changed",
-                            "embedding.safetensors", "" },
-    [GF_CKPT_AUDIO_SIZE] = { "audio.size", "audio file changed", "size", " bytes" },
-    [GF_CKPT_AUDIO_MTIME] = { "audio.mtime_ns", "audio file changed", "mtime", " ns" },
-    [GF_CKPT_AUDIO_SHA256] = { "audio.sha256", "audio file changed", "SHA-256", "" },
-};
-
 struct gf_ckpt {
     unsigned char *buf;   /* the file image (a capture's; NULL once decoded) */
     size_t len;           /* its bytes */
@@ -73,57 +44,6 @@ struct gf_ckpt {
     gf_diar_state st;     /* the state: a decoded one's arrays below, a capture's counts */
     float *seg, *emb, *logits, *blocks;   /* a decoded one's arrays (owned) */
 };
-
-/* ---- identity --------------------------------------------------------- */
-
-void gf_ckpt_id_set(gf_ckpt_id *id, gf_ckpt_field f, const char *fmt, ...)
-{
-    assert((unsigned)f < GF_CKPT_N_FIELDS);
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(id->v[f], GF_CKPT_VALUE_MAX, fmt, ap);
-    va_end(ap);
-    for (char *p = id->v[f]; *p; p++)
-        if ((unsigned char)*p < 0x20 || *p == 0x7f)
-            *p = '?';
-}
-
-const char *gf_ckpt_field_key(gf_ckpt_field f)
-{
-    return (unsigned)f < GF_CKPT_N_FIELDS ? fields[f].key : "?";
-}
-
-/* A digest shown in a message: its first 12 hex digits. */
-static const char *shown(const char *v, char *buf, size_t len)
-{
-    size_t n = strlen(v);
-    if (n != 64 || strspn(v, "0123456789abcdef") != 64)
-        return v;
-    snprintf(buf, len, "%.12s...", v);
-    return buf;
-}
-
-int gf_ckpt_id_diff(const gf_ckpt_id *saved, const gf_ckpt_id *now, char *why, size_t len)
-{
-    int n = 0;
-    size_t used = 0;
-    if (len)
-        why[0] = '\0';
-    for (int f = 0; f < GF_CKPT_N_FIELDS; f++) {
-        if (strcmp(saved->v[f], now->v[f]) == 0)
-            continue;
-        char a[24], b[24], one[2 * GF_CKPT_VALUE_MAX + 128];
-        snprintf(one, sizeof one, "%s (%s%s%s -> %s%s)", fields[f].change, fields[f].what,
-                 fields[f].what[0] ? " " : "", shown(saved->v[f], a, sizeof a),
-                 shown(now->v[f], b, sizeof b), fields[f].unit);
-        if (used < len) {
-            int w = snprintf(why + used, len - used, "%s%s", n ? "; " : "", one);
-            used += w > 0 ? (size_t)w : 0;
-        }
-        n++;
-    }
-    return n;
-}
 
 /* ---- layout ----------------------------------------------------------- */
 
@@ -182,7 +102,7 @@ static char *identity_text(const gf_ckpt_id *id, size_t *len)
     if (!f)
         abort();   /* out of memory */
     for (int i = 0; i < GF_CKPT_N_FIELDS; i++)
-        fprintf(f, "%s=%s\n", fields[i].key, id->v[i]);
+        fprintf(f, "%s=%s\n", gf_ckpt_field_key((gf_ckpt_field)i), id->v[i]);
     fclose(f);
     return text;
 }
@@ -315,25 +235,23 @@ static bool parse_identity(const char *text, size_t n, gf_ckpt_id *id, char *why
 {
     size_t at = 0;
     for (int f = 0; f < GF_CKPT_N_FIELDS; f++) {
-        size_t kl = strlen(fields[f].key);
+        const char *key = gf_ckpt_field_key((gf_ckpt_field)f);
+        size_t kl = strlen(key);
         const char *nl = at < n ? memchr(text + at, '\n', n - at) : NULL;
-        if (!nl || (size_t)(nl - (text + at)) < kl + 1 || memcmp(text + at, fields[f].key, kl) != 0
+        if (!nl || (size_t)(nl - (text + at)) < kl + 1 || memcmp(text + at, key, kl) != 0
             || text[at + kl] != '=') {
-            snprintf(why, wlen, "damaged (its identity has no '%s' where it belongs)",
-                     fields[f].key);
+            snprintf(why, wlen, "damaged (its identity has no '%s' where it belongs)", key);
             return false;
         }
         const char *v = text + at + kl + 1;
         size_t vl = (size_t)(nl - v);
         if (vl >= GF_CKPT_VALUE_MAX) {
-            snprintf(why, wlen, "damaged (identity field '%s' is %zu bytes long)", fields[f].key,
-                     vl);
+            snprintf(why, wlen, "damaged (identity field '%s' is %zu bytes long)", key, vl);
             return false;
         }
         for (size_t i = 0; i < vl; i++)
             if ((unsigned char)v[i] < 0x20 || v[i] == 0x7f) {
-                snprintf(why, wlen, "damaged (identity field '%s' holds a control byte)",
-                         fields[f].key);
+                snprintf(why, wlen, "damaged (identity field '%s' holds a control byte)", key);
                 return false;
             }
         memcpy(id->v[f], v, vl);

@@ -1,6 +1,6 @@
 /* ckpt.h — a diarize job's checkpoint file: where a run stood at a batch
  * boundary (a gf_diar_state, pipeline.h) and the identity that says when
- * those results may be reused.
+ * those results may be reused (diar/ckpt_id.h).
  *
  * The file, in the byte order of the machine that wrote it (which it names):
  *   "GFCKPT\r\n"  u32 format (GF_CKPT_FORMAT)  u32 0x01020304  u32 identity
@@ -24,59 +24,16 @@
 #ifndef GF_DIAR_CKPT_H
 #define GF_DIAR_CKPT_H
 
+#include "diar/ckpt_id.h"
 #include "diar/pipeline.h"
 
-#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
 #define GF_CKPT_FORMAT 1            /* bumped on any change of the layout above */
-#define GF_CKPT_VALUE_MAX 160       /* identity values, NUL included */
 #define GF_CKPT_HEADER_BYTES 56     /* fixed part before the identity */
 #define GF_CKPT_DIGEST_BYTES 64     /* the trailing SHA-256, hex */
-
-/* The identity of a checkpoint: what its results depend on. Every field is
- * compared; one that differs means the results may not be reused. */
-typedef enum {
-    GF_CKPT_JOB = 0,         /* job id */
-    GF_CKPT_PROGRAM,         /* "gpuflock 0.1.0 build <build id>" */
-    GF_CKPT_LIBRARIES,       /* decoder, resampler, BLAS versions */
-    GF_CKPT_ROUTE,           /* "cpu", or the card's route plan digest */
-    GF_CKPT_MODE,            /* "neural" | "weight-free" */
-    GF_CKPT_MATH,            /* math mode of the networks: fp32 | tf32 */
-    GF_CKPT_OVERLAP,         /* stages overlapped on the card: on | off | - */
-    GF_CKPT_BATCH,           /* windows per network call */
-    GF_CKPT_LOGITS,          /* kept | not kept (--save-intermediates) */
-    GF_CKPT_THRESHOLD,       /* the clustering's AHC cut */
-    GF_CKPT_NUM_SPEAKERS,    /* speaker constraints */
-    GF_CKPT_MIN_SPEAKERS,
-    GF_CKPT_MAX_SPEAKERS,
-    GF_CKPT_SEG_MODEL,       /* SHA-256 of segmentation.safetensors, "-" weight-free */
-    GF_CKPT_EMB_MODEL,       /* SHA-256 of embedding.safetensors, "-" weight-free */
-    GF_CKPT_AUDIO_SIZE,      /* bytes of the audio file */
-    GF_CKPT_AUDIO_MTIME,     /* its modification time, ns since the epoch */
-    GF_CKPT_AUDIO_SHA256,    /* SHA-256 of the whole audio file */
-    GF_CKPT_N_FIELDS
-} gf_ckpt_field;
-
-typedef struct {
-    char v[GF_CKPT_N_FIELDS][GF_CKPT_VALUE_MAX];   /* each field's value, as text */
-} gf_ckpt_id;
-
-/* Set field f (printf format); a newline or other control byte becomes '?'
- * and what does not fit is cut. */
-void gf_ckpt_id_set(gf_ckpt_id *id, gf_ckpt_field f, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-/* The key of field f in the file ("audio.sha256"). */
-const char *gf_ckpt_field_key(gf_ckpt_field f);
-
-/* Why results saved under `saved` may not be reused under `now`: every
- * field that differs in words, joined by "; " ("audio file changed (size
- * 10 -> 12 bytes); configuration changed (batch size 32 -> 16)") into
- * why[len] ("" when none). Returns the number of fields that differ. */
-int gf_ckpt_id_diff(const gf_ckpt_id *saved, const gf_ckpt_id *now, char *why, size_t len);
 
 typedef struct gf_ckpt gf_ckpt;
 

@@ -12,6 +12,7 @@
 #include "common/util.h"
 #include "diar/cluster/npsum.h"
 #include "diar/io/npy.h"
+#include "diar/io/npz.h"
 
 #include <cblas.h>
 #include <math.h>

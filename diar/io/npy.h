@@ -1,10 +1,10 @@
-/* npy.h — NumPy .npy and .npz files, read and written.
+/* npy.h — NumPy .npy files, read and written (.npz archives of them:
+ * diar/io/npz.h).
  *
  * Fixtures, the PLDA model and saved pipeline intermediates are NumPy files.
  * Supported: little-endian (or byte-order-free) f4, f8, i1..i8, u1..u8, b1;
- * C order; header versions 1, 2 and 3. .npz: zip archives whose members are
- * stored or deflated (no zip64 beyond what numpy writes for small files).
- * Every error names the file and the problem, and is logged once here.
+ * C order; header versions 1, 2 and 3. Every error names the file and the
+ * problem, and is logged once here.
  *
  * Arrays are plain data: the caller may read and write a->data directly
  * (count elements of gf_npy_itemsize(dtype) bytes each, C order). */
@@ -48,6 +48,11 @@ const char *gf_npy_dtype_name(gf_npy_dtype dtype);
 gf_npy_array *gf_npy_new(gf_npy_dtype dtype, int ndim, const size_t *shape);
 void gf_npy_destroy(gf_npy_array **self_p);
 
+/* The whole of the file at path in a new buffer (*buf, the caller frees) of
+ * *len bytes. Returns 0, or GF_ENOENT (missing) or GF_EIO after logging
+ * "PATH: cannot open: reason" or "PATH: read error". */
+int gf_npy_read_file(const char *path, unsigned char **buf, size_t *len);
+
 /* Read a .npy file. Returns 0 and a new array in *out, or GF_ENOENT (missing),
  * GF_EIO (unreadable), GF_EINVAL (malformed, truncated), GF_EUNSUP (big-endian,
  * Fortran order, unsupported dtype), after logging "FILE: problem". */
@@ -72,24 +77,5 @@ int64_t *gf_npy_to_i64(const gf_npy_array *a);
 int gf_npy_check_shape(const char *name, const gf_npy_array *a, int ndim, const size_t *want);
 /* Format a shape as "(18, 589, 3)" into buf. */
 void gf_npy_shape_str(const gf_npy_array *a, char *buf, size_t size);
-
-/* .npz archives: a list of named arrays. */
-typedef struct gf_npz gf_npz;
-
-/* Read every member of a .npz file (member "x.npy" is named "x"). Same
- * returns as gf_npy_load; a bad member is named as "FILE[member]". */
-int gf_npz_load(const char *path, gf_npz **out);
-/* Number of members, and the name of member i (borrowed). */
-size_t gf_npz_count(const gf_npz *z);
-const char *gf_npz_name(const gf_npz *z, size_t i);
-/* The member named 'name' (without ".npy"), or NULL. Borrowed. */
-const gf_npy_array *gf_npz_get(const gf_npz *z, const char *name);
-void gf_npz_destroy(gf_npz **self_p);
-
-/* Write n arrays as a .npz (members "names[i].npy"), deflated when 'compressed'
- * (np.savez_compressed) else stored (np.savez); temp file + rename.
- * Returns 0, GF_ETOOBIG (over 4 GiB: zip64 not written) or GF_EIO. */
-int gf_npz_save(const char *path, const char *const *names, const gf_npy_array *const *arrays,
-                size_t n, bool compressed);
 
 #endif

@@ -4,6 +4,7 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "diar/io/npy.h"
+#include "diar/io/npz.h"
 
 #include <setjmp.h>
 #include <stdarg.h>

@@ -4,6 +4,7 @@
 #include "tests/unit/fixtures.h"
 #include "common/log.h"
 #include "diar/cluster/plda.h"
+#include "diar/io/npz.h"
 
 #include <setjmp.h>
 #include <stdarg.h>

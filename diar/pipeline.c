@@ -14,6 +14,7 @@
 #include "diar/backend_cpu.h"
 #include "diar/cluster/plda.h"
 #include "diar/io/audio.h"
+#include "diar/io/audio_windows.h"
 #include "diar/models.h"
 #include "diar/powerset.h"
 #include "diar/weightfree.h"

@@ -9,6 +9,7 @@
  * peak resident memory. */
 #include "common/util.h"
 #include "diar/io/audio.h"
+#include "diar/io/audio_windows.h"
 
 #include <math.h>
 #include <sndfile.h>

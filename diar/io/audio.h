@@ -11,10 +11,10 @@
  * floats in [-1, 1] (integer PCM divided by 2^(bits-1), as torchaudio does).
  *
  * Memory does not grow with the file's length: the reader holds one decode
- * block and the resampler's state (tens of kilobytes), the window iterator one
- * window. Errors from outside (missing, unreadable, empty, truncated or
- * unrecognised files) are logged once, naming the file, and returned as
- * negative GF_E* codes. */
+ * block and the resampler's state (tens of kilobytes); the window iterator
+ * on top of it (diar/io/audio_windows.h) one window. Errors from outside
+ * (missing, unreadable, empty, truncated or unrecognised files) are logged
+ * once, naming the file, and returned as negative GF_E* codes. */
 #ifndef GF_DIAR_AUDIO_H
 #define GF_DIAR_AUDIO_H
 
@@ -62,32 +62,5 @@ int64_t gf_audio_reader_tell(const gf_audio_reader *self);
  * array the caller frees and *n its length; on failure returns a GF_E* and
  * leaves *out NULL. */
 int gf_audio_read_all(const char *path, float **out, size_t *n);
-
-/* Sliding windows over a file, in order, as the pipeline consumes them:
- * windows of `size` samples every `step` samples starting at 0; whole windows
- * while they fit, then, if samples remain after the last whole window's step
- * (or the file is shorter than one window), one last window starting at the
- * next step, zero-padded to full length (pyannote's chunking). Holds one
- * window of samples whatever the file's length. */
-typedef struct gf_audio_windows gf_audio_windows;
-
-/* Open path for windows of size samples every step (0 < step <= size). NULL
- * on failure as gf_audio_reader_new, with *err set when err is not NULL. */
-gf_audio_windows *gf_audio_windows_new(const char *path, size_t size, size_t step, int *err);
-
-void gf_audio_windows_destroy(gf_audio_windows **self_p);
-
-/* The next window: 1 with *win pointing to size samples (borrowed, valid
- * until the next call) and *start its first sample's index; 0 when no window
- * is left; a negative GF_E* on a decode error. *valid (optional) is how many
- * samples of the window came from the file (the rest are zero padding). */
-int gf_audio_windows_next(gf_audio_windows *self, const float **win, int64_t *start,
-                          size_t *valid);
-
-/* The file behind the windows. Borrowed, valid until destroy. */
-const gf_audio_info *gf_audio_windows_info(const gf_audio_windows *self);
-
-/* Number of windows a file of n 16 kHz samples gives (0 for n = 0). */
-size_t gf_audio_windows_count(int64_t n, size_t size, size_t step);
 
 #endif

@@ -1,11 +1,13 @@
-/* fuzz_audio.c — libFuzzer target for audio input (diar/io/audio.c:
- * libsndfile's WAV, FLAC, Ogg/Vorbis and MP3 decoders behind our reader,
- * the downmix and the libsoxr resampler, and the 10 s window iterator): any
- * bytes give samples or an error, never a crash. The bytes are served as a
+/* fuzz_audio.c — libFuzzer target for audio input (diar/io/audio.c,
+ * audio_width.c, audio_windows.c: libsndfile's WAV, FLAC, Ogg/Vorbis and
+ * MP3 decoders behind our reader, the header's sample width, the downmix
+ * and the libsoxr resampler, and the 10 s window iterator): any bytes give
+ * samples or an error, never a crash. The bytes are served as a
  * file through a memfd. `make fuzz`, then
  * build/fuzz/fuzz_audio -max_total_time=30 tests/fuzz/corpus/audio */
 #include "common/log.h"
 #include "diar/io/audio.h"
+#include "diar/io/audio_windows.h"
 
 #include <stddef.h>
 #include <stdint.h>

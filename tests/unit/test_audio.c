@@ -12,6 +12,7 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "diar/io/audio.h"
+#include "diar/io/audio_windows.h"
 
 #include <setjmp.h>
 #include <stdarg.h>

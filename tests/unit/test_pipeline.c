@@ -11,6 +11,7 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "diar/io/audio.h"
+#include "diar/io/audio_windows.h"
 #include "kernels/fbank/fbank_cpu.h"
 #include "diar/io/npy.h"
 #include "diar/pipeline.h"

@@ -11,9 +11,11 @@
  *
  * Routes: the worker's plan (route/plan.h), applied once here for every
  * call size the pipeline can make with this capacity: each production batch
- * up to max_batch, and the library row for the sizes that are none (a
- * recording's last batch). Each call first puts the networks on its size's
- * row, switching only the boundaries whose route differs (use_row). */
+ * up to the first that holds max_batch (a call of B windows runs the row of
+ * the smallest that holds B: a recording's last, shorter batch runs the next
+ * batch up), and the library row when max_batch is above them all. Each call
+ * first puts the networks on its size's row, switching only the boundaries
+ * whose route differs (use_row). */
 #include "diar/backend_gpu.h"
 #include "diar/cluster/ahc_gpu.h"
 
@@ -287,8 +289,9 @@ static int warm_batch(gpu_ctx *c, int B)
  * module (lazily, and cuBLAS's among them) and for cuBLAS choosing its
  * algorithms, up to about 0.1 s that would land in the first recording's
  * first batch (or, for a row whose routes differ, its last). A row's batch:
- * its production batch; the library row's, max_batch where that is no
- * production batch, else 2 windows. The full batch goes last, so the
+ * its production batch, or max_batch for the row max_batch itself takes (a
+ * production batch above it, or the library row above them all). The full
+ * batch goes last, so the
  * networks start on its row. A worker keeps the backend between jobs, so it
  * pays this once. */
 static int warm_up(gpu_ctx *c)
@@ -297,8 +300,8 @@ static int warm_up(gpu_ctx *c)
     size_t n = 0;
     for (size_t r = 0; r < c->n_rows; r++) {
         int b = c->row_batch[r];
-        if (b == 0)
-            b = gf_route_plan_row(c->max_batch) == 0 ? c->max_batch : 2;
+        if (b == 0 || b > c->max_batch)   /* the row of max_batch itself */
+            b = c->max_batch;
         if (b != c->max_batch)
             sizes[n++] = b;
     }
@@ -346,17 +349,19 @@ static void plan_identity(gpu_ctx *c, const gf_card_identity *card)
 }
 
 /* The plan's routes for every call size this capacity allows: the library
- * row (sizes that are no production batch, when there are any: max_batch >=
- * 2), then each production batch up to max_batch, applied in that order
- * (the own modules of every row load now); the networks stay on the last. */
+ * row when max_batch is above every production batch, then each production
+ * batch up to the first that holds max_batch (gf_route_plan_row), applied in
+ * that order (the own modules of every row load now); the networks stay on
+ * the last. */
 static int apply_rows(gpu_ctx *c, gf_route_plan *plan, gf_math math)
 {
     const int *prod = gf_production_batches();
     c->n_rows = 0;
-    if (c->max_batch >= 2)
+    int top = gf_route_plan_row(c->max_batch);   /* 0: above them all */
+    if (top == 0)
         c->row_batch[c->n_rows++] = 0;
     for (int j = 0; j < GF_N_PRODUCTION_BATCHES; j++)
-        if (prod[j] <= c->max_batch)
+        if (prod[j] <= c->max_batch || prod[j] == top)
             c->row_batch[c->n_rows++] = prod[j];
     c->n_bounds = gf_boundary_count();
     c->routes = gf_calloc(c->n_rows * c->n_bounds, sizeof *c->routes);

@@ -85,7 +85,11 @@ size_t gf_route_plan_count(const gf_route_plan *self) { return self->n; }
 
 int gf_route_plan_row(int windows)
 {
-    return gf_batch_is_production(windows) ? windows : 0;
+    const int *batches = gf_production_batches();   /* ascending */
+    for (int j = 0; windows >= 1 && j < GF_N_PRODUCTION_BATCHES; j++)
+        if (batches[j] >= windows)
+            return batches[j];
+    return 0;
 }
 
 /* The index of (boundary, batch, math) in gf_plan_all's order; -1 for an
@@ -120,8 +124,8 @@ int gf_route_plan_get(const gf_route_plan *self, const char *boundary, int batch
         out->math = math;
         out->kind = GF_ROUTE_LIBRARY;
         out->why = GF_WHY_OFF_BATCH;
-        snprintf(out->detail, sizeof out->detail, "a call of %d windows: no production batch "
-                 "(1, 8, 32), so no proof covers it", batch);
+        snprintf(out->detail, sizeof out->detail, "a call of %d windows: above every production "
+                 "batch (1, 8, 32), so no proof covers it", batch);
         return 0;
     }
     gf_route_plan *w = (gf_route_plan *)self;   /* the lock only */

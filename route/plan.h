@@ -6,11 +6,14 @@
  * applies it to every GPU network it builds (gf_route_plan_apply) and sends
  * it in READY (gf_route_plan_text): the plan shown is the plan applied.
  *
- * Which row a network call takes: a call of B windows runs the row of batch
- * B when B is a production batch (1, 8, 32), and the library route when it is
- * not (gf_route_plan_row: no proof covers a call of that size, e.g. a
- * recording's last, shorter batch, or a configured batch size outside 1, 8,
- * 32). The plan covers every batch and both math modes, and depends on
+ * Which row a network call takes: a call of B windows runs the row of the
+ * smallest production batch (1, 8, 32) that holds it (gf_route_plan_row): a
+ * recording's last, shorter batch of 7 windows runs batch 8's routes, as a
+ * configured batch of 16 runs batch 32's. The kernels' launch geometry
+ * depends on the batch only through the window count, which fits that row's,
+ * and their results do not depend on it (tests/gpu/test_gpu_plan.c). A call
+ * above the largest production batch runs the library route: no proof
+ * covers it. The plan covers every batch and both math modes, and depends on
  * nothing a job chooses (the networks' geometry is the architecture's), so a
  * job never needs a plan the worker did not make.
  *
@@ -49,12 +52,13 @@ const gf_card_identity *gf_route_plan_card(const gf_route_plan *self);
 const char *gf_route_plan_evidence_dir(const gf_route_plan *self);
 const char *gf_route_plan_problem(const gf_route_plan *self);
 
-/* The plan row a network call of `windows` windows takes: windows itself
- * when it is a production batch, else 0 (the library route, GF_WHY_OFF_BATCH). */
+/* The plan row a network call of `windows` windows takes: the smallest
+ * production batch >= windows, else 0 (above them all: the library route,
+ * GF_WHY_OFF_BATCH). */
 int gf_route_plan_row(int windows);
 
 /* The route of (boundary, batch, math) into *out, as it stands now (a copy);
- * batch 0 or any batch outside the production batches: the library route
+ * batch 0 or any batch that is no production batch: the library route
  * with GF_WHY_OFF_BATCH. Returns 0, or GF_EINVAL for an unknown boundary. */
 int gf_route_plan_get(const gf_route_plan *self, const char *boundary, int batch, gf_math math,
                       gf_route *out);

@@ -102,8 +102,8 @@ typedef enum {
     GF_WHY_NO_MODULE,          /* this build has no module for the bound area and tier */
     GF_WHY_MODULE_MISMATCH,    /* the module that would load is not the bound one */
     GF_WHY_REFUSED,            /* the kernel refused the tuple on this card */
-    GF_WHY_OFF_BATCH,          /* a network call of a size no production batch is: no proof
-                                  covers it (a recording's last, shorter batch) */
+    GF_WHY_OFF_BATCH,          /* a network call above every production batch: no proof
+                                  covers it (a configured batch size of 64, say) */
     GF_WHY_INVALID,            /* invalid geometry or tuple: an error, not a route */
     GF_WHY_DEVICE_ERROR,       /* the driver failed: an error, not a route */
 } gf_route_why;

@@ -163,7 +163,7 @@ static void test_ready_sends_the_plan_that_is_applied(void **state)
     world_destroy(&w);
 }
 
-static void test_a_call_of_another_size_runs_the_library_route(void **state)
+static void test_a_call_takes_the_row_of_the_smallest_batch_that_holds_it(void **state)
 {
     (void)state;
     world w;
@@ -171,12 +171,15 @@ static void test_a_call_of_another_size_runs_the_library_route(void **state)
     assert_int_equal(gf_route_plan_row(32), 32);
     assert_int_equal(gf_route_plan_row(8), 8);
     assert_int_equal(gf_route_plan_row(1), 1);
-    assert_int_equal(gf_route_plan_row(5), 0);    /* a recording's last 5 windows */
-    assert_int_equal(gf_route_plan_row(16), 0);   /* a configured batch of 16 */
+    assert_int_equal(gf_route_plan_row(5), 8);    /* a recording's last 5 windows */
+    assert_int_equal(gf_route_plan_row(9), 32);
+    assert_int_equal(gf_route_plan_row(16), 32);  /* a configured batch of 16 */
+    assert_int_equal(gf_route_plan_row(33), 0);   /* above every production batch */
     assert_int_equal(gf_route_plan_row(64), 0);
+    assert_int_equal(gf_route_plan_row(0), 0);
     fake_net net = { { 0 }, GF_EDEVICE, 0 };      /* an own switch would fail */
     gf_route applied[64];
-    assert_int_equal(gf_route_plan_apply(w.plan, gf_route_plan_row(5), GF_MATH_FP32, w.names,
+    assert_int_equal(gf_route_plan_apply(w.plan, gf_route_plan_row(64), GF_MATH_FP32, w.names,
                                          w.n, fake_switch, &net, applied), 0);
     for (size_t i = 0; i < w.n; i++) {
         assert_int_equal(applied[i].kind, GF_ROUTE_LIBRARY);
@@ -256,7 +259,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ready_sends_the_plan_that_is_applied),
-        cmocka_unit_test(test_a_call_of_another_size_runs_the_library_route),
+        cmocka_unit_test(test_a_call_takes_the_row_of_the_smallest_batch_that_holds_it),
         cmocka_unit_test(test_a_refusal_at_load_changes_the_plan_shown),
         cmocka_unit_test(test_without_evidence_the_library_route_everywhere),
     };

@@ -518,13 +518,36 @@ void gf_job_clear(gf_job *job)
     gf_job_init(job);
 }
 
+/* ----------------------------------------------------------------- copy */
+
 static void copy_record(const field *fs, void *dst, const void *src);
 
+/* Bytes of a value held inside the record, 0 for what is owned through a
+ * pointer. */
+static size_t inline_size(const field *f)
+{
+    switch (f->type) {
+    case F_CHARS: return f->limit + 1;
+    case F_BOOL: return sizeof(bool);
+    case F_I32: return sizeof(int32_t);
+    case F_I64: return sizeof(int64_t);
+    case F_U32: return sizeof(uint32_t);
+    case F_U64: return sizeof(uint64_t);
+    case F_SIZE: return sizeof(size_t);
+    case F_ENUM: return sizeof(int);
+    default: return 0;
+    }
+}
+
+/* One field of src into dst: a value as it is, an owned string, array or
+ * record as a copy of its own (with its count). */
 static void copy_field(const field *f, void *dst, const void *src)
 {
     size_t n = 0;
-    if (f->count_off)
+    if (f->count_off) {
         n = *CPTR(src, f->count_off, size_t);
+        *PTR(dst, f->count_off, size_t) = n;
+    }
     switch (f->type) {
     case F_STR:
         *PTR(dst, f->off, char *) = gf_strdup(*CPTR(src, f->off, char *));
@@ -563,12 +586,9 @@ static void copy_field(const field *f, void *dst, const void *src)
         break;
     case F_OPTREC: {
         const void *s = *CPTR(src, f->off, void *);
-        void *v = NULL;
-        if (s) {
-            v = gf_malloc(f->elem_size);
-            memcpy(v, s, f->elem_size);
+        void *v = s ? gf_calloc(1, f->elem_size) : NULL;
+        if (s)
             copy_record(f->sub, v, s);
-        }
         *PTR(dst, f->off, void *) = v;
         break;
     }
@@ -581,11 +601,14 @@ static void copy_field(const field *f, void *dst, const void *src)
         break;
     }
     default:
+        memcpy(PTR(dst, f->off, char), CPTR(src, f->off, char), inline_size(f));
         break;
     }
 }
 
-/* dst starts as a bitwise copy of src; owned pointers are then deep-copied. */
+/* Every field the table names, into a dst that starts zeroed: the tables
+ * name every field of the records they describe, so this is the whole
+ * record, and what dst owns is its own. */
 static void copy_record(const field *fs, void *dst, const void *src)
 {
     for (const field *f = fs; f->key; f++)
@@ -594,14 +617,22 @@ static void copy_record(const field *fs, void *dst, const void *src)
 
 void gf_job_spec_copy(gf_job_spec *dst, const gf_job_spec *src)
 {
-    *dst = *src;
+    memset(dst, 0, sizeof(*dst));
     copy_record(spec_fields, dst, src);
 }
 
 void gf_job_copy(gf_job *dst, const gf_job *src)
 {
-    *dst = *src;
+    memset(dst, 0, sizeof(*dst));
     copy_record(job_fields, dst, src);
+}
+
+void gf_msg_copy(gf_msg *dst, const gf_msg *src)
+{
+    memset(dst, 0, sizeof(*dst));
+    dst->op = src->op;
+    if ((int)src->op > GF_OP_NONE && src->op < GF_OP_COUNT_)
+        copy_record(ops[src->op].fields, dst, src);
 }
 
 const char *gf_job_state_name(gf_job_state s)

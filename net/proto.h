@@ -290,6 +290,12 @@ int gf_proto_decode(const void *buf, size_t len, gf_msg *out, char *err,
 /* Free everything a message owns and zero it; safe twice. */
 void gf_msg_clear(gf_msg *msg);
 
+/* Deep copy of src into dst (dst is overwritten, not freed): its op and
+ * the fields its op's table names, which are what travels, each string,
+ * array and record copied (dst shares no pointer with src); every other
+ * field zero, as after a decode. The caller clears dst (gf_msg_clear). */
+void gf_msg_copy(gf_msg *dst, const gf_msg *src);
+
 /* An "error" reply: op GF_OP_ERROR, the code, and the printf-formatted
  * message (allocated; gf_msg_clear frees it), with any byte that is not
  * valid UTF-8 written as \xNN (common/utf8.h): it may quote a peer. */

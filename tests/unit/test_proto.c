@@ -917,6 +917,120 @@ static void test_copy(void **state)
     assert_int_equal(gf_job_state_parse("zombie", &st), GF_EINVAL);
 }
 
+/* A message's deep copy: for every op, the same bytes on the wire (every
+ * field equal) from a copy that outlives its original. */
+static void test_msg_copy_every_op(void **state)
+{
+    (void)state;
+    for (int op = 1; op < GF_OP_COUNT_; op++) {
+        gf_msg m, c;
+        fill_msg(&m, (gf_op)op);
+        gf_msg_copy(&c, &m);
+        assert_int_equal(c.op, op);
+        uint8_t *a, *b;
+        size_t alen, blen;
+        encode_ok(&m, &a, &alen);
+        gf_msg_clear(&m);            /* the copy holds nothing of it */
+        encode_ok(&c, &b, &blen);
+        if (alen != blen || memcmp(a, b, alen) != 0)
+            fail_msg("op %s: the copy encodes differently", gf_proto_op_name((gf_op)op));
+        free(a);
+        free(b);
+        gf_msg_clear(&c);
+    }
+}
+
+/* The "job" message the workers copy: field for field equal, and no
+ * pointer of the copy is one of the original's. What the op does not
+ * carry is left out, as a decode would. */
+static void test_msg_copy_job(void **state)
+{
+    (void)state;
+    gf_msg m, c;
+    fill_msg(&m, GF_OP_JOB);
+    m.message = gf_strdup("not a field of a job message");
+    gf_msg_copy(&c, &m);
+    assert_int_equal(c.op, GF_OP_JOB);
+    assert_int_equal(c.id, m.id);
+    assert_int_equal(c.attempt, m.attempt);
+    assert_int_equal(c.uid, m.uid);
+    assert_int_equal(c.gid, m.gid);
+    assert_null(c.message);
+
+    const gf_job_spec *s = &m.spec, *t = &c.spec;
+    assert_int_equal(t->kind, s->kind);
+    assert_int_equal(t->req, s->req);
+    assert_int_equal(t->gpu, s->gpu);
+    assert_int_equal(t->gpus, s->gpus);
+    assert_int_equal(t->mode, s->mode);
+    assert_int_equal(t->proof, s->proof);
+    assert_int_equal(t->priority, s->priority);
+    assert_int_equal(t->time_limit_s, s->time_limit_s);
+    assert_int_equal(t->no_requeue, s->no_requeue);
+    assert_int_equal(t->array_index, s->array_index);
+    assert_int_equal(t->yield_sig, s->yield_sig);
+    assert_int_equal(t->yield_grace_s, s->yield_grace_s);
+    assert_int_equal(t->hold, s->hold);
+    assert_int_equal(t->argc, s->argc);
+    assert_ptr_not_equal(t->argv, s->argv);
+    for (size_t i = 0; i < s->argc; i++) {
+        assert_ptr_not_equal(t->argv[i], s->argv[i]);
+        assert_string_equal(t->argv[i], s->argv[i]);
+    }
+    assert_null(t->argv[t->argc]);
+    assert_int_equal(t->n_env, s->n_env);
+    assert_ptr_not_equal(t->env, s->env);
+    for (size_t i = 0; i < s->n_env; i++) {
+        assert_ptr_not_equal(t->env[i], s->env[i]);
+        assert_string_equal(t->env[i], s->env[i]);
+    }
+    assert_ptr_not_equal(t->cwd, s->cwd);
+    assert_string_equal(t->cwd, s->cwd);
+    assert_ptr_not_equal(t->name, s->name);
+    assert_string_equal(t->name, s->name);
+    assert_int_equal(t->n_after, s->n_after);
+    assert_ptr_not_equal(t->after, s->after);
+    assert_memory_equal(t->after, s->after, s->n_after * sizeof(uint64_t));
+
+    const gf_diar_spec *sd = s->diar, *td = t->diar;
+    assert_ptr_not_equal(td, sd);
+    const char *const sds[] = { sd->audio, sd->rttm, sd->intermediates, sd->models };
+    const char *const tds[] = { td->audio, td->rttm, td->intermediates, td->models };
+    for (size_t i = 0; i < 4; i++) {
+        assert_ptr_not_equal(tds[i], sds[i]);
+        assert_string_equal(tds[i], sds[i]);
+    }
+    assert_int_equal(td->json, sd->json);
+    assert_int_equal(td->num_speakers, sd->num_speakers);
+    assert_int_equal(td->min_speakers, sd->min_speakers);
+    assert_int_equal(td->max_speakers, sd->max_speakers);
+
+    assert_int_equal(c.n_groups, m.n_groups);
+    assert_ptr_not_equal(c.groups, m.groups);
+    assert_memory_equal(c.groups, m.groups, m.n_groups * sizeof(uint32_t));
+    assert_ptr_not_equal(c.out_path, m.out_path);
+    assert_string_equal(c.out_path, m.out_path);
+    assert_ptr_not_equal(c.err_path, m.err_path);
+    assert_string_equal(c.err_path, m.err_path);
+    assert_int_equal(c.n_locks, m.n_locks);
+    assert_ptr_not_equal(c.locks, m.locks);
+    for (size_t i = 0; i < m.n_locks; i++) {
+        assert_ptr_not_equal(c.locks[i], m.locks[i]);
+        assert_string_equal(c.locks[i], m.locks[i]);
+    }
+    assert_int_equal(c.n_cards, m.n_cards);
+    assert_ptr_not_equal(c.cards, m.cards);
+    assert_memory_equal(c.cards, m.cards, m.n_cards * sizeof(int32_t));
+    assert_ptr_not_equal(c.visible, m.visible);
+    assert_string_equal(c.visible, m.visible);
+
+    gf_msg_clear(&m);
+    assert_string_equal(c.spec.diar->audio, "/data/meet/ES2004a.wav");
+    assert_string_equal(c.locks[1], "/run/lock/gpuflock/gpu1.lock");
+    gf_msg_clear(&c);
+    gf_msg_clear(&c);    /* safe twice */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -931,6 +1045,8 @@ int main(void)
         cmocka_unit_test(test_random_corruption),
         cmocka_unit_test(test_encode_limits),
         cmocka_unit_test(test_copy),
+        cmocka_unit_test(test_msg_copy_every_op),
+        cmocka_unit_test(test_msg_copy_job),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

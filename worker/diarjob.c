@@ -20,6 +20,7 @@
 #include "diar/io/rttm.h"
 #include "worker/jobckpt.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <json-c/json.h>
 #include <pthread.h>
@@ -176,7 +177,7 @@ static void pool_give(gf_diar_pool *self, entry *given)
 /* ------------------------------------------------------------------- job */
 
 struct gf_djob {
-    gf_msg job;              /* id, attempt, spec (with diar), uid, gid, groups */
+    gf_msg job;              /* the "job" message, a copy (gf_msg_copy) */
     gf_diar_pool *pool;      /* borrowed from the agent */
     int out_fd, err_fd;      /* spool files, owned */
     int wake_fd;             /* the agent's eventfd, -1: none */
@@ -607,16 +608,8 @@ int gf_djob_start(const gf_msg *job, gf_diar_pool *pool, int out_fd, int err_fd,
                   gf_djob **out, char *why, size_t len)
 {
     gf_djob *self = gf_calloc(1, sizeof(*self));
-    self->job.op = job->op;
-    self->job.id = job->id;
-    self->job.attempt = job->attempt;
-    gf_job_spec_copy(&self->job.spec, &job->spec);
-    self->job.uid = job->uid;
-    self->job.gid = job->gid;
-    self->job.groups = gf_calloc(job->n_groups ? job->n_groups : 1, sizeof(uint32_t));
-    if (job->n_groups)
-        memcpy(self->job.groups, job->groups, job->n_groups * sizeof(uint32_t));
-    self->job.n_groups = job->n_groups;
+    assert(job->op == GF_OP_JOB);
+    gf_msg_copy(&self->job, job);
     self->pool = pool;
     self->out_fd = out_fd;
     self->err_fd = err_fd;

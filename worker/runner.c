@@ -20,6 +20,7 @@
 #include "common/log.h"
 #include "common/util.h"
 
+#include <assert.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -77,26 +78,8 @@ struct gf_run {
 gf_run *gf_run_new(const gf_msg *job, const gf_config *cfg)
 {
     gf_run *self = gf_calloc(1, sizeof(*self));
-    /* deep copy through the codec's own copy of the spec, plus the rest */
-    self->job.op = job->op;
-    self->job.id = job->id;
-    self->job.attempt = job->attempt;
-    gf_job_spec_copy(&self->job.spec, &job->spec);
-    self->job.uid = job->uid;
-    self->job.gid = job->gid;
-    self->job.groups = gf_calloc(job->n_groups ? job->n_groups : 1, sizeof(uint32_t));
-    memcpy(self->job.groups, job->groups, job->n_groups * sizeof(uint32_t));
-    self->job.n_groups = job->n_groups;
-    self->job.out_path = gf_strdup(job->out_path);
-    self->job.err_path = gf_strdup(job->err_path);
-    self->job.locks = gf_calloc(job->n_locks + 1, sizeof(char *));
-    for (size_t i = 0; i < job->n_locks; i++)
-        self->job.locks[i] = gf_strdup(job->locks[i]);
-    self->job.n_locks = job->n_locks;
-    self->job.cards = gf_calloc(job->n_cards ? job->n_cards : 1, sizeof(int32_t));
-    memcpy(self->job.cards, job->cards, job->n_cards * sizeof(int32_t));
-    self->job.n_cards = job->n_cards;
-    self->job.visible = gf_strdup(job->visible);
+    assert(job->op == GF_OP_JOB);
+    gf_msg_copy(&self->job, job);
     self->bench_lock = gf_strdup(cfg->bench_lock);
     self->lock_owner = cfg->lock_owner_uid;
     self->scrub = gf_calloc(cfg->n_scrub_env + 1, sizeof(char *));

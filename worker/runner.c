@@ -1,14 +1,15 @@
-/* runner.c — one run of a command job (see runner.h).
+/* runner.c — one run of a command job (see runner.h): its record, its
+ * locks and its start.
  *
  * Sits between the worker's event loop (worker/agent.c) and the job's
- * processes: locks, spool files, the job's cgroup (worker/cgroup.h), the
- * guard that runs the command with the submitter's identity, and the end:
- * the guard reaped, what is left of the job killed, the result once none
- * of its processes is left. */
-#include "worker/runner.h"
+ * processes: locks, spool files, the job's cgroup (worker/cgroup.h) and
+ * the guard that runs the command with the submitter's identity. What
+ * follows the start (signals, the guard reaped, what is left of the job
+ * killed, the result once none of its processes is left) is
+ * worker/runner_supervise.c; the record both share is worker/runner_impl.h. */
+#include "worker/runner_impl.h"
 
 #include "worker/cgroup.h"
-#include "worker/guard/request.h"
 #include "worker/ckdir.h"
 #include "worker/spare.h"
 
@@ -21,59 +22,12 @@
 #include "common/util.h"
 
 #include <assert.h>
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <limits.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
-#include <sys/resource.h>
-#include <sys/stat.h>
-#include <sys/time.h>
-#include <sys/wait.h>
 #include <unistd.h>
-
-/* How long a process group's killed members may take to go before the
- * result goes out anyway (the group cannot be waited for as a cgroup can) */
-#define GROUP_DRAIN_MS 1000
-
-struct gf_run {
-    gf_msg job;               /* the "job" message, owned */
-    char *bench_lock;         /* --proof: the box-wide lock file */
-    uid_t lock_owner;         /* lock_owner: trusted to own lock folders */
-    char **scrub;             /* --proof: variables to remove */
-    size_t n_scrub;
-    gf_lock **locks;          /* card locks, ascending cards, then the bench lock */
-    size_t n_locks;
-    bool locked;              /* every lock is held */
-    pid_t pid;                /* job process (group leader), 0 before start */
-    int64_t started_ms;       /* wall clock at fork */
-    char **scrubbed;          /* variables actually removed */
-    size_t n_scrubbed;
-    gf_diar_pool *pool;       /* diarize: pipelines, borrowed from the agent */
-    int wake_fd;              /* diarize: the agent's eventfd, -1 none */
-    gf_djob *djob;            /* diarize: the running thread */
-    gf_spare *spare;          /* a guard started ahead, borrowed from the agent, or NULL */
-    gf_cgroup *cgroups;       /* the worker's cgroup folder, borrowed; NULL: process groups */
-    gf_jobcg *cg;             /* the job's cgroup, from its start until none of it is left */
-    long long spool_cap;      /* spool.max_bytes: stdout and stderr kept, each; 0: all */
-    int report;               /* read end of the guard's report pipe (guard/request.h), -1: none */
-    bool guard_gone;          /* the guard was reaped: status and usage below */
-    int guard_status;         /* its wait status */
-    struct rusage guard_ru;   /* its usage, with the command's */
-    int64_t guard_ended_ms;   /* wall clock when it was reaped */
-    bool sent_kill;           /* we sent SIGKILL (time limit, cancel, stop) */
-    int left;                 /* processes of the job still there when the guard was gone */
-    bool draining;            /* those were killed; their end not seen yet */
-    bool have_report;         /* the guard wrote its report: it ended with its command */
-    int64_t cut[2];           /* bytes of stdout, stderr discarded past spool_cap */
-    char *ckdir;              /* --yieldable: $GPUFLOCK_CHECKPOINT_DIR, NULL: none */
-    bool yielding;            /* asked to yield: sent the job its yield signal */
-    bool yield_killed;        /* ... and killed it when the grace ran out */
-};
 
 gf_run *gf_run_new(const gf_msg *job, const gf_config *cfg)
 {
@@ -105,9 +59,7 @@ bool gf_run_progress(gf_run *self, int64_t *done, int64_t *total)
     return self->djob && gf_djob_progress(self->djob, done, total);
 }
 
-/* Close our lock descriptors: held ones are released unless a started job
- * inherited them (then only our copy closes and the job keeps the card). */
-static void close_locks(gf_run *self)
+void gf_run_close_locks(gf_run *self)
 {
     for (size_t i = 0; i < self->n_locks; i++)
         gf_lock_destroy(&self->locks[i]);
@@ -124,7 +76,7 @@ void gf_run_destroy(gf_run **self_p)
     gf_jobcg_destroy(&self->cg);      /* kills what is left of the job */
     if (self->report >= 0)
         close(self->report);
-    close_locks(self);
+    gf_run_close_locks(self);
     free(self->locks);
     gf_msg_clear(&self->job);
     free(self->bench_lock);
@@ -183,7 +135,7 @@ int gf_run_try_locks(gf_run *self, char *why, size_t len)
         const char *path = bench ? self->bench_lock : self->job.locks[i];
         if (!self->locks[i] &&
             !(self->locks[i] = gf_lock_open(path, self->lock_owner, why, len))) {
-            close_locks(self);
+            gf_run_close_locks(self);
             return GF_EIO;
         }
         int rc = gf_lock_try(self->locks[i], bench ? GF_LOCK_EXCLUSIVE : mode);
@@ -398,6 +350,67 @@ void gf_run_set_cgroups(gf_run *self, gf_cgroup *cgroups)
     self->cgroups = cgroups;
 }
 
+/* A command job: the guard started on the spool files out and err
+ * (borrowed: the guard gets its own copies), with the report pipe, the
+ * checkpoint folder of a --yieldable job, the environment, the lock
+ * descriptors passed on and, without a spare, a cgroup made now. */
+static int start_command(gf_run *self, int out, int err, char *why, size_t len)
+{
+    const gf_job_spec *sp = &self->job.spec;
+    /* the guard's last word (guard/request.h): ended with its command, or killed */
+    int report[2];
+    if (pipe2(report, O_CLOEXEC | O_NONBLOCK) != 0) {
+        snprintf(why, len, "pipe: %s", strerror(errno));
+        return GF_EIO;
+    }
+    int rc = GF_EIO;
+    if (sp->yield_sig > 0 && !self->ckdir) {
+        char *dir = gf_ckdir_path(self->job.out_path);
+        if (gf_ckdir_make(dir, self->job.uid, self->job.gid, why, len) != 0) {
+            free(dir);
+            goto out_close_report;
+        }
+        self->ckdir = dir;
+    }
+    gf_env *env = build_env(self);
+    for (size_t i = 0; i < self->n_scrubbed; i++)
+        dprintf(err, "gpuflock: --proof removed %s from the environment\n", self->scrubbed[i]);
+    /* the lock descriptors stay open across the job's exec: it holds the
+     * card (our copies close right after the fork, before any other fork) */
+    for (size_t i = 0; i < self->n_locks; i++)
+        if (gf_lock_inherit(self->locks[i]) != 0) {
+            snprintf(why, len, "cannot pass the lock on to the job");
+            goto out_free_env;
+        }
+    /* a spare comes with the job's cgroup, born in it; a guard spawned for
+     * the job gets one made now, and starts the command in it */
+    pid_t pid = take_spare(self, out, err, report[1], gf_env_array(env));
+    if (pid < 0 && self->cgroups && !(self->cg = gf_jobcg_new(self->cgroups, why, len)))
+        goto out_free_env;
+    if (pid < 0)
+        pid = spawn_guard(self, out, err, report[1], gf_env_array(env), why, len);
+    if (pid < 0) {
+        gf_jobcg_destroy(&self->cg);     /* nothing started in it */
+        goto out_free_env;
+    }
+    self->pid = pid;
+    self->started_ms = gf_wall_ms();
+    if (self->cg)
+        GF_DEBUG("job %llu: cgroup %s", (unsigned long long)self->job.id, gf_jobcg_path(self->cg));
+    self->report = report[0];
+    report[0] = -1;
+    /* our copies of the lock descriptors go: the job's tree holds the card */
+    gf_run_close_locks(self);
+    rc = 0;
+out_free_env:
+    gf_env_destroy(&env);
+out_close_report:
+    close(report[1]);
+    if (report[0] >= 0)
+        close(report[0]);
+    return rc;
+}
+
 int gf_run_start(gf_run *self, char *why, size_t len)
 {
     const gf_job_spec *sp = &self->job.spec;
@@ -408,330 +421,34 @@ int gf_run_start(gf_run *self, char *why, size_t len)
                  (unsigned)geteuid(), (unsigned)uid);
         return GF_EPERM;
     }
+    int rc = GF_EIO;
     int out = open_spool(self->job.out_path, uid, gid, why, len);
     if (out < 0)
-        return GF_EIO;
+        return rc;
     int err = open_spool(self->job.err_path, uid, gid, why, len);
-    if (err < 0) {
-        close(out);
-        return GF_EIO;
+    if (err < 0)
+        goto out_close_out;
+    if (sp->kind != GF_JOB_DIARIZE) {
+        rc = start_command(self, out, err, why, len);
+        goto out_close_err;
     }
-    if (sp->kind == GF_JOB_DIARIZE) {
-        /* in this process, on a thread that keeps our lock descriptors */
-        if (!self->pool || !sp->diar) {
-            snprintf(why, len, "diarize job without %s", self->pool ? "its parameters"
-                                                                   : "a pipeline pool");
-            close(out);
-            close(err);
-            return GF_EINVAL;
-        }
-        int rc = gf_djob_start(&self->job, self->pool, out, err, self->wake_fd, &self->djob,
-                               why, len);
-        if (rc)
-            return rc;       /* the spool descriptors went with the job */
-        self->pid = getpid();
-        self->started_ms = gf_wall_ms();
-        return 0;
+    /* in this process, on a thread that keeps our lock descriptors */
+    if (!self->pool || !sp->diar) {
+        snprintf(why, len, "diarize job without %s", self->pool ? "its parameters"
+                                                               : "a pipeline pool");
+        rc = GF_EINVAL;
+        goto out_close_err;
     }
-    /* the guard's last word (guard/request.h): ended with its command, or killed */
-    int report[2];
-    if (pipe2(report, O_CLOEXEC | O_NONBLOCK) != 0) {
-        snprintf(why, len, "pipe: %s", strerror(errno));
-        close(out);
-        close(err);
-        return GF_EIO;
-    }
-    if (sp->yield_sig > 0 && !self->ckdir) {
-        char *dir = gf_ckdir_path(self->job.out_path);
-        if (gf_ckdir_make(dir, uid, gid, why, len) != 0) {
-            free(dir);
-            close(out);
-            close(err);
-            return GF_EIO;
-        }
-        self->ckdir = dir;
-    }
-    gf_env *env = build_env(self);
-    for (size_t i = 0; i < self->n_scrubbed; i++)
-        dprintf(err, "gpuflock: --proof removed %s from the environment\n", self->scrubbed[i]);
-    /* the lock descriptors stay open across the job's exec: it holds the
-     * card (our copies close right after the fork, before any other fork) */
-    pid_t pid = -1;
-    for (size_t i = 0; i < self->n_locks; i++)
-        if (gf_lock_inherit(self->locks[i]) != 0) {
-            snprintf(why, len, "cannot pass the lock on to the job");
-            goto out_close;
-        }
-    /* a spare comes with the job's cgroup, born in it; a guard spawned for
-     * the job gets one made now, and starts the command in it */
-    pid = take_spare(self, out, err, report[1], gf_env_array(env));
-    if (pid < 0 && self->cgroups) {
-        if (!(self->cg = gf_jobcg_new(self->cgroups, why, len)))
-            goto out_close;
-    }
-    if (pid < 0)
-        pid = spawn_guard(self, out, err, report[1], gf_env_array(env), why, len);
-    if (pid < 0)
-        goto out_close;
-    self->pid = pid;
+    /* the spool descriptors go with the job, started or not */
+    rc = gf_djob_start(&self->job, self->pool, out, err, self->wake_fd, &self->djob, why, len);
+    if (rc)
+        return rc;
+    self->pid = getpid();
     self->started_ms = gf_wall_ms();
-    if (self->cg)
-        GF_DEBUG("job %llu: cgroup %s", (unsigned long long)self->job.id, gf_jobcg_path(self->cg));
-    self->report = report[0];
-    report[0] = -1;
-    /* our copies of the lock descriptors go: the job's tree holds the card */
-    close_locks(self);
-out_close:
-    close(out);
-    close(err);
-    close(report[1]);
-    if (report[0] >= 0)
-        close(report[0]);
-    gf_env_destroy(&env);
-    if (pid < 0) {
-        gf_jobcg_destroy(&self->cg);
-        return GF_EIO;
-    }
     return 0;
-}
-
-static void add_stat(gf_msg *r, const char *key, int64_t v)
-{
-    r->stats = gf_realloc(r->stats, (r->n_stats + 1) * sizeof(gf_stat));
-    gf_stat *s = &r->stats[r->n_stats++];
-    memset(s, 0, sizeof(*s));
-    s->key = gf_strdup(key);
-    s->i = v;
-}
-
-/* The guard's report (guard/request.h), written just before it ended. */
-static void read_report(gf_run *self)
-{
-    int64_t words[GUARD_REPORT_WORDS];
-    ssize_t n = read(self->report, words, sizeof words);
-    if (n == (ssize_t)sizeof words && words[0] == GUARD_REPORT_MAGIC) {
-        self->have_report = true;
-        self->cut[0] = words[1];
-        self->cut[1] = words[2];
-    }
-    close(self->report);
-    self->report = -1;
-}
-
-/* Reap the guard if it ended, and kill what is left of the job: its
- * cgroup, else its process group. The group is killed while the guard is
- * a zombie (waitid with WNOWAIT), so that its pid, the group's number,
- * cannot have gone to another process meanwhile. */
-static bool reap_guard(gf_run *self)
-{
-    if (!self->cg) {
-        siginfo_t si;
-        si.si_pid = 0;
-        if (waitid(P_PID, (id_t)self->pid, &si, WEXITED | WNOHANG | WNOWAIT) != 0 ||
-            si.si_pid != self->pid)
-            return false;
-        kill(-self->pid, SIGKILL);
-    }
-    if (wait4(self->pid, &self->guard_status, WNOHANG, &self->guard_ru) != self->pid)
-        return false;
-    self->guard_gone = true;
-    self->guard_ended_ms = gf_wall_ms();
-    read_report(self);
-    if (self->cg) {
-        /* empty now stays empty: only root moves processes in */
-        self->draining = gf_jobcg_populated(self->cg);
-        if (self->draining)
-            self->left = gf_jobcg_kill(self->cg);
-    } else {
-        self->draining = true;       /* the group was killed above, maybe with members */
-    }
-    return true;
-}
-
-/* Does a live process (not a zombie) lead or belong to process group
- * pgid? Signal 0 first (zombies answer it too: orphans wait for init,
- * which may reap them late, and a zombie holds no descriptor, so no card),
- * then /proc, only when that finds someone. */
-static bool group_alive(pid_t pgid)
-{
-    if (kill(-pgid, 0) != 0)
-        return false;
-    DIR *d = opendir("/proc");
-    if (!d)
-        return true;
-    bool alive = false;
-    struct dirent *e;
-    while (!alive && (e = readdir(d))) {
-        if (e->d_name[0] < '1' || e->d_name[0] > '9')
-            continue;
-        char path[300], buf[512];
-        snprintf(path, sizeof path, "/proc/%s/stat", e->d_name);
-        int fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-            continue;
-        ssize_t n = read(fd, buf, sizeof buf - 1);
-        close(fd);
-        if (n <= 0)
-            continue;
-        buf[n] = 0;
-        /* "pid (comm) state ppid pgrp ...": comm may hold anything but the last ')' */
-        char *rp = strrchr(buf, ')'), state;
-        int ppid, pgrp;
-        if (rp && sscanf(rp + 1, " %c %d %d", &state, &ppid, &pgrp) == 3 && pgrp == pgid &&
-            state != 'Z' && state != 'X')
-            alive = true;
-    }
-    closedir(d);
-    return alive;
-}
-
-/* Is none of the job left? The cgroup says so itself (killed again each
- * time without cgroup.kill: a round may miss a fork); the process group
- * is empty when no live process has its number any more (looked at only:
- * the number may be another group's once ours is gone), or after a
- * second. */
-static bool rest_gone(gf_run *self)
-{
-    if (!self->draining)
-        return true;
-    if (self->cg) {
-        if (!gf_jobcg_populated(self->cg))
-            return true;
-        if (!gf_cgroup_has_kill(self->cgroups))
-            gf_jobcg_kill(self->cg);
-        return false;
-    }
-    return !group_alive(self->pid) || gf_wall_ms() - self->guard_ended_ms > GROUP_DRAIN_MS;
-}
-
-bool gf_run_reap(gf_run *self, gf_msg *r)
-{
-    if (self->pid <= 0)
-        return false;
-    if (self->djob) {
-        if (!gf_djob_reap(self->djob, r))
-            return false;
-        if (gf_djob_yielded(self->djob))
-            r->outcome = GF_OUTCOME_YIELDED;
-        /* the joined job stays until destroy: its last progress may still
-         * have to be read (gf_run_progress) */
-        close_locks(self);           /* the card is free once the thread is done */
-        self->pid = -1;
-        return true;
-    }
-    if (!self->guard_gone && !reap_guard(self))
-        return false;
-    if (!rest_gone(self))
-        return false;                /* killed, not gone yet: asked again next turn */
-    int status = self->guard_status;
-    const struct rusage *ru = &self->guard_ru;
-    memset(r, 0, sizeof(*r));
-    r->op = GF_OP_RESULT;
-    r->id = self->job.id;
-    r->attempt = self->job.attempt;
-    r->exit_status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    r->term_signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
-    r->started_ms = self->started_ms;
-    r->ended_ms = gf_wall_ms();      /* when none of the job is left */
-    r->cpu_user_ms = (int64_t)ru->ru_utime.tv_sec * 1000 + ru->ru_utime.tv_usec / 1000;
-    r->cpu_sys_ms = (int64_t)ru->ru_stime.tv_sec * 1000 + ru->ru_stime.tv_usec / 1000;
-    r->maxrss_kb = ru->ru_maxrss;
-    add_stat(r, "wall_ms", r->ended_ms - r->started_ms);
-    for (size_t i = 0; i < self->n_scrubbed; i++) {
-        char *k = gf_strfmt("proof.scrubbed.%s", self->scrubbed[i]);
-        add_stat(r, k, 1);
-        free(k);
-    }
-    if (self->cut[0])
-        add_stat(r, "spool.stdout_cut_bytes", self->cut[0]);
-    if (self->cut[1])
-        add_stat(r, "spool.stderr_cut_bytes", self->cut[1]);
-    if (self->left)
-        add_stat(r, "supervision.killed_at_end", self->left);
-    /* asked to yield: it saved its state and said so, or ran out of grace */
-    if (self->yielding && (r->exit_status == GF_EXIT_CHECKPOINTED || self->yield_killed))
-        r->outcome = GF_OUTCOME_YIELDED;
-    if (r->outcome != GF_OUTCOME_YIELDED && self->ckdir)
-        gf_ckdir_remove(self->ckdir);   /* the job is over: its checkpoint too */
-    if (!self->have_report && WIFSIGNALED(status) && !self->sent_kill) {
-        /* not the command's end mirrored, and not ours: someone killed the guard */
-        if (self->cg)
-            r->message = gf_strfmt("the job's guard was killed by signal %d; its %d remaining "
-                                   "processes were killed", WTERMSIG(status), self->left);
-        else
-            r->message = gf_strfmt("the job's guard was killed by signal %d; what was left of "
-                                   "its process group was killed", WTERMSIG(status));
-    }
-    gf_jobcg_destroy(&self->cg);     /* empty: removed */
-    self->pid = -1;
-    return true;
-}
-
-bool gf_run_draining(const gf_run *self)
-{
-    return self->pid > 0 && self->guard_gone;
-}
-
-void gf_run_signal(gf_run *self, int sig)
-{
-    if (self->djob) {
-        /* our own pid: never kill(); TERM, KILL, INT stop the pipeline
-         * (a no-op once it has ended) */
-        if (self->pid > 0 && sig != SIGCONT && sig != 0)
-            gf_djob_cancel(self->djob);
-        return;
-    }
-    if (self->pid <= 0)
-        return;
-    if (sig == SIGKILL) {
-        self->sent_kill = true;
-        self->yield_killed |= self->yielding;
-    }
-    /* the cgroup reaches every process of the job, also one that left the
-     * group. Until the guard has started the command in it, it is empty and
-     * the group is used (the guard leads it from its start); once the guard
-     * is reaped the group's number is no longer ours to use */
-    if (self->cg && (self->guard_gone || gf_jobcg_populated(self->cg))) {
-        if (sig == SIGKILL)
-            gf_jobcg_kill(self->cg);
-        else
-            gf_jobcg_signal(self->cg, sig);
-        if (!self->guard_gone)
-            kill(self->pid, sig);    /* the guard stays outside the cgroup (guard/main.c) */
-    } else if (!self->guard_gone) {
-        kill(-self->pid, sig);
-    }
-}
-
-int gf_run_yield(gf_run *self, bool requeue)
-{
-    const gf_job_spec *sp = &self->job.spec;
-    if (self->djob) {
-        gf_djob_yield(self->djob);      /* a checkpoint at the next batch boundary */
-        return 0;
-    }
-    if (self->pid <= 0)
-        return -1;
-    if (sp->yield_sig > 0) {
-        self->yielding = true;
-        gf_run_signal(self, sp->yield_sig);
-        gf_run_signal(self, SIGCONT);
-        return 1;
-    }
-    if (!requeue)
-        return -1;                      /* not yieldable: never interrupted */
-    gf_run_signal(self, SIGTERM);       /* requeued, it starts again from its start */
-    gf_run_signal(self, SIGCONT);
-    return 1;
-}
-
-void gf_run_result_unstarted(const gf_run *self, const char *why, gf_msg *r)
-{
-    memset(r, 0, sizeof(*r));
-    r->op = GF_OP_RESULT;
-    r->id = self->job.id;
-    r->attempt = self->job.attempt;
-    r->exit_status = -1;
-    r->ended_ms = gf_wall_ms();
-    r->message = gf_strdup(why);
+out_close_err:
+    close(err);
+out_close_out:
+    close(out);
+    return rc;
 }

@@ -11,11 +11,8 @@
 #include "common/devstats.h"
 #include "common/error.h"
 #include "common/log.h"
-#include "common/sha256.h"
 #include "common/util.h"
 #include "route/boundary.h"
-#include "diar/backend_gpu.h"
-#include "diar/models.h"
 #include "diar/pipeline.h"
 #include "diar/io/rttm.h"
 #include "worker/jobckpt.h"
@@ -33,148 +30,6 @@
 
 #define WAKE_EVERY_MS 100   /* at most ten PROGRESS messages a second */
 #define EXIT_CANTCREAT 73   /* sysexits.h: an output file cannot be written */
-
-/* ------------------------------------------------------------------ pool */
-
-typedef struct entry {
-    char *models;          /* key: models directory */
-    int batch;             /* key: windows per network call */
-    gf_diar *diar;         /* the loaded pipeline */
-    bool busy;             /* a job runs it now */
-    bool on_card;          /* its networks run on the CUDA card */
-    char seg_sha[GF_CKPT_VALUE_MAX];  /* digests of the network files it loaded, for the */
-    char emb_sha[GF_CKPT_VALUE_MAX];  /* checkpoints' identity ("-": weight-free mode) */
-    struct entry *next;
-} entry;
-
-struct gf_diar_pool {
-    pthread_mutex_t mu;    /* guards list */
-    entry *list;
-    char *models_dir;      /* default models directory (config) */
-    int batch;             /* worker.batch_size */
-    int threads;           /* worker.cpu_threads */
-    gf_math math;          /* worker.math: fp32 or tf32 on a CUDA card */
-    bool overlap;          /* worker.overlap */
-    int checkpoint_s;      /* worker.checkpoint_s */
-    gf_card_identity card; /* the worker's card (the plan's): CUDA networks when it is one */
-    gf_route_plan *plan;   /* the worker's route plan (borrowed), applied to every GPU backend */
-};
-
-gf_diar_pool *gf_diar_pool_new(const gf_config *cfg, gf_route_plan *plan)
-{
-    gf_diar_pool *self = gf_calloc(1, sizeof(*self));
-    pthread_mutex_init(&self->mu, NULL);
-    self->models_dir = gf_strdup(cfg->models_dir);
-    self->batch = cfg->batch_size > 0 ? cfg->batch_size : 32;
-    self->threads = cfg->cpu_threads;
-    self->math = cfg->tf32 ? GF_MATH_TF32 : GF_MATH_FP32;
-    self->overlap = cfg->overlap;
-    self->checkpoint_s = cfg->checkpoint_s;
-    self->card = *gf_route_plan_card(plan);
-    self->plan = plan;
-    return self;
-}
-
-void gf_diar_pool_destroy(gf_diar_pool **self_p)
-{
-    gf_diar_pool *self = *self_p;
-    if (!self)
-        return;
-    while (self->list) {
-        entry *e = self->list;
-        self->list = e->next;
-        gf_diar_destroy(&e->diar);
-        free(e->models);
-        free(e);
-    }
-    pthread_mutex_destroy(&self->mu);
-    free(self->models_dir);
-    free(self);
-    *self_p = NULL;
-}
-
-/* The digest of a network file as loaded: the manifest's (the loader
- * checked the file against it), else the file's own. One that cannot be
- * had is made unique, so that no checkpoint ever matches it. */
-static void model_digest(const char *models, const gf_manifest *man, const char *name, char *out,
-                         size_t len)
-{
-    const char *listed = man ? gf_manifest_sha256(man, name) : NULL;
-    char hex[GF_SHA256_HEX_LEN];
-    char *path = gf_strfmt("%s/%s", models, name);
-    if (listed)
-        snprintf(out, len, "%s", listed);
-    else if (gf_sha256_file_hex(path, hex) == 0)
-        snprintf(out, len, "%s", hex);
-    else
-        snprintf(out, len, "unreadable at %lld", (long long)gf_wall_ms());
-    free(path);
-}
-
-/* A pipeline for models (NULL: the configured directory), loaded now or
- * taken from the pool; *cached says which. NULL after logging when the
- * model files are unusable. */
-static entry *pool_take(gf_diar_pool *self, const char *models, bool *cached)
-{
-    if (!models)
-        models = self->models_dir;
-    pthread_mutex_lock(&self->mu);
-    for (entry *e = self->list; e; e = e->next)
-        if (!e->busy && e->batch == self->batch && strcmp(e->models, models) == 0) {
-            e->busy = true;
-            pthread_mutex_unlock(&self->mu);
-            *cached = true;
-            return e;
-        }
-    pthread_mutex_unlock(&self->mu);
-    *cached = false;
-    bool weight_free = false;
-    gf_diar *d = gf_diar_new(models, self->batch, self->threads, &weight_free);
-    if (!d)
-        return NULL;
-    entry *e = gf_calloc(1, sizeof(*e));
-    if (!weight_free && self->card.kind == GF_DEVICE_CUDA) {
-        gf_diar_backend be;
-        if (gf_diar_backend_gpu(self->plan, models, self->batch, self->math, self->overlap,
-                                &be) == 0) {
-            gf_diar_set_backend(d, &be);
-            e->on_card = true;
-        } else {
-            GF_WARN("card %d: networks stay on the CPU (the CUDA backend could not start)",
-                    self->card.index);
-        }
-    }
-    if (weight_free) {
-        snprintf(e->seg_sha, sizeof e->seg_sha, "-");
-        snprintf(e->emb_sha, sizeof e->emb_sha, "-");
-    } else {
-        gf_manifest *man = NULL;
-        gf_manifest_load(models, &man);   /* loaded already: a bad one failed the load */
-        model_digest(models, man, GF_MODELS_SEGMENTATION, e->seg_sha, sizeof e->seg_sha);
-        model_digest(models, man, GF_MODELS_EMBEDDING, e->emb_sha, sizeof e->emb_sha);
-        gf_manifest_destroy(&man);
-    }
-    e->models = gf_strdup(models);
-    e->batch = self->batch;
-    e->diar = d;
-    e->busy = true;
-    pthread_mutex_lock(&self->mu);
-    e->next = self->list;
-    self->list = e;
-    pthread_mutex_unlock(&self->mu);
-    return e;
-}
-
-static void pool_give(gf_diar_pool *self, entry *given)
-{
-    pthread_mutex_lock(&self->mu);
-    for (entry *e = self->list; e; e = e->next)
-        if (e == given)
-            e->busy = false;
-    pthread_mutex_unlock(&self->mu);
-}
-
-/* ------------------------------------------------------------------- job */
 
 struct gf_djob {
     gf_msg job;              /* the "job" message, a copy (gf_msg_copy) */
@@ -347,10 +202,10 @@ static int boundary_hook(void *user, const gf_diar_state *st)
  * identity of this attempt, but for the audio's fields. The CPU networks'
  * results do not depend on the thread count (tests/unit/test_segmentation.c),
  * and the PLDA only enters the clustering, which a resumed run does again. */
-static void job_identity(const gf_djob *self, const entry *e, const gf_diar_run_opts *o,
+static void job_identity(const gf_djob *self, const gf_diar_pipe *e, const gf_diar_run_opts *o,
                          gf_ckpt_id *id)
 {
-    const gf_diar_pool *pool = self->pool;
+    const gf_diar_pool_conf *pool = gf_diar_pool_settings(self->pool);
     const gf_diar_spec *ds = self->job.spec.diar;
     bool wf = gf_diar_weight_free(e->diar);
     memset(id, 0, sizeof *id);
@@ -424,12 +279,13 @@ static void *job_main(void *arg)
     r->started_ms = gf_wall_ms();
     r->exit_status = -1;
     char why[1024] = "";
-    entry *e = NULL;
+    gf_diar_pipe *e = NULL;
     gf_devstats *st = gf_devstats_new();
     gf_diar_result res;
     memset(&res, 0, sizeof(res));
     bool cached = false, yielded = false;
-    const char *models = ds->models ? ds->models : self->pool->models_dir;
+    const gf_diar_pool_conf *pc = gf_diar_pool_settings(self->pool);
+    const char *models = ds->models ? ds->models : pc->models_dir;
     gf_log_clear_last_error();
     dprintf(self->err_fd, "gpuflock: diarize %s -> %s\n", ds->audio, ds->rttm);
     /* before the thread takes the submitter's identity: the writer thread
@@ -437,7 +293,7 @@ static void *job_main(void *arg)
     if (self->ckpt_path) {
         gf_jobckpt_conf cc = {
             .path = self->ckpt_path, .job = self->job.id, .uid = self->job.uid,
-            .gid = self->job.gid, .every_s = self->pool->checkpoint_s, .err_fd = self->err_fd,
+            .gid = self->job.gid, .every_s = pc->checkpoint_s, .err_fd = self->err_fd,
             .stats = st,
         };
         self->ck = gf_jobckpt_new(&cc);
@@ -445,7 +301,7 @@ static void *job_main(void *arg)
     int rc = become_submitter(&self->job, why, sizeof(why));
     if (rc)
         goto out;
-    e = pool_take(self->pool, ds->models, &cached);
+    e = gf_diar_pool_take(self->pool, ds->models, &cached);
     if (!e) {
         snprintf(why, sizeof(why), "model files in %s unusable: %s", models,
                  gf_log_last_error()[0] ? gf_log_last_error() : "see the worker's log");
@@ -478,8 +334,8 @@ static void *job_main(void *arg)
         bool host = e->on_card;
         gf_jobckpt_begin(self->ck, &id, ds->audio, gf_diar_batch(d), host ? "host" : "cpu",
                          host ? "results on the host: no card copy"
-                              : self->pool->card.kind == GF_DEVICE_CUDA ? "networks on the cpu"
-                                                                          : "cpu card");
+                              : pc->card.kind == GF_DEVICE_CUDA ? "networks on the cpu"
+                                                                : "cpu card");
         o.resume = resume_hook;
         o.resume_user = self;
     }
@@ -585,7 +441,7 @@ out:
     gf_diar_result_free(&res);
     gf_devstats_destroy(&st);
     if (e)
-        pool_give(self->pool, e);
+        gf_diar_pool_give(self->pool, &e);
     pthread_mutex_lock(&self->mu);
     self->ended = true;
     pthread_mutex_unlock(&self->mu);

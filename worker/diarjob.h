@@ -5,9 +5,8 @@
  * loop keeps heartbeating. The runner (worker/runner.c) takes the card's
  * lock first and keeps its descriptor for the job's duration; this module
  * does the rest:
- *   - pipelines stay loaded between jobs in a pool keyed by models directory
- *     and batch size (one pipeline serves one job at a time; shared jobs
- *     running side by side on one card get one each, kept for later);
+ *   - the pipeline comes from the worker's pool (worker/diarpool.h), which
+ *     keeps pipelines loaded between jobs;
  *   - the thread reads and writes files as the submitter (per-thread
  *     filesystem uid, gid and groups when the worker is root), so the RTTM
  *     it writes is the submitter's, and a path the submitter may not touch
@@ -26,22 +25,11 @@
 #ifndef GF_DIARJOB_H
 #define GF_DIARJOB_H
 
-#include "common/card.h"
-#include "common/config.h"
 #include "net/proto.h"
-#include "route/plan.h"
+#include "worker/diarpool.h"
 
 #include <stdbool.h>
 #include <stdint.h>
-
-/* Pipelines kept across jobs. cfg (borrowed) gives models_dir,
- * batch_size, cpu_threads, the math mode, overlap and checkpoint_s; plan
- * (borrowed, outlives the pool) is the worker's route plan: its card says
- * whether the networks may go on a CUDA card, and every GPU backend the pool
- * builds applies it (diar/backend_gpu.h). Thread-safe. */
-typedef struct gf_diar_pool gf_diar_pool;
-gf_diar_pool *gf_diar_pool_new(const gf_config *cfg, gf_route_plan *plan);
-void gf_diar_pool_destroy(gf_diar_pool **self_p);
 
 typedef struct gf_djob gf_djob;
 

@@ -1,0 +1,151 @@
+/* diarpool.c — diarize pipelines kept loaded across jobs (see diarpool.h).
+ *
+ * A list of loaded pipelines under one mutex; the diarize threads
+ * (worker/diarjob.c) take one for a job and give it back after. Loading
+ * happens outside the mutex, so one job's seconds of loading never hold
+ * up another's take. */
+#include "worker/diarpool.h"
+
+#include "common/log.h"
+#include "common/sha256.h"
+#include "common/util.h"
+#include "diar/backend_gpu.h"
+#include "diar/models.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct entry {
+    gf_diar_pipe pipe;     /* what a job borrows; first, so a pipe is its entry */
+    char *models;          /* key: models directory */
+    int batch;             /* key: windows per network call */
+    bool busy;             /* a job runs it now */
+    struct entry *next;
+} entry;
+
+struct gf_diar_pool {
+    pthread_mutex_t mu;    /* guards list */
+    entry *list;
+    gf_diar_pool_conf conf; /* the settings every pipeline is loaded with */
+};
+
+gf_diar_pool *gf_diar_pool_new(const gf_config *cfg, gf_route_plan *plan)
+{
+    gf_diar_pool *self = gf_calloc(1, sizeof(*self));
+    pthread_mutex_init(&self->mu, NULL);
+    self->conf.models_dir = gf_strdup(cfg->models_dir);
+    self->conf.batch = cfg->batch_size > 0 ? cfg->batch_size : 32;
+    self->conf.threads = cfg->cpu_threads;
+    self->conf.math = cfg->tf32 ? GF_MATH_TF32 : GF_MATH_FP32;
+    self->conf.overlap = cfg->overlap;
+    self->conf.checkpoint_s = cfg->checkpoint_s;
+    self->conf.card = *gf_route_plan_card(plan);
+    self->conf.plan = plan;
+    return self;
+}
+
+void gf_diar_pool_destroy(gf_diar_pool **self_p)
+{
+    gf_diar_pool *self = *self_p;
+    if (!self)
+        return;
+    while (self->list) {
+        entry *e = self->list;
+        self->list = e->next;
+        gf_diar_destroy(&e->pipe.diar);
+        free(e->models);
+        free(e);
+    }
+    pthread_mutex_destroy(&self->mu);
+    free(self->conf.models_dir);
+    free(self);
+    *self_p = NULL;
+}
+
+const gf_diar_pool_conf *gf_diar_pool_settings(const gf_diar_pool *self)
+{
+    return &self->conf;
+}
+
+
+/* The digest of a network file as loaded: the manifest's (the loader
+ * checked the file against it), else the file's own. One that cannot be
+ * had is made unique, so that no checkpoint ever matches it. */
+static void model_digest(const char *models, const gf_manifest *man, const char *name, char *out,
+                         size_t len)
+{
+    const char *listed = man ? gf_manifest_sha256(man, name) : NULL;
+    char hex[GF_SHA256_HEX_LEN];
+    char *path = gf_strfmt("%s/%s", models, name);
+    if (listed)
+        snprintf(out, len, "%s", listed);
+    else if (gf_sha256_file_hex(path, hex) == 0)
+        snprintf(out, len, "%s", hex);
+    else
+        snprintf(out, len, "unreadable at %lld", (long long)gf_wall_ms());
+    free(path);
+}
+
+gf_diar_pipe *gf_diar_pool_take(gf_diar_pool *self, const char *models, bool *cached)
+{
+    if (!models)
+        models = self->conf.models_dir;
+    pthread_mutex_lock(&self->mu);
+    for (entry *e = self->list; e; e = e->next)
+        if (!e->busy && e->batch == self->conf.batch && strcmp(e->models, models) == 0) {
+            e->busy = true;
+            pthread_mutex_unlock(&self->mu);
+            *cached = true;
+            return &e->pipe;
+        }
+    pthread_mutex_unlock(&self->mu);
+    *cached = false;
+    bool weight_free = false;
+    gf_diar *d = gf_diar_new(models, self->conf.batch, self->conf.threads, &weight_free);
+    if (!d)
+        return NULL;
+    entry *e = gf_calloc(1, sizeof(*e));
+    gf_diar_pipe *p = &e->pipe;
+    if (!weight_free && self->conf.card.kind == GF_DEVICE_CUDA) {
+        gf_diar_backend be;
+        if (gf_diar_backend_gpu(self->conf.plan, models, self->conf.batch, self->conf.math,
+                                self->conf.overlap, &be) == 0) {
+            gf_diar_set_backend(d, &be);
+            p->on_card = true;
+        } else {
+            GF_WARN("card %d: networks stay on the CPU (the CUDA backend could not start)",
+                    self->conf.card.index);
+        }
+    }
+    if (weight_free) {
+        snprintf(p->seg_sha, sizeof p->seg_sha, "-");
+        snprintf(p->emb_sha, sizeof p->emb_sha, "-");
+    } else {
+        gf_manifest *man = NULL;
+        gf_manifest_load(models, &man);   /* loaded already: a bad one failed the load */
+        model_digest(models, man, GF_MODELS_SEGMENTATION, p->seg_sha, sizeof p->seg_sha);
+        model_digest(models, man, GF_MODELS_EMBEDDING, p->emb_sha, sizeof p->emb_sha);
+        gf_manifest_destroy(&man);
+    }
+    e->models = gf_strdup(models);
+    e->batch = self->conf.batch;
+    p->diar = d;
+    e->busy = true;
+    pthread_mutex_lock(&self->mu);
+    e->next = self->list;
+    self->list = e;
+    pthread_mutex_unlock(&self->mu);
+    return p;
+}
+
+void gf_diar_pool_give(gf_diar_pool *self, gf_diar_pipe **pipe_p)
+{
+    pthread_mutex_lock(&self->mu);
+    for (entry *e = self->list; e; e = e->next)
+        if (&e->pipe == *pipe_p)
+            e->busy = false;
+    pthread_mutex_unlock(&self->mu);
+    *pipe_p = NULL;
+}

@@ -1,12 +1,24 @@
 /* cli.h — the gpuflock command's subcommands.
  *
  * Each subcommand lives in cli/cmd_<name>.c and has the signature of
- * gf_cli_fn: it gets argv starting at the subcommand's name and returns the
- * process exit status. The table in cli/commands.c lists them. */
+ * gf_cli_fn: it gets argv starting at the subcommand's name and main's
+ * context (never NULL), and returns the process exit status. The table in cli/commands.c lists them. */
 #ifndef GF_CLI_H
 #define GF_CLI_H
 
-typedef int (*gf_cli_fn)(int argc, char **argv);
+#include "common/config.h"
+
+/* What a program's main hands a subcommand besides its arguments: the
+ * configuration it loaded already, if any (the light front reads the
+ * command's to choose its way), so that the command's broker client does
+ * not load it again. Owned by main, which frees what is left of it after
+ * the command returns. */
+typedef struct {
+    const char *config_path;  /* the --config it was loaded from; NULL: the default search */
+    gf_config *config;        /* loaded, or NULL; gf_client_open (cli/client.h) takes it */
+} gf_cli_ctx;
+
+typedef int (*gf_cli_fn)(int argc, char **argv, gf_cli_ctx *ctx);
 
 typedef struct {
     const char *name;     /* as typed: "exec", "locks", ... */

@@ -36,27 +36,21 @@ static bool broker_alive(const char *pidfile)
     return alive;
 }
 
-/* The configuration gf_client_keep_config was given, and its path. */
-static gf_config *kept_cfg;
-static char *kept_path;
-
-void gf_client_keep_config(const char *config_path, gf_config *cfg)
+/* Was ctx's configuration loaded from config_path (both NULL: the default
+ * search)? */
+static bool same_path(const gf_cli_ctx *ctx, const char *config_path)
 {
-    gf_config_destroy(&kept_cfg);
-    free(kept_path);
-    kept_cfg = cfg;
-    kept_path = config_path ? gf_strdup(config_path) : NULL;
+    return config_path && ctx->config_path ? strcmp(config_path, ctx->config_path) == 0
+                                           : !config_path && !ctx->config_path;
 }
 
-gf_client *gf_client_open(const char *config_path, int *status)
+gf_client *gf_client_open(const char *config_path, gf_cli_ctx *ctx, int *status)
 {
     gf_config *cfg = NULL;
-    if (kept_cfg && (config_path && kept_path ? strcmp(config_path, kept_path) == 0
-                                              : !config_path && !kept_path)) {
-        cfg = kept_cfg;
-        kept_cfg = NULL;
+    if (ctx && ctx->config && same_path(ctx, config_path)) {
+        cfg = ctx->config;
+        ctx->config = NULL;
     }
-    gf_client_keep_config(NULL, NULL);
     if (!cfg && gf_config_load_no_devices(config_path, &cfg) != 0) {
         *status = GF_EXIT_CONFIG;
         return NULL;
@@ -488,11 +482,12 @@ int gf_job_exit_status(const gf_job *j)
     return 1;
 }
 
-int gf_client_once(const char *config_path, const gf_msg *req, gf_msg *rep, int timeout_ms)
+int gf_client_once(const char *config_path, gf_cli_ctx *ctx, const gf_msg *req, gf_msg *rep,
+                   int timeout_ms)
 {
     int rc;
     memset(rep, 0, sizeof(*rep));
-    gf_client *cl = gf_client_open(config_path, &rc);
+    gf_client *cl = gf_client_open(config_path, ctx, &rc);
     if (!cl)
         return rc;
     rc = gf_client_call(cl, req, rep, timeout_ms) != 0 ? GF_EXIT_UNAVAIL : 0;
@@ -500,11 +495,11 @@ int gf_client_once(const char *config_path, const gf_msg *req, gf_msg *rep, int 
     return rc;
 }
 
-int gf_client_ids_verb(const char *config, gf_msg *req, const char *name,
+int gf_client_ids_verb(const char *config, gf_cli_ctx *ctx, gf_msg *req, const char *name,
                        const char *(*words)(gf_op op, int code))
 {
     int rc;
-    gf_client *cl = gf_client_open(config, &rc);
+    gf_client *cl = gf_client_open(config, ctx, &rc);
     if (!cl)
         return rc;
     gf_msg rep;

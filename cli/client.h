@@ -8,6 +8,7 @@
 #ifndef GF_CLIENT_H
 #define GF_CLIENT_H
 
+#include "cli/cli.h"
 #include "common/config.h"
 #include "net/proto.h"
 
@@ -16,15 +17,12 @@
 
 typedef struct gf_client gf_client;
 
-/* Load the configuration and connect. On failure prints the reason (no
- * broker: how to start one) and returns NULL with the exit status in
- * *status (78 config, 69 no broker). */
-gf_client *gf_client_open(const char *config_path, int *status);
-
-/* Hand the configuration loaded from config_path (as gf_config_load takes
- * it) to the next gf_client_open of the same path, which then does not
- * load it again (the light front has read it already). Takes cfg. */
-void gf_client_keep_config(const char *config_path, gf_config *cfg);
+/* Load the configuration (config_path as gf_config_load takes it; the
+ * one in ctx, which this then takes, when it was loaded from the same
+ * path) and connect. On failure prints the reason (no broker: how to start
+ * one) and returns NULL with the exit status in *status (78 config, 69 no
+ * broker). */
+gf_client *gf_client_open(const char *config_path, gf_cli_ctx *ctx, int *status);
 void gf_client_destroy(gf_client **self_p);
 
 /* Send req, receive the reply into *rep (an "error" reply is returned as
@@ -37,10 +35,11 @@ int gf_client_call(gf_client *self, const gf_msg *req, gf_msg *rep, int timeout_
  * status that fits its code. */
 int gf_client_report(const char *cmd, const gf_msg *rep);
 
-/* One request, one reply: open (config_path), call, close. Returns 0 with
+/* One request, one reply: open (config_path, ctx), call, close. Returns 0 with
  * the reply in *rep (the caller clears it), or the exit status when there
  * was no reply (78 config, 69 no broker or no answer). */
-int gf_client_once(const char *config_path, const gf_msg *req, gf_msg *rep, int timeout_ms);
+int gf_client_once(const char *config_path, gf_cli_ctx *ctx, const gf_msg *req, gf_msg *rep,
+                   int timeout_ms);
 
 /* Options of submit and run. Parses argv from optind on (getopt_long with
  * "+"), leaves the command in spec->argv. Returns 0, or an exit status
@@ -68,7 +67,7 @@ int gf_parse_ids(const char *cmd, int argc, char **argv, uint64_t **ids, size_t 
  * the caller): sent, and for each id refused a line saying why (no such
  * job, not your job, else words(op, code)). Returns 0, 1 (a job unknown or
  * in the wrong state), 77 (not yours) or the exit status of a failed call. */
-int gf_client_ids_verb(const char *config, gf_msg *req, const char *name,
+int gf_client_ids_verb(const char *config, gf_cli_ctx *ctx, gf_msg *req, const char *name,
                        const char *(*words)(gf_op op, int code));
 
 /* --yieldable[=SIG@GRACE] (arg NULL: the defaults, SIGUSR1 and 30 s): a

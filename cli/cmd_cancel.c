@@ -12,7 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 
-int gf_cmd_cancel(int argc, char **argv);
+int gf_cmd_cancel(int argc, char **argv, gf_cli_ctx *cli);
 
 static const char *words(gf_op op, int code)
 {
@@ -20,7 +20,7 @@ static const char *words(gf_op op, int code)
     return code == GF_ESTATE ? "already ended" : gf_strerror(code);
 }
 
-int gf_cmd_cancel(int argc, char **argv)
+int gf_cmd_cancel(int argc, char **argv, gf_cli_ctx *cli)
 {
     const char *config = NULL;
     bool checkpoint = false;
@@ -41,7 +41,7 @@ int gf_cmd_cancel(int argc, char **argv)
         fprintf(stderr, "usage: gpuflock cancel [--checkpoint] [--config FILE] ID...\n");
         return GF_EXIT_USAGE;
     }
-    int rc = gf_client_ids_verb(config, &req, "cancel", words);
+    int rc = gf_client_ids_verb(config, cli, &req, "cancel", words);
     gf_msg_clear(&req);
     return rc;
 }

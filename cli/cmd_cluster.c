@@ -2,6 +2,7 @@
  * from saved intermediates (binarized segmentation and embeddings as .npy),
  * as pyannote users do when they tune clustering without recomputing the
  * networks; RTTM (or JSON) out. The recipe itself is diar/cluster/cluster.c. */
+#include "cli/cli.h"
 #include "cli/cliopts.h"
 #include "common/config.h"
 #include "common/error.h"
@@ -23,7 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-int gf_cmd_cluster(int argc, char **argv);
+int gf_cmd_cluster(int argc, char **argv, gf_cli_ctx *cli);
 
 /* sysexits.h EX_CANTCREAT: the output file cannot be written */
 enum { EXIT_CANTCREAT = 73 };
@@ -142,8 +143,9 @@ static char *base_name(const char *path)
     return s;
 }
 
-int gf_cmd_cluster(int argc, char **argv)
+int gf_cmd_cluster(int argc, char **argv, gf_cli_ctx *cli)
 {
+    (void)cli;     /* no broker client here */
     enum { O_SEG = 1000, O_EMB, O_PLDA, O_STEP, O_NUM, O_MIN, O_MAX, O_OFF, O_URI, O_JSON,
            O_CONFIG, O_TIMINGS, O_GPU, O_THREADS, O_HELP };
     static const struct option opts[] = {

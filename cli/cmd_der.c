@@ -3,6 +3,7 @@
  *
  * Reads the two RTTM files with the shared reader (diar/io/rttm) and the
  * UEM here, and hands plain turns to diar/score/der. */
+#include "cli/cli.h"
 #include "common/error.h"
 #include "common/log.h"
 #include "common/util.h"
@@ -16,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-int gf_cmd_der(int argc, char **argv);
+int gf_cmd_der(int argc, char **argv, gf_cli_ctx *cli);
 
 /* Owned copies of the UEM's file names. */
 typedef struct {
@@ -191,8 +192,9 @@ static void print_table(const gf_der_report *rep)
     print_row("TOTAL", &rep->total);
 }
 
-int gf_cmd_der(int argc, char **argv)
+int gf_cmd_der(int argc, char **argv, gf_cli_ctx *cli)
 {
+    (void)cli;     /* no broker client here */
     gf_der_options opt = { 0.0, false };
     const char *paths[2] = { NULL, NULL }, *uem_path = NULL;
     int n_paths = 0, json = 0;

@@ -10,6 +10,7 @@
  * (diar/backend_gpu), --any on card 0 when there is one. Either way a file
  * that fails is named with the reason, the others go on, and the exit
  * status says whether any failed. */
+#include "cli/cli.h"
 #include "cli/diarsubmit.h"
 #include "cli/cliopts.h"
 #include "common/card.h"
@@ -36,7 +37,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-int gf_cmd_diarize(int argc, char **argv);
+int gf_cmd_diarize(int argc, char **argv, gf_cli_ctx *cli);
 
 /* sysexits.h EX_CANTCREAT: an output file cannot be written */
 enum { EXIT_CANTCREAT = 73 };
@@ -278,8 +279,9 @@ out:
 }
 
 /* Without --local: one job per recording through gpuflockd (cli/diarsubmit). */
-static int via_broker(int argc, char **argv, const char *config_path, const char *models_arg,
-                      const run_conf *conf, int gpu, const gf_diar_run_opts *ro)
+static int via_broker(int argc, char **argv, gf_cli_ctx *cli, const char *config_path,
+                      const char *models_arg, const run_conf *conf, int gpu,
+                      const gf_diar_run_opts *ro)
 {
     int status = 0;
     path_list inputs = { 0 };
@@ -291,6 +293,7 @@ static int via_broker(int argc, char **argv, const char *config_path, const char
     if (inputs.n) {
         gf_diarsubmit_opts o = {
             .config = config_path,
+            .ctx = cli,
             .inputs = inputs.paths,
             .n_inputs = inputs.n,
             .out_dir = conf->out_dir,
@@ -326,7 +329,7 @@ static int plan_card(int ordinal, gf_route_plan **out)
     return *out ? 0 : GF_EDEVICE;
 }
 
-int gf_cmd_diarize(int argc, char **argv)
+int gf_cmd_diarize(int argc, char **argv, gf_cli_ctx *cli)
 {
     enum { O_GPU = 1000, O_ANY, O_MODELS, O_NUM, O_MIN, O_MAX, O_OUT, O_JSON, O_SAVE, O_LOCAL,
            O_CONFIG, O_HELP };
@@ -411,7 +414,7 @@ int gf_cmd_diarize(int argc, char **argv)
         return GF_EXIT_USAGE;
     }
     if (!local)
-        return via_broker(argc, argv, config_path, models_arg, &conf, gpu, &ro);
+        return via_broker(argc, argv, cli, config_path, models_arg, &conf, gpu, &ro);
     gf_config *cfg = NULL;
     if (gf_config_load(config_path, &cfg) != 0)
         return GF_EXIT_CONFIG;

@@ -12,10 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-int gf_cmd_drain(int argc, char **argv);
-int gf_cmd_resume(int argc, char **argv);
+int gf_cmd_drain(int argc, char **argv, gf_cli_ctx *cli);
+int gf_cmd_resume(int argc, char **argv, gf_cli_ctx *cli);
 
-static int card_verb(int argc, char **argv, gf_op op, const char *name)
+static int card_verb(int argc, char **argv, gf_cli_ctx *cli, gf_op op, const char *name)
 {
     const char *usage = op == GF_OP_DRAIN
                             ? "usage: gpuflock drain CARD [--reason TEXT] [--config FILE]\n"
@@ -55,7 +55,7 @@ static int card_verb(int argc, char **argv, gf_op op, const char *name)
     req.device = (int32_t)card;
     req.message = reason ? gf_strdup(reason) : NULL;
     int rc;
-    gf_client *cl = gf_client_open(config, &rc);
+    gf_client *cl = gf_client_open(config, cli, &rc);
     if (!cl) {
         gf_msg_clear(&req);
         return rc;
@@ -75,12 +75,12 @@ static int card_verb(int argc, char **argv, gf_op op, const char *name)
     return rc;
 }
 
-int gf_cmd_drain(int argc, char **argv)
+int gf_cmd_drain(int argc, char **argv, gf_cli_ctx *cli)
 {
-    return card_verb(argc, argv, GF_OP_DRAIN, "drain");
+    return card_verb(argc, argv, cli, GF_OP_DRAIN, "drain");
 }
 
-int gf_cmd_resume(int argc, char **argv)
+int gf_cmd_resume(int argc, char **argv, gf_cli_ctx *cli)
 {
-    return card_verb(argc, argv, GF_OP_RESUME, "resume");
+    return card_verb(argc, argv, cli, GF_OP_RESUME, "resume");
 }

@@ -10,6 +10,7 @@
  * inside DIR/records, never a cited one); --dry-run lists them and removes
  * nothing. Exit 0 when the tables are valid, 65 when they are not, 66 when
  * the directory is missing, 74 when a removal failed. */
+#include "cli/cli.h"
 #include "common/error.h"
 #include "route/evidence.h"
 
@@ -18,7 +19,7 @@
 #include <stdio.h>
 #include <string.h>
 
-int gf_cmd_evidence(int argc, char **argv);
+int gf_cmd_evidence(int argc, char **argv, gf_cli_ctx *cli);
 
 /* Orphans listed by name without -v up to this many. */
 #define FEW_ORPHANS 10
@@ -168,8 +169,9 @@ static int prune(const gf_evidence *ev, const char *dir, bool dry_run, bool verb
     return failed ? GF_EXIT_IOERR : 0;
 }
 
-int gf_cmd_evidence(int argc, char **argv)
+int gf_cmd_evidence(int argc, char **argv, gf_cli_ctx *cli)
 {
+    (void)cli;     /* no broker client here */
     if (argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
         usage(stdout);
         return 0;

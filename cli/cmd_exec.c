@@ -3,6 +3,7 @@
  * Parses the command line, loads the configuration, takes the cards
  * (cli/jobcards), lets the command inherit the lock descriptors, as
  * flock(1) does, and runs it in its own process group (common/spawn). */
+#include "cli/cli.h"
 #include "cli/jobcards.h"
 #include "common/config.h"
 #include "common/env.h"
@@ -23,7 +24,7 @@
 #define WHO "gpuflock exec"
 #define MAX_CARDS 64
 
-int gf_cmd_exec(int argc, char **argv);
+int gf_cmd_exec(int argc, char **argv, gf_cli_ctx *cli);
 
 extern char **environ;
 
@@ -191,8 +192,9 @@ static int run_command(gf_jobcards *cards, const exec_opts *o)
     return rc ? GF_EXIT_SOFTWARE : status;
 }
 
-int gf_cmd_exec(int argc, char **argv)
+int gf_cmd_exec(int argc, char **argv, gf_cli_ctx *cli)
 {
+    (void)cli;     /* no broker client here */
     exec_opts o;
     int rc = parse_args(argc, argv, &o);
     if (rc)

@@ -11,9 +11,9 @@
 #include <stdio.h>
 #include <string.h>
 
-int gf_cmd_hold(int argc, char **argv);
-int gf_cmd_release(int argc, char **argv);
-int gf_cmd_requeue(int argc, char **argv);
+int gf_cmd_hold(int argc, char **argv, gf_cli_ctx *cli);
+int gf_cmd_release(int argc, char **argv, gf_cli_ctx *cli);
+int gf_cmd_requeue(int argc, char **argv, gf_cli_ctx *cli);
 
 /* What a code means for this verb's job. */
 static const char *why(gf_op op, int code)
@@ -27,7 +27,7 @@ static const char *why(gf_op op, int code)
     }
 }
 
-static int verb(int argc, char **argv, gf_op op, const char *name)
+static int verb(int argc, char **argv, gf_cli_ctx *cli, gf_op op, const char *name)
 {
     char usage[128];
     snprintf(usage, sizeof usage, "usage: gpuflock %s [--config FILE] ID...\n", name);
@@ -43,22 +43,22 @@ static int verb(int argc, char **argv, gf_op op, const char *name)
         gf_msg_clear(&req);
         return GF_EXIT_USAGE;
     }
-    int rc = gf_client_ids_verb(config, &req, name, why);
+    int rc = gf_client_ids_verb(config, cli, &req, name, why);
     gf_msg_clear(&req);
     return rc;
 }
 
-int gf_cmd_hold(int argc, char **argv)
+int gf_cmd_hold(int argc, char **argv, gf_cli_ctx *cli)
 {
-    return verb(argc, argv, GF_OP_HOLD, "hold");
+    return verb(argc, argv, cli, GF_OP_HOLD, "hold");
 }
 
-int gf_cmd_release(int argc, char **argv)
+int gf_cmd_release(int argc, char **argv, gf_cli_ctx *cli)
 {
-    return verb(argc, argv, GF_OP_RELEASE, "release");
+    return verb(argc, argv, cli, GF_OP_RELEASE, "release");
 }
 
-int gf_cmd_requeue(int argc, char **argv)
+int gf_cmd_requeue(int argc, char **argv, gf_cli_ctx *cli)
 {
-    return verb(argc, argv, GF_OP_REQUEUE, "requeue");
+    return verb(argc, argv, cli, GF_OP_REQUEUE, "requeue");
 }

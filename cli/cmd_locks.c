@@ -4,6 +4,7 @@
  * holder of its lock from /proc/locks (pid, mode, command, gpuflock job or
  * someone else's flock) and each exclusive waiter announced at its fairness
  * gate (common/lock.h), then the bench lock. Reads only: never takes a lock. */
+#include "cli/cli.h"
 #include "common/card.h"
 #include "common/config.h"
 #include "common/error.h"
@@ -19,7 +20,7 @@
 
 #define WHO "gpuflock locks"
 
-int gf_cmd_locks(int argc, char **argv);
+int gf_cmd_locks(int argc, char **argv, gf_cli_ctx *cli);
 
 /* One lock file and what is known about it. */
 typedef struct {
@@ -204,8 +205,9 @@ static int parse_args(int argc, char **argv, bool *json, const char **config)
     return 0;
 }
 
-int gf_cmd_locks(int argc, char **argv)
+int gf_cmd_locks(int argc, char **argv, gf_cli_ctx *cli)
 {
+    (void)cli;     /* no broker client here */
     bool json = false;
     const char *config = NULL;
     int rc = parse_args(argc, argv, &json, &config);

@@ -10,9 +10,9 @@
 #include <string.h>
 #include <unistd.h>
 
-int gf_cmd_logs(int argc, char **argv);
+int gf_cmd_logs(int argc, char **argv, gf_cli_ctx *cli);
 
-int gf_cmd_logs(int argc, char **argv)
+int gf_cmd_logs(int argc, char **argv, gf_cli_ctx *cli)
 {
     const char *config = NULL;
     bool follow = false, err = false;
@@ -31,7 +31,7 @@ int gf_cmd_logs(int argc, char **argv)
         return GF_EXIT_USAGE;
     }
     int rc;
-    gf_client *cl = gf_client_open(config, &rc);
+    gf_client *cl = gf_client_open(config, cli, &rc);
     if (!cl) {
         free(ids);
         return rc;

@@ -5,6 +5,7 @@
  * networks' constructors (every expected tensor, its shape, finiteness,
  * nothing unexpected, the file's digest against the manifest), the manifest
  * reader, and a look at the PLDA files (present, zip archives, digests). */
+#include "cli/cli.h"
 #include "common/config.h"
 #include "common/error.h"
 #include "common/log.h"
@@ -20,7 +21,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-int gf_cmd_models(int argc, char **argv);
+int gf_cmd_models(int argc, char **argv, gf_cli_ctx *cli);
 
 static void usage(FILE *f)
 {
@@ -177,8 +178,9 @@ static int models_check(const char *dir)
     return ok ? 0 : GF_EXIT_DATAERR;
 }
 
-int gf_cmd_models(int argc, char **argv)
+int gf_cmd_models(int argc, char **argv, gf_cli_ctx *cli)
 {
+    (void)cli;     /* no broker client here */
     const char *config_path = NULL, *dir = NULL;
     if (argc < 2 || strcmp(argv[1], "check") != 0) {
         if (argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {

@@ -8,6 +8,7 @@
  * have. The modules are the ones embedded in this binary, with their
  * kernels' own planning step (diar/kernel_plan.h): a layer a kernel
  * refuses on that card is the library route, and the reason is shown. */
+#include "cli/cli.h"
 #include "common/card.h"
 #include "common/config.h"
 #include "common/error.h"
@@ -22,7 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-int gf_cmd_plan(int argc, char **argv);
+int gf_cmd_plan(int argc, char **argv, gf_cli_ctx *cli);
 
 static void usage(FILE *out)
 {
@@ -109,8 +110,9 @@ static void print_json(const gf_card_identity *card, const char *dir, const gf_p
     json_object_put(o);
 }
 
-int gf_cmd_plan(int argc, char **argv)
+int gf_cmd_plan(int argc, char **argv, gf_cli_ctx *cli)
 {
+    (void)cli;     /* no broker client here */
     static const struct option opts[] = {
         { "gpu", required_argument, NULL, 'g' },
         { "card", required_argument, NULL, 'c' },

@@ -6,6 +6,7 @@
  * for explicitly (route/planner.c: exactly that module, never a fallback);
  * qualify/qualify.c makes the measurements and writes the records, with each
  * network's candidates in qualify/seg.c and qualify/emb.c. */
+#include "cli/cli.h"
 #include "common/card.h"
 #include "common/config.h"
 #include "common/error.h"
@@ -26,7 +27,7 @@
 #include <sys/random.h>
 #include <unistd.h>
 
-int gf_cmd_qualify(int argc, char **argv);
+int gf_cmd_qualify(int argc, char **argv, gf_cli_ctx *cli);
 
 static void usage(FILE *out)
 {
@@ -207,8 +208,9 @@ static bool area_listed(const char *list, const char *area)
     return false;
 }
 
-int gf_cmd_qualify(int argc, char **argv)
+int gf_cmd_qualify(int argc, char **argv, gf_cli_ctx *cli)
 {
+    (void)cli;     /* no broker client here */
     opts o;
     int rc = parse(argc, argv, &o);
     if (rc)

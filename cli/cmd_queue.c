@@ -10,9 +10,9 @@
 #include <stdio.h>
 #include <string.h>
 
-int gf_cmd_queue(int argc, char **argv);
+int gf_cmd_queue(int argc, char **argv, gf_cli_ctx *cli);
 
-int gf_cmd_queue(int argc, char **argv)
+int gf_cmd_queue(int argc, char **argv, gf_cli_ctx *cli)
 {
     const char *config = NULL;
     bool all = false, json = false;
@@ -31,7 +31,7 @@ int gf_cmd_queue(int argc, char **argv)
     memset(&req, 0, sizeof(req));
     req.op = GF_OP_QUEUE;
     req.all = all;
-    int rc = gf_client_once(config, &req, &rep, 30000);
+    int rc = gf_client_once(config, cli, &req, &rep, 30000);
     if (rc)
         return rc;
     if (rep.op != GF_OP_JOBS) {

@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-int gf_cmd_run(int argc, char **argv);
+int gf_cmd_run(int argc, char **argv, gf_cli_ctx *cli);
 
 static volatile sig_atomic_t interrupted;
 
@@ -55,7 +55,7 @@ static int pump(gf_client *cl, uint64_t id, gf_stream stream, uint64_t *offset, 
     return got;
 }
 
-int gf_cmd_run(int argc, char **argv)
+int gf_cmd_run(int argc, char **argv, gf_cli_ctx *cli)
 {
     gf_jobopts o;
     int rc = gf_jobopts_parse(argc, argv, &o, false);
@@ -65,7 +65,7 @@ int gf_cmd_run(int argc, char **argv)
         gf_jobopts_clear(&o);
         return rc;
     }
-    gf_client *cl = gf_client_open(o.config, &rc);
+    gf_client *cl = gf_client_open(o.config, cli, &rc);
     if (!cl) {
         gf_jobopts_clear(&o);
         return rc;

@@ -9,9 +9,9 @@
 #include <stdio.h>
 #include <string.h>
 
-int gf_cmd_show(int argc, char **argv);
+int gf_cmd_show(int argc, char **argv, gf_cli_ctx *cli);
 
-int gf_cmd_show(int argc, char **argv)
+int gf_cmd_show(int argc, char **argv, gf_cli_ctx *cli)
 {
     const char *config = NULL;
     bool json = false;
@@ -31,7 +31,7 @@ int gf_cmd_show(int argc, char **argv)
     req.op = GF_OP_SHOW;
     req.id = ids[0];
     free(ids);
-    int rc = gf_client_once(config, &req, &rep, 30000);
+    int rc = gf_client_once(config, cli, &req, &rep, 30000);
     if (rc)
         return rc;
     if (rep.op != GF_OP_JOBS || rep.n_jobs != 1) {

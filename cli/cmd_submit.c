@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-int gf_cmd_submit(int argc, char **argv);
+int gf_cmd_submit(int argc, char **argv, gf_cli_ctx *cli);
 
 /* The lines of LIST that are commands (not blank, not # comments). */
 static int read_lines(const char *path, char ***lines, size_t *n)
@@ -59,7 +59,7 @@ static int read_lines(const char *path, char ***lines, size_t *n)
     return rc;
 }
 
-int gf_cmd_submit(int argc, char **argv)
+int gf_cmd_submit(int argc, char **argv, gf_cli_ctx *cli)
 {
     gf_jobopts o;
     int rc = gf_jobopts_parse(argc, argv, &o, true);
@@ -76,7 +76,7 @@ int gf_cmd_submit(int argc, char **argv)
     req.array = o.array;
     if (o.file && (rc = read_lines(o.file, &req.commands, &req.n_commands)) != 0)
         goto out;
-    gf_client *cl = gf_client_open(o.config, &rc);
+    gf_client *cl = gf_client_open(o.config, cli, &rc);
     if (!cl)
         goto out;
     gf_msg rep;

@@ -8,9 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-int gf_cmd_wait(int argc, char **argv);
+int gf_cmd_wait(int argc, char **argv, gf_cli_ctx *cli);
 
-int gf_cmd_wait(int argc, char **argv)
+int gf_cmd_wait(int argc, char **argv, gf_cli_ctx *cli)
 {
     const char *config = NULL;
     long long timeout = 0;
@@ -50,7 +50,7 @@ int gf_cmd_wait(int argc, char **argv)
     }
     req.timeout_ms = timeout * 1000;
     int rc;
-    gf_client *cl = gf_client_open(config, &rc);
+    gf_client *cl = gf_client_open(config, cli, &rc);
     if (!cl) {
         gf_msg_clear(&req);
         return rc;

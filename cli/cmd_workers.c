@@ -14,9 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-int gf_cmd_workers(int argc, char **argv);
+int gf_cmd_workers(int argc, char **argv, gf_cli_ctx *cli);
 
-int gf_cmd_workers(int argc, char **argv)
+int gf_cmd_workers(int argc, char **argv, gf_cli_ctx *cli)
 {
     const char *config = NULL;
     bool json = false;
@@ -32,7 +32,7 @@ int gf_cmd_workers(int argc, char **argv)
     gf_msg req, rep;
     memset(&req, 0, sizeof(req));
     req.op = GF_OP_WORKERS;
-    int rc = gf_client_once(config, &req, &rep, 30000);
+    int rc = gf_client_once(config, cli, &req, &rep, 30000);
     if (rc)
         return rc;
     if (rep.op != GF_OP_WORKERS_LIST) {

@@ -5,29 +5,29 @@
 #include <string.h>
 
 /* Subcommand entry points, defined in cli/cmd_<name>.c. */
-int gf_cmd_models(int argc, char **argv);
-int gf_cmd_version(int argc, char **argv);
-int gf_cmd_submit(int argc, char **argv);
-int gf_cmd_run(int argc, char **argv);
-int gf_cmd_queue(int argc, char **argv);
-int gf_cmd_show(int argc, char **argv);
-int gf_cmd_wait(int argc, char **argv);
-int gf_cmd_cancel(int argc, char **argv);
-int gf_cmd_hold(int argc, char **argv);
-int gf_cmd_release(int argc, char **argv);
-int gf_cmd_requeue(int argc, char **argv);
-int gf_cmd_drain(int argc, char **argv);
-int gf_cmd_resume(int argc, char **argv);
-int gf_cmd_logs(int argc, char **argv);
-int gf_cmd_workers(int argc, char **argv);
-int gf_cmd_der(int argc, char **argv);
-int gf_cmd_evidence(int argc, char **argv);
-int gf_cmd_exec(int argc, char **argv);
-int gf_cmd_locks(int argc, char **argv);
-int gf_cmd_cluster(int argc, char **argv);
-int gf_cmd_plan(int argc, char **argv);
-int gf_cmd_qualify(int argc, char **argv);
-int gf_cmd_diarize(int argc, char **argv);
+int gf_cmd_models(int argc, char **argv, gf_cli_ctx *cli);
+int gf_cmd_version(int argc, char **argv, gf_cli_ctx *cli);
+int gf_cmd_submit(int argc, char **argv, gf_cli_ctx *cli);
+int gf_cmd_run(int argc, char **argv, gf_cli_ctx *cli);
+int gf_cmd_queue(int argc, char **argv, gf_cli_ctx *cli);
+int gf_cmd_show(int argc, char **argv, gf_cli_ctx *cli);
+int gf_cmd_wait(int argc, char **argv, gf_cli_ctx *cli);
+int gf_cmd_cancel(int argc, char **argv, gf_cli_ctx *cli);
+int gf_cmd_hold(int argc, char **argv, gf_cli_ctx *cli);
+int gf_cmd_release(int argc, char **argv, gf_cli_ctx *cli);
+int gf_cmd_requeue(int argc, char **argv, gf_cli_ctx *cli);
+int gf_cmd_drain(int argc, char **argv, gf_cli_ctx *cli);
+int gf_cmd_resume(int argc, char **argv, gf_cli_ctx *cli);
+int gf_cmd_logs(int argc, char **argv, gf_cli_ctx *cli);
+int gf_cmd_workers(int argc, char **argv, gf_cli_ctx *cli);
+int gf_cmd_der(int argc, char **argv, gf_cli_ctx *cli);
+int gf_cmd_evidence(int argc, char **argv, gf_cli_ctx *cli);
+int gf_cmd_exec(int argc, char **argv, gf_cli_ctx *cli);
+int gf_cmd_locks(int argc, char **argv, gf_cli_ctx *cli);
+int gf_cmd_cluster(int argc, char **argv, gf_cli_ctx *cli);
+int gf_cmd_plan(int argc, char **argv, gf_cli_ctx *cli);
+int gf_cmd_qualify(int argc, char **argv, gf_cli_ctx *cli);
+int gf_cmd_diarize(int argc, char **argv, gf_cli_ctx *cli);
 
 const gf_cli_command gf_cli_commands[] = {
     { "exec", gf_cmd_exec, "run a command holding card locks (no broker needed)" },

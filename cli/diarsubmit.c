@@ -281,7 +281,7 @@ out:
 int gf_diarsubmit_run(const gf_diarsubmit_opts *o)
 {
     int status = 0;
-    gf_client *cl = gf_client_open(o->config, &status);
+    gf_client *cl = gf_client_open(o->config, o->ctx, &status);
     if (!cl) {
         if (status == GF_EXIT_UNAVAIL)
             fprintf(stderr, "gpuflock diarize: or diarize in this process, without a broker: "

@@ -11,11 +11,14 @@
 #ifndef GF_DIARSUBMIT_H
 #define GF_DIARSUBMIT_H
 
+#include "cli/cli.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 
 typedef struct {
     const char *config;     /* --config, or NULL */
+    gf_cli_ctx *ctx;        /* main's, for the broker client (cli/cli.h) */
     char **inputs;          /* recordings (DIR arguments already expanded) */
     size_t n_inputs;
     const char *out_dir;    /* --out, or NULL: beside each input */

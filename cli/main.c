@@ -38,5 +38,6 @@ int main(int argc, char **argv)
         usage(stderr);
         return GF_EXIT_USAGE;
     }
-    return cmd->run(argc - 1, argv + 1);
+    gf_cli_ctx ctx = { .config_path = NULL, .config = NULL };
+    return cmd->run(argc - 1, argv + 1, &ctx);
 }

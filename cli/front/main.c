@@ -35,10 +35,10 @@
 #include <unistd.h>
 
 /* Defined in cli/cmd_<name>.c. */
-int gf_cmd_exec(int argc, char **argv);
-int gf_cmd_locks(int argc, char **argv);
-int gf_cmd_version(int argc, char **argv);
-#define DECLARE(cmd) int gf_cmd_##cmd(int argc, char **argv);
+int gf_cmd_exec(int argc, char **argv, gf_cli_ctx *cli);
+int gf_cmd_locks(int argc, char **argv, gf_cli_ctx *cli);
+int gf_cmd_version(int argc, char **argv, gf_cli_ctx *cli);
+#define DECLARE(cmd) int gf_cmd_##cmd(int argc, char **argv, gf_cli_ctx *cli);
 GF_JOB_COMMANDS(DECLARE)
 #undef DECLARE
 
@@ -50,7 +50,7 @@ const gf_transport *const gf_client_transports[] = { &gf_transport_zmtp, NULL };
 
 static const struct {
     const char *name;
-    int (*run)(int argc, char **argv);
+    gf_cli_fn run;
 } job_commands[] = {
 #define ENTRY(cmd) { #cmd, gf_cmd_##cmd },
     GF_JOB_COMMANDS(ENTRY)
@@ -94,16 +94,15 @@ static gf_config *command_config(int argc, char **argv, const char **path)
     return cfg;
 }
 
-/* Does the configuration the command will use put the broker on ipc://? */
-static bool broker_on_ipc(int argc, char **argv)
+/* Does the configuration the command will use put the broker on ipc://?
+ * It stays in ctx for the command's client to take. */
+static bool broker_on_ipc(int argc, char **argv, gf_cli_ctx *ctx)
 {
-    const char *path;
-    gf_config *cfg = command_config(argc, argv, &path);
+    gf_config *cfg = command_config(argc, argv, &ctx->config_path);
     if (!cfg)
         return true;
-    bool ipc = gf_config_ipc_path(cfg->client_endpoint) != NULL;
-    gf_client_keep_config(path, cfg);      /* the command's client takes it */
-    return ipc;
+    ctx->config = cfg;
+    return gf_config_ipc_path(cfg->client_endpoint) != NULL;
 }
 
 #ifdef GF_FRONT_STATIC
@@ -129,14 +128,19 @@ int main(int argc, char **argv)
         needs_driver(argc, argv))
         return run_other(DRIVER_FRONT, argv);
 #endif
+    gf_cli_ctx ctx = { .config_path = NULL, .config = NULL };
     if (argc >= 2 && strcmp(argv[1], "exec") == 0)
-        return gf_cmd_exec(argc - 1, argv + 1);
+        return gf_cmd_exec(argc - 1, argv + 1, &ctx);
     if (argc >= 2 && strcmp(argv[1], "locks") == 0)
-        return gf_cmd_locks(argc - 1, argv + 1);
+        return gf_cmd_locks(argc - 1, argv + 1, &ctx);
     if (argc >= 2 && strcmp(argv[1], "version") == 0)
-        return gf_cmd_version(argc - 1, argv + 1);   /* not worth the full program's start */
+        return gf_cmd_version(argc - 1, argv + 1, &ctx);   /* not worth the full program's start */
     for (size_t i = 0; argc >= 2 && i < sizeof job_commands / sizeof job_commands[0]; i++)
-        if (strcmp(argv[1], job_commands[i].name) == 0 && broker_on_ipc(argc, argv))
-            return job_commands[i].run(argc - 1, argv + 1);
+        if (strcmp(argv[1], job_commands[i].name) == 0 && broker_on_ipc(argc, argv, &ctx)) {
+            int rc = job_commands[i].run(argc - 1, argv + 1, &ctx);
+            gf_config_destroy(&ctx.config);    /* a client that did not take it */
+            return rc;
+        }
+    gf_config_destroy(&ctx.config);
     return run_other(FULL_CLI, argv);
 }

@@ -300,13 +300,13 @@ static void *job_main(void *arg)
     }
     int rc = become_submitter(&self->job, why, sizeof(why));
     if (rc)
-        goto out;
+        goto out_result;
     e = gf_diar_pool_take(self->pool, ds->models, &cached);
     if (!e) {
         snprintf(why, sizeof(why), "model files in %s unusable: %s", models,
                  gf_log_last_error()[0] ? gf_log_last_error() : "see the worker's log");
         r->exit_status = GF_EXIT_CONFIG;
-        goto out;
+        goto out_result;
     }
     gf_diar *d = e->diar;
     bool wf = gf_diar_weight_free(d);
@@ -347,7 +347,7 @@ static void *job_main(void *arg)
         snprintf(why, sizeof(why), "cancelled after %lld of %lld windows",
                  (long long)self->done, (long long)self->total);
         pthread_mutex_unlock(&self->mu);
-        goto out;
+        goto out_result;
     }
     if (rc == GF_EINTR && flag(self, &self->yielded)) {
         yielded = true;
@@ -359,13 +359,13 @@ static void *job_main(void *arg)
                                    : "no checkpoint could be written: the next attempt starts "
                                      "from the last one on disk, if any");
         r->exit_status = GF_EXIT_TEMPFAIL;
-        goto out;
+        goto out_result;
     }
     if (rc) {
         snprintf(why, sizeof(why), "%s", gf_log_last_error()[0] ? gf_log_last_error()
                                                                  : gf_strerror(rc));
         r->exit_status = rc == GF_ENOENT ? GF_EXIT_NOINPUT : GF_EXIT_DATAERR;
-        goto out;
+        goto out_result;
     }
     char *text = gf_rttm_format(res.rttm);
     rc = gf_rttm_write_text(ds->rttm, text);
@@ -386,13 +386,14 @@ static void *job_main(void *arg)
         snprintf(why, sizeof(why), "%s", gf_log_last_error()[0] ? gf_log_last_error()
                                                                  : "cannot write the RTTM");
         r->exit_status = EXIT_CANTCREAT;
-        goto out;
+        goto out_result;
     }
     dprintf(self->out_fd, "%s: %zu turns, %zu speakers, %.1f s of audio in %.1f s -> %s%s\n",
             ds->audio, res.rttm->n, res.n_speakers, res.duration, res.t_total, ds->rttm,
             res.weight_free ? " (weight-free mode)" : "");
     r->exit_status = 0;
-out:
+    /* every end: the result filled in, the checkpoint ended, the pipeline given back */
+out_result:
     if (why[0]) {
         dprintf(self->err_fd, "gpuflock: %s\n", why);
         /* the pipeline's own messages already name the file */

@@ -123,12 +123,24 @@ gf_dense_gpu *gf_dense_gpu_new(gf_gpu *gpu, gf_blas_gpu *blas, const char *bound
     static const char *const names[] = { "gf_bias_leaky_relu", "gf_logsoftmax_rows" };
     gf_cu_function *const fns[] = { &s->bias_act, &s->logsoftmax };
     int rc = gf_gpu_allocs_upload(&s->mem, w, f * n, &s->w);
-    rc = rc ? rc : gf_gpu_allocs_upload(&s->mem, wt, f * n, &s->wt);
-    rc = rc ? rc : gf_gpu_allocs_upload(&s->mem, bias, f * (size_t)out, &s->bias);
-    if (wp)
-        rc = rc ? rc : gf_gpu_allocs_upload(&s->mem, wp, f * n, &s->wp);
-    rc = rc ? rc : gf_gpu_functions(gpu, "glue", names, fns, GF_ARRAY_LEN(names));
-    rc = rc ? rc : gf_gpu_sync(gpu);   /* the caller may free its host copies next */
+    if (rc)
+        goto out_free_host;
+    rc = gf_gpu_allocs_upload(&s->mem, wt, f * n, &s->wt);
+    if (rc)
+        goto out_free_host;
+    rc = gf_gpu_allocs_upload(&s->mem, bias, f * (size_t)out, &s->bias);
+    if (rc)
+        goto out_free_host;
+    if (wp) {
+        rc = gf_gpu_allocs_upload(&s->mem, wp, f * n, &s->wp);
+        if (rc)
+            goto out_free_host;
+    }
+    rc = gf_gpu_functions(gpu, "glue", names, fns, GF_ARRAY_LEN(names));
+    if (rc)
+        goto out_free_host;
+    rc = gf_gpu_sync(gpu);   /* the caller may free its host copies next */
+out_free_host:
     free(wt);
     free(wp);
     if (rc)

@@ -91,15 +91,30 @@ gf_seg1_gpu *gf_seg1_gpu_new(gf_gpu *gpu, gf_blas_gpu *blas, const float *w, con
     static const char *const names[] = { "gf_bias_leaky_relu" };
     gf_cu_function *const fns[] = { &s->bias_act };
     int rc = gf_gpu_allocs_upload(&s->mem, w, f * GF_SEG1_OUT * GF_SEG1_IN, &s->w);
-    rc = rc ? rc : gf_gpu_allocs_upload(&s->mem, bias, f * GF_SEG1_OUT, &s->bias);
-    rc = rc ? rc : gf_gpu_allocs_take(&s->mem, part, &s->part);
-    rc = rc ? rc : gf_gpu_allocs_take(&s->mem, sizeof(unsigned) * tiles, &s->count);
-    rc = rc ? rc : gf_gpu_fill32(gpu, s->count, 0, tiles);
-    rc = rc ? rc : gf_gpu_functions(gpu, "glue", names, fns, GF_ARRAY_LEN(names));
-    rc = rc ? rc : gf_gpu_sync(gpu);   /* the caller may free its host copies next */
     if (rc)
-        gf_seg1_gpu_destroy(&s);
+        goto fail;
+    rc = gf_gpu_allocs_upload(&s->mem, bias, f * GF_SEG1_OUT, &s->bias);
+    if (rc)
+        goto fail;
+    rc = gf_gpu_allocs_take(&s->mem, part, &s->part);
+    if (rc)
+        goto fail;
+    rc = gf_gpu_allocs_take(&s->mem, sizeof(unsigned) * tiles, &s->count);
+    if (rc)
+        goto fail;
+    rc = gf_gpu_fill32(gpu, s->count, 0, tiles);
+    if (rc)
+        goto fail;
+    rc = gf_gpu_functions(gpu, "glue", names, fns, GF_ARRAY_LEN(names));
+    if (rc)
+        goto fail;
+    rc = gf_gpu_sync(gpu);   /* the caller may free its host copies next */
+    if (rc)
+        goto fail;
     return s;
+fail:
+    gf_seg1_gpu_destroy(&s);
+    return NULL;
 }
 
 void gf_seg1_gpu_destroy(gf_seg1_gpu **self_p)
@@ -167,24 +182,21 @@ int gf_seg1_gpu_set_route(gf_seg1_gpu *s, gf_route_kind kind, const char **modul
         return 0;
     }
     const char *sha = NULL;
-    int rc = gf_gpu_own_kernel(s->gpu, "embedding.seg_1", "embedding", "gf_seg1_splitk", 0,
-                               &s->own, &sha);
-    /* The tensor-core kernel where the sm90 tier loads; elsewhere the
-     * float32 kernel serves tf32 jobs too. */
     s->has_tf32 = false;
     s->has_cl = false;
     s->tf32_pick = GF_SEG1_TF32_AUTO;
-    rc = rc ? rc
-            : gf_gpu_own_kernel_extra(s->gpu, OWN_TF32_CC, "embedding.seg_1", "embedding",
-                                      "gf_seg1_splitk_tf32", OWN_TF32_SMEM(OWN_TF32_FEW),
-                                      &s->own_tf32, &sha, &s->has_tf32);
+    GF_TRY(gf_gpu_own_kernel(s->gpu, "embedding.seg_1", "embedding", "gf_seg1_splitk", 0,
+                             &s->own, &sha));
+    /* The tensor-core kernel where the sm90 tier loads; elsewhere the
+     * float32 kernel serves tf32 jobs too. */
+    GF_TRY(gf_gpu_own_kernel_extra(s->gpu, OWN_TF32_CC, "embedding.seg_1", "embedding",
+                                   "gf_seg1_splitk_tf32", OWN_TF32_SMEM(OWN_TF32_FEW),
+                                   &s->own_tf32, &sha, &s->has_tf32));
     /* Beside it the cluster kernel, where the driver launches clusters. */
-    if (!rc && s->has_tf32 && gf_gpu_can_launch_clusters(s->gpu))
-        rc = gf_gpu_own_kernel_extra(s->gpu, OWN_TF32_CC, "embedding.seg_1", "embedding",
-                                     "gf_seg1_cluster_tf32", OWN_CL_SMEM, &s->own_cl, &sha,
-                                     &s->has_cl);
-    if (rc)
-        return rc;
+    if (s->has_tf32 && gf_gpu_can_launch_clusters(s->gpu))
+        GF_TRY(gf_gpu_own_kernel_extra(s->gpu, OWN_TF32_CC, "embedding.seg_1", "embedding",
+                                       "gf_seg1_cluster_tf32", OWN_CL_SMEM, &s->own_cl, &sha,
+                                       &s->has_cl));
     /* a card partition (MIG) or a driver may not place a cluster of 8 */
     if (s->has_cl && gf_gpu_max_active_clusters(s->gpu, s->own_cl, OWN_THREADS,
                                                 (unsigned)OWN_CL_SMEM, OWN_CL) < 1) {

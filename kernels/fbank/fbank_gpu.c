@@ -116,23 +116,50 @@ gf_fbank_gpu *gf_fbank_gpu_new(gf_gpu *gpu, gf_blas_gpu *blas, int max_batch)
     own_twiddles(tw);
     s->n_mel_w = sparse_mel(mel, meta, mel_w);
     const size_t B = (size_t)max_batch, rows = B * FRAMES, f = sizeof(float);
-    int rc = gf_gpu_allocs_upload(&s->mem, gf_fbank_window(ref), GF_FBANK_FRAME * f, &s->window);
-    rc = rc ? rc : gf_gpu_allocs_upload(&s->mem, dft, 2 * NB * GF_FBANK_FRAME * f, &s->dft);
-    rc = rc ? rc : gf_gpu_allocs_upload(&s->mem, mel, GF_FBANK_BINS * NB * f, &s->mel);
-    rc = rc ? rc : gf_gpu_allocs_upload(&s->mem, tw, sizeof tw, &s->tw);
-    rc = rc ? rc : gf_gpu_allocs_upload(&s->mem, meta, sizeof meta, &s->mel_meta);
-    rc = rc ? rc : gf_gpu_allocs_upload(&s->mem, mel_w, (size_t)s->n_mel_w * f, &s->mel_w);
-    rc = rc ? rc : dalloc(s, B * SAMPLES * f, &s->wave);
-    rc = rc ? rc : dalloc(s, rows * GF_FBANK_FRAME * f, &s->frames);
-    rc = rc ? rc : dalloc(s, rows * 2 * NB * f, &s->spec);
-    rc = rc ? rc : dalloc(s, rows * NB * f, &s->power);
-    rc = rc ? rc : dalloc(s, rows * GF_FBANK_BINS * f, &s->out);
-    rc = rc ? rc : dalloc(s, B * CHUNKS * GF_FBANK_BINS * sizeof(double), &s->part);
     static const char *const names[] = { "gf_fbank_frames", "gf_fbank_power",
                                          "gf_fbank_log_norm" };
     gf_cu_function *const fns[] = { &s->frames_fn, &s->power_fn, &s->log_fn };
-    rc = rc ? rc : gf_gpu_functions(gpu, "glue", names, fns, GF_ARRAY_LEN(names));
-    rc = rc ? rc : gf_gpu_sync(gpu);   /* the host tables are freed next */
+    int rc = gf_gpu_allocs_upload(&s->mem, gf_fbank_window(ref), GF_FBANK_FRAME * f, &s->window);
+    if (rc)
+        goto out_free_host;
+    rc = gf_gpu_allocs_upload(&s->mem, dft, 2 * NB * GF_FBANK_FRAME * f, &s->dft);
+    if (rc)
+        goto out_free_host;
+    rc = gf_gpu_allocs_upload(&s->mem, mel, GF_FBANK_BINS * NB * f, &s->mel);
+    if (rc)
+        goto out_free_host;
+    rc = gf_gpu_allocs_upload(&s->mem, tw, sizeof tw, &s->tw);
+    if (rc)
+        goto out_free_host;
+    rc = gf_gpu_allocs_upload(&s->mem, meta, sizeof meta, &s->mel_meta);
+    if (rc)
+        goto out_free_host;
+    rc = gf_gpu_allocs_upload(&s->mem, mel_w, (size_t)s->n_mel_w * f, &s->mel_w);
+    if (rc)
+        goto out_free_host;
+    rc = dalloc(s, B * SAMPLES * f, &s->wave);
+    if (rc)
+        goto out_free_host;
+    rc = dalloc(s, rows * GF_FBANK_FRAME * f, &s->frames);
+    if (rc)
+        goto out_free_host;
+    rc = dalloc(s, rows * 2 * NB * f, &s->spec);
+    if (rc)
+        goto out_free_host;
+    rc = dalloc(s, rows * NB * f, &s->power);
+    if (rc)
+        goto out_free_host;
+    rc = dalloc(s, rows * GF_FBANK_BINS * f, &s->out);
+    if (rc)
+        goto out_free_host;
+    rc = dalloc(s, B * CHUNKS * GF_FBANK_BINS * sizeof(double), &s->part);
+    if (rc)
+        goto out_free_host;
+    rc = gf_gpu_functions(gpu, "glue", names, fns, GF_ARRAY_LEN(names));
+    if (rc)
+        goto out_free_host;
+    rc = gf_gpu_sync(gpu);   /* the host tables are freed next */
+out_free_host:
     free(dft);
     free(mel);
     gf_fbank_destroy(&ref);
@@ -172,18 +199,15 @@ int gf_fbank_gpu_set_route(gf_fbank_gpu *s, const char *boundary, gf_route_kind 
         return 0;
     }
     const char *sha = NULL;
-    int rc;
     if (i == DFT) {
-        rc = gf_gpu_own_kernel(s->gpu, boundary, "fbank", "gf_fbank_dft_power", 0, &s->dft_fn,
-                               &sha);
+        GF_TRY(gf_gpu_own_kernel(s->gpu, boundary, "fbank", "gf_fbank_dft_power", 0, &s->dft_fn,
+                                 &sha));
     } else {
-        rc = gf_gpu_own_kernel(s->gpu, boundary, "fbank", "gf_fbank_mel_log", 0, &s->mel_fn,
-                               &sha);
-        rc = rc ? rc : gf_gpu_own_kernel(s->gpu, boundary, "fbank", "gf_fbank_mean_sub", 0,
-                                         &s->norm_fn, NULL);
+        GF_TRY(gf_gpu_own_kernel(s->gpu, boundary, "fbank", "gf_fbank_mel_log", 0, &s->mel_fn,
+                                 &sha));
+        GF_TRY(gf_gpu_own_kernel(s->gpu, boundary, "fbank", "gf_fbank_mean_sub", 0, &s->norm_fn,
+                                 NULL));
     }
-    if (rc)
-        return rc;
     s->route[i] = GF_ROUTE_OWN;
     if (module_sha256)
         *module_sha256 = sha;

@@ -62,29 +62,52 @@ gf_lstm_gpu *gf_lstm_gpu_new(gf_gpu *gpu, gf_blas_gpu *blas, int layers, int in0
                         .in0 = in0, .T = T, .max_batch = max_batch, .cl_force = -1 };
     s->mem.gpu = gpu;
     const size_t H = (size_t)hidden, G = 4 * H, B = (size_t)max_batch;
-    int rc = 0;
+    int rc;
     float *bias = gf_malloc(sizeof(float) * G);
-    for (int l = 0; l < layers && !rc; l++) {
+    for (int l = 0; l < layers; l++) {
         rc = dalloc(s, 2 * G * H * sizeof(float), &s->w_hh_pair[l]);
-        for (int d = 0; d < 2 && !rc; d++) {
+        if (rc)
+            goto out_free_bias;
+        for (int d = 0; d < 2; d++) {
             dir_weights *dw = &s->w[l][d];
             dw->in = l ? 2 * hidden : in0;
             for (size_t j = 0; j < G; j++)
                 bias[j] = w[l][d].b_ih[j] + w[l][d].b_hh[j];
             rc = upload(s, w[l][d].w_ih, G * (size_t)dw->in, &dw->w_ih);
-            rc = rc ? rc : upload(s, w[l][d].w_hh, G * H, &dw->w_hh);
-            rc = rc ? rc : upload(s, bias, G, &dw->bias);
-            rc = rc ? rc : gf_gpu_upload(gpu, s->w_hh_pair[l] + (size_t)d * G * H * sizeof(float),
-                                         w[l][d].w_hh, G * H * sizeof(float));
+            if (rc)
+                goto out_free_bias;
+            rc = upload(s, w[l][d].w_hh, G * H, &dw->w_hh);
+            if (rc)
+                goto out_free_bias;
+            rc = upload(s, bias, G, &dw->bias);
+            if (rc)
+                goto out_free_bias;
+            rc = gf_gpu_upload(gpu, s->w_hh_pair[l] + (size_t)d * G * H * sizeof(float),
+                               w[l][d].w_hh, G * H * sizeof(float));
+            if (rc)
+                goto out_free_bias;
         }
     }
-    rc = rc ? rc : dalloc(s, 2 * B * (size_t)T * G * sizeof(float), &s->gates);
-    rc = rc ? rc : dalloc(s, B * H * sizeof(float), &s->cell);
-    rc = rc ? rc : dalloc(s, B * (size_t)T * 2 * H * sizeof(float), &s->h[0]);
-    rc = rc ? rc : dalloc(s, B * (size_t)T * 2 * H * sizeof(float), &s->h[1]);
-    rc = rc ? rc : gf_gpu_function(gpu, "glue", "gf_bias_leaky_relu", &s->bias_act, NULL, NULL);
-    rc = rc ? rc : gf_gpu_function(gpu, "glue", "gf_lstm_cell", &s->cell_fn, NULL, NULL);
-    rc = rc ? rc : gf_gpu_sync(gpu);   /* the host bias buffer is freed next */
+    rc = dalloc(s, 2 * B * (size_t)T * G * sizeof(float), &s->gates);
+    if (rc)
+        goto out_free_bias;
+    rc = dalloc(s, B * H * sizeof(float), &s->cell);
+    if (rc)
+        goto out_free_bias;
+    rc = dalloc(s, B * (size_t)T * 2 * H * sizeof(float), &s->h[0]);
+    if (rc)
+        goto out_free_bias;
+    rc = dalloc(s, B * (size_t)T * 2 * H * sizeof(float), &s->h[1]);
+    if (rc)
+        goto out_free_bias;
+    rc = gf_gpu_function(gpu, "glue", "gf_bias_leaky_relu", &s->bias_act, NULL, NULL);
+    if (rc)
+        goto out_free_bias;
+    rc = gf_gpu_function(gpu, "glue", "gf_lstm_cell", &s->cell_fn, NULL, NULL);
+    if (rc)
+        goto out_free_bias;
+    rc = gf_gpu_sync(gpu);   /* the host bias buffer is freed next */
+out_free_bias:
     free(bias);
     if (rc)
         gf_lstm_gpu_destroy(&s);
@@ -199,8 +222,8 @@ int gf_lstm_gpu_seqs_per_cluster(const gf_lstm_gpu *s)
 int gf_lstm_gpu_poison(gf_lstm_gpu *s)
 {
     size_t words = (size_t)s->max_batch * s->T * 2 * s->hidden;
-    int rc = gf_gpu_fill32(s->gpu, s->h[0], 0x7fc00000u, words);
-    return rc ? rc : gf_gpu_fill32(s->gpu, s->h[1], 0x7fc00000u, words);
+    GF_TRY(gf_gpu_fill32(s->gpu, s->h[0], 0x7fc00000u, words));
+    return gf_gpu_fill32(s->gpu, s->h[1], 0x7fc00000u, words);
 }
 
 

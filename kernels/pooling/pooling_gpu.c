@@ -45,11 +45,18 @@ gf_pool_gpu *gf_pool_gpu_new(gf_gpu *gpu, int max_batch, int max_jobs)
     static const char *const names[] = { "gf_statspool" };
     gf_cu_function *const fns[] = { &p->glue };
     int rc = gf_gpu_allocs_take(&p->mem, sizeof(float) * GF_POOL_T * (size_t)max_jobs, &p->w);
-    rc = rc ? rc : gf_gpu_allocs_take(&p->mem, sizeof(int) * idx_ints(p), &p->idx);
-    rc = rc ? rc : gf_gpu_functions(gpu, "glue", names, fns, GF_ARRAY_LEN(names));
     if (rc)
-        gf_pool_gpu_destroy(&p);
+        goto fail;
+    rc = gf_gpu_allocs_take(&p->mem, sizeof(int) * idx_ints(p), &p->idx);
+    if (rc)
+        goto fail;
+    rc = gf_gpu_functions(gpu, "glue", names, fns, GF_ARRAY_LEN(names));
+    if (rc)
+        goto fail;
     return p;
+fail:
+    gf_pool_gpu_destroy(&p);
+    return NULL;
 }
 
 void gf_pool_gpu_destroy(gf_pool_gpu **self_p)

@@ -123,6 +123,23 @@ static float *pack_tap_major(gf_conv_shape s, const float *w)
     return p;
 }
 
+/* The packed weights of w (pack_tap_major) to the card, at c->wp, for the
+ * variants that read them. */
+static int upload_packed(gf_conv_gpu *c, const float *w, size_t kk)
+{
+    float *p = pack_tap_major(c->shape, w);
+    int rc = gf_gpu_alloc(c->gpu, sizeof(float) * 2 * c->shape.cout * kk, &c->wp);
+    if (rc)
+        goto out_free;
+    rc = gf_gpu_upload(c->gpu, c->wp, p, sizeof(float) * 2 * c->shape.cout * kk);
+    if (rc)
+        goto out_free;
+    rc = gf_gpu_sync(c->gpu);
+out_free:
+    free(p);
+    return rc;
+}
+
 gf_conv_gpu *gf_conv_gpu_new(gf_gpu *gpu, gf_blas_gpu *blas, const char *boundary,
                              gf_conv_shape shape, const float *w, const float *bias)
 {
@@ -133,25 +150,38 @@ gf_conv_gpu *gf_conv_gpu_new(gf_gpu *gpu, gf_blas_gpu *blas, const char *boundar
     c->pad = shape.k / 2;
     snprintf(c->boundary, sizeof c->boundary, "%s", boundary);
     size_t kk = (size_t)shape.cin * shape.k * shape.k;
-    int rc = gf_gpu_alloc(gpu, sizeof(float) * shape.cout * kk, &c->w);
-    rc = rc ? rc : gf_gpu_upload(gpu, c->w, w, sizeof(float) * shape.cout * kk);
-    rc = rc ? rc : gf_gpu_alloc(gpu, sizeof(float) * shape.cout, &c->b);
-    rc = rc ? rc : gf_gpu_upload(gpu, c->b, bias, sizeof(float) * shape.cout);
     const gf_conv_own_kernel *f3 = gf_conv_gpu_own_kernel(shape, gf_gpu_cc(gpu), GF_MATH_FP32);
-    if (rc == 0 && (gf_conv_gpu_own_kernel(shape, gf_gpu_cc(gpu), GF_MATH_TF32)->packed ||
-                    (f3 && f3->packed))) {
-        float *p = pack_tap_major(shape, w);
-        rc = gf_gpu_alloc(gpu, sizeof(float) * 2 * shape.cout * kk, &c->wp);
-        rc = rc ? rc : gf_gpu_upload(gpu, c->wp, p, sizeof(float) * 2 * shape.cout * kk);
-        rc = rc ? rc : gf_gpu_sync(gpu);
-        free(p);
-    }
-    rc = rc ? rc : gf_gpu_function(gpu, "glue", "gf_im2col2d", &c->im2col, NULL, NULL);
-    rc = rc ? rc : gf_gpu_function(gpu, "glue", "gf_bias_residual_relu", &c->epilogue, NULL, NULL);
-    rc = rc ? rc : gf_gpu_sync(gpu);   /* the caller may free its host copies next */
+    int rc = gf_gpu_alloc(gpu, sizeof(float) * shape.cout * kk, &c->w);
     if (rc)
-        gf_conv_gpu_destroy(&c);
+        goto fail;
+    rc = gf_gpu_upload(gpu, c->w, w, sizeof(float) * shape.cout * kk);
+    if (rc)
+        goto fail;
+    rc = gf_gpu_alloc(gpu, sizeof(float) * shape.cout, &c->b);
+    if (rc)
+        goto fail;
+    rc = gf_gpu_upload(gpu, c->b, bias, sizeof(float) * shape.cout);
+    if (rc)
+        goto fail;
+    if (gf_conv_gpu_own_kernel(shape, gf_gpu_cc(gpu), GF_MATH_TF32)->packed ||
+        (f3 && f3->packed)) {
+        rc = upload_packed(c, w, kk);
+        if (rc)
+            goto fail;
+    }
+    rc = gf_gpu_function(gpu, "glue", "gf_im2col2d", &c->im2col, NULL, NULL);
+    if (rc)
+        goto fail;
+    rc = gf_gpu_function(gpu, "glue", "gf_bias_residual_relu", &c->epilogue, NULL, NULL);
+    if (rc)
+        goto fail;
+    rc = gf_gpu_sync(gpu);   /* the caller may free its host copies next */
+    if (rc)
+        goto fail;
     return c;
+fail:
+    gf_conv_gpu_destroy(&c);
+    return NULL;
 }
 
 void gf_conv_gpu_destroy(gf_conv_gpu **self_p)
@@ -302,14 +332,14 @@ int gf_conv_gpu_run(gf_conv_gpu *c, gf_math math, int B, gf_cu_ptr x, int h, int
     }
     long n = (long)B * hw * kk;
     void *p_im[] = { &x, &B, &cin, &h, &w, &k, &stride, &pad, &ho, &wo, &col };
-    int rc = gf_gpu_launch(c->gpu, c->im2col, (unsigned)((n + 255) / 256), 1, 1, 256, 1, 1, 0,
-                           p_im);
-    rc = rc ? rc : gf_blas_gpu_gemm_batched(c->blas, math, true, cout, (int)hw, (int)kk, 1.0f,
-                                            wt, (int)kk, 0, col, (int)kk, hw * kk, 0.0f, out,
-                                            (int)hw, (long long)cout * hw, B);
+    GF_TRY(gf_gpu_launch(c->gpu, c->im2col, (unsigned)((n + 255) / 256), 1, 1, 256, 1, 1, 0,
+                         p_im));
+    GF_TRY(gf_blas_gpu_gemm_batched(c->blas, math, true, cout, (int)hw, (int)kk, 1.0f, wt,
+                                    (int)kk, 0, col, (int)kk, hw * kk, 0.0f, out, (int)hw,
+                                    (long long)cout * hw, B));
     int hwi = (int)hw;
     void *p_ep[] = { &out, &bias, &residual, &B, &cout, &hwi, &relu };
     long m = (long)B * cout * hw;
-    return rc ? rc : gf_gpu_launch(c->gpu, c->epilogue, (unsigned)((m + 255) / 256), 1, 1, 256,
-                                   1, 1, 0, p_ep);
+    return gf_gpu_launch(c->gpu, c->epilogue, (unsigned)((m + 255) / 256), 1, 1, 256, 1, 1, 0,
+                         p_ep);
 }

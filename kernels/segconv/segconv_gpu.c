@@ -48,13 +48,25 @@ gf_segconv_gpu *gf_segconv_gpu_new(gf_gpu *gpu, gf_blas_gpu *blas, const char *b
     static const char *const names[] = { "gf_im2col1d", "gf_pool_max" };
     gf_cu_function *const fns[] = { &s->im2col, &s->pool };
     int rc = gf_gpu_allocs_upload(&s->mem, w, f * GF_SEGCONV_COUT * kk, &s->w);
-    rc = rc ? rc : gf_gpu_allocs_upload(&s->mem, wp, f * GF_SEGCONV_COUT * kk, &s->wp);
-    rc = rc ? rc : gf_gpu_allocs_upload(&s->mem, bias, f * GF_SEGCONV_COUT, &s->bias);
-    rc = rc ? rc : gf_gpu_allocs_take(&s->mem, B * (size_t)s->tout * kk * f, &s->col);
-    rc = rc ? rc : gf_gpu_allocs_take(&s->mem, B * GF_SEGCONV_COUT * (size_t)s->tout * f,
-                                      &s->frames);
-    rc = rc ? rc : gf_gpu_functions(gpu, "glue", names, fns, GF_ARRAY_LEN(names));
-    rc = rc ? rc : gf_gpu_sync(gpu);   /* the caller may free its host copies next */
+    if (rc)
+        goto out_free_host;
+    rc = gf_gpu_allocs_upload(&s->mem, wp, f * GF_SEGCONV_COUT * kk, &s->wp);
+    if (rc)
+        goto out_free_host;
+    rc = gf_gpu_allocs_upload(&s->mem, bias, f * GF_SEGCONV_COUT, &s->bias);
+    if (rc)
+        goto out_free_host;
+    rc = gf_gpu_allocs_take(&s->mem, B * (size_t)s->tout * kk * f, &s->col);
+    if (rc)
+        goto out_free_host;
+    rc = gf_gpu_allocs_take(&s->mem, B * GF_SEGCONV_COUT * (size_t)s->tout * f, &s->frames);
+    if (rc)
+        goto out_free_host;
+    rc = gf_gpu_functions(gpu, "glue", names, fns, GF_ARRAY_LEN(names));
+    if (rc)
+        goto out_free_host;
+    rc = gf_gpu_sync(gpu);   /* the caller may free its host copies next */
+out_free_host:
     free(wp);
     if (rc)
         gf_segconv_gpu_destroy(&s);

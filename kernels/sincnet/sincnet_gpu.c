@@ -55,14 +55,24 @@ gf_sinc_gpu *gf_sinc_gpu_new(gf_gpu *gpu, gf_blas_gpu *blas, const double *filte
     gf_cu_function *const fns[] = { &s->im2col, &s->pool };
     int rc = gf_gpu_allocs_upload(&s->mem, filters, d * GF_SINC_FILTERS * GF_SINC_TAPS,
                                   &s->filters);
-    rc = rc ? rc : gf_gpu_allocs_take(&s->mem, B * GF_SINC_FRAMES * GF_SINC_TAPS * d, &s->col);
-    rc = rc ? rc
-            : gf_gpu_allocs_take(&s->mem, B * GF_SINC_FILTERS * GF_SINC_FRAMES * d, &s->frames);
-    rc = rc ? rc : gf_gpu_functions(gpu, "glue", names, fns, GF_ARRAY_LEN(names));
-    rc = rc ? rc : gf_gpu_sync(gpu);   /* the caller may free its host copy next */
     if (rc)
-        gf_sinc_gpu_destroy(&s);
+        goto fail;
+    rc = gf_gpu_allocs_take(&s->mem, B * GF_SINC_FRAMES * GF_SINC_TAPS * d, &s->col);
+    if (rc)
+        goto fail;
+    rc = gf_gpu_allocs_take(&s->mem, B * GF_SINC_FILTERS * GF_SINC_FRAMES * d, &s->frames);
+    if (rc)
+        goto fail;
+    rc = gf_gpu_functions(gpu, "glue", names, fns, GF_ARRAY_LEN(names));
+    if (rc)
+        goto fail;
+    rc = gf_gpu_sync(gpu);   /* the caller may free its host copy next */
+    if (rc)
+        goto fail;
     return s;
+fail:
+    gf_sinc_gpu_destroy(&s);
+    return NULL;
 }
 
 void gf_sinc_gpu_destroy(gf_sinc_gpu **self_p)
@@ -89,16 +99,13 @@ int gf_sinc_gpu_set_route(gf_sinc_gpu *s, gf_route_kind kind, const char **modul
         return 0;
     }
     const char *sha = NULL;
-    int rc = gf_gpu_own_kernel(s->gpu, "sincnet.conv0.abs_pool", "sincnet", "gf_sinc_abs_pool_f64",
-                               OWN_SMEM, &s->own, &sha);
-    /* The DMMA kernel where the sm90 tier loads; elsewhere the FMA kernel. */
     s->has_dmma = false;
-    rc = rc ? rc
-            : gf_gpu_own_kernel_extra(s->gpu, OWN_DMMA_CC, "sincnet.conv0.abs_pool", "sincnet",
-                                      "gf_sinc_abs_pool_dmma", OWN_DMMA_SMEM, &s->own_dmma, &sha,
-                                      &s->has_dmma);
-    if (rc)
-        return rc;
+    GF_TRY(gf_gpu_own_kernel(s->gpu, "sincnet.conv0.abs_pool", "sincnet", "gf_sinc_abs_pool_f64",
+                             OWN_SMEM, &s->own, &sha));
+    /* The DMMA kernel where the sm90 tier loads; elsewhere the FMA kernel. */
+    GF_TRY(gf_gpu_own_kernel_extra(s->gpu, OWN_DMMA_CC, "sincnet.conv0.abs_pool", "sincnet",
+                                   "gf_sinc_abs_pool_dmma", OWN_DMMA_SMEM, &s->own_dmma, &sha,
+                                   &s->has_dmma));
     s->route = GF_ROUTE_OWN;
     if (module_sha256)
         *module_sha256 = sha;

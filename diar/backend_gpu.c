@@ -156,25 +156,21 @@ static int gpu_segment_span(void *ctx, const float *span, int B, float *logp,
     gf_cu_ptr out = gf_segmentation_gpu_input(c->seg);
     void *p[] = { &c->span, &step, &window, &B, &out };
     /* The windows are rewritten only once the other stream is done reading. */
-    int rc = gf_gpu_wait_for(c->gpu, c->gpu_e);
-    rc = rc ? rc : gf_gpu_upload(c->gpu, c->span, span, samples * sizeof(float));
-    rc = rc ? rc : gf_gpu_launch1d(c->gpu, c->expand, (long)B * GF_DIAR_WINDOW, p);
+    GF_TRY(gf_gpu_wait_for(c->gpu, c->gpu_e));
+    GF_TRY(gf_gpu_upload(c->gpu, c->span, span, samples * sizeof(float)));
+    GF_TRY(gf_gpu_launch1d(c->gpu, c->expand, (long)B * GF_DIAR_WINDOW, p));
     if (c->overlap) {   /* else the fbank and the trunk follow, from gpu_fbank and gpu_embed */
-        rc = rc ? rc : gf_gpu_wait_for(c->gpu_e, c->gpu);
-        rc = rc ? rc : gf_fbank_gpu_run_dev(c->fbank, out, B, NULL, stats);
-        rc = rc ? rc : gf_embedding_gpu_trunk(c->emb, gf_fbank_gpu_features(c->fbank), B, stats);
-        if (rc == 0) {
-            c->feats_kept = true;
-            c->feats_batch = B;
-            c->trunk_ahead = true;
-        }
+        GF_TRY(gf_gpu_wait_for(c->gpu_e, c->gpu));
+        GF_TRY(gf_fbank_gpu_run_dev(c->fbank, out, B, NULL, stats));
+        GF_TRY(gf_embedding_gpu_trunk(c->emb, gf_fbank_gpu_features(c->fbank), B, stats));
+        c->feats_kept = true;
+        c->feats_batch = B;
+        c->trunk_ahead = true;
     }
-    rc = rc ? rc : gf_segmentation_gpu_run_dev(c->seg, B, logp, stats);
-    if (rc == 0) {
-        c->seg_span = true;
-        c->seg_batch = B;
-    }
-    return rc;
+    GF_TRY(gf_segmentation_gpu_run_dev(c->seg, B, logp, stats));
+    c->seg_span = true;
+    c->seg_batch = B;
+    return 0;
 }
 
 static int gpu_fbank(void *ctx, const float *wave, int B, float *feats, gf_devstats *stats)
@@ -189,9 +185,8 @@ static int gpu_fbank(void *ctx, const float *wave, int B, float *feats, gf_devst
     if (wave) {
         rc = gf_fbank_gpu_run(c->fbank, wave, B, feats, stats);
     } else if (c->seg_span && B == c->seg_batch) {   /* the windows come from the other stream */
-        rc = gf_gpu_wait_for(c->gpu_e, c->gpu);
-        rc = rc ? rc : gf_fbank_gpu_run_dev(c->fbank, gf_segmentation_gpu_input(c->seg), B,
-                                           feats, stats);
+        GF_TRY(gf_gpu_wait_for(c->gpu_e, c->gpu));
+        rc = gf_fbank_gpu_run_dev(c->fbank, gf_segmentation_gpu_input(c->seg), B, feats, stats);
     } else {
         GF_ERROR("fbank (gpu): no windows of a batch of %d on the card", B);
         rc = GF_EINVAL;
@@ -272,8 +267,13 @@ static int warm_batch(gpu_ctx *c, int B)
     for (size_t i = 0; i < (size_t)jobs * GF_DIAR_FRAMES; i++)
         masks[i] = 1.0f;
     int rc = gpu_segment_span(c, span, B, logp, NULL);
-    rc = rc ? rc : gpu_fbank(c, NULL, B, NULL, NULL);
-    rc = rc ? rc : gpu_embed(c, NULL, B, job_window, masks, jobs, emb, NULL);
+    if (rc)
+        goto out_free;
+    rc = gpu_fbank(c, NULL, B, NULL, NULL);
+    if (rc)
+        goto out_free;
+    rc = gpu_embed(c, NULL, B, job_window, masks, jobs, emb, NULL);
+out_free:
     free(span);
     free(logp);
     free(masks);
@@ -306,14 +306,12 @@ static int warm_up(gpu_ctx *c)
             sizes[n++] = b;
     }
     sizes[n++] = c->max_batch;
-    int rc = 0;
-    for (size_t i = 0; i < n && !rc; i++)
-        rc = warm_batch(c, sizes[i]);
+    for (size_t i = 0; i < n; i++)
+        GF_TRY(warm_batch(c, sizes[i]));
     /* three points in the plane: two merges of the card's linkage */
     const double pts[6] = { 0.0, 0.0, 1.0, 0.0, 0.0, 3.0 };
     double Z[8];
-    rc = rc ? rc : gf_ahc_link_gpu(c->gpu, NULL, pts, 3, 2, Z);
-    return rc;
+    return gf_ahc_link_gpu(c->gpu, NULL, pts, 3, 2, Z);
 }
 
 /* The backend's identity for checkpoints (gf_diar_backend.identity): "cuda "
@@ -423,8 +421,12 @@ int gf_diar_backend_gpu(gf_route_plan *plan, const char *models_dir, int max_bat
         goto fail;
     }
     rc = gf_blas_gpu_open(c->gpu, &c->blas);
-    rc = rc ? rc : gf_gpu_open(ordinal, &c->gpu_e);
-    rc = rc ? rc : gf_blas_gpu_open(c->gpu_e, &c->blas_e);
+    if (rc != 0)
+        goto fail;
+    rc = gf_gpu_open(ordinal, &c->gpu_e);
+    if (rc != 0)
+        goto fail;
+    rc = gf_blas_gpu_open(c->gpu_e, &c->blas_e);
     if (rc != 0)
         goto fail;
     c->seg = gf_segmentation_gpu_new(c->gpu, c->blas, seg_path,
@@ -443,13 +445,18 @@ int gf_diar_backend_gpu(gf_route_plan *plan, const char *models_dir, int max_bat
     c->max_batch = max_batch;
     c->overlap = overlap;
     rc = apply_rows(c, plan, math);
-    if (rc == 0)
-        plan_identity(c, card);
+    if (rc != 0)
+        goto fail;
+    plan_identity(c, card);
     gf_segmentation_gpu_share_card(c->seg, overlap);   /* the trunk runs beside it */
-    rc = rc ? rc : gf_gpu_alloc(c->gpu, ((size_t)(max_batch - 1) * GF_DIAR_STEP + GF_DIAR_WINDOW)
-                                            * sizeof(float), &c->span);
-    rc = rc ? rc : gf_gpu_function(c->gpu, "glue", "gf_windows_expand", &c->expand, NULL, NULL);
-    rc = rc ? rc : warm_up(c);
+    rc = gf_gpu_alloc(c->gpu, ((size_t)(max_batch - 1) * GF_DIAR_STEP + GF_DIAR_WINDOW)
+                                  * sizeof(float), &c->span);
+    if (rc != 0)
+        goto fail;
+    rc = gf_gpu_function(c->gpu, "glue", "gf_windows_expand", &c->expand, NULL, NULL);
+    if (rc != 0)
+        goto fail;
+    rc = warm_up(c);
     if (rc != 0)
         goto fail;
     *out = (gf_diar_backend){ .name = "cuda", .route = "library", .segment = gpu_segment,

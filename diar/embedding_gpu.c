@@ -140,11 +140,9 @@ static int trunk_convs(trunk_conv *out)
 static int load_weights(gf_embedding_gpu *s, gf_safetensors *st)
 {
     trunk_conv convs[MAX_CONVS];
-    int rc = 0, n = trunk_convs(convs);
-    for (int i = 0; i < n && !rc; i++)
-        rc = load_conv(s, st, convs[i].boundary, convs[i].weight, convs[i].bn, convs[i].shape);
-    if (rc)
-        return rc;
+    int n = trunk_convs(convs);
+    for (int i = 0; i < n; i++)
+        GF_TRY(load_conv(s, st, convs[i].boundary, convs[i].weight, convs[i].bn, convs[i].shape));
     const float *sw = gf_safetensors_get(st, "resnet.seg_1.weight", 2, GF_SEG1_OUT, GF_SEG1_IN);
     const float *sb = gf_safetensors_get(st, "resnet.seg_1.bias", 1, GF_SEG1_OUT);
     if (!sw || !sb)
@@ -152,8 +150,8 @@ static int load_weights(gf_embedding_gpu *s, gf_safetensors *st)
     if (!(s->seg1 = gf_seg1_gpu_new(s->gpu, s->blas, sw, sb, 3 * s->max_batch)))
         return GF_EDEVICE;
     if (gf_safetensors_unused(st) != 0)
-        rc = GF_EINVAL;
-    return rc;
+        return GF_EINVAL;
+    return 0;
 }
 
 static int load_kernels(gf_embedding_gpu *s)
@@ -168,16 +166,16 @@ static int alloc_workspace(gf_embedding_gpu *s)
     const size_t B = (size_t)s->max_batch, f = sizeof(float);
     const size_t act = B * 32 * GF_EMB_MELS * GF_EMB_FRAMES;      /* largest activation */
     const size_t col = B * (size_t)GF_EMB_MELS * GF_EMB_FRAMES * 32 * 9;  /* layer1 im2col */
-    int rc = dalloc(s, B * GF_EMB_FRAMES * GF_EMB_MELS * f, &s->feats);
-    for (int i = 0; i < 4 && !rc; i++)
-        rc = dalloc(s, act * f, &s->act[i]);
-    rc = rc ? rc : dalloc(s, col * f, &s->col);
-    rc = rc ? rc : dalloc(s, 3 * B * GF_POOL_OUT * f, &s->pooled);
-    rc = rc ? rc : dalloc(s, 3 * B * GF_EMB_DIM * f, &s->emb);
-    if (!rc && !(s->pool = gf_pool_gpu_new(s->gpu, s->max_batch, 3 * s->max_batch)))
-        rc = GF_EDEVICE;
     s->host_masks = gf_malloc(3 * B * TRUNK_T * f);
-    return rc;
+    GF_TRY(dalloc(s, B * GF_EMB_FRAMES * GF_EMB_MELS * f, &s->feats));
+    for (int i = 0; i < 4; i++)
+        GF_TRY(dalloc(s, act * f, &s->act[i]));
+    GF_TRY(dalloc(s, col * f, &s->col));
+    GF_TRY(dalloc(s, 3 * B * GF_POOL_OUT * f, &s->pooled));
+    GF_TRY(dalloc(s, 3 * B * GF_EMB_DIM * f, &s->emb));
+    if (!(s->pool = gf_pool_gpu_new(s->gpu, s->max_batch, 3 * s->max_batch)))
+        return GF_EDEVICE;
+    return 0;
 }
 
 gf_embedding_gpu *gf_embedding_gpu_new(gf_gpu *gpu, gf_blas_gpu *blas, const char *path,
@@ -195,12 +193,21 @@ gf_embedding_gpu *gf_embedding_gpu_new(gf_gpu *gpu, gf_blas_gpu *blas, const cha
     if (rc == GF_EINVAL && st)
         GF_ERROR("%s: not a ResNet34 embedding model file", path);
     gf_safetensors_destroy(&st);
-    rc = rc ? rc : load_kernels(s);
-    rc = rc ? rc : alloc_workspace(s);
-    rc = rc ? rc : gf_gpu_sync(gpu);
     if (rc)
-        gf_embedding_gpu_destroy(&s);
+        goto fail;
+    rc = load_kernels(s);
+    if (rc)
+        goto fail;
+    rc = alloc_workspace(s);
+    if (rc)
+        goto fail;
+    rc = gf_gpu_sync(gpu);
+    if (rc)
+        goto fail;
     return s;
+fail:
+    gf_embedding_gpu_destroy(&s);
+    return NULL;
 }
 
 void gf_embedding_gpu_destroy(gf_embedding_gpu **self_p)

@@ -21,6 +21,7 @@
 #include "common/util.h"
 
 #include <assert.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -109,45 +110,46 @@ static const struct {
 static int load_weights(gf_segmentation_gpu *s, gf_safetensors *st)
 {
     char name[96];
-    int rc = 0;
-    rc = rc ? rc : get(st, s, &s->wav_w, "sincnet.wav_norm1d.weight", 1, 0, 0);
-    rc = rc ? rc : get(st, s, &s->wav_b, "sincnet.wav_norm1d.bias", 1, 0, 0);
+    /* The wave norm's weights on the card and the filterbank's tensors: any
+     * of them missing, or a failed upload of the first two, is GF_EINVAL. */
+    bool wav_norm = get(st, s, &s->wav_w, "sincnet.wav_norm1d.weight", 1, 0, 0) == 0 &&
+                    get(st, s, &s->wav_b, "sincnet.wav_norm1d.bias", 1, 0, 0) == 0;
     const float *low = gf_safetensors_get(st, "sincnet.conv1d.0.filterbank.low_hz_", 2, NP, 1);
     const float *band = gf_safetensors_get(st, "sincnet.conv1d.0.filterbank.band_hz_", 2, NP, 1);
     const float *win = gf_safetensors_get(st, "sincnet.conv1d.0.filterbank.window_", 1, HK);
     const float *n = gf_safetensors_get(st, "sincnet.conv1d.0.filterbank.n_", 2, 1, HK);
-    if (rc || !low || !band || !win || !n)
+    if (!wav_norm || !low || !band || !win || !n)
         return GF_EINVAL;
     float *f = gf_malloc(sizeof(float) * NF * KS);
     double *fd = gf_malloc(sizeof(double) * NF * KS);
     gf_sincfb_build_cpu(low, band, win, n, NP, HK, 16000.0f, f);
     for (int i = 0; i < NF * KS; i++)
         fd[i] = f[i];
-    if (!(s->sinc = gf_sinc_gpu_new(s->gpu, s->blas, fd, s->max_batch)))
-        rc = GF_EDEVICE;
+    s->sinc = gf_sinc_gpu_new(s->gpu, s->blas, fd, s->max_batch);
     free(f);
     free(fd);
-    for (int i = 0; i < 2 && !rc; i++) {
+    if (!s->sinc)
+        return GF_EDEVICE;
+    for (int i = 0; i < 2; i++) {
         snprintf(name, sizeof name, "sincnet.conv1d.%d.weight", i + 1);
         const float *cw = gf_safetensors_get(st, name, 3, C2, conv_cin[i], KC);
         snprintf(name, sizeof name, "sincnet.conv1d.%d.bias", i + 1);
         const float *cb = gf_safetensors_get(st, name, 1, C2);
         if (!cw || !cb)
-            rc = GF_EINVAL;
-        else if (!(s->segconv[i] = gf_segconv_gpu_new(s->gpu, s->blas, conv_names[i],
-                                                      conv_cin[i], conv_tin[i], cw, cb,
-                                                      s->max_batch)))
-            rc = GF_EDEVICE;
+            return GF_EINVAL;
+        if (!(s->segconv[i] = gf_segconv_gpu_new(s->gpu, s->blas, conv_names[i], conv_cin[i],
+                                                 conv_tin[i], cw, cb, s->max_batch)))
+            return GF_EDEVICE;
     }
-    for (int i = 0; i < 3 && !rc; i++) {
+    for (int i = 0; i < 3; i++) {
         snprintf(name, sizeof name, "sincnet.norm1d.%d.weight", i);
-        rc = get(st, s, &s->norm_w[i], name, i ? C2 : NF, 0, 0);
+        GF_TRY(get(st, s, &s->norm_w[i], name, i ? C2 : NF, 0, 0));
         snprintf(name, sizeof name, "sincnet.norm1d.%d.bias", i);
-        rc = rc ? rc : get(st, s, &s->norm_b[i], name, i ? C2 : NF, 0, 0);
+        GF_TRY(get(st, s, &s->norm_b[i], name, i ? C2 : NF, 0, 0));
     }
     gf_lstm_gpu_dir w[LAYERS][2];
-    for (int l = 0; l < LAYERS && !rc; l++)
-        for (int d = 0; d < 2 && !rc; d++) {
+    for (int l = 0; l < LAYERS; l++)
+        for (int d = 0; d < 2; d++) {
             const char *sfx = d ? "_reverse" : "";
             int in = l ? 2 * H : C2;
             snprintf(name, sizeof name, "lstm.weight_ih_l%d%s", l, sfx);
@@ -159,26 +161,24 @@ static int load_weights(gf_segmentation_gpu *s, gf_safetensors *st)
             snprintf(name, sizeof name, "lstm.bias_hh_l%d%s", l, sfx);
             w[l][d].b_hh = gf_safetensors_get(st, name, 1, G);
             if (!w[l][d].w_ih || !w[l][d].w_hh || !w[l][d].b_ih || !w[l][d].b_hh)
-                rc = GF_EINVAL;
+                return GF_EINVAL;
         }
-    if (!rc) {
-        s->lstm = gf_lstm_gpu_new(s->gpu, s->blas, LAYERS, C2, H, w, s->max_batch, T);
-        if (!s->lstm)
-            rc = GF_EDEVICE;
-    }
-    for (int i = 0; i < 3 && !rc; i++) {
+    s->lstm = gf_lstm_gpu_new(s->gpu, s->blas, LAYERS, C2, H, w, s->max_batch, T);
+    if (!s->lstm)
+        return GF_EDEVICE;
+    for (int i = 0; i < 3; i++) {
         const float *lw = gf_safetensors_get(st, head[i].weight, 2, head[i].out, head[i].in);
         const float *lb = gf_safetensors_get(st, head[i].bias, 1, head[i].out);
         if (!lw || !lb)
-            rc = GF_EINVAL;
-        else if (!(s->dense[i] = gf_dense_gpu_new(s->gpu, s->blas, head[i].boundary, head[i].in,
-                                                  head[i].out, lw, lb, head[i].act,
-                                                  s->max_batch * T)))
-            rc = GF_EDEVICE;
+            return GF_EINVAL;
+        if (!(s->dense[i] = gf_dense_gpu_new(s->gpu, s->blas, head[i].boundary, head[i].in,
+                                             head[i].out, lw, lb, head[i].act,
+                                             s->max_batch * T)))
+            return GF_EDEVICE;
     }
-    if (!rc && gf_safetensors_unused(st) != 0)
-        rc = GF_EINVAL;
-    return rc;
+    if (gf_safetensors_unused(st) != 0)
+        return GF_EINVAL;
+    return 0;
 }
 
 static int load_kernels(gf_segmentation_gpu *s)
@@ -221,15 +221,21 @@ gf_segmentation_gpu *gf_segmentation_gpu_new(gf_gpu *gpu, gf_blas_gpu *blas, con
     if (rc == GF_EINVAL && st)
         GF_ERROR("%s: not a segmentation-3.0 model file", path);
     gf_safetensors_destroy(&st);
-    if (!rc)
-        rc = load_kernels(s);
-    if (!rc)
-        rc = alloc_workspace(s);
-    if (!rc)
-        rc = gf_gpu_sync(gpu);
     if (rc)
-        gf_segmentation_gpu_destroy(&s);
+        goto fail;
+    rc = load_kernels(s);
+    if (rc)
+        goto fail;
+    rc = alloc_workspace(s);
+    if (rc)
+        goto fail;
+    rc = gf_gpu_sync(gpu);
+    if (rc)
+        goto fail;
     return s;
+fail:
+    gf_segmentation_gpu_destroy(&s);
+    return NULL;
 }
 
 void gf_segmentation_gpu_destroy(gf_segmentation_gpu **self_p)

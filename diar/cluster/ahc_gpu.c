@@ -47,42 +47,67 @@ int gf_ahc_linkage_centroid_gpu(gf_gpu *gpu, const double *x, size_t n, size_t d
         return GF_ETOOBIG;
     }
     gf_cu_ptr X, size, id, lb, nbr, st, Zd;
-    rc = gf_gpu_allocs_upload(&mem, x, n * dim * sizeof(double), &X);
-    rc = rc ? rc : gf_gpu_allocs_take(&mem, n * sizeof(int), &size);
-    rc = rc ? rc : gf_gpu_allocs_take(&mem, n * sizeof(int), &id);
-    rc = rc ? rc : gf_gpu_allocs_take(&mem, n * sizeof(double), &lb);
-    rc = rc ? rc : gf_gpu_allocs_take(&mem, n * sizeof(int), &nbr);
-    rc = rc ? rc : gf_gpu_allocs_take(&mem, sizeof(ahc_state), &st);
-    rc = rc ? rc : gf_gpu_allocs_take(&mem, (n - 1) * 4 * sizeof(double), &Zd);
-    rc = rc ? rc : gf_gpu_fill32(gpu, st, 0, sizeof(ahc_state) / 4);
     int ni = (int)n, di = (int)dim;
-    if (!rc) {
-        unsigned tiles = (unsigned)((n + PD_T - 1) / PD_T);
-        void *p[] = { &X, &ni, &di, &D };
-        rc = gf_gpu_launch(gpu, fn[F_PDIST], tiles, tiles, 1, PD_T * PD_T, 1, 1, 0, p);
-    }
-    if (!rc) {
-        void *p[] = { &size, &id, &ni };
-        rc = gf_gpu_launch1d(gpu, fn[F_INIT], (long)n, p);
-    }
-    if (!rc) {   /* every row's nearest neighbour above it */
-        void *p[] = { &D, &size, &ni, &lb, &nbr };
-        rc = gf_gpu_launch(gpu, fn[F_SCAN], SCAN_BLOCKS, 1, 1, 256, 1, 1, 0, p);
-    }
-    for (int k = 0; !rc && k < ni - 1; k++) {
+    ahc_state s = { 0 };
+    rc = gf_gpu_allocs_upload(&mem, x, n * dim * sizeof(double), &X);
+    if (rc)
+        goto out_release;
+    rc = gf_gpu_allocs_take(&mem, n * sizeof(int), &size);
+    if (rc)
+        goto out_release;
+    rc = gf_gpu_allocs_take(&mem, n * sizeof(int), &id);
+    if (rc)
+        goto out_release;
+    rc = gf_gpu_allocs_take(&mem, n * sizeof(double), &lb);
+    if (rc)
+        goto out_release;
+    rc = gf_gpu_allocs_take(&mem, n * sizeof(int), &nbr);
+    if (rc)
+        goto out_release;
+    rc = gf_gpu_allocs_take(&mem, sizeof(ahc_state), &st);
+    if (rc)
+        goto out_release;
+    rc = gf_gpu_allocs_take(&mem, (n - 1) * 4 * sizeof(double), &Zd);
+    if (rc)
+        goto out_release;
+    rc = gf_gpu_fill32(gpu, st, 0, sizeof(ahc_state) / 4);
+    if (rc)
+        goto out_release;
+    unsigned tiles = (unsigned)((n + PD_T - 1) / PD_T);
+    void *p_pdist[] = { &X, &ni, &di, &D };
+    rc = gf_gpu_launch(gpu, fn[F_PDIST], tiles, tiles, 1, PD_T * PD_T, 1, 1, 0, p_pdist);
+    if (rc)
+        goto out_release;
+    void *p_init[] = { &size, &id, &ni };
+    rc = gf_gpu_launch1d(gpu, fn[F_INIT], (long)n, p_init);
+    if (rc)
+        goto out_release;
+    /* every row's nearest neighbour above it */
+    void *p_scan[] = { &D, &size, &ni, &lb, &nbr };
+    rc = gf_gpu_launch(gpu, fn[F_SCAN], SCAN_BLOCKS, 1, 1, 256, 1, 1, 0, p_scan);
+    if (rc)
+        goto out_release;
+    for (int k = 0; k < ni - 1; k++) {
         void *pp[] = { &D, &size, &id, &ni, &k, &lb, &nbr, &st, &Zd };
         rc = gf_gpu_launch_dependent(gpu, fn[F_PICK], 1, PICK_THREADS, pp);
+        if (rc)
+            goto out_release;
         void *pu[] = { &D, &size, &ni, &st, &lb, &nbr };
-        rc = rc ? rc : gf_gpu_launch_dependent(gpu, fn[F_UPDATE], (unsigned)((n + 255) / 256),
-                                               256, pu);
+        rc = gf_gpu_launch_dependent(gpu, fn[F_UPDATE], (unsigned)((n + 255) / 256), 256, pu);
+        if (rc)
+            goto out_release;
     }
-    ahc_state s = { 0 };
-    rc = rc ? rc : gf_gpu_download(gpu, &s, st, sizeof s);
-    rc = rc ? rc : gf_gpu_download(gpu, Z, Zd, (n - 1) * 4 * sizeof(double));
-    if (!rc && s.err) {
+    rc = gf_gpu_download(gpu, &s, st, sizeof s);
+    if (rc)
+        goto out_release;
+    rc = gf_gpu_download(gpu, Z, Zd, (n - 1) * 4 * sizeof(double));
+    if (rc)
+        goto out_release;
+    if (s.err) {
         GF_ERROR("ahc: %zu embeddings: no pair left with a finite distance", n);
         rc = GF_EINVAL;
     }
+out_release:
     gf_gpu_allocs_release(&mem);
     return rc;
 }

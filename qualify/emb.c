@@ -331,33 +331,58 @@ int gfq_conv(const gf_qualify_ctx *ctx, const gf_candidate *cand, int B, gf_math
     const char *sha = NULL;
     gf_conv_gpu *c = gf_conv_gpu_new(ctx->gpu, ctx->blas, L->boundary, *sh, w, bias);
     int rc = c ? 0 : GF_EDEVICE;
-    rc = rc ? rc : gf_conv_gpu_set_route(c, GF_ROUTE_OWN, math, &sha);
-    rc = rc ? rc : gfq_check_module(L->boundary, sha, res);
-    rc = rc ? rc : gf_gpu_alloc(ctx->gpu, sizeof(float) * nx, &dx);
-    rc = rc ? rc : gf_gpu_alloc(ctx->gpu, sizeof(float) * no, &dout);
-    rc = rc ? rc : gf_gpu_alloc(ctx->gpu, sizeof(float) * gf_conv_gpu_col_floats(c, B, L->h, L->w), &dcol);
-    rc = rc ? rc : gf_gpu_upload(ctx->gpu, dx, x, sizeof(float) * nx);
-    if (!rc && r) {
+    if (rc)
+        goto out_free;
+    rc = gf_conv_gpu_set_route(c, GF_ROUTE_OWN, math, &sha);
+    if (rc)
+        goto out_free;
+    rc = gfq_check_module(L->boundary, sha, res);
+    if (rc)
+        goto out_free;
+    rc = gf_gpu_alloc(ctx->gpu, sizeof(float) * nx, &dx);
+    if (rc)
+        goto out_free;
+    rc = gf_gpu_alloc(ctx->gpu, sizeof(float) * no, &dout);
+    if (rc)
+        goto out_free;
+    rc = gf_gpu_alloc(ctx->gpu, sizeof(float) * gf_conv_gpu_col_floats(c, B, L->h, L->w), &dcol);
+    if (rc)
+        goto out_free;
+    rc = gf_gpu_upload(ctx->gpu, dx, x, sizeof(float) * nx);
+    if (rc)
+        goto out_free;
+    if (r) {
         rc = gf_gpu_alloc(ctx->gpu, sizeof(float) * no, &dres);
-        rc = rc ? rc : gf_gpu_upload(ctx->gpu, dres, r, sizeof(float) * no);
+        if (rc)
+            goto out_free;
+        rc = gf_gpu_upload(ctx->gpu, dres, r, sizeof(float) * no);
+        if (rc)
+            goto out_free;
     }
-    rc = rc ? rc : gf_gpu_fill32(ctx->gpu, dout, 0x7fc00000u, no);   /* NaN poison */
-    rc = rc ? rc : gf_conv_gpu_run(c, math, B, dx, L->h, L->w, dout, dres, L->relu, dcol);
-    rc = rc ? rc : gf_gpu_download(ctx->gpu, got, dout, sizeof(float) * no);
-    if (!rc) {
-        gfq_acc_errors e = gfq_acc_layer(math);
-        for (int k = 0; k < CONV_SAMPLES; k++) {
-            size_t o = (size_t)(gf_splitmix64(&rng) % no);
-            gfq_acc_add(&e, got[o], conv_ref_at(L, x, w, bias, r, B, o));
-        }
-        rc = gfq_acc_record(ctx, cand, B, math, res, seed, &e, gfq_count_unwritten(got, no), no,
-                            "sampled outputs", "outputs_written_checked", (int64_t)no);
+    rc = gf_gpu_fill32(ctx->gpu, dout, 0x7fc00000u, no);   /* NaN poison */
+    if (rc)
+        goto out_free;
+    rc = gf_conv_gpu_run(c, math, B, dx, L->h, L->w, dout, dres, L->relu, dcol);
+    if (rc)
+        goto out_free;
+    rc = gf_gpu_download(ctx->gpu, got, dout, sizeof(float) * no);
+    if (rc)
+        goto out_free;
+    gfq_acc_errors e = gfq_acc_layer(math);
+    for (int k = 0; k < CONV_SAMPLES; k++) {
+        size_t o = (size_t)(gf_splitmix64(&rng) % no);
+        gfq_acc_add(&e, got[o], conv_ref_at(L, x, w, bias, r, B, o));
     }
-    if (!rc && res->accurate) {
+    rc = gfq_acc_record(ctx, cand, B, math, res, seed, &e, gfq_count_unwritten(got, no), no,
+                        "sampled outputs", "outputs_written_checked", (int64_t)no);
+    if (rc)
+        goto out_free;
+    if (res->accurate) {
         conv_subject t = { c, math, B, L, dx, dout, dres, dcol };
         gfq_ab_subject sub = { conv_set_route, conv_run, &t, ctx->gpu, cand->boundary };
         rc = gfq_measure_speed(ctx, cand, B, math, res, &sub, &rng);
     }
+out_free:
     if (dx) gf_gpu_free(ctx->gpu, dx);
     if (dout) gf_gpu_free(ctx->gpu, dout);
     if (dres) gf_gpu_free(ctx->gpu, dres);
@@ -435,9 +460,9 @@ static int fbank_e2e_run(void *arg, gf_devstats *stats)
 {
     fbank_e2e_subject *t = arg;
     int jw[1] = { 0 };
-    int rc = gf_fbank_gpu_run_dev(t->f, t->wave, t->B, NULL, stats);
-    return rc ? rc : gf_embedding_gpu_run_dev(t->e, gf_fbank_gpu_features(t->f), t->B, jw,
-                                              t->masks, 1, t->emb, stats);
+    GF_TRY(gf_fbank_gpu_run_dev(t->f, t->wave, t->B, NULL, stats));
+    return gf_embedding_gpu_run_dev(t->e, gf_fbank_gpu_features(t->f), t->B, jw, t->masks, 1,
+                                    t->emb, stats);
 }
 
 int gfq_e2e_fbank(const gf_qualify_ctx *ctx, const char *boundary, int B, gf_math math,
@@ -454,13 +479,18 @@ int gfq_e2e_fbank(const gf_qualify_ctx *ctx, const char *boundary, int B, gf_mat
     for (int t = 0; t < 589; t++)
         masks[t] = (t / 40) % 2 ? 1.0f : 0.0f;
     int rc = e && f ? 0 : GF_EINVAL;
-    rc = rc ? rc : gf_gpu_alloc(ctx->gpu, sizeof(float) * nw, &dw);
-    rc = rc ? rc : gf_gpu_upload(ctx->gpu, dw, wave, sizeof(float) * nw);
-    if (!rc) {
-        fbank_e2e_subject t = { f, e, boundary, dw, masks, emb, B };
-        gfq_ab_subject sub = { fbank_e2e_set_route, fbank_e2e_run, &t, NULL, NULL };
-        rc = gfq_ab_rounds(ctx, &sub, 1e-9, a, b);   /* s */
-    }
+    if (rc)
+        goto out_free;
+    rc = gf_gpu_alloc(ctx->gpu, sizeof(float) * nw, &dw);
+    if (rc)
+        goto out_free;
+    rc = gf_gpu_upload(ctx->gpu, dw, wave, sizeof(float) * nw);
+    if (rc)
+        goto out_free;
+    fbank_e2e_subject t = { f, e, boundary, dw, masks, emb, B };
+    gfq_ab_subject sub = { fbank_e2e_set_route, fbank_e2e_run, &t, NULL, NULL };
+    rc = gfq_ab_rounds(ctx, &sub, 1e-9, a, b);   /* s */
+out_free:
     if (dw)
         gf_gpu_free(ctx->gpu, dw);
     free(wave), free(masks), free(emb);
@@ -490,43 +520,60 @@ int gfq_fbank(const gf_qualify_ctx *ctx, const gf_candidate *cand, int B, gf_mat
     const char *sha = NULL;
     gf_fbank_gpu *f = gf_fbank_gpu_new(ctx->gpu, ctx->blas, B);
     int rc = f ? 0 : GF_EDEVICE;
-    rc = rc ? rc : gf_fbank_gpu_set_route(f, cand->boundary, GF_ROUTE_OWN, &sha);
-    rc = rc ? rc : gfq_check_module(cand->boundary, sha, res);
-    rc = rc ? rc : gf_fbank_gpu_set_route(f, other, GF_ROUTE_LIBRARY, NULL);
-    rc = rc ? rc : gf_gpu_alloc(ctx->gpu, sizeof(float) * nw, &dw);
-    rc = rc ? rc : gf_gpu_upload(ctx->gpu, dw, wave, sizeof(float) * nw);
-    rc = rc ? rc : gf_gpu_fill32(ctx->gpu, gf_fbank_gpu_features(f), 0x7fc00000u, no);
-    rc = rc ? rc : gf_fbank_gpu_run_dev(f, dw, B, got, NULL);
-    if (!rc) {
-        gfq_acc_errors e = { .atol = FBANK_ATOL, .rtol = FBANK_RTOL };
-        int wins[FBANK_REF_WINDOWS] = { 0, B / 2, B - 1 }, checked = 0;
-        long loose = 0;
-        for (int q = 0; q < FBANK_REF_WINDOWS; q++) {
-            if (q > 0 && wins[q] == wins[q - 1])
-                continue;
-            const int b = wins[q];
-            checked++;
-            gf_fbank_gpu_ref(wave + (size_t)b * GF_FBANK_GPU_SAMPLES, ref, cond);
-            for (size_t i = 0; i < per; i++) {
-                double lim = FBANK_ATOL + FBANK_RTOL * cond[i], a = got[(size_t)b * per + i];
-                loose += lim > 1e-2;
-                if (!gfq_acc_add_within(&e, a, ref[i], lim) && e.mismatches <= 5)
-                    fprintf(ctx->report, "    mismatch: window %d frame %zu bin %zu: %.7g vs "
-                            "%.7g (allowed %.3g)\n", b, i / GF_EMB_MELS, i % GF_EMB_MELS, a,
-                            ref[i], lim);
-            }
+    if (rc)
+        goto out_free;
+    rc = gf_fbank_gpu_set_route(f, cand->boundary, GF_ROUTE_OWN, &sha);
+    if (rc)
+        goto out_free;
+    rc = gfq_check_module(cand->boundary, sha, res);
+    if (rc)
+        goto out_free;
+    rc = gf_fbank_gpu_set_route(f, other, GF_ROUTE_LIBRARY, NULL);
+    if (rc)
+        goto out_free;
+    rc = gf_gpu_alloc(ctx->gpu, sizeof(float) * nw, &dw);
+    if (rc)
+        goto out_free;
+    rc = gf_gpu_upload(ctx->gpu, dw, wave, sizeof(float) * nw);
+    if (rc)
+        goto out_free;
+    rc = gf_gpu_fill32(ctx->gpu, gf_fbank_gpu_features(f), 0x7fc00000u, no);
+    if (rc)
+        goto out_free;
+    rc = gf_fbank_gpu_run_dev(f, dw, B, got, NULL);
+    if (rc)
+        goto out_free;
+    gfq_acc_errors e = { .atol = FBANK_ATOL, .rtol = FBANK_RTOL };
+    int wins[FBANK_REF_WINDOWS] = { 0, B / 2, B - 1 }, checked = 0;
+    long loose = 0;
+    for (int q = 0; q < FBANK_REF_WINDOWS; q++) {
+        if (q > 0 && wins[q] == wins[q - 1])
+            continue;
+        const int b = wins[q];
+        checked++;
+        gf_fbank_gpu_ref(wave + (size_t)b * GF_FBANK_GPU_SAMPLES, ref, cond);
+        for (size_t i = 0; i < per; i++) {
+            double lim = FBANK_ATOL + FBANK_RTOL * cond[i], a = got[(size_t)b * per + i];
+            loose += lim > 1e-2;
+            if (!gfq_acc_add_within(&e, a, ref[i], lim) && e.mismatches <= 5)
+                fprintf(ctx->report, "    mismatch: window %d frame %zu bin %zu: %.7g vs "
+                        "%.7g (allowed %.3g)\n", b, i / GF_EMB_MELS, i % GF_EMB_MELS, a,
+                        ref[i], lim);
         }
-        fprintf(ctx->report, "  accuracy: tolerance %g + %g x conditioning; %ld of %ld outputs "
-                "ill-conditioned (allowed > 0.01)\n", FBANK_ATOL, FBANK_RTOL, loose,
-                (long)(checked * per));
-        rc = gfq_acc_record(ctx, cand, B, math, res, seed, &e, gfq_count_unwritten(got, no), no,
-                            "elements", "windows_checked", checked);
     }
-    if (!rc && res->accurate) {
+    fprintf(ctx->report, "  accuracy: tolerance %g + %g x conditioning; %ld of %ld outputs "
+            "ill-conditioned (allowed > 0.01)\n", FBANK_ATOL, FBANK_RTOL, loose,
+            (long)(checked * per));
+    rc = gfq_acc_record(ctx, cand, B, math, res, seed, &e, gfq_count_unwritten(got, no), no,
+                        "elements", "windows_checked", checked);
+    if (rc)
+        goto out_free;
+    if (res->accurate) {
         fbank_subject t = { f, cand->boundary, dw, B };
         gfq_ab_subject sub = { fbank_set_route, fbank_run, &t, ctx->gpu, cand->boundary };
         rc = gfq_measure_speed(ctx, cand, B, math, res, &sub, &rng);
     }
+out_free:
     if (dw)
         gf_gpu_free(ctx->gpu, dw);
     gf_fbank_gpu_destroy(&f);
@@ -579,33 +626,54 @@ int gfq_pool(const gf_qualify_ctx *ctx, const gf_candidate *cand, int B, gf_math
     const char *sha = NULL;
     gf_pool_gpu *p = gf_pool_gpu_new(ctx->gpu, B, jobs);
     int rc = p ? 0 : GF_EDEVICE;
-    rc = rc ? rc : gf_pool_gpu_set_route(p, GF_ROUTE_OWN, &sha);
-    rc = rc ? rc : gfq_check_module(cand->boundary, sha, res);
-    rc = rc ? rc : gf_gpu_alloc(ctx->gpu, sizeof(float) * nx, &dx);
-    rc = rc ? rc : gf_gpu_alloc(ctx->gpu, sizeof(float) * no, &dout);
-    rc = rc ? rc : gf_gpu_upload(ctx->gpu, dx, x, sizeof(float) * nx);
-    rc = rc ? rc : gf_pool_gpu_jobs(p, B, jw, w, jobs);
-    rc = rc ? rc : gf_gpu_fill32(ctx->gpu, dout, 0x7fc00000u, no);   /* NaN poison */
-    rc = rc ? rc : gf_pool_gpu_run(p, dx, dout);
-    rc = rc ? rc : gf_gpu_download(ctx->gpu, got, dout, sizeof(float) * no);
-    if (!rc) {
-        gfq_acc_errors e = { .atol = 1e-9, .rtol = 2.4e-7 };   /* 2 ulp of float */
-        for (int j = 0; j < jobs; j++)
-            for (int o = 0; o < GF_POOL_OUT; o++) {
-                double ref = gf_pool_ref(x + (size_t)jw[j] * per, w + (size_t)j * GF_POOL_T, o);
-                float g = got[(size_t)j * GF_POOL_OUT + o];
-                if (!gfq_acc_add(&e, g, ref) && e.mismatches <= 5)
-                    fprintf(ctx->report, "    mismatch: job %d output %d: %.9g vs %.9g\n", j, o,
-                            g, ref);
-            }
-        rc = gfq_acc_record(ctx, cand, B, math, res, seed, &e, gfq_count_unwritten(got, no), no,
-                            "elements", "jobs_checked", jobs);
-    }
-    if (!rc && res->accurate) {
+    if (rc)
+        goto out_free;
+    rc = gf_pool_gpu_set_route(p, GF_ROUTE_OWN, &sha);
+    if (rc)
+        goto out_free;
+    rc = gfq_check_module(cand->boundary, sha, res);
+    if (rc)
+        goto out_free;
+    rc = gf_gpu_alloc(ctx->gpu, sizeof(float) * nx, &dx);
+    if (rc)
+        goto out_free;
+    rc = gf_gpu_alloc(ctx->gpu, sizeof(float) * no, &dout);
+    if (rc)
+        goto out_free;
+    rc = gf_gpu_upload(ctx->gpu, dx, x, sizeof(float) * nx);
+    if (rc)
+        goto out_free;
+    rc = gf_pool_gpu_jobs(p, B, jw, w, jobs);
+    if (rc)
+        goto out_free;
+    rc = gf_gpu_fill32(ctx->gpu, dout, 0x7fc00000u, no);   /* NaN poison */
+    if (rc)
+        goto out_free;
+    rc = gf_pool_gpu_run(p, dx, dout);
+    if (rc)
+        goto out_free;
+    rc = gf_gpu_download(ctx->gpu, got, dout, sizeof(float) * no);
+    if (rc)
+        goto out_free;
+    gfq_acc_errors e = { .atol = 1e-9, .rtol = 2.4e-7 };   /* 2 ulp of float */
+    for (int j = 0; j < jobs; j++)
+        for (int o = 0; o < GF_POOL_OUT; o++) {
+            double ref = gf_pool_ref(x + (size_t)jw[j] * per, w + (size_t)j * GF_POOL_T, o);
+            float g = got[(size_t)j * GF_POOL_OUT + o];
+            if (!gfq_acc_add(&e, g, ref) && e.mismatches <= 5)
+                fprintf(ctx->report, "    mismatch: job %d output %d: %.9g vs %.9g\n", j, o, g,
+                        ref);
+        }
+    rc = gfq_acc_record(ctx, cand, B, math, res, seed, &e, gfq_count_unwritten(got, no), no,
+                        "elements", "jobs_checked", jobs);
+    if (rc)
+        goto out_free;
+    if (res->accurate) {
         pool_subject t = { p, dx, dout };
         gfq_ab_subject sub = { pool_set_route, pool_run, &t, ctx->gpu, cand->boundary };
         rc = gfq_measure_speed(ctx, cand, B, math, res, &sub, &rng);
     }
+out_free:
     if (dx)
         gf_gpu_free(ctx->gpu, dx);
     if (dout)
@@ -659,37 +727,57 @@ int gfq_seg1(const gf_qualify_ctx *ctx, const gf_candidate *cand, int B, gf_math
     gf_cu_ptr dp = 0, dout = 0;
     const char *sha = NULL;
     gf_seg1_gpu *s = gf_seg1_gpu_new(ctx->gpu, ctx->blas, w, bias, jobs);
-    int rc = s ? 0 : GF_EDEVICE;
-    rc = rc ? rc : gf_seg1_gpu_set_route(s, GF_ROUTE_OWN, &sha);
-    rc = rc ? rc : gfq_check_module(cand->boundary, sha, res);
     const char *want = math == GF_MATH_TF32 && gf_gpu_cc(ctx->gpu) >= 90 ? "gf_seg1_cluster_tf32"
                                                                          : "gf_seg1_splitk";
-    if (!rc && strcmp(gf_seg1_gpu_kernel(s, math), want) != 0) {
+    int rc = s ? 0 : GF_EDEVICE;
+    if (rc)
+        goto out_free;
+    rc = gf_seg1_gpu_set_route(s, GF_ROUTE_OWN, &sha);
+    if (rc)
+        goto out_free;
+    rc = gfq_check_module(cand->boundary, sha, res);
+    if (rc)
+        goto out_free;
+    if (strcmp(gf_seg1_gpu_kernel(s, math), want) != 0) {
         GF_ERROR("%s: the pins describe %s, but this card runs %s: not qualified",
                  cand->boundary, want, gf_seg1_gpu_kernel(s, math));
         rc = GF_EUNSUP;
+        goto out_free;
     }
-    rc = rc ? rc : gf_gpu_alloc(ctx->gpu, sizeof(float) * np, &dp);
-    rc = rc ? rc : gf_gpu_alloc(ctx->gpu, sizeof(float) * no, &dout);
-    rc = rc ? rc : gf_gpu_upload(ctx->gpu, dp, pooled, sizeof(float) * np);
-    rc = rc ? rc : gf_gpu_fill32(ctx->gpu, dout, 0x7fc00000u, no);   /* NaN poison */
-    rc = rc ? rc : gf_seg1_gpu_run(s, math, dp, jobs, dout);
-    rc = rc ? rc : gf_gpu_download(ctx->gpu, got, dout, sizeof(float) * no);
-    if (!rc) {
-        gfq_acc_errors e = gfq_acc_layer(math);
-        for (size_t o = 0; o < no; o++) {
-            double ref = gf_seg1_ref(w, bias, pooled, o);
-            if (!gfq_acc_add(&e, got[o], ref) && e.mismatches <= 5)
-                fprintf(ctx->report, "    mismatch: output %zu: %.9g vs %.9g\n", o, got[o], ref);
-        }
-        rc = gfq_acc_record(ctx, cand, B, math, res, seed, &e, gfq_count_unwritten(got, no), no,
-                            "elements", "jobs_checked", jobs);
+    rc = gf_gpu_alloc(ctx->gpu, sizeof(float) * np, &dp);
+    if (rc)
+        goto out_free;
+    rc = gf_gpu_alloc(ctx->gpu, sizeof(float) * no, &dout);
+    if (rc)
+        goto out_free;
+    rc = gf_gpu_upload(ctx->gpu, dp, pooled, sizeof(float) * np);
+    if (rc)
+        goto out_free;
+    rc = gf_gpu_fill32(ctx->gpu, dout, 0x7fc00000u, no);   /* NaN poison */
+    if (rc)
+        goto out_free;
+    rc = gf_seg1_gpu_run(s, math, dp, jobs, dout);
+    if (rc)
+        goto out_free;
+    rc = gf_gpu_download(ctx->gpu, got, dout, sizeof(float) * no);
+    if (rc)
+        goto out_free;
+    gfq_acc_errors e = gfq_acc_layer(math);
+    for (size_t o = 0; o < no; o++) {
+        double ref = gf_seg1_ref(w, bias, pooled, o);
+        if (!gfq_acc_add(&e, got[o], ref) && e.mismatches <= 5)
+            fprintf(ctx->report, "    mismatch: output %zu: %.9g vs %.9g\n", o, got[o], ref);
     }
-    if (!rc && res->accurate) {
+    rc = gfq_acc_record(ctx, cand, B, math, res, seed, &e, gfq_count_unwritten(got, no), no,
+                        "elements", "jobs_checked", jobs);
+    if (rc)
+        goto out_free;
+    if (res->accurate) {
         seg1_subject t = { s, math, dp, dout, jobs };
         gfq_ab_subject sub = { seg1_set_route, seg1_run, &t, ctx->gpu, cand->boundary };
         rc = gfq_measure_speed(ctx, cand, B, math, res, &sub, &rng);
     }
+out_free:
     if (dp)
         gf_gpu_free(ctx->gpu, dp);
     if (dout)

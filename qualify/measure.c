@@ -176,31 +176,51 @@ static int ab_run(const gfq_ab_subject *sub, gf_devstats *st)
     if (!sub->gpu)
         return sub->run(sub->arg, st);
     int rc = gf_gpu_timing_begin(sub->gpu, sub->stage, "qualify");
-    rc = rc ? rc : sub->run(sub->arg, NULL);
-    rc = rc ? rc : gf_gpu_timing_end(sub->gpu);
+    if (rc)
+        goto out_collect;
+    rc = sub->run(sub->arg, NULL);
+    if (rc)
+        goto out_collect;
+    rc = gf_gpu_timing_end(sub->gpu);
+out_collect:
     gf_gpu_timing_collect(sub->gpu, st);
+    return rc;
+}
+
+/* One run of route 0 (own) or 1 (library) into a fresh devstats; round r
+ * >= 0 keeps its device time (x scale) in a[r] or b[r], -1 (the warm-up)
+ * none. GF_EDEVICE where a stage failed or recorded nothing. */
+static int ab_round(const gfq_ab_subject *sub, double scale, int r, int route, double *a,
+                    double *b)
+{
+    gf_devstats *st = gf_devstats_new();
+    int rc = sub->set_route(sub->arg, route == 0 ? GF_ROUTE_OWN : GF_ROUTE_LIBRARY);
+    if (rc)
+        goto out_destroy;
+    rc = ab_run(sub, st);
+    if (rc)
+        goto out_destroy;
+    const gf_devstats_row *rows;
+    size_t n = gf_devstats_rows(st, &rows);
+    for (size_t i = 0; i < n; i++)
+        if (rows[i].failed || !rows[i].count) {
+            rc = GF_EDEVICE;
+            goto out_destroy;
+        }
+    if (r >= 0)
+        (route == 0 ? a : b)[r] = stats_total_ns(st) * scale;
+out_destroy:
+    gf_devstats_destroy(&st);
     return rc;
 }
 
 int gfq_ab_rounds(const gf_qualify_ctx *ctx, const gfq_ab_subject *sub, double scale, double *a,
                   double *b)
 {
-    int rc = 0;
-    for (int r = -1; r < ctx->rounds && !rc; r++)
-        for (int route = 0; route < 2 && !rc; route++) {
-            gf_devstats *st = gf_devstats_new();
-            rc = sub->set_route(sub->arg, route == 0 ? GF_ROUTE_OWN : GF_ROUTE_LIBRARY);
-            rc = rc ? rc : ab_run(sub, st);
-            const gf_devstats_row *rows;
-            size_t n = gf_devstats_rows(st, &rows);
-            for (size_t i = 0; i < n && !rc; i++)
-                if (rows[i].failed || !rows[i].count)
-                    rc = GF_EDEVICE;
-            if (!rc && r >= 0)
-                (route == 0 ? a : b)[r] = stats_total_ns(st) * scale;
-            gf_devstats_destroy(&st);
-        }
-    return rc;
+    for (int r = -1; r < ctx->rounds; r++)
+        for (int route = 0; route < 2; route++)
+            GF_TRY(ab_round(sub, scale, r, route, a, b));
+    return 0;
 }
 
 /* From the A/B rounds (a: candidate, b: library, ms): the speed record when

@@ -163,10 +163,14 @@ static int lstm_accuracy(const gf_qualify_ctx *ctx, const gf_candidate *cand, in
     double *ref = gf_malloc(sizeof(double) * per);
     gf_cu_ptr out;
     int rc = gf_lstm_gpu_poison(l);
-    rc = rc ? rc : gf_lstm_gpu_run(l, math, dx, B, &out);
-    rc = rc ? rc : gf_gpu_download(ctx->gpu, got, out, sizeof(float) * (size_t)B * per);
     if (rc)
-        goto out;
+        goto out_free;
+    rc = gf_lstm_gpu_run(l, math, dx, B, &out);
+    if (rc)
+        goto out_free;
+    rc = gf_gpu_download(ctx->gpu, got, out, sizeof(float) * (size_t)B * per);
+    if (rc)
+        goto out_free;
     /* Tolerances by math mode: fp32 end to end, or tf32 input projections. */
     gfq_acc_errors e = { .atol = math == GF_MATH_TF32 ? 2e-2 : 1e-4,
                      .rtol = math == GF_MATH_TF32 ? 2e-2 : 1e-3 };
@@ -186,7 +190,7 @@ static int lstm_accuracy(const gf_qualify_ctx *ctx, const gf_candidate *cand, in
     rc = gfq_acc_record(ctx, cand, B, math, res, seed, &e,
                         gfq_count_unwritten(got, (size_t)B * per), (size_t)B * per, "elements",
                         "sequences_checked", REF_SEQS);
-out:
+out_free:
     free(got);
     free(ref);
     return rc;
@@ -207,16 +211,29 @@ int gfq_lstm(const gf_qualify_ctx *ctx, const gf_candidate *cand, int B, gf_math
     gf_lstm_gpu *l = gf_lstm_gpu_new(ctx->gpu, ctx->blas, LSTM_LAYERS, LSTM_IN, LSTM_H, w.dirs,
                                      B, LSTM_T);
     int rc = l ? 0 : GF_EDEVICE;
-    rc = rc ? rc : gf_lstm_gpu_set_route(l, GF_ROUTE_OWN, &sha);
-    rc = rc ? rc : gfq_check_module(cand->boundary, sha, res);
-    rc = rc ? rc : gf_gpu_alloc(ctx->gpu, sizeof(float) * (size_t)B * LSTM_T * LSTM_IN, &dx);
-    rc = rc ? rc : gf_gpu_upload(ctx->gpu, dx, x, sizeof(float) * (size_t)B * LSTM_T * LSTM_IN);
-    rc = rc ? rc : lstm_accuracy(ctx, cand, B, math, &w, x, l, dx, res, seed);
-    if (!rc && res->accurate) {
+    if (rc)
+        goto out_free;
+    rc = gf_lstm_gpu_set_route(l, GF_ROUTE_OWN, &sha);
+    if (rc)
+        goto out_free;
+    rc = gfq_check_module(cand->boundary, sha, res);
+    if (rc)
+        goto out_free;
+    rc = gf_gpu_alloc(ctx->gpu, sizeof(float) * (size_t)B * LSTM_T * LSTM_IN, &dx);
+    if (rc)
+        goto out_free;
+    rc = gf_gpu_upload(ctx->gpu, dx, x, sizeof(float) * (size_t)B * LSTM_T * LSTM_IN);
+    if (rc)
+        goto out_free;
+    rc = lstm_accuracy(ctx, cand, B, math, &w, x, l, dx, res, seed);
+    if (rc)
+        goto out_free;
+    if (res->accurate) {
         lstm_subject t = { l, math, dx, B };
         gfq_ab_subject sub = { lstm_set_route, lstm_run, &t, ctx->gpu, cand->boundary };
         rc = gfq_measure_speed(ctx, cand, B, math, res, &sub, &rng);
     }
+out_free:
     if (dx)
         gf_gpu_free(ctx->gpu, dx);
     gf_lstm_gpu_destroy(&l);
@@ -267,28 +284,47 @@ int gfq_sinc(const gf_qualify_ctx *ctx, const gf_candidate *cand, int B, gf_math
     const char *sha = NULL;
     gf_sinc_gpu *s = gf_sinc_gpu_new(ctx->gpu, ctx->blas, filters, B);
     int rc = s ? 0 : GF_EDEVICE;
-    rc = rc ? rc : gf_sinc_gpu_set_route(s, GF_ROUTE_OWN, &sha);
-    rc = rc ? rc : gfq_check_module(cand->boundary, sha, res);
-    rc = rc ? rc : gf_gpu_alloc(ctx->gpu, sizeof(float) * nw, &dw);
-    rc = rc ? rc : gf_gpu_alloc(ctx->gpu, sizeof(float) * no, &dout);
-    rc = rc ? rc : gf_gpu_upload(ctx->gpu, dw, wave, sizeof(float) * nw);
-    rc = rc ? rc : gf_gpu_fill32(ctx->gpu, dout, 0x7fc00000u, no);   /* NaN poison */
-    rc = rc ? rc : gf_sinc_gpu_run(s, dw, B, dout);
-    rc = rc ? rc : gf_gpu_download(ctx->gpu, got, dout, sizeof(float) * no);
-    if (!rc) {
-        gfq_acc_errors e = { .atol = 1e-9, .rtol = 2.4e-7 };   /* 2 ulp of float */
-        for (int k = 0; k < SINC_SAMPLES; k++) {
-            size_t o = (size_t)(gf_splitmix64(&rng) % no);
-            gfq_acc_add(&e, got[o], gf_sinc_ref(filters, wave, o));
-        }
-        rc = gfq_acc_record(ctx, cand, B, math, res, seed, &e, gfq_count_unwritten(got, no), no,
-                            "sampled outputs", "outputs_written_checked", (int64_t)no);
+    if (rc)
+        goto out_free;
+    rc = gf_sinc_gpu_set_route(s, GF_ROUTE_OWN, &sha);
+    if (rc)
+        goto out_free;
+    rc = gfq_check_module(cand->boundary, sha, res);
+    if (rc)
+        goto out_free;
+    rc = gf_gpu_alloc(ctx->gpu, sizeof(float) * nw, &dw);
+    if (rc)
+        goto out_free;
+    rc = gf_gpu_alloc(ctx->gpu, sizeof(float) * no, &dout);
+    if (rc)
+        goto out_free;
+    rc = gf_gpu_upload(ctx->gpu, dw, wave, sizeof(float) * nw);
+    if (rc)
+        goto out_free;
+    rc = gf_gpu_fill32(ctx->gpu, dout, 0x7fc00000u, no);   /* NaN poison */
+    if (rc)
+        goto out_free;
+    rc = gf_sinc_gpu_run(s, dw, B, dout);
+    if (rc)
+        goto out_free;
+    rc = gf_gpu_download(ctx->gpu, got, dout, sizeof(float) * no);
+    if (rc)
+        goto out_free;
+    gfq_acc_errors e = { .atol = 1e-9, .rtol = 2.4e-7 };   /* 2 ulp of float */
+    for (int k = 0; k < SINC_SAMPLES; k++) {
+        size_t o = (size_t)(gf_splitmix64(&rng) % no);
+        gfq_acc_add(&e, got[o], gf_sinc_ref(filters, wave, o));
     }
-    if (!rc && res->accurate) {
+    rc = gfq_acc_record(ctx, cand, B, math, res, seed, &e, gfq_count_unwritten(got, no), no,
+                        "sampled outputs", "outputs_written_checked", (int64_t)no);
+    if (rc)
+        goto out_free;
+    if (res->accurate) {
         sinc_subject t = { s, dw, dout, B };
         gfq_ab_subject sub = { sinc_set_route, sinc_run, &t, ctx->gpu, cand->boundary };
         rc = gfq_measure_speed(ctx, cand, B, math, res, &sub, &rng);
     }
+out_free:
     if (dw)
         gf_gpu_free(ctx->gpu, dw);
     if (dout)
@@ -346,38 +382,57 @@ int gfq_segconv(const gf_qualify_ctx *ctx, const gf_candidate *cand, int B, gf_m
     gf_segconv_gpu *s = gf_segconv_gpu_new(ctx->gpu, ctx->blas, cand->boundary, cin, tin, w,
                                            bias, B);
     int rc = s ? 0 : GF_EDEVICE;
-    rc = rc ? rc : gf_segconv_gpu_set_route(s, GF_ROUTE_OWN, &sha);
-    rc = rc ? rc : gfq_check_module(cand->boundary, sha, res);
-    rc = rc ? rc : gf_gpu_alloc(ctx->gpu, sizeof(float) * nx, &dx);
-    rc = rc ? rc : gf_gpu_alloc(ctx->gpu, sizeof(float) * no, &dout);
-    rc = rc ? rc : gf_gpu_upload(ctx->gpu, dx, x, sizeof(float) * nx);
-    rc = rc ? rc : gf_gpu_fill32(ctx->gpu, dout, 0x7fc00000u, no);   /* NaN poison */
-    rc = rc ? rc : gf_segconv_gpu_run(s, math, dx, B, dout);
-    rc = rc ? rc : gf_gpu_download(ctx->gpu, got, dout, sizeof(float) * no);
-    if (!rc) {
-        gfq_acc_errors e = gfq_acc_layer(math);
-        for (int k = 0; k < SEGCONV_SAMPLES; k++) {
-            size_t o = (size_t)(gf_splitmix64(&rng) % no);
-            size_t b = o / ((size_t)C * tp), c = (o / tp) % C, p = o % tp;
-            double ref = -INFINITY;
-            for (int j = 0; j < 3; j++) {
-                double acc = 0.0;
-                for (int ci = 0; ci < cin; ci++)
-                    for (int q = 0; q < K; q++)
-                        acc += (double)w[(c * cin + ci) * K + q] *
-                               x[(b * cin + ci) * tin + 3 * p + j + q];
-                ref = fmax(ref, acc);
-            }
-            gfq_acc_add(&e, got[o], ref + bias[c]);
+    if (rc)
+        goto out_free;
+    rc = gf_segconv_gpu_set_route(s, GF_ROUTE_OWN, &sha);
+    if (rc)
+        goto out_free;
+    rc = gfq_check_module(cand->boundary, sha, res);
+    if (rc)
+        goto out_free;
+    rc = gf_gpu_alloc(ctx->gpu, sizeof(float) * nx, &dx);
+    if (rc)
+        goto out_free;
+    rc = gf_gpu_alloc(ctx->gpu, sizeof(float) * no, &dout);
+    if (rc)
+        goto out_free;
+    rc = gf_gpu_upload(ctx->gpu, dx, x, sizeof(float) * nx);
+    if (rc)
+        goto out_free;
+    rc = gf_gpu_fill32(ctx->gpu, dout, 0x7fc00000u, no);   /* NaN poison */
+    if (rc)
+        goto out_free;
+    rc = gf_segconv_gpu_run(s, math, dx, B, dout);
+    if (rc)
+        goto out_free;
+    rc = gf_gpu_download(ctx->gpu, got, dout, sizeof(float) * no);
+    if (rc)
+        goto out_free;
+    gfq_acc_errors e = gfq_acc_layer(math);
+    for (int k = 0; k < SEGCONV_SAMPLES; k++) {
+        size_t o = (size_t)(gf_splitmix64(&rng) % no);
+        size_t b = o / ((size_t)C * tp), c = (o / tp) % C, p = o % tp;
+        double ref = -INFINITY;
+        for (int j = 0; j < 3; j++) {
+            double acc = 0.0;
+            for (int ci = 0; ci < cin; ci++)
+                for (int q = 0; q < K; q++)
+                    acc += (double)w[(c * cin + ci) * K + q] *
+                           x[(b * cin + ci) * tin + 3 * p + j + q];
+            ref = fmax(ref, acc);
         }
-        rc = gfq_acc_record(ctx, cand, B, math, res, seed, &e, gfq_count_unwritten(got, no), no,
-                            "sampled outputs", "outputs_written_checked", (int64_t)no);
+        gfq_acc_add(&e, got[o], ref + bias[c]);
     }
-    if (!rc && res->accurate) {
+    rc = gfq_acc_record(ctx, cand, B, math, res, seed, &e, gfq_count_unwritten(got, no), no,
+                        "sampled outputs", "outputs_written_checked", (int64_t)no);
+    if (rc)
+        goto out_free;
+    if (res->accurate) {
         segconv_subject t = { s, math, dx, dout, B };
         gfq_ab_subject sub = { segconv_set_route, segconv_run, &t, ctx->gpu, cand->boundary };
         rc = gfq_measure_speed(ctx, cand, B, math, res, &sub, &rng);
     }
+out_free:
     if (dx)
         gf_gpu_free(ctx->gpu, dx);
     if (dout)
@@ -436,30 +491,49 @@ int gfq_dense(const gf_qualify_ctx *ctx, const gf_candidate *cand, int B, gf_mat
     gf_dense_gpu *d = gf_dense_gpu_new(ctx->gpu, ctx->blas, cand->boundary, in, n, w, bias, act,
                                        rows);
     int rc = d ? 0 : GF_EDEVICE;
-    rc = rc ? rc : gf_dense_gpu_set_route(d, GF_ROUTE_OWN, &sha);
-    rc = rc ? rc : gfq_check_module(cand->boundary, sha, res);
-    rc = rc ? rc : gf_gpu_alloc(ctx->gpu, sizeof(float) * nx, &dx);
-    rc = rc ? rc : gf_gpu_alloc(ctx->gpu, sizeof(float) * no, &dout);
-    rc = rc ? rc : gf_gpu_upload(ctx->gpu, dx, x, sizeof(float) * nx);
-    rc = rc ? rc : gf_gpu_fill32(ctx->gpu, dout, 0x7fc00000u, no);   /* NaN poison */
-    rc = rc ? rc : gf_dense_gpu_run(d, math, dx, rows, dout);
-    rc = rc ? rc : gf_gpu_download(ctx->gpu, got, dout, sizeof(float) * no);
-    if (!rc) {
-        gfq_acc_errors e = gfq_acc_layer(math);
-        for (size_t o = 0; o < no; o++) {
-            double ref = gf_dense_ref(w, bias, in, n, act, x, o);
-            if (!gfq_acc_add(&e, got[o], ref) && e.mismatches <= 5)
-                fprintf(ctx->report, "    mismatch: row %zu output %zu: %.9g vs %.9g\n",
-                        o / (size_t)n, o % (size_t)n, got[o], ref);
-        }
-        rc = gfq_acc_record(ctx, cand, B, math, res, seed, &e, gfq_count_unwritten(got, no), no,
-                            "elements", "rows", rows);
+    if (rc)
+        goto out_free;
+    rc = gf_dense_gpu_set_route(d, GF_ROUTE_OWN, &sha);
+    if (rc)
+        goto out_free;
+    rc = gfq_check_module(cand->boundary, sha, res);
+    if (rc)
+        goto out_free;
+    rc = gf_gpu_alloc(ctx->gpu, sizeof(float) * nx, &dx);
+    if (rc)
+        goto out_free;
+    rc = gf_gpu_alloc(ctx->gpu, sizeof(float) * no, &dout);
+    if (rc)
+        goto out_free;
+    rc = gf_gpu_upload(ctx->gpu, dx, x, sizeof(float) * nx);
+    if (rc)
+        goto out_free;
+    rc = gf_gpu_fill32(ctx->gpu, dout, 0x7fc00000u, no);   /* NaN poison */
+    if (rc)
+        goto out_free;
+    rc = gf_dense_gpu_run(d, math, dx, rows, dout);
+    if (rc)
+        goto out_free;
+    rc = gf_gpu_download(ctx->gpu, got, dout, sizeof(float) * no);
+    if (rc)
+        goto out_free;
+    gfq_acc_errors e = gfq_acc_layer(math);
+    for (size_t o = 0; o < no; o++) {
+        double ref = gf_dense_ref(w, bias, in, n, act, x, o);
+        if (!gfq_acc_add(&e, got[o], ref) && e.mismatches <= 5)
+            fprintf(ctx->report, "    mismatch: row %zu output %zu: %.9g vs %.9g\n",
+                    o / (size_t)n, o % (size_t)n, got[o], ref);
     }
-    if (!rc && res->accurate) {
+    rc = gfq_acc_record(ctx, cand, B, math, res, seed, &e, gfq_count_unwritten(got, no), no,
+                        "elements", "rows", rows);
+    if (rc)
+        goto out_free;
+    if (res->accurate) {
         dense_subject t = { d, math, dx, dout, rows };
         gfq_ab_subject sub = { dense_set_route, dense_run, &t, ctx->gpu, cand->boundary };
         rc = gfq_measure_speed(ctx, cand, B, math, res, &sub, &rng);
     }
+out_free:
     if (dx)
         gf_gpu_free(ctx->gpu, dx);
     if (dout)

@@ -8,6 +8,7 @@
  * audio it covers at the pipeline's 1 s step).
  * Usage: bench_gpu_nets MODELS_DIR [BATCH] [REPEATS] */
 #include "common/devstats.h"
+#include "common/error.h"
 #include "common/util.h"
 #include "gpu/blas.h"
 #include "diar/embedding_gpu.h"
@@ -120,6 +121,31 @@ static double stage_ms(const gf_devstats *st, double *total)
     return sum;
 }
 
+/* Put the three networks on plan pl's routes for batches of B: the route
+ * plan rp's (GF_ENOENT without one), or pl's routes by hand. 0, or the first
+ * setter's error: the plan is not available on this card. */
+static int use_plan(const plan *pl, gf_route_plan *rp, int B, gf_segmentation_gpu *sg,
+                    gf_embedding_gpu *eg, gf_fbank_gpu *fb)
+{
+    if (pl->planned) {
+        if (!rp)
+            return GF_ENOENT;
+        GF_TRY(gf_segmentation_gpu_apply_plan(sg, rp, B, pl->math));
+        GF_TRY(gf_embedding_gpu_apply_plan(eg, rp, B));
+        return gf_fbank_gpu_apply_plan(fb, rp, B, pl->math);
+    }
+    GF_TRY(gf_fbank_gpu_set_route(fb, "fbank.dft", pl->seg, NULL));
+    GF_TRY(gf_fbank_gpu_set_route(fb, "fbank.mel", pl->seg, NULL));
+    static const char *const own_seg[] = { "sincnet.conv0.abs_pool", "segconv.conv1",
+                                           "segconv.conv2", "lstm.stack", "dense.linear0",
+                                           "dense.linear1", "dense.classifier" };
+    for (size_t i = 0; i < GF_ARRAY_LEN(own_seg); i++)
+        GF_TRY(gf_segmentation_gpu_set_route(sg, own_seg[i], pl->seg));
+    GF_TRY(gf_embedding_gpu_set_route(eg, "resnet", pl->resnet));
+    GF_TRY(gf_embedding_gpu_set_route(eg, "pooling.stats", pl->seg));
+    return gf_embedding_gpu_set_route(eg, "embedding.seg_1", pl->seg);
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -182,25 +208,7 @@ int main(int argc, char **argv)
         gf_segmentation_gpu *sg = gf_segmentation_gpu_new(gpu, blas, seg, NULL, B, plans[p].math);
         gf_embedding_gpu *eg = gf_embedding_gpu_new(gpu, blas, emb, NULL, B, plans[p].math);
         gf_fbank_gpu *fb = gf_fbank_gpu_new(gpu, blas, B);
-        int rc = !sg || !eg || !fb;
-        if (!rc && plans[p].planned) {
-            rc = rp ? gf_segmentation_gpu_apply_plan(sg, rp, B, plans[p].math) : 1;
-            rc = rc ? rc : gf_embedding_gpu_apply_plan(eg, rp, B);
-            rc = rc ? rc : gf_fbank_gpu_apply_plan(fb, rp, B, plans[p].math);
-        } else if (!rc) {
-            rc = gf_fbank_gpu_set_route(fb, "fbank.dft", plans[p].seg, NULL);
-            rc = rc ? rc : gf_fbank_gpu_set_route(fb, "fbank.mel", plans[p].seg, NULL);
-            static const char *const own_seg[] = { "sincnet.conv0.abs_pool", "segconv.conv1",
-                                                   "segconv.conv2", "lstm.stack",
-                                                   "dense.linear0", "dense.linear1",
-                                                   "dense.classifier" };
-            for (size_t i = 0; i < GF_ARRAY_LEN(own_seg) && !rc; i++)
-                rc = gf_segmentation_gpu_set_route(sg, own_seg[i], plans[p].seg);
-            rc = rc ? rc : gf_embedding_gpu_set_route(eg, "resnet", plans[p].resnet);
-            rc = rc ? rc : gf_embedding_gpu_set_route(eg, "pooling.stats", plans[p].seg);
-            rc = rc ? rc : gf_embedding_gpu_set_route(eg, "embedding.seg_1", plans[p].seg);
-        }
-        if (rc) {
+        if (!sg || !eg || !fb || use_plan(&plans[p], rp, B, sg, eg, fb) != 0) {
             printf("plan %s: not available on this card\n", plans[p].name);
             gf_segmentation_gpu_destroy(&sg);
             gf_embedding_gpu_destroy(&eg);

@@ -308,8 +308,8 @@ int gf_gpu_own_kernel(gf_gpu *self, const char *boundary, const char *area, cons
                 "%d: refused", boundary, smem, self->smem_optin);
         return GF_EUNSUP;
     }
-    int rc = gf_gpu_function(self, area, name, out, NULL, sha256);
-    return rc || !smem ? rc : func_smem(self, *out, smem);
+    GF_TRY(gf_gpu_function(self, area, name, out, NULL, sha256));
+    return smem ? func_smem(self, *out, smem) : 0;
 }
 
 int gf_gpu_own_kernel_extra(gf_gpu *self, int min_cc, const char *boundary, const char *area,
@@ -486,8 +486,8 @@ int gf_gpu_allocs_take(gf_gpu_allocs *a, size_t bytes, gf_cu_ptr *out)
 
 int gf_gpu_allocs_upload(gf_gpu_allocs *a, const void *host, size_t bytes, gf_cu_ptr *out)
 {
-    int rc = gf_gpu_allocs_take(a, bytes, out);
-    return rc ? rc : gf_gpu_upload(a->gpu, *out, host, bytes);
+    GF_TRY(gf_gpu_allocs_take(a, bytes, out));
+    return gf_gpu_upload(a->gpu, *out, host, bytes);
 }
 
 void gf_gpu_allocs_release(gf_gpu_allocs *a)

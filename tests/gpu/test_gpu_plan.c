@@ -178,9 +178,9 @@ static int setup(void **state)
     own_models = true;
     char path[128];
     snprintf(path, sizeof path, "%s/%s", models, GF_MODELS_SEGMENTATION);
-    int rc = write_segmentation(path);
+    GF_TRY(write_segmentation(path));
     snprintf(path, sizeof path, "%s/%s", models, GF_MODELS_EMBEDDING);
-    return rc ? rc : write_embedding(path);
+    return write_embedding(path);
 }
 
 static int teardown(void **state)

@@ -264,12 +264,12 @@ int gf_cmd_cluster(int argc, char **argv, gf_cli_ctx *cli)
     int rc = gf_npy_load(seg_path, &seg);
     if (rc) {
         status = exit_for(rc);
-        goto out;
+        goto out_free;
     }
     rc = gf_npy_load(emb_path, &emb);
     if (rc) {
         status = exit_for(rc);
-        goto out;
+        goto out_free;
     }
     size_t want_seg[] = { (size_t)-1, SEG_FRAMES, (size_t)-1 };
     if (gf_npy_check_shape(seg_path, seg, 3, want_seg) != 0 || seg->shape[0] == 0
@@ -277,7 +277,7 @@ int gf_cmd_cluster(int argc, char **argv, gf_cli_ctx *cli)
         if (seg->ndim == 3 && (seg->shape[0] == 0 || seg->shape[2] == 0))
             GF_ERROR("%s: no windows or no speakers", seg_path);
         status = GF_EXIT_DATAERR;
-        goto out;
+        goto out_free;
     }
     size_t C = seg->shape[0], F = seg->shape[1], S = seg->shape[2];
     size_t want_emb[] = { C, S, (size_t)-1 };
@@ -285,13 +285,13 @@ int gf_cmd_cluster(int argc, char **argv, gf_cli_ctx *cli)
         GF_ERROR("%s: must be windows x speakers x dim = (%zu, %zu, dim) to match %s", emb_path,
                  C, S, seg_path);
         status = GF_EXIT_DATAERR;
-        goto out;
+        goto out_free;
     }
     if (emb->dtype != GF_NPY_F32 && emb->dtype != GF_NPY_F64) {
         GF_ERROR("%s: embeddings must be float32 or float64, not %s", emb_path,
                  gf_npy_dtype_name(emb->dtype));
         status = GF_EXIT_DATAERR;
-        goto out;
+        goto out_free;
     }
     size_t D = emb->shape[2];
     if (plda_arg) {
@@ -300,24 +300,24 @@ int gf_cmd_cluster(int argc, char **argv, gf_cli_ctx *cli)
         plda_dir = default_plda_dir(config_path);
         if (!plda_dir) {
             status = GF_EXIT_CONFIG;
-            goto out;
+            goto out_free;
         }
     }
     rc = gf_plda_load(plda_dir, &plda);
     if (rc) {
         fprintf(stderr, "gpuflock cluster: PLDA in %s unusable\n", plda_dir);
         status = exit_for(rc);
-        goto out;
+        goto out_free;
     }
     segf = gf_npy_to_f32(seg);
     embf = gf_npy_to_f32(emb);
     if (gf_cluster_check(seg_path, segf, emb_path, embf, C, F, S, D, plda) != 0) {
         status = GF_EXIT_DATAERR;
-        goto out;
+        goto out_free;
     }
     if (gpu_index >= 0) {
         if ((status = take_card(config_path, gpu_index, &card_lock, &gpu)) != 0)
-            goto out;
+            goto out_free;
         o.ahc_link = gf_ahc_link_gpu;
         o.ahc_ctx = gpu;
     }
@@ -325,7 +325,7 @@ int gf_cmd_cluster(int argc, char **argv, gf_cli_ctx *cli)
     rc = gf_cluster_run(segf, embf, C, F, S, D, plda, &o, &res);
     if (rc) {
         status = rc == GF_EINVAL ? GF_EXIT_USAGE : GF_EXIT_DATAERR;
-        goto out;
+        goto out_free;
     }
     if (timings)
         fprintf(stderr,
@@ -348,7 +348,7 @@ int gf_cmd_cluster(int argc, char **argv, gf_cli_ctx *cli)
         status = EXIT_CANTCREAT;
     free(text);
     gf_rttm_destroy(&r);
-out:
+out_free:
     gf_gpu_destroy(&gpu);
     gf_lock_destroy(&card_lock);
     free(uri);

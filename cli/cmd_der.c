@@ -250,7 +250,7 @@ int gf_cmd_der(int argc, char **argv, gf_cli_ctx *cli)
     if ((rc = gf_rttm_read(paths[0], &ref)) != 0 || (rc = gf_rttm_read(paths[1], &hyp)) != 0 ||
         (uem_path && (rc = read_uem(uem_path, &uem, &n_uem, &names)) != 0)) {
         status = (rc == GF_ENOENT || rc == GF_EIO) ? GF_EXIT_NOINPUT : GF_EXIT_DATAERR;
-        goto out;
+        goto out_free;
     }
     /* The reader accepts a file without turns only when it is blank. */
     for (int k = 0; k < 2; k++)
@@ -262,13 +262,13 @@ int gf_cmd_der(int argc, char **argv, gf_cli_ctx *cli)
     rc = gf_der_score(rt, ref->n, ht, hyp->n, uem, n_uem, uem_path != NULL, &opt, &rep);
     if (rc) {
         status = GF_EXIT_DATAERR;
-        goto out;
+        goto out_free;
     }
     if (json)
         print_json(rep, &opt);
     else
         print_table(rep);
-out:
+out_free:
     gf_der_report_destroy(&rep);
     free(uem);
     free(rt);

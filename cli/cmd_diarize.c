@@ -248,7 +248,7 @@ static int diarize_one(gf_diar *d, const char *path, const run_conf *rc_conf,
     if (rc) {
         fprintf(stderr, "gpuflock diarize: %s: failed: %s\n", path, gf_strerror(rc));
         status = exit_for(rc);
-        goto out;
+        goto out_free;
     }
     char *rttm_path = gf_strfmt("%s/%s.rttm", dir, name);
     char *text = gf_rttm_format(res.rttm);
@@ -270,7 +270,7 @@ static int diarize_one(gf_diar *d, const char *path, const run_conf *rc_conf,
     fflush(stdout);
     free(rttm_path);
     gf_diar_result_free(&res);
-out:
+out_free:
     gf_devstats_destroy(&st);
     free(save);
     free(dir);
@@ -432,22 +432,22 @@ int gf_cmd_diarize(int argc, char **argv, gf_cli_ctx *cli)
             status = exit_for(rc);
     }
     if (inputs.n == 0)
-        goto out;
+        goto out_free;
     if (conf.out_dir && make_dir(conf.out_dir) != 0) {
         status = EXIT_CANTCREAT;
-        goto out;
+        goto out_free;
     }
     conf.several = inputs.n > 1;
     if (conf.save_dir && make_dir(conf.save_dir) != 0) {
         status = EXIT_CANTCREAT;
-        goto out;
+        goto out_free;
     }
     bool weight_free = false;
     d = gf_diar_new(models_dir, cfg->batch_size, cfg->cpu_threads, &weight_free);
     if (!d) {
         fprintf(stderr, "gpuflock diarize: model files in %s unusable\n", models_dir);
         status = GF_EXIT_CONFIG;
-        goto out;
+        goto out_free;
     }
     if (weight_free) {
         fprintf(stderr, "gpuflock diarize: weight-free mode: no model files in %s (energy voice "
@@ -470,7 +470,7 @@ int gf_cmd_diarize(int argc, char **argv, gf_cli_ctx *cli)
         } else if (gpu >= 0) {
             fprintf(stderr, "gpuflock diarize: --gpu %d: no usable CUDA card %d\n", gpu, gpu);
             status = GF_EXIT_UNAVAIL;
-            goto out;
+            goto out_free;
         } else {
             fprintf(stderr, "gpuflock diarize: --any: no usable CUDA card; running on the CPU\n");
         }
@@ -486,7 +486,7 @@ int gf_cmd_diarize(int argc, char **argv, gf_cli_ctx *cli)
         if (st && !status)
             status = st;
     }
-out:
+out_free:
     gf_diar_destroy(&d);
     gf_route_plan_destroy(&plan);   /* after the pipeline, whose backend applied it */
     for (size_t i = 0; i < inputs.n; i++)

@@ -67,7 +67,7 @@ static int check_net(const char *dir, const char *rel, const gf_manifest *man, i
     int ok = 0;
     if (!sha) {
         GF_ERROR("%s: not listed in %s/%s", path, dir, GF_MODELS_MANIFEST);
-        goto out;
+        goto out_report;
     }
     if (is_seg) {
         gf_segmentation *s = gf_segmentation_new(path, sha, 1, 1);
@@ -79,11 +79,11 @@ static int check_net(const char *dir, const char *rel, const gf_manifest *man, i
         gf_embedding_destroy(&e);
     }
     if (!ok)
-        goto out;
+        goto out_report;
     gf_safetensors *st = gf_safetensors_open(path, NULL);
     if (!st) {
         ok = 0;
-        goto out;
+        goto out_report;
     }
     long long params = 0;
     for (size_t i = 0; i < gf_safetensors_count(st); i++) {
@@ -96,7 +96,7 @@ static int check_net(const char *dir, const char *rel, const gf_manifest *man, i
     printf("%-26s %-13s %4zu tensors  %9s parameters  sha256 %s  ok\n", rel,
            is_seg ? "segmentation" : "embedding", gf_safetensors_count(st), pc, sha);
     gf_safetensors_destroy(&st);
-out:
+out_report:
     if (!ok)
         printf("%-26s FAILED (see the messages above)\n", rel);
     free(path);
@@ -113,11 +113,11 @@ static int check_file(const char *dir, const char *rel, const gf_manifest *man, 
     char got[GF_SHA256_HEX_LEN];
     if (stat(path, &st) != 0 || !S_ISREG(st.st_mode)) {
         GF_ERROR("%s: missing", path);
-        goto out;
+        goto out_report;
     }
     if (!sha) {
         GF_ERROR("%s: not listed in %s/%s", path, dir, GF_MODELS_MANIFEST);
-        goto out;
+        goto out_report;
     }
     if (want_zip) {
         unsigned char magic[4] = { 0 };
@@ -127,19 +127,19 @@ static int check_file(const char *dir, const char *rel, const gf_manifest *man, 
             fclose(f);
         if (n != 4 || memcmp(magic, "PK\x03\x04", 4) != 0) {
             GF_ERROR("%s: not a NumPy .npz (zip) archive", path);
-            goto out;
+            goto out_report;
         }
     }
     if (gf_sha256_file_hex(path, got) != 0)
-        goto out;
+        goto out_report;
     if (strcmp(got, sha) != 0) {
         GF_ERROR("%s: SHA-256 %s does not match the manifest's %s", path, got, sha);
-        goto out;
+        goto out_report;
     }
     ok = 1;
     printf("%-26s %-13s %10lld bytes                       sha256 %s  ok\n", rel,
            want_zip ? "plda" : "other", (long long)st.st_size, sha);
-out:
+out_report:
     if (!ok)
         printf("%-26s FAILED (see the messages above)\n", rel);
     free(path);

@@ -232,19 +232,19 @@ int gf_cmd_qualify(int argc, char **argv, gf_cli_ctx *cli)
         fprintf(stderr, "gpuflock qualify: card %d is %s: qualification needs a CUDA card\n",
                 o.gpu, dev ? "a declared CPU card" : "not in the configuration");
         status = GF_EXIT_UNAVAIL;
-        goto out;
+        goto out_free;
     }
     if ((status = take_locks(cfg, dev, &card_lock, &bench_lock)) != 0)
-        goto out;
+        goto out_free;
     if (gf_card_identify(dev, &card) != 0 || gf_gpu_open(dev->index, &gpu) != 0 ||
         gf_blas_gpu_open(gpu, &blas) != 0) {
         status = GF_EXIT_UNAVAIL;
-        goto out;
+        goto out_free;
     }
     if (o.binding_out && !(binding = fopen(o.binding_out, "w"))) {
         fprintf(stderr, "gpuflock qualify: %s: cannot write\n", o.binding_out);
         status = 1;
-        goto out;
+        goto out_free;
     }
     uint64_t seed = 0;
     if (getrandom(&seed, sizeof seed, 0) != sizeof seed)
@@ -280,7 +280,7 @@ int gf_cmd_qualify(int argc, char **argv, gf_cli_ctx *cli)
         fprintf(stderr, "gpuflock qualify: no candidate of area %s\n", o.area ? o.area : "?");
         status = GF_EXIT_USAGE;
     }
-out:
+out_free:
     if (binding && binding != stdout)
         fclose(binding);
     gf_blas_gpu_destroy(&blas);

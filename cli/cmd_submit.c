@@ -75,10 +75,10 @@ int gf_cmd_submit(int argc, char **argv, gf_cli_ctx *cli)
     req.spec = o.spec;
     req.array = o.array;
     if (o.file && (rc = read_lines(o.file, &req.commands, &req.n_commands)) != 0)
-        goto out;
+        goto out_clear;
     gf_client *cl = gf_client_open(o.config, cli, &rc);
     if (!cl)
-        goto out;
+        goto out_clear;
     gf_msg rep;
     if (gf_client_call(cl, &req, &rep, 60000) != 0) {
         rc = GF_EXIT_UNAVAIL;
@@ -91,7 +91,7 @@ int gf_cmd_submit(int argc, char **argv, gf_cli_ctx *cli)
     }
     gf_msg_clear(&rep);
     gf_client_destroy(&cl);
-out:
+out_clear:
     memset(&req.spec, 0, sizeof(req.spec));     /* owned by o */
     gf_msg_clear(&req);
     gf_jobopts_clear(&o);

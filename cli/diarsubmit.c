@@ -253,17 +253,17 @@ static int poll_jobs(gf_client *cl, item *items, size_t n, int timeout_ms)
     req.timeout_ms = timeout_ms;
     int rc = 0;
     if (req.n_ids == 0)
-        goto out;
+        goto out_clear;
     if (gf_client_call(cl, &req, &rep, timeout_ms + 60000) != 0) {
         fprintf(stderr, "gpuflock diarize: lost the broker; the jobs may still run "
                         "(gpuflock queue)\n");
         rc = GF_EXIT_UNAVAIL;
-        goto out;
+        goto out_clear;
     }
     if (rep.op != GF_OP_JOBS) {
         rc = gf_client_report("diarize", &rep);
         gf_msg_clear(&rep);
-        goto out;
+        goto out_clear;
     }
     for (size_t k = 0; k < rep.n_jobs; k++)
         for (size_t i = 0; i < n; i++)
@@ -273,7 +273,7 @@ static int poll_jobs(gf_client *cl, item *items, size_t n, int timeout_ms)
                 items[i].have_job = true;
             }
     gf_msg_clear(&rep);
-out:
+out_clear:
     gf_msg_clear(&req);
     return rc;
 }
@@ -293,14 +293,14 @@ int gf_diarsubmit_run(const gf_diarsubmit_opts *o)
     if (o->out_dir) {
         if (make_dir(o->out_dir) != 0) {
             status = 73;
-            goto out;
+            goto out_free;
         }
         out_dir = absolute(o->out_dir);
     }
     if (o->save_dir) {
         if (make_dir(o->save_dir) != 0) {
             status = 73;
-            goto out;
+            goto out_free;
         }
         save_dir = absolute(o->save_dir);
     }
@@ -338,7 +338,7 @@ int gf_diarsubmit_run(const gf_diarsubmit_opts *o)
         free(name);
         if (rc == GF_EXIT_UNAVAIL) {
             status = rc;
-            goto out;
+            goto out_free;
         }
         if (rc && !status)
             status = rc;
@@ -348,7 +348,7 @@ int gf_diarsubmit_run(const gf_diarsubmit_opts *o)
         }
     }
     if (n_jobs == 0)
-        goto out;
+        goto out_free;
 
     bool tty = isatty(STDERR_FILENO) == 1;
     bool first = true;
@@ -357,7 +357,7 @@ int gf_diarsubmit_run(const gf_diarsubmit_opts *o)
         int rc = poll_jobs(cl, items, n, first ? 1 : TICK_MS);
         if (rc) {
             status = rc;
-            goto out;
+            goto out_free;
         }
         if (tty)
             draw_tty(items, n, first);
@@ -397,7 +397,7 @@ int gf_diarsubmit_run(const gf_diarsubmit_opts *o)
         fprintf(stderr, "gpuflock diarize: weight-free mode: the worker found no model files "
                         "(energy voice activity and filterbank statistics; expect a much "
                         "higher DER)\n");
-out:
+out_free:
     for (size_t i = 0; i < o->n_inputs; i++) {
         free(items[i].audio);
         free(items[i].rttm);

@@ -75,12 +75,12 @@ int gf_diar_backend_cpu(const char *models_dir, int max_batch, int threads, gf_d
     cpu_ctx *c = NULL;
     if (!file_exists(seg_path) || !file_exists(emb_path)) {
         rc = GF_ENOENT;
-        goto out;
+        goto out_free;
     }
     int mrc = gf_manifest_load(models_dir, &man);
     if (mrc != 0 && mrc != GF_ENOENT) {
         rc = mrc;
-        goto out;
+        goto out_free;
     }
     c = gf_calloc(1, sizeof *c);
     c->seg = gf_segmentation_new(seg_path,
@@ -93,12 +93,12 @@ int gf_diar_backend_cpu(const char *models_dir, int max_batch, int threads, gf_d
     if (!c->seg || !c->emb) {
         cpu_destroy(c);
         rc = GF_EINVAL;
-        goto out;
+        goto out_free;
     }
     *out = (gf_diar_backend){ .name = "cpu", .route = "cpu", .segment = cpu_segment,
                               .embed = cpu_embed, .destroy = cpu_destroy, .ctx = c,
                               .identity = "cpu" };
-out:
+out_free:
     gf_manifest_destroy(&man);
     free(seg_path);
     free(emb_path);

@@ -545,7 +545,7 @@ int gf_diar_run(gf_diar *d, const char *path, const gf_diar_run_opts *o, gf_devs
         res->t_decode += secs(t0);
         if (rc) {
             GF_ERROR("%s: diarization failed after %zu windows", path, n);
-            goto out;
+            goto out_free;
         }
         n += (size_t)nb;
         if (o->progress)
@@ -560,7 +560,7 @@ int gf_diar_run(gf_diar *d, const char *path, const gf_diar_run_opts *o, gf_devs
             if (o->boundary(o->boundary_user, &st)) {
                 GF_INFO("%s: stopped after %zu windows, at a batch boundary", path, n);
                 rc = GF_EINTR;
-                goto out;
+                goto out_free;
             }
         }
         batch_read t = cur;
@@ -569,16 +569,16 @@ int gf_diar_run(gf_diar *d, const char *path, const gf_diar_run_opts *o, gf_devs
     }
     rc = cur.rc;
     if (rc)
-        goto out;
+        goto out_free;
     if (n == 0) {
         GF_ERROR("%s: no audio samples", path);
         rc = GF_EINVAL;
-        goto out;
+        goto out_free;
     }
     if (n < skip) {
         GF_ERROR("%s: %zu windows, fewer than the %zu of the state resumed from", path, n, skip);
         rc = GF_ESTATE;
-        goto out;
+        goto out_free;
     }
     res->n_windows = n;
     res->duration = (double)last_sample / GF_AUDIO_RATE;
@@ -600,20 +600,20 @@ int gf_diar_run(gf_diar *d, const char *path, const gf_diar_run_opts *o, gf_devs
         rc = gf_diar_wf_local_speakers(&wb, seg, emb, n, copts.threshold);
         if (rc) {
             GF_ERROR("%s: weight-free block clustering failed (%s)", path, gf_strerror(rc));
-            goto out;
+            goto out_free;
         }
     }
     if (o->save_dir) {
         rc = gf_diar_save_intermediates(o->save_dir, logits, seg, emb, n, dim);
         if (rc)
-            goto out;
+            goto out_free;
     }
     gf_cluster_result cres;
     rc = gf_cluster_run(seg, emb, n, GF_DIAR_FRAMES, GF_DIAR_SPEAKERS, dim, d->plda, &copts,
                         &cres);
     if (rc) {
         GF_ERROR("%s: clustering failed (%s)", path, gf_strerror(rc));
-        goto out;
+        goto out_free;
     }
     gf_diar_result_turns(res, path, &cres);
     gf_cluster_result_free(&cres);
@@ -623,7 +623,7 @@ int gf_diar_run(gf_diar *d, const char *path, const gf_diar_run_opts *o, gf_devs
                                 copts.ahc_link ? "host stage; its AHC linkage on the card is "
                                                  "timed as clustering.ahc"
                                                : "cpu card");
-out:
+out_free:
     res->t_total = secs(t_start);
     gf_audio_windows_destroy(&it);
     free(seg);

@@ -178,7 +178,7 @@ void gf_diar_wf_normalise(float *emb, size_t n, size_t dim)
         rows++;
     }
     if (rows == 0)
-        goto out;
+        goto out_free;
     for (size_t d = 0; d < dim; d++)
         mean[d] /= (double)rows;
     for (size_t i = 0; i < n; i++) {
@@ -208,7 +208,7 @@ void gf_diar_wf_normalise(float *emb, size_t n, size_t dim)
         for (size_t d = 0; d < dim; d++)
             e[d] = norm > 1e-12 ? (float)(e[d] / norm) : (float)(1.0 / sqrt((double)dim));
     }
-out:
+out_free:
     free(mean);
     free(sd);
 }
@@ -308,7 +308,7 @@ int gf_diar_wf_local_speakers(gf_diar_wf_blocks *wb, float *seg, float *emb, siz
         free(lab);
     }
     if (rc)
-        goto out;
+        goto out_free;
     /* blocks with too little speech take the label of the nearest labelled block */
     if (m > 0) {
         int *filled = gf_malloc(nb * sizeof *filled);
@@ -398,7 +398,7 @@ int gf_diar_wf_local_speakers(gf_diar_wf_blocks *wb, float *seg, float *emb, siz
     }
     free(cent);
     free(count);
-out:
+out_free:
     free(rows);
     free(label);
     return rc;

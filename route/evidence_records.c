@@ -82,13 +82,13 @@ static json_object *load_record(pctx *c, int line, const char *sha, const char *
     json_object *o = NULL;
     if (!text) {
         bad(c, line, "%s record %.12s: %s: %s", role, sha, path, strerror(errno));
-        goto out;
+        goto out_free;
     }
     char hex[GF_SHA256_HEX_LEN];
     gf_sha256_hex(text, len, hex);
     if (strcmp(hex, sha) != 0) {
         bad(c, line, "%s record: %s hashes to %s, not to its name", role, path, hex);
-        goto out;
+        goto out_free;
     }
     enum json_tokener_error jerr;
     o = json_tokener_parse_verbose(text, &jerr);
@@ -97,7 +97,7 @@ static json_object *load_record(pctx *c, int line, const char *sha, const char *
             o ? "wrong type" : json_tokener_error_desc(jerr));
         json_object_put(o);
         o = NULL;
-        goto out;
+        goto out_free;
     }
     json_object *f, *k;
     if (!json_object_object_get_ex(o, "format", &f) || json_object_get_int(f) != 1 ||
@@ -107,7 +107,7 @@ static json_object *load_record(pctx *c, int line, const char *sha, const char *
         json_object_put(o);
         o = NULL;
     }
-out:
+out_free:
     free(text);
     free(path);
     return o;

@@ -238,7 +238,7 @@ int gf_plan_route(const gf_planner *pl, const char *boundary, int batch, gf_math
             set_why(out, GF_WHY_DEVICE_ERROR, "binding '%s': identifying the %s module failed: %s",
                     b->id, want->area, gf_strerror(irc));
             rc = irc;
-            goto out;
+            goto out_free;
         }
         if (!gf_module_equal(want, &have)) {
             char w[160], h[160];
@@ -262,7 +262,7 @@ int gf_plan_route(const gf_planner *pl, const char *boundary, int batch, gf_math
             set_why(out, prc == GF_EINVAL ? GF_WHY_INVALID : GF_WHY_DEVICE_ERROR,
                     "binding '%s': %s: %s", b->id, gf_strerror(prc), why[0] ? why : "(no detail)");
             rc = prc;
-            goto out;
+            goto out_free;
         }
         out->kind = GF_ROUTE_OWN;
         out->binding = b;
@@ -272,10 +272,10 @@ int gf_plan_route(const gf_planner *pl, const char *boundary, int batch, gf_math
         gf_module_describe(&have, m, sizeof m);
         set_why(out, GF_WHY_EVIDENCE, "binding '%s' (%s:%d), %s, speed record %.12s", b->id,
                 b->file, p->line, m, p->speed[0]);
-        goto out;
+        goto out_free;
     }
 #undef FELL_THROUGH
-out:
+out_free:
     free(cands);
     return rc;
 }

@@ -198,7 +198,7 @@ int gf_cluster_run(const float *seg, const float *emb, size_t n_chunks, size_t n
         plda_run(&pj);
     r->t_plda = pj.secs;
     if (rc < 0)
-        goto out;
+        goto out_free;
     r->n_ahc = (size_t)rc;
     rc = 0;
     if (!plda) {
@@ -308,7 +308,7 @@ reconstruct:
         free(rename);
     }
     r->t_reconstruct = (double)(gf_now_ns() - t0) * 1e-9;
-out:
+out_free:
     gf_par_destroy(&own);
     free(act);
     free(centroids);

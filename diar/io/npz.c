@@ -342,7 +342,7 @@ int gf_npz_save(const char *path, const char *const *names, const gf_npy_array *
         free(u);
         free(mname);
         if (rc)
-            goto out;
+            goto out_free;
     }
     ENSURE(cdlen + 22);
     size_t cd_off = len;
@@ -358,7 +358,7 @@ int gf_npz_save(const char *path, const char *const *names, const gf_npy_array *
     put32(e + 16, (uint32_t)cd_off);
     len += 22;
     rc = gf_write_file_atomic(path, out, len);
-out:
+out_free:
     free(cd);
     free(out);
     return rc;

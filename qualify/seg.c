@@ -9,9 +9,12 @@
 #include "diar/segmentation.h"
 #include "diar/segmentation_gpu.h"
 #include "kernels/dense/dense_gpu.h"
+#include "kernels/dense/dense_ref.h"
 #include "kernels/lstm/lstm_gpu.h"
+#include "kernels/lstm/lstm_ref.h"
 #include "kernels/segconv/segconv_gpu.h"
 #include "kernels/sincnet/sincnet_gpu.h"
+#include "kernels/sincnet/sincnet_ref.h"
 #include "common/error.h"
 #include "common/util.h"
 

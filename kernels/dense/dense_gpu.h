@@ -56,12 +56,6 @@ gf_route_kind gf_dense_gpu_route(const gf_dense_gpu *self);
  * static), or NULL on the library route. */
 const char *gf_dense_gpu_kernel(const gf_dense_gpu *self, gf_math math, int rows);
 
-/* Output o (flat index into [rows][out]) of the definition above, in
- * float64 on the host, from the host copies of x [rows][in], w and bias:
- * the reference the checks compare both routes with. */
-double gf_dense_ref(const float *w, const float *bias, int in, int out, gf_dense_act act,
-                    const float *x, size_t o);
-
 /* x [rows][in] → out [rows][out], both on the card, 16-byte aligned (as
  * gf_gpu_alloc returns them); math: the library route's SGEMM mode. Returns
  * 0, GF_EINVAL (rows outside 1..max_rows, a misaligned buffer; logged) or

@@ -244,12 +244,3 @@ int gf_seg1_gpu_run(gf_seg1_gpu *s, gf_math math, gf_cu_ptr pooled, int n_jobs, 
     void *p_b[] = { &emb, &s->bias, &n_jobs, &n, &one };
     return gf_gpu_launch1d(s->gpu, s->bias_act, (long)n_jobs * GF_SEG1_OUT, p_b);
 }
-
-double gf_seg1_ref(const float *w, const float *bias, const float *pooled, size_t o)
-{
-    const size_t j = o / GF_SEG1_OUT, n = o % GF_SEG1_OUT;
-    double acc = bias[n];
-    for (int k = 0; k < GF_SEG1_IN; k++)
-        acc += (double)pooled[j * GF_SEG1_IN + k] * w[n * GF_SEG1_IN + k];
-    return acc;
-}

@@ -66,8 +66,4 @@ int gf_seg1_gpu_set_tf32_kernel(gf_seg1_gpu *self, gf_seg1_tf32_kernel which);
 int gf_seg1_gpu_run(gf_seg1_gpu *self, gf_math math, gf_cu_ptr pooled, int n_jobs,
                     gf_cu_ptr emb);
 
-/* Output o (flat index into [jobs][256]) in float64 on the host: the
- * reference the checks compare both routes with. */
-double gf_seg1_ref(const float *w, const float *bias, const float *pooled, size_t o);
-
 #endif

@@ -79,13 +79,4 @@ gf_cu_ptr gf_fbank_gpu_features(const gf_fbank_gpu *self);
  * the power buffer (as the last fbank.dft left it) → the features. */
 int gf_fbank_gpu_stage(gf_fbank_gpu *self, const char *boundary, gf_cu_ptr wave, int B);
 
-/* One window's features by the definition in float64 (fbank.h's conventions
- * with its float32 window and mel banks, the DFT summed directly): wave
- * [160000] → ref [998][80]. cond [998][80] (may be NULL): each output's
- * conditioning, the scale of a float32 computation's error in it: the
- * frame's power (bins 0..255) over the mel bin's energy, plus that ratio's
- * mean over the window's frames for the bin (the mean normalisation carries
- * every frame's error). The checks allow atol + rtol · cond. */
-void gf_fbank_gpu_ref(const float *wave, double *ref, double *cond);
-
 #endif

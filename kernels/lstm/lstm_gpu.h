@@ -75,11 +75,6 @@ int gf_lstm_gpu_poison(gf_lstm_gpu *self);
  * object, valid until the next run). Returns 0, GF_EINVAL or GF_EDEVICE. */
 int gf_lstm_gpu_run(gf_lstm_gpu *self, gf_math math, gf_cu_ptr x, int B, gf_cu_ptr *out);
 
-/* The stack's float64 definition for one sequence, on the host: x [T, in0]
- * → out [T, 2H], `layers` layers of w as for gf_lstm_gpu_new. For checks. */
-void gf_lstm_ref(const gf_lstm_gpu_dir (*w)[2], int layers, int in0, int hidden, int T,
-                 const float *x, double *out);
-
 /* Random weights for a stack, in host memory: every value uniform in
  * ±1/sqrt(hidden), the range PyTorch initialises an LSTM with, drawn from
  * the splitmix64 stream *seed. For qualify, tests and benchmarks. */

@@ -51,9 +51,4 @@ int gf_pool_gpu_jobs(gf_pool_gpu *self, int B, const int *job_window, const floa
  * jobs set last (nothing is launched for none). 0 or GF_EDEVICE. */
 int gf_pool_gpu_run(gf_pool_gpu *self, gf_cu_ptr x, gf_cu_ptr out);
 
-/* Output o (< 5120) of one job, in float64 on the host: x the job's window
- * [2560][125], w its weights [125]. The reference the checks compare both
- * routes with. */
-double gf_pool_ref(const float *x, const float *w, int o);
-
 #endif

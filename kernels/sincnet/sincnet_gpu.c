@@ -5,7 +5,6 @@
 #include "common/log.h"
 #include "common/util.h"
 
-#include <math.h>
 #include <stdbool.h>
 #include <stdlib.h>
 
@@ -117,21 +116,6 @@ const char *gf_sinc_gpu_kernel(const gf_sinc_gpu *s)
     if (s->route != GF_ROUTE_OWN)
         return NULL;
     return s->has_dmma ? "gf_sinc_abs_pool_dmma" : "gf_sinc_abs_pool_f64";
-}
-
-double gf_sinc_ref(const double *filters, const float *wave, size_t o)
-{
-    const size_t per = (size_t)GF_SINC_FILTERS * GF_SINC_POOLED;
-    const size_t b = o / per, f = (o % per) / GF_SINC_POOLED, p = o % GF_SINC_POOLED;
-    double m = 0.0;
-    for (int j = 0; j < 3; j++) {
-        const float *x = wave + b * GF_SINC_SAMPLES + (size_t)GF_SINC_STRIDE * (3 * p + j);
-        double acc = 0.0;
-        for (int k = 0; k < GF_SINC_TAPS; k++)
-            acc += filters[f * GF_SINC_TAPS + k] * x[k];
-        m = fmax(m, fabs(acc));
-    }
-    return m;
 }
 
 int gf_sinc_gpu_run(gf_sinc_gpu *s, gf_cu_ptr wave, int B, gf_cu_ptr out)

@@ -49,10 +49,6 @@ gf_route_kind gf_sinc_gpu_route(const gf_sinc_gpu *self);
  * library route. */
 const char *gf_sinc_gpu_kernel(const gf_sinc_gpu *self);
 
-/* Output o (flat index into [B][80][5325]) of the definition above, in
- * float64 on the host: the reference the checks compare both routes with. */
-double gf_sinc_ref(const double *filters, const float *wave, size_t o);
-
 /* wave [B][160000] float on the card → out [B][80][5325] float on the card.
  * Returns 0, GF_EINVAL (B above max_batch) or GF_EDEVICE. */
 int gf_sinc_gpu_run(gf_sinc_gpu *self, gf_cu_ptr wave, int B, gf_cu_ptr out);

@@ -15,6 +15,7 @@
 #include "common/error.h"
 #include "gpu/blas.h"
 #include "kernels/dense/dense_gpu.h"
+#include "kernels/dense/dense_ref.h"
 #include "gpu/device.h"
 
 #include <setjmp.h>

@@ -11,6 +11,7 @@
 #include "common/error.h"
 #include "gpu/blas.h"
 #include "kernels/fbank/fbank_gpu.h"
+#include "kernels/fbank/fbank_ref.h"
 #include "gpu/device.h"
 
 #include <setjmp.h>

@@ -13,6 +13,7 @@
 #include "gpu/device.h"
 #include "diar/segmentation.h"
 #include "kernels/lstm/lstm_gpu.h"
+#include "kernels/lstm/lstm_ref.h"
 
 #include <setjmp.h>
 #include <stdarg.h>

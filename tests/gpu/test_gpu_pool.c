@@ -20,7 +20,9 @@
 #include "gpu/blas.h"
 #include "gpu/device.h"
 #include "kernels/pooling/pooling_gpu.h"
+#include "kernels/pooling/pooling_ref.h"
 #include "kernels/embedding/seg1_gpu.h"
+#include "kernels/embedding/seg1_ref.h"
 
 #include <setjmp.h>
 #include <stdarg.h>

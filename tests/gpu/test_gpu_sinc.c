@@ -14,6 +14,7 @@
 #include "gpu/blas.h"
 #include "gpu/device.h"
 #include "kernels/sincnet/sincnet_gpu.h"
+#include "kernels/sincnet/sincnet_ref.h"
 
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,5 +1,5 @@
 /* test_fbank_gpu.c — the float64 definition the GPU fbank is checked against
- * (gf_fbank_gpu_ref, kernels/fbank/fbank_gpu.c), itself checked here without a
+ * (gf_fbank_gpu_ref, kernels/fbank/fbank_ref.c), itself checked here without a
  * card: the CPU filterbank (kernels/fbank/fbank_cpu.c, float32, within 1e-3 of
  * torchaudio) must lie within the GPU checks' tolerance of it, 1e-4 + 1e-9 x
  * each output's conditioning, and a feature moved by a few thousandths where
@@ -8,6 +8,7 @@
 #include "common/error.h"
 #include "kernels/fbank/fbank_cpu.h"
 #include "kernels/fbank/fbank_gpu.h"
+#include "kernels/fbank/fbank_ref.h"
 
 #include <setjmp.h>
 #include <stdarg.h>

@@ -128,7 +128,7 @@ $(BUILD)/bin/gpuflock-exec: $(call obj,cli/front/main.c) $(ALL_LIBS) | $(BUILD)/
 # gpuflock-exec under its own name.
 MUSL_CC ?= $(if $(SAN),,$(shell command -v musl-gcc 2>/dev/null))
 MUSL_SKIP := common/sha256.c common/par.c
-MUSL_NET := net/proto.c net/zmtp.c net/transport_zmtp.c
+MUSL_NET := $(wildcard net/proto*.c) net/zmtp.c net/transport_zmtp.c
 MUSL_SRC := $(filter-out $(MUSL_SKIP),$(CLI_SRC) $(COMMON_SRC)) $(MUSL_NET)
 MUSL_OBJ := $(patsubst %.c,$(BUILD)/musl/obj/%.o,$(MUSL_SRC))
 MUSL_HEADERS := yaml.h json-c msgpack.h msgpack   # from /usr/include, nothing else of glibc's

@@ -233,8 +233,9 @@ static void *hasher_main(void *arg)
         if (fstat(fd, &a) != 0 || !S_ISREG(a.st_mode)) {
             snprintf(why, sizeof why, "the audio is not a regular file");
             rc = GF_EUNSUP;
+        } else {
+            rc = gf_sha256_fd_hex(fd, self->audio, sha);
         }
-        rc = rc ? rc : gf_sha256_fd_hex(fd, self->audio, sha);
         if (rc == GF_EIO && !why[0])
             snprintf(why, sizeof why, "the audio could not be read to its end");
         /* the digest is of the file those size and mtime describe */

@@ -118,7 +118,7 @@ int gf_link_send(gf_link *self, const gf_msg *m)
 int gf_link_recv(gf_link *self, gf_msg *out, char *err, size_t errlen)
 {
     if (self->zsock)
-        return gf_wire_recv(self->zsock, false, ZMQ_DONTWAIT, NULL, out, err, errlen);
+        return gf_wire_recv(self->zsock, GF_WIRE_DEALER, ZMQ_DONTWAIT, NULL, out, err, errlen);
     memset(out, 0, sizeof(*out));
     if (!self->z) {
         snprintf(err, errlen, "no connection to the broker");

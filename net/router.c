@@ -119,7 +119,7 @@ static bool zmq_backend_pollitem(gf_router *self, zmq_pollitem_t *item)
 static int zmq_backend_recv(gf_router *self, gf_peer *peer, gf_msg *out, char *err,
                             size_t errlen)
 {
-    return gf_wire_recv(self->zsock, true, ZMQ_DONTWAIT, peer, out, err, errlen);
+    return gf_wire_recv(self->zsock, GF_WIRE_ROUTER, ZMQ_DONTWAIT, peer, out, err, errlen);
 }
 
 static int zmq_backend_send(gf_router *self, const gf_peer *peer, const gf_msg *m)

@@ -171,7 +171,7 @@ static int zmq_recv_msg(void *conn, int timeout_ms, gf_msg *out, char *err, size
         if (rc)
             return rc;
     }
-    int rc = gf_wire_recv(c->sock, false, 0, NULL, out, err, errlen);
+    int rc = gf_wire_recv(c->sock, GF_WIRE_DEALER, 0, NULL, out, err, errlen);
     return rc == GF_ETIMEDOUT ? GF_EPROTO : rc;
 }
 

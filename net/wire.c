@@ -24,42 +24,43 @@ static int zerr(void)
     return GF_EIO;
 }
 
-/* ":uid:gid:pid" at the end of the Peer-Address property (ipc only). */
-static void read_cred(zmq_msg_t *m, gf_peer *peer)
+/* A decimal number of at most max, all of [s, end). */
+static bool number(const char *s, const char *end, unsigned long max, unsigned long *out)
+{
+    if (s == end || end - s > 10)
+        return false;
+    unsigned long v = 0;
+    for (const char *c = s; c < end; c++) {
+        if (*c < '0' || *c > '9')
+            return false;
+        v = v * 10 + (unsigned long)(*c - '0');
+    }
+    if (v > max)
+        return false;
+    *out = v;
+    return true;
+}
+
+bool gf_wire_peer_cred(const char *pa, gf_peer *peer)
 {
     peer->has_cred = false;
-    const char *pa = zmq_msg_gets(m, "Peer-Address");
     if (!pa)
-        return;
-    const char *c3 = strrchr(pa, ':');
-    if (!c3 || c3 == pa)
-        return;
-    const char *c2 = c3 - 1;
-    while (c2 > pa && *c2 != ':')
-        c2--;
-    if (*c2 != ':' || c2 == pa)
-        return;
-    const char *c1 = c2 - 1;
-    while (c1 > pa && *c1 != ':')
-        c1--;
-    if (*c1 != ':')
-        return;
-    unsigned long uid, gid;
-    long pid;
-    char *end;
-    uid = strtoul(c1 + 1, &end, 10);
-    if (end != c2)
-        return;
-    gid = strtoul(c2 + 1, &end, 10);
-    if (end != c3)
-        return;
-    pid = strtol(c3 + 1, &end, 10);
-    if (*end || uid > UINT32_MAX || gid > UINT32_MAX)
-        return;
+        return false;
+    /* HOST:uid:gid:pid, HOST without ':' (an IPv6 address has them) */
+    const char *c1 = strchr(pa, ':');
+    const char *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+    const char *c3 = c2 ? strchr(c2 + 1, ':') : NULL;
+    if (!c3 || c1 == pa || strchr(c3 + 1, ':'))
+        return false;
+    unsigned long uid, gid, pid;
+    if (!number(c1 + 1, c2, UINT32_MAX, &uid) || !number(c2 + 1, c3, UINT32_MAX, &gid) ||
+        !number(c3 + 1, c3 + 1 + strlen(c3 + 1), INT32_MAX, &pid))
+        return false;
     peer->uid = (uint32_t)uid;
     peer->gid = (uint32_t)gid;
     peer->pid = (int32_t)pid;
     peer->has_cred = true;
+    return true;
 }
 
 /* Throw away the rest of a multipart message. */
@@ -78,7 +79,7 @@ static void drain(void *sock)
     }
 }
 
-int gf_wire_recv(void *sock, bool router, int flags, gf_peer *peer, gf_msg *out, char *err,
+int gf_wire_recv(void *sock, gf_wire_side side, int flags, gf_peer *peer, gf_msg *out, char *err,
                  size_t errlen)
 {
     memset(out, 0, sizeof(*out));
@@ -95,7 +96,7 @@ int gf_wire_recv(void *sock, bool router, int flags, gf_peer *peer, gf_msg *out,
         zmq_msg_close(&m);
         return rc;
     }
-    if (router) {
+    if (side != GF_WIRE_DEALER) {
         size_t n = zmq_msg_size(&m);
         if (n > sizeof(peer->id))
             n = sizeof(peer->id);
@@ -124,7 +125,8 @@ int gf_wire_recv(void *sock, bool router, int flags, gf_peer *peer, gf_msg *out,
             return rc;
         }
     }
-    read_cred(&m, peer);
+    if (side == GF_WIRE_ROUTER_IPC)
+        gf_wire_peer_cred(zmq_msg_gets(&m, "Peer-Address"), peer);
     int rc;
     if (zmq_msg_more(&m)) {
         drain(sock);

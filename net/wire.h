@@ -6,8 +6,8 @@
  * one (the gpuflock CLI does), absent for workers. A reply goes back with
  * the same envelope. On an ipc:// connection the peer's uid, gid and pid
  * come from the kernel (SO_PEERCRED, which libzmq exposes as the
- * "Peer-Address" property ":uid:gid:pid" of each received frame), never
- * from the message. */
+ * "Peer-Address" property "localhost:uid:gid:pid" of each received frame),
+ * never from the message. */
 #ifndef GF_WIRE_H
 #define GF_WIRE_H
 
@@ -28,14 +28,32 @@ typedef struct {
     int32_t pid;
 } gf_peer;
 
-/* Receive one message. router: the socket is a ROUTER (fills *peer); else a
- * DEALER (peer may be NULL; a leading empty frame is skipped). flags: 0 or
- * ZMQ_DONTWAIT. Returns 0 with *out decoded; GF_EPROTO / GF_ETOOBIG for a
- * body that does not decode (err says why; *peer is filled so the sender
- * can be answered); GF_ETIMEDOUT when nothing is there (EAGAIN: DONTWAIT
- * or the socket's receive timeout); GF_EINTR on a signal; GF_EIO else. */
-int gf_wire_recv(void *sock, bool router, int flags, gf_peer *peer, gf_msg *out, char *err,
+/* What the receiving socket is. Credentials are read only where the kernel
+ * gave them: a tcp:// peer's Peer-Address is its IP address, and an IPv6
+ * one can look like ":uid:gid:pid" ("2001:db8:1:1:1:0:5:1" would read as
+ * uid 0, gid 5, pid 1). */
+typedef enum {
+    GF_WIRE_DEALER,       /* a DEALER: a leading empty frame is skipped */
+    GF_WIRE_ROUTER,       /* a ROUTER not on ipc://: no credentials */
+    GF_WIRE_ROUTER_IPC,   /* a ROUTER on ipc://: the peer's credentials too */
+} gf_wire_side;
+
+/* Receive one message on a socket of that side (a ROUTER fills *peer; a
+ * DEALER's peer may be NULL). flags: 0 or ZMQ_DONTWAIT. Returns 0 with *out
+ * decoded; GF_EPROTO / GF_ETOOBIG for a body that does not decode (err says
+ * why; *peer is filled so the sender can be answered); GF_ETIMEDOUT when
+ * nothing is there (EAGAIN: DONTWAIT or the socket's receive timeout);
+ * GF_EINTR on a signal; GF_EIO else. */
+int gf_wire_recv(void *sock, gf_wire_side side, int flags, gf_peer *peer, gf_msg *out, char *err,
                  size_t errlen);
+
+/* The kernel's credentials in the Peer-Address property of a frame from an
+ * ipc:// peer: libzmq 4.3 appends ":uid:gid:pid" (SO_PEERCRED, read once
+ * when it accepts the connection; src/stream_engine_base.cpp,
+ * get_peer_address) to the name getnameinfo gives the unix socket
+ * ("localhost"). Fills peer's has_cred, uid, gid and pid: true only for
+ * exactly that shape, a host without ':' and three decimal numbers. */
+bool gf_wire_peer_cred(const char *peer_address, gf_peer *peer);
 
 /* Send one message: to `peer` through a ROUTER (its envelope), or with
  * peer NULL through a DEALER (delim: put an empty frame first). Returns 0,

@@ -46,7 +46,7 @@ static int replies(void *s, int want)
             break;
         gf_msg m;
         char err[256];
-        if (gf_wire_recv(s, false, 0, NULL, &m, err, sizeof(err)) == 0) {
+        if (gf_wire_recv(s, GF_WIRE_DEALER, 0, NULL, &m, err, sizeof(err)) == 0) {
             printf("reply %s %d %s\n", gf_proto_op_name(m.op), m.code, m.message ? m.message : "");
             gf_msg_clear(&m);
             got++;

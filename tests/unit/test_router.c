@@ -116,7 +116,7 @@ static void dealer_recv(fx *f, void *s, gf_msg *m)
         zmq_poll(its, 2, 10);
         if (its[0].revents & ZMQ_POLLIN) {
             char err[256];
-            assert_int_equal(gf_wire_recv(s, false, 0, NULL, m, err, sizeof(err)), 0);
+            assert_int_equal(gf_wire_recv(s, GF_WIRE_DEALER, 0, NULL, m, err, sizeof(err)), 0);
             return;
         }
         gf_peer p;

@@ -146,7 +146,7 @@ static void expect_error(void *s, bool delim, const void *buf, size_t len, const
     zmq_send(s, buf, len, 0);
     gf_msg m;
     char err[256];
-    assert_int_equal(gf_wire_recv(s, false, 0, NULL, &m, err, sizeof(err)), 0);
+    assert_int_equal(gf_wire_recv(s, GF_WIRE_DEALER, 0, NULL, &m, err, sizeof(err)), 0);
     assert_int_equal(m.op, GF_OP_ERROR);
     if (!strstr(m.message, want))
         fail_msg("error '%s' does not say '%s'", m.message, want);
@@ -157,7 +157,7 @@ static void call(void *s, gf_msg *req, gf_msg *rep)
 {
     assert_int_equal(gf_wire_send(s, NULL, true, req), 0);
     char err[256];
-    assert_int_equal(gf_wire_recv(s, false, 0, NULL, rep, err, sizeof(err)), 0);
+    assert_int_equal(gf_wire_recv(s, GF_WIRE_DEALER, 0, NULL, rep, err, sizeof(err)), 0);
 }
 
 static void test_hostile_frames(void **state)
@@ -181,10 +181,10 @@ static void test_hostile_frames(void **state)
         zmq_send(w, buf, n, 0);
         gf_msg m;
         char err[256];
-        assert_int_equal(gf_wire_recv(c, false, 0, NULL, &m, err, sizeof(err)), 0);
+        assert_int_equal(gf_wire_recv(c, GF_WIRE_DEALER, 0, NULL, &m, err, sizeof(err)), 0);
         assert_int_equal(m.op, GF_OP_ERROR);
         gf_msg_clear(&m);
-        assert_int_equal(gf_wire_recv(w, false, 0, NULL, &m, err, sizeof(err)), 0);
+        assert_int_equal(gf_wire_recv(w, GF_WIRE_DEALER, 0, NULL, &m, err, sizeof(err)), 0);
         assert_int_equal(m.op, GF_OP_ERROR);
         gf_msg_clear(&m);
     }
@@ -478,7 +478,7 @@ static void worker_recv(void *w, gf_msg *m)
 {
     char err[256];
     for (;;) {
-        assert_int_equal(gf_wire_recv(w, false, 0, NULL, m, err, sizeof(err)), 0);
+        assert_int_equal(gf_wire_recv(w, GF_WIRE_DEALER, 0, NULL, m, err, sizeof(err)), 0);
         if (m->op != GF_OP_HEARTBEAT)
             return;
         gf_msg_clear(m);

@@ -5,6 +5,7 @@
 #include "common/log.h"
 #include "common/util.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <stdbool.h>
 #include <stdarg.h>
@@ -139,6 +140,69 @@ int gf_wire_recv(void *sock, gf_wire_side side, int flags, gf_peer *peer, gf_msg
     return rc;
 }
 
+/* CURVE on a tcp:// socket: 0, or GF_ECONFIG with err filled. */
+static int secure(void *s, int type, const char *ep, const gf_config *cfg, char *err,
+                  size_t errlen)
+{
+    if (strncmp(ep, "tcp://", 6) != 0)
+        return 0;
+    if (type == ZMQ_ROUTER) {
+        if (!cfg->curve_secret_key || !cfg->curve_public_key) {
+            snprintf(err, errlen, "endpoint %s: tcp:// needs broker.curve_public_key and "
+                     "curve_secret_key", ep);
+            return GF_ECONFIG;
+        }
+        int one = 1;
+        if (zmq_setsockopt(s, ZMQ_CURVE_SERVER, &one, sizeof(one)) ||
+            zmq_setsockopt(s, ZMQ_CURVE_SECRETKEY, cfg->curve_secret_key, 40)) {
+            snprintf(err, errlen, "endpoint %s: CURVE keys refused: %s", ep, zmq_strerror(errno));
+            return GF_ECONFIG;
+        }
+        return 0;
+    }
+    if (!cfg->curve_public_key) {
+        snprintf(err, errlen, "endpoint %s: tcp:// needs broker.curve_public_key (the broker's "
+                 "CURVE key)", ep);
+        return GF_ECONFIG;
+    }
+    char pub[41], sec[41];
+    if (zmq_curve_keypair(pub, sec) || zmq_setsockopt(s, ZMQ_CURVE_SERVERKEY, cfg->curve_public_key, 40) ||
+        zmq_setsockopt(s, ZMQ_CURVE_PUBLICKEY, pub, 40) ||
+        zmq_setsockopt(s, ZMQ_CURVE_SECRETKEY, sec, 40)) {
+        snprintf(err, errlen, "endpoint %s: CURVE keys refused: %s", ep, zmq_strerror(errno));
+        return GF_ECONFIG;
+    }
+    return 0;
+}
+
+void *gf_wire_socket(void *zctx, int type, const char *ep, const gf_config *cfg, char *err,
+                     size_t errlen)
+{
+    assert(type == ZMQ_ROUTER || type == ZMQ_DEALER);
+    void *s = zmq_socket(zctx, type);
+    if (!s) {
+        snprintf(err, errlen, "endpoint %s: no socket: %s", ep, zmq_strerror(errno));
+        return NULL;
+    }
+    int one = 1, zero = 0;
+    int64_t maxsz = (int64_t)GF_PROTO_MAX_FRAME + 1024;
+    zmq_setsockopt(s, ZMQ_LINGER, &zero, sizeof(zero));
+    zmq_setsockopt(s, ZMQ_MAXMSGSIZE, &maxsz, sizeof(maxsz));
+    if (type == ZMQ_ROUTER)
+        zmq_setsockopt(s, ZMQ_ROUTER_MANDATORY, &one, sizeof(one));
+    if (secure(s, type, ep, cfg, err, errlen) != 0)
+        goto out_close;
+    if ((type == ZMQ_ROUTER ? zmq_bind(s, ep) : zmq_connect(s, ep)) != 0) {
+        snprintf(err, errlen, "cannot %s %s: %s", type == ZMQ_ROUTER ? "bind" : "connect to", ep,
+                 zmq_strerror(errno));
+        goto out_close;
+    }
+    return s;
+out_close:
+    zmq_close(s);
+    return NULL;
+}
+
 static void free_buf(void *data, void *hint)
 {
     (void)hint;
@@ -168,7 +232,7 @@ int gf_wire_send(void *sock, const gf_peer *peer, bool delim, const gf_msg *m)
     }
     zmq_msg_t body;
     zmq_msg_init_data(&body, buf, len, free_buf, NULL);
-    if (zmq_msg_send(&body, sock, peer ? ZMQ_DONTWAIT : 0) < 0) {
+    if (zmq_msg_send(&body, sock, ZMQ_DONTWAIT) < 0) {
         rc = zerr();
         zmq_msg_close(&body);
         return rc;

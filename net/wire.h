@@ -11,6 +11,7 @@
 #ifndef GF_WIRE_H
 #define GF_WIRE_H
 
+#include "common/config.h"
 #include "net/proto.h"
 
 #include <stdbool.h>
@@ -55,11 +56,24 @@ int gf_wire_recv(void *sock, gf_wire_side side, int flags, gf_peer *peer, gf_msg
  * exactly that shape, a host without ':' and three decimal numbers. */
 bool gf_wire_peer_cred(const char *peer_address, gf_peer *peer);
 
-/* Send one message: to `peer` through a ROUTER (its envelope), or with
- * peer NULL through a DEALER (delim: put an empty frame first). Returns 0,
- * GF_ENOENT when a ROUTER_MANDATORY peer is gone, GF_EINVAL / GF_ETOOBIG
- * when the message does not encode, GF_EIO else. */
+/* Send one message without waiting: to `peer` through a ROUTER (its
+ * envelope), or with peer NULL through a DEALER (delim: put an empty frame
+ * first). Returns 0, GF_ENOENT when a ROUTER_MANDATORY peer is gone,
+ * GF_ETIMEDOUT when the socket's queue for it is full (ZMQ_SNDHWM),
+ * GF_EINVAL / GF_ETOOBIG when the message does not encode, GF_EIO else. */
 int gf_wire_send(void *sock, const gf_peer *peer, bool delim, const gf_msg *m);
+
+/* A libzmq socket of zctx on endpoint, the one place the project's sockets
+ * are made: type ZMQ_ROUTER is bound, ZMQ_DEALER connected. Options: no
+ * linger; a frame over GF_PROTO_MAX_FRAME + 1 KiB drops the connection
+ * (ZMQ_MAXMSGSIZE); on a ROUTER a send to a peer that is gone fails
+ * (ZMQ_ROUTER_MANDATORY). On tcp:// CURVE, set up here only: a ROUTER is
+ * the server with cfg's curve_secret_key, a DEALER the client of cfg's
+ * curve_public_key with a key pair of its own, made for this socket;
+ * tcp:// without those keys is refused (the broker never serves tcp://
+ * in the clear). Returns NULL with the endpoint and the reason in err. */
+void *gf_wire_socket(void *zctx, int type, const char *endpoint, const gf_config *cfg, char *err,
+                     size_t errlen);
 
 /* Send an "error" reply (code, message) to peer (or through a DEALER). */
 int gf_wire_send_error(void *sock, const gf_peer *peer, int code, const char *fmt, ...)

@@ -122,7 +122,7 @@ $(BUILD)/bin/gpuflock-exec: $(call obj,cli/front/main.c) $(ALL_LIBS) | $(BUILD)/
 # cpuid probes trap to the hypervisor), musl's 0.02 ms; a submit's whole call
 # goes from 1.24 to 0.72 ms (bench/RESULTS.md). It hands `exec` and `locks`
 # on CUDA cards to gpuflock-exec. The cli and common sources compile under
-# musl but for the three that need libzmq or OpenSSL, which the front never
+# musl but for the five that need libzmq or OpenSSL, which the front never
 # links; libyaml and json-c come from Debian's glibc archives, whose fortified
 # calls cli/front/fortify.c supplies. Without musl-gcc, gpuflock is
 # gpuflock-exec under its own name.

@@ -103,7 +103,7 @@ typedef struct {
 
 struct gf_server {
     const gf_config *cfg;     /* borrowed from main */
-    void *ctx;                /* libzmq, for a tcp:// endpoint */
+    void *ctx;                /* libzmq */
     gf_router *clients;       /* ROUTER (net/router.h) */
     gf_router *workers;       /* ROUTER */
     gf_store *store;
@@ -2107,23 +2107,6 @@ static void timers(gf_server *self, uint64_t now)
 
 /* ---------------------------------------------------------------- setup */
 
-static int secure_endpoint(gf_server *self, void *sock, const char *ep)
-{
-    if (strncmp(ep, "tcp://", 6) != 0)
-        return 0;
-    if (!self->cfg->curve_secret_key || !self->cfg->curve_public_key) {
-        GF_ERROR("endpoint %s: tcp:// needs broker.curve_public_key and curve_secret_key", ep);
-        return GF_ECONFIG;
-    }
-    int one = 1;
-    if (zmq_setsockopt(sock, ZMQ_CURVE_SERVER, &one, sizeof(one)) ||
-        zmq_setsockopt(sock, ZMQ_CURVE_SECRETKEY, self->cfg->curve_secret_key, 40)) {
-        GF_ERROR("endpoint %s: CURVE keys refused: %s", ep, zmq_strerror(errno));
-        return GF_ECONFIG;
-    }
-    return 0;
-}
-
 /* Give an ipc socket file its mode and, for the client socket, the
  * configured owner and group: 0, or GF_ECONFIG after logging. */
 static int socket_access(gf_server *self, const char *path, mode_t mode, bool client)
@@ -2159,42 +2142,29 @@ static int socket_access(gf_server *self, const char *path, mode_t mode, bool cl
     return 0;
 }
 
-/* A ROUTER on ep: ipc:// served by net/router.c itself, anything else
- * by libzmq (tcp:// with CURVE). The client socket file gets
+/* A ROUTER on ep (net/router.h). The client socket file gets
  * broker.socket_mode, owner and group; the worker socket 0600, the
  * broker's user's own: only root and that user may act as workers
  * (on_worker), so nobody else needs to connect there. Either file is born
- * with its mode (the umask during bind), so nobody connects in between. */
+ * with its mode (the umask during the bind, which libzmq makes in this
+ * thread), so nobody connects in between. */
 static gf_router *bind_router(gf_server *self, const char *ep, bool client)
 {
-    size_t max_frame = (size_t)GF_PROTO_MAX_FRAME + 1024;
     const char *path = gf_config_ipc_path(ep);
+    mode_t mode = client ? self->cfg->socket_mode : WORKER_SOCKET_MODE, old = 0;
     if (path) {
         unlink(path);     /* a stale socket of a dead broker (the pid file is ours) */
-        mode_t mode = client ? self->cfg->socket_mode : WORKER_SOCKET_MODE;
-        mode_t old = umask(~mode & 0777);
-        gf_router *r = gf_router_listen(path, max_frame);
+        old = umask(~mode & 0777);
+    }
+    char err[512];
+    gf_router *r = gf_router_bind(self->ctx, ep, self->cfg, err, sizeof(err));
+    if (path)
         umask(old);
-        if (r && socket_access(self, path, mode, client) != 0)
-            gf_router_destroy(&r);
-        return r;
-    }
-    void *s = zmq_socket(self->ctx, ZMQ_ROUTER);
-    int one = 1, zero = 0;
-    int64_t maxsz = (int64_t)max_frame;
-    zmq_setsockopt(s, ZMQ_ROUTER_MANDATORY, &one, sizeof(one));
-    zmq_setsockopt(s, ZMQ_LINGER, &zero, sizeof(zero));
-    zmq_setsockopt(s, ZMQ_MAXMSGSIZE, &maxsz, sizeof(maxsz));
-    if (secure_endpoint(self, s, ep)) {
-        zmq_close(s);
-        return NULL;
-    }
-    if (zmq_bind(s, ep) != 0) {
-        GF_ERROR("cannot bind %s: %s", ep, zmq_strerror(errno));
-        zmq_close(s);
-        return NULL;
-    }
-    return gf_router_wrap_zmq(s);
+    if (!r)
+        GF_ERROR("%s", err);
+    else if (path && socket_access(self, path, mode, client) != 0)
+        gf_router_destroy(&r);
+    return r;
 }
 
 static char *default_worker_program(void)
@@ -2441,23 +2411,21 @@ int gf_server_run(gf_server *self, volatile sig_atomic_t *stop)
         if (self->stopping && (running_jobs(self) == 0 || gf_now_ms() >= self->stop_deadline))
             break;
         zmq_pollitem_t items[2];
-        bool held[2] = { gf_router_pollitem(self->clients, &items[0]),
-                         gf_router_pollitem(self->workers, &items[1]) };
+        gf_router_pollitem(self->clients, &items[0]);
+        gf_router_pollitem(self->workers, &items[1]);
         uint64_t now = gf_now_ms();
         long timeout = self->next_beat > now ? (long)(self->next_beat - now) : 0;
         if (timeout > 100)
             timeout = 100;    /* timers (kills, restarts, waiters) at 100 ms grain */
-        if (held[0] || held[1])
-            timeout = 0;      /* messages already read, left for this turn */
         int rc = zmq_poll(items, 2, timeout);
         if (rc < 0 && errno != EINTR) {
             GF_ERROR("zmq_poll: %s", zmq_strerror(errno));
             return GF_EIO;
         }
         uint64_t t = self->trace ? gf_now_ns() : 0;
-        if (held[1] || (rc > 0 && (items[1].revents & ZMQ_POLLIN)))
+        if (rc > 0 && (items[1].revents & ZMQ_POLLIN))
             on_worker(self);
-        if (held[0] || (rc > 0 && (items[0].revents & ZMQ_POLLIN)))
+        if (rc > 0 && (items[0].revents & ZMQ_POLLIN))
             on_client(self);
         phase(self, PH_MESSAGES, &t);
         timers(self, gf_now_ms());

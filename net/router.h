@@ -1,21 +1,19 @@
-/* router.h — the broker's two ROUTER endpoints (clients, workers).
+/* router.h — a ROUTER endpoint: the broker's side of every connection.
  *
- * On an ipc:// endpoint (the default) the broker serves ZMTP 3.1 itself, in
- * its own thread: a unix stream socket, one epoll set, each peer's greeting,
- * NULL-mechanism READY and frames read and written without libzmq. Through
- * libzmq every message crossed threads four times (the peer's bytes reach
- * libzmq's I/O thread, which wakes the broker through an eventfd; the reply
- * goes back the same way), about half of the broker's CPU per job
- * (bench/RESULTS.md). Peers are unchanged: libzmq DEALER and REQ sockets and
- * the CLI's own client (net/zmtp.c) connect as before. What the broker
- * relied on from libzmq's ROUTER holds: a routing id per connection, a send
- * to a peer that is gone fails (ROUTER_MANDATORY), the kernel's credentials
- * of the peer (SO_PEERCRED), and a frame over the size limit drops that
- * connection. Other endpoints (tcp://, which needs CURVE) stay with libzmq's
- * ROUTER. Two backends behind one table of operations. */
+ * libzmq's ROUTER socket on any endpoint libzmq serves (ipc://, tcp:// with
+ * CURVE), made by gf_wire_socket with the house's options, and the message
+ * layer of net/wire.h on it. What the broker relies on: a routing id per
+ * connection (five bytes, never reused), a send to a peer that is gone
+ * fails (ROUTER_MANDATORY), a frame over the size limit drops that
+ * connection (ZMQ_MAXMSGSIZE), a peer that does not finish its handshake in
+ * 30 s is dropped (ZMQ_HANDSHAKE_IVL), PINGs are answered, and on ipc://
+ * the kernel's credentials of each connection's process (SO_PEERCRED,
+ * libzmq's Peer-Address). libzmq reads a peer's messages only once its
+ * handshake is over: a request sent before the ROUTER's READY waits. */
 #ifndef GF_ROUTER_H
 #define GF_ROUTER_H
 
+#include "common/config.h"
 #include "net/proto.h"
 #include "net/wire.h"
 
@@ -25,36 +23,32 @@
 
 typedef struct gf_router gf_router;
 
-/* Serve ZMTP on a new unix socket at path (which must not exist), frames
- * of at most max_frame bytes. Returns NULL after logging why. */
-gf_router *gf_router_listen(const char *path, size_t max_frame);
+/* A ROUTER of the libzmq context zctx bound to endpoint (cfg: its CURVE
+ * keys, see gf_wire_socket). An ipc:// socket file is made by the bind, in
+ * this thread (with the caller's umask; libzmq first unlinks a file of that
+ * name: the caller makes sure no other broker serves it). Returns NULL with
+ * the reason in err. */
+gf_router *gf_router_bind(void *zctx, const char *endpoint, const gf_config *cfg, char *err,
+                          size_t errlen);
 
-/* Serve through a bound libzmq ROUTER socket, taking ownership of it (it is
- * closed by gf_router_destroy). */
-gf_router *gf_router_wrap_zmq(void *sock);
-
-/* Close every connection and the socket (an ipc socket file is removed). */
+/* Close the socket and remove an ipc:// socket file (libzmq leaves it), so
+ * that no client connects to a broker that is gone. NULL-safe, twice. */
 void gf_router_destroy(gf_router **self_p);
 
-/* How long an ipc:// peer may take from its connect to its READY before
- * it is dropped (default 30 s, as libzmq's ZMQ_HANDSHAKE_IVL; checked about
- * once a second, from gf_router_pollitem). No effect on libzmq's ROUTER. */
-void gf_router_set_handshake_ms(gf_router *self, int ms);
+/* What zmq_poll should watch for this router's input. */
+void gf_router_pollitem(gf_router *self, zmq_pollitem_t *item);
 
-/* What zmq_poll should watch for this router's input (ZMQ_POLLIN on a
- * libzmq socket or on a file descriptor). Returns true when input is
- * already buffered, so the caller must not wait. */
-bool gf_router_pollitem(gf_router *self, zmq_pollitem_t *item);
-
-/* Take one message without waiting: 0 with *out decoded and *peer filled;
- * GF_EPROTO / GF_ETOOBIG for a body that does not decode (err says why;
- * *peer is filled so the sender can be answered); GF_ETIMEDOUT when there
- * is nothing; GF_EINTR / GF_EIO from libzmq. */
+/* Take one message without waiting: 0 with *out decoded and *peer filled
+ * (its credentials on ipc:// only); GF_EPROTO / GF_ETOOBIG for a body that
+ * does not decode (err says why; *peer is filled so the sender can be
+ * answered); GF_ETIMEDOUT when there is nothing; GF_EINTR / GF_EIO from
+ * libzmq. */
 int gf_router_recv(gf_router *self, gf_peer *peer, gf_msg *out, char *err, size_t errlen);
 
-/* Send m to peer with the envelope it came with (its empty delimiter).
- * Returns 0, GF_ENOENT when the peer is gone, GF_EINVAL / GF_ETOOBIG when
- * m does not encode, GF_EIO else (a peer that stopped reading). */
+/* Send m to peer with the envelope it came with (its empty delimiter),
+ * without waiting. Returns 0, GF_ENOENT when the peer is gone, GF_EINVAL /
+ * GF_ETOOBIG when m does not encode, GF_ETIMEDOUT when the peer's queue is
+ * full (libzmq's ZMQ_SNDHWM, 1000 messages), GF_EIO else. */
 int gf_router_send(gf_router *self, const gf_peer *peer, const gf_msg *m);
 
 #endif

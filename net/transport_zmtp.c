@@ -1,5 +1,6 @@
-/* transport_zmtp.c — the CLI's light backend: gf_msg over net/zmtp on an
- * ipc:// endpoint, no libzmq (see transport.h). */
+/* transport_zmtp.c — the static front's backend: gf_msg over net/zmtp on
+ * an ipc:// endpoint, no libzmq, which a static program cannot link (see
+ * transport.h). */
 #include "net/transport.h"
 
 #include "common/error.h"
@@ -18,10 +19,10 @@ static bool zmtp_supports(const gf_config *cfg)
 
 static void *zmtp_open(const gf_config *cfg, char *err, size_t errlen)
 {
-    /* the ipc:// endpoint is net/router.c: the request may follow our
-     * handshake without waiting for the broker's */
-    return gf_zmtp_connect_ahead(gf_config_ipc_path(cfg->client_endpoint), CONNECT_MS, err,
-                                 errlen);
+    /* the broker's ROUTER is libzmq's, which drops a connection whose
+     * request comes before its own READY went out (net/zmtp.h): the
+     * handshake is finished first */
+    return gf_zmtp_connect(gf_config_ipc_path(cfg->client_endpoint), CONNECT_MS, err, errlen);
 }
 
 static int zmtp_send(void *conn, const gf_msg *m, char *err, size_t errlen)

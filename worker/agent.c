@@ -1,6 +1,6 @@
 /* agent.c — the worker's event loop (see agent.h).
  *
- * One thread: a zmq_poll over the link to the broker (net/link.h) and
+ * One thread: a zmq_poll over the DEALER to the broker (net/dealer.h) and
  * the signal pipe that worker/main.c fills (SIGCHLD for ended jobs,
  * SIGTERM/SIGINT to stop),
  * with a short timeout while a job
@@ -18,12 +18,13 @@
 #include "worker/agent.h"
 
 #include "worker/cgroup.h"
+#include "net/dealer.h"
 #include "common/error.h"
 #include "common/log.h"
 #include "net/proto.h"
 #include "common/util.h"
 #include "diar/kernel_plan.h"
-#include "net/link.h"
+#include "net/dealer.h"
 #include "route/plan.h"
 #include "worker/runner.h"
 #include "worker/spare.h"
@@ -60,8 +61,8 @@ struct gf_agent {
     const gf_config *cfg;
     int device;
     gf_card_identity card;
-    void *ctx;                /* libzmq, for a tcp:// broker */
-    gf_link *link;            /* to the broker (net/link.h) */
+    void *ctx;                /* libzmq */
+    gf_dealer *link;          /* to the broker's worker endpoint (net/dealer.h) */
     int sigfd;                /* read end of main's signal pipe (borrowed) */
     slot *slots;              /* jobs not ended, newest first */
     /* ended jobs whose results may not be safe with the broker yet, in the
@@ -98,7 +99,10 @@ gf_agent *gf_agent_new(const gf_config *cfg, int device, const gf_card_identity 
         return NULL;
     }
     self->ctx = zmq_ctx_new();
-    self->link = gf_link_new(cfg, self->ctx);
+    char err[512];
+    self->link = gf_dealer_connect(self->ctx, cfg->worker_endpoint, cfg, false, err, sizeof(err));
+    if (!self->link)
+        GF_ERROR("broker: %s", err);
     self->pool = gf_diar_pool_new(cfg, self->plan);
     char why[512] = "worker.cgroups is false";
     if (cfg->cgroups)
@@ -148,7 +152,7 @@ void gf_agent_destroy(gf_agent **self_p)
     gf_spare_destroy(&self->spare);
     gf_cgroup_destroy(&self->cgroups);    /* after the slots: their cgroups are gone */
     free(self->supervision);
-    gf_link_destroy(&self->link);
+    gf_dealer_destroy(&self->link);
     if (self->ctx)
         zmq_ctx_term(self->ctx);
     gf_diar_pool_destroy(&self->pool);    /* after the slots: their threads are joined */
@@ -161,9 +165,10 @@ void gf_agent_destroy(gf_agent **self_p)
 
 static void tell(gf_agent *self, gf_msg *m)
 {
-    int rc = gf_link_send(self->link, m);
-    if (rc == GF_EIO && !gf_link_up(self->link))
-        GF_DEBUG("'%s' not sent: no connection to the broker", gf_proto_op_name(m->op));
+    int rc = gf_dealer_send(self->link, m);
+    if (rc == GF_ETIMEDOUT)
+        GF_DEBUG("'%s' not sent: no broker has taken our messages for a while",
+                 gf_proto_op_name(m->op));
     else if (rc)
         GF_WARN("sending '%s' to the broker: %s", gf_proto_op_name(m->op), gf_strerror(rc));
 }
@@ -412,8 +417,11 @@ static void reconnect(gf_agent *self, const char *why)
 {
     GF_WARN("broker %s: reconnecting to %s", why, self->cfg->worker_endpoint);
     self->last_heard = gf_now_ms();
-    if (gf_link_reconnect(self->link) == 0)
+    char err[512];
+    if (gf_dealer_reconnect(self->link, err, sizeof(err)) == 0)
         send_ready(self);
+    else
+        GF_WARN("broker: %s", err);
 }
 
 /* A started job must stop (this worker stops, or the broker went): one that
@@ -436,11 +444,7 @@ static void on_broker(gf_agent *self)
     for (;;) {
         gf_msg m;
         char err[256];
-        int rc = gf_link_recv(self->link, &m, err, sizeof(err));
-        if (rc == GF_EIO && !gf_link_up(self->link)) {
-            reconnect(self, "hung up");      /* once; then at each heartbeat */
-            return;
-        }
+        int rc = gf_dealer_recv(self->link, 0, &m, err, sizeof(err));
         if (rc == GF_ETIMEDOUT || rc == GF_EINTR || rc == GF_EIO)
             return;
         uint64_t now = gf_now_ms();
@@ -529,8 +533,8 @@ int gf_agent_run(gf_agent *self)
             { NULL, self->wakefd, ZMQ_POLLIN, 0 },
             { NULL, self->spare ? gf_spare_fd(self->spare) : -1, ZMQ_POLLIN, 0 },
         };
-        bool linked = gf_link_pollitem(self->link, &items[3]);
-        int rc = zmq_poll(items, linked ? 4 : 3, timeout);
+        gf_dealer_pollitem(self->link, &items[3]);
+        int rc = zmq_poll(items, 4, timeout);
         if (rc < 0 && errno != EINTR) {
             GF_ERROR("zmq_poll: %s", zmq_strerror(errno));
             return GF_EIO;
@@ -553,7 +557,7 @@ int gf_agent_run(gf_agent *self)
         }
         if (rc > 0 && (items[2].revents & ZMQ_POLLIN))
             gf_spare_collect(self->spare);
-        if (linked && rc > 0 && (items[3].revents & ZMQ_POLLIN))
+        if (rc > 0 && (items[3].revents & ZMQ_POLLIN))
             on_broker(self);
         now = gf_now_ms();
         for (slot *s = self->slots, *next; s; s = next) {
@@ -572,9 +576,7 @@ int gf_agent_run(gf_agent *self)
             memset(&hb, 0, sizeof(hb));
             hb.op = GF_OP_HEARTBEAT;
             tell(self, &hb);
-            if (!gf_link_up(self->link))
-                reconnect(self, "not connected");
-            else if (now - self->last_heard > dead_after)
+            if (now - self->last_heard > dead_after)
                 reconnect(self, "silent");
         }
         /* the next command job's guard: asked for now, ready a turn later */

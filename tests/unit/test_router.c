@@ -1,15 +1,18 @@
-/* test_router.c — the broker's own ZMTP ROUTER (net/router.c) on a real
- * ipc:// socket, in this thread: libzmq DEALERs (REQ-style and worker-style
- * envelopes, the caller's credentials, a reply of megabytes that the socket
- * takes in pieces), the CLI's own client in a child process, a send to a
- * peer that hung up, and hostile peers on raw sockets (not ZMTP, ZMTP 2,
- * another mechanism, a PUB socket, a frame over the limit, two bodies in
- * one message, a PING, one that never greets) while a well-behaved peer
- * keeps being served. */
-#include "net/router.h"
+/* test_router.c — the broker's ROUTER endpoint (net/router.c, libzmq's
+ * ROUTER) on a real ipc:// socket, in this thread: libzmq DEALERs
+ * (REQ-style and worker-style envelopes, the caller's credentials, a reply
+ * of megabytes), the static front's own ZMTP client (net/zmtp.c) in a
+ * child process, a send to a peer that hung up, a request written before
+ * the ROUTER's READY (libzmq drops that connection: why the front waits for
+ * the handshake), and hostile peers on raw sockets (not ZMTP, another
+ * mechanism, a PUB socket, a frame over the limit, two bodies in one
+ * message, random bytes as a body, a PING) while a well-behaved peer keeps
+ * being served. */
+#include "common/config.h"
 #include "common/error.h"
 #include "common/log.h"
 #include "net/proto.h"
+#include "net/router.h"
 #include "common/util.h"
 #include "net/zmtp.h"
 #include "tests/unit/tmpdir.h"
@@ -23,19 +26,19 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <zmq.h>
 
-#define MAX_FRAME 4096
+#define MAX_FRAME ((size_t)GF_PROTO_MAX_FRAME + 1024)   /* gf_wire_socket's limit */
 
 typedef struct {
     char dir[64];
     char path[128];
     char ep[160];
+    gf_config *cfg;
     void *ctx;
     gf_router *r;
 } fx;
@@ -48,10 +51,16 @@ static int setup(void **state)
     snprintf(f->path, sizeof(f->path), "%s/r.sock", f->dir);
     snprintf(f->ep, sizeof(f->ep), "ipc://%s", f->path);
     gf_log_init("test_router", GF_LOG_OFF);
-    f->r = gf_router_listen(f->path, MAX_FRAME);
-    if (!f->r)
+    char *yaml = gf_strfmt("run_dir: %s/run\nstate_dir: %s/state\n", f->dir, f->dir);
+    int rc = gf_config_parse("test.yaml", yaml, strlen(yaml), &f->cfg);
+    free(yaml);
+    if (rc)
         return -1;
     f->ctx = zmq_ctx_new();
+    char err[256];
+    f->r = gf_router_bind(f->ctx, f->ep, f->cfg, err, sizeof(err));
+    if (!f->r)
+        return -1;
     *state = f;
     return 0;
 }
@@ -64,6 +73,7 @@ static int teardown(void **state)
     gf_router_destroy(&f->r);           /* safe twice */
     assert_int_equal(access(f->path, F_OK), -1);   /* the socket file went with it */
     zmq_ctx_term(f->ctx);
+    gf_config_destroy(&f->cfg);
     gf_test_rmtree(f->dir);
     free(f);
     return 0;
@@ -83,9 +93,8 @@ static int next(fx *f, gf_peer *peer, gf_msg *m, char *err, size_t errlen)
 {
     for (int i = 0; i < 300; i++) {
         zmq_pollitem_t it;
-        bool held = gf_router_pollitem(f->r, &it);
-        if (!held)
-            zmq_poll(&it, 1, 10);
+        gf_router_pollitem(f->r, &it);
+        zmq_poll(&it, 1, 10);
         int rc = gf_router_recv(f->r, peer, m, err, errlen);
         if (rc != GF_ETIMEDOUT)
             return rc;
@@ -93,38 +102,45 @@ static int next(fx *f, gf_peer *peer, gf_msg *m, char *err, size_t errlen)
     return GF_ETIMEDOUT;
 }
 
-/* Let the router work for ms milliseconds (accepts, hang-ups, output). */
-static void spin(fx *f, int ms)
+/* Nothing for the router within ms milliseconds. */
+static void quiet(fx *f, int ms)
 {
-    for (int i = 0; i < ms / 5; i++) {
-        zmq_pollitem_t it;
-        gf_router_pollitem(f->r, &it);
-        zmq_poll(&it, 1, 5);
+    gf_peer p;
+    gf_msg m;
+    char err[64];
+    zmq_pollitem_t it;
+    gf_router_pollitem(f->r, &it);
+    zmq_poll(&it, 1, ms);
+    assert_int_equal(gf_router_recv(f->r, &p, &m, err, sizeof(err)), GF_ETIMEDOUT);
+}
+
+/* Whatever the router gets within ms milliseconds is refused as not a
+ * message (GF_EPROTO), with a peer to answer. */
+static void only_refused(fx *f, int ms)
+{
+    for (int i = 0; i < ms / 10; i++) {
         gf_peer p;
         gf_msg m;
-        char err[64];
-        assert_int_equal(gf_router_recv(f->r, &p, &m, err, sizeof(err)), GF_ETIMEDOUT);
+        char err[256];
+        zmq_pollitem_t it;
+        gf_router_pollitem(f->r, &it);
+        zmq_poll(&it, 1, 10);
+        int rc;
+        while ((rc = gf_router_recv(f->r, &p, &m, err, sizeof(err))) != GF_ETIMEDOUT) {
+            assert_int_equal(rc, GF_EPROTO);
+            assert_true(p.id_len > 0);
+        }
     }
 }
 
-/* Receive one message on a DEALER while the router keeps writing. */
-static void dealer_recv(fx *f, void *s, gf_msg *m)
+/* Receive one message on a DEALER (up to 3 s). */
+static void dealer_recv(void *s, gf_msg *m)
 {
-    for (int i = 0; i < 600; i++) {
-        zmq_pollitem_t its[2] = { { s, 0, ZMQ_POLLIN, 0 } };
-        gf_router_pollitem(f->r, &its[1]);
-        zmq_poll(its, 2, 10);
-        if (its[0].revents & ZMQ_POLLIN) {
-            char err[256];
-            assert_int_equal(gf_wire_recv(s, GF_WIRE_DEALER, 0, NULL, m, err, sizeof(err)), 0);
-            return;
-        }
-        gf_peer p;
-        gf_msg none;
-        char err[64];
-        assert_int_equal(gf_router_recv(f->r, &p, &none, err, sizeof(err)), GF_ETIMEDOUT);
-    }
-    fail_msg("no reply reached the DEALER");
+    zmq_pollitem_t it = { s, 0, ZMQ_POLLIN, 0 };
+    if (zmq_poll(&it, 1, 3000) != 1)
+        fail_msg("no reply reached the DEALER");
+    char err[256];
+    assert_int_equal(gf_wire_recv(s, GF_WIRE_DEALER, 0, NULL, m, err, sizeof(err)), 0);
 }
 
 static void queue_req(gf_msg *m, bool all)
@@ -173,7 +189,7 @@ static void test_dealers(void **state)
     gf_router *r = f->r;
     assert_int_equal(gf_router_send(r, &pc, &rep), 0);
     gf_msg back;
-    dealer_recv(f, client, &back);
+    dealer_recv(client, &back);
     assert_int_equal(back.op, GF_OP_LOG);
     assert_int_equal(back.data_len, rep.data_len);
     assert_memory_equal(back.data, rep.data, rep.data_len);
@@ -181,35 +197,36 @@ static void test_dealers(void **state)
     gf_msg_clear(&rep);
     rep.op = GF_OP_HEARTBEAT;
     assert_int_equal(gf_router_send(r, &pw, &rep), 0);
-    dealer_recv(f, worker, &back);
+    dealer_recv(worker, &back);
     assert_int_equal(back.op, GF_OP_HEARTBEAT);
     gf_msg_clear(&back);
 
     /* the client hangs up: a reply to it is an error, not a silent drop */
     zmq_close(client);
-    spin(f, 200);
-    assert_int_equal(gf_router_send(r, &pc, &rep), GF_ENOENT);
+    int rc = 0;
+    for (int i = 0; i < 100 && (rc = gf_router_send(r, &pc, &rep)) == 0; i++)
+        usleep(10000);
+    assert_int_equal(rc, GF_ENOENT);
     gf_peer made_up = pw;
     made_up.id[4] ^= 0x55;
     assert_int_equal(gf_router_send(r, &made_up, &rep), GF_ENOENT);
     /* and the other peer is still served */
     assert_int_equal(gf_router_send(r, &pw, &rep), 0);
-    dealer_recv(f, worker, &back);
+    dealer_recv(worker, &back);
     gf_msg_clear(&back);
     zmq_close(worker);
 }
 
-/* The light client (net/zmtp.c), in a child: a request, a reply; with
- * `ahead`, the request right behind our handshake, as the CLI sends it. */
-static void light_client(void **state, bool ahead)
+/* The static front's client (net/zmtp.c), in a child: a request, a
+ * reply. */
+static void test_light_client(void **state)
 {
     fx *f = *state;
     pid_t pid = fork();
     assert_true(pid >= 0);
     if (pid == 0) {
         char err[256];
-        gf_zmtp *z = ahead ? gf_zmtp_connect_ahead(f->path, 3000, err, sizeof(err))
-                           : gf_zmtp_connect(f->path, 3000, err, sizeof(err));
+        gf_zmtp *z = gf_zmtp_connect(f->path, 3000, err, sizeof(err));
         if (!z)
             _exit(2);
         gf_msg req;
@@ -238,21 +255,12 @@ static void light_client(void **state, bool ahead)
     gf_msg_clear(&m);
     m.op = GF_OP_WORKERS_LIST;
     assert_int_equal(gf_router_send(f->r, &p, &m), 0);
+    assert_true(p.has_cred);
+    assert_int_equal(p.uid, getuid());
     int status;
-    while (waitpid(pid, &status, WNOHANG) == 0)
-        spin(f, 10);
+    assert_int_equal(waitpid(pid, &status, 0), pid);
     assert_true(WIFEXITED(status));
     assert_int_equal(WEXITSTATUS(status), 0);
-}
-
-static void test_light_client(void **state)
-{
-    light_client(state, false);
-}
-
-static void test_light_client_ahead(void **state)
-{
-    light_client(state, true);
 }
 
 /* ---- hostile peers on raw sockets */
@@ -272,12 +280,27 @@ static void raw_write(int fd, const void *b, size_t n)
     assert_int_equal(write(fd, b, n), (ssize_t)n);
 }
 
-/* A peer that did the handshake as a `type` socket. */
-static int raw_peer(fx *f, const char *type)
+/* A peer that greets as a `type` socket and, with `wait`, reads the
+ * ROUTER's greeting and READY before it goes on (libzmq drops a peer whose
+ * frames come before its READY, test_request_before_ready). */
+static int raw_peer(fx *f, const char *type, bool wait)
 {
     int fd = raw_connect(f);
     uint8_t hello[GF_ZMTP_HELLO_MAX];
     raw_write(fd, hello, gf_zmtp_hello(hello, type, 0));
+    uint8_t in[512];
+    size_t got = 0;
+    while (wait) {
+        struct pollfd p = { fd, POLLIN, 0 };
+        assert_int_equal(poll(&p, 1, 3000), 1);
+        ssize_t r = read(fd, in + got, sizeof(in) - got);
+        assert_true(r > 0);
+        got += (size_t)r;
+        /* the greeting, then a short command frame: its flags, size, body */
+        if (got >= GF_ZMTP_GREETING_LEN + 2 && got >= (size_t)GF_ZMTP_GREETING_LEN + 2 + in[GF_ZMTP_GREETING_LEN + 1])
+            break;
+    }
+    assert_int_equal(got, wait ? (size_t)GF_ZMTP_GREETING_LEN + 2 + in[GF_ZMTP_GREETING_LEN + 1] : 0);
     return fd;
 }
 
@@ -294,10 +317,10 @@ static void raw_frame(int fd, uint8_t flags, const void *b, size_t n)
 static long until_dropped(fx *f, int fd, uint8_t *buf, size_t cap)
 {
     size_t got = 0;
+    (void)f;
     for (int i = 0; i < 300; i++) {
-        spin(f, 5);
         struct pollfd p = { fd, POLLIN, 0 };
-        if (poll(&p, 1, 5) <= 0)
+        if (poll(&p, 1, 10) <= 0)
             continue;
         uint8_t tmp[4096];
         ssize_t r = read(fd, tmp, sizeof(tmp));
@@ -325,16 +348,18 @@ static void test_hostile_peers(void **state)
     uint8_t buf[8192];
     void *good = dealer(f);
 
-    int fd = raw_connect(f);                           /* not ZMTP at all */
-    raw_write(fd, "GET / HTTP/1.1\r\n\r\n", 18);
-    assert_true(until_dropped(f, fd, buf, sizeof(buf)) >= 0);
-    close(fd);
-
-    fd = raw_connect(f);                               /* ZMTP 2 */
+    /* not ZMTP at all, and ZMTP 2: libzmq takes them for ZMTP 1.0 and 2.0
+     * peers and waits for more (they hold a descriptor, as any idle
+     * connection does); what it reads of them as messages (the zero bytes
+     * after the ZMTP 2 greeting are empty frames) is refused, answerable */
+    int http = raw_connect(f);
+    raw_write(http, "GET / HTTP/1.1\r\n\r\n", 18);
+    int old2 = raw_connect(f);
     uint8_t old[64] = { 0xFF, 0, 0, 0, 0, 0, 0, 0, 1, 0x7F, 1, 0 };
-    raw_write(fd, old, sizeof(old));
-    assert_true(until_dropped(f, fd, buf, sizeof(buf)) >= 0);
-    close(fd);
+    raw_write(old2, old, sizeof(old));
+    only_refused(f, 200);
+
+    int fd;
 
     fd = raw_connect(f);                               /* another mechanism */
     uint8_t plain[64] = { 0xFF, 0, 0, 0, 0, 0, 0, 0, 1, 0x7F, 3, 1, 'P', 'L', 'A', 'I', 'N' };
@@ -342,23 +367,22 @@ static void test_hostile_peers(void **state)
     assert_true(until_dropped(f, fd, buf, sizeof(buf)) >= 0);
     close(fd);
 
-    fd = raw_peer(f, "PUB");                           /* not a DEALER or REQ */
+    fd = raw_peer(f, "PUB", false);                    /* not a DEALER or REQ */
     long n = until_dropped(f, fd, buf, sizeof(buf));
-    assert_true(n > 0);
-    assert_true(contains(buf, (size_t)n, "invalid socket type"));
+    assert_true(n >= 0);
     close(fd);
 
-    fd = raw_peer(f, "DEALER");                        /* a frame over the limit */
-    uint8_t *big = gf_calloc(1, MAX_FRAME + 1);
-    raw_frame(fd, 0, big, MAX_FRAME + 1);
-    free(big);
+    fd = raw_peer(f, "DEALER", true);                  /* a frame over the limit */
+    uint8_t hdr[9];
+    raw_write(fd, hdr, gf_zmtp_frame_header(hdr, 0, MAX_FRAME + 1));
+    raw_write(fd, "0123456789abcdef", 16);
     assert_true(until_dropped(f, fd, buf, sizeof(buf)) >= 0);
     close(fd);
 
     /* two bodies in one message: refused with the peer named, so it can be
      * told; then a PING is answered with its context; then two requests in
-     * one write both arrive, the second held for the next turn */
-    fd = raw_peer(f, "DEALER");
+     * one write both arrive */
+    fd = raw_peer(f, "DEALER", true);
     gf_msg req;
     queue_req(&req, false);
     uint8_t *enc;
@@ -385,9 +409,7 @@ static void test_hostile_peers(void **state)
     free(enc);
     assert_int_equal(next(f, &p, &m, err, sizeof(err)), 0);
     gf_msg_clear(&m);
-    zmq_pollitem_t it;
-    assert_true(gf_router_pollitem(f->r, &it));          /* the second is held */
-    assert_int_equal(gf_router_recv(f->r, &p, &m, err, sizeof(err)), 0);
+    assert_int_equal(next(f, &p, &m, err, sizeof(err)), 0);
     assert_int_equal(m.op, GF_OP_QUEUE);
     gf_msg_clear(&m);
     shutdown(fd, SHUT_WR);
@@ -397,7 +419,7 @@ static void test_hostile_peers(void **state)
     close(fd);
 
     /* random bytes as a body: a decode error the caller can answer */
-    fd = raw_peer(f, "REQ");
+    fd = raw_peer(f, "REQ", true);
     uint8_t junk[200];
     for (size_t i = 0; i < sizeof(junk); i++)
         junk[i] = (uint8_t)(i * 97 + 31);
@@ -422,75 +444,53 @@ static void test_hostile_peers(void **state)
     m.op = GF_OP_HEARTBEAT;
     assert_int_equal(gf_router_send(f->r, &p, &m), 0);
     gf_msg back;
-    dealer_recv(f, good, &back);
+    dealer_recv(good, &back);
     assert_int_equal(back.op, GF_OP_HEARTBEAT);
     gf_msg_clear(&back);
     zmq_close(good);
+    close(http);
+    close(old2);
 }
 
-/* A peer that connects and never greets is dropped once the handshake
- * time is over; one that greeted in time stays. */
-static void test_late_handshake(void **state)
+/* A request written right behind the peer's greeting and READY, before
+ * the ROUTER's READY went out (what a client that does not wait for the
+ * handshake sends): libzmq 4.3 drops the connection and the request never
+ * arrives; one that waits is served. Hence gf_zmtp_connect finishes the
+ * handshake before the front's request. */
+static void test_request_before_ready(void **state)
 {
     fx *f = *state;
-    gf_router_set_handshake_ms(f->r, 200);
-    int mute = raw_connect(f);
-    int fine = raw_peer(f, "DEALER");
+    gf_msg req;
+    queue_req(&req, false);
+    uint8_t *enc;
+    size_t len;
+    assert_int_equal(gf_proto_encode(&req, &enc, &len), 0);
+    uint8_t all[GF_ZMTP_HELLO_MAX + 4 + 2 + 255];
+    size_t n = gf_zmtp_hello(all, "DEALER", 0);
+    all[n++] = GF_ZMTP_MORE, all[n++] = 0;
+    n += gf_zmtp_frame_header(all + n, 0, len);
+    memcpy(all + n, enc, len), n += len;
+    free(enc);
+    int fd = raw_connect(f);
+    raw_write(fd, all, n);               /* one write, before reading anything */
     uint8_t buf[512];
-    assert_true(until_dropped(f, mute, buf, sizeof(buf)) >= 0);
-    close(mute);
-    spin(f, 300);
-    struct pollfd p = { fine, POLLIN, 0 };
-    assert_true(poll(&p, 1, 0) == 1);                    /* the router's greeting, */
-    assert_true(read(fine, buf, sizeof(buf)) > 0);       /* not a hang-up */
-    assert_int_equal(poll(&p, 1, 0), 0);
-    close(fine);
-}
-
-/* Out of descriptors: connections wait in the backlog, the router does
- * not spin inside a receive, and takes them once descriptors are back. */
-static void test_out_of_descriptors(void **state)
-{
-    fx *f = *state;
-    int fds[4];
-    for (int i = 0; i < 4; i++)
-        fds[i] = raw_peer(f, "DEALER");
-    struct rlimit old, tight;
-    assert_int_equal(getrlimit(RLIMIT_NOFILE, &old), 0);
-    int probe = dup(0);                  /* the lowest free descriptor */
-    close(probe);
-    tight = old;
-    tight.rlim_cur = (rlim_t)probe;      /* no new descriptor at all */
-    assert_int_equal(setrlimit(RLIMIT_NOFILE, &tight), 0);
-    gf_peer p;
-    gf_msg m;
-    char err[64];
-    assert_int_equal(gf_router_recv(f->r, &p, &m, err, sizeof(err)), GF_ETIMEDOUT);
-    assert_int_equal(setrlimit(RLIMIT_NOFILE, &old), 0);
-    /* back to normal: each waiting peer is greeted */
-    for (int i = 0; i < 4; i++) {
-        uint8_t buf[256];
-        struct pollfd pf = { fds[i], POLLIN, 0 };
-        int ok = 0;
-        for (int k = 0; k < 200 && !ok; k++) {
-            spin(f, 5);
-            ok = poll(&pf, 1, 5) == 1 && read(fds[i], buf, sizeof(buf)) > 0;
-        }
-        assert_true(ok);
-        close(fds[i]);
-    }
+    assert_true(until_dropped(f, fd, buf, sizeof(buf)) >= 0);
+    close(fd);
+    quiet(f, 100);
 }
 
 static void test_bind_refused(void **state)
 {
     fx *f = *state;
-    /* the path is taken (by the fixture's router) */
-    assert_null(gf_router_listen(f->path, MAX_FRAME));
-    char longp[200];
+    char longp[200], ep[220], err[256];
     memset(longp, 'a', sizeof(longp) - 1);
     longp[sizeof(longp) - 1] = 0;
-    assert_null(gf_router_listen(longp, MAX_FRAME));
-    /* the failed attempt did not remove the working router's socket */
+    snprintf(ep, sizeof(ep), "ipc://%s", longp);
+    assert_null(gf_router_bind(f->ctx, ep, f->cfg, err, sizeof(err)));
+    assert_non_null(strstr(err, "cannot bind"));
+    assert_null(gf_router_bind(f->ctx, "tcp://127.0.0.1:1", f->cfg, err, sizeof(err)));
+    assert_non_null(strstr(err, "curve_secret_key"));     /* no tcp:// in the clear */
+    /* the failed attempts left the working router's socket alone */
     assert_int_equal(access(f->path, F_OK), 0);
 }
 
@@ -499,10 +499,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_dealers, setup, teardown),
         cmocka_unit_test_setup_teardown(test_light_client, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_light_client_ahead, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_request_before_ready, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hostile_peers, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_late_handshake, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_out_of_descriptors, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bind_refused, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -44,6 +44,14 @@ static bool same_path(const gf_cli_ctx *ctx, const char *config_path)
                                            : !config_path && !ctx->config_path;
 }
 
+const gf_transport *gf_client_reaches(const gf_config *cfg)
+{
+    for (const gf_transport *const *t = gf_client_transports; *t; t++)
+        if ((*t)->supports(cfg))
+            return *t;
+    return NULL;
+}
+
 gf_client *gf_client_open(const char *config_path, gf_cli_ctx *ctx, int *status)
 {
     gf_config *cfg = NULL;
@@ -68,9 +76,7 @@ gf_client *gf_client_open(const char *config_path, gf_cli_ctx *ctx, int *status)
         gf_client_destroy(&self);
         return NULL;
     }
-    for (const gf_transport *const *t = gf_client_transports; *t && !self->t; t++)
-        if ((*t)->supports(cfg))
-            self->t = *t;
+    self->t = gf_client_reaches(cfg);
     if (!self->t) {
         fprintf(stderr, "gpuflock: this program cannot reach %s (run gpuflock-cli, which can)\n",
                 ep);

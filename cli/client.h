@@ -25,6 +25,10 @@ typedef struct gf_client gf_client;
 gf_client *gf_client_open(const char *config_path, gf_cli_ctx *ctx, int *status);
 void gf_client_destroy(gf_client **self_p);
 
+/* The client backend of this program (gf_client_transports, cli/transport.h)
+ * that reaches cfg->client_endpoint, NULL when none does. */
+const struct gf_transport *gf_client_reaches(const gf_config *cfg);
+
 /* Send req, receive the reply into *rep (an "error" reply is returned as
  * the message, op GF_OP_ERROR). timeout_ms < 0 waits as long as the broker
  * lives. Returns 0, or GF_EIO when the broker went away / did not answer

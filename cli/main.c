@@ -8,8 +8,9 @@
 #include <stdio.h>
 #include <string.h>
 
-/* Client backends: our own for ipc://, libzmq for the rest (tcp:// with CURVE). */
-const gf_transport *const gf_client_transports[] = { &gf_transport_zmtp, &gf_transport_zmq, NULL };
+/* The client backend of the full command: libzmq, every endpoint (ipc://,
+ * tcp:// with CURVE). */
+const gf_transport *const gf_client_transports[] = { &gf_transport_zmq, NULL };
 
 static void usage(FILE *out)
 {

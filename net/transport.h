@@ -1,11 +1,13 @@
 /* transport.h — how the CLI reaches gpuflockd: backends behind one table.
  *
- * Two backends: our own ZMTP client (net/zmtp.h) for ipc:// endpoints,
- * which keeps libzmq out of the light `gpuflock` front, and libzmq itself
- * (tcp:// with CURVE, or any endpoint) for gpuflock-cli. Each program says
- * which it offers, best first, in its main.c (gf_client_transports); the
- * client takes the first that supports the configured endpoint. Every
- * request travels as [empty delimiter][body], REQ style. */
+ * Two backends: libzmq's DEALER (net/dealer.h), every endpoint, for
+ * gpuflock-cli; and for the light `gpuflock` front, a static program that
+ * cannot link libzmq, our own ZMTP client (net/zmtp.h) on ipc://
+ * endpoints. Each program names the backends it has in its main.c
+ * (gf_client_transports); the client takes the first that supports the
+ * configured endpoint, and the front hands a command it has none for to
+ * gpuflock-cli (gf_client_reaches). The broker cannot tell them apart.
+ * Every request travels as [empty delimiter][body], REQ style. */
 #ifndef GF_TRANSPORT_H
 #define GF_TRANSPORT_H
 
@@ -32,7 +34,7 @@ typedef struct gf_transport {
     void (*close)(void **conn_p);
 } gf_transport;
 
-extern const gf_transport gf_transport_zmtp;   /* net/transport_zmtp.c: ipc://, NULL mechanism */
+extern const gf_transport gf_transport_zmtp;   /* net/transport_zmtp.c: ipc://, no libzmq */
 extern const gf_transport gf_transport_zmq;    /* net/transport_zmq.c: libzmq, any endpoint */
 
 /* The backends this program offers, best first, NULL-terminated. Defined

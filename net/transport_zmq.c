@@ -1,6 +1,6 @@
-/* transport_zmq.c — the CLI's libzmq backend: a DEALER socket through
- * net/wire, for every endpoint libzmq reaches, tcp:// with CURVE
- * included (see transport.h).
+/* transport_zmq.c — the CLI's libzmq backend: a DEALER (net/dealer.h)
+ * for every endpoint libzmq reaches, tcp:// with CURVE included (see
+ * transport.h).
  *
  * With CURVE, libzmq hides a failed handshake: a broker that cannot open our
  * HELLO (a wrong curve_public_key in the client's configuration) closes the
@@ -11,7 +11,7 @@
 
 #include "common/error.h"
 #include "common/util.h"
-#include "net/wire.h"
+#include "net/dealer.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -21,7 +21,7 @@
 
 typedef struct {
     void *ctx;                /* the zmq context, ours alone */
-    void *sock;               /* DEALER to the broker */
+    gf_dealer *d;             /* to the broker, REQ style */
     void *mon;                /* PAIR on sock's handshake events (CURVE only), or NULL */
     int failed;               /* handshakes failed in a row since the last one that succeeded */
     char *endpoint;           /* the broker's, for messages; ours */
@@ -46,11 +46,12 @@ static void zmq_close_conn(void **conn_p)
     if (!c)
         return;
     if (c->mon) {
-        zmq_socket_monitor(c->sock, NULL, 0);
+        zmq_pollitem_t it;
+        gf_dealer_pollitem(c->d, &it);
+        zmq_socket_monitor(it.socket, NULL, 0);
         zmq_close(c->mon);
     }
-    if (c->sock)
-        zmq_close(c->sock);
+    gf_dealer_destroy(&c->d);
     if (c->ctx)
         zmq_ctx_term(c->ctx);
     free(c->endpoint);
@@ -64,30 +65,26 @@ static void *zmq_open_conn(const gf_config *cfg, char *err, size_t errlen)
     zconn *c = gf_calloc(1, sizeof(*c));
     c->endpoint = gf_strdup(ep);
     c->ctx = zmq_ctx_new();
-    c->sock = zmq_socket(c->ctx, ZMQ_DEALER);
-    int zero = 0;
-    zmq_setsockopt(c->sock, ZMQ_LINGER, &zero, sizeof(zero));
-    if (strncmp(ep, "tcp://", 6) == 0 && cfg->curve_public_key) {
-        char pub[41], sec[41];
-        zmq_curve_keypair(pub, sec);
-        zmq_setsockopt(c->sock, ZMQ_CURVE_SERVERKEY, cfg->curve_public_key, 40);
-        zmq_setsockopt(c->sock, ZMQ_CURVE_PUBLICKEY, pub, 40);
-        zmq_setsockopt(c->sock, ZMQ_CURVE_SECRETKEY, sec, 40);
-        /* without the monitor a refused handshake is only a longer wait */
-        if (zmq_socket_monitor(c->sock, "inproc://handshake", HANDSHAKE_EVENTS) == 0) {
-            c->mon = zmq_socket(c->ctx, ZMQ_PAIR);
-            zmq_setsockopt(c->mon, ZMQ_LINGER, &zero, sizeof(zero));
-            if (zmq_connect(c->mon, "inproc://handshake") != 0) {
-                zmq_close(c->mon);
-                c->mon = NULL;
-            }
-        }
-    }
-    if (zmq_connect(c->sock, ep) != 0) {
-        snprintf(err, errlen, "cannot connect to %s: %s", ep, zmq_strerror(errno));
+    c->d = gf_dealer_connect(c->ctx, ep, cfg, true, err, errlen);
+    if (!c->d) {
         void *p = c;
         zmq_close_conn(&p);
         return NULL;
+    }
+    /* CURVE (gf_wire_socket set it up): without the monitor a refused
+     * handshake is only a longer wait. libzmq connects in the background,
+     * so events from the first handshake on reach the monitor. */
+    zmq_pollitem_t it;
+    gf_dealer_pollitem(c->d, &it);
+    int zero = 0;
+    if (strncmp(ep, "tcp://", 6) == 0 && cfg->curve_public_key &&
+        zmq_socket_monitor(it.socket, "inproc://handshake", HANDSHAKE_EVENTS) == 0) {
+        c->mon = zmq_socket(c->ctx, ZMQ_PAIR);
+        zmq_setsockopt(c->mon, ZMQ_LINGER, &zero, sizeof(zero));
+        if (zmq_connect(c->mon, "inproc://handshake") != 0) {
+            zmq_close(c->mon);
+            c->mon = NULL;
+        }
     }
     return c;
 }
@@ -95,7 +92,7 @@ static void *zmq_open_conn(const gf_config *cfg, char *err, size_t errlen)
 static int zmq_send_msg(void *conn, const gf_msg *m, char *err, size_t errlen)
 {
     zconn *c = conn;
-    int rc = gf_wire_send(c->sock, NULL, true, m);
+    int rc = gf_dealer_send(c->d, m);
     if (rc)
         snprintf(err, errlen, "cannot send the request: %s", gf_strerror(rc));
     return rc;
@@ -151,7 +148,8 @@ static int zmq_recv_msg(void *conn, int timeout_ms, gf_msg *out, char *err, size
 {
     zconn *c = conn;
     memset(out, 0, sizeof(*out));
-    zmq_pollitem_t it[2] = { { c->sock, 0, ZMQ_POLLIN, 0 }, { c->mon, 0, ZMQ_POLLIN, 0 } };
+    zmq_pollitem_t it[2] = { { 0 }, { c->mon, 0, ZMQ_POLLIN, 0 } };
+    gf_dealer_pollitem(c->d, &it[0]);
     uint64_t deadline = gf_now_ms() + (uint64_t)(timeout_ms < 0 ? 0 : timeout_ms);
     for (;;) {
         uint64_t now = gf_now_ms();
@@ -171,7 +169,7 @@ static int zmq_recv_msg(void *conn, int timeout_ms, gf_msg *out, char *err, size
         if (rc)
             return rc;
     }
-    int rc = gf_wire_recv(c->sock, GF_WIRE_DEALER, 0, NULL, out, err, errlen);
+    int rc = gf_dealer_recv(c->d, 0, out, err, errlen);
     return rc == GF_ETIMEDOUT ? GF_EPROTO : rc;
 }
 

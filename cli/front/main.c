@@ -45,7 +45,8 @@ GF_JOB_COMMANDS(DECLARE)
 #define FULL_CLI "gpuflock-cli"
 #define DRIVER_FRONT "gpuflock-exec"   /* this front with the C library's dlopen */
 
-/* The client backend of this program: ipc:// only, no libzmq. */
+/* The client backend of this program: ipc:// only, no libzmq (a static
+ * program cannot link it); gpuflock-cli has libzmq for every endpoint. */
 const gf_transport *const gf_client_transports[] = { &gf_transport_zmtp, NULL };
 
 static const struct {
@@ -94,15 +95,16 @@ static gf_config *command_config(int argc, char **argv, const char **path)
     return cfg;
 }
 
-/* Does the configuration the command will use put the broker on ipc://?
- * It stays in ctx for the command's client to take. */
-static bool broker_on_ipc(int argc, char **argv, gf_cli_ctx *ctx)
+/* Can this program's client backend reach the broker of the configuration
+ * the command will use (ipc://: gf_client_transports below)? The
+ * configuration stays in ctx for the command's client to take. */
+static bool broker_reached(int argc, char **argv, gf_cli_ctx *ctx)
 {
     gf_config *cfg = command_config(argc, argv, &ctx->config_path);
     if (!cfg)
         return true;
     ctx->config = cfg;
-    return gf_config_ipc_path(cfg->client_endpoint) != NULL;
+    return gf_client_reaches(cfg) != NULL;
 }
 
 #ifdef GF_FRONT_STATIC
@@ -136,7 +138,7 @@ int main(int argc, char **argv)
     if (argc >= 2 && strcmp(argv[1], "version") == 0)
         return gf_cmd_version(argc - 1, argv + 1, &ctx);   /* not worth the full program's start */
     for (size_t i = 0; argc >= 2 && i < sizeof job_commands / sizeof job_commands[0]; i++)
-        if (strcmp(argv[1], job_commands[i].name) == 0 && broker_on_ipc(argc, argv, &ctx)) {
+        if (strcmp(argv[1], job_commands[i].name) == 0 && broker_reached(argc, argv, &ctx)) {
             int rc = job_commands[i].run(argc - 1, argv + 1, &ctx);
             gf_config_destroy(&ctx.config);    /* a client that did not take it */
             return rc;

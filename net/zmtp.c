@@ -1,4 +1,5 @@
-/* zmtp.c — ZMTP 3.1 DEALER client over a unix socket (see zmtp.h).
+/* zmtp.c — ZMTP 3.1 DEALER client over a unix socket (see zmtp.h), for the
+ * static front.
  *
  * Wire format (rfc.zeromq.org/spec/23 and 37): a 64-byte greeting each way
  * (signature 0xFF ... 0x7F, version 3.1, mechanism "NULL", as-server 0,
@@ -39,8 +40,8 @@ struct gf_zmtp {
     uint8_t *in;              /* received bytes not yet taken */
     size_t in_len;            /* bytes in `in` */
     size_t in_cap;            /* allocated size of `in` */
-    int hello;                /* the peer's handshake still to read: 0 none (done),
-                               * 2 greeting and READY, 1 READY */
+    int hello;                /* the peer's handshake still to read (during the
+                               * connect): 0 none, 2 greeting and READY, 1 READY */
     int64_t hello_deadline;   /* monotonic ms by which it must have come */
 };
 
@@ -125,8 +126,6 @@ static int fill(gf_zmtp *self, int64_t deadline, char *err, size_t errlen)
     }
 }
 
-static int await_hello(gf_zmtp *self, int64_t deadline, char *err, size_t errlen);
-
 static void consume(gf_zmtp *self, size_t n)
 {
     memmove(self->in, self->in + n, self->in_len - n);
@@ -135,7 +134,7 @@ static void consume(gf_zmtp *self, size_t n)
 
 /* ---- the codec */
 
-int gf_zmtp_frame_parse(const uint8_t *buf, size_t avail, size_t max_frame, uint8_t *flags,
+static int frame_parse(const uint8_t *buf, size_t avail, size_t max_frame, uint8_t *flags,
                         size_t *hdr, size_t *size)
 {
     if (avail < 2)
@@ -198,7 +197,7 @@ size_t gf_zmtp_hello(uint8_t out[GF_ZMTP_HELLO_MAX], const char *socket_type, in
     return (size_t)(c - out);
 }
 
-int gf_zmtp_check_greeting(const uint8_t *g, char *why, size_t whylen)
+static int check_greeting(const uint8_t *g, char *why, size_t whylen)
 {
     if (g[0] != 0xFF || !(g[9] & 1)) {
         snprintf(why, whylen, "the peer does not speak ZMTP");
@@ -215,49 +214,21 @@ int gf_zmtp_check_greeting(const uint8_t *g, char *why, size_t whylen)
     return 0;
 }
 
-int gf_zmtp_is_command(const uint8_t *b, size_t n, const char *name)
+static int is_command(const uint8_t *b, size_t n, const char *name)
 {
     size_t l = strlen(name);
     return n >= 1 + l && b[0] == l && memcmp(b + 1, name, l) == 0;
 }
 
-size_t gf_zmtp_pong(const uint8_t *b, size_t n, uint8_t pong[5 + 16])
+static size_t pong_for(const uint8_t *b, size_t n, uint8_t pong[5 + 16])
 {
     /* PING: its name, a 2-byte TTL, then the context to echo */
-    if (n < 1 + 4 + 2 || !gf_zmtp_is_command(b, n, "PING"))
+    if (n < 1 + 4 + 2 || !is_command(b, n, "PING"))
         return 0;
     size_t ctx = n - 7 > 16 ? 16 : n - 7;
     memcpy(pong, "\4PONG", 5);
     memcpy(pong + 5, b + 7, ctx);
     return 5 + ctx;
-}
-
-int gf_zmtp_ready_property(const uint8_t *b, size_t n, const char *name, char *out,
-                           size_t outlen)
-{
-    if (!gf_zmtp_is_command(b, n, "READY"))
-        return GF_EPROTO;
-    size_t off = 6, want = strlen(name);
-    while (off < n) {
-        size_t nl = b[off++];
-        if (n - off < nl + 4)
-            return GF_EPROTO;
-        const uint8_t *pn = b + off;
-        off += nl;
-        size_t vl = (size_t)b[off] << 24 | (size_t)b[off + 1] << 16 | (size_t)b[off + 2] << 8 |
-                    b[off + 3];
-        off += 4;
-        if (n - off < vl)
-            return GF_EPROTO;
-        if (nl == want && strncasecmp((const char *)pn, name, nl) == 0) {
-            size_t c = vl < outlen - 1 ? vl : outlen - 1;
-            memcpy(out, b + off, c);
-            out[c] = 0;
-            return 1;
-        }
-        off += vl;
-    }
-    return 0;
 }
 
 /* ---- the client */
@@ -266,7 +237,7 @@ int gf_zmtp_ready_property(const uint8_t *b, size_t n, const char *name, char *o
 static int frame_at(const gf_zmtp *self, size_t off, size_t max_frame, uint8_t *flags,
                     size_t *hdr, size_t *size)
 {
-    return gf_zmtp_frame_parse(self->in + off, self->in_len - off, max_frame, flags, hdr, size);
+    return frame_parse(self->in + off, self->in_len - off, max_frame, flags, hdr, size);
 }
 
 static int send_command(gf_zmtp *self, const uint8_t *body, size_t len, char *err, size_t errlen)
@@ -282,10 +253,10 @@ static int send_command(gf_zmtp *self, const uint8_t *body, size_t len, char *er
 static int on_command(gf_zmtp *self, const uint8_t *b, size_t n, char *err, size_t errlen)
 {
     uint8_t pong[5 + 16];
-    size_t pl = gf_zmtp_pong(b, n, pong);
+    size_t pl = pong_for(b, n, pong);
     if (pl)
         return send_command(self, pong, pl, err, errlen);
-    if (n >= 6 && gf_zmtp_is_command(b, n, "ERROR")) {
+    if (n >= 6 && is_command(b, n, "ERROR")) {
         int rl = n > 6 ? b[6] : 0;
         if ((size_t)rl > n - 7)
             rl = (int)(n - 7);
@@ -302,11 +273,6 @@ int gf_zmtp_recv(gf_zmtp *self, int timeout_ms, size_t max_frame, uint8_t **body
     *len = 0;
     *n_before = 0;
     int64_t deadline = timeout_ms < 0 ? -1 : mono_ms() + timeout_ms;
-    if (self->hello) {
-        int rc = await_hello(self, deadline, err, errlen);
-        if (rc)
-            return rc;
-    }
     for (;;) {
         /* a whole message (or a command) at the front of the buffer? */
         size_t off = 0, frames = 0, last_off = 0, last_size = 0;
@@ -376,11 +342,6 @@ int gf_zmtp_send(gf_zmtp *self, const void *const *frames, const size_t *lens, s
     return rc;
 }
 
-int gf_zmtp_fd(const gf_zmtp *self)
-{
-    return self->fd;
-}
-
 int gf_zmtp_send_msg(gf_zmtp *self, const gf_msg *m, bool delim, char *err, size_t errlen)
 {
     uint8_t *buf;
@@ -432,7 +393,7 @@ static int await_hello(gf_zmtp *self, int64_t deadline, char *err, size_t errlen
         }
         if (self->in_len >= GREETING_LEN) {
             char why[128];
-            if (gf_zmtp_check_greeting(self->in, why, sizeof(why)) != 0) {
+            if (check_greeting(self->in, why, sizeof(why)) != 0) {
                 snprintf(err, errlen, "%s: %s", self->path, why);
                 return GF_EPROTO;
             }
@@ -456,7 +417,7 @@ static int await_hello(gf_zmtp *self, int64_t deadline, char *err, size_t errlen
                 snprintf(err, errlen, "%s: no READY from the peer", self->path);
                 return GF_EPROTO;
             }
-            if (gf_zmtp_is_command(b, size, "READY")) {
+            if (is_command(b, size, "READY")) {
                 consume(self, hdr + size);
                 self->hello = 0;
                 return 0;
@@ -479,10 +440,7 @@ static int await_hello(gf_zmtp *self, int64_t deadline, char *err, size_t errlen
     return 0;
 }
 
-/* Connect and send our greeting and READY; with `wait`, read the peer's
- * too, so that a wrong peer is reported at connect time. */
-static gf_zmtp *connect_to(const char *path, int timeout_ms, bool wait, char *err,
-                           size_t errlen)
+gf_zmtp *gf_zmtp_connect(const char *path, int timeout_ms, char *err, size_t errlen)
 {
     struct sockaddr_un sa = { .sun_family = AF_UNIX };
     if (strlen(path) >= sizeof(sa.sun_path)) {
@@ -507,22 +465,12 @@ static gf_zmtp *connect_to(const char *path, int timeout_ms, bool wait, char *er
         goto fail;
     self->hello = 2;
     self->hello_deadline = mono_ms() + timeout_ms;
-    if (wait && await_hello(self, -1, err, errlen) != 0)
+    if (await_hello(self, -1, err, errlen) != 0)
         goto fail;
     return self;
 fail:
     gf_zmtp_destroy(&self);
     return NULL;
-}
-
-gf_zmtp *gf_zmtp_connect(const char *path, int timeout_ms, char *err, size_t errlen)
-{
-    return connect_to(path, timeout_ms, true, err, errlen);
-}
-
-gf_zmtp *gf_zmtp_connect_ahead(const char *path, int timeout_ms, char *err, size_t errlen)
-{
-    return connect_to(path, timeout_ms, false, err, errlen);
 }
 
 void gf_zmtp_destroy(gf_zmtp **self_p)

@@ -275,28 +275,6 @@ static void test_not_zmtp(void **state)
     assert_null(gf_zmtp_connect(f->path, 200, err, sizeof(err)));
     assert_non_null(strstr(err, "no ZMTP greeting"));
     stop_fake_server(pid, f->path);
-
-    /* connected ahead: the same peers are reported by the first receive */
-    uint8_t *body;
-    size_t blen, before;
-    pid = fake_server(f->path, "HTTP/1.1 400 Bad Request\r\n\r\n", 28);
-    gf_zmtp *z = gf_zmtp_connect_ahead(f->path, 2000, err, sizeof(err));
-    assert_non_null(z);
-    assert_int_equal(gf_zmtp_recv(z, 2000, 1 << 20, &body, &blen, &before, err, sizeof(err)),
-                     GF_EPROTO);
-    assert_non_null(strstr(err, "does not speak ZMTP"));
-    gf_zmtp_destroy(&z);
-    stop_fake_server(pid, f->path);
-
-    pid = fake_server(f->path, "", 0);
-    z = gf_zmtp_connect_ahead(f->path, 200, err, sizeof(err));
-    assert_non_null(z);
-    /* a receive that would wait longer stops at the handshake's deadline */
-    assert_int_equal(gf_zmtp_recv(z, 5000, 1 << 20, &body, &blen, &before, err, sizeof(err)),
-                     GF_ETIMEDOUT);
-    assert_non_null(strstr(err, "no ZMTP greeting"));
-    gf_zmtp_destroy(&z);
-    stop_fake_server(pid, f->path);
 }
 
 /* A hand-written ZMTP 3.1 peer (in a child): greeting and READY, then a

@@ -598,6 +598,7 @@ gf_server *gf_server_new(const gf_config *cfg)
      * by path */
     if (gf_fsmode_dir(cfg->run_dir, 0711, "run_dir") != 0)
         goto fail;
+    gf_supervise_raise_nofile(self);
     self->ctx = zmq_ctx_new();
     self->clients = bind_router(self, cfg->client_endpoint, true);
     if (!self->clients)

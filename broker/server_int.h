@@ -29,6 +29,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/resource.h>
 #include <sys/types.h>
 
 #define DRAIN_MAX 2000              /* messages per socket per turn */
@@ -121,6 +122,8 @@ struct gf_server {
     gf_users *users;          /* uid -> name and groups, cached */
     char *worker_program;
     uid_t euid;
+    rlim_t nofile_soft;       /* RLIMIT_NOFILE's soft limit we were started with: the
+                               * workers get it back (supervise.c) */
     bool trace;               /* log_level debug: each acknowledging turn's phases */
     bool traced_sync;         /* this turn's end ran an acknowledging sync */
     uint64_t phase_ns[TURN_PHASES];   /* this turn's phases (trace) */
@@ -285,6 +288,11 @@ void gf_clients_on_message(gf_server *self);
  * out a backoff) and start those due, unless broker.spawn_workers is false
  * or the broker stops. */
 void gf_supervise(gf_server *self, uint64_t now);
+
+/* Raise the soft RLIMIT_NOFILE to the hard one (at most 2^20), keeping the
+ * old in nofile_soft: libzmq aborts the broker when its ipc:// listener runs
+ * out of descriptors, and any local user can connect. */
+void gf_supervise_raise_nofile(gf_server *self);
 
 /* Stop: local workers get SIGTERM (they stop their jobs), others are told
  * to disconnect; jobs still running go back to pending for the next start. */

@@ -3,7 +3,8 @@
  * backoff that doubles while workers die young; a worker left by an
  * earlier broker (its pid file still locked) is left to reconnect. At
  * shutdown: workers told or stopped, running jobs requeued, a last commit,
- * the children waited for. */
+ * the children waited for. And the broker's own descriptor limit, raised
+ * at start for libzmq's sake, the workers' put back. */
 #include "broker/server_int.h"
 
 #include "common/error.h"
@@ -17,11 +18,43 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #define BACKOFF_MIN_MS 500
 #define BACKOFF_MAX_MS 30000
+
+/* The most descriptors the broker asks for (the kernel's default nr_open). */
+#define NOFILE_MAX ((rlim_t)1 << 20)
+
+/* libzmq aborts the whole process when an ipc:// listener cannot accept a
+ * connection for want of descriptors (src/ipc_listener.cpp, accept: EMFILE
+ * is not among the errors its errno_assert takes, in 4.3.4 as in its
+ * master), and any local user may connect to the client socket. So the
+ * broker raises its soft RLIMIT_NOFILE to the hard one (under systemd
+ * 524288 unless LimitNOFILE says otherwise); each connection costs the
+ * one who opens it a descriptor too. The workers get the old limit back
+ * (spawn_worker). */
+void gf_supervise_raise_nofile(gf_server *self)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+        return;
+    self->nofile_soft = rl.rlim_cur;
+    rlim_t want = rl.rlim_max == RLIM_INFINITY || rl.rlim_max > NOFILE_MAX ? NOFILE_MAX
+                                                                           : rl.rlim_max;
+    if (rl.rlim_cur >= want)
+        return;
+    rl.rlim_cur = want;
+    if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
+        GF_WARN("cannot raise the descriptor limit from %llu to %llu: %s (past it, a flood of "
+                "client connections makes libzmq abort gpuflockd)",
+                (unsigned long long)self->nofile_soft, (unsigned long long)want, strerror(errno));
+    else
+        GF_DEBUG("descriptor limit raised from %llu to %llu", (unsigned long long)self->nofile_soft,
+                 (unsigned long long)want);
+}
 
 static bool worker_pidfile_held(gf_server *self, int device)
 {
@@ -51,6 +84,13 @@ static void spawn_worker(gf_server *self, wk *w)
         sigset_t none;
         sigemptyset(&none);
         sigprocmask(SIG_SETMASK, &none, NULL);
+        /* the descriptor limit the broker was started with (it raised its
+         * own, gf_supervise_raise_nofile), for the worker and its jobs */
+        struct rlimit rl;
+        if (self->nofile_soft && getrlimit(RLIMIT_NOFILE, &rl) == 0) {
+            rl.rlim_cur = self->nofile_soft;
+            setrlimit(RLIMIT_NOFILE, &rl);
+        }
         if (self->cfg->path)
             execl(self->worker_program, "gpuflock-worker", "--device", dev, "--config",
                   self->cfg->path, (char *)NULL);

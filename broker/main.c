@@ -1,5 +1,6 @@
 /* main.c — gpuflockd, the broker: arguments, configuration, pid file,
- * signals; the work is in broker/server.c. */
+ * signals; the work is in broker/server.c and the rooms around it
+ * (broker/server_int.h). */
 #include "broker/server.h"
 #include "common/blasenv.h"
 #include "common/config.h"

@@ -166,7 +166,8 @@ static int secure(void *s, int type, const char *ep, const gf_config *cfg, char 
         return GF_ECONFIG;
     }
     char pub[41], sec[41];
-    if (zmq_curve_keypair(pub, sec) || zmq_setsockopt(s, ZMQ_CURVE_SERVERKEY, cfg->curve_public_key, 40) ||
+    if (zmq_curve_keypair(pub, sec) ||
+        zmq_setsockopt(s, ZMQ_CURVE_SERVERKEY, cfg->curve_public_key, 40) ||
         zmq_setsockopt(s, ZMQ_CURVE_PUBLICKEY, pub, 40) ||
         zmq_setsockopt(s, ZMQ_CURVE_SECRETKEY, sec, 40)) {
         snprintf(err, errlen, "endpoint %s: CURVE keys refused: %s", ep, zmq_strerror(errno));

@@ -285,7 +285,8 @@ static void test_tcp_curve(void **state)
     assert_int_equal(gf_config_parse("keyed.yaml", yaml, strlen(yaml), &keyed), 0);
     free(yaml);
     yaml = gf_strfmt("run_dir: %s/run\nstate_dir: %s/state\nbroker:\n"
-                     "  client_endpoint: %s\n  curve_public_key: '%s'\n", f->dir, f->dir, ep, other);
+                     "  client_endpoint: %s\n  curve_public_key: '%s'\n",
+                     f->dir, f->dir, ep, other);
     gf_config *wrong = NULL;
     assert_int_equal(gf_config_parse("wrong.yaml", yaml, strlen(yaml), &wrong), 0);
     free(yaml);

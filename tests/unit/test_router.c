@@ -289,7 +289,7 @@ static int raw_peer(fx *f, const char *type, bool wait)
     uint8_t hello[GF_ZMTP_HELLO_MAX];
     raw_write(fd, hello, gf_zmtp_hello(hello, type, 0));
     uint8_t in[512];
-    size_t got = 0;
+    size_t got = 0, want = 0;
     while (wait) {
         struct pollfd p = { fd, POLLIN, 0 };
         assert_int_equal(poll(&p, 1, 3000), 1);
@@ -297,10 +297,12 @@ static int raw_peer(fx *f, const char *type, bool wait)
         assert_true(r > 0);
         got += (size_t)r;
         /* the greeting, then a short command frame: its flags, size, body */
-        if (got >= GF_ZMTP_GREETING_LEN + 2 && got >= (size_t)GF_ZMTP_GREETING_LEN + 2 + in[GF_ZMTP_GREETING_LEN + 1])
+        if (got >= GF_ZMTP_GREETING_LEN + 2)
+            want = (size_t)GF_ZMTP_GREETING_LEN + 2 + in[GF_ZMTP_GREETING_LEN + 1];
+        if (want && got >= want)
             break;
     }
-    assert_int_equal(got, wait ? (size_t)GF_ZMTP_GREETING_LEN + 2 + in[GF_ZMTP_GREETING_LEN + 1] : 0);
+    assert_int_equal(got, want);
     return fd;
 }
 

@@ -64,6 +64,12 @@ static int teardown(void **state)
     return 0;
 }
 
+/* The fixture's ROUTER (ipc://: with the peer's credentials). */
+static int router_recv(fx *f, int flags, gf_peer *peer, gf_msg *m, char *err, size_t errlen)
+{
+    return gf_wire_recv(f->router, GF_WIRE_ROUTER_IPC, flags, peer, m, err, errlen);
+}
+
 static void test_request_reply_with_credentials(void **state)
 {
     fx *f = *state;
@@ -74,7 +80,7 @@ static void test_request_reply_with_credentials(void **state)
     assert_int_equal(gf_wire_send(f->dealer, NULL, true, &q), 0);
     gf_peer peer;
     char err[256];
-    assert_int_equal(gf_wire_recv(f->router, GF_WIRE_ROUTER_IPC, 0, &peer, &got, err, sizeof(err)), 0);
+    assert_int_equal(router_recv(f, 0, &peer, &got, err, sizeof(err)), 0);
     assert_int_equal(got.op, GF_OP_SHOW);
     assert_int_equal(got.id, 42);
     assert_true(peer.delim);
@@ -97,7 +103,7 @@ static void test_request_reply_with_credentials(void **state)
     memset(&q, 0, sizeof(q));
     q.op = GF_OP_HEARTBEAT;
     assert_int_equal(gf_wire_send(f->dealer, NULL, false, &q), 0);
-    assert_int_equal(gf_wire_recv(f->router, GF_WIRE_ROUTER_IPC, 0, &peer, &got, err, sizeof(err)), 0);
+    assert_int_equal(router_recv(f, 0, &peer, &got, err, sizeof(err)), 0);
     assert_false(peer.delim);
     assert_int_equal(got.op, GF_OP_HEARTBEAT);
     gf_msg_clear(&got);
@@ -111,7 +117,7 @@ static void test_garbage_is_answerable(void **state)
     gf_peer peer;
     gf_msg got;
     char err[256];
-    assert_int_equal(gf_wire_recv(f->router, GF_WIRE_ROUTER_IPC, 0, &peer, &got, err, sizeof(err)), GF_EPROTO);
+    assert_int_equal(router_recv(f, 0, &peer, &got, err, sizeof(err)), GF_EPROTO);
     assert_non_null(strstr(err, "expected a map"));
     assert_true(peer.id_len > 0);
     assert_true(peer.has_cred);
@@ -119,14 +125,14 @@ static void test_garbage_is_answerable(void **state)
     zmq_send(f->dealer, "", 0, ZMQ_SNDMORE);
     zmq_send(f->dealer, "a", 1, ZMQ_SNDMORE);
     zmq_send(f->dealer, "b", 1, 0);
-    assert_int_equal(gf_wire_recv(f->router, GF_WIRE_ROUTER_IPC, 0, &peer, &got, err, sizeof(err)), GF_EPROTO);
+    assert_int_equal(router_recv(f, 0, &peer, &got, err, sizeof(err)), GF_EPROTO);
     assert_non_null(strstr(err, "more than one body frame"));
     /* and the socket still works */
     gf_msg q;
     memset(&q, 0, sizeof(q));
     q.op = GF_OP_WORKERS;
     assert_int_equal(gf_wire_send(f->dealer, NULL, true, &q), 0);
-    assert_int_equal(gf_wire_recv(f->router, GF_WIRE_ROUTER_IPC, 0, &peer, &got, err, sizeof(err)), 0);
+    assert_int_equal(router_recv(f, 0, &peer, &got, err, sizeof(err)), 0);
     assert_int_equal(got.op, GF_OP_WORKERS);
     gf_msg_clear(&got);
 }
@@ -141,15 +147,14 @@ static void test_vanished_peer(void **state)
     gf_peer peer;
     gf_msg got;
     char err[256];
-    assert_int_equal(gf_wire_recv(f->router, GF_WIRE_ROUTER_IPC, 0, &peer, &got, err, sizeof(err)), 0);
+    assert_int_equal(router_recv(f, 0, &peer, &got, err, sizeof(err)), 0);
     gf_msg_clear(&got);
     zmq_close(f->dealer);
     f->dealer = NULL;
     usleep(100000);
     q.op = GF_OP_HEARTBEAT;
     assert_int_equal(gf_wire_send(f->router, &peer, false, &q), GF_ENOENT);
-    assert_int_equal(gf_wire_recv(f->router, GF_WIRE_ROUTER_IPC, ZMQ_DONTWAIT, &peer, &got, err, sizeof(err)),
-                     GF_ETIMEDOUT);
+    assert_int_equal(router_recv(f, ZMQ_DONTWAIT, &peer, &got, err, sizeof(err)), GF_ETIMEDOUT);
     assert_string_equal(gf_config_ipc_path("ipc:///run/x.sock"), "/run/x.sock");
     assert_null(gf_config_ipc_path("tcp://1.2.3.4:5"));
 }
@@ -178,7 +183,8 @@ static void test_credentials_per_connection(void **state)
             _exit(3);
         char err[64];
         gf_msg rep;
-        int rc = gf_wire_recv(d, GF_WIRE_DEALER, 0, NULL, &rep, err, sizeof(err));   /* until told */
+        /* until told */
+        int rc = gf_wire_recv(d, GF_WIRE_DEALER, 0, NULL, &rep, err, sizeof(err));
         zmq_close(d);
         zmq_ctx_term(ctx);
         _exit(rc == 0 ? 0 : 4);
@@ -186,7 +192,7 @@ static void test_credentials_per_connection(void **state)
     gf_peer peer;
     gf_msg got;
     char err[256];
-    assert_int_equal(gf_wire_recv(f->router, GF_WIRE_ROUTER_IPC, 0, &peer, &got, err, sizeof(err)), 0);
+    assert_int_equal(router_recv(f, 0, &peer, &got, err, sizeof(err)), 0);
     assert_true(peer.has_cred);
     assert_int_equal(peer.uid, uid);
     assert_int_equal(peer.gid, gid);
@@ -198,7 +204,7 @@ static void test_credentials_per_connection(void **state)
     q.op = GF_OP_WORKERS;
     assert_int_equal(gf_wire_send(f->dealer, NULL, true, &q), 0);
     gf_peer mine;
-    assert_int_equal(gf_wire_recv(f->router, GF_WIRE_ROUTER_IPC, 0, &mine, &got, err, sizeof(err)), 0);
+    assert_int_equal(router_recv(f, 0, &mine, &got, err, sizeof(err)), 0);
     assert_int_equal(mine.pid, getpid());
     assert_int_equal(mine.uid, getuid());
     gf_msg_clear(&got);

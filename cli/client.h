@@ -25,7 +25,7 @@ typedef struct gf_client gf_client;
 gf_client *gf_client_open(const char *config_path, gf_cli_ctx *ctx, int *status);
 void gf_client_destroy(gf_client **self_p);
 
-/* The client backend of this program (gf_client_transports, cli/transport.h)
+/* The client backend of this program (gf_client_transports, net/transport.h)
  * that reaches cfg->client_endpoint, NULL when none does. */
 const struct gf_transport *gf_client_reaches(const gf_config *cfg);
 

@@ -1,5 +1,5 @@
 #!/bin/bash
-# front_broker — the static front's own ZMTP client (common/zmtp.c) against
+# front_broker — the static front's own ZMTP client (net/zmtp.c) against
 # the real broker, whose endpoints are libzmq's ROUTER. The front is copied
 # alone into a folder without gpuflock-cli, so a command it handed over
 # instead of running itself would fail: every job command here runs in the

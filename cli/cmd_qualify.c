@@ -253,8 +253,9 @@ int gf_cmd_qualify(int argc, char **argv, gf_cli_ctx *cli)
     gf_qualify_ctx ctx = { gpu, blas, &card, records, have_seg ? seg : NULL,
                            have_emb ? emb : NULL, o.rounds, seed, stderr };
     gf_planner pl = { NULL, &card, &gf_module_provider_embedded, gf_planner_force_library_env() };
-    gf_candidate cands[GFQ_MAX_CANDIDATES];
-    size_t nc = gf_qualify_candidates(gf_gpu_cc(gpu), cands, GF_ARRAY_LEN(cands));
+    gf_qualify_set *set = gf_qualify_set_new(gf_gpu_cc(gpu));
+    size_t nc = 0;
+    const gf_candidate *cands = gf_qualify_set_candidates(set, &nc);
     gf_qualify_entry *entries = gf_calloc(nc * GF_N_PRODUCTION_BATCHES * GF_N_MATH,
                                           sizeof *entries);
     size_t ran = 0, n = 0, area_start = 0;
@@ -276,6 +277,7 @@ int gf_cmd_qualify(int argc, char **argv, gf_cli_ctx *cli)
         }
     }
     free(entries);
+    gf_qualify_set_destroy(&set);
     if (ran == 0) {
         fprintf(stderr, "gpuflock qualify: no candidate of area %s\n", o.area ? o.area : "?");
         status = GF_EXIT_USAGE;

@@ -10,11 +10,40 @@
 #include "qualify/measure.h"
 
 
+/* The ResNet kernel's configuration per layer, from the variant the own
+ * route runs for its shape (gf_conv_gpu_own_kernel). */
+#define RESNET_PINS 7
+typedef struct {
+    gf_pin pins[RESNET_PINS];
+    char tile_m[8], tile_n[8], tile_k[8], stages[8], halo[16];
+} resnet_config;
+
+/* The ResNet34 trunk's convolutions, in network order, with their shapes and
+ * input extents (80 mel rows x 998 frames at the trunk's input). */
+typedef struct {
+    char boundary[48];
+    gf_conv_shape shape;
+    int h, w;            /* input extent */
+    int residual, relu;  /* epilogue as the network runs it */
+    resnet_config config;     /* the tf32 variant's (the resnet area) */
+    resnet_config config32;   /* the fp32 variant's (resnet32), where it has one there */
+    bool has32;
+} conv_layer;
+
+/* The ResNet34 trunk's layers for one card: what the ResNet candidates'
+ * boundaries and pins point into (storage the caller keeps as long as the
+ * candidates). */
+typedef struct {
+    conv_layer layers[GFQ_MAX_CONV_LAYERS];
+    size_t n;
+} gfq_trunk;
+
 /* Each appends its network's candidates for a card of compute capability cc
  * to out (room for cap) in the report's order; returns how many. The
- * pointers stay valid until the next call. */
+ * segmentation network's point into static tables; the embedding network's
+ * ResNet candidates into *trunk, which it fills. */
 size_t gfq_seg_candidates(int cc, gf_candidate *out, size_t cap);
-size_t gfq_emb_candidates(int cc, gf_candidate *out, size_t cap);
+size_t gfq_emb_candidates(int cc, gfq_trunk *trunk, gf_candidate *out, size_t cap);
 
 /* One candidate of an area on one tuple, as gf_qualify_run, which
  * dispatches to them by area. */

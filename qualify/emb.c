@@ -68,31 +68,6 @@ static const gf_pin seg1_cluster_pins[] = {
     { "threads", "128" },
 };
 
-/* The ResNet kernel's configuration per layer, from the variant the own
- * route runs for its shape (gf_conv_gpu_own_kernel). */
-#define RESNET_PINS 7
-typedef struct {
-    gf_pin pins[RESNET_PINS];
-    char tile_m[8], tile_n[8], tile_k[8], stages[8], halo[16];
-} resnet_config;
-
-/* The ResNet34 trunk's convolutions, in network order, with their shapes and
- * input extents (80 mel rows x 998 frames at the trunk's input). */
-typedef struct {
-    char boundary[48];
-    gf_conv_shape shape;
-    int h, w;            /* input extent */
-    int residual, relu;  /* epilogue as the network runs it */
-    resnet_config config;     /* the tf32 variant's (the resnet area) */
-    resnet_config config32;   /* the fp32 variant's (resnet32), where it has one there */
-    bool has32;
-} conv_layer;
-
-/* The trunk's layers for the card the candidates were last built for: the
- * ResNet candidates' boundaries and pins point into them. */
-static conv_layer conv_layers[GFQ_MAX_CONV_LAYERS];
-static size_t n_conv_layers;
-
 /* The pins of a variant (the configuration its records name). */
 static void pin_config(resnet_config *rc, const gf_conv_own_kernel *kern)
 {
@@ -113,11 +88,11 @@ static void pin_config(resnet_config *rc, const gf_conv_own_kernel *kern)
     memcpy(rc->pins, pins, sizeof pins);
 }
 
-static void add_conv(int cc, const char *name, int cin, int cout, int k, int stride, int h,
-                     int w, int residual, int relu)
+static void add_conv(gfq_trunk *t, int cc, const char *name, int cin, int cout, int k,
+                     int stride, int h, int w, int residual, int relu)
 {
-    assert(n_conv_layers < GF_ARRAY_LEN(conv_layers));
-    conv_layer *c = &conv_layers[n_conv_layers++];
+    assert(t->n < GF_ARRAY_LEN(t->layers));
+    conv_layer *c = &t->layers[t->n++];
     snprintf(c->boundary, sizeof c->boundary, "%s", name);
     c->shape = (gf_conv_shape){ cin, cout, k, stride };
     c->h = h;
@@ -131,44 +106,50 @@ static void add_conv(int cc, const char *name, int cin, int cout, int k, int str
         pin_config(&c->config32, k32);
 }
 
-/* The embedding network's candidates, in the report's order: the fbank, the
- * ResNet trunk's layers in network order, the pooling and seg_1. */
-size_t gfq_emb_candidates(int cc, gf_candidate *out, size_t cap)
+/* The ResNet34 trunk's convolutions for a card of capability cc into *t. */
+static void trunk_build(int cc, gfq_trunk *t)
 {
-    n_conv_layers = 0;
+    t->n = 0;
     static const int blocks[4] = { 3, 4, 6, 3 }, widths[4] = { 32, 64, 128, 256 };
     char name[48];
     int h = 80, w = 998, cin = 32;
-    add_conv(cc, "resnet.conv1", 1, 32, 3, 1, h, w, 0, 1);
+    add_conv(t, cc, "resnet.conv1", 1, 32, 3, 1, h, w, 0, 1);
     for (int l = 0; l < 4; l++)
         for (int b = 0; b < blocks[l]; b++) {
             int stride = (l > 0 && b == 0) ? 2 : 1, width = widths[l];
             int ho = (h + 2 - 3) / stride + 1, wo = (w + 2 - 3) / stride + 1;
             snprintf(name, sizeof name, "resnet.layer%d.%d.conv1", l + 1, b);
-            add_conv(cc, name, cin, width, 3, stride, h, w, 0, 1);
+            add_conv(t, cc, name, cin, width, 3, stride, h, w, 0, 1);
             snprintf(name, sizeof name, "resnet.layer%d.%d.conv2", l + 1, b);
-            add_conv(cc, name, width, width, 3, 1, ho, wo, 1, 1);
+            add_conv(t, cc, name, width, width, 3, 1, ho, wo, 1, 1);
             if (stride != 1 || cin != width) {
                 snprintf(name, sizeof name, "resnet.layer%d.%d.shortcut", l + 1, b);
-                add_conv(cc, name, cin, width, 1, stride, h, w, 0, 0);
+                add_conv(t, cc, name, cin, width, 1, stride, h, w, 0, 0);
             }
             h = ho;
             w = wo;
             cin = width;
         }
+}
+
+/* The embedding network's candidates, in the report's order: the fbank, the
+ * ResNet trunk's layers in network order, the pooling and seg_1. */
+size_t gfq_emb_candidates(int cc, gfq_trunk *t, gf_candidate *out, size_t cap)
+{
+    trunk_build(cc, t);
     size_t n = 0;
-    assert(cap >= 4 + 2 * n_conv_layers);
+    assert(cap >= 4 + 2 * t->n);
     out[n++] = (gf_candidate){ "fbank", "fbank.dft", fbank_dft_pins,
                                GF_ARRAY_LEN(fbank_dft_pins) };
     out[n++] = (gf_candidate){ "fbank", "fbank.mel", fbank_mel_pins,
                                GF_ARRAY_LEN(fbank_mel_pins) };
-    for (size_t i = 0; i < n_conv_layers; i++)
-        out[n++] = (gf_candidate){ "resnet", conv_layers[i].boundary, conv_layers[i].config.pins,
+    for (size_t i = 0; i < t->n; i++)
+        out[n++] = (gf_candidate){ "resnet", t->layers[i].boundary, t->layers[i].config.pins,
                                    RESNET_PINS };
-    for (size_t i = 0; i < n_conv_layers; i++)   /* math mode fp32: kernels/resnet/resnet32.cu */
-        if (conv_layers[i].has32)
-            out[n++] = (gf_candidate){ "resnet32", conv_layers[i].boundary,
-                                       conv_layers[i].config32.pins, RESNET_PINS };
+    for (size_t i = 0; i < t->n; i++)   /* math mode fp32: kernels/resnet/resnet32.cu */
+        if (t->layers[i].has32)
+            out[n++] = (gf_candidate){ "resnet32", t->layers[i].boundary,
+                                       t->layers[i].config32.pins, RESNET_PINS };
     out[n++] = (gf_candidate){ "pooling", "pooling.stats", pool_pins, GF_ARRAY_LEN(pool_pins) };
     _Static_assert(GF_ARRAY_LEN(seg1_pins) == GF_ARRAY_LEN(seg1_cluster_pins), "same keys");
     out[n++] = (gf_candidate){ "embedding", "embedding.seg_1",
@@ -176,11 +157,11 @@ size_t gfq_emb_candidates(int cc, gf_candidate *out, size_t cap)
     return n;
 }
 
-static const conv_layer *conv_layer_find(const char *boundary)
+static const conv_layer *conv_layer_find(const gfq_trunk *t, const char *boundary)
 {
-    for (size_t i = 0; i < n_conv_layers; i++)
-        if (strcmp(conv_layers[i].boundary, boundary) == 0)
-            return &conv_layers[i];
+    for (size_t i = 0; i < t->n; i++)
+        if (strcmp(t->layers[i].boundary, boundary) == 0)
+            return &t->layers[i];
     return NULL;
 }
 
@@ -301,7 +282,9 @@ int gfq_e2e_embedding(const gf_qualify_ctx *ctx, const char *boundary, int B, gf
 int gfq_conv(const gf_qualify_ctx *ctx, const gf_candidate *cand, int B, gf_math math,
              gf_qualify_result *res)
 {
-    const conv_layer *L = conv_layer_find(cand->boundary);
+    gfq_trunk trunk;   /* the layers of this card's trunk: their geometry and index */
+    trunk_build(gf_gpu_cc(ctx->gpu), &trunk);
+    const conv_layer *L = conv_layer_find(&trunk, cand->boundary);
     if (!L)
         return GF_EINVAL;
     const gf_conv_shape *sh = &L->shape;
@@ -310,7 +293,7 @@ int gfq_conv(const gf_qualify_ctx *ctx, const gf_candidate *cand, int B, gf_math
     const gf_conv_own_kernel *kern = gf_conv_gpu_own_kernel(*sh, gf_gpu_cc(ctx->gpu), math);
     if (!kern || strcmp(gf_conv_own_module(kern), cand->area) != 0)
         return GF_EUNSUP;
-    uint64_t seed = ctx->seed ^ ((uint64_t)B << 32) ^ (uint64_t)math ^ (uint64_t)(L - conv_layers);
+    uint64_t seed = ctx->seed ^ ((uint64_t)B << 32) ^ (uint64_t)math ^ (uint64_t)(L - trunk.layers);
     uint64_t rng = seed;
     int pad = sh->k / 2;
     int ho = (L->h + 2 * pad - sh->k) / sh->stride + 1, wo = (L->w + 2 * pad - sh->k) / sh->stride + 1;

@@ -18,10 +18,31 @@
 
 /* ---- the candidates ------------------------------------------------------ */
 
-size_t gf_qualify_candidates(int cc, gf_candidate *out, size_t cap)
+struct gf_qualify_set {
+    gfq_trunk trunk;                         /* what the ResNet candidates point into */
+    gf_candidate cands[GFQ_MAX_CANDIDATES];
+    size_t n;
+};
+
+gf_qualify_set *gf_qualify_set_new(int cc)
 {
-    size_t n = gfq_seg_candidates(cc, out, cap);
-    return n + gfq_emb_candidates(cc, out + n, cap - n);
+    gf_qualify_set *self = gf_calloc(1, sizeof *self);
+    self->n = gfq_seg_candidates(cc, self->cands, GF_ARRAY_LEN(self->cands));
+    self->n += gfq_emb_candidates(cc, &self->trunk, self->cands + self->n,
+                                  GF_ARRAY_LEN(self->cands) - self->n);
+    return self;
+}
+
+const gf_candidate *gf_qualify_set_candidates(const gf_qualify_set *self, size_t *n)
+{
+    *n = self->n;
+    return self->cands;
+}
+
+void gf_qualify_set_destroy(gf_qualify_set **self_p)
+{
+    free(*self_p);
+    *self_p = NULL;
 }
 
 /* ---- the areas ------------------------------------------------------------ */

@@ -17,10 +17,13 @@
 #include <stdio.h>
 
 /* The own kernels this build can qualify on a card of compute capability cc
- * (major * 10 + minor: the ResNet layers pin the variant that card runs),
- * into out (room for cap: GFQ_MAX_CANDIDATES holds them all); returns how
- * many. Their pinned configurations are static data. */
-size_t gf_qualify_candidates(int cc, gf_candidate *out, size_t cap);
+ * (major * 10 + minor: the ResNet layers pin the variant that card runs):
+ * the set owns what the candidates point into (the ResNet layers' names and
+ * pinned configurations), so they stay valid until it is destroyed. */
+typedef struct gf_qualify_set gf_qualify_set;
+gf_qualify_set *gf_qualify_set_new(int cc);
+const gf_candidate *gf_qualify_set_candidates(const gf_qualify_set *self, size_t *n);
+void gf_qualify_set_destroy(gf_qualify_set **self_p);
 
 /* Qualify one candidate on one tuple. Returns 0 (whatever the verdict, in
  * *out), GF_EUNSUP when the kernel refuses this card or tuple, GF_EDEVICE,

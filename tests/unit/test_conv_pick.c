@@ -73,7 +73,8 @@ static void test_candidates(void **state)
 {
     (void)state;
     gf_candidate c[GFQ_MAX_CANDIDATES];
-    size_t n = gfq_emb_candidates(90, c, GFQ_MAX_CANDIDATES);
+    gfq_trunk trunk;
+    size_t n = gfq_emb_candidates(90, &trunk, c, GFQ_MAX_CANDIDATES);
     size_t resnet = 0, resnet32 = 0;
     for (size_t i = 0; i < n; i++) {
         if (strcmp(c[i].area, "resnet") == 0)

@@ -218,20 +218,21 @@ int gf_cmd_locks(int argc, char **argv, gf_cli_ctx *cli)
         return GF_EXIT_CONFIG;
     lock_row *rows = gf_calloc(cfg->n_devices, sizeof *rows);
     lock_row bench;
-    for (size_t i = 0; i < cfg->n_devices && !rc; i++)
-        rc = fill_row(&rows[i], &cfg->devices[i], cfg->devices[i].lock);
-    if (!rc)
-        rc = fill_row(&bench, NULL, cfg->bench_lock);
-    if (!rc && json)
+    for (size_t i = 0; i < cfg->n_devices; i++)
+        if ((rc = fill_row(&rows[i], &cfg->devices[i], cfg->devices[i].lock)) != 0)
+            goto out_free_rows;
+    if ((rc = fill_row(&bench, NULL, cfg->bench_lock)) != 0)
+        goto out_free_rows;
+    if (json)
         print_json(rows, cfg->n_devices, &bench);
-    else if (!rc)
+    else
         print_table(rows, cfg->n_devices, &bench);
+    gf_lock_holders_free(&bench.holders, bench.n_holders);
+out_free_rows:   /* the rows filled (the others are zero) */
     for (size_t i = 0; i < cfg->n_devices; i++) {
         gf_lock_holders_free(&rows[i].holders, rows[i].n_holders);
         gf_lock_holders_free(&rows[i].waiters, rows[i].n_waiters);
     }
-    if (!rc)
-        gf_lock_holders_free(&bench.holders, bench.n_holders);
     free(rows);
     gf_config_destroy(&cfg);
     return rc ? GF_EXIT_UNAVAIL : 0;

@@ -132,14 +132,17 @@ static int take_any(gf_jobcards *self, const gf_jobcards_request *req, int timeo
     }
     gf_lock **locks = gf_calloc(cfg->n_devices, sizeof *locks);
     int rc = 0;
-    for (size_t i = 0; i < cfg->n_devices && !rc; i++)
-        if (!(locks[i] = gf_lock_open(cfg->devices[i].lock, cfg->lock_owner_uid, NULL, 0)))
-            rc = GF_EIO;
     size_t which = 0;
-    if (!rc)
-        rc = gf_lock_wait_any(locks, cfg->n_devices, req->mode, timeout_ms, opts, &which);
-    if (!rc)
-        gf_lockset_adopt(self->set, cfg->devices[which].index, &locks[which]);
+    for (size_t i = 0; i < cfg->n_devices; i++)
+        if (!(locks[i] = gf_lock_open(cfg->devices[i].lock, cfg->lock_owner_uid, NULL, 0))) {
+            rc = GF_EIO;
+            goto out_close;
+        }
+    rc = gf_lock_wait_any(locks, cfg->n_devices, req->mode, timeout_ms, opts, &which);
+    if (rc)
+        goto out_close;
+    gf_lockset_adopt(self->set, cfg->devices[which].index, &locks[which]);
+out_close:   /* the cards not taken (the one taken is the set's now) */
     for (size_t i = 0; i < cfg->n_devices; i++)
         gf_lock_destroy(&locks[i]);
     free(locks);
@@ -186,21 +189,20 @@ int gf_jobcards_take(const gf_config *cfg, const gf_jobcards_request *req, gf_jo
     busy_ctx ctx = { .cfg = cfg, .who = req->who };
     gf_lock_wait_opts opts = { .stop = NULL, .on_busy = say_busy, .arg = &ctx };
     uint64_t start = gf_now_ms();
-    int rc = 0;
-    if (req->proof)
-        rc = take_bench(self, req->timeout_ms, &opts);
-    if (!rc && req->n_cards > 0)
-        rc = take_listed(self, req, remaining_ms(req->timeout_ms, start), &opts);
-    else if (!rc)
-        rc = take_any(self, req, remaining_ms(req->timeout_ms, start), &opts);
-    if (!rc)
-        rc = name_cards(self);
-    if (rc) {
-        gf_jobcards_destroy(&self);
-        return rc;
-    }
+    int rc = req->proof ? take_bench(self, req->timeout_ms, &opts) : 0;
+    if (rc)
+        goto fail;
+    int left = remaining_ms(req->timeout_ms, start);
+    rc = req->n_cards > 0 ? take_listed(self, req, left, &opts) : take_any(self, req, left, &opts);
+    if (rc)
+        goto fail;
+    if ((rc = name_cards(self)) != 0)
+        goto fail;
     *out = self;
     return 0;
+fail:   /* what was taken, let go */
+    gf_jobcards_destroy(&self);
+    return rc;
 }
 
 int gf_jobcards_inherit(gf_jobcards *self)

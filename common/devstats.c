@@ -187,6 +187,25 @@ static int get_u64(json_object *o, const char *key, uint64_t *dst, size_t row)
     return 0;
 }
 
+/* A row's keys in its JSON object, in the order gf_devstats_to_json writes
+ * them: strings (len: the field's size) or unsigned counters (len 0). */
+static const struct {
+    const char *key;
+    size_t off, len;
+} row_keys[] = {
+    { "stage", offsetof(gf_devstats_row, stage), GF_DEVSTATS_NAME_MAX },
+    { "route", offsetof(gf_devstats_row, route), GF_DEVSTATS_NAME_MAX },
+    { "count", offsetof(gf_devstats_row, count), 0 },
+    { "total_ns", offsetof(gf_devstats_row, total_ns), 0 },
+    { "max_ns", offsetof(gf_devstats_row, max_ns), 0 },
+    { "not_requested", offsetof(gf_devstats_row, not_requested), 0 },
+    { "unavailable", offsetof(gf_devstats_row, unavailable), 0 },
+    { "reason", offsetof(gf_devstats_row, reason), GF_DEVSTATS_REASON_MAX },
+    { "failed", offsetof(gf_devstats_row, failed), 0 },
+    { "bytes", offsetof(gf_devstats_row, bytes), 0 },
+    { "copies", offsetof(gf_devstats_row, copies), 0 },
+};
+
 int gf_devstats_from_json(const char *text, gf_devstats **out)
 {
     *out = NULL;
@@ -213,17 +232,11 @@ int gf_devstats_from_json(const char *text, gf_devstats **out)
             rc = GF_EINVAL;
             break;
         }
-        rc = get_str(o, "stage", r.stage, sizeof r.stage, i);
-        if (!rc) rc = get_str(o, "route", r.route, sizeof r.route, i);
-        if (!rc) rc = get_u64(o, "count", &r.count, i);
-        if (!rc) rc = get_u64(o, "total_ns", &r.total_ns, i);
-        if (!rc) rc = get_u64(o, "max_ns", &r.max_ns, i);
-        if (!rc) rc = get_u64(o, "not_requested", &r.not_requested, i);
-        if (!rc) rc = get_u64(o, "unavailable", &r.unavailable, i);
-        if (!rc) rc = get_str(o, "reason", r.reason, sizeof r.reason, i);
-        if (!rc) rc = get_u64(o, "failed", &r.failed, i);
-        if (!rc) rc = get_u64(o, "bytes", &r.bytes, i);
-        if (!rc) rc = get_u64(o, "copies", &r.copies, i);
+        for (size_t k = 0; k < GF_ARRAY_LEN(row_keys) && !rc; k++) {
+            void *at = (char *)&r + row_keys[k].off;
+            rc = row_keys[k].len ? get_str(o, row_keys[k].key, at, row_keys[k].len, i)
+                                 : get_u64(o, row_keys[k].key, at, i);
+        }
         if (!rc)
             row_add(row_for(s, r.stage, r.route), &r);
     }

@@ -64,24 +64,25 @@ int gf_pidfile_publish(const char *path, mode_t mode)
     char *tmp = gf_strfmt("%s.new", path);
     unlink(tmp);                       /* a leftover of a crash at this very step */
     int fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
-    int rc = fd < 0 ? -1 : 0;
-    if (!rc && (fchmod(fd, mode) != 0 || flock(fd, LOCK_EX | LOCK_NB) != 0))
-        rc = -1;
+    if (fd < 0)
+        goto fail;
+    if (fchmod(fd, mode) != 0 || flock(fd, LOCK_EX | LOCK_NB) != 0)
+        goto fail;
     char text[32];
     int len = snprintf(text, sizeof text, "%d\n", (int)getpid());
     /* the pid is for messages; the lock says whether we live: a full disk
      * that takes the pid away is worth a warning, not a refusal to start */
-    if (!rc && pwrite(fd, text, (size_t)len, 0) != len)
+    if (pwrite(fd, text, (size_t)len, 0) != len)
         GF_WARN("pid file %s: cannot write the pid: %s", tmp, strerror(errno));
-    if (!rc && rename(tmp, path) != 0)
-        rc = -1;
-    if (rc) {
-        GF_ERROR("pid file %s: %s", path, strerror(errno));
-        if (fd >= 0)
-            close(fd);
-        unlink(tmp);
-        fd = -1;
-    }
+    if (rename(tmp, path) != 0)
+        goto fail;
     free(tmp);
     return fd;
+fail:   /* the reason first (errno), then the file and its descriptor go */
+    GF_ERROR("pid file %s: %s", path, strerror(errno));
+    if (fd >= 0)
+        close(fd);
+    unlink(tmp);
+    free(tmp);
+    return -1;
 }

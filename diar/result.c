@@ -110,14 +110,10 @@ int gf_diar_save_intermediates(const char *dir, const float *logits, const float
         GF_ERROR("%s: cannot create the intermediates directory: %s", dir, strerror(errno));
         return GF_EIO;
     }
-    int rc = 0;
     if (logits)
-        rc = save_array(dir, "segmentation_logits.npy", logits, n, GF_DIAR_FRAMES,
-                        GF_DIAR_CLASSES);
-    if (!rc)
-        rc = save_array(dir, "segmentations.npy", seg, n, GF_DIAR_FRAMES, GF_DIAR_SPEAKERS);
-    if (!rc)
-        rc = save_array(dir, "embeddings.npy", emb, n, GF_DIAR_SPEAKERS, dim);
-    return rc;
+        GF_TRY(save_array(dir, "segmentation_logits.npy", logits, n, GF_DIAR_FRAMES,
+                          GF_DIAR_CLASSES));
+    GF_TRY(save_array(dir, "segmentations.npy", seg, n, GF_DIAR_FRAMES, GF_DIAR_SPEAKERS));
+    return save_array(dir, "embeddings.npy", emb, n, GF_DIAR_SPEAKERS, dim);
 }
 

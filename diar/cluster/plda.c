@@ -116,15 +116,14 @@ int gf_plda_load(const char *dir, gf_plda **out)
     p->D = lda->shape[0];
     p->L = lda->shape[1];
     size_t sD[] = { p->D }, sL[] = { p->L }, sDL[] = { p->D, p->L }, sLL[] = { p->L, p->L };
-    rc = 0;
-    p->mean1 = take(xf, xz, "mean1", 1, sD, &rc);
-    if (!rc) p->mean2 = take(xf, xz, "mean2", 1, sL, &rc);
-    if (!rc) p->lda = take(xf, xz, "lda", 2, sDL, &rc);
-    if (!rc) p->mu = take(pf, pz, "mu", 1, sL, &rc);
     double *tr = NULL, *psi = NULL;
-    if (!rc) tr = take(pf, pz, "tr", 2, sLL, &rc);
-    if (!rc) psi = take(pf, pz, "psi", 1, sL, &rc);
-    if (rc)
+    /* each take: the array, or NULL with rc set (logged) */
+    if (!(p->mean1 = take(xf, xz, "mean1", 1, sD, &rc)) ||
+        !(p->mean2 = take(xf, xz, "mean2", 1, sL, &rc)) ||
+        !(p->lda = take(xf, xz, "lda", 2, sDL, &rc)) ||
+        !(p->mu = take(pf, pz, "mu", 1, sL, &rc)) ||
+        !(tr = take(pf, pz, "tr", 2, sLL, &rc)) ||
+        !(psi = take(pf, pz, "psi", 1, sL, &rc)))
         goto fail_tr;
     int L = (int)p->L;
     size_t LL = p->L * p->L;

@@ -38,6 +38,9 @@ typedef struct {
     size_t n;
 } gfq_trunk;
 
+/* The trunk's layers for a card of capability cc into *t (resnet.c). */
+void gfq_trunk_build(int cc, gfq_trunk *t);
+
 /* Each appends its network's candidates for a card of compute capability cc
  * to out (room for cap) in the report's order; returns how many. The
  * segmentation network's point into static tables; the embedding network's
@@ -50,7 +53,8 @@ size_t gfq_emb_candidates(int cc, gfq_trunk *trunk, gf_candidate *out, size_t ca
 typedef int gfq_area_fn(const gf_qualify_ctx *ctx, const gf_candidate *cand, int B,
                         gf_math math, gf_qualify_result *res);
 gfq_area_fn gfq_lstm, gfq_sinc, gfq_segconv, gfq_dense;   /* seg.c */
-gfq_area_fn gfq_conv, gfq_fbank, gfq_pool, gfq_seg1;      /* emb.c */
+gfq_area_fn gfq_conv;                                     /* resnet.c */
+gfq_area_fn gfq_fbank, gfq_pool, gfq_seg1;                /* emb.c */
 
 /* ---- end to end ------------------------------------------------------------ */
 

@@ -8,6 +8,7 @@
  * the turn's transaction and outbox. */
 #include "broker/server_int.h"
 
+#include "common/ckdir.h"
 #include "common/error.h"
 #include "common/log.h"
 #include "common/utf8.h"
@@ -46,6 +47,9 @@ void gf_jobs_finish(gf_server *self, gf_sched_job *sj, gf_job_state state)
     if (!sj->job.ended_ms)
         sj->job.ended_ms = gf_wall_ms();
     gf_server_persist(self, &sj->job);
+    /* a worker that ran it to the end removed these; not one that died, nor
+     * a job cancelled while it waited with a checkpoint */
+    gf_ckpt_remove_all(sj->job.out_path);
     if (self->n_retire == self->cap_retire) {
         self->cap_retire = self->cap_retire ? self->cap_retire * 2 : 64;
         self->retire = gf_realloc(self->retire, self->cap_retire * sizeof(uint64_t));

@@ -9,6 +9,7 @@
 #include "worker/diarjob.h"
 
 #include "common/devstats.h"
+#include "common/ckdir.h"
 #include "common/error.h"
 #include "common/log.h"
 #include "common/util.h"
@@ -450,17 +451,6 @@ out_result:
     return NULL;
 }
 
-/* <spool_dir>/<id>.ckpt beside "<spool_dir>/<id>.out"; NULL without one. */
-static char *ckpt_path_of(const char *out_path)
-{
-    if (!out_path || !out_path[0])
-        return NULL;
-    size_t n = strlen(out_path);
-    if (n > 4 && strcmp(out_path + n - 4, ".out") == 0)
-        return gf_strfmt("%.*s.ckpt", (int)(n - 4), out_path);
-    return gf_strfmt("%s.ckpt", out_path);
-}
-
 int gf_djob_start(const gf_msg *job, gf_diar_pool *pool, int out_fd, int err_fd, int wake_fd,
                   gf_djob **out, char *why, size_t len)
 {
@@ -471,7 +461,7 @@ int gf_djob_start(const gf_msg *job, gf_diar_pool *pool, int out_fd, int err_fd,
     self->out_fd = out_fd;
     self->err_fd = err_fd;
     self->wake_fd = wake_fd;
-    self->ckpt_path = ckpt_path_of(job->out_path);
+    self->ckpt_path = gf_ckpt_path(job->out_path);
     self->joined = true;
     pthread_mutex_init(&self->mu, NULL);
     /* the pipeline's frames are on the heap; the default stack is plenty */

@@ -10,7 +10,7 @@
 #include "worker/runner_impl.h"
 
 #include "worker/cgroup.h"
-#include "worker/ckdir.h"
+#include "common/ckdir.h"
 #include "worker/spare.h"
 
 #include "common/env.h"

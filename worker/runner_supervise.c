@@ -5,7 +5,7 @@
 #include "worker/runner_impl.h"
 
 #include "worker/cgroup.h"
-#include "worker/ckdir.h"
+#include "common/ckdir.h"
 #include "worker/guard/request.h"
 
 #include "common/util.h"

@@ -13,6 +13,7 @@
 #     with its state (restart count 1) and ends done; its folder is removed;
 #     a job that is not yieldable beside it is never interrupted;
 #     cancel --checkpoint: it saves its state and waits held, release resumes it;
+#     cancelled while held, its checkpoint folder goes;
 #  4. drain / resume: nothing starts on a drained card (its reason shown by
 #     workers and by the waiting job), it stays drained (and a held job
 #     held) across a broker restart, and runs its queue once resumed;
@@ -119,6 +120,21 @@ gf release "$c" || fail "release"
 gf wait "$c" >/dev/null || fail "the released job: $(gf show "$c")"
 grep -q "^start at $(awk '/^saved/ {print $2}' "$T/c") (restart 1)" "$T/c" && grep -q "^done at 40" "$T/c" ||
     fail "it did not resume: $(cat "$T/c")"
+
+# a job cancelled while it waits with its checkpoint (held after cancel
+# --checkpoint): no worker runs it any more, so the broker removes its folder
+: >"$T/k"
+k=$(OUT="$T/k" gf submit -s --gpu 0 --yieldable -- "$T/yjob.sh") || fail "submit"
+for _ in $(seq 200); do grep -q "^start at 0" "$T/k" && break; sleep 0.05; done
+sleep 0.5
+gf cancel --checkpoint "$k" || fail "cancel --checkpoint"
+for _ in $(seq 200); do gf queue | grep "^ *$k " | grep -q "held by root" && break; sleep 0.05; done
+kd=$(awk '/^start at 0/ {print $NF}' "$T/k")
+[ -n "$kd" ] && [ -f "$kd/n" ] || fail "no saved state in its folder: $(cat "$T/k")"
+gf cancel "$k" || fail "cancel the held job"
+for _ in $(seq 100); do [ "$(field "$k" state)" = cancelled ] && break; sleep 0.05; done
+[ "$(field "$k" state)" = cancelled ] || fail "the held job: $(field "$k" state)"
+[ ! -e "$kd" ] || fail "checkpoint folder $kd of a job cancelled while held left behind"
 
 # 4. drain and resume
 gf drain 0 --reason "fan replaced" | grep -q "card 0: drained" || fail "drain"

@@ -5,7 +5,7 @@
  * O_DIRECTORY, each entry looked at with AT_SYMLINK_NOFOLLOW and removed
  * with unlinkat, so a symlink planted inside is removed, never followed,
  * and no path is ever resolved from the top again. */
-#include "worker/ckdir.h"
+#include "common/ckdir.h"
 
 #include "common/error.h"
 #include "common/log.h"
@@ -104,4 +104,27 @@ int gf_ckdir_remove(const char *path)
         rc = GF_EIO;
     }
     return rc;
+}
+
+char *gf_ckpt_path(const char *out_path)
+{
+    if (!out_path || !out_path[0])
+        return NULL;
+    size_t n = strlen(out_path);
+    if (n > 4 && strcmp(out_path + n - 4, ".out") == 0)
+        return gf_strfmt("%.*s.ckpt", (int)(n - 4), out_path);
+    return gf_strfmt("%s.ckpt", out_path);
+}
+
+void gf_ckpt_remove_all(const char *out_path)
+{
+    char *file = gf_ckpt_path(out_path);
+    if (file && unlink(file) != 0 && errno != ENOENT)   /* the name, never what it points at */
+        GF_WARN("%s: cannot remove: %s", file, strerror(errno));
+    free(file);
+    if (!out_path || !out_path[0])
+        return;
+    char *dir = gf_ckdir_path(out_path);
+    gf_ckdir_remove(dir);
+    free(dir);
 }

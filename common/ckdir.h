@@ -1,4 +1,5 @@
-/* ckdir.h — the checkpoint folder of a yieldable command job.
+/* ckdir.h — a job's checkpoints in the spool: the checkpoint folder of a
+ * yieldable command job, and the path of a diarize job's checkpoint file.
  *
  * A command job submitted with --yieldable gets $GPUFLOCK_CHECKPOINT_DIR:
  * "<spool_dir>/<id>.ckdir", made by the worker (root) for the job's user,
@@ -25,5 +26,16 @@ int gf_ckdir_make(const char *path, uid_t uid, gid_t gid, char *why, size_t len)
 /* Remove the folder and all in it; a missing folder is fine. Returns 0 or
  * GF_EIO (logged). */
 int gf_ckdir_remove(const char *path);
+
+/* "<spool>/<id>.ckpt", a diarize job's checkpoint (diar/ckpt.h), beside
+ * out_path ("<spool>/<id>.out"); NULL without one. The caller frees. */
+char *gf_ckpt_path(const char *out_path);
+
+/* A job that has ended for good: remove what its runs kept for the next
+ * one, its checkpoint file and its checkpoint folder (either may be
+ * missing). The worker does it when the job ends on its card; the broker
+ * again for a job that ends where no worker runs it (cancelled while
+ * pending after a yield, failed for good after its worker died). */
+void gf_ckpt_remove_all(const char *out_path);
 
 #endif

@@ -21,6 +21,7 @@
 #include "diar/backend_gpu.h"
 #include "diar/kernel_plan.h"
 #include "route/plan.h"
+#include "tests/unit/tmpdir.h"
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -38,7 +39,7 @@
 
 static gf_card_identity card;       /* card 0, read once */
 static gf_route_plan *plan;         /* its plan, made once */
-static char models[64];             /* the model files' folder */
+static char models[4096];           /* the model files' folder */
 static bool own_models;             /* written here (removed at the end) */
 
 static uint64_t rng = 0x9E3779B97F4A7C15ull;
@@ -172,11 +173,10 @@ static int setup(void **state)
         snprintf(models, sizeof models, "%s", dir);
         return 0;
     }
-    snprintf(models, sizeof models, "/tmp/gf_gpu_plan_XXXXXX");
-    if (!mkdtemp(models))
+    if (gf_test_mkdtemp(models, sizeof models, "gf_gpu_plan") != 0)
         return -1;
     own_models = true;
-    char path[128];
+    char path[4200];
     snprintf(path, sizeof path, "%s/%s", models, GF_MODELS_SEGMENTATION);
     GF_TRY(write_segmentation(path));
     snprintf(path, sizeof path, "%s/%s", models, GF_MODELS_EMBEDDING);
@@ -187,14 +187,8 @@ static int teardown(void **state)
 {
     (void)state;
     gf_route_plan_destroy(&plan);
-    if (own_models) {
-        char path[128];
-        snprintf(path, sizeof path, "%s/%s", models, GF_MODELS_SEGMENTATION);
-        unlink(path);
-        snprintf(path, sizeof path, "%s/%s", models, GF_MODELS_EMBEDDING);
-        unlink(path);
-        rmdir(models);
-    }
+    if (own_models)
+        gf_test_rmtree(models);
     return 0;
 }
 

@@ -436,6 +436,14 @@ static void timers(gf_server *self, uint64_t now)
  * configured owner and group: 0, or GF_ECONFIG after logging. */
 static int socket_access(gf_server *self, const char *path, mode_t mode, bool client)
 {
+    /* run_dir is ours and 0711 (nobody else can put a link in its place);
+     * still, only the socket libzmq just made is changed, never what a
+     * name might point at */
+    struct stat st;
+    if (lstat(path, &st) != 0 || !S_ISSOCK(st.st_mode) || st.st_uid != geteuid()) {
+        GF_ERROR("%s: not the socket this broker just made", path);
+        return GF_ECONFIG;
+    }
     if (chmod(path, mode) != 0) {
         GF_ERROR("%s: chmod %04o: %s", path, (unsigned)mode, strerror(errno));
         return GF_ECONFIG;
@@ -460,7 +468,7 @@ static int socket_access(gf_server *self, const char *path, mode_t mode, bool cl
         }
         gid = gr->gr_gid;
     }
-    if ((uid != (uid_t)-1 || gid != (gid_t)-1) && chown(path, uid, gid) != 0) {
+    if ((uid != (uid_t)-1 || gid != (gid_t)-1) && lchown(path, uid, gid) != 0) {
         GF_ERROR("%s: chown: %s", path, strerror(errno));
         return GF_ECONFIG;
     }

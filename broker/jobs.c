@@ -15,10 +15,12 @@
 #include "common/util.h"
 
 #include <assert.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #define TIMER_GRAIN_MS 50
 
@@ -41,6 +43,40 @@ void gf_jobs_set_reason(gf_job *j, const char *fmt, ...)
     j->reason = gf_utf8_escape_dup(text);
 }
 
+static void *remove_checkpoints_thread(void *arg)
+{
+    char *out_path = arg;
+    gf_ckpt_remove_all(out_path);
+    free(out_path);
+    return NULL;
+}
+
+/* What a job's runs kept for the next one, removed once it has ended for
+ * good. Usually nothing is there (its worker removed it): a look costs two
+ * lstat calls. The folder is the job's user's and may hold as many files as
+ * the user put there, so it goes on a thread of its own, never on the
+ * turn; where no thread can start, here after all. */
+static void remove_checkpoints(const char *out_path)
+{
+    if (!out_path || !out_path[0])
+        return;
+    char *file = gf_ckpt_path(out_path), *dir = gf_ckdir_path(out_path);
+    struct stat st;
+    bool any = lstat(file, &st) == 0 || lstat(dir, &st) == 0;
+    free(file);
+    free(dir);
+    if (!any)
+        return;
+    pthread_t t;
+    pthread_attr_t attr;
+    char *arg = gf_strdup(out_path);
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    if (pthread_create(&t, &attr, remove_checkpoints_thread, arg) != 0)
+        remove_checkpoints_thread(arg);
+    pthread_attr_destroy(&attr);
+}
+
 void gf_jobs_finish(gf_server *self, gf_sched_job *sj, gf_job_state state)
 {
     sj->job.state = state;
@@ -49,7 +85,7 @@ void gf_jobs_finish(gf_server *self, gf_sched_job *sj, gf_job_state state)
     gf_server_persist(self, &sj->job);
     /* a worker that ran it to the end removed these; not one that died, nor
      * a job cancelled while it waited with a checkpoint */
-    gf_ckpt_remove_all(sj->job.out_path);
+    remove_checkpoints(sj->job.out_path);
     if (self->n_retire == self->cap_retire) {
         self->cap_retire = self->cap_retire ? self->cap_retire * 2 : 64;
         self->retire = gf_realloc(self->retire, self->cap_retire * sizeof(uint64_t));

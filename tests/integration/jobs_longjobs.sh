@@ -134,6 +134,7 @@ kd=$(awk '/^start at 0/ {print $NF}' "$T/k")
 gf cancel "$k" || fail "cancel the held job"
 for _ in $(seq 100); do [ "$(field "$k" state)" = cancelled ] && break; sleep 0.05; done
 [ "$(field "$k" state)" = cancelled ] || fail "the held job: $(field "$k" state)"
+for _ in $(seq 100); do [ -e "$kd" ] || break; sleep 0.05; done   # removed off the broker's turn
 [ ! -e "$kd" ] || fail "checkpoint folder $kd of a job cancelled while held left behind"
 
 # 4. drain and resume

@@ -34,6 +34,8 @@ as gfjobuser1 logs "$r" 2>"$T/err"; [ $? = 77 ] || fail "user 1 read root's logs
 u=$(as gfjobuser1 submit --gpu 0 -- sleep 30)
 as gfjobuser2 cancel "$u" 2>"$T/err"; [ $? = 77 ] || fail "user 2 cancelled user 1's job"
 as gfjobuser1 cancel "$u" || fail "user 1 could not cancel its own job"
+# a running job ends cancelled once its processes have ended: wait for it
+as gfjobuser1 wait "$u" 2>/dev/null
 [ "$(job_field "$u" state)" = cancelled ] || fail "user 1's job not cancelled"
 gf cancel "$r" || fail "root could not cancel"
 gf wait "$r"; [ "$(job_field "$r" state)" = cancelled ] || fail "root's job not cancelled"

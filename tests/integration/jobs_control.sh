@@ -42,7 +42,7 @@ for p in $(cat "$T/child") $(cat "$T/parent"); do
     kill -0 "$p" 2>/dev/null && fail "process $p of the cancelled job still lives"
 done
 # cancel a pending job; cancel an ended one
-p1=$(gf submit --gpu 0 -- sleep 1)
+p1=$(gf submit --gpu 0 -- sleep 3)
 p2=$(gf submit --gpu 0 -- sleep 1)
 gf cancel "$p2" || fail "cancel pending"
 [ "$(job_field "$p2" state)" = cancelled ] || fail "pending not cancelled"

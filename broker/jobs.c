@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
 #include <sys/stat.h>
 
 #define TIMER_GRAIN_MS 50
@@ -52,14 +53,20 @@ static void *remove_checkpoints_thread(void *arg)
 }
 
 /* What a job's runs kept for the next one, removed once it has ended for
- * good. Usually nothing is there (its worker removed it): a look costs two
- * lstat calls. The folder is the job's user's and may hold as many files as
+ * good: a diarize job's record of its outputs (worker/djouts.h) at once,
+ * and its checkpoints. Usually no checkpoint is there (its worker removed
+ * them): a look costs two lstat calls. The folder is the job's user's and may hold as many files as
  * the user put there, so it goes on a thread of its own, never on the
  * turn; where no thread can start, here after all. */
 static void remove_checkpoints(const char *out_path)
 {
     if (!out_path || !out_path[0])
         return;
+    /* a diarize job's record of its outputs: one file of root's spool */
+    char *outs = gf_outs_path(out_path);
+    if (unlink(outs) != 0 && errno != ENOENT)
+        GF_WARN("%s: cannot remove: %s", outs, strerror(errno));
+    free(outs);
     char *file = gf_ckpt_path(out_path), *dir = gf_ckdir_path(out_path);
     struct stat st;
     bool any = lstat(file, &st) == 0 || lstat(dir, &st) == 0;

@@ -344,7 +344,7 @@ int gf_cmd_cluster(int argc, char **argv, gf_cli_ctx *cli)
     }
     gf_cluster_result_free(&res);
     char *text = json ? gf_rttm_json(r) : gf_rttm_format(r);
-    if (gf_rttm_write_text(out_path, text) != 0)
+    if (gf_rttm_write_text(out_path, text, true) != 0)
         status = EXIT_CANTCREAT;
     free(text);
     gf_rttm_destroy(&r);

@@ -1,16 +1,18 @@
 /* cmd_diarize.c — `gpuflock diarize`: speaker turns (RTTM) for recordings.
  *
- * Each FILE (a DIR gives the audio files in it) gets its RTTM (and JSON with
- * --json) beside it or in --out, written through a temporary file renamed
- * into place. By default every recording becomes one diarize job of
- * gpuflockd (cli/diarsubmit.c), run by the workers with their models
- * loaded, in shared lock mode, followed with progress bars until all have
- * ended. --local runs diar/pipeline in this process instead, one
- * file after the other; there --gpu N puts the two networks on CUDA card N
+ * Which recordings and where their outputs go is cli/diarout's rule
+ * (names that never meet, nothing overwritten unless --overwrite, a re-run
+ * that skips what is done with --skip-existing), settled before any work.
+ * By default every recording becomes one diarize job of gpuflockd
+ * (cli/diarsubmit.c), run by the workers with their models loaded, in
+ * shared lock mode, followed with progress bars until all have ended.
+ * --local runs diar/pipeline in this process instead, one file after the
+ * other; there --gpu N puts the two networks on CUDA card N
  * (diar/backend_gpu), --any on card 0 when there is one. Either way a file
  * that fails is named with the reason, the others go on, and the exit
  * status says whether any failed. */
 #include "cli/cli.h"
+#include "cli/diarout.h"
 #include "cli/diarsubmit.h"
 #include "cli/cliopts.h"
 #include "common/card.h"
@@ -25,7 +27,6 @@
 #include "diar/backend_gpu.h"
 #include "diar/kernel_plan.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
 #include <json-c/json.h>
@@ -33,8 +34,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 int gf_cmd_diarize(int argc, char **argv, gf_cli_ctx *cli);
@@ -47,7 +46,8 @@ static void usage(FILE *out)
     fprintf(out,
             "usage: gpuflock diarize [--gpu N | --any] [--models DIR] [--num-speakers N |\n"
             "                        --min-speakers A --max-speakers B] [--out DIR] [--json]\n"
-            "                        [--save-intermediates DIR] [--local] [--config FILE]\n"
+            "                        [--save-intermediates DIR] [-r] [--files-from LIST]\n"
+            "                        [--overwrite | --skip-existing] [--local] [--config FILE]\n"
             "                        FILE|DIR...\n"
             "\n"
             "Who spoke when: an RTTM of speaker turns per recording (pyannote community-1\n"
@@ -63,122 +63,31 @@ static void usage(FILE *out)
             "                   segmentation.safetensors and embedding.safetensors the pipeline\n"
             "                   runs in weight-free mode (energy VAD, fbank statistics) and says so\n"
             "  --num-speakers N, --min-speakers A, --max-speakers B: speaker count constraints\n"
-            "  --out DIR        where RTTM/JSON files go (default: beside each input)\n"
-            "  --json           also write NAME.json (turns, speakers, mode, timings, devstats)\n"
-            "  --save-intermediates DIR  segmentation_logits.npy, segmentations.npy and\n"
-            "                   embeddings.npy (into DIR, or DIR/NAME/ for several inputs),\n"
-            "                   readable by `gpuflock cluster`\n"
-            "Exit status: 0 ok, 64 usage, 65 a recording failed (bad audio, failed stage),\n"
-            "66 an input missing, 69 no broker running (use --local or start gpuflockd) or\n"
-            "--gpu card unusable, 73 output not writable, 78 configuration or model files\n"
-            "unusable; through the broker also 1 when a job was cancelled.\n");
+            "  --out DIR        where outputs go (default: beside each input); a recording\n"
+            "                   found in a DIR keeps its path below that DIR there\n"
+            "  --json           also write NAME.json (input, turns, speakers, mode, timings,\n"
+            "                   devstats)\n"
+            "  --save-intermediates DIR  segmentations.npy, embeddings.npy and, with model\n"
+            "                   files, segmentation_logits.npy (into DIR, or DIR/NAME/ for\n"
+            "                   several inputs); `gpuflock cluster` reads those of model files\n"
+            "  -r, --recursive  a DIR's subfolders too\n"
+            "  --files-from LIST  the recordings (or DIRs) listed in LIST, one per line\n"
+            "                   (- reads stdin), besides any given as arguments\n"
+            "  --overwrite      replace outputs already there (by default the call is refused\n"
+            "                   before any work, naming them)\n"
+            "  --skip-existing  leave out the recordings whose RTTM is there (a re-run picks\n"
+            "                   up where the last one stopped)\n"
+            "Two recordings whose outputs would be one file are refused before any work.\n"
+            "Exit status: 0 ok, 64 usage or an output name shared, 65 a recording failed\n"
+            "(bad audio, failed stage), 66 an input missing, 69 no broker running (use\n"
+            "--local or start gpuflockd) or --gpu card unusable, 73 an output already there\n"
+            "or not writable, 78 configuration or model files unusable; through the broker\n"
+            "also 1 when a job was cancelled.\n");
 }
 
-/* ---- inputs ----------------------------------------------------------- */
-
-typedef struct {
-    char **paths;  /* recordings to diarize, in order */
-    size_t n;      /* how many */
-    size_t cap;    /* allocated */
-} path_list;
-
-static void paths_add(path_list *l, char *p)
+static const char *plural(size_t n, const char *one, const char *many)
 {
-    if (l->n == l->cap) {
-        l->cap = l->cap ? 2 * l->cap : 8;
-        l->paths = gf_realloc(l->paths, l->cap * sizeof *l->paths);
-    }
-    l->paths[l->n++] = p;
-}
-
-static bool is_audio_name(const char *name)
-{
-    static const char *const ext[] = { ".wav", ".flac", ".ogg", ".oga", ".mp3", ".opus",
-                                       ".aif", ".aiff", ".au", ".w64", ".caf", ".wave", NULL };
-    const char *dot = strrchr(name, '.');
-    if (!dot || name[0] == '.')
-        return false;
-    for (int i = 0; ext[i]; i++)
-        if (strcasecmp(dot, ext[i]) == 0)
-            return true;
-    return false;
-}
-
-static int cmp_str(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* Expand a DIR argument into its audio files (sorted); a FILE goes as is
- * (the decoder judges it). Returns 0, or a GF_E* after printing why. */
-static int expand(const char *arg, path_list *out)
-{
-    struct stat st;
-    if (stat(arg, &st) != 0 || !S_ISDIR(st.st_mode)) {
-        paths_add(out, gf_strdup(arg));
-        return 0;
-    }
-    DIR *dir = opendir(arg);
-    if (!dir) {
-        fprintf(stderr, "gpuflock diarize: %s: cannot open directory: %s\n", arg,
-                strerror(errno));
-        return GF_EIO;
-    }
-    path_list found = { 0 };
-    struct dirent *de;
-    while ((de = readdir(dir)) != NULL) {
-        if (!is_audio_name(de->d_name))
-            continue;
-        char *p = gf_strfmt("%s/%s", arg, de->d_name);
-        if (stat(p, &st) == 0 && S_ISREG(st.st_mode))
-            paths_add(&found, p);
-        else
-            free(p);
-    }
-    closedir(dir);
-    if (found.n == 0) {
-        fprintf(stderr, "gpuflock diarize: %s: no audio files in this directory\n", arg);
-        free(found.paths);
-        return GF_ENOENT;
-    }
-    qsort(found.paths, found.n, sizeof *found.paths, cmp_str);
-    for (size_t i = 0; i < found.n; i++)
-        paths_add(out, found.paths[i]);
-    free(found.paths);
-    return 0;
-}
-
-static char *base_noext(const char *path)
-{
-    const char *b = strrchr(path, '/');
-    b = b ? b + 1 : path;
-    char *s = gf_strdup(b);
-    char *dot = strrchr(s, '.');
-    if (dot && dot != s)
-        *dot = '\0';
-    return s;
-}
-
-static char *dir_of(const char *path)
-{
-    const char *slash = strrchr(path, '/');
-    if (!slash)
-        return gf_strdup(".");
-    if (slash == path)
-        return gf_strdup("/");
-    char *s = gf_strdup(path);
-    s[slash - path] = '\0';
-    return s;
-}
-
-static int make_dir(const char *dir)
-{
-    if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
-        fprintf(stderr, "gpuflock diarize: %s: cannot create directory: %s\n", dir,
-                strerror(errno));
-        return GF_EIO;
-    }
-    return 0;
+    return n == 1 ? one : many;
 }
 
 /* ---- progress ----------------------------------------------------------- */
@@ -217,102 +126,83 @@ static void progress(void *user, size_t done, size_t total)
 
 static int exit_for(int rc)
 {
-    return rc == GF_ENOENT ? GF_EXIT_NOINPUT : GF_EXIT_DATAERR;
+    return rc == GF_ENOENT ? GF_EXIT_NOINPUT : rc == GF_EEXIST ? EXIT_CANTCREAT : GF_EXIT_DATAERR;
 }
 
 typedef struct {
-    const char *out_dir;     /* --out, or NULL: beside the input */
-    const char *save_dir;    /* --save-intermediates, or NULL */
-    bool json;               /* --json */
-    bool several;            /* more than one recording: intermediates in subdirectories */
+    bool overwrite;          /* --overwrite */
     const char *models_dir;  /* for the weight-free notice */
 } run_conf;
 
-static int diarize_one(gf_diar *d, const char *path, const run_conf *rc_conf,
+/* One recording: the pipeline, then its outputs, the JSON first and the
+ * RTTM last (an RTTM there marks a finished recording; a JSON is never
+ * left without its RTTM). */
+static int diarize_one(gf_diar *d, const gf_diarout *it, const run_conf *rc_conf,
                        gf_diar_run_opts *o, progress_state *ps)
 {
-    char *name = base_noext(path);
-    char *dir = rc_conf->out_dir ? gf_strdup(rc_conf->out_dir) : dir_of(path);
-    char *save = NULL;
     int status = 0;
-    if (rc_conf->save_dir) {
-        save = rc_conf->several ? gf_strfmt("%s/%s", rc_conf->save_dir, name)
-                                : gf_strdup(rc_conf->save_dir);
-    }
-    o->save_dir = save;
+    o->save_dir = it->save;
+    o->overwrite = rc_conf->overwrite;
     gf_diar_result res;
     gf_devstats *st = gf_devstats_new();
-    int rc = gf_diar_run(d, path, o, st, &res);
+    gf_log_clear_last_error();
+    int rc = gf_diar_run(d, it->input, o, st, &res);
     if (ps->tty)
         fprintf(stderr, "\n");
     if (rc) {
-        fprintf(stderr, "gpuflock diarize: %s: failed: %s\n", path, gf_strerror(rc));
+        fprintf(stderr, "gpuflock diarize: %s: failed: %s\n", it->input,
+                gf_log_last_error()[0] ? gf_log_last_error() : gf_strerror(rc));
         status = exit_for(rc);
         goto out_free;
     }
-    char *rttm_path = gf_strfmt("%s/%s.rttm", dir, name);
-    char *text = gf_rttm_format(res.rttm);
-    if (gf_rttm_write_text(rttm_path, text) != 0)
-        status = EXIT_CANTCREAT;
-    free(text);
-    if (!status && rc_conf->json) {
-        char *json_path = gf_strfmt("%s/%s.json", dir, name);
-        char *js = gf_diar_result_json(&res, rc_conf->models_dir, st);
-        if (gf_rttm_write_text(json_path, js) != 0)
-            status = EXIT_CANTCREAT;
+    if (it->json) {
+        char *js = gf_diar_result_json(&res, it->input, rc_conf->models_dir, st);
+        rc = gf_rttm_write_text(it->json, js, rc_conf->overwrite);
         free(js);
-        free(json_path);
     }
-    if (!status)
-        printf("%s: %zu turns, %zu speakers, %.1f s of audio in %.1f s -> %s%s\n", path,
-               res.rttm->n, res.n_speakers, res.duration, res.t_total, rttm_path,
+    if (!rc) {
+        char *text = gf_rttm_format(res.rttm);
+        rc = gf_rttm_write_text(it->rttm, text, rc_conf->overwrite);
+        free(text);
+        if (rc && it->json)
+            unlink(it->json);
+    }
+    if (rc) {
+        fprintf(stderr, "gpuflock diarize: %s: %s\n", it->input,
+                gf_log_last_error()[0] ? gf_log_last_error() : gf_strerror(rc));
+        status = EXIT_CANTCREAT;
+    } else {
+        printf("%s: %zu %s, %zu %s, %.1f s of audio in %.1f s -> %s%s\n", it->input,
+               res.rttm->n, plural(res.rttm->n, "turn", "turns"), res.n_speakers,
+               plural(res.n_speakers, "speaker", "speakers"), res.duration, res.t_total, it->rttm,
                res.weight_free ? " (weight-free mode)" : "");
+    }
     fflush(stdout);
-    free(rttm_path);
     gf_diar_result_free(&res);
 out_free:
     gf_devstats_destroy(&st);
-    free(save);
-    free(dir);
-    free(name);
     return status;
 }
 
 /* Without --local: one job per recording through gpuflockd (cli/diarsubmit). */
-static int via_broker(int argc, char **argv, gf_cli_ctx *cli, const char *config_path,
-                      const char *models_arg, const run_conf *conf, int gpu,
+static int via_broker(gf_cli_ctx *cli, const char *config_path, const char *models_arg,
+                      const gf_diarout_plan *plan, bool json, bool overwrite, int gpu,
                       const gf_diar_run_opts *ro)
 {
-    int status = 0;
-    path_list inputs = { 0 };
-    for (int i = optind; i < argc; i++) {
-        int rc = expand(argv[i], &inputs);
-        if (rc)
-            status = exit_for(rc);
-    }
-    if (inputs.n) {
-        gf_diarsubmit_opts o = {
-            .config = config_path,
-            .ctx = cli,
-            .inputs = inputs.paths,
-            .n_inputs = inputs.n,
-            .out_dir = conf->out_dir,
-            .save_dir = conf->save_dir,
-            .models = models_arg,
-            .json = conf->json,
-            .gpu = gpu,
-            .num_speakers = ro->cluster.num_speakers,
-            .min_speakers = ro->cluster.min_speakers,
-            .max_speakers = ro->cluster.max_speakers,
-        };
-        int st = gf_diarsubmit_run(&o);
-        if (st && (!status || st == GF_EXIT_UNAVAIL))
-            status = st;
-    }
-    for (size_t i = 0; i < inputs.n; i++)
-        free(inputs.paths[i]);
-    free(inputs.paths);
-    return status;
+    gf_diarsubmit_opts o = {
+        .config = config_path,
+        .ctx = cli,
+        .items = plan->items,
+        .n_items = plan->n,
+        .models = models_arg,
+        .json = json,
+        .overwrite = overwrite,
+        .gpu = gpu,
+        .num_speakers = ro->cluster.num_speakers,
+        .min_speakers = ro->cluster.min_speakers,
+        .max_speakers = ro->cluster.max_speakers,
+    };
+    return gf_diarsubmit_run(&o);
 }
 
 /* The route plan of CUDA card `ordinal`, its identity read once, made as a
@@ -332,7 +222,7 @@ static int plan_card(int ordinal, gf_route_plan **out)
 int gf_cmd_diarize(int argc, char **argv, gf_cli_ctx *cli)
 {
     enum { O_GPU = 1000, O_ANY, O_MODELS, O_NUM, O_MIN, O_MAX, O_OUT, O_JSON, O_SAVE, O_LOCAL,
-           O_CONFIG, O_HELP };
+           O_CONFIG, O_HELP, O_FROM, O_OVERWRITE, O_SKIP };
     static const struct option opts[] = {
         { "gpu", required_argument, NULL, O_GPU },
         { "any", no_argument, NULL, O_ANY },
@@ -343,20 +233,24 @@ int gf_cmd_diarize(int argc, char **argv, gf_cli_ctx *cli)
         { "out", required_argument, NULL, O_OUT },
         { "json", no_argument, NULL, O_JSON },
         { "save-intermediates", required_argument, NULL, O_SAVE },
+        { "recursive", no_argument, NULL, 'r' },
+        { "files-from", required_argument, NULL, O_FROM },
+        { "overwrite", no_argument, NULL, O_OVERWRITE },
+        { "skip-existing", no_argument, NULL, O_SKIP },
         { "local", no_argument, NULL, O_LOCAL },
         { "config", required_argument, NULL, O_CONFIG },
         { "help", no_argument, NULL, O_HELP },
         { NULL, 0, NULL, 0 },
     };
     const char *models_arg = NULL, *config_path = NULL;
-    run_conf conf = { 0 };
-    bool local = false, any = false;
+    gf_diarout_opts oo = { 0 };
+    bool local = false, any = false, overwrite = false, skip = false;
     int gpu = -1;
     gf_diar_run_opts ro = gf_diar_run_defaults();
     optind = 1;
     opterr = 0;
     int c;
-    while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":hr", opts, NULL)) != -1) {
         switch (c) {
         case O_GPU:
             if (gf_cli_int("diarize", "--gpu", optarg, 0, &gpu))
@@ -376,9 +270,13 @@ int gf_cmd_diarize(int argc, char **argv, gf_cli_ctx *cli)
             if (gf_cli_int("diarize", "--max-speakers", optarg, 1, &ro.cluster.max_speakers))
                 return GF_EXIT_USAGE;
             break;
-        case O_OUT: conf.out_dir = optarg; break;
-        case O_JSON: conf.json = true; break;
-        case O_SAVE: conf.save_dir = optarg; break;
+        case O_OUT: oo.out_dir = optarg; break;
+        case O_JSON: oo.json = true; break;
+        case O_SAVE: oo.save_dir = optarg; break;
+        case 'r': oo.recursive = true; break;
+        case O_FROM: oo.files_from = optarg; break;
+        case O_OVERWRITE: overwrite = true; break;
+        case O_SKIP: skip = true; break;
         case O_LOCAL: local = true; break;
         case O_CONFIG: config_path = optarg; break;
         case 'h':
@@ -393,13 +291,17 @@ int gf_cmd_diarize(int argc, char **argv, gf_cli_ctx *cli)
             return GF_EXIT_USAGE;
         }
     }
-    if (optind >= argc) {
-        fprintf(stderr, "gpuflock diarize: no FILE or DIR given\n");
+    if (optind >= argc && !oo.files_from) {
+        fprintf(stderr, "gpuflock diarize: no FILE or DIR given (nor --files-from)\n");
         usage(stderr);
         return GF_EXIT_USAGE;
     }
     if (gpu >= 0 && any) {
         fprintf(stderr, "gpuflock diarize: --gpu and --any exclude each other\n");
+        return GF_EXIT_USAGE;
+    }
+    if (overwrite && skip) {
+        fprintf(stderr, "gpuflock diarize: --overwrite and --skip-existing exclude each other\n");
         return GF_EXIT_USAGE;
     }
     if (ro.cluster.num_speakers && (ro.cluster.min_speakers || ro.cluster.max_speakers)) {
@@ -413,35 +315,35 @@ int gf_cmd_diarize(int argc, char **argv, gf_cli_ctx *cli)
                 ro.cluster.min_speakers, ro.cluster.max_speakers);
         return GF_EXIT_USAGE;
     }
-    if (!local)
-        return via_broker(argc, argv, cli, config_path, models_arg, &conf, gpu, &ro);
-    gf_config *cfg = NULL;
-    if (gf_config_load(config_path, &cfg) != 0)
-        return GF_EXIT_CONFIG;
-    const char *models_dir = models_arg ? models_arg : cfg->models_dir;
-    conf.models_dir = models_dir;
-    gf_blas_set_threads(cfg->cpu_threads);
+    oo.existing = overwrite ? GF_DIAROUT_OVERWRITE : skip ? GF_DIAROUT_SKIP : GF_DIAROUT_REFUSE;
 
-    int status = 0;
-    path_list inputs = { 0 };
+    /* the recordings and their outputs, settled before any work */
+    gf_diarout_plan plan;
+    int status = gf_diarout_make(&oo, argv + optind, (size_t)(argc - optind), &plan);
+    if (status)
+        return status;
+    if (plan.n_missing)
+        status = GF_EXIT_NOINPUT;
+    if (plan.n == 0) {
+        gf_diarout_free(&plan);
+        return status;
+    }
+    if (!local) {
+        int st = via_broker(cli, config_path, models_arg, &plan, oo.json, overwrite, gpu, &ro);
+        gf_diarout_free(&plan);
+        return st && (!status || st == GF_EXIT_UNAVAIL) ? st : status;
+    }
+
+    gf_config *cfg = NULL;
     gf_diar *d = NULL;
-    gf_route_plan *plan = NULL;
-    for (int i = optind; i < argc; i++) {
-        int rc = expand(argv[i], &inputs);
-        if (rc)
-            status = exit_for(rc);
-    }
-    if (inputs.n == 0)
-        goto out_free;
-    if (conf.out_dir && make_dir(conf.out_dir) != 0) {
-        status = EXIT_CANTCREAT;
+    gf_route_plan *rplan = NULL;
+    if (gf_config_load(config_path, &cfg) != 0) {
+        status = GF_EXIT_CONFIG;
         goto out_free;
     }
-    conf.several = inputs.n > 1;
-    if (conf.save_dir && make_dir(conf.save_dir) != 0) {
-        status = EXIT_CANTCREAT;
-        goto out_free;
-    }
+    const char *models_dir = models_arg ? models_arg : cfg->models_dir;
+    run_conf conf = { .overwrite = overwrite, .models_dir = models_dir };
+    gf_blas_set_threads(cfg->cpu_threads);
     bool weight_free = false;
     d = gf_diar_new(models_dir, cfg->batch_size, cfg->cpu_threads, &weight_free);
     if (!d) {
@@ -460,8 +362,8 @@ int gf_cmd_diarize(int argc, char **argv, gf_cli_ctx *cli)
         /* the networks on a CUDA card: --gpu N must get card N, --any takes
          * card 0 when there is one and stays on the CPU otherwise */
         gf_diar_backend be;
-        int brc = plan_card(gpu >= 0 ? gpu : 0, &plan);
-        brc = brc ? brc : gf_diar_backend_gpu(plan, models_dir, cfg->batch_size,
+        int brc = plan_card(gpu >= 0 ? gpu : 0, &rplan);
+        brc = brc ? brc : gf_diar_backend_gpu(rplan, models_dir, cfg->batch_size,
                                               cfg->tf32 ? GF_MATH_TF32 : GF_MATH_FP32,
                                               cfg->overlap, &be);
         if (brc == 0) {
@@ -475,23 +377,21 @@ int gf_cmd_diarize(int argc, char **argv, gf_cli_ctx *cli)
             fprintf(stderr, "gpuflock diarize: --any: no usable CUDA card; running on the CPU\n");
         }
     }
-    progress_state ps = { .tty = isatty(STDERR_FILENO) == 1, .n_files = inputs.n };
+    progress_state ps = { .tty = isatty(STDERR_FILENO) == 1, .n_files = plan.n };
     ro.progress = progress;
     ro.progress_user = &ps;
-    for (size_t i = 0; i < inputs.n; i++) {
-        ps.name = inputs.paths[i];
+    for (size_t i = 0; i < plan.n; i++) {
+        ps.name = plan.items[i].input;
         ps.file_index = i;
         ps.last_plain = 0;
-        int st = diarize_one(d, inputs.paths[i], &conf, &ro, &ps);
+        int st = diarize_one(d, &plan.items[i], &conf, &ro, &ps);
         if (st && !status)
             status = st;
     }
 out_free:
     gf_diar_destroy(&d);
-    gf_route_plan_destroy(&plan);   /* after the pipeline, whose backend applied it */
-    for (size_t i = 0; i < inputs.n; i++)
-        free(inputs.paths[i]);
-    free(inputs.paths);
+    gf_route_plan_destroy(&rplan);   /* after the pipeline, whose backend applied it */
+    gf_diarout_free(&plan);
     gf_config_destroy(&cfg);
     return status;
 }

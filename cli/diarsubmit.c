@@ -21,6 +21,7 @@ typedef struct {
     const char *input;       /* as given (or found in a DIR) */
     char *audio;             /* absolute */
     char *rttm;              /* absolute */
+    char *save;              /* absolute intermediates folder, or NULL */
     uint64_t id;             /* its job, 0: not submitted */
     gf_job job;              /* the latest record from the broker */
     bool have_job;           /* job holds a record */
@@ -42,30 +43,10 @@ static char *absolute(const char *p)
     return gf_strfmt("%s/%s", cwd, p);
 }
 
-static char *base_noext(const char *path)
-{
-    const char *b = strrchr(path, '/');
-    char *s = gf_strdup(b ? b + 1 : path);
-    char *dot = strrchr(s, '.');
-    if (dot && dot != s)
-        *dot = 0;
-    return s;
-}
-
 static const char *base(const char *path)
 {
     const char *b = strrchr(path, '/');
     return b && b[1] ? b + 1 : path;
-}
-
-static int make_dir(const char *dir)
-{
-    if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
-        fprintf(stderr, "gpuflock diarize: %s: cannot create directory: %s\n", dir,
-                strerror(errno));
-        return -1;
-    }
-    return 0;
 }
 
 static bool ended(const item *it)
@@ -74,10 +55,11 @@ static bool ended(const item *it)
            it->job.state != GF_STATE_RUNNING;
 }
 
-/* Fraction of one recording done: 1 once ended, windows while running. */
+/* Fraction of one recording done: 1 once done, windows while running or
+ * where it stopped (a failed recording is not shown as complete). */
 static double fraction(const item *it)
 {
-    if (ended(it))
+    if (ended(it) && it->job.state == GF_STATE_DONE)
         return 1.0;
     /* all windows done is not done yet: clustering and the RTTM follow */
     if (it->have_job && it->job.progress_total > 0)
@@ -193,8 +175,7 @@ static void say_plain(item *items, size_t n)
     }
 }
 
-static int submit_one(gf_client *cl, const gf_diarsubmit_opts *o, item *it, const char *save,
-                      const char *models)
+static int submit_one(gf_client *cl, const gf_diarsubmit_opts *o, item *it, const char *models)
 {
     gf_msg req, rep;
     memset(&req, 0, sizeof(req));
@@ -220,7 +201,8 @@ static int submit_one(gf_client *cl, const gf_diarsubmit_opts *o, item *it, cons
     sp->diar->audio = gf_strdup(it->audio);
     sp->diar->rttm = gf_strdup(it->rttm);
     sp->diar->json = o->json;
-    sp->diar->intermediates = save ? gf_strdup(save) : NULL;
+    sp->diar->intermediates = it->save ? gf_strdup(it->save) : NULL;
+    sp->diar->overwrite = o->overwrite;
     sp->diar->models = models ? gf_strdup(models) : NULL;
     sp->diar->num_speakers = o->num_speakers;
     sp->diar->min_speakers = o->min_speakers;
@@ -288,54 +270,19 @@ int gf_diarsubmit_run(const gf_diarsubmit_opts *o)
                             "gpuflock diarize --local ...\n");
         return status;
     }
-    item *items = gf_calloc(o->n_inputs ? o->n_inputs : 1, sizeof(item));
-    char *out_dir = NULL, *save_dir = NULL, *models = NULL;
-    if (o->out_dir) {
-        if (make_dir(o->out_dir) != 0) {
-            status = 73;
-            goto out_free;
-        }
-        out_dir = absolute(o->out_dir);
-    }
-    if (o->save_dir) {
-        if (make_dir(o->save_dir) != 0) {
-            status = 73;
-            goto out_free;
-        }
-        save_dir = absolute(o->save_dir);
-    }
-    if (o->models)
-        models = absolute(o->models);
-
-    size_t n = o->n_inputs, n_jobs = 0;
+    item *items = gf_calloc(o->n_items ? o->n_items : 1, sizeof(item));
+    char *models = o->models ? absolute(o->models) : NULL;
+    size_t n = o->n_items, n_jobs = 0;
     for (size_t i = 0; i < n; i++) {
         item *it = &items[i];
-        it->input = o->inputs[i];
+        const gf_diarout *d = &o->items[i];
+        it->input = d->input;
         it->said_state = -1;
         gf_job_init(&it->job);
-        struct stat st;
-        if (stat(it->input, &st) != 0 || !S_ISREG(st.st_mode)) {
-            fprintf(stderr, "gpuflock diarize: %s: %s\n", it->input,
-                    stat(it->input, &st) != 0 ? strerror(errno) : "not a regular file");
-            if (!status)
-                status = GF_EXIT_NOINPUT;
-            continue;
-        }
-        it->audio = absolute(it->input);
-        char *name = base_noext(it->audio);
-        if (out_dir) {
-            it->rttm = gf_strfmt("%s/%s.rttm", out_dir, name);
-        } else {
-            char *dir = gf_strdup(it->audio);
-            *strrchr(dir, '/') = 0;
-            it->rttm = gf_strfmt("%s/%s.rttm", dir[0] ? dir : "", name);
-            free(dir);
-        }
-        char *save = !save_dir ? NULL : n > 1 ? gf_strfmt("%s/%s", save_dir, name)
-                                              : gf_strdup(save_dir);
-        int rc = submit_one(cl, o, it, save, models);
-        free(save);
-        free(name);
+        it->audio = absolute(d->input);
+        it->rttm = absolute(d->rttm);
+        it->save = d->save ? absolute(d->save) : NULL;
+        int rc = submit_one(cl, o, it, models);
         if (rc == GF_EXIT_UNAVAIL) {
             status = rc;
             goto out_free;
@@ -380,8 +327,9 @@ int gf_diarsubmit_run(const gf_diarsubmit_opts *o)
         if (j->state == GF_STATE_DONE) {
             bool wf = stat_num(j, "diarize.weight_free") != 0;
             weight_free |= wf;
-            printf("%s: %.0f turns, %.0f speakers, %.1f s of audio in %.1f s -> %s%s%s\n",
-                   it->input, stat_num(j, "diarize.turns"), stat_num(j, "diarize.speakers"),
+            double turns = stat_num(j, "diarize.turns"), spk = stat_num(j, "diarize.speakers");
+            printf("%s: %.0f turn%s, %.0f speaker%s, %.1f s of audio in %.1f s -> %s%s%s\n",
+                   it->input, turns, turns == 1 ? "" : "s", spk, spk == 1 ? "" : "s",
                    stat_num(j, "diarize.duration_s"), stat_num(j, "diarize.total_s"), it->rttm,
                    o->json ? " (+ .json)" : "", wf ? " (weight-free mode)" : "");
         } else {
@@ -398,14 +346,13 @@ int gf_diarsubmit_run(const gf_diarsubmit_opts *o)
                         "(energy voice activity and filterbank statistics; expect a much "
                         "higher DER)\n");
 out_free:
-    for (size_t i = 0; i < o->n_inputs; i++) {
+    for (size_t i = 0; i < o->n_items; i++) {
         free(items[i].audio);
         free(items[i].rttm);
+        free(items[i].save);
         gf_job_clear(&items[i].job);
     }
     free(items);
-    free(out_dir);
-    free(save_dir);
     free(models);
     gf_client_destroy(&cl);
     return status;

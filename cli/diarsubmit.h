@@ -1,9 +1,10 @@
 /* diarsubmit.h — `gpuflock diarize` through gpuflockd: one diarize job per
  * recording, followed until every one has ended.
  *
- * Each recording becomes a job of kind diarize (shared lock mode, any card
- * unless --gpu N) whose paths are made absolute here (the worker has its own
- * working directory). Then one `wait` request with a short timeout per tick
+ * Each recording (its outputs already named and checked: cli/diarout.h)
+ * becomes a job of kind diarize (shared lock mode, any card unless --gpu N)
+ * whose paths are made absolute here (the worker has its own working
+ * directory). Then one `wait` request with a short timeout per tick
  * brings back every job with its windows done / total: a progress bar per
  * file and one for all on a terminal, a plain line per change otherwise.
  * At the end, one summary line per recording (as --local prints) and, on
@@ -12,6 +13,7 @@
 #define GF_DIARSUBMIT_H
 
 #include "cli/cli.h"
+#include "cli/diarout.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -19,12 +21,11 @@
 typedef struct {
     const char *config;     /* --config, or NULL */
     gf_cli_ctx *ctx;        /* main's, for the broker client (cli/cli.h) */
-    char **inputs;          /* recordings (DIR arguments already expanded) */
-    size_t n_inputs;
-    const char *out_dir;    /* --out, or NULL: beside each input */
-    const char *save_dir;   /* --save-intermediates, or NULL */
+    const gf_diarout *items; /* the recordings and their outputs (cli/diarout.h), checked */
+    size_t n_items;
     const char *models;     /* --models, or NULL: the worker's models_dir */
     bool json;              /* --json */
+    bool overwrite;         /* --overwrite: the worker may replace outputs */
     int gpu;                /* --gpu N, -1: any card */
     int num_speakers, min_speakers, max_speakers;  /* 0: free */
 } gf_diarsubmit_opts;

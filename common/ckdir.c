@@ -106,22 +106,37 @@ int gf_ckdir_remove(const char *path)
     return rc;
 }
 
-char *gf_ckpt_path(const char *out_path)
+
+/* "<spool>/<id>" + ext for "<spool>/<id>.out". */
+static char *beside_out(const char *out_path, const char *ext)
 {
     if (!out_path || !out_path[0])
         return NULL;
     size_t n = strlen(out_path);
     if (n > 4 && strcmp(out_path + n - 4, ".out") == 0)
-        return gf_strfmt("%.*s.ckpt", (int)(n - 4), out_path);
-    return gf_strfmt("%s.ckpt", out_path);
+        return gf_strfmt("%.*s%s", (int)(n - 4), out_path, ext);
+    return gf_strfmt("%s%s", out_path, ext);
+}
+
+char *gf_ckpt_path(const char *out_path)
+{
+    return beside_out(out_path, ".ckpt");
+}
+
+char *gf_outs_path(const char *out_path)
+{
+    return beside_out(out_path, ".outs");
 }
 
 void gf_ckpt_remove_all(const char *out_path)
 {
-    char *file = gf_ckpt_path(out_path);
-    if (file && unlink(file) != 0 && errno != ENOENT)   /* the name, never what it points at */
-        GF_WARN("%s: cannot remove: %s", file, strerror(errno));
-    free(file);
+    char *files[2] = { gf_ckpt_path(out_path), gf_outs_path(out_path) };
+    for (int i = 0; i < 2; i++) {
+        /* the name, never what it points at */
+        if (files[i] && unlink(files[i]) != 0 && errno != ENOENT)
+            GF_WARN("%s: cannot remove: %s", files[i], strerror(errno));
+        free(files[i]);
+    }
     if (!out_path || !out_path[0])
         return;
     char *dir = gf_ckdir_path(out_path);

@@ -31,9 +31,13 @@ int gf_ckdir_remove(const char *path);
  * out_path ("<spool>/<id>.out"); NULL without one. The caller frees. */
 char *gf_ckpt_path(const char *out_path);
 
+/* "<spool>/<id>.outs", the outputs a diarize job has written
+ * (worker/djouts.h), beside out_path; NULL without one. The caller frees. */
+char *gf_outs_path(const char *out_path);
+
 /* A job that has ended for good: remove what its runs kept for the next
- * one, its checkpoint file and its checkpoint folder (either may be
- * missing). The worker does it when the job ends on its card; the broker
+ * one, its checkpoint file, its record of outputs written and its
+ * checkpoint folder (any may be missing). The worker does it when the job ends on its card; the broker
  * again for a job that ends where no worker runs it (cancelled while
  * pending after a yield, failed for good after its worker died). */
 void gf_ckpt_remove_all(const char *out_path);

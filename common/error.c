@@ -19,6 +19,7 @@ const char *gf_strerror(int code)
     case GF_EINTR:     return "interrupted";
     case GF_ESTATE:    return "wrong state";
     case GF_ENOSPC:    return "no space left";
+    case GF_EEXIST:    return "exists: not replaced";
     default:           return "unknown error";
     }
 }

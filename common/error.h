@@ -23,6 +23,7 @@ enum {
     GF_EINTR     = -12,  /* interrupted by a signal */
     GF_ESTATE    = -13,  /* operation not valid in the object's state */
     GF_ENOSPC    = -14,  /* no space left: a disk is full (exit status 74 in the CLI) */
+    GF_EEXIST    = -15,  /* a file exists and was not replaced (never on the wire) */
 };
 
 /* Short name for an error code ("invalid input", ...); never NULL. */

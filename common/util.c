@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 static void oom(size_t size)
@@ -98,26 +99,59 @@ int64_t gf_wall_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-int gf_write_file_atomic(const char *path, const void *buf, size_t len)
+int gf_write_file(const char *path, const void *buf, size_t len, bool replace)
 {
     char *tmp = gf_strfmt("%s.tmp.%d.%d", path, (int)getpid(), (int)gettid());
-    FILE *f = fopen(tmp, "wb");
-    if (!f) {
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+    if (fd < 0) {
         GF_ERROR("%s: cannot create: %s", tmp, strerror(errno));
         free(tmp);
-        return GF_EIO;
+        return errno == ENOSPC ? GF_ENOSPC : GF_EIO;
     }
-    int ok = fwrite(buf, 1, len, f) == len;
-    ok = (fflush(f) == 0) && ok;
-    ok = (fclose(f) == 0) && ok;
-    if (!ok || rename(tmp, path) != 0) {
-        GF_ERROR("%s: cannot write: %s", path, strerror(errno));
+    const char *p = buf;
+    size_t left = len;
+    int err = 0;
+    while (left > 0) {
+        ssize_t w = write(fd, p, left);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0) {
+            err = w < 0 ? errno : EIO;
+            break;
+        }
+        p += w;
+        left -= (size_t)w;
+    }
+    if (close(fd) != 0 && !err)
+        err = errno;
+    int rc = 0;
+    if (err) {
+        GF_ERROR("%s: cannot write: %s", path, strerror(err));
+        rc = err == ENOSPC ? GF_ENOSPC : GF_EIO;
+    } else if (replace) {
+        if (rename(tmp, path) != 0) {
+            GF_ERROR("%s: cannot write: %s", path, strerror(errno));
+            rc = GF_EIO;
+        }
+    } else if (link(tmp, path) != 0) {
+        if (errno == EEXIST) {
+            GF_ERROR("%s exists: not replaced", path);
+            rc = GF_EEXIST;
+        } else {
+            GF_ERROR("%s: cannot write: %s", path, strerror(errno));
+            rc = GF_EIO;
+        }
+    }
+    /* renamed: the name is gone already; linked or failed: remove it */
+    if (!(rc == 0 && replace))
         unlink(tmp);
-        free(tmp);
-        return GF_EIO;
-    }
     free(tmp);
-    return 0;
+    return rc;
+}
+
+int gf_write_file_atomic(const char *path, const void *buf, size_t len)
+{
+    return gf_write_file(path, buf, len, true);
 }
 
 char *gf_beside_self(const char *name)

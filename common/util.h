@@ -5,6 +5,7 @@
 #ifndef GF_UTIL_H
 #define GF_UTIL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
 #include <stdint.h>
@@ -17,10 +18,18 @@ char *gf_strdup(const char *s);
 /* printf into a new string; the caller frees. */
 char *gf_strfmt(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
-/* Write len bytes to path whole or not at all: into path.tmp.<pid>.<tid>,
+/* Write len bytes to path whole or not at all: into path.tmp.<pid>.<tid>
+ * (made new, O_EXCL and O_NOFOLLOW: never through a link planted there),
  * then renamed over path. Returns 0, or GF_EIO after logging the path and
  * the reason (the temporary file is removed). */
 int gf_write_file_atomic(const char *path, const void *buf, size_t len);
+
+/* As gf_write_file_atomic when replace is true; when false, an existing
+ * path (a file, a link, anything) is never replaced: the whole file is
+ * linked into place only where nothing is (link(2), atomic against a
+ * writer racing for the same name), and GF_EEXIST is returned after
+ * logging "PATH exists: not replaced". */
+int gf_write_file(const char *path, const void *buf, size_t len, bool replace);
 
 /* The path of program `name` in the folder of the running executable
  * (/proc/self/exe), or NULL when that cannot be read; the caller frees. */

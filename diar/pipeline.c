@@ -171,8 +171,10 @@ gf_diar *gf_diar_new(const char *models_dir, int batch_size, int threads, bool *
     int bs = batch_size > 0 ? batch_size : 32;
     int rc = gf_diar_backend_cpu(models_dir, bs, threads, &be);
     if (rc == GF_ENOENT) {
-        GF_WARN("weight-free mode: no model files in %s (%s, %s)", models_dir,
-                GF_MODELS_SEGMENTATION, GF_MODELS_EMBEDDING);
+        /* a caller that asks is told and says it in its own voice (once);
+         * one that does not gets the warning here */
+        gf_log(weight_free ? GF_LOG_INFO : GF_LOG_WARN, "weight-free mode: no model files in %s "
+               "(%s, %s)", models_dir, GF_MODELS_SEGMENTATION, GF_MODELS_EMBEDDING);
         if (weight_free)
             *weight_free = true;
         gf_diar *wf = gf_diar_new_weight_free(bs);
@@ -604,7 +606,7 @@ int gf_diar_run(gf_diar *d, const char *path, const gf_diar_run_opts *o, gf_devs
         }
     }
     if (o->save_dir) {
-        rc = gf_diar_save_intermediates(o->save_dir, logits, seg, emb, n, dim);
+        rc = gf_diar_save_intermediates(o->save_dir, logits, seg, emb, n, dim, o->overwrite);
         if (rc)
             goto out_free;
     }

@@ -78,6 +78,8 @@ typedef struct {
 typedef struct {
     gf_cluster_opts cluster;       /* constraints and recipe parameters */
     const char *save_dir;          /* write the intermediates here, or NULL */
+    bool overwrite;                /* replace intermediates already in save_dir
+                                    * (false: such a file fails the run, kept) */
     gf_diar_progress_fn progress;  /* may be NULL */
     void *progress_user;           /* passed to progress */
     /* Asked before each window is read: non-zero stops the run there with
@@ -112,8 +114,10 @@ typedef struct gf_diar gf_diar;
 /* A pipeline with models from models_dir (batch_size windows per network
  * call, <= 0: 32; threads for the CPU networks and the clustering's host
  * stages, <= 0: one per core, for the clustering at most 16, unless
- * gf_diar_run_opts.cluster.threads says otherwise). When the two network files are missing it is built in
- * weight-free mode and logs so once; *weight_free (optional) tells which.
+ * gf_diar_run_opts.cluster.threads says otherwise). When the two network
+ * files are missing it is built in weight-free mode: *weight_free (optional)
+ * tells the caller, who says so (logged at info); without weight_free it is
+ * logged as a warning.
  * Returns NULL after logging when a model file or the PLDA is unusable. */
 gf_diar *gf_diar_new(const char *models_dir, int batch_size, int threads, bool *weight_free);
 

@@ -5,6 +5,7 @@
 
 #include "common/error.h"
 #include "common/log.h"
+#include "common/sha256.h"
 #include "common/util.h"
 #include "diar/io/npy.h"
 #include "diar/pipeline.h"
@@ -23,13 +24,35 @@ void gf_diar_result_free(gf_diar_result *r)
     memset(r, 0, sizeof *r);
 }
 
-char *gf_diar_result_json(const gf_diar_result *r, const char *models_dir, const gf_devstats *st)
+/* {"path", "size", "mtime", "sha256"} of the recording; what cannot be
+ * read is null. */
+static json_object *input_json(const char *audio)
+{
+    json_object *in = json_object_new_object();
+    char *abs = realpath(audio, NULL);
+    json_object_object_add(in, "path", json_object_new_string(abs ? abs : audio));
+    free(abs);
+    struct stat st;
+    bool ok = stat(audio, &st) == 0;
+    json_object_object_add(in, "size", ok ? json_object_new_int64((int64_t)st.st_size) : NULL);
+    json_object_object_add(in, "mtime", ok ? json_object_new_double((double)st.st_mtim.tv_sec
+                                                                    + 1e-9 * (double)st.st_mtim.tv_nsec)
+                                           : NULL);
+    char hex[GF_SHA256_HEX_LEN];
+    json_object_object_add(in, "sha256", gf_sha256_file_hex(audio, hex) == 0
+                                             ? json_object_new_string(hex) : NULL);
+    return in;
+}
+
+char *gf_diar_result_json(const gf_diar_result *r, const char *audio, const char *models_dir,
+                          const gf_devstats *st)
 {
     char *turns = gf_rttm_json(r->rttm);
     json_object *o = json_tokener_parse(turns);
     free(turns);
     if (!o)
         o = json_object_new_object();
+    json_object_object_add(o, "input", input_json(audio));
     json_object_object_add(o, "mode", json_object_new_string(r->weight_free ? "weight-free"
                                                                              : "neural"));
     if (r->weight_free) {
@@ -91,20 +114,20 @@ void gf_diar_result_turns(gf_diar_result *r, const char *path, const gf_cluster_
 }
 
 static int save_array(const char *dir, const char *name, const float *data, size_t n0, size_t n1,
-                      size_t n2)
+                      size_t n2, bool replace)
 {
     size_t shape[3] = { n0, n1, n2 };
     gf_npy_array *a = gf_npy_new(GF_NPY_F32, 3, shape);
     memcpy(a->data, data, a->count * sizeof(float));
     char *path = gf_strfmt("%s/%s", dir, name);
-    int rc = gf_npy_save(path, a);
+    int rc = gf_npy_save_as(path, a, replace);
     free(path);
     gf_npy_destroy(&a);
     return rc;
 }
 
 int gf_diar_save_intermediates(const char *dir, const float *logits, const float *seg,
-                               const float *emb, size_t n, size_t dim)
+                               const float *emb, size_t n, size_t dim, bool replace)
 {
     if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
         GF_ERROR("%s: cannot create the intermediates directory: %s", dir, strerror(errno));
@@ -112,8 +135,9 @@ int gf_diar_save_intermediates(const char *dir, const float *logits, const float
     }
     if (logits)
         GF_TRY(save_array(dir, "segmentation_logits.npy", logits, n, GF_DIAR_FRAMES,
-                          GF_DIAR_CLASSES));
-    GF_TRY(save_array(dir, "segmentations.npy", seg, n, GF_DIAR_FRAMES, GF_DIAR_SPEAKERS));
-    return save_array(dir, "embeddings.npy", emb, n, GF_DIAR_SPEAKERS, dim);
+                          GF_DIAR_CLASSES, replace));
+    GF_TRY(save_array(dir, "segmentations.npy", seg, n, GF_DIAR_FRAMES, GF_DIAR_SPEAKERS,
+                      replace));
+    return save_array(dir, "embeddings.npy", emb, n, GF_DIAR_SPEAKERS, dim, replace);
 }
 

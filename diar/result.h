@@ -31,11 +31,13 @@ typedef struct {
 /* Free the turns and zero *r (safe twice). */
 void gf_diar_result_free(gf_diar_result *r);
 
-/* The JSON form of a result (`diarize --json`): turns, speakers, "mode"
- * (neural | weight-free, with a notice naming models_dir), duration,
- * windows, per-stage timings and the devstats table st (may be NULL). The
- * caller frees; ends with a newline. */
-char *gf_diar_result_json(const gf_diar_result *r, const char *models_dir, const gf_devstats *st);
+/* The JSON form of a result (`diarize --json`): the recording that produced
+ * it ("input": its absolute path, size in bytes, mtime and SHA-256, read
+ * from audio now), turns, speakers, "mode" (neural | weight-free, with a
+ * notice naming models_dir), duration, windows, per-stage timings and the
+ * devstats table st (may be NULL). The caller frees; ends with a newline. */
+char *gf_diar_result_json(const gf_diar_result *r, const char *audio, const char *models_dir,
+                          const gf_devstats *st);
 
 /* The turns of a clustering into r->rttm (a new one; the caller frees r
  * with gf_diar_result_free), uri the base name of path without its
@@ -46,8 +48,10 @@ void gf_diar_result_turns(gf_diar_result *r, const char *path, const gf_cluster_
 /* Write the per-window results of n windows into the folder dir (made when
  * missing): segmentation_logits.npy [n x 589 x 7] when logits is not NULL,
  * segmentations.npy [n x 589 x 3], embeddings.npy [n x 3 x dim], float32.
- * Returns 0, or GF_EIO (logged, naming the folder or the file). */
+ * A file already there is replaced only when replace is true (else
+ * GF_EEXIST, the file kept). Returns 0, or the GF_E* (logged, naming the
+ * folder or the file). */
 int gf_diar_save_intermediates(const char *dir, const float *logits, const float *seg,
-                               const float *emb, size_t n, size_t dim);
+                               const float *emb, size_t n, size_t dim, bool replace);
 
 #endif

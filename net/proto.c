@@ -51,6 +51,7 @@ static const field diar_fields[] = {
     { .key = "num_speakers", .type = F_I32, .off = AT(gf_diar_spec, num_speakers) },
     { .key = "min_speakers", .type = F_I32, .off = AT(gf_diar_spec, min_speakers) },
     { .key = "max_speakers", .type = F_I32, .off = AT(gf_diar_spec, max_speakers) },
+    { .key = "overwrite", .type = F_BOOL, .off = AT(gf_diar_spec, overwrite) },
     END,
 };
 

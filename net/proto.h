@@ -118,6 +118,8 @@ typedef struct {
     int32_t num_speakers; /* 0: not fixed */
     int32_t min_speakers; /* 0: no lower bound */
     int32_t max_speakers; /* 0: no upper bound */
+    bool overwrite;       /* replace outputs already there (false: such a file fails the job,
+                           * kept as it is) */
 } gf_diar_spec;
 
 /* What a submitter asks for: one command or diarize job. */

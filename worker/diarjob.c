@@ -7,6 +7,7 @@
  * their identity is (which pipeline, models, configuration, route plan and
  * program made the results) and when the file goes. */
 #include "worker/diarjob.h"
+#include "worker/djouts.h"
 
 #include "common/devstats.h"
 #include "common/ckdir.h"
@@ -26,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -39,6 +41,7 @@ struct gf_djob {
     int wake_fd;             /* the agent's eventfd, -1: none */
     char *ckpt_path;         /* <spool_dir>/<id>.ckpt beside out_path; NULL: no checkpoints */
     gf_jobckpt *ck;          /* the job's checkpoints (the thread's), NULL: none */
+    gf_djouts *outs;         /* the outputs its attempts wrote, NULL: no spool */
     pthread_t thread;
     bool joined;             /* thread joined (or never started) */
     pthread_mutex_t mu;      /* guards the fields below */
@@ -152,15 +155,6 @@ static int become_submitter(const gf_msg *job, char *why, size_t len)
     return 0;
 }
 
-/* NAME.json beside NAME.rttm. */
-static char *json_path(const char *rttm)
-{
-    size_t n = strlen(rttm);
-    if (n > 5 && strcmp(rttm + n - 5, ".rttm") == 0)
-        return gf_strfmt("%.*s.json", (int)(n - 5), rttm);
-    return gf_strfmt("%s.json", rttm);
-}
-
 static int64_t tv_ms(struct timeval tv)
 {
     return (int64_t)tv.tv_sec * 1000 + tv.tv_usec / 1000;
@@ -269,6 +263,51 @@ static char *json_with_checkpoint(char *js, const gf_jobckpt_stats *n)
     return out;
 }
 
+/* The intermediates a run writes into dir. */
+static const char *const inter_names[] = { "segmentation_logits.npy", "segmentations.npy",
+                                           "embeddings.npy" };
+
+/* Whether the intermediates already in dir may be replaced: --overwrite, or
+ * every one there was written by an earlier attempt of this job. */
+static bool inter_replace(const gf_djob *self, const char *dir)
+{
+    if (self->job.spec.diar->overwrite)
+        return true;
+    bool any = false;
+    for (size_t i = 0; i < 3; i++) {
+        char *p = gf_strfmt("%s/%s", dir, inter_names[i]);
+        struct stat st;
+        bool there = lstat(p, &st) == 0, ours = there && gf_djouts_ours(self->outs, p);
+        free(p);
+        if (there && !ours)
+            return false;
+        any |= ours;
+    }
+    return any;
+}
+
+static void inter_record(gf_djob *self, const char *dir)
+{
+    for (size_t i = 0; i < 3; i++) {
+        char *p = gf_strfmt("%s/%s", dir, inter_names[i]);
+        struct stat st;
+        if (lstat(p, &st) == 0)
+            gf_djouts_add(self->outs, p);
+        free(p);
+    }
+}
+
+/* One output file: replaced only with --overwrite or when an earlier
+ * attempt of this job wrote it; recorded once written. */
+static int write_output(gf_djob *self, const char *path, const char *text)
+{
+    bool replace = self->job.spec.diar->overwrite || gf_djouts_ours(self->outs, path);
+    int rc = gf_rttm_write_text(path, text, replace);
+    if (rc == 0)
+        gf_djouts_add(self->outs, path);
+    return rc;
+}
+
 static void *job_main(void *arg)
 {
     gf_djob *self = arg;
@@ -323,6 +362,7 @@ static void *job_main(void *arg)
     o.cluster.min_speakers = ds->min_speakers;
     o.cluster.max_speakers = ds->max_speakers;
     o.save_dir = ds->intermediates;
+    o.overwrite = ds->intermediates && inter_replace(self, ds->intermediates);
     o.progress = on_progress;
     o.progress_user = self;
     o.cancel = is_cancelled;
@@ -365,27 +405,40 @@ static void *job_main(void *arg)
     if (rc) {
         snprintf(why, sizeof(why), "%s", gf_log_last_error()[0] ? gf_log_last_error()
                                                                  : gf_strerror(rc));
-        r->exit_status = rc == GF_ENOENT ? GF_EXIT_NOINPUT : GF_EXIT_DATAERR;
+        r->exit_status = rc == GF_ENOENT   ? GF_EXIT_NOINPUT
+                         : rc == GF_EEXIST ? EXIT_CANTCREAT
+                                           : GF_EXIT_DATAERR;
         goto out_result;
     }
-    char *text = gf_rttm_format(res.rttm);
-    rc = gf_rttm_write_text(ds->rttm, text);
-    free(text);
-    if (!rc && ds->json) {
-        char *jp = json_path(ds->rttm);
-        char *js = gf_diar_result_json(&res, models, st);
+    if (ds->intermediates)
+        inter_record(self, ds->intermediates);
+    /* the JSON first, the RTTM last: an RTTM there marks a finished
+     * recording (`diarize --skip-existing`), and a JSON is never left
+     * without its RTTM */
+    char *jp = ds->json ? gf_rttm_json_path(ds->rttm) : NULL;
+    if (jp) {
+        char *js = gf_diar_result_json(&res, ds->audio, models, st);
         if (self->ck) {
             gf_jobckpt_stats n;
             gf_jobckpt_counts(self->ck, &n);
             js = json_with_checkpoint(js, &n);
         }
-        rc = gf_rttm_write_text(jp, js);
+        rc = write_output(self, jp, js);
         free(js);
-        free(jp);
     }
+    if (!rc) {
+        char *text = gf_rttm_format(res.rttm);
+        rc = write_output(self, ds->rttm, text);
+        free(text);
+        if (rc && jp)
+            unlink(jp);
+    }
+    free(jp);
     if (rc) {
-        snprintf(why, sizeof(why), "%s", gf_log_last_error()[0] ? gf_log_last_error()
-                                                                 : "cannot write the RTTM");
+        snprintf(why, sizeof(why), "%s%s", gf_log_last_error()[0] ? gf_log_last_error()
+                                                                   : "cannot write the RTTM",
+                 rc == GF_EEXIST ? " (it appeared after the submit; --overwrite replaces it)"
+                                 : "");
         r->exit_status = EXIT_CANTCREAT;
         goto out_result;
     }
@@ -462,6 +515,7 @@ int gf_djob_start(const gf_msg *job, gf_diar_pool *pool, int out_fd, int err_fd,
     self->err_fd = err_fd;
     self->wake_fd = wake_fd;
     self->ckpt_path = gf_ckpt_path(job->out_path);
+    self->outs = gf_djouts_open(job->out_path);   /* as the worker: the spool is root's */
     self->joined = true;
     pthread_mutex_init(&self->mu, NULL);
     /* the pipeline's frames are on the heap; the default stack is plenty */
@@ -541,6 +595,7 @@ void gf_djob_destroy(gf_djob **self_p)
     if (self->err_fd >= 0)
         close(self->err_fd);
     free(self->ckpt_path);
+    gf_djouts_close(&self->outs, false);   /* the broker removes it when the job has ended */
     pthread_mutex_destroy(&self->mu);
     free(self);
     *self_p = NULL;

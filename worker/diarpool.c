@@ -120,6 +120,8 @@ gf_diar_pipe *gf_diar_pool_take(gf_diar_pool *self, const char *models, bool *ca
         }
     }
     if (weight_free) {
+        GF_WARN("weight-free mode: no model files in %s (%s, %s)", models, GF_MODELS_SEGMENTATION,
+                GF_MODELS_EMBEDDING);
         snprintf(p->seg_sha, sizeof p->seg_sha, "-");
         snprintf(p->emb_sha, sizeof p->emb_sha, "-");
     } else {

@@ -358,13 +358,18 @@ void *gf_npy_serialize(const gf_npy_array *a, size_t *len)
     return b;
 }
 
-int gf_npy_save(const char *path, const gf_npy_array *a)
+int gf_npy_save_as(const char *path, const gf_npy_array *a, bool replace)
 {
     size_t len;
     void *b = gf_npy_serialize(a, &len);
-    int rc = gf_write_file_atomic(path, b, len);
+    int rc = gf_write_file(path, b, len, replace);
     free(b);
     return rc;
+}
+
+int gf_npy_save(const char *path, const gf_npy_array *a)
+{
+    return gf_npy_save_as(path, a, true);
 }
 
 /* ---- conversions ---------------------------------------------------- */

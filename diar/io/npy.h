@@ -62,6 +62,9 @@ int gf_npy_parse(const char *name, const void *buf, size_t len, gf_npy_array **o
 /* Write a .npy file (header v1, or v2 when the header needs it) through a
  * temporary file renamed into place. Returns 0 or GF_EIO. */
 int gf_npy_save(const char *path, const gf_npy_array *a);
+/* gf_npy_save, but with replace false an existing path is left as it is
+ * and GF_EEXIST returned (common/util.h gf_write_file). */
+int gf_npy_save_as(const char *path, const gf_npy_array *a, bool replace);
 /* Serialise to a new buffer (caller frees); returns its length in *len. */
 void *gf_npy_serialize(const gf_npy_array *a, size_t *len);
 

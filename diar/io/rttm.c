@@ -330,7 +330,7 @@ char *gf_rttm_json(const gf_rttm *r)
     return s;
 }
 
-int gf_rttm_write_text(const char *path, const char *text)
+int gf_rttm_write_text(const char *path, const char *text, bool replace)
 {
     size_t len = strlen(text);
     if (strcmp(path, "-") == 0) {
@@ -340,5 +340,13 @@ int gf_rttm_write_text(const char *path, const char *text)
         }
         return 0;
     }
-    return gf_write_file_atomic(path, text, len);
+    return gf_write_file(path, text, len, replace);
+}
+
+char *gf_rttm_json_path(const char *rttm)
+{
+    size_t n = strlen(rttm);
+    if (n > 5 && strcmp(rttm + n - 5, ".rttm") == 0)
+        return gf_strfmt("%.*s.json", (int)(n - 5), rttm);
+    return gf_strfmt("%s.json", rttm);
 }

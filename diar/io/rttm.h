@@ -19,6 +19,7 @@
 #ifndef GF_RTTM_H
 #define GF_RTTM_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 /* The largest start or duration accepted, in seconds (about 115 days): far
@@ -79,7 +80,12 @@ char *gf_rttm_format(const gf_rttm *r);
 char *gf_rttm_json(const gf_rttm *r);
 
 /* Write text to path through path.tmp.PID and rename; "-" writes stdout.
- * Returns 0 or GF_EIO (logged). */
-int gf_rttm_write_text(const char *path, const char *text);
+ * With replace false an existing path is never replaced (GF_EEXIST,
+ * logged: common/util.h gf_write_file). Returns 0 or the GF_E* (logged). */
+int gf_rttm_write_text(const char *path, const char *text, bool replace);
+
+/* The JSON beside an RTTM: "NAME.json" for "NAME.rttm" (any other name:
+ * NAME + ".json"). Caller frees. */
+char *gf_rttm_json_path(const char *rttm);
 
 #endif

@@ -215,7 +215,19 @@ static void test_weight_free_job(void **state)
     free(text);
     gf_msg_clear(&r);
 
-    /* the same worker's next job: the pipeline is already there */
+    /* the same job again: its outputs are there and are not replaced */
+    char *before = slurp("sample.rttm");
+    run_job(&job, false, &r, &done, &total);
+    assert_int_equal(r.exit_status, 73);
+    assert_non_null(r.message);
+    assert_non_null(strstr(r.message, "sample.json exists: not replaced"));
+    text = slurp("sample.rttm");
+    assert_string_equal(text, before);
+    free(text);
+    free(before);
+    gf_msg_clear(&r);
+    /* with overwrite, the same worker's next job: the pipeline is already there */
+    job.spec.diar->overwrite = true;
     run_job(&job, false, &r, &done, &total);
     assert_int_equal(r.exit_status, 0);
     assert_int_equal(stat_of(&r, "diarize.pipeline_reused")->i, 1);
@@ -453,6 +465,7 @@ static void refused_then_whole(gf_diar_pool *in, uint64_t id, const char *audio,
     gf_msg job, r;
     int64_t done, total;
     make_spooled_job(&job, id, 2, audio, rttm, NULL);
+    job.spec.diar->overwrite = true;   /* each case's job writes the same outputs */
     run_job_in(in, &job, NOTHING, &r, &done, &total);
     assert_int_equal(r.exit_status, 0);
     assert_int_equal(stat_of(&r, "checkpoint.resumed_at")->i, 0);
@@ -531,6 +544,59 @@ static void test_checkpoint_not_reused(void **state)
     free(audio);
 }
 
+/* A job that runs again after its outputs were written (its worker died
+ * before the result was recorded) replaces what it wrote itself, recorded
+ * in <id>.outs, and nothing else: a file put in the RTTM's place by anyone
+ * else is kept and the attempt fails (73). */
+static void test_retry_replaces_own_outputs(void **state)
+{
+    (void)state;
+    char *audio = sample_copy("again.wav");
+    char *rttm = gf_strfmt("%s/again.rttm", tmpdir), *inter = gf_strfmt("%s/again-inter", tmpdir);
+    gf_msg job, r;
+    int64_t done, total;
+    for (int attempt = 1; attempt <= 2; attempt++) {
+        make_spooled_job(&job, 60, attempt, audio, rttm, inter);
+        run_job(&job, false, &r, &done, &total);
+        assert_int_equal(r.exit_status, 0);
+        gf_msg_clear(&r);
+        gf_msg_clear(&job);
+    }
+    char *outs = gf_strfmt("%s/60.outs", tmpdir);
+    size_t n = 0;
+    char *rec = slurp_path(outs, &n);
+    assert_non_null(rec);
+    assert_non_null(strstr(rec, "again.rttm\n"));
+    assert_non_null(strstr(rec, "again.json\n"));
+    assert_non_null(strstr(rec, "again-inter/embeddings.npy\n"));
+    free(rec);
+    /* someone else's file in the RTTM's place: a new inode */
+    char *theirs = gf_strfmt("%s.theirs", rttm);
+    FILE *f = fopen(theirs, "w");
+    assert_non_null(f);
+    fputs("theirs\n", f);
+    fclose(f);
+    assert_int_equal(rename(theirs, rttm), 0);
+    make_spooled_job(&job, 60, 3, audio, rttm, inter);
+    run_job(&job, false, &r, &done, &total);
+    assert_int_equal(r.exit_status, 73);
+    assert_non_null(strstr(r.message, "again.rttm exists: not replaced"));
+    char *text = slurp_path(rttm, &n);
+    assert_string_equal(text, "theirs\n");
+    free(text);
+    /* and a JSON is never left without its RTTM */
+    char *json = gf_strfmt("%s/again.json", tmpdir);
+    assert_int_not_equal(access(json, F_OK), 0);
+    gf_msg_clear(&r);
+    gf_msg_clear(&job);
+    free(json);
+    free(theirs);
+    free(outs);
+    free(inter);
+    free(rttm);
+    free(audio);
+}
+
 /* A job that ends cancelled or failed takes its checkpoint with it. */
 static void test_checkpoint_removed(void **state)
 {
@@ -572,6 +638,7 @@ int main(void)
         cmocka_unit_test(test_bad_file),
         cmocka_unit_test(test_yield_and_resume),
         cmocka_unit_test(test_checkpoint_not_reused),
+        cmocka_unit_test(test_retry_replaces_own_outputs),
         cmocka_unit_test(test_checkpoint_removed),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

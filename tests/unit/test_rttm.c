@@ -11,12 +11,14 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <dirent.h>
 #include <json-c/json.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static void test_read_fixture(void **state)
@@ -48,7 +50,7 @@ static void test_write_read_roundtrip_and_json(void **state)
     char dir[256];
     assert_int_equal(gf_test_mkdtemp(dir, sizeof dir, "gf-test-rttm"), 0);
     char *path = gf_strfmt("%s/round.rttm", dir);
-    assert_int_equal(gf_rttm_write_text(path, txt), 0);
+    assert_int_equal(gf_rttm_write_text(path, txt, true), 0);
     gf_rttm *back = NULL;
     /* a label with spaces does not survive RTTM: only the first word */
     assert_int_equal(gf_rttm_read(path, &back), 0);
@@ -76,6 +78,66 @@ static void test_write_read_roundtrip_and_json(void **state)
     free(path);
     gf_rttm_destroy(&back);
     gf_rttm_destroy(&r);
+}
+
+/* replace false: an existing file, a dangling link or a folder at the name
+ * is left as it is (GF_EEXIST, no temporary file left); a free name gets
+ * the whole text; replace true goes over a file but never through a link
+ * planted at the temporary name. */
+static void test_no_replace(void **state)
+{
+    (void)state;
+    gf_log_init("test_rttm", GF_LOG_ERROR);
+    char dir[256];
+    assert_int_equal(gf_test_mkdtemp(dir, sizeof dir, "gf-test-rttm"), 0);
+    char *mine = gf_strfmt("%s/reference.rttm", dir);
+    FILE *f = fopen(mine, "w");
+    assert_non_null(f);
+    fputs("theirs\n", f);
+    fclose(f);
+    gf_log_clear_last_error();
+    assert_int_equal(gf_rttm_write_text(mine, "ours\n", false), GF_EEXIST);
+    assert_non_null(strstr(gf_log_last_error(), "exists: not replaced"));
+    char buf[64] = "";
+    f = fopen(mine, "r");
+    assert_non_null(fgets(buf, sizeof buf, f));
+    fclose(f);
+    assert_string_equal(buf, "theirs\n");
+    char *link = gf_strfmt("%s/dangling.rttm", dir);
+    assert_int_equal(symlink("/nonexistent/target", link), 0);
+    assert_int_equal(gf_rttm_write_text(link, "ours\n", false), GF_EEXIST);
+    char *sub = gf_strfmt("%s/sub", dir);
+    assert_int_equal(mkdir(sub, 0700), 0);
+    assert_int_equal(gf_rttm_write_text(sub, "ours\n", false), GF_EEXIST);
+    char *fresh = gf_strfmt("%s/new.rttm", dir);
+    assert_int_equal(gf_rttm_write_text(fresh, "ours\n", false), 0);
+    f = fopen(fresh, "r");
+    assert_non_null(fgets(buf, sizeof buf, f));
+    fclose(f);
+    assert_string_equal(buf, "ours\n");
+    /* a link planted at the temporary name: the write fails, the target
+     * is untouched */
+    char *tmp = gf_strfmt("%s.tmp.%d.%d", fresh, (int)getpid(), (int)gettid());
+    assert_int_equal(symlink(mine, tmp), 0);
+    assert_int_not_equal(gf_rttm_write_text(fresh, "again\n", true), 0);
+    f = fopen(mine, "r");
+    assert_non_null(fgets(buf, sizeof buf, f));
+    fclose(f);
+    assert_string_equal(buf, "theirs\n");
+    unlink(tmp);
+    /* nothing but what was made: the two files, the link, the folder */
+    DIR *d = opendir(dir);
+    int n = 0;
+    for (struct dirent *de; (de = readdir(d));)
+        n += de->d_name[0] != '.';
+    closedir(d);
+    assert_int_equal(n, 4);
+    gf_test_rmtree(dir);
+    free(tmp);
+    free(fresh);
+    free(sub);
+    free(link);
+    free(mine);
 }
 
 static void test_malformed(void **state)
@@ -304,6 +366,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_read_fixture),
         cmocka_unit_test(test_write_read_roundtrip_and_json),
+        cmocka_unit_test(test_no_replace),
         cmocka_unit_test(test_malformed),
         cmocka_unit_test(test_time_range),
         cmocka_unit_test(test_not_text),

@@ -444,9 +444,10 @@ int gf_diarout_make(const gf_diarout_opts *o, char *const *args, size_t n_args,
         free(keys[i].key);
     free(keys);
     if (n_clash) {
-        SAY("nothing diarized: %zu output name%s shared; give the folder that holds the "
-            "recordings (their outputs keep the path below it), rename them, or diarize them "
-            "in separate calls with --out\n", n_clash, n_clash == 1 ? "" : "s");
+        SAY("nothing diarized: %zu output name%s shared; name the recordings apart, give a "
+            "folder above them (with --out its files keep their path below it), or diarize "
+            "them in separate calls with different --out folders\n", n_clash,
+            n_clash == 1 ? "" : "s");
         status = EXIT_USAGE;
         goto out_free;
     }

@@ -115,7 +115,7 @@ static void draw_tty(item *items, size_t n, bool first)
             continue;
         char b[BAR + 1], st[64], win[48] = "";
         double f = fraction(it);
-        sum += f;
+        sum += ended(it) ? 1.0 : f;   /* all: how much of the batch has ended */
         n_ended += ended(it);
         n_failed += ended(it) && it->job.state != GF_STATE_DONE;
         bar(b, f);
@@ -169,7 +169,7 @@ static void say_plain(item *items, size_t n)
         double sum = 0.0;
         for (size_t i = 0; i < n; i++)
             if (items[i].id)
-                sum += fraction(&items[i]);
+                sum += ended(&items[i]) ? 1.0 : fraction(&items[i]);
         fprintf(stderr, "all recordings: %.0f%% (%zu of %zu ended)\n",
                 n_jobs ? 100.0 * sum / (double)n_jobs : 100.0, n_ended, n_jobs);
     }

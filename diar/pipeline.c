@@ -173,10 +173,11 @@ gf_diar *gf_diar_new(const char *models_dir, int batch_size, int threads, bool *
     if (rc == GF_ENOENT) {
         /* a caller that asks is told and says it in its own voice (once);
          * one that does not gets the warning here */
-        gf_log(weight_free ? GF_LOG_INFO : GF_LOG_WARN, "weight-free mode: no model files in %s "
-               "(%s, %s)", models_dir, GF_MODELS_SEGMENTATION, GF_MODELS_EMBEDDING);
         if (weight_free)
             *weight_free = true;
+        else
+            GF_WARN("weight-free mode: no model files in %s (%s, %s)", models_dir,
+                    GF_MODELS_SEGMENTATION, GF_MODELS_EMBEDDING);
         gf_diar *wf = gf_diar_new_weight_free(bs);
         if (wf)
             wf->threads = threads;

@@ -116,8 +116,8 @@ typedef struct gf_diar gf_diar;
  * stages, <= 0: one per core, for the clustering at most 16, unless
  * gf_diar_run_opts.cluster.threads says otherwise). When the two network
  * files are missing it is built in weight-free mode: *weight_free (optional)
- * tells the caller, who says so (logged at info); without weight_free it is
- * logged as a warning.
+ * tells the caller, who says so; without weight_free it is logged as a
+ * warning here.
  * Returns NULL after logging when a model file or the PLDA is unusable. */
 gf_diar *gf_diar_new(const char *models_dir, int batch_size, int threads, bool *weight_free);
 

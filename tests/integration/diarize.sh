@@ -23,9 +23,10 @@ PY=/usr/bin/python3
 [ -f "$A/sample.wav" ] || { echo "skip: no $A/sample.wav"; exit 77; }
 T=$(mktemp -d --suffix=.gf_diarize_it)
 # the shared test data must come out untouched (every run below writes into $T)
-shared_before=$(ls -la "$A" | md5sum; md5sum "$A"/*)
+shared_sum() { ls -laR "$A" | md5sum; find "$A" -type f -exec md5sum {} + | sort; }
+shared_before=$(shared_sum)
 check_shared() {
-    [ "$(ls -la "$A" | md5sum; md5sum "$A"/*)" = "$shared_before" ] \
+    [ "$(shared_sum)" = "$shared_before" ] \
         || { echo "FAIL: $A was modified"; exit 1; }
 }
 trap 'rm -rf "$T"' EXIT

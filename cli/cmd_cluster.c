@@ -13,6 +13,7 @@
 #include "diar/io/npy.h"
 #include "diar/cluster/plda.h"
 #include "diar/io/rttm.h"
+#include "diar/pipeline.h"
 #include "diar/cluster/ahc_gpu.h"
 #include "gpu/device.h"
 
@@ -294,6 +295,17 @@ int gf_cmd_cluster(int argc, char **argv, gf_cli_ctx *cli)
         goto out_free;
     }
     size_t D = emb->shape[2];
+    if (D != GF_DIAR_EMB_DIM) {
+        /* said before the PLDA is looked for: what was given, and why not */
+        fprintf(stderr, "gpuflock cluster: %s holds %zu-dimensional embeddings%s; the "
+                        "community-1 recipe (PLDA + VBx) takes the embedding network's %d\n",
+                emb_path, D,
+                D == GF_DIAR_WF_DIM ? " (filterbank statistics: the intermediates of `diarize` "
+                                      "in weight-free mode, without model files)" : "",
+                GF_DIAR_EMB_DIM);
+        status = GF_EXIT_DATAERR;
+        goto out_free;
+    }
     if (plda_arg) {
         plda_dir = gf_strdup(plda_arg);
     } else {

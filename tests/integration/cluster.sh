@@ -83,6 +83,12 @@ expect 66 "xvec_transform.npz" -- --segmentations "$SEG" --embeddings "$EMB" --p
 mkdir -p "$T/badplda" && cp "$P/plda.npz" "$T/badplda/" && echo garbage >"$T/badplda/xvec_transform.npz"
 expect 65 "xvec_transform.npz" -- --segmentations "$SEG" --embeddings "$EMB" --plda "$T/badplda"
 expect 64 "required" -- --embeddings "$EMB"
+# weight-free intermediates (no model files): said for what they are
+"$G" diarize --local --models "$T/no-models" --out "$T/wfo" --save-intermediates "$T/wfi" \
+    ../shared/data/audio/sample.wav >/dev/null 2>&1 || fail "weight-free intermediates"
+[ -e "$T/wfi/segmentation_logits.npy" ] && fail "weight-free mode wrote logits"
+expect 65 "40-dimensional embeddings (filterbank statistics: the intermediates of .diarize. in weight-free mode" \
+    -- --segmentations "$T/wfi/segmentations.npy" --embeddings "$T/wfi/embeddings.npy" --plda "$P"
 # --gpu needs a CUDA card of the configuration
 printf 'devices:\n  - {index: 0, kind: cpu, lock: %s}\n' "$T/card0.lock" >"$T/cpu.yaml"
 expect 69 "declared CPU card" -- --segmentations "$SEG" --embeddings "$EMB" --plda "$P" --config "$T/cpu.yaml" --gpu 0

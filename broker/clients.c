@@ -62,6 +62,19 @@ static int check_spec(gf_server *self, const gf_job_spec *sp, char *why, size_t 
         snprintf(why, len, "empty command");
         return GF_EINVAL;
     }
+    /* A command job runs in spec.cwd. Without one (or with a relative one)
+     * it would run wherever its worker happens to be, for a local worker
+     * the broker's own folder: never what the submitter meant. A diarize
+     * job runs inside the worker, on the absolute paths of spec.diar. */
+    if (sp->kind == GF_JOB_COMMAND && !sp->cwd) {
+        snprintf(why, len, "key 'spec.cwd': missing: a command job needs the absolute path "
+                 "of the directory it runs in");
+        return GF_EINVAL;
+    }
+    if (sp->kind == GF_JOB_COMMAND && sp->cwd[0] != '/') {
+        snprintf(why, len, "key 'spec.cwd': '%.200s' is not an absolute path", sp->cwd);
+        return GF_EINVAL;
+    }
     if (sp->kind == GF_JOB_DIARIZE) {
         int rc = check_diar(sp, why, len);
         if (rc)

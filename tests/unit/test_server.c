@@ -6,7 +6,8 @@
  * reason built from a worker's message, and every reason an older broker
  * stored unescaped) decodes under a strict decoder; a submit is in the
  * store before its ids come back; a job for a card without a worker waits
- * with that reason; cancel and the stop flag. Under `make sanitize` this
+ * with that reason; a command job without an absolute cwd is refused,
+ * naming spec.cwd; cancel and the stop flag. Under `make sanitize` this
  * runs the server code under ASan and UBSan. */
 #include "broker/server.h"
 #include "broker/store.h"
@@ -246,6 +247,7 @@ static void test_client_ops_on_worker_socket(void **state)
     sub.spec.argv = gf_calloc(2, sizeof(char *));
     sub.spec.argv[0] = gf_strdup("true");
     sub.spec.argc = 1;
+    sub.spec.cwd = gf_strdup("/");
     memset(&drain, 0, sizeof(drain));
     drain.op = GF_OP_DRAIN;
     drain.device = 0;
@@ -524,6 +526,7 @@ static void test_worker_text_strict_utf8(void **state)
     q.spec.argv = gf_calloc(2, sizeof(char *));
     q.spec.argv[0] = gf_strdup("true");
     q.spec.argc = 1;
+    q.spec.cwd = gf_strdup("/");
     call(c, &q, &r);
     gf_msg_clear(&q);
     assert_int_equal(r.op, GF_OP_IDS);
@@ -605,6 +608,7 @@ static void test_submit_durable_then_wait_reason(void **state)
     q.spec.argv = gf_calloc(2, sizeof(char *));
     q.spec.argv[0] = gf_strdup("true");
     q.spec.argc = 1;
+    q.spec.cwd = gf_strdup("/");
     q.array = 3;
     call(c, &q, &r);
     assert_int_equal(r.op, GF_OP_IDS);
@@ -690,6 +694,83 @@ static void test_submit_durable_then_wait_reason(void **state)
     gf_msg_clear(&q);
 }
 
+/* A command job's spec names the absolute directory it runs in: a submit
+ * without one, or with a relative one, is refused naming spec.cwd (it would
+ * run in its worker's folder, for a local worker the broker's own). A
+ * diarize job runs inside the worker on absolute paths and needs none. */
+static void test_submit_needs_absolute_cwd(void **state)
+{
+    fx *f = *state;
+    void *c = dealer(f, f->cfg->client_endpoint);
+    gf_msg q, r;
+    memset(&q, 0, sizeof(q));
+    q.op = GF_OP_SUBMIT;
+    gf_job_spec_init(&q.spec);
+    q.spec.argv = gf_calloc(2, sizeof(char *));
+    q.spec.argv[0] = gf_strdup("true");
+    q.spec.argc = 1;
+    const struct {
+        const char *cwd;
+        const char *want;
+    } bad[] = {
+        { NULL, "submit: key 'spec.cwd': missing" },
+        { "", "submit: key 'spec.cwd': '' is not an absolute path" },
+        { "work/data", "submit: key 'spec.cwd': 'work/data' is not an absolute path" },
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        free(q.spec.cwd);
+        q.spec.cwd = bad[i].cwd ? gf_strdup(bad[i].cwd) : NULL;
+        q.array = i == 2 ? 4 : 0;   /* an array is refused as a whole */
+        call(c, &q, &r);
+        assert_int_equal(r.op, GF_OP_ERROR);
+        assert_int_equal(r.code, GF_EINVAL);
+        if (!strstr(r.message, bad[i].want))
+            fail_msg("reply '%s' does not say '%s'", r.message, bad[i].want);
+        gf_msg_clear(&r);
+    }
+    /* nothing came of them */
+    gf_msg l;
+    memset(&l, 0, sizeof(l));
+    l.op = GF_OP_QUEUE;
+    l.all = true;
+    call(c, &l, &r);
+    assert_int_equal(r.op, GF_OP_JOBS);
+    assert_int_equal(r.n_jobs, 0);
+    gf_msg_clear(&r);
+    /* an absolute one is taken, and comes back as it was sent */
+    free(q.spec.cwd);
+    q.spec.cwd = gf_strdup("/var/tmp");
+    q.array = 0;
+    call(c, &q, &r);
+    assert_int_equal(r.op, GF_OP_IDS);
+    assert_int_equal(r.n_ids, 1);
+    memset(&l, 0, sizeof(l));
+    l.op = GF_OP_SHOW;
+    l.id = r.ids[0];
+    gf_msg_clear(&r);
+    call(c, &l, &r);
+    assert_int_equal(r.op, GF_OP_JOBS);
+    assert_string_equal(r.jobs[0].spec.cwd, "/var/tmp");
+    gf_msg_clear(&r);
+    gf_msg_clear(&q);
+    /* a diarize job without a cwd is taken */
+    memset(&q, 0, sizeof(q));
+    q.op = GF_OP_SUBMIT;
+    gf_job_spec_init(&q.spec);
+    q.spec.kind = GF_JOB_DIARIZE;
+    q.spec.argv = gf_calloc(3, sizeof(char *));
+    q.spec.argv[0] = gf_strdup("diarize");
+    q.spec.argv[1] = gf_strdup("/data/a.wav");
+    q.spec.argc = 2;
+    q.spec.diar = gf_calloc(1, sizeof(gf_diar_spec));
+    q.spec.diar->audio = gf_strdup("/data/a.wav");
+    q.spec.diar->rttm = gf_strdup("/data/a.rttm");
+    call(c, &q, &r);
+    assert_int_equal(r.op, GF_OP_IDS);
+    gf_msg_clear(&r);
+    gf_msg_clear(&q);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -699,6 +780,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_worker_text_strict_utf8, setup, teardown),
         cmocka_unit_test_setup_teardown(test_old_reasons_strict_utf8, setup_old_store, teardown),
         cmocka_unit_test_setup_teardown(test_submit_durable_then_wait_reason, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_submit_needs_absolute_cwd, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

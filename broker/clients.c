@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define LOG_CHUNK (256u << 10)      /* bytes of log per "log" reply */
@@ -521,6 +522,11 @@ static void on_logs(gf_server *self, const gf_peer *peer, gf_msg *req)
     m.op = GF_OP_LOG;
     m.offset = req->offset;
     m.data = gf_malloc(LOG_CHUNK);
+    /* eof: the job has ended and this reply reaches the end of its file as
+     * it is now, so a reader of an ended job stops after the reply that
+     * brought the last bytes, not one empty read later. No file: nothing
+     * to read. */
+    bool at_end = true;
     int fd = path ? open(path, O_RDONLY | O_CLOEXEC) : -1;
     if (fd >= 0) {
         ssize_t got = pread(fd, m.data, LOG_CHUNK, (off_t)req->offset);
@@ -528,9 +534,11 @@ static void on_logs(gf_server *self, const gf_peer *peer, gf_msg *req)
             m.data_len = (size_t)got;
             m.offset += (uint64_t)got;
         }
+        struct stat st;
+        at_end = got <= 0 || (fstat(fd, &st) == 0 && (uint64_t)st.st_size <= m.offset);
         close(fd);
     }
-    m.eof = over && m.data_len == 0;
+    m.eof = over && at_end;
     gf_server_post_free(self, self->clients, peer, &m);
     gf_job_clear(&j);
 }

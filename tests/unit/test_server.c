@@ -7,7 +7,8 @@
  * stored unescaped) decodes under a strict decoder; a submit is in the
  * store before its ids come back; a job for a card without a worker waits
  * with that reason; a command job without an absolute cwd is refused,
- * naming spec.cwd; cancel and the stop flag. Under `make sanitize` this
+ * naming spec.cwd; an ended job's log read to its end says eof on that
+ * read; cancel and the stop flag. Under `make sanitize` this
  * runs the server code under ASan and UBSan. */
 #include "broker/server.h"
 #include "broker/store.h"
@@ -771,6 +772,110 @@ static void test_submit_needs_absolute_cwd(void **state)
     gf_msg_clear(&q);
 }
 
+/* One `logs` read of a job. */
+static void read_log(void *c, uint64_t id, gf_stream stream, uint64_t offset, gf_msg *rep)
+{
+    gf_msg q;
+    memset(&q, 0, sizeof(q));
+    q.op = GF_OP_LOGS;
+    q.id = id;
+    q.stream = stream;
+    q.offset = offset;
+    call(c, &q, rep);
+    assert_int_equal(rep->op, GF_OP_LOG);
+}
+
+/* eof: the job ended and the reply reaches the end of its file. A reader
+ * of an ended job stops with the reply that brought the last bytes, not
+ * one empty read later; a running job's reader never sees eof. */
+static void test_logs_eof_on_last_read(void **state)
+{
+    fx *f = *state;
+    void *c = dealer(f, f->cfg->client_endpoint);
+    void *w = dealer(f, f->cfg->worker_endpoint);
+    send_ready(w);
+    gf_msg q, r, m;
+    memset(&q, 0, sizeof(q));
+    q.op = GF_OP_SUBMIT;
+    gf_job_spec_init(&q.spec);
+    q.spec.argv = gf_calloc(2, sizeof(char *));
+    q.spec.argv[0] = gf_strdup("true");
+    q.spec.argc = 1;
+    q.spec.cwd = gf_strdup("/");
+    call(c, &q, &r);
+    gf_msg_clear(&q);
+    assert_int_equal(r.op, GF_OP_IDS);
+    uint64_t id = r.ids[0];
+    gf_msg_clear(&r);
+    worker_recv(w, &m);
+    assert_int_equal(m.op, GF_OP_JOB);
+    assert_int_equal(m.id, id);
+    int32_t attempt = m.attempt;
+    /* the job's output: more than one reply's worth (LOG_CHUNK, 256 KiB),
+     * bytes that tell their offset */
+    size_t total = (300u << 10) + 7;
+    FILE *out = fopen(m.out_path, "w");
+    assert_non_null(out);
+    for (size_t i = 0; i < total; i++)
+        fputc('a' + (int)(i % 23), out);
+    assert_int_equal(fclose(out), 0);
+    gf_msg_clear(&m);
+
+    /* running: at the end of the file, but no eof */
+    read_log(c, id, GF_STREAM_OUT, total, &r);
+    assert_int_equal(r.data_len, 0);
+    assert_int_equal(r.offset, total);
+    assert_false(r.eof);
+    gf_msg_clear(&r);
+
+    memset(&m, 0, sizeof(m));
+    m.op = GF_OP_RESULT;
+    m.id = id;
+    m.attempt = attempt;
+    assert_int_equal(gf_wire_send(w, NULL, false, &m), 0);
+    memset(&q, 0, sizeof(q));
+    q.op = GF_OP_WAIT;
+    q.ids = gf_calloc(1, sizeof(uint64_t));
+    q.ids[0] = id;
+    q.n_ids = 1;
+    call(c, &q, &r);
+    gf_msg_clear(&q);
+    assert_int_equal(r.op, GF_OP_JOBS);
+    assert_int_equal(r.jobs[0].state, GF_STATE_DONE);
+    gf_msg_clear(&r);
+
+    /* ended: read to the end, eof on the reply with the last bytes */
+    uint64_t at = 0;
+    int replies = 0;
+    for (bool eof = false; !eof; replies++) {
+        assert_true(replies < 100);
+        read_log(c, id, GF_STREAM_OUT, at, &r);
+        assert_true(r.data_len > 0);
+        assert_int_equal(r.offset, at + r.data_len);
+        for (size_t i = 0; i < r.data_len; i++)
+            if (r.data[i] != 'a' + (int)((at + i) % 23))
+                fail_msg("byte %llu of the log is not the job's", (unsigned long long)(at + i));
+        at = r.offset;
+        eof = r.eof;
+        assert_true(eof == (at == total));
+        gf_msg_clear(&r);
+    }
+    assert_int_equal(at, total);
+    assert_true(replies >= 2);
+    /* a read past the end stays at eof, with nothing */
+    read_log(c, id, GF_STREAM_OUT, total, &r);
+    assert_int_equal(r.data_len, 0);
+    assert_int_equal(r.offset, total);
+    assert_true(r.eof);
+    gf_msg_clear(&r);
+    /* its stderr, never written (no file): eof at once */
+    read_log(c, id, GF_STREAM_ERR, 0, &r);
+    assert_int_equal(r.data_len, 0);
+    assert_int_equal(r.offset, 0);
+    assert_true(r.eof);
+    gf_msg_clear(&r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -781,6 +886,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_old_reasons_strict_utf8, setup_old_store, teardown),
         cmocka_unit_test_setup_teardown(test_submit_durable_then_wait_reason, setup, teardown),
         cmocka_unit_test_setup_teardown(test_submit_needs_absolute_cwd, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_logs_eof_on_last_read, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

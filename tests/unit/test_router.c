@@ -275,9 +275,19 @@ static int raw_connect(fx *f)
     return fd;
 }
 
+/* send(2) with MSG_NOSIGNAL: a peer libzmq has already dropped (the point of
+ * some cases) answers EPIPE, never a SIGPIPE that would end the test. */
 static void raw_write(int fd, const void *b, size_t n)
 {
-    assert_int_equal(write(fd, b, n), (ssize_t)n);
+    assert_int_equal(send(fd, b, n, MSG_NOSIGNAL), (ssize_t)n);
+}
+
+/* The same where the ROUTER may have dropped the peer already (after a
+ * header it refuses): the bytes arrive, or the connection is gone. */
+static void raw_write_late(int fd, const void *b, size_t n)
+{
+    ssize_t w = send(fd, b, n, MSG_NOSIGNAL);
+    assert_true(w == (ssize_t)n || (w < 0 && (errno == EPIPE || errno == ECONNRESET)));
 }
 
 /* A peer that greets as a `type` socket and, with `wait`, reads the
@@ -377,7 +387,7 @@ static void test_hostile_peers(void **state)
     fd = raw_peer(f, "DEALER", true);                  /* a frame over the limit */
     uint8_t hdr[9];
     raw_write(fd, hdr, gf_zmtp_frame_header(hdr, 0, MAX_FRAME + 1));
-    raw_write(fd, "0123456789abcdef", 16);
+    raw_write_late(fd, "0123456789abcdef", 16);
     assert_true(until_dropped(f, fd, buf, sizeof(buf)) >= 0);
     close(fd);
 

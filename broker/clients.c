@@ -50,6 +50,17 @@ static int check_diar(const gf_job_spec *sp, char *why, size_t len)
                  d->num_speakers, d->min_speakers, d->max_speakers);
         return GF_EINVAL;
     }
+    /* the recipe's knobs: 0 is its value; the decoder took finite numbers only */
+    const struct { const char *name; double v, hi; } knobs[] = {
+        { "threshold", d->threshold, 2.0 }, { "fa", d->fa, 1e3 }, { "fb", d->fb, 1e3 },
+        { "min_duration_off", d->min_duration_off, 3600.0 },
+    };
+    for (size_t i = 0; i < sizeof(knobs) / sizeof(knobs[0]); i++)
+        if (knobs[i].v < 0 || knobs[i].v > knobs[i].hi) {
+            snprintf(why, len, "diarize: %s %g is out of range [0, %g]", knobs[i].name, knobs[i].v,
+                     knobs[i].hi);
+            return GF_EINVAL;
+        }
     if (sp->req == GF_REQ_GPUS && sp->gpus != 1) {
         snprintf(why, len, "diarize: a recording runs on one card, not %d", sp->gpus);
         return GF_EINVAL;

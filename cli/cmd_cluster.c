@@ -4,6 +4,7 @@
  * networks; RTTM (or JSON) out. The recipe itself is diar/cluster/cluster.c. */
 #include "cli/cli.h"
 #include "cli/cliopts.h"
+#include "cli/diarknobs.h"
 #include "common/config.h"
 #include "common/error.h"
 #include "common/lock.h"
@@ -39,19 +40,23 @@ static void usage(FILE *out)
     fprintf(out,
             "usage: gpuflock cluster --segmentations SEG.npy --embeddings EMB.npy [--plda DIR]\n"
             "                        [--step SEC] [--num-speakers N | --min-speakers A\n"
-            "                        --max-speakers B] [--min-duration-off SEC] [-o OUT]\n"
-            "                        [--uri NAME] [--json] [--timings] [--gpu N] [--threads N]\n"
+            "                        --max-speakers B] [--clustering-threshold X] [--Fa X]\n"
+            "                        [--Fb X] [--min-duration-off SEC] [-o OUT] [--uri NAME]\n"
+            "                        [--json] [--timings] [--gpu N] [--threads N]\n"
             "                        [--config FILE]\n"
             "\n"
             "Cluster saved intermediates with the community-1 recipe (powerset-decoded\n"
-            "segmentation, AHC 0.6, PLDA + VBx Fa 0.07 Fb 0.8) and write speaker turns.\n"
+            "segmentation, AHC, PLDA + VBx) and write speaker turns.\n"
             "  --segmentations  windows x 589 x speakers binarized activity (0/1)\n"
             "  --embeddings     windows x speakers x 256 embeddings (NaN: inactive speaker)\n"
             "  --plda DIR       xvec_transform.npz and plda.npz (default: models_dir/plda\n"
             "                   of the configuration)\n"
             "  --step SEC       window step in seconds (default 1.0; windows are 10 s)\n"
             "  --num-speakers N, --min-speakers A, --max-speakers B: as pyannote's\n"
-            "  --min-duration-off SEC  merge a speaker's turns closer than SEC (default 0)\n"
+            "  --clustering-threshold X, --Fa X, --Fb X, --min-duration-off SEC: the recipe's\n"
+            "                   clustering.threshold (0.6), clustering.Fa (0.07), .Fb (0.8),\n"
+            "                   segmentation.min_duration_off (0 s); default: the diarize:\n"
+            "                   section of the configuration, else those\n"
             "  -o OUT           output file (default: standard output)\n"
             "  --uri NAME       recording name in the RTTM (default: SEG's base name)\n"
             "  --json           JSON turns instead of RTTM\n"
@@ -147,7 +152,7 @@ static char *base_name(const char *path)
 int gf_cmd_cluster(int argc, char **argv, gf_cli_ctx *cli)
 {
     (void)cli;     /* no broker client here */
-    enum { O_SEG = 1000, O_EMB, O_PLDA, O_STEP, O_NUM, O_MIN, O_MAX, O_OFF, O_URI, O_JSON,
+    enum { O_SEG = 1000, O_EMB, O_PLDA, O_STEP, O_NUM, O_MIN, O_MAX, O_URI, O_JSON,
            O_CONFIG, O_TIMINGS, O_GPU, O_THREADS, O_HELP };
     static const struct option opts[] = {
         { "segmentations", required_argument, NULL, O_SEG },
@@ -157,7 +162,7 @@ int gf_cmd_cluster(int argc, char **argv, gf_cli_ctx *cli)
         { "num-speakers", required_argument, NULL, O_NUM },
         { "min-speakers", required_argument, NULL, O_MIN },
         { "max-speakers", required_argument, NULL, O_MAX },
-        { "min-duration-off", required_argument, NULL, O_OFF },
+        GF_KNOB_CLUSTER_OPTIONS,
         { "output", required_argument, NULL, 'o' },
         { "uri", required_argument, NULL, O_URI },
         { "json", no_argument, NULL, O_JSON },
@@ -173,10 +178,16 @@ int gf_cmd_cluster(int argc, char **argv, gf_cli_ctx *cli)
     bool json = false, timings = false;
     int gpu_index = -1;
     gf_cluster_opts o = gf_cluster_defaults();
+    gf_knobs knobs = gf_knobs_none();
     optind = 1;
     opterr = 0;
     int c;
     while ((c = getopt_long(argc, argv, ":o:h", opts, NULL)) != -1) {
+        int taken = gf_knobs_take(&knobs, "cluster", c, optarg);
+        if (taken < 0)
+            return GF_EXIT_USAGE;
+        if (taken)
+            continue;
         switch (c) {
         case O_SEG: seg_path = optarg; break;
         case O_EMB: emb_path = optarg; break;
@@ -195,10 +206,6 @@ int gf_cmd_cluster(int argc, char **argv, gf_cli_ctx *cli)
             break;
         case O_MAX:
             if (gf_cli_int("cluster", "--max-speakers", optarg, 1, &o.max_speakers))
-                return GF_EXIT_USAGE;
-            break;
-        case O_OFF:
-            if (parse_sec("--min-duration-off", optarg, 0.0, &o.min_duration_off))
                 return GF_EXIT_USAGE;
             break;
         case 'o': out_path = optarg; break;
@@ -254,6 +261,17 @@ int gf_cmd_cluster(int argc, char **argv, gf_cli_ctx *cli)
         fprintf(stderr, "gpuflock cluster: --uri '%s': must be one word\n", uri_arg);
         return GF_EXIT_USAGE;
     }
+
+    /* the knobs: the command line's, else the configuration's (one given
+     * must load; none found: the recipe's) */
+    gf_config *kcfg = NULL;
+    if (gf_config_load_no_devices(config_path, &kcfg) != 0) {
+        if (config_path)
+            return GF_EXIT_CONFIG;
+        kcfg = NULL;
+    }
+    gf_knobs_apply(&knobs, kcfg, &o, NULL);
+    gf_config_destroy(&kcfg);
 
     int status = 0;
     gf_lock *card_lock = NULL;

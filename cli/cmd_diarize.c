@@ -12,6 +12,7 @@
  * that fails is named with the reason, the others go on, and the exit
  * status says whether any failed. */
 #include "cli/cli.h"
+#include "cli/diarknobs.h"
 #include "cli/diarout.h"
 #include "cli/diarsubmit.h"
 #include "cli/cliopts.h"
@@ -63,6 +64,10 @@ static void usage(FILE *out)
             "                   segmentation.safetensors and embedding.safetensors the pipeline\n"
             "                   runs in weight-free mode (energy VAD, fbank statistics) and says so\n"
             "  --num-speakers N, --min-speakers A, --max-speakers B: speaker count constraints\n"
+            "  --clustering-threshold X, --Fa X, --Fb X, --min-duration-off SEC,\n"
+            "  --[no-]embedding-exclude-overlap, --segmentation-step 0.1: the community-1\n"
+            "                   knobs under pyannote's names (defaults: the configuration's\n"
+            "                   diarize: section, else 0.6, 0.07, 0.8, 0 s, on, 0.1)\n"
             "  --out DIR        where outputs go (default: beside each input); a recording\n"
             "                   found in a DIR keeps its path below that DIR there\n"
             "  --json           also write NAME.json (input, turns, speakers, mode, timings,\n"
@@ -201,6 +206,11 @@ static int via_broker(gf_cli_ctx *cli, const char *config_path, const char *mode
         .num_speakers = ro->cluster.num_speakers,
         .min_speakers = ro->cluster.min_speakers,
         .max_speakers = ro->cluster.max_speakers,
+        .threshold = ro->cluster.threshold,
+        .fa = ro->cluster.vbx.Fa,
+        .fb = ro->cluster.vbx.Fb,
+        .min_duration_off = ro->cluster.min_duration_off,
+        .exclude_overlap = ro->exclude_overlap,
     };
     return gf_diarsubmit_run(&o);
 }
@@ -237,6 +247,7 @@ int gf_cmd_diarize(int argc, char **argv, gf_cli_ctx *cli)
         { "files-from", required_argument, NULL, O_FROM },
         { "overwrite", no_argument, NULL, O_OVERWRITE },
         { "skip-existing", no_argument, NULL, O_SKIP },
+        GF_KNOB_DIARIZE_OPTIONS,
         { "local", no_argument, NULL, O_LOCAL },
         { "config", required_argument, NULL, O_CONFIG },
         { "help", no_argument, NULL, O_HELP },
@@ -247,10 +258,16 @@ int gf_cmd_diarize(int argc, char **argv, gf_cli_ctx *cli)
     bool local = false, any = false, overwrite = false, skip = false;
     int gpu = -1;
     gf_diar_run_opts ro = gf_diar_run_defaults();
+    gf_knobs knobs = gf_knobs_none();
     optind = 1;
     opterr = 0;
     int c;
     while ((c = getopt_long(argc, argv, ":hr", opts, NULL)) != -1) {
+        int taken = gf_knobs_take(&knobs, "diarize", c, optarg);
+        if (taken < 0)
+            return GF_EXIT_USAGE;
+        if (taken)
+            continue;
         switch (c) {
         case O_GPU:
             if (gf_cli_int("diarize", "--gpu", optarg, 0, &gpu))
@@ -328,17 +345,19 @@ int gf_cmd_diarize(int argc, char **argv, gf_cli_ctx *cli)
         gf_diarout_free(&plan);
         return status;
     }
-    if (!local) {
-        int st = via_broker(cli, config_path, models_arg, &plan, oo.json, overwrite, gpu, &ro);
-        gf_diarout_free(&plan);
-        return st && (!status || st == GF_EXIT_UNAVAIL) ? st : status;
-    }
-
     gf_config *cfg = NULL;
     gf_diar *d = NULL;
     gf_route_plan *rplan = NULL;
-    if (gf_config_load(config_path, &cfg) != 0) {
+    /* the broker path asks the configuration only for the knobs' defaults */
+    if ((local ? gf_config_load(config_path, &cfg) : gf_config_load_no_devices(config_path, &cfg))
+        != 0) {
         status = GF_EXIT_CONFIG;
+        goto out_free;
+    }
+    gf_knobs_apply(&knobs, cfg, &ro.cluster, &ro.exclude_overlap);
+    if (!local) {
+        int st = via_broker(cli, config_path, models_arg, &plan, oo.json, overwrite, gpu, &ro);
+        status = st && (!status || st == GF_EXIT_UNAVAIL) ? st : status;
         goto out_free;
     }
     const char *models_dir = models_arg ? models_arg : cfg->models_dir;

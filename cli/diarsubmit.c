@@ -207,6 +207,11 @@ static int submit_one(gf_client *cl, const gf_diarsubmit_opts *o, item *it, cons
     sp->diar->num_speakers = o->num_speakers;
     sp->diar->min_speakers = o->min_speakers;
     sp->diar->max_speakers = o->max_speakers;
+    sp->diar->threshold = o->threshold;
+    sp->diar->fa = o->fa;
+    sp->diar->fb = o->fb;
+    sp->diar->min_duration_off = o->min_duration_off;
+    sp->diar->keep_overlap = !o->exclude_overlap;
     int rc = 0;
     if (gf_client_call(cl, &req, &rep, 60000) != 0) {
         rc = GF_EXIT_UNAVAIL;

@@ -28,6 +28,8 @@ typedef struct {
     bool overwrite;         /* --overwrite: the worker may replace outputs */
     int gpu;                /* --gpu N, -1: any card */
     int num_speakers, min_speakers, max_speakers;  /* 0: free */
+    double threshold, fa, fb, min_duration_off;    /* the recipe's knobs (cli/diarknobs.h) */
+    bool exclude_overlap;
 } gf_diarsubmit_opts;
 
 /* Submit and follow. Returns the exit status: 0 when every recording got

@@ -217,6 +217,18 @@ void gf_job_print(FILE *out, const gf_job *j)
             fprintf(out, "%-12s %d..%d\n", "speakers:", d->min_speakers, d->max_speakers);
         if (d->intermediates)
             fprintf(out, "%-12s %s\n", "saved in:", d->intermediates);
+        /* the recipe's knobs as asked (0: the recipe's own value; `gpuflock
+         * diarize` always sends them) */
+        char th[32] = "the recipe's", fa[32] = "the recipe's", fb[32] = "the recipe's";
+        if (d->threshold > 0)
+            snprintf(th, sizeof th, "%g", d->threshold);
+        if (d->fa > 0)
+            snprintf(fa, sizeof fa, "%g", d->fa);
+        if (d->fb > 0)
+            snprintf(fb, sizeof fb, "%g", d->fb);
+        fprintf(out, "%-12s clustering.threshold %s, Fa %s, Fb %s, min_duration_off %g s, "
+                     "embedding_exclude_overlap %s\n", "recipe:", th, fa, fb,
+                d->min_duration_off, d->keep_overlap ? "off" : "on");
         int pct = gf_job_progress_percent(j);
         if (pct >= 0)
             fprintf(out, "%-12s %d%% (%lld/%lld windows)\n", "progress:", pct,

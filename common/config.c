@@ -72,6 +72,11 @@ static gf_config *base_defaults(void)
     c->overlap = true;
     c->batch_size = 32;
     c->cpu_threads = 0;
+    c->diar_threshold = 0.6;
+    c->diar_fa = 0.07;
+    c->diar_fb = 0.8;
+    c->diar_min_duration_off = 0.0;
+    c->diar_exclude_overlap = true;
     return c;
 }
 

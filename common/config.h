@@ -76,6 +76,12 @@ typedef struct {
     bool cgroups;               /* worker.cgroups: a cgroup v2 per job where writable, default true */
     int checkpoint_s;           /* worker.checkpoint_s: diarize progress saved this often, 0 never */
 
+    /* diarize: the community-1 knobs, defaults of `diarize` and `cluster` */
+    double diar_threshold;      /* diarize.clustering.threshold: AHC cut, default 0.6 */
+    double diar_fa, diar_fb;    /* diarize.clustering.Fa, Fb: VBx, default 0.07, 0.8 */
+    double diar_min_duration_off; /* diarize.segmentation.min_duration_off, s, default 0 */
+    bool diar_exclude_overlap;  /* diarize.embedding_exclude_overlap, default true */
+
     /* scheduler: */
     int yield_after_s;          /* sched.yield_after_s: an exclusive job's wait before yieldable
                                  * holders of its card are asked to yield; 0: never */

@@ -15,6 +15,7 @@
 #include "common/ydoc.h"
 
 #include <errno.h>
+#include <math.h>
 #include <limits.h>
 #include <pwd.h>
 #include <stdarg.h>
@@ -35,6 +36,8 @@ typedef enum {
     F_MATH,     /* math mode name: fp32 | tf32 */
     F_KIND,     /* cpu | cuda */
     F_BYTES,    /* a size in bytes: 1048576, 64K, 64M, 1G (powers of 1024) */
+    F_REAL,     /* a finite number within [min, max] millionths */
+    F_POSREAL,  /* a finite number above 0, at most max millionths */
     F_LOCKPATH, /* a lock file: absolute and canonical */
     F_SECTION,  /* a nested mapping or sequence with its own parser */
 } field_type;
@@ -218,6 +221,26 @@ static int read_kind(parse_ctx *ctx, yaml_node_t *node, const char *key, gf_devi
     return 0;
 }
 
+static int read_real(parse_ctx *ctx, yaml_node_t *node, const char *key, const field *f,
+                     double *dst)
+{
+    bool open = f->type == F_POSREAL;
+    double lo = open ? 0.0 : (double)f->min * 1e-6, hi = (double)f->max * 1e-6;
+    int rc = want_scalar(ctx, node, key, "a number");
+    if (rc)
+        return rc;
+    const char *s = scalar(node);
+    char *end = NULL;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (!is_plain(node) || !*s || *end || errno || !isfinite(v))
+        return fail(ctx, node, key, "expected a number, found '%s'", s);
+    if (v < lo || v > hi || (open && v == lo))
+        return fail(ctx, node, key, "%g is out of range %c%g, %g]", v, open ? '(' : '[', lo, hi);
+    *dst = v;
+    return 0;
+}
+
 /* Sizes are whole bytes, or a number with K, M, G or T (powers of 1024). */
 static int read_bytes(parse_ctx *ctx, yaml_node_t *node, const char *key, long long *dst)
 {
@@ -271,6 +294,8 @@ static int read_field(parse_ctx *ctx, const field *f, yaml_node_t *node, const c
     case F_MATH:    return read_math(ctx, node, key, dst);
     case F_KIND:    return read_kind(ctx, node, key, dst);
     case F_BYTES:   return read_bytes(ctx, node, key, dst);
+    case F_REAL:
+    case F_POSREAL: return read_real(ctx, node, key, f, dst);
     case F_LOCKPATH: return read_lock_path(ctx, node, key, dst);
     case F_SECTION: return f->section(ctx, node, key);
     }
@@ -461,6 +486,55 @@ static const field worker_fields[] = {
     { NULL, 0, 0, 0, 0, NULL },
 };
 
+/* diarize: the community-1 knobs under pyannote's names (docs/config.md) */
+static const field clustering_fields[] = {
+    { "threshold", F_POSREAL, CFG(diar_threshold), 0, 2000000, NULL },
+    { "Fa",        F_POSREAL, CFG(diar_fa), 0, 1000000000, NULL },
+    { "Fb",        F_POSREAL, CFG(diar_fb), 0, 1000000000, NULL },
+    { NULL, 0, 0, 0, 0, NULL },
+};
+
+static const field segmentation_fields[] = {
+    { "min_duration_off", F_REAL, CFG(diar_min_duration_off), 0, 3600000000L, NULL },
+    { NULL, 0, 0, 0, 0, NULL },
+};
+
+static int parse_clustering(parse_ctx *ctx, yaml_node_t *node, const char *key)
+{
+    return read_mapping(ctx, node, key, clustering_fields, ctx->cfg);
+}
+
+static int parse_segmentation(parse_ctx *ctx, yaml_node_t *node, const char *key)
+{
+    return read_mapping(ctx, node, key, segmentation_fields, ctx->cfg);
+}
+
+/* segmentation_step: the pipeline's windows are 10 s apart by 1 s; the
+ * fraction 0.1 is the one it runs */
+static int parse_seg_step(parse_ctx *ctx, yaml_node_t *node, const char *key)
+{
+    static const field f = { "segmentation_step", F_POSREAL, 0, 0, 1000000, NULL };
+    double v = 0.0;
+    int rc = read_real(ctx, node, key, &f, &v);
+    if (rc == 0 && v != 0.1)
+        return fail(ctx, node, key, "%g: the pipeline runs a step of 0.1 of its 10 s window "
+                    "(1 s) only", v);
+    return rc;
+}
+
+static const field diarize_fields[] = {
+    { "clustering",   F_SECTION, 0, 0, 0, parse_clustering },
+    { "segmentation", F_SECTION, 0, 0, 0, parse_segmentation },
+    { "embedding_exclude_overlap", F_BOOL, CFG(diar_exclude_overlap), 0, 0, NULL },
+    { "segmentation_step", F_SECTION, 0, 0, 0, parse_seg_step },
+    { NULL, 0, 0, 0, 0, NULL },
+};
+
+static int parse_diarize(parse_ctx *ctx, yaml_node_t *node, const char *key)
+{
+    return read_mapping(ctx, node, key, diarize_fields, ctx->cfg);
+}
+
 static const field sched_fields[] = {
     { "yield_after_s", F_INT, CFG(yield_after_s), 0, 86400, NULL },
     { NULL, 0, 0, 0, 0, NULL },
@@ -535,6 +609,7 @@ static const field top_fields[] = {
     { "broker",     F_SECTION, 0, 0, 0, parse_broker },
     { "worker",     F_SECTION, 0, 0, 0, parse_worker },
     { "sched",      F_SECTION, 0, 0, 0, parse_sched },
+    { "diarize",    F_SECTION, 0, 0, 0, parse_diarize },
     { NULL, 0, 0, 0, 0, NULL },
 };
 #undef CFG

@@ -29,7 +29,7 @@
 
 /* ---- pieces ----------------------------------------------------------- */
 
-size_t gf_diar_pool_mask(const float *act, int s, float *mask)
+size_t gf_diar_pool_mask(const float *act, int s, bool exclude_overlap, float *mask)
 {
     size_t clean = 0;
     for (int f = 0; f < GF_DIAR_FRAMES; f++) {
@@ -41,7 +41,7 @@ size_t gf_diar_pool_mask(const float *act, int s, float *mask)
         mask[f] = (a[s] > 0.0f && others == 0.0f) ? 1.0f : 0.0f;
         clean += mask[f] > 0.0f;
     }
-    if (clean > GF_DIAR_MIN_CLEAN)
+    if (exclude_overlap && clean > GF_DIAR_MIN_CLEAN)
         return clean;
     size_t full = 0;
     for (int f = 0; f < GF_DIAR_FRAMES; f++) {
@@ -259,7 +259,7 @@ const char *gf_diar_identity(const gf_diar *self)
 
 gf_diar_run_opts gf_diar_run_defaults(void)
 {
-    gf_diar_run_opts o = { .cluster = gf_cluster_defaults() };
+    gf_diar_run_opts o = { .cluster = gf_cluster_defaults(), .exclude_overlap = true };
     return o;
 }
 
@@ -273,7 +273,7 @@ static double secs(uint64_t t0)
 /* Segmentation, fbank and embeddings of nb windows in d->wave into the
  * per-window arrays at window offset w0. */
 static int run_batch_neural(gf_diar *d, int nb, float *seg, float *emb, float *logits,
-                            gf_devstats *stats, gf_diar_result *res)
+                            bool exclude_overlap, gf_devstats *stats, gf_diar_result *res)
 {
     uint64_t t0 = gf_now_ns();
     bool span = span_mode(d);
@@ -319,7 +319,8 @@ static int run_batch_neural(gf_diar *d, int nb, float *seg, float *emb, float *l
             float *e = emb + ((size_t)b * GF_DIAR_SPEAKERS + (size_t)s) * GF_DIAR_EMB_DIM;
             for (int k = 0; k < GF_DIAR_EMB_DIM; k++)
                 e[k] = NAN;
-            if (gf_diar_pool_mask(act, s, d->masks + (size_t)n_jobs * GF_DIAR_FRAMES) == 0)
+            if (gf_diar_pool_mask(act, s, exclude_overlap, d->masks + (size_t)n_jobs * GF_DIAR_FRAMES)
+                == 0)
                 continue;
             d->job_window[n_jobs] = b;
             d->job_slot[n_jobs] = b * GF_DIAR_SPEAKERS + s;
@@ -536,7 +537,7 @@ int gf_diar_run(gf_diar *d, const char *path, const gf_diar_run_opts *o, gf_devs
             rc = gf_diar_wf_batch(d->fbank, d->feats, d->wave, d->valid, nb, n, sb, &wb, stats,
                                   res);
         } else {
-            rc = run_batch_neural(d, nb, sb, eb, lb, stats, res);
+            rc = run_batch_neural(d, nb, sb, eb, lb, o->exclude_overlap, stats, res);
         }
         t0 = gf_now_ns();   /* decoding the next batch: only the wait for it counts */
         if (ahead)
@@ -620,6 +621,12 @@ int gf_diar_run(gf_diar *d, const char *path, const gf_diar_run_opts *o, gf_devs
     }
     gf_diar_result_turns(res, path, &cres);
     gf_cluster_result_free(&cres);
+    res->used = copts;
+    res->used.par = NULL;     /* what was used, not the means: nothing borrowed */
+    res->used.ahc_link = NULL;
+    res->used.ahc_ctx = NULL;
+    res->used.stats = NULL;
+    res->exclude_overlap = o->exclude_overlap;
     res->t_clustering = secs(t0);
     if (stats)
         gf_devstats_unavailable(stats, "clustering", "cpu",

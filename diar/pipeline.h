@@ -78,6 +78,9 @@ typedef struct {
 typedef struct {
     gf_cluster_opts cluster;       /* constraints and recipe parameters */
     const char *save_dir;          /* write the intermediates here, or NULL */
+    bool exclude_overlap;          /* embeddings from the frames where a speaker alone is
+                                    * active (pyannote's embedding_exclude_overlap; true
+                                    * in gf_diar_run_defaults, community-1's) */
     bool overwrite;                /* replace intermediates already in save_dir
                                     * (false: such a file fails the run, kept) */
     gf_diar_progress_fn progress;  /* may be NULL */
@@ -150,9 +153,11 @@ int gf_diar_run(gf_diar *self, const char *path, const gf_diar_run_opts *opts,
 /* A piece, exposed for tests. */
 
 /* Activity of local speaker s over the 589 frames of one window (act
- * [589 x 3]) for pooling: the frames where s alone is active when there are
- * more than GF_DIAR_MIN_CLEAN of them, else all frames where s is active.
- * Returns the number of nonzero frames of mask (0: inactive speaker). */
-size_t gf_diar_pool_mask(const float *act, int s, float *mask);
+ * [589 x 3]) for pooling: with exclude_overlap (pyannote's
+ * embedding_exclude_overlap, community-1's choice) the frames where s alone
+ * is active when there are more than GF_DIAR_MIN_CLEAN of them, else (and
+ * without exclude_overlap) all frames where s is active. Returns the number
+ * of nonzero frames of mask (0: inactive speaker). */
+size_t gf_diar_pool_mask(const float *act, int s, bool exclude_overlap, float *mask);
 
 #endif

@@ -44,6 +44,33 @@ static json_object *input_json(const char *audio)
     return in;
 }
 
+/* The recipe's values, under pyannote's names; what the weight-free mode
+ * does not use (VBx, the PLDA) is null. */
+static json_object *params_json(const gf_diar_result *r)
+{
+    const gf_cluster_opts *c = &r->used;
+    json_object *p = json_object_new_object(), *cl = json_object_new_object(),
+                *sg = json_object_new_object();
+    json_object_object_add(cl, "method", json_object_new_string(
+                               r->weight_free ? "cosine AHC (weight-free)" : "AHC + PLDA + VBx"));
+    json_object_object_add(cl, "threshold", json_object_new_double(c->threshold));
+    json_object_object_add(cl, "Fa", r->weight_free ? NULL : json_object_new_double(c->vbx.Fa));
+    json_object_object_add(cl, "Fb", r->weight_free ? NULL : json_object_new_double(c->vbx.Fb));
+    json_object_object_add(p, "clustering", cl);
+    json_object_object_add(sg, "min_duration_off", json_object_new_double(c->min_duration_off));
+    json_object_object_add(sg, "step", json_object_new_double(0.1));
+    json_object_object_add(p, "segmentation", sg);
+    json_object_object_add(p, "embedding_exclude_overlap",
+                           r->weight_free ? NULL : json_object_new_boolean(r->exclude_overlap));
+    json_object_object_add(p, "num_speakers", c->num_speakers ? json_object_new_int(c->num_speakers)
+                                                              : NULL);
+    json_object_object_add(p, "min_speakers", c->min_speakers ? json_object_new_int(c->min_speakers)
+                                                              : NULL);
+    json_object_object_add(p, "max_speakers", c->max_speakers ? json_object_new_int(c->max_speakers)
+                                                              : NULL);
+    return p;
+}
+
 char *gf_diar_result_json(const gf_diar_result *r, const char *audio, const char *models_dir,
                           const gf_devstats *st)
 {
@@ -60,6 +87,7 @@ char *gf_diar_result_json(const gf_diar_result *r, const char *audio, const char
         json_object_object_add(o, "notice", json_object_new_string(msg));
         free(msg);
     }
+    json_object_object_add(o, "parameters", params_json(r));
     json_object_object_add(o, "duration", json_object_new_double(r->duration));
     json_object_object_add(o, "windows", json_object_new_int64((int64_t)r->n_windows));
     json_object *t = json_object_new_object();

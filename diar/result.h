@@ -26,6 +26,9 @@ typedef struct {
     double t_embedding;      /* wall seconds: embeddings */
     double t_clustering;     /* wall seconds: clustering and turns */
     double t_total;          /* wall seconds, all of it */
+    /* the recipe's values this run used (`--json`'s "parameters") */
+    gf_cluster_opts used;    /* threshold, vbx.Fa / Fb, min_duration_off, speaker counts */
+    bool exclude_overlap;    /* embedding_exclude_overlap */
 } gf_diar_result;
 
 /* Free the turns and zero *r (safe twice). */

@@ -51,7 +51,14 @@ static const field diar_fields[] = {
     { .key = "num_speakers", .type = F_I32, .off = AT(gf_diar_spec, num_speakers) },
     { .key = "min_speakers", .type = F_I32, .off = AT(gf_diar_spec, min_speakers) },
     { .key = "max_speakers", .type = F_I32, .off = AT(gf_diar_spec, max_speakers) },
-    { .key = "overwrite", .type = F_BOOL, .off = AT(gf_diar_spec, overwrite) },
+    /* added after version 1: written only when set */
+    { .key = "overwrite", .type = F_BOOL, .off = AT(gf_diar_spec, overwrite), .omit = true },
+    { .key = "threshold", .type = F_F64, .off = AT(gf_diar_spec, threshold), .omit = true },
+    { .key = "fa", .type = F_F64, .off = AT(gf_diar_spec, fa), .omit = true },
+    { .key = "fb", .type = F_F64, .off = AT(gf_diar_spec, fb), .omit = true },
+    { .key = "min_duration_off", .type = F_F64, .off = AT(gf_diar_spec, min_duration_off),
+      .omit = true },
+    { .key = "keep_overlap", .type = F_BOOL, .off = AT(gf_diar_spec, keep_overlap), .omit = true },
     END,
 };
 
@@ -492,6 +499,7 @@ static size_t inline_size(const field *f)
     case F_I64: return sizeof(int64_t);
     case F_U32: return sizeof(uint32_t);
     case F_U64: return sizeof(uint64_t);
+    case F_F64: return sizeof(double);
     case F_SIZE: return sizeof(size_t);
     case F_ENUM: return sizeof(int);
     default: return 0;

@@ -120,6 +120,13 @@ typedef struct {
     int32_t max_speakers; /* 0: no upper bound */
     bool overwrite;       /* replace outputs already there (false: such a file fails the job,
                            * kept as it is) */
+    /* the community-1 knobs (pyannote's names in docs/diarization.md); 0 (false): the
+     * recipe's value. The broker refuses values out of range. */
+    double threshold;     /* clustering.threshold, the AHC cut (0.6) */
+    double fa, fb;        /* clustering.Fa, clustering.Fb: VBx (0.07, 0.8) */
+    double min_duration_off; /* segmentation.min_duration_off, seconds (0) */
+    bool keep_overlap;    /* embedding_exclude_overlap false: embeddings from every active
+                           * frame, overlapped ones too */
 } gf_diar_spec;
 
 /* What a submitter asks for: one command or diarize job. */

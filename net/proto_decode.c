@@ -13,6 +13,7 @@
 #include "common/utf8.h"
 #include "common/util.h"
 
+#include <math.h>
 #include <msgpack.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -374,6 +375,20 @@ static int rd_field(rd *r, const field *f, void *base)
         return 0;
     case F_U64:
         return rd_unsigned(r, UINT64_MAX, PTR(base, f->off, uint64_t));
+    case F_F64: {
+        double d;
+        if (need(r, 1) == 0 && r->p[r->pos] != 0xca && r->p[r->pos] != 0xcb) {
+            if ((rc = rd_signed(r, -(INT64_C(1) << 53), INT64_C(1) << 53, &sv)))
+                return rc;
+            d = (double)sv;
+        } else if ((rc = rd_double(r, &d))) {
+            return rc;
+        }
+        if (!isfinite(d))
+            return rd_fail(r, GF_EPROTO, "expected a finite number, found %g", d);
+        *PTR(base, f->off, double) = d;
+        return 0;
+    }
     case F_SIZE:
         if ((rc = rd_unsigned(r, SIZE_MAX, &uv)))
             return rc;

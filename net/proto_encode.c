@@ -76,6 +76,7 @@ static void pack_field(enc *e, const field *f, const void *base)
     case F_I64: msgpack_pack_int64(&e->pk, *CPTR(base, f->off, int64_t)); break;
     case F_U32: msgpack_pack_uint64(&e->pk, *CPTR(base, f->off, uint32_t)); break;
     case F_U64: msgpack_pack_uint64(&e->pk, *CPTR(base, f->off, uint64_t)); break;
+    case F_F64: msgpack_pack_double(&e->pk, *CPTR(base, f->off, double)); break;
     case F_SIZE: msgpack_pack_uint64(&e->pk, *CPTR(base, f->off, size_t)); break;
     case F_ENUM: {
         int v = *CPTR(base, f->off, int);
@@ -179,6 +180,7 @@ static bool field_present(const field *f, const void *base)
     case F_I32: return *CPTR(base, f->off, int32_t) != (int32_t)f->def;
     case F_I64: return *CPTR(base, f->off, int64_t) != f->def;
     case F_U32: return *CPTR(base, f->off, uint32_t) != 0;
+    case F_F64: return *CPTR(base, f->off, double) != 0.0;
     case F_STR: return *CPTR(base, f->off, char *) != NULL;
     case F_ENUM: return *CPTR(base, f->off, int) != 0;
     case F_STATS: return *CPTR(base, f->count_off, size_t) != 0;

@@ -16,6 +16,7 @@ typedef enum {
     F_CHARS,    /* char[limit + 1] inside the record */
     F_BOOL,
     F_I32, F_I64, F_U32, F_U64,
+    F_F64,      /* double, finite; travels as a float (an integer is taken too) */
     F_SIZE,     /* size_t, travels as an unsigned integer */
     F_ENUM,     /* int-sized enum, travels as one of names[] */
     F_STRV,     /* char ** + size_t count */

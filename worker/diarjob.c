@@ -213,6 +213,7 @@ static void job_identity(const gf_djob *self, const gf_diar_pipe *e, const gf_di
     gf_ckpt_id_set(id, GF_CKPT_BATCH, "%d", gf_diar_batch(e->diar));
     gf_ckpt_id_set(id, GF_CKPT_LOGITS, "%s", ds->intermediates && !wf ? "kept" : "not kept");
     gf_ckpt_id_set(id, GF_CKPT_THRESHOLD, "%.17g", wf ? GF_DIAR_WF_THRESHOLD : o->cluster.threshold);
+    gf_ckpt_id_set(id, GF_CKPT_EXCLUDE_OVERLAP, "%s", wf || o->exclude_overlap ? "on" : "off");
     gf_ckpt_id_set(id, GF_CKPT_NUM_SPEAKERS, "%d", o->cluster.num_speakers);
     gf_ckpt_id_set(id, GF_CKPT_MIN_SPEAKERS, "%d", o->cluster.min_speakers);
     gf_ckpt_id_set(id, GF_CKPT_MAX_SPEAKERS, "%d", o->cluster.max_speakers);
@@ -361,6 +362,15 @@ static void *job_main(void *arg)
     o.cluster.num_speakers = ds->num_speakers;
     o.cluster.min_speakers = ds->min_speakers;
     o.cluster.max_speakers = ds->max_speakers;
+    /* the knobs: 0 is the recipe's value */
+    if (ds->threshold > 0)
+        o.cluster.threshold = ds->threshold;
+    if (ds->fa > 0)
+        o.cluster.vbx.Fa = ds->fa;
+    if (ds->fb > 0)
+        o.cluster.vbx.Fb = ds->fb;
+    o.cluster.min_duration_off = ds->min_duration_off;
+    o.exclude_overlap = !ds->keep_overlap;
     o.save_dir = ds->intermediates;
     o.overwrite = ds->intermediates && inter_replace(self, ds->intermediates);
     o.progress = on_progress;
@@ -485,6 +495,14 @@ out_result:
         add_float(r, "diarize.embedding_s", res.t_embedding);
         add_float(r, "diarize.clustering_s", res.t_clustering);
         add_float(r, "diarize.total_s", res.t_total);
+        /* the recipe's values this run used */
+        add_float(r, "diarize.clustering.threshold", res.used.threshold);
+        if (!res.weight_free) {
+            add_float(r, "diarize.clustering.Fa", res.used.vbx.Fa);
+            add_float(r, "diarize.clustering.Fb", res.used.vbx.Fb);
+            add_int(r, "diarize.embedding_exclude_overlap", res.exclude_overlap);
+        }
+        add_float(r, "diarize.segmentation.min_duration_off", res.used.min_duration_off);
     }
     if (self->ck) {
         gf_jobckpt_stats n;

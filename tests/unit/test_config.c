@@ -387,6 +387,44 @@ static void test_lock_paths_on_disk(void **state)
     free(real);
 }
 
+/* diarize: the community-1 knobs under pyannote's names; out of range, a
+ * step the pipeline does not run and unknown keys are refused, named */
+static void test_diarize_knobs(void **state)
+{
+    (void)state;
+    gf_config *c = NULL;
+    char *logged = NULL;
+    assert_int_equal(parse_capture("state_dir: /s\n", &c, &logged), 0);
+    assert_true(c->diar_threshold == 0.6 && c->diar_fa == 0.07 && c->diar_fb == 0.8);
+    assert_true(c->diar_min_duration_off == 0.0 && c->diar_exclude_overlap);
+    gf_config_destroy(&c);
+    free(logged);
+    assert_int_equal(parse_capture("diarize:\n  clustering: {threshold: 0.7, Fa: 0.1, Fb: 0.5}\n"
+                                   "  segmentation: {min_duration_off: 0.25}\n"
+                                   "  embedding_exclude_overlap: false\n"
+                                   "  segmentation_step: 0.1\n", &c, &logged), 0);
+    assert_true(c->diar_threshold == 0.7 && c->diar_fa == 0.1 && c->diar_fb == 0.5);
+    assert_true(c->diar_min_duration_off == 0.25 && !c->diar_exclude_overlap);
+    gf_config_destroy(&c);
+    free(logged);
+    static const struct { const char *yaml, *words; } bad[] = {
+        { "diarize:\n  clustering: {threshold: 0}\n", "key 'diarize.clustering.threshold': 0 is out of range (0, 2]" },
+        { "diarize:\n  clustering: {Fa: -1}\n", "out of range" },
+        { "diarize:\n  clustering: {Fb: x}\n", "expected a number, found 'x'" },
+        { "diarize:\n  segmentation: {min_duration_off: -0.5}\n", "out of range [0, 3600]" },
+        { "diarize:\n  segmentation_step: 0.2\n", "runs a step of 0.1" },
+        { "diarize:\n  clustering: {Fc: 1}\n", "unknown key" },
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        assert_int_not_equal(parse_capture(bad[i].yaml, &c, &logged), 0);
+        if (!logged || !strstr(logged, bad[i].words))
+            fail_msg("'%s': logged '%s', not '%s'", bad[i].yaml, logged ? logged : "", bad[i].words);
+        gf_config_destroy(&c);
+        free(logged);
+        logged = NULL;
+    }
+}
+
 static void test_new_keys(void **state)
 {
     (void)state;
@@ -500,6 +538,7 @@ int main(void)
         cmocka_unit_test(test_yaml_syntax_errors),
         cmocka_unit_test(test_load_search_order),
         cmocka_unit_test(test_lock_paths_on_disk),
+        cmocka_unit_test(test_diarize_knobs),
         cmocka_unit_test(test_new_keys),
         cmocka_unit_test(test_load_no_devices),
     };

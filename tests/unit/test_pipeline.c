@@ -143,26 +143,30 @@ static void test_pool_mask(void **state)
     set_run(act, 0, 0, 100);
     set_run(act, 1, 50, 150);
     /* speaker 0: 50 clean frames of 100 */
-    assert_int_equal(gf_diar_pool_mask(act, 0, mask), 50);
+    assert_int_equal(gf_diar_pool_mask(act, 0, true, mask), 50);
     assert_int_equal(ones(mask, 0, 50), 50);
     assert_int_equal(ones(mask, 50, GF_DIAR_FRAMES), 0);
     /* speaker 1: clean 100..149 */
-    assert_int_equal(gf_diar_pool_mask(act, 1, mask), 50);
+    assert_int_equal(gf_diar_pool_mask(act, 1, true, mask), 50);
     assert_int_equal(ones(mask, 100, 150), 50);
     /* speaker 2 never speaks */
-    assert_int_equal(gf_diar_pool_mask(act, 2, mask), 0);
+    assert_int_equal(gf_diar_pool_mask(act, 2, true, mask), 0);
     assert_int_equal(ones(mask, 0, GF_DIAR_FRAMES), 0);
 
     /* speaker 2 on 300..305, overlapped on 300..303: 2 clean frames -> full */
     set_run(act, 2, 300, 305);
     set_run(act, 0, 300, 303);
-    assert_int_equal(gf_diar_pool_mask(act, 2, mask), 5);
+    assert_int_equal(gf_diar_pool_mask(act, 2, true, mask), 5);
     assert_int_equal(ones(mask, 300, 305), 5);
     /* 3 clean frames is more than 2: the clean mask */
     set_run(act, 2, 305, 306);
-    assert_int_equal(gf_diar_pool_mask(act, 2, mask), 3);
+    assert_int_equal(gf_diar_pool_mask(act, 2, true, mask), 3);
     assert_int_equal(ones(mask, 303, 306), 3);
     assert_int_equal(ones(mask, 300, 303), 0);
+    /* overlap kept (embedding_exclude_overlap false): every active frame */
+    assert_int_equal(gf_diar_pool_mask(act, 2, false, mask), 6);
+    assert_int_equal(ones(mask, 300, 306), 6);
+    assert_int_equal(gf_diar_pool_mask(act, 0, false, mask), 103);
 }
 
 /* frame f of the 589 covers [f*270, f*270+991) samples */

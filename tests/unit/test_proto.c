@@ -66,6 +66,12 @@ static gf_diar_spec *make_diar(void)
     d->num_speakers = 0;
     d->min_speakers = 2;
     d->max_speakers = 5;
+    d->overwrite = true;
+    d->threshold = 0.55;
+    d->fa = 0.125;
+    d->fb = 1.5;
+    d->min_duration_off = 0.25;
+    d->keep_overlap = true;
     return d;
 }
 
@@ -591,6 +597,12 @@ static void test_diarize_fields(void **state)
     assert_int_equal(d.spec.diar->num_speakers, 0);
     assert_int_equal(d.spec.diar->min_speakers, 2);
     assert_int_equal(d.spec.diar->max_speakers, 5);
+    assert_true(d.spec.diar->overwrite);
+    assert_true(d.spec.diar->threshold == 0.55);
+    assert_true(d.spec.diar->fa == 0.125);
+    assert_true(d.spec.diar->fb == 1.5);
+    assert_true(d.spec.diar->min_duration_off == 0.25);
+    assert_true(d.spec.diar->keep_overlap);
     gf_job_spec cp;
     gf_job_spec_copy(&cp, &d.spec);
     assert_ptr_not_equal(cp.diar, d.spec.diar);
@@ -607,8 +619,16 @@ static void test_diarize_fields(void **state)
     m.spec.diar->intermediates = m.spec.diar->models = NULL;
     m.spec.diar->json = false;
     m.spec.diar->min_speakers = m.spec.diar->max_speakers = 0;
+    m.spec.diar->overwrite = m.spec.diar->keep_overlap = false;
+    m.spec.diar->threshold = m.spec.diar->fa = m.spec.diar->fb = 0;
+    m.spec.diar->min_duration_off = 0;
     encode_ok(&m, &a, &alen);
+    /* keys added after version 1 stay out at their defaults */
+    for (size_t i = 0; i + 9 <= alen; i++)
+        assert_false(memcmp(a + i, "threshold", 9) == 0 || memcmp(a + i, "overwrite", 9) == 0);
     assert_int_equal(gf_proto_decode(a, alen, &d, NULL, 0), 0);
+    assert_true(d.spec.diar->threshold == 0 && d.spec.diar->min_duration_off == 0);
+    assert_false(d.spec.diar->overwrite);
     assert_null(d.spec.diar->intermediates);
     assert_null(d.spec.diar->models);
     assert_false(d.spec.diar->json);

@@ -178,6 +178,40 @@ EOF
     --plda "$T/models/plda" --uri short -o "$T/cluster.rttm" || fail "gpuflock cluster"
 cmp "$T/cluster.rttm" "$T/nn/short.rttm" || fail "cluster on the saved intermediates differs"
 echo "ok: neural pipeline on random weights; gpuflock cluster reproduces its RTTM"
+# the community-1 knobs: recorded in the JSON; the same knobs on `cluster`
+# over the saved intermediates give the same turns; the configuration's
+# diarize: section is the same as the options
+params_are() {   # JSON THRESHOLD FA FB MIN_OFF EXCLUDE
+    "$PY" - "$@" <<'EOF'
+import json, sys
+p = json.load(open(sys.argv[1]))["parameters"]
+c, s = p["clustering"], p["segmentation"]
+assert (c["threshold"], c["Fa"], c["Fb"]) == tuple(float(x) for x in sys.argv[2:5]), p
+assert s["min_duration_off"] == float(sys.argv[5]) and s["step"] == 0.1, p
+assert p["embedding_exclude_overlap"] == (sys.argv[6] == "true"), p
+EOF
+}
+params_are "$T/nn/short.json" 0.6 0.07 0.8 0 true || fail "JSON parameters (defaults)"
+K="--clustering-threshold 0.3 --Fa 0.2 --Fb 1.2 --min-duration-off 0.5"
+"$G" diarize --local --models "$T/models" --out "$T/nk" --json --save-intermediates "$T/ik" \
+    $K --no-embedding-exclude-overlap "$T/short.wav" >/dev/null 2>"$T/nk.err" || fail "knobs: $(cat "$T/nk.err")"
+params_are "$T/nk/short.json" 0.3 0.2 1.2 0.5 false || fail "JSON parameters (given)"
+"$G" cluster --segmentations "$T/ik/segmentations.npy" --embeddings "$T/ik/embeddings.npy" \
+    --plda "$T/models/plda" --uri short $K -o "$T/ck.rttm" || fail "cluster with the knobs"
+cmp "$T/ck.rttm" "$T/nk/short.rttm" || fail "cluster with the same knobs differs from diarize's"
+printf 'diarize:\n  clustering: {threshold: 0.3, Fa: 0.2, Fb: 1.2}\n  segmentation: {min_duration_off: 0.5}\n  embedding_exclude_overlap: false\n' >"$T/knobs.yaml"
+"$G" diarize --local --config "$T/knobs.yaml" --models "$T/models" --out "$T/nc" "$T/short.wav" \
+    >/dev/null 2>&1 || fail "knobs from the configuration"
+cmp "$T/nc/short.rttm" "$T/nk/short.rttm" || fail "the configuration's knobs differ from the options'"
+"$G" cluster --config "$T/knobs.yaml" --segmentations "$T/ik/segmentations.npy" \
+    --embeddings "$T/ik/embeddings.npy" --plda "$T/models/plda" --uri short -o "$T/cc.rttm" \
+    || fail "cluster with the configuration's knobs"
+cmp "$T/cc.rttm" "$T/nk/short.rttm" || fail "cluster: the configuration's knobs differ"
+for bad in "--clustering-threshold 0" "--Fa -1" "--Fb x" "--min-duration-off -2" "--segmentation-step 0.2"; do
+    "$G" diarize --local --models "$T/models" --out "$T/nb" $bad "$T/short.wav" >/dev/null 2>"$T/bad.err"
+    rc=$?; [ "$rc" = 64 ] && grep -q "^gpuflock diarize: --" "$T/bad.err" || fail "$bad: rc $rc $(cat "$T/bad.err")"
+done
+echo "ok: the community-1 knobs, in the JSON, on cluster, from the configuration"
 printf 'worker:\n  batch_size: 1\n' > "$T/b1.yaml"
 "$G" diarize --local --config "$T/b1.yaml" --models "$T/models" --out "$T/nn1" \
     --save-intermediates "$T/inter1" "$T/short.wav" >/dev/null 2>&1 || fail "neural run in batches of 1"

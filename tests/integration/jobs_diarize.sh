@@ -43,6 +43,9 @@ jbad=$(sed -n 's|^.*/bad.wav: job \([0-9]*\)$|\1|p' "$T/err1")
 [ -n "$ja" ] && [ -n "$jbad" ] || fail "job ids not printed: $(cat "$T/err1")"
 gf show "$ja" >"$T/show"
 grep -q "^mode: *weight-free" "$T/show" || fail "show: mode: $(cat "$T/show")"
+grep -q "^recipe: *clustering.threshold 0.6, Fa 0.07, Fb 0.8, min_duration_off 0 s, embedding_exclude_overlap on" \
+    "$T/show" || fail "show: recipe: $(cat "$T/show")"
+grep -q "^stat diarize.segmentation.min_duration_off: 0" "$T/show" || fail "show: the values used: $(cat "$T/show")"
 grep -qE "^progress: *100% \(([0-9]+)/\1 windows\)" "$T/show" || fail "show: progress: $(cat "$T/show")"
 grep -q "^request: *any card, shared" "$T/show" || fail "show: not shared: $(cat "$T/show")"
 grep -q "^stat diarize.windows: [1-9]" "$T/show" || fail "show: statistics: $(cat "$T/show")"
@@ -52,7 +55,9 @@ job_field "$jbad" reason | grep -q "bad.wav: unsupported or unrecognised format"
 gf logs "$ja" | grep -q "a.wav: .* turns" || fail "job stdout: $(gf logs "$ja")"
 
 # --out, --json, a speaker constraint, intermediates, on card 0 twice: the second job finds the pipeline loaded
-gf diarize --gpu 0 --out "$T/out" --json --num-speakers 2 --save-intermediates "$T/inter" "$T/rec/a.wav" >/dev/null 2>"$T/err2" || fail "--out --json: $(cat "$T/err2")"
+gf diarize --gpu 0 --out "$T/out" --json --num-speakers 2 --min-duration-off 0.25 --save-intermediates "$T/inter" "$T/rec/a.wav" >/dev/null 2>"$T/err2" || fail "--out --json: $(cat "$T/err2")"
+/usr/bin/python3 -c 'import json,sys; p=json.load(open(sys.argv[1]))["parameters"]; assert p["segmentation"]["min_duration_off"] == 0.25 and p["num_speakers"] == 2, p' \
+    "$T/out/a.json" || fail "the knobs did not reach the worker: $(head -c 600 "$T/out/a.json")"
 [ -s "$T/inter/segmentations.npy" ] && [ -s "$T/inter/embeddings.npy" ] || fail "--save-intermediates: $(ls "$T/inter" 2>&1)"
 gf diarize --gpu 0 --out "$T/out" "$T/rec/b.wav" >/dev/null 2>"$T/err3" || fail "second job on card 0: $(cat "$T/err3")"
 [ -s "$T/out/a.rttm" ] && [ -s "$T/out/b.rttm" ] || fail "--out RTTMs: $(ls "$T/out")"
@@ -60,7 +65,7 @@ grep -q '"mode":"weight-free"' "$T/out/a.json" || fail "--json: $(head -c 300 "$
 [ "$(awk '{ print $8 }' "$T/out/a.rttm" | sort -u | wc -l)" = 2 ] || fail "--num-speakers 2 not applied"
 jb=$(sed -n 's|^.*/b.wav: job \([0-9]*\)$|\1|p' "$T/err3")
 gf show "$jb" | grep -q "^stat diarize.pipeline_reused: 1" || fail "pipeline not kept between jobs: $(gf show "$jb")"
-[ "$(gf diarize --models relative/dir "$T/rec/a.wav" 2>&1 >/dev/null | grep -c 'job ')" -ge 1 ] || fail "relative --models not made absolute"
+[ "$(gf diarize --models relative/dir --out "$T/relm" "$T/rec/a.wav" 2>&1 >/dev/null | grep -c 'job ')" -ge 1 ] || fail "relative --models not made absolute"
 
 # a long recording: requeued when its worker dies; the running job holds card 1 shared; cancel stops it
 /usr/bin/python3 - "$SAMPLE" "$T/long.wav" <<'PY' || fail "cannot make the long recording"
@@ -115,7 +120,7 @@ fi
 
 # no broker: said plainly, with --local and gpuflockd as the ways out
 stop_broker
-gf diarize "$T/rec/a.wav" 2>"$T/err7"; rc=$?
+gf diarize --out "$T/nobroker" "$T/rec/a.wav" 2>"$T/err7"; rc=$?
 [ "$rc" = 69 ] || fail "no broker: status $rc"
 grep -q "no broker is running" "$T/err7" && grep -q -- "--local" "$T/err7" && grep -q "gpuflockd" "$T/err7" \
     || fail "no-broker message: $(cat "$T/err7")"

@@ -48,7 +48,8 @@ static void usage(FILE *out)
             "usage: gpuflock diarize [--gpu N | --any] [--models DIR] [--num-speakers N |\n"
             "                        --min-speakers A --max-speakers B] [--out DIR] [--json]\n"
             "                        [--save-intermediates DIR] [-r] [--files-from LIST]\n"
-            "                        [--overwrite | --skip-existing] [--local] [--config FILE]\n"
+            "                        [--overwrite | --skip-existing] [--exclusive]\n"
+            "                        [--speaker-embeddings] [--local] [--config FILE]\n"
             "                        FILE|DIR...\n"
             "\n"
             "Who spoke when: an RTTM of speaker turns per recording (pyannote community-1\n"
@@ -70,8 +71,13 @@ static void usage(FILE *out)
             "                   diarize: section, else 0.6, 0.07, 0.8, 0 s, on, 0.1)\n"
             "  --out DIR        where outputs go (default: beside each input); a recording\n"
             "                   found in a DIR keeps its path below that DIR there\n"
-            "  --json           also write NAME.json (input, turns, speakers, mode, timings,\n"
-            "                   devstats)\n"
+            "  --json           also write NAME.json (input, turns with an overlap flag,\n"
+            "                   exclusive turns, speakers and their centroid embeddings,\n"
+            "                   parameters, mode, timings, devstats)\n"
+            "  --exclusive      also NAME.exclusive.rttm: one speaker at a time (pyannote's\n"
+            "                   exclusive_speaker_diarization)\n"
+            "  --speaker-embeddings  also NAME.speakers.npy: each speaker's centroid\n"
+            "                   embedding, [speakers x 256] float32, SPEAKER_00 first\n"
             "  --save-intermediates DIR  segmentations.npy, embeddings.npy and, with model\n"
             "                   files, segmentation_logits.npy (into DIR, or DIR/NAME/ for\n"
             "                   several inputs); `gpuflock cluster` reads those of model files\n"
@@ -160,18 +166,33 @@ static int diarize_one(gf_diar *d, const gf_diarout *it, const run_conf *rc_conf
         status = exit_for(rc);
         goto out_free;
     }
+    /* what this call made, to take back if the RTTM cannot follow */
+    const char *made[3] = { NULL, NULL, NULL };
     if (it->json) {
         char *js = gf_diar_result_json(&res, it->input, rc_conf->models_dir, st);
         rc = gf_rttm_write_text(it->json, js, rc_conf->overwrite);
         free(js);
+        made[0] = rc ? NULL : it->json;
+    }
+    if (!rc && it->exclusive) {
+        char *text = gf_rttm_format(res.exclusive);
+        rc = gf_rttm_write_text(it->exclusive, text, rc_conf->overwrite);
+        free(text);
+        made[1] = rc ? NULL : it->exclusive;
+    }
+    if (!rc && it->speakers) {
+        rc = gf_diar_result_save_speakers(&res, it->speakers, rc_conf->overwrite);
+        made[2] = rc ? NULL : it->speakers;
     }
     if (!rc) {
         char *text = gf_rttm_format(res.rttm);
         rc = gf_rttm_write_text(it->rttm, text, rc_conf->overwrite);
         free(text);
-        if (rc && it->json)
-            unlink(it->json);
     }
+    if (rc)
+        for (size_t k = 0; k < 3; k++)
+            if (made[k])
+                unlink(made[k]);
     if (rc) {
         fprintf(stderr, "gpuflock diarize: %s: %s\n", it->input,
                 gf_log_last_error()[0] ? gf_log_last_error() : gf_strerror(rc));
@@ -191,7 +212,8 @@ out_free:
 
 /* Without --local: one job per recording through gpuflockd (cli/diarsubmit). */
 static int via_broker(gf_cli_ctx *cli, const char *config_path, const char *models_arg,
-                      const gf_diarout_plan *plan, bool json, bool overwrite, int gpu,
+                      const gf_diarout_plan *plan, const gf_diarout_opts *oo, bool overwrite,
+                      int gpu,
                       const gf_diar_run_opts *ro)
 {
     gf_diarsubmit_opts o = {
@@ -200,7 +222,9 @@ static int via_broker(gf_cli_ctx *cli, const char *config_path, const char *mode
         .items = plan->items,
         .n_items = plan->n,
         .models = models_arg,
-        .json = json,
+        .json = oo->json,
+        .exclusive = oo->exclusive,
+        .speakers = oo->speakers,
         .overwrite = overwrite,
         .gpu = gpu,
         .num_speakers = ro->cluster.num_speakers,
@@ -232,7 +256,7 @@ static int plan_card(int ordinal, gf_route_plan **out)
 int gf_cmd_diarize(int argc, char **argv, gf_cli_ctx *cli)
 {
     enum { O_GPU = 1000, O_ANY, O_MODELS, O_NUM, O_MIN, O_MAX, O_OUT, O_JSON, O_SAVE, O_LOCAL,
-           O_CONFIG, O_HELP, O_FROM, O_OVERWRITE, O_SKIP };
+           O_CONFIG, O_HELP, O_FROM, O_OVERWRITE, O_SKIP, O_EXCL, O_SPK };
     static const struct option opts[] = {
         { "gpu", required_argument, NULL, O_GPU },
         { "any", no_argument, NULL, O_ANY },
@@ -247,6 +271,8 @@ int gf_cmd_diarize(int argc, char **argv, gf_cli_ctx *cli)
         { "files-from", required_argument, NULL, O_FROM },
         { "overwrite", no_argument, NULL, O_OVERWRITE },
         { "skip-existing", no_argument, NULL, O_SKIP },
+        { "exclusive", no_argument, NULL, O_EXCL },
+        { "speaker-embeddings", no_argument, NULL, O_SPK },
         GF_KNOB_DIARIZE_OPTIONS,
         { "local", no_argument, NULL, O_LOCAL },
         { "config", required_argument, NULL, O_CONFIG },
@@ -294,6 +320,8 @@ int gf_cmd_diarize(int argc, char **argv, gf_cli_ctx *cli)
         case O_FROM: oo.files_from = optarg; break;
         case O_OVERWRITE: overwrite = true; break;
         case O_SKIP: skip = true; break;
+        case O_EXCL: oo.exclusive = true; break;
+        case O_SPK: oo.speakers = true; break;
         case O_LOCAL: local = true; break;
         case O_CONFIG: config_path = optarg; break;
         case 'h':
@@ -356,7 +384,7 @@ int gf_cmd_diarize(int argc, char **argv, gf_cli_ctx *cli)
     }
     gf_knobs_apply(&knobs, cfg, &ro.cluster, &ro.exclude_overlap);
     if (!local) {
-        int st = via_broker(cli, config_path, models_arg, &plan, oo.json, overwrite, gpu, &ro);
+        int st = via_broker(cli, config_path, models_arg, &plan, &oo, overwrite, gpu, &ro);
         status = st && (!status || st == GF_EXIT_UNAVAIL) ? st : status;
         goto out_free;
     }

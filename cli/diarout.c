@@ -299,8 +299,9 @@ static char *join(const char *dir, const char *name, const char *suffix)
 }
 
 typedef struct {
-    char *key;         /* canonical RTTM path */
+    char *key;         /* canonical path of an output file */
     size_t item;       /* index into the plan */
+    char *path;        /* the path as the item names it */
 } out_key;
 
 static int cmp_key(const void *a, const void *b)
@@ -341,12 +342,18 @@ static void mark_duplicates(found_list *l)
     qsort(l->v, l->n, sizeof *l->v, cmp_found_order);
 }
 
-/* The files an item writes, for the look at what is there already. */
-static size_t outputs_of(const gf_diarout *it, char *out[5])
+enum { MAX_OUTS = 7 };
+
+/* The files an item writes, the RTTM last. */
+static size_t outputs_of(const gf_diarout *it, char *out[MAX_OUTS])
 {
     size_t n = 0;
     if (it->json)
         out[n++] = gf_strdup(it->json);
+    if (it->exclusive)
+        out[n++] = gf_strdup(it->exclusive);
+    if (it->speakers)
+        out[n++] = gf_strdup(it->speakers);
     if (it->save) {
         out[n++] = join(it->save, "segmentation_logits.npy", "");
         out[n++] = join(it->save, "segmentations.npy", "");
@@ -384,6 +391,8 @@ void gf_diarout_free(gf_diarout_plan *plan)
         free(it->name);
         free(it->rttm);
         free(it->json);
+        free(it->exclusive);
+        free(it->speakers);
         free(it->save);
     }
     free(plan->items);
@@ -423,25 +432,46 @@ int gf_diarout_make(const gf_diarout_opts *o, char *const *args, size_t n_args,
         const char *nm = o->out_dir ? it->name : base_of(it->name);
         it->rttm = join(dir, nm, ".rttm");
         it->json = o->json ? join(dir, nm, ".json") : NULL;
+        it->exclusive = o->exclusive ? join(dir, nm, ".exclusive.rttm") : NULL;
+        it->speakers = o->speakers ? join(dir, nm, ".speakers.npy") : NULL;
         free(dir);
         if (o->save_dir)
             it->save = n_live == 1 ? gf_strdup(o->save_dir) : join(o->save_dir, it->name, "");
     }
 
-    /* two recordings, one output: refused, both named */
-    out_key *keys = gf_calloc(plan->n ? plan->n : 1, sizeof *keys);
-    for (size_t i = 0; i < plan->n; i++)
-        keys[i] = (out_key){ .key = canonical(plan->items[i].rttm), .item = i };
-    qsort(keys, plan->n, sizeof *keys, cmp_key);
-    size_t n_clash = 0;
-    for (size_t i = 1; i < plan->n; i++)
-        if (strcmp(keys[i].key, keys[i - 1].key) == 0) {
-            const gf_diarout *a = &plan->items[keys[i - 1].item], *b = &plan->items[keys[i].item];
-            SAY("%s and %s would both write %s\n", a->input, b->input, a->rttm);
-            n_clash++;
+    /* two recordings, one output file: refused, both named (once a pair) */
+    out_key *keys = gf_calloc(plan->n * MAX_OUTS + 1, sizeof *keys);
+    size_t n_keys = 0;
+    for (size_t i = 0; i < plan->n; i++) {
+        char *outs[MAX_OUTS];
+        size_t n = outputs_of(&plan->items[i], outs);
+        for (size_t k = 0; k < n; k++) {
+            keys[n_keys++] = (out_key){ .key = canonical(outs[k]), .item = i, .path = outs[k] };
         }
+    }
+    qsort(keys, n_keys, sizeof *keys, cmp_key);
+    /* partner[b]: the item b was last named beside, so a pair sharing
+     * several files is said once */
+    size_t *partner = gf_malloc((plan->n ? plan->n : 1) * sizeof *partner);
     for (size_t i = 0; i < plan->n; i++)
+        partner[i] = SIZE_MAX;
+    size_t n_clash = 0;
+    for (size_t i = 1; i < n_keys; i++) {
+        size_t ia = keys[i - 1].item, ib = keys[i].item;
+        if (strcmp(keys[i].key, keys[i - 1].key) != 0 || ia == ib || partner[ib] == ia)
+            continue;
+        partner[ib] = ia;
+        if (n_clash++ < MAX_NAMED)
+            SAY("%s and %s would both write %s\n", plan->items[ia].input, plan->items[ib].input,
+                keys[i - 1].path);
+    }
+    if (n_clash > MAX_NAMED)
+        SAY("... and %zu more\n", n_clash - MAX_NAMED);
+    free(partner);
+    for (size_t i = 0; i < n_keys; i++) {
         free(keys[i].key);
+        free(keys[i].path);
+    }
     free(keys);
     if (n_clash) {
         SAY("nothing diarized: %zu output name%s shared; name the recordings apart, give a "
@@ -456,7 +486,7 @@ int gf_diarout_make(const gf_diarout_opts *o, char *const *args, size_t n_args,
     size_t n_there = 0, kept = 0;
     for (size_t i = 0; i < plan->n; i++) {
         gf_diarout *it = &plan->items[i];
-        char *outs[5];
+        char *outs[MAX_OUTS];
         size_t n = outputs_of(it, outs);
         bool skip = o->existing == GF_DIAROUT_SKIP && present(it->rttm);
         for (size_t k = 0; k < n; k++) {
@@ -473,6 +503,8 @@ int gf_diarout_make(const gf_diarout_opts *o, char *const *args, size_t n_args,
             free(it->name);
             free(it->rttm);
             free(it->json);
+            free(it->exclusive);
+            free(it->speakers);
             free(it->save);
         } else {
             plan->items[kept++] = *it;

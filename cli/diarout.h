@@ -10,13 +10,15 @@
  *
  * Names. A recording's name is its file name without the extension; one
  * found under a DIR keeps its path below that DIR (DIR/2024/a.wav is
- * "2024/a"). Its outputs are NAME.rttm, with --json NAME.json, in --out
+ * "2024/a"). Its outputs are NAME.rttm, with --json NAME.json, with
+ * --exclusive NAME.exclusive.rttm, with --speaker-embeddings
+ * NAME.speakers.npy, in --out
  * (subfolders made as needed) or beside the input; with
  * --save-intermediates D its arrays go into D itself when the call has one
  * recording, into D/NAME/ otherwise.
  *
- * Nothing is overwritten. Before any work starts: two recordings whose
- * outputs would be one file are refused with both named (exit 64); an
+ * Nothing is overwritten. Before any work starts: two recordings with an
+ * output file in common are refused with both named (exit 64); an
  * output already there is refused (exit 73, every one named up to ten)
  * unless --overwrite (replace) or --skip-existing (a recording whose RTTM
  * is there is left out: a batch re-run picks up where it stopped; the RTTM
@@ -40,6 +42,8 @@ typedef struct {
     const char *out_dir;          /* --out, or NULL: beside each input */
     const char *save_dir;         /* --save-intermediates, or NULL */
     bool json;                    /* --json: NAME.json as well */
+    bool exclusive;               /* --exclusive: NAME.exclusive.rttm */
+    bool speakers;                /* --speaker-embeddings: NAME.speakers.npy */
     bool recursive;               /* -r: a DIR's subfolders too */
     const char *files_from;       /* --files-from LIST ("-": stdin), or NULL */
     gf_diarout_existing existing; /* see above */
@@ -52,6 +56,8 @@ typedef struct {
     char *name;    /* its name: "sample", "2024/a" */
     char *rttm;    /* NAME.rttm */
     char *json;    /* NAME.json, NULL without --json */
+    char *exclusive; /* NAME.exclusive.rttm, NULL without --exclusive */
+    char *speakers;  /* NAME.speakers.npy, NULL without --speaker-embeddings */
     char *save;    /* its intermediates folder, NULL without --save-intermediates */
 } gf_diarout;
 

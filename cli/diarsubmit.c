@@ -203,6 +203,8 @@ static int submit_one(gf_client *cl, const gf_diarsubmit_opts *o, item *it, cons
     sp->diar->json = o->json;
     sp->diar->intermediates = it->save ? gf_strdup(it->save) : NULL;
     sp->diar->overwrite = o->overwrite;
+    sp->diar->exclusive = o->exclusive;
+    sp->diar->speakers = o->speakers;
     sp->diar->models = models ? gf_strdup(models) : NULL;
     sp->diar->num_speakers = o->num_speakers;
     sp->diar->min_speakers = o->min_speakers;

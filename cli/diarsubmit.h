@@ -25,6 +25,8 @@ typedef struct {
     size_t n_items;
     const char *models;     /* --models, or NULL: the worker's models_dir */
     bool json;              /* --json */
+    bool exclusive;         /* --exclusive */
+    bool speakers;          /* --speaker-embeddings */
     bool overwrite;         /* --overwrite: the worker may replace outputs */
     int gpu;                /* --gpu N, -1: any card */
     int num_speakers, min_speakers, max_speakers;  /* 0: free */

@@ -21,6 +21,8 @@
 void gf_diar_result_free(gf_diar_result *r)
 {
     gf_rttm_destroy(&r->rttm);
+    gf_rttm_destroy(&r->exclusive);
+    free(r->centroids);
     memset(r, 0, sizeof *r);
 }
 
@@ -80,6 +82,22 @@ char *gf_diar_result_json(const gf_diar_result *r, const char *audio, const char
     if (!o)
         o = json_object_new_object();
     json_object_object_add(o, "input", input_json(audio));
+    if (r->exclusive) {
+        char *ex = gf_rttm_json(r->exclusive);
+        json_object *eo = json_tokener_parse(ex), *et = NULL;
+        free(ex);
+        if (eo && json_object_object_get_ex(eo, "turns", &et))
+            json_object_object_add(o, "exclusive_turns", json_object_get(et));
+        json_object_put(eo);
+    }
+    json_object *se = json_object_new_array();
+    for (size_t i = 0; r->centroids && i < r->n_speakers; i++) {
+        json_object *row = json_object_new_array();
+        for (size_t d = 0; d < r->dim; d++)
+            json_object_array_add(row, json_object_new_double(r->centroids[i * r->dim + d]));
+        json_object_array_add(se, row);
+    }
+    json_object_object_add(o, "speaker_embeddings", se);
     json_object_object_add(o, "mode", json_object_new_string(r->weight_free ? "weight-free"
                                                                              : "neural"));
     if (r->weight_free) {
@@ -128,6 +146,7 @@ void gf_diar_result_turns(gf_diar_result *r, const char *path, const gf_cluster_
 {
     char *uri = uri_of(path);
     r->rttm = gf_rttm_new();
+    r->exclusive = gf_rttm_new();
     int max_label = -1;
     for (size_t i = 0; i < cres->n_turns; i++) {
         char name[32];
@@ -137,8 +156,31 @@ void gf_diar_result_turns(gf_diar_result *r, const char *path, const gf_cluster_
         if (cres->turns[i].label > max_label)
             max_label = cres->turns[i].label;
     }
+    for (size_t i = 0; i < cres->n_excl_turns; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "SPEAKER_%02d", cres->excl_turns[i].label);
+        gf_rttm_add(r->exclusive, uri, 1, cres->excl_turns[i].start,
+                    cres->excl_turns[i].end - cres->excl_turns[i].start, name);
+    }
     r->n_speakers = (size_t)(max_label + 1);
+    r->dim = cres->dim;
+    size_t rows = r->n_speakers < cres->n_speakers ? r->n_speakers : cres->n_speakers;
+    r->centroids = gf_calloc((r->n_speakers ? r->n_speakers : 1) * (r->dim ? r->dim : 1),
+                             sizeof *r->centroids);
+    if (cres->centroids && rows)
+        memcpy(r->centroids, cres->centroids, rows * r->dim * sizeof *r->centroids);
     free(uri);
+}
+
+int gf_diar_result_save_speakers(const gf_diar_result *r, const char *path, bool replace)
+{
+    size_t shape[2] = { r->n_speakers, r->dim };
+    gf_npy_array *a = gf_npy_new(GF_NPY_F32, 2, shape);
+    if (a->count)
+        memcpy(a->data, r->centroids, a->count * sizeof(float));
+    int rc = gf_npy_save_as(path, a, replace);
+    gf_npy_destroy(&a);
+    return rc;
 }
 
 static int save_array(const char *dir, const char *name, const float *data, size_t n0, size_t n1,

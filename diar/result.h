@@ -15,6 +15,11 @@
 
 typedef struct {
     gf_rttm *rttm;           /* speaker turns, uri = the file's base name */
+    gf_rttm *exclusive;      /* the exclusive diarization: one speaker at a time
+                              * (pyannote's exclusive_speaker_diarization), same names */
+    float *centroids;        /* [n_speakers x dim] each speaker's centroid embedding, in
+                              * the order of their names (SPEAKER_00 first) */
+    size_t dim;              /* their size: 256, or 40 in weight-free mode */
     bool weight_free;        /* true: produced in weight-free mode */
     size_t n_windows;        /* windows processed */
     size_t n_resumed;        /* of which taken from a resume state, not computed */
@@ -36,9 +41,11 @@ void gf_diar_result_free(gf_diar_result *r);
 
 /* The JSON form of a result (`diarize --json`): the recording that produced
  * it ("input": its absolute path, size in bytes, mtime and SHA-256, read
- * from audio now), turns, speakers, "mode" (neural | weight-free, with a
- * notice naming models_dir), duration, windows, per-stage timings and the
- * devstats table st (may be NULL). The caller frees; ends with a newline. */
+ * from audio now), turns (each with "overlap": another speaker talks during
+ * it), speakers, "exclusive_turns", "speaker_embeddings" (one row per
+ * speaker), "parameters", "mode" (neural | weight-free, with a notice
+ * naming models_dir), duration, windows, per-stage timings and the devstats
+ * table st (may be NULL). The caller frees; ends with a newline. */
 char *gf_diar_result_json(const gf_diar_result *r, const char *audio, const char *models_dir,
                           const gf_devstats *st);
 
@@ -47,6 +54,10 @@ char *gf_diar_result_json(const gf_diar_result *r, const char *audio, const char
  * extension (blanks as '_'), speakers named SPEAKER_NN by their cluster
  * label; r->n_speakers the highest label + 1. */
 void gf_diar_result_turns(gf_diar_result *r, const char *path, const gf_cluster_result *cres);
+
+/* NAME.speakers.npy: the centroids, [n_speakers x dim] float32, through
+ * gf_npy_save_as (replace as there). Returns 0 or the GF_E* (logged). */
+int gf_diar_result_save_speakers(const gf_diar_result *r, const char *path, bool replace);
 
 /* Write the per-window results of n windows into the folder dir (made when
  * missing): segmentation_logits.npy [n x 589 x 7] when logits is not NULL,

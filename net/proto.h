@@ -127,6 +127,8 @@ typedef struct {
     double min_duration_off; /* segmentation.min_duration_off, seconds (0) */
     bool keep_overlap;    /* embedding_exclude_overlap false: embeddings from every active
                            * frame, overlapped ones too */
+    bool exclusive;       /* also NAME.exclusive.rttm beside the RTTM */
+    bool speakers;        /* also NAME.speakers.npy (speakers' centroid embeddings) */
 } gf_diar_spec;
 
 /* What a submitter asks for: one command or diarize job. */

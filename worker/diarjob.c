@@ -422,10 +422,12 @@ static void *job_main(void *arg)
     }
     if (ds->intermediates)
         inter_record(self, ds->intermediates);
-    /* the JSON first, the RTTM last: an RTTM there marks a finished
-     * recording (`diarize --skip-existing`), and a JSON is never left
+    /* the other outputs first, the RTTM last: an RTTM there marks a
+     * finished recording (`diarize --skip-existing`), and nothing is left
      * without its RTTM */
-    char *jp = ds->json ? gf_rttm_json_path(ds->rttm) : NULL;
+    char *jp = ds->json ? gf_rttm_beside(ds->rttm, ".json") : NULL;
+    char *xp = ds->exclusive ? gf_rttm_beside(ds->rttm, ".exclusive.rttm") : NULL;
+    char *sp = ds->speakers ? gf_rttm_beside(ds->rttm, ".speakers.npy") : NULL;
     if (jp) {
         char *js = gf_diar_result_json(&res, ds->audio, models, st);
         if (self->ck) {
@@ -436,14 +438,31 @@ static void *job_main(void *arg)
         rc = write_output(self, jp, js);
         free(js);
     }
+    if (!rc && xp) {
+        char *text = gf_rttm_format(res.exclusive);
+        rc = write_output(self, xp, text);
+        free(text);
+    }
+    if (!rc && sp) {
+        bool replace = ds->overwrite || gf_djouts_ours(self->outs, sp);
+        rc = gf_diar_result_save_speakers(&res, sp, replace);
+        if (rc == 0)
+            gf_djouts_add(self->outs, sp);
+    }
     if (!rc) {
         char *text = gf_rttm_format(res.rttm);
         rc = write_output(self, ds->rttm, text);
         free(text);
-        if (rc && jp)
-            unlink(jp);
+    }
+    if (rc) {
+        const char *made[] = { jp, xp, sp };
+        for (size_t i = 0; i < 3; i++)
+            if (made[i] && gf_djouts_ours(self->outs, made[i]))
+                unlink(made[i]);
     }
     free(jp);
+    free(xp);
+    free(sp);
     if (rc) {
         snprintf(why, sizeof(why), "%s%s", gf_log_last_error()[0] ? gf_log_last_error()
                                                                    : "cannot write the RTTM",

@@ -86,6 +86,8 @@ void gf_cluster_result_free(gf_cluster_result *r)
     free(r->hard);
     free(r->diar);
     free(r->turns);
+    free(r->excl_turns);
+    free(r->centroids);
     memset(r, 0, sizeof *r);
 }
 
@@ -152,6 +154,8 @@ int gf_cluster_run(const float *seg, const float *emb, size_t n_chunks, size_t n
             r->hard[i] = -2;
         r->diar = gf_calloc(1, sizeof *r->diar);
         r->turns = gf_calloc(1, sizeof *r->turns);
+        r->excl_turns = gf_calloc(1, sizeof *r->excl_turns);
+        r->dim = dim;
         gf_par_destroy(&own);
         return 0;
     }
@@ -289,11 +293,22 @@ reconstruct:
             capped[t] = (max_spk != -1 && r->count[t] > max_spk) ? (uint8_t)max_spk : r->count[t];
         r->diar = gf_reconstruct(seg, n_chunks, n_frames, n_spk, r->hard, capped, &o->chunks,
                                  &o->frames, par, &r->n_clusters);
-        free(capped);
         gf_swin grid = { o->chunks.start, o->frames.duration, o->frames.step };
         r->turns = gf_reconstruct_turns(r->diar, r->n_total, r->n_clusters, &grid,
                                         o->min_duration_off, &r->n_turns);
-        /* name speakers in order of cluster index among those with turns */
+        /* the exclusive diarization: the same, at most one speaker a frame
+         * (the count capped at 1: the most active one) */
+        for (size_t t = 0; t < r->n_total; t++)
+            capped[t] = capped[t] > 1 ? 1 : capped[t];
+        size_t n_excl_clusters = 0;
+        float *excl = gf_reconstruct(seg, n_chunks, n_frames, n_spk, r->hard, capped, &o->chunks,
+                                     &o->frames, par, &n_excl_clusters);
+        r->excl_turns = gf_reconstruct_turns(excl, r->n_total, n_excl_clusters, &grid,
+                                             o->min_duration_off, &r->n_excl_turns);
+        free(excl);
+        free(capped);
+        /* name speakers in order of cluster index among those with turns;
+         * the exclusive turns' speakers are among them, under the same names */
         int *rename = gf_malloc((r->n_clusters ? r->n_clusters : 1) * sizeof *rename);
         for (size_t k = 0; k < r->n_clusters; k++)
             rename[k] = -1;
@@ -305,6 +320,24 @@ reconstruct:
                 rename[k] = next++;
         for (size_t i = 0; i < r->n_turns; i++)
             r->turns[i].label = rename[r->turns[i].label];
+        size_t n_named = 0;
+        for (size_t i = 0; i < r->n_excl_turns; i++) {
+            int k = r->excl_turns[i].label;
+            if (k >= 0 && (size_t)k < r->n_clusters && rename[k] >= 0) {
+                r->excl_turns[n_named] = r->excl_turns[i];
+                r->excl_turns[n_named++].label = rename[k];
+            }
+        }
+        r->n_excl_turns = n_named;
+        /* each named speaker's centroid (zeros for a speaker of more than the
+         * clusters found: a count above them) */
+        r->n_speakers = (size_t)next;
+        r->dim = dim;
+        r->centroids = gf_calloc((size_t)(next ? next : 1) * dim, sizeof *r->centroids);
+        for (size_t k = 0; k < r->n_clusters; k++)
+            if (rename[k] >= 0 && k < r->n_centroids && centroids)
+                for (size_t d = 0; d < dim; d++)
+                    r->centroids[(size_t)rename[k] * dim + d] = (float)centroids[k * dim + d];
         free(rename);
     }
     r->t_reconstruct = (double)(gf_now_ns() - t0) * 1e-9;

@@ -60,6 +60,16 @@ typedef struct {
     float *diar;               /* [n_total x n_clusters] 0/1 */
     size_t n_turns;            /* turns */
     gf_segment *turns;         /* sorted; label = speaker index (SPEAKER_%02d) */
+    size_t n_excl_turns;       /* the exclusive diarization (pyannote's
+                                  exclusive_speaker_diarization): at most one speaker at
+                                  a time, the most active one; the same speaker names */
+    gf_segment *excl_turns;
+    size_t n_speakers;         /* speakers named in turns */
+    size_t dim;                /* embedding size */
+    float *centroids;          /* [n_speakers x dim] each speaker's centroid (the mean of
+                                  its cluster's embeddings, as the assignment scores
+                                  them; zeros where the count named more speakers than
+                                  clusters were found) */
     double t_count;            /* seconds spent: speaker counting */
     double t_ahc;              /*   AHC (normalisation, linkage, cut) */
     double t_plda;             /*   x-vector transform + PLDA features (beside the AHC

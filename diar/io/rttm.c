@@ -299,10 +299,39 @@ static int str_cmp(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+static int cmp_start(const void *a, const void *b, void *arg)
+{
+    const gf_turn *t = arg;
+    double x = t[*(const size_t *)a].start, y = t[*(const size_t *)b].start;
+    return (x > y) - (x < y);
+}
+
+/* For each turn, whether another speaker's turn shares part of its time. */
+static bool *overlaps(const gf_rttm *r)
+{
+    bool *ov = gf_calloc(r->n ? r->n : 1, sizeof *ov);
+    size_t *ix = gf_malloc((r->n ? r->n : 1) * sizeof *ix);
+    for (size_t i = 0; i < r->n; i++)
+        ix[i] = i;
+    qsort_r(ix, r->n, sizeof *ix, cmp_start, r->turns);
+    /* by start: every later turn that starts before this one ends meets it */
+    for (size_t a = 0; a < r->n; a++) {
+        const gf_turn *ta = &r->turns[ix[a]];
+        double end = ta->start + ta->duration;
+        for (size_t b = a + 1; b < r->n && r->turns[ix[b]].start < end; b++)
+            if (strcmp(r->turns[ix[b]].speaker, ta->speaker) != 0
+                && r->turns[ix[b]].duration > 0 && ta->duration > 0)
+                ov[ix[a]] = ov[ix[b]] = true;
+    }
+    free(ix);
+    return ov;
+}
+
 char *gf_rttm_json(const gf_rttm *r)
 {
     json_object *root = json_object_new_object(), *arr = json_object_new_array();
     const char **names = gf_malloc((r->n ? r->n : 1) * sizeof *names);
+    bool *ov = overlaps(r);
     size_t nn = 0;
     for (size_t i = 0; i < r->n; i++) {
         const gf_turn *t = &r->turns[i];
@@ -313,9 +342,11 @@ char *gf_rttm_json(const gf_rttm *r)
         json_object_object_add(o, "end", num6(t->start + t->duration));
         json_object_object_add(o, "duration", num6(t->duration));
         json_object_object_add(o, "speaker", json_object_new_string(t->speaker));
+        json_object_object_add(o, "overlap", json_object_new_boolean(ov[i]));
         json_object_array_add(arr, o);
         names[nn++] = t->speaker;
     }
+    free(ov);
     qsort(names, nn, sizeof *names, str_cmp);
     json_object *spk = json_object_new_array();
     for (size_t i = 0; i < nn; i++)
@@ -343,10 +374,10 @@ int gf_rttm_write_text(const char *path, const char *text, bool replace)
     return gf_write_file(path, text, len, replace);
 }
 
-char *gf_rttm_json_path(const char *rttm)
+char *gf_rttm_beside(const char *rttm, const char *suffix)
 {
     size_t n = strlen(rttm);
     if (n > 5 && strcmp(rttm + n - 5, ".rttm") == 0)
-        return gf_strfmt("%.*s.json", (int)(n - 5), rttm);
-    return gf_strfmt("%s.json", rttm);
+        return gf_strfmt("%.*s%s", (int)(n - 5), rttm, suffix);
+    return gf_strfmt("%s%s", rttm, suffix);
 }

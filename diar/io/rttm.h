@@ -76,7 +76,8 @@ int gf_rttm_check_text(const char *name, size_t line, const char *s, size_t len)
 /* RTTM text of all turns (caller frees). */
 char *gf_rttm_format(const gf_rttm *r);
 /* JSON: {"turns": [{"uri", "channel", "start", "end", "duration",
- * "speaker"}, ...], "speakers": [sorted labels]} (caller frees). */
+ * "speaker", "overlap"}, ...], "speakers": [sorted labels]}; "overlap":
+ * another speaker's turn shares part of this one's time (caller frees). */
 char *gf_rttm_json(const gf_rttm *r);
 
 /* Write text to path through path.tmp.PID and rename; "-" writes stdout.
@@ -84,8 +85,8 @@ char *gf_rttm_json(const gf_rttm *r);
  * logged: common/util.h gf_write_file). Returns 0 or the GF_E* (logged). */
 int gf_rttm_write_text(const char *path, const char *text, bool replace);
 
-/* The JSON beside an RTTM: "NAME.json" for "NAME.rttm" (any other name:
- * NAME + ".json"). Caller frees. */
-char *gf_rttm_json_path(const char *rttm);
+/* An output beside an RTTM: "NAME" + suffix for "NAME.rttm" (any other
+ * name: the name + suffix): gf_rttm_beside(p, ".json"). Caller frees. */
+char *gf_rttm_beside(const char *rttm, const char *suffix);
 
 #endif

@@ -212,6 +212,38 @@ for bad in "--clustering-threshold 0" "--Fa -1" "--Fb x" "--min-duration-off -2"
     rc=$?; [ "$rc" = 64 ] && grep -q "^gpuflock diarize: --" "$T/bad.err" || fail "$bad: rc $rc $(cat "$T/bad.err")"
 done
 echo "ok: the community-1 knobs, in the JSON, on cluster, from the configuration"
+# the community-1 outputs: the exclusive diarization, the speakers'
+# centroids, an overlap flag per turn; the same through `cluster`'s turns
+"$G" diarize --local --models "$T/models" --out "$T/nx" --json --exclusive --speaker-embeddings \
+    "$T/short.wav" >/dev/null 2>"$T/nx.err" || fail "--exclusive: $(cat "$T/nx.err")"
+cmp "$T/nx/short.rttm" "$T/nn/short.rttm" || fail "--exclusive changed the regular turns"
+"$PY" - "$T/nx" <<'EOF' || fail "the community-1 outputs"
+import json, sys, numpy as np
+d = sys.argv[1]
+def turns(path):
+    out = []
+    for line in open(path):
+        f = line.split()
+        out.append((float(f[3]), float(f[3]) + float(f[4]), f[7]))
+    return out
+reg, exc = turns(d + "/short.rttm"), turns(d + "/short.exclusive.rttm")
+assert exc, "no exclusive turns"
+for i, a in enumerate(exc):                      # one speaker at a time
+    for b in exc[i + 1:]:
+        assert not (a[0] < b[1] - 1e-9 and b[0] < a[1] - 1e-9), (a, b)
+names = sorted({t[2] for t in reg})
+assert {t[2] for t in exc} <= set(names)
+spk = np.load(d + "/short.speakers.npy")
+assert spk.shape == (len(names), 256) and spk.dtype == np.float32, spk.shape
+j = json.load(open(d + "/short.json"))
+assert len(j["speaker_embeddings"]) == len(names)
+assert np.allclose(np.array(j["speaker_embeddings"], np.float32), spk)
+assert [(t["start"], t["speaker"]) for t in j["exclusive_turns"]] == [(round(a, 6), s) for a, _, s in exc]
+for t in j["turns"]:                             # overlap: another speaker meets it
+    want = any(o[2] != t["speaker"] and o[0] < t["end"] and t["start"] < o[1] for o in reg)
+    assert t["overlap"] == want, t
+print("exclusive ok:", len(reg), "turns,", len(exc), "exclusive,", spk.shape)
+EOF
 printf 'worker:\n  batch_size: 1\n' > "$T/b1.yaml"
 "$G" diarize --local --config "$T/b1.yaml" --models "$T/models" --out "$T/nn1" \
     --save-intermediates "$T/inter1" "$T/short.wav" >/dev/null 2>&1 || fail "neural run in batches of 1"

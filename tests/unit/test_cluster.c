@@ -137,6 +137,73 @@ static int cpu_link(void *ctx, gf_devstats *stats, const double *x, size_t n, si
     return gf_ahc_linkage_centroid(x, n, dim, Z);
 }
 
+/* Seconds of [a, b) covered by the turns of speaker k (-1: any), turns
+ * merged first so that overlaps count once. */
+static double covered(const gf_segment *t, size_t n, int k, double a, double b)
+{
+    double sum = 0.0, grid = 0.001;   /* 1 ms steps: the turns' own grid is 16.875 ms */
+    for (double x = a + grid / 2; x < b; x += grid) {
+        for (size_t i = 0; i < n; i++)
+            if ((k < 0 || t[i].label == k) && t[i].start <= x && x < t[i].end) {
+                sum += grid;
+                break;
+            }
+    }
+    return sum;
+}
+
+/* The exclusive diarization (pyannote's exclusive_speaker_diarization: the
+ * count capped at one): no two of its turns meet; its speech is the regular
+ * diarization's speech, time for time; each of its moments belongs to a
+ * regular turn of the same speaker; the centroids, one per speaker, are
+ * finite and not zero. */
+static void test_exclusive_and_centroids(void **state)
+{
+    fx *f = *state;
+    gf_cluster_opts o = gf_cluster_defaults();
+    gf_cluster_result r;
+    assert_int_equal(gf_cluster_run(f->seg->data, f->emb->data, 18, 589, 3, 256, f->plda, &o, &r), 0);
+    assert_true(r.n_excl_turns > 0);
+    double end = 0.0;
+    for (size_t i = 0; i < r.n_turns; i++)
+        end = r.turns[i].end > end ? r.turns[i].end : end;
+    for (size_t i = 0; i < r.n_excl_turns; i++)
+        for (size_t j = i + 1; j < r.n_excl_turns; j++)
+            assert_false(r.excl_turns[i].start < r.excl_turns[j].end
+                         && r.excl_turns[j].start < r.excl_turns[i].end);
+    double regular = covered(r.turns, r.n_turns, -1, 0.0, end);
+    double exclusive = covered(r.excl_turns, r.n_excl_turns, -1, 0.0, end);
+    if (fabs(regular - exclusive) > 0.05)
+        fail_msg("speech: regular %.3f s, exclusive %.3f s", regular, exclusive);
+    for (size_t i = 0; i < r.n_excl_turns; i++) {
+        const gf_segment *e = &r.excl_turns[i];
+        double len = e->end - e->start;
+        double in = covered(r.turns, r.n_turns, e->label, e->start, e->end);
+        if (len - in > 0.02)
+            fail_msg("exclusive turn %zu [%.3f, %.3f) of %d: %.3f s outside its regular turns", i,
+                     e->start, e->end, e->label, len - in);
+    }
+    /* overlap exists in this recording: the exclusive one has less time in
+     * all, counted per speaker */
+    double per_regular = 0.0, per_excl = 0.0;
+    for (size_t i = 0; i < r.n_turns; i++)
+        per_regular += r.turns[i].end - r.turns[i].start;
+    for (size_t i = 0; i < r.n_excl_turns; i++)
+        per_excl += r.excl_turns[i].end - r.excl_turns[i].start;
+    assert_true(per_excl <= per_regular + 1e-9);
+    assert_int_equal(r.n_speakers, speakers_in(&r));
+    assert_int_equal(r.dim, 256);
+    for (size_t s = 0; s < r.n_speakers; s++) {
+        double norm = 0.0;
+        for (size_t d = 0; d < 256; d++) {
+            assert_true(isfinite(r.centroids[s * 256 + d]));
+            norm += (double)r.centroids[s * 256 + d] * r.centroids[s * 256 + d];
+        }
+        assert_true(norm > 0.0);
+    }
+    gf_cluster_result_free(&r);
+}
+
 static void test_linkage_hook_same_result(void **state)
 {
     fx *f = *state;
@@ -350,6 +417,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_stage_matches_reference),
         cmocka_unit_test(test_linkage_hook_same_result),
+        cmocka_unit_test(test_exclusive_and_centroids),
         cmocka_unit_test(test_speaker_constraints),
         cmocka_unit_test(test_input_checks),
         cmocka_unit_test(test_silence_gives_no_turns),

@@ -58,6 +58,25 @@ static void test_write_read_roundtrip_and_json(void **state)
     assert_true(fabs(back->turns[0].start - 0.123456) < 1e-9);
     assert_true(fabs(back->turns[1].duration - 1.25) < 1e-9);
     assert_string_equal(back->turns[1].speaker, "B");
+    /* overlap flags: B [3.5, 4.75) against A [0.123456, 2.123456): none;
+     * C over A's end: both flagged, B not */
+    gf_rttm *r2 = gf_rttm_new();
+    gf_rttm_add(r2, "rec", 1, 3.5, 1.25, "B");
+    gf_rttm_add(r2, "rec", 1, 0.123456, 2.0, "A");
+    gf_rttm_add(r2, "rec", 1, 2.0, 1.0, "C");
+    char *jo = gf_rttm_json(r2);
+    json_object *oo = json_tokener_parse(jo), *ot, *fl;
+    assert_true(json_object_object_get_ex(oo, "turns", &ot));
+    for (size_t i = 0; i < json_object_array_length(ot); i++) {
+        json_object *t = json_object_array_get_idx(ot, i), *sp;
+        assert_true(json_object_object_get_ex(t, "overlap", &fl));
+        assert_true(json_object_object_get_ex(t, "speaker", &sp));
+        bool want = strcmp(json_object_get_string(sp), "B") != 0;
+        assert_int_equal(json_object_get_boolean(fl), want);
+    }
+    json_object_put(oo);
+    free(jo);
+    gf_rttm_destroy(&r2);
     char *js = gf_rttm_json(r);
     json_object *o = json_tokener_parse(js);
     assert_non_null(o);

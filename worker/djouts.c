@@ -109,6 +109,10 @@ int gf_djouts_add(gf_djouts *self, const char *path)
     }
     entry e = entry_of(&st);
     char *line = gf_strfmt("%ju %ju %ju %ju %s\n", e.dev, e.ino, e.size, e.mtime_ns, path);
+    /* this attempt's own files are its own too */
+    e.path = gf_strdup(path);
+    self->v = gf_realloc(self->v, (self->n + 1) * sizeof *self->v);
+    self->v[self->n++] = e;
     size_t len = strlen(line);
     ssize_t w = write(self->fd, line, len);
     free(line);

@@ -23,11 +23,12 @@ typedef struct gf_djouts gf_djouts;
  * spool (then nothing is recorded and nothing counts as the job's own). */
 gf_djouts *gf_djouts_open(const char *out_path);
 
-/* Whether path is a file an earlier attempt of this job wrote, as it was
- * written: the same device, inode, size and modification time. */
+/* Whether path is a file this job wrote (an earlier attempt, or this one),
+ * as it was written: the same device, inode, size and modification time. */
 bool gf_djouts_ours(const gf_djouts *self, const char *path);
 
-/* Record path (just written). Returns 0, or GF_EIO (logged). */
+/* Record path (just written): in the spool file, and as this attempt's
+ * own (gf_djouts_ours). Returns 0, or GF_EIO (logged). */
 int gf_djouts_add(gf_djouts *self, const char *path);
 
 /* Close; with remove, the record goes too (the job has ended for good). */

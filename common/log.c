@@ -14,6 +14,8 @@
 
 static gf_log_level log_threshold = GF_LOG_INFO;
 static char log_prog[32] = "gpuflock";
+/* "gpuflock exec": lines in the user's form; "": event lines */
+static char log_user[64];
 /* per thread, so concurrent jobs of one worker each keep their own */
 static _Thread_local char last_error[512];
 
@@ -36,6 +38,11 @@ void gf_log_init(const char *prog, gf_log_level level)
     log_threshold = level;
 }
 
+void gf_log_set_user(const char *who)
+{
+    snprintf(log_user, sizeof log_user, "%s", who ? who : "");
+}
+
 gf_log_level gf_log_get_level(void)
 {
     return log_threshold;
@@ -56,6 +63,7 @@ int gf_log_level_parse(const char *name, gf_log_level *out)
 void gf_vlog(gf_log_level level, const char *fmt, va_list ap)
 {
     static const char *tags[] = { "debug", "info", "warn", "error" };
+    static const char *user_tags[] = { "debug: ", "info: ", "warning: ", "" };
     if (level == GF_LOG_ERROR) {
         va_list cp;
         va_copy(cp, ap);
@@ -65,13 +73,18 @@ void gf_vlog(gf_log_level level, const char *fmt, va_list ap)
     if (level < log_threshold || level >= GF_LOG_OFF)
         return;
     char line[2048];
-    struct timespec ts;
-    struct tm tm;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    localtime_r(&ts.tv_sec, &tm);
-    int n = snprintf(line, sizeof line, "%02d:%02d:%02d.%03ld %s[%d] %s: ",
+    int n;
+    if (log_user[0]) {
+        n = snprintf(line, sizeof line, "%s: %s", log_user, user_tags[level]);
+    } else {
+        struct timespec ts;
+        struct tm tm;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        localtime_r(&ts.tv_sec, &tm);
+        n = snprintf(line, sizeof line, "%02d:%02d:%02d.%03ld %s[%d] %s: ",
                      tm.tm_hour, tm.tm_min, tm.tm_sec, ts.tv_nsec / 1000000,
                      log_prog, (int)getpid(), tags[level]);
+    }
     if (n < 0)
         return;
     int m = vsnprintf(line + n, sizeof line - (size_t)n, fmt, ap);

@@ -86,6 +86,27 @@ static void test_threshold(void **state)
     assert_int_equal(gf_log_get_level(), GF_LOG_INFO);
 }
 
+/* A command's user reads its name, not an event line: errors as
+ * "<who>: message", warnings marked, no time or pid; NULL brings the event
+ * lines back. */
+static void test_user_style(void **state)
+{
+    (void)state;
+    gf_log_set_user("gpuflock test");
+    char *text = logged_under(GF_LOG_WARN);
+    gf_log_set_user(NULL);
+    assert_string_equal(text, "gpuflock test: warning: line at warn 2\n"
+                              "gpuflock test: line at error 3\n");
+    free(text);
+
+    text = logged_under(GF_LOG_ERROR);
+    char tag[64];
+    snprintf(tag, sizeof tag, "test_log[%d] error: line at error 3\n", (int)getpid());
+    assert_non_null(strstr(text, tag));
+    assert_null(strstr(text, "gpuflock test"));
+    free(text);
+}
+
 static void test_strfmt(void **state)
 {
     (void)state;
@@ -110,6 +131,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_level_parse),
         cmocka_unit_test(test_threshold),
+        cmocka_unit_test(test_user_style),
         cmocka_unit_test(test_strfmt),
         cmocka_unit_test(test_clocks),
     };

@@ -2,11 +2,16 @@
  *
  * Each subcommand lives in cli/cmd_<name>.c and has the signature of
  * gf_cli_fn: it gets argv starting at the subcommand's name and main's
- * context (never NULL), and returns the process exit status. The table in cli/commands.c lists them. */
+ * context (never NULL), and returns the process exit status. The table in
+ * cli/commands.c lists them. A subcommand's messages to its user are single
+ * lines "gpuflock NAME: ..." on stderr; main sets the log to that form
+ * (gf_log_set_user) for what library code logs on its behalf. */
 #ifndef GF_CLI_H
 #define GF_CLI_H
 
 #include "common/config.h"
+
+#include <stdbool.h>
 
 /* What a program's main hands a subcommand besides its arguments: the
  * configuration it loaded already, if any (the light front reads the
@@ -24,6 +29,8 @@ typedef struct {
     const char *name;     /* as typed: "exec", "locks", ... */
     gf_cli_fn run;        /* entry point */
     const char *summary;  /* one line for `gpuflock help` */
+    bool no_config;       /* reads no configuration: a --config before its name is not its
+                           * concern and is not handed to it */
 } gf_cli_command;
 
 /* The table of subcommands, terminated by an entry with name NULL. */

@@ -10,6 +10,9 @@
  * only: it runs `exec`, `locks`, `version` and, when the broker is on an ipc://
  * endpoint (the default), the job commands itself; it exec's gpuflock-cli
  * (beside it, same arguments) for everything else, tcp:// brokers included.
+ * The options before the command (`gpuflock --config FILE wait 3`) are read
+ * as gpuflock-cli reads them (cli/cliopts.h) and handed to the command as
+ * if they came after its name.
  *
  * Built with GF_FRONT_STATIC (the Makefile, where musl-gcc is found) it is a
  * static musl program: glibc's start-up alone costs about 0.5 ms of CPU a
@@ -18,6 +21,7 @@
  * `locks` on a configuration with a CUDA card, or with its cards left to be
  * found, are handed to gpuflock-exec, this same front built against glibc. */
 #include "cli/client.h"
+#include "cli/cliopts.h"
 #include "cli/front/job_commands.h"
 #include "net/transport.h"
 #include "common/blasenv.h"
@@ -49,11 +53,22 @@ GF_JOB_COMMANDS(DECLARE)
  * program cannot link it); gpuflock-cli has libzmq for every endpoint. */
 const gf_transport *const gf_client_transports[] = { &gf_transport_zmtp, NULL };
 
+/* The commands this program runs itself; the others are gpuflock-cli's. */
+typedef enum {
+    FRONT_LOCAL,    /* here, always: version */
+    FRONT_CARDS,    /* here, or in gpuflock-exec where the CUDA driver is needed: exec, locks */
+    FRONT_JOB,      /* here where this program reaches the broker: the job commands */
+} front_kind;
+
 static const struct {
     const char *name;
     gf_cli_fn run;
-} job_commands[] = {
-#define ENTRY(cmd) { #cmd, gf_cmd_##cmd },
+    front_kind kind;
+} front_commands[] = {
+    { "exec", gf_cmd_exec, FRONT_CARDS },
+    { "locks", gf_cmd_locks, FRONT_CARDS },
+    { "version", gf_cmd_version, FRONT_LOCAL },
+#define ENTRY(cmd) { #cmd, gf_cmd_##cmd, FRONT_JOB },
     GF_JOB_COMMANDS(ENTRY)
 #undef ENTRY
 };
@@ -75,12 +90,13 @@ static int run_other(const char *program, char **argv)
 }
 
 /* The configuration the command will use, without looking for cards: the
- * --config FILE / --config=FILE before "--" as the commands' option parsers
- * take it. NULL where it does not load: the command reports that itself. */
+ * --config FILE / --config=FILE before "--" in its argv (argv[0] its name)
+ * as the commands' option parsers take it. NULL where it does not load: the
+ * command reports that itself. */
 static gf_config *command_config(int argc, char **argv, const char **path)
 {
     *path = NULL;
-    for (int i = 2; i < argc && strcmp(argv[i], "--") != 0; i++) {
+    for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++) {
         if (strcmp(argv[i], "--config") == 0 && i + 1 < argc)
             *path = argv[++i];
         else if (strncmp(argv[i], "--config=", 9) == 0)
@@ -122,27 +138,60 @@ static bool needs_driver(int argc, char **argv)
 }
 #endif
 
+/* The command's argv (argv[0] its name) as front_commands[i] runs it; the
+ * program's own argv goes to the others unchanged. */
+static int run_front(size_t i, int argc, char **argv, char **prog_argv)
+{
+    gf_cli_ctx ctx = { .config_path = NULL, .config = NULL };
+    switch (front_commands[i].kind) {
+    case FRONT_LOCAL:
+        break;
+    case FRONT_CARDS:
+#ifdef GF_FRONT_STATIC
+        if (needs_driver(argc, argv))
+            return run_other(DRIVER_FRONT, prog_argv);
+#endif
+        break;
+    case FRONT_JOB:
+        if (!broker_reached(argc, argv, &ctx)) {
+            gf_config_destroy(&ctx.config);
+            return run_other(FULL_CLI, prog_argv);
+        }
+        break;
+    }
+    char who[64];
+    snprintf(who, sizeof who, "gpuflock %s", front_commands[i].name);
+    gf_log_set_user(who);   /* what library code logs reads as the command's own */
+    int rc = front_commands[i].run(argc, argv, &ctx);
+    gf_config_destroy(&ctx.config);    /* a client that did not take it */
+    return rc;
+}
+
+/* The index of a command in front_commands, -1: not one of them. */
+static int front_find(const char *name)
+{
+    for (size_t i = 0; i < sizeof front_commands / sizeof front_commands[0]; i++)
+        if (strcmp(name, front_commands[i].name) == 0)
+            return (int)i;
+    return -1;
+}
+
 int main(int argc, char **argv)
 {
     gf_log_init("gpuflock", GF_LOG_WARN);
-#ifdef GF_FRONT_STATIC
-    if (argc >= 2 && (strcmp(argv[1], "exec") == 0 || strcmp(argv[1], "locks") == 0) &&
-        needs_driver(argc, argv))
-        return run_other(DRIVER_FRONT, argv);
-#endif
-    gf_cli_ctx ctx = { .config_path = NULL, .config = NULL };
-    if (argc >= 2 && strcmp(argv[1], "exec") == 0)
-        return gf_cmd_exec(argc - 1, argv + 1, &ctx);
-    if (argc >= 2 && strcmp(argv[1], "locks") == 0)
-        return gf_cmd_locks(argc - 1, argv + 1, &ctx);
-    if (argc >= 2 && strcmp(argv[1], "version") == 0)
-        return gf_cmd_version(argc - 1, argv + 1, &ctx);   /* not worth the full program's start */
-    for (size_t i = 0; argc >= 2 && i < sizeof job_commands / sizeof job_commands[0]; i++)
-        if (strcmp(argv[1], job_commands[i].name) == 0 && broker_reached(argc, argv, &ctx)) {
-            int rc = job_commands[i].run(argc - 1, argv + 1, &ctx);
-            gf_config_destroy(&ctx.config);    /* a client that did not take it */
-            return rc;
-        }
-    gf_config_destroy(&ctx.config);
-    return run_other(FULL_CLI, argv);
+    gf_cli_globals g;
+    if (gf_cli_globals_parse(argc, argv, &g) != 0)
+        return GF_EXIT_USAGE;
+    if (g.version) {
+        char *version[] = { "version", NULL };
+        return run_front((size_t)front_find("version"), 1, version, argv);
+    }
+    int i = g.command < argc ? front_find(argv[g.command]) : -1;
+    if (i < 0)
+        return run_other(FULL_CLI, argv);   /* help, and every other command */
+    int n;
+    char **args = gf_cli_globals_argv(&g, argc, argv, front_commands[i].kind != FRONT_LOCAL, &n);
+    int rc = run_front((size_t)i, n, args, argv);
+    free(args);
+    return rc;
 }

@@ -1,6 +1,12 @@
 /* client.c — the CLI's broker connection and shared job options (see
- * client.h). */
+ * client.h).
+ *
+ * What goes wrong with the connection is said through the log, which the
+ * command's main has set to its user's form ("gpuflock queue: no broker is
+ * running ..."), so every command says it alike and a caller that asks the
+ * broker only in passing (locks) can silence it. */
 #include "cli/client.h"
+#include "cli/cliopts.h"
 
 #include "net/transport.h"
 #include "common/error.h"
@@ -68,18 +74,16 @@ gf_client *gf_client_open(const char *config_path, gf_cli_ctx *ctx, int *status)
     self->pidfile = gf_strfmt("%s/gpuflockd.pid", cfg->run_dir);
     const char *ep = cfg->client_endpoint;
     if (gf_config_ipc_path(ep) && !broker_alive(self->pidfile)) {
-        fprintf(stderr,
-                "gpuflock: no broker is running (nothing holds %s).\n"
-                "Start one with:  gpuflockd%s%s   (or: systemctl start gpuflockd)\n",
-                self->pidfile, cfg->path ? " --config " : "", cfg->path ? cfg->path : "");
+        GF_ERROR("no broker is running (nothing holds %s); start one with: gpuflockd%s%s "
+                 "(or: systemctl start gpuflockd)",
+                 self->pidfile, cfg->path ? " --config " : "", cfg->path ? cfg->path : "");
         *status = GF_EXIT_UNAVAIL;
         gf_client_destroy(&self);
         return NULL;
     }
     self->t = gf_client_reaches(cfg);
     if (!self->t) {
-        fprintf(stderr, "gpuflock: this program cannot reach %s (run gpuflock-cli, which can)\n",
-                ep);
+        GF_ERROR("this program cannot reach %s (run gpuflock-cli, which can)", ep);
         *status = GF_EXIT_UNAVAIL;
         gf_client_destroy(&self);
         return NULL;
@@ -87,7 +91,7 @@ gf_client *gf_client_open(const char *config_path, gf_cli_ctx *ctx, int *status)
     char err[512];
     self->conn = self->t->open(cfg, err, sizeof(err));
     if (!self->conn) {
-        fprintf(stderr, "gpuflock: cannot reach the broker: %s\n", err);
+        GF_ERROR("cannot reach the broker: %s", err);
         *status = GF_EXIT_UNAVAIL;
         gf_client_destroy(&self);
         return NULL;
@@ -139,7 +143,7 @@ int gf_client_call(gf_client *self, const gf_msg *req, gf_msg *rep, int timeout_
 {
     memset(rep, 0, sizeof(*rep));
     if (send_req(self, req) != 0) {
-        fprintf(stderr, "gpuflock: cannot send the request to %s\n", self->cfg->client_endpoint);
+        GF_ERROR("cannot send the request to %s", self->cfg->client_endpoint);
         return GF_EIO;
     }
     uint64_t start = gf_now_ms();
@@ -153,11 +157,11 @@ int gf_client_call(gf_client *self, const gf_msg *req, gf_msg *rep, int timeout_
         if (rc == GF_EINTR)
             return GF_EINTR;
         if (rc == GF_EPROTO || rc == GF_ETOOBIG) {
-            fprintf(stderr, "gpuflock: bad reply from the broker: %s\n", err);
+            GF_ERROR("bad reply from the broker: %s", err);
             return GF_EIO;
         }
         if (rc == GF_EPERM) {
-            fprintf(stderr, "gpuflock: %s\n", err);
+            GF_ERROR("%s", err);
             return GF_EIO;
         }
         if (rc == GF_EIO) {
@@ -170,7 +174,7 @@ int gf_client_call(gf_client *self, const gf_msg *req, gf_msg *rep, int timeout_
             /* a restart may be under way: give the next broker a moment */
             usleep(500000);
             if (!broker_alive(self->pidfile)) {
-                fprintf(stderr, "gpuflock: the broker went away (%s is free)\n", self->pidfile);
+                GF_ERROR("the broker went away (%s is free)", self->pidfile);
                 return GF_EIO;
             }
         }
@@ -182,17 +186,44 @@ int gf_client_call(gf_client *self, const gf_msg *req, gf_msg *rep, int timeout_
                 return GF_EIO;
         }
         if (timeout_ms >= 0 && gf_now_ms() - start >= (uint64_t)timeout_ms) {
-            fprintf(stderr, "gpuflock: no answer from the broker at %s within %d ms\n",
-                    self->cfg->client_endpoint, timeout_ms);
+            GF_ERROR("no answer from the broker at %s within %d ms", self->cfg->client_endpoint,
+                     timeout_ms);
             return GF_EIO;
         }
+    }
+}
+
+/* Is the n bytes at s the name of a request, or the first word of cmd? */
+static bool names_request(const char *s, size_t n, const char *cmd)
+{
+    if (n == strcspn(cmd, ": ") && strncmp(s, cmd, n) == 0)
+        return true;
+    for (int op = GF_OP_NONE + 1; op < GF_OP_COUNT_; op++) {
+        const char *name = gf_proto_op_name((gf_op)op);
+        if (name && strlen(name) == n && strncmp(s, name, n) == 0)
+            return true;
+    }
+    return false;
+}
+
+/* The broker's message without the request names it starts with ("submit:
+ * no card 7 is configured", "submit: diarize: ..."): the line names the
+ * command already. */
+static const char *without_request_names(const char *msg, const char *cmd)
+{
+    for (;;) {
+        size_t n = strcspn(msg, ": ");
+        if (n == 0 || msg[n] != ':' || msg[n + 1] != ' ' || !names_request(msg, n, cmd))
+            return msg;
+        msg += n + 2;
     }
 }
 
 int gf_client_report(const char *cmd, const gf_msg *rep)
 {
     if (rep->op == GF_OP_ERROR) {
-        fprintf(stderr, "gpuflock %s: %s\n", cmd, rep->message ? rep->message : "error");
+        fprintf(stderr, "gpuflock %s: %s\n", cmd,
+                rep->message ? without_request_names(rep->message, cmd) : "error");
         switch (rep->code) {
         case GF_EPERM: return 77;
         case GF_ENOENT: case GF_EINVAL: return GF_EXIT_USAGE;
@@ -348,11 +379,11 @@ int gf_jobopts_parse(int argc, char **argv, gf_jobopts *o, bool allow_batch)
         { NULL, 0, NULL, 0 },
     };
     optind = 1;
-    opterr = 1;
+    opterr = 0;
     int c;
     long long v;
     int devices_given = 0;
-    while ((c = getopt_long(argc, argv, "+xsh", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "+:xsh", opts, NULL)) != -1) {
         switch (c) {
         case O_GPU:
             if (parse_num(cmd, "--gpu", optarg, 0, INT32_MAX, &v))
@@ -414,22 +445,20 @@ int gf_jobopts_parse(int argc, char **argv, gf_jobopts *o, bool allow_batch)
         case O_HOLD: o->spec.hold = true; break;
         case O_ARRAY:
             if (!allow_batch)
-                goto bad;
+                return gf_cli_usage_error(cmd, "--array is submit's: %s runs one command", cmd);
             if (parse_num(cmd, "--array", optarg, 1, GF_PROTO_MAX_BATCH, &v))
                 return GF_EXIT_USAGE;
             o->array = (unsigned)v;
             break;
         case O_FILE:
             if (!allow_batch)
-                goto bad;
+                return gf_cli_usage_error(cmd, "--file is submit's: %s runs one command", cmd);
             o->file = optarg;
             break;
         case O_CONFIG: o->config = optarg; break;
         case 'h': o->help = true; return 0;
         default:
-        bad:
-            gf_jobopts_usage(stderr, cmd);
-            return GF_EXIT_USAGE;
+            return gf_cli_opt_error(cmd, c, argc, argv, opts);
         }
     }
     if (devices_given > 1) {
@@ -441,12 +470,11 @@ int gf_jobopts_parse(int argc, char **argv, gf_jobopts *o, bool allow_batch)
         return GF_EXIT_USAGE;
     }
     int n = argc - optind;
-    if (o->file ? n != 0 : n < 1) {
-        fprintf(stderr, o->file ? "gpuflock %s: --file takes no command\n"
-                                : "gpuflock %s: no command given (after --)\n", cmd);
-        gf_jobopts_usage(stderr, cmd);
-        return GF_EXIT_USAGE;
-    }
+    if (o->file && n != 0)
+        return gf_cli_usage_error(cmd, "--file takes no command");
+    if (!o->file && n < 1)
+        return gf_cli_usage_error(cmd, "no command given (usage: gpuflock %s [OPTIONS] -- CMD "
+                                  "[ARG...])", cmd);
     if (n > (int)GF_PROTO_MAX_ARGV) {
         fprintf(stderr, "gpuflock %s: more than %u arguments\n", cmd, GF_PROTO_MAX_ARGV);
         return GF_EXIT_USAGE;

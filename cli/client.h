@@ -19,9 +19,9 @@ typedef struct gf_client gf_client;
 
 /* Load the configuration (config_path as gf_config_load takes it; the
  * one in ctx, which this then takes, when it was loaded from the same
- * path) and connect. On failure prints the reason (no broker: how to start
- * one) and returns NULL with the exit status in *status (78 config, 69 no
- * broker). */
+ * path) and connect. On failure says why through the log (no broker: how
+ * to start one) and returns NULL with the exit status in *status (78
+ * config, 69 no broker). */
 gf_client *gf_client_open(const char *config_path, gf_cli_ctx *ctx, int *status);
 void gf_client_destroy(gf_client **self_p);
 
@@ -32,11 +32,12 @@ const struct gf_transport *gf_client_reaches(const gf_config *cfg);
 /* Send req, receive the reply into *rep (an "error" reply is returned as
  * the message, op GF_OP_ERROR). timeout_ms < 0 waits as long as the broker
  * lives. Returns 0, or GF_EIO when the broker went away / did not answer
- * (said on stderr). */
+ * (said through the log). */
 int gf_client_call(gf_client *self, const gf_msg *req, gf_msg *rep, int timeout_ms);
 
-/* Print an error reply as "gpuflock CMD: message" and return the exit
- * status that fits its code. */
+/* Print an error reply as "gpuflock CMD: message" (the request names the
+ * broker's message starts with left out: CMD names it already) and return
+ * the exit status that fits its code. */
 int gf_client_report(const char *cmd, const gf_msg *rep);
 
 /* One request, one reply: open (config_path, ctx), call, close. Returns 0 with

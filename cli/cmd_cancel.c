@@ -36,11 +36,11 @@ int gf_cmd_cancel(int argc, char **argv, gf_cli_ctx *cli)
     memset(&req, 0, sizeof(req));
     req.op = GF_OP_CANCEL;
     req.checkpoint = checkpoint;
-    if (optind == argc ||
-        gf_parse_ids("cancel", argc - optind, argv + optind, &req.ids, &req.n_ids)) {
-        fprintf(stderr, "usage: gpuflock cancel [--checkpoint] [--config FILE] ID...\n");
+    if (optind == argc)
+        return gf_cli_usage_error("cancel", "no job id given (usage: gpuflock cancel "
+                                  "[--checkpoint] ID...)");
+    if (gf_parse_ids("cancel", argc - optind, argv + optind, &req.ids, &req.n_ids))
         return GF_EXIT_USAGE;
-    }
     int rc = gf_client_ids_verb(config, cli, &req, "cancel", words);
     gf_msg_clear(&req);
     return rc;

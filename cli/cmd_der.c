@@ -209,7 +209,7 @@ int gf_cmd_der(int argc, char **argv, gf_cli_ctx *cli)
             opt.skip_overlap = true;
         } else if (strcmp(a, "--collar") == 0 || strcmp(a, "--uem") == 0) {
             if (i + 1 >= argc) {
-                fprintf(stderr, "gpuflock der: %s needs a value\n", a);
+                fprintf(stderr, "gpuflock der: option '%s' needs a value\n", a);
                 return GF_EXIT_USAGE;
             }
             const char *val = argv[++i];
@@ -225,8 +225,8 @@ int gf_cmd_der(int argc, char **argv, gf_cli_ctx *cli)
                 }
             }
         } else if (a[0] == '-' && a[1]) {
-            fprintf(stderr, "gpuflock der: unknown option %s\n", a);
-            usage(stderr);
+            fprintf(stderr, "gpuflock der: unknown option '%s' (`gpuflock der --help` lists "
+                    "them)\n", a);
             return GF_EXIT_USAGE;
         } else if (n_paths < 2) {
             paths[n_paths++] = a;
@@ -236,7 +236,8 @@ int gf_cmd_der(int argc, char **argv, gf_cli_ctx *cli)
         }
     }
     if (n_paths != 2) {
-        usage(stderr);
+        fprintf(stderr, "gpuflock der: a reference and a hypothesis RTTM, please (usage: "
+                "gpuflock der REF.rttm HYP.rttm [OPTIONS])\n");
         return GF_EXIT_USAGE;
     }
 

@@ -17,38 +17,36 @@ int gf_cmd_resume(int argc, char **argv, gf_cli_ctx *cli);
 
 static int card_verb(int argc, char **argv, gf_cli_ctx *cli, gf_op op, const char *name)
 {
-    const char *usage = op == GF_OP_DRAIN
-                            ? "usage: gpuflock drain CARD [--reason TEXT] [--config FILE]\n"
-                            : "usage: gpuflock resume CARD [--config FILE]\n";
-    static const struct option longopts[] = {
-        { "reason", required_argument, NULL, 'r' },
-        { "config", required_argument, NULL, 'c' },
+    const char *synopsis = op == GF_OP_DRAIN
+                               ? "gpuflock drain CARD [--reason TEXT] [--config FILE]"
+                               : "gpuflock resume CARD [--config FILE]";
+    enum { O_REASON = 256, O_CONFIG };
+    static const struct option drain_opts[] = {
+        { "reason", required_argument, NULL, O_REASON },
+        { "config", required_argument, NULL, O_CONFIG },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
+    /* resume: the same but --reason */
+    const struct option *longopts = op == GF_OP_DRAIN ? drain_opts : drain_opts + 1;
     const char *config = NULL, *reason = NULL;
     optind = 0;
+    opterr = 0;
     int c;
-    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
         switch (c) {
-        case 'r':
-            if (op != GF_OP_DRAIN) {
-                fputs(usage, stderr);
-                return GF_EXIT_USAGE;
-            }
-            reason = optarg;
-            break;
-        case 'c': config = optarg; break;
-        case 'h': fputs(usage, stdout); return 0;
-        default: fputs(usage, stderr); return GF_EXIT_USAGE;
+        case O_REASON: reason = optarg; break;
+        case O_CONFIG: config = optarg; break;
+        case 'h': printf("usage: %s\n", synopsis); return 0;
+        default: return gf_cli_opt_error(name, c, argc, argv, longopts);
         }
     }
+    if (optind + 1 != argc)
+        return gf_cli_usage_error(name, "one card, please (usage: %s)", synopsis);
     char *end = NULL;
-    long card = optind + 1 == argc ? strtol(argv[optind], &end, 10) : -1;
-    if (optind + 1 != argc || !end || *end || end == argv[optind] || card < 0 || card > 1023) {
-        fputs(usage, stderr);
-        return GF_EXIT_USAGE;
-    }
+    long card = strtol(argv[optind], &end, 10);
+    if (*end || end == argv[optind] || card < 0 || card > 1023)
+        return gf_cli_usage_error(name, "'%s' is not a card number", argv[optind]);
     gf_msg req, rep;
     memset(&req, 0, sizeof(req));
     req.op = op;

@@ -11,6 +11,7 @@
  * nothing. Exit 0 when the tables are valid, 65 when they are not, 66 when
  * the directory is missing, 74 when a removal failed. */
 #include "cli/cli.h"
+#include "cli/cliopts.h"
 #include "common/error.h"
 #include "route/evidence.h"
 
@@ -53,22 +54,33 @@ typedef struct {
     const char *dir;           /* the evidence directory */
 } options;
 
+/* The verb first, then its options and DIR in any order. 0, or
+ * GF_EXIT_USAGE after saying what is wrong. */
 static int parse_args(int argc, char **argv, options *o)
 {
     *o = (options){ .dir = NULL };
     if (argc < 2)
-        return -1;
+        return gf_cli_usage_error("evidence", "no verb given (usage: gpuflock evidence "
+                                  "check|prune [DIR])");
+    if (argv[1][0] == '-')
+        return gf_cli_usage_error("evidence", "option '%s' before the verb (usage: gpuflock "
+                                  "evidence check|prune [OPTIONS] [DIR])", argv[1]);
     if (strcmp(argv[1], "prune") == 0)
         o->prune = true;
     else if (strcmp(argv[1], "check") != 0)
-        return -1;
+        return gf_cli_usage_error("evidence", "unknown verb '%s' (usage: gpuflock evidence "
+                                  "check|prune [DIR])", argv[1]);
     for (int i = 2; i < argc; i++) {
         if (strcmp(argv[i], "-v") == 0 || strcmp(argv[i], "--verbose") == 0)
             o->verbose = true;
         else if (o->prune && strcmp(argv[i], "--dry-run") == 0)
             o->dry_run = true;
-        else if (argv[i][0] == '-' || o->dir)
-            return -1;
+        else if (argv[i][0] == '-')
+            return gf_cli_usage_error("evidence", "unknown option '%s' of %s (`gpuflock evidence "
+                                      "--help` lists them)", argv[i], argv[1]);
+        else if (o->dir)
+            return gf_cli_usage_error("evidence", "one evidence directory, not '%s' too",
+                                      argv[i]);
         else
             o->dir = argv[i];
     }
@@ -99,11 +111,12 @@ static tally count(const gf_orphan *list, size_t n)
 /* One orphan, its path under the loaded directory (dir: as gf_evidence_dir). */
 static void print_orphan(FILE *out, const char *dir, const gf_orphan *o, const char *verb)
 {
+    const char *who = out == stderr ? "gpuflock evidence: " : "";
     if (o->removable)
-        fprintf(out, "%s%s/records/%s: orphan: %s\n", verb, dir, o->name,
+        fprintf(out, "%s%s%s/records/%s: orphan: %s\n", who, verb, dir, o->name,
                 gf_orphan_kind_describe(o->kind));
     else
-        fprintf(out, "%s/records/%s: orphan, %s; kept by prune: %s\n", dir, o->name,
+        fprintf(out, "%s%s/records/%s: orphan, %s; kept by prune: %s\n", who, dir, o->name,
                 gf_orphan_kind_describe(o->kind), o->why_kept);
 }
 
@@ -121,9 +134,9 @@ static int warn_orphans(const gf_evidence *ev, const char *dir, bool verbose)
         for (size_t i = 0; i < n; i++)
             print_orphan(stderr, gf_evidence_dir(ev), &list[i], "");
     fprintf(stderr,
-            "%s: warning: %zu orphan record%s, cited by no proof (%zu of modules no binding "
-            "names, %zu of bound modules, %zu not records); `gpuflock evidence prune %s` would "
-            "remove %zu (%llu bytes)\n",
+            "gpuflock evidence: %s: warning: %zu orphan record%s, cited by no proof (%zu of "
+            "modules no binding names, %zu of bound modules, %zu not records); `gpuflock "
+            "evidence prune %s` would remove %zu (%llu bytes)\n",
             dir, n, n == 1 ? "" : "s", t.n[GF_ORPHAN_UNBOUND], t.n[GF_ORPHAN_UNCITED],
             t.n[GF_ORPHAN_STRAY], dir, t.removable, t.bytes);
     gf_evidence_orphans_free(&list, n);
@@ -172,20 +185,19 @@ static int prune(const gf_evidence *ev, const char *dir, bool dry_run, bool verb
 int gf_cmd_evidence(int argc, char **argv, gf_cli_ctx *cli)
 {
     (void)cli;     /* no broker client here */
-    if (argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
-        usage(stdout);
-        return 0;
-    }
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            usage(stdout);
+            return 0;
+        }
     options o;
-    if (parse_args(argc, argv, &o) != 0) {
-        usage(stderr);
+    if (parse_args(argc, argv, &o) != 0)
         return GF_EXIT_USAGE;
-    }
     gf_evidence *ev = gf_evidence_new();
     int rc = gf_evidence_load(ev, o.dir);
     size_t n = gf_evidence_problem_count(ev);
     for (size_t i = 0; i < n; i++)
-        fprintf(stderr, "%s\n", gf_evidence_problem(ev, i));
+        fprintf(stderr, "gpuflock evidence: %s\n", gf_evidence_problem(ev, i));
     int status = 0;
     if (rc == GF_ENOENT) {
         status = GF_EXIT_NOINPUT;

@@ -4,6 +4,7 @@
  * (cli/jobcards), lets the command inherit the lock descriptors, as
  * flock(1) does, and runs it in its own process group (common/spawn). */
 #include "cli/cli.h"
+#include "cli/cliopts.h"
 #include "cli/jobcards.h"
 #include "common/config.h"
 #include "common/env.h"
@@ -70,13 +71,12 @@ static int bad_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2)))
 
 static int bad_usage(const char *fmt, ...)
 {
+    char msg[512];
     va_list ap;
     va_start(ap, fmt);
-    fprintf(stderr, WHO ": ");
-    vfprintf(stderr, fmt, ap);
-    fprintf(stderr, "\n(`gpuflock exec --help` for usage)\n");
+    vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    return GF_EXIT_USAGE;
+    return gf_cli_usage_error("exec", "%s", msg);
 }
 
 /* "0,2,3" into o->cards; duplicates and non-numbers are usage errors. */
@@ -132,7 +132,7 @@ static int parse_args(int argc, char **argv, exec_opts *o)
     optind = 0;   /* a full reset of getopt's state */
     opterr = 0;
     int c, rc = 0;
-    while (!rc && (c = getopt_long(argc, argv, "+xsh", longopts, NULL)) != -1) {
+    while (!rc && (c = getopt_long(argc, argv, "+:xsh", longopts, NULL)) != -1) {
         switch (c) {
         case 'x': o->mode = GF_LOCK_EXCLUSIVE; o->mode_flags |= 1; break;
         case 's': o->mode = GF_LOCK_SHARED; o->mode_flags |= 2; break;
@@ -144,7 +144,7 @@ static int parse_args(int argc, char **argv, exec_opts *o)
         case OPT_CONFIG: o->config = optarg; break;
         case 'h': usage(stdout); return -1;
         default:
-            return bad_usage("unknown option or missing value: '%s'", argv[optind - 1]);
+            return gf_cli_opt_error("exec", c, argc, argv, longopts);
         }
     }
     if (rc)
@@ -154,7 +154,7 @@ static int parse_args(int argc, char **argv, exec_opts *o)
     if (o->any && o->n_cards)
         return bad_usage("%s", "--gpu and --any: choose one");
     if (optind >= argc)
-        return bad_usage("%s", "no command given (gpuflock exec [OPTIONS] -- CMD [ARG...])");
+        return bad_usage("%s", "no command given (usage: gpuflock exec [OPTIONS] -- CMD [ARG...])");
     o->cmd = argv + optind;
     return 0;
 }

@@ -38,11 +38,10 @@ static int verb(int argc, char **argv, gf_cli_ctx *cli, gf_op op, const char *na
     gf_msg req;
     memset(&req, 0, sizeof(req));
     req.op = op;
-    if (optind == argc || gf_parse_ids(name, argc - optind, argv + optind, &req.ids, &req.n_ids)) {
-        fputs(usage, stderr);
-        gf_msg_clear(&req);
+    if (optind == argc)
+        return gf_cli_usage_error(name, "no job id given (usage: gpuflock %s ID...)", name);
+    if (gf_parse_ids(name, argc - optind, argv + optind, &req.ids, &req.n_ids))
         return GF_EXIT_USAGE;
-    }
     int rc = gf_client_ids_verb(config, cli, &req, name, why);
     gf_msg_clear(&req);
     return rc;

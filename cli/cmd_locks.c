@@ -5,6 +5,7 @@
  * someone else's flock) and each exclusive waiter announced at its fairness
  * gate (common/lock.h), then the bench lock. Reads only: never takes a lock. */
 #include "cli/cli.h"
+#include "cli/cliopts.h"
 #include "common/card.h"
 #include "common/config.h"
 #include "common/error.h"
@@ -17,8 +18,6 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
-
-#define WHO "gpuflock locks"
 
 int gf_cmd_locks(int argc, char **argv, gf_cli_ctx *cli);
 
@@ -188,20 +187,17 @@ static int parse_args(int argc, char **argv, bool *json, const char **config)
     optind = 0;
     opterr = 0;
     int c;
-    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
         switch (c) {
         case 'j': *json = true; break;
         case 'c': *config = optarg; break;
         case 'h': usage(stdout); return -1;
         default:
-            fprintf(stderr, WHO ": unknown option or missing value: '%s'\n", argv[optind - 1]);
-            return GF_EXIT_USAGE;
+            return gf_cli_opt_error("locks", c, argc, argv, longopts);
         }
     }
-    if (optind < argc) {
-        fprintf(stderr, WHO ": unexpected argument '%s'\n", argv[optind]);
-        return GF_EXIT_USAGE;
-    }
+    if (optind < argc)
+        return gf_cli_usage_error("locks", "unexpected argument '%s'", argv[optind]);
     return 0;
 }
 

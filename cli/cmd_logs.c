@@ -26,9 +26,15 @@ int gf_cmd_logs(int argc, char **argv, gf_cli_ctx *cli)
         return prc < 0 ? 0 : prc;
     uint64_t *ids;
     size_t n;
-    if (argc - optind != 1 || gf_parse_ids("logs", 1, argv + optind, &ids, &n) || n != 1) {
-        fprintf(stderr, "usage: gpuflock logs [-f] [--stderr] ID\n");
+    if (argc - optind != 1)
+        return gf_cli_usage_error("logs", "one job id, please (usage: gpuflock logs [-f] "
+                                  "[--stderr] ID)");
+    if (gf_parse_ids("logs", 1, argv + optind, &ids, &n))
         return GF_EXIT_USAGE;
+    if (n != 1) {
+        free(ids);
+        return gf_cli_usage_error("logs", "one job id, please (usage: gpuflock logs [-f] "
+                                  "[--stderr] ID)");
     }
     int rc;
     gf_client *cl = gf_client_open(config, cli, &rc);

@@ -6,6 +6,7 @@
  * nothing unexpected, the file's digest against the manifest), the manifest
  * reader, and a look at the PLDA files (present, zip archives, digests). */
 #include "cli/cli.h"
+#include "cli/cliopts.h"
 #include "common/config.h"
 #include "common/error.h"
 #include "common/log.h"
@@ -181,28 +182,34 @@ static int models_check(const char *dir)
 int gf_cmd_models(int argc, char **argv, gf_cli_ctx *cli)
 {
     (void)cli;     /* no broker client here */
-    const char *config_path = NULL, *dir = NULL;
-    if (argc < 2 || strcmp(argv[1], "check") != 0) {
-        if (argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+    const char *config_path = NULL, *verb = NULL, *dir = NULL;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
             usage(stdout);
             return 0;
-        }
-        usage(stderr);
-        return GF_EXIT_USAGE;
-    }
-    for (int i = 2; i < argc; i++) {
-        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            usage(stdout);
-            return 0;
-        } else if (strcmp(argv[i], "--config") == 0 && i + 1 < argc) {
+        } else if (strcmp(a, "--config") == 0) {
+            if (i + 1 == argc)
+                return gf_cli_usage_error("models", "option '--config' needs a value");
             config_path = argv[++i];
-        } else if (argv[i][0] != '-' && !dir) {
-            dir = argv[i];
+        } else if (strncmp(a, "--config=", 9) == 0) {
+            config_path = a + 9;
+        } else if (a[0] == '-' && a[1]) {
+            return gf_cli_usage_error("models", "unknown option '%s' (`gpuflock models --help` "
+                                      "lists them)", a);
+        } else if (!verb) {
+            verb = a;
+        } else if (!dir) {
+            dir = a;
         } else {
-            usage(stderr);
-            return GF_EXIT_USAGE;
+            return gf_cli_usage_error("models", "one models directory, not '%s' too", a);
         }
     }
+    if (!verb)
+        return gf_cli_usage_error("models", "no verb given (usage: gpuflock models check [DIR])");
+    if (strcmp(verb, "check") != 0)
+        return gf_cli_usage_error("models", "unknown verb '%s' (usage: gpuflock models check "
+                                  "[DIR])", verb);
     if (dir)
         return models_check(dir);
     gf_config *cfg = NULL;

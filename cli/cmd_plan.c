@@ -9,6 +9,7 @@
  * kernels' own planning step (diar/kernel_plan.h): a layer a kernel
  * refuses on that card is the library route, and the reason is shown. */
 #include "cli/cli.h"
+#include "cli/cliopts.h"
 #include "common/card.h"
 #include "common/config.h"
 #include "common/error.h"
@@ -127,8 +128,9 @@ int gf_cmd_plan(int argc, char **argv, gf_cli_ctx *cli)
     int gpu = 0;
     bool have_gpu = false, json = false;
     optind = 1;
+    opterr = 0;
     int ch;
-    while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, ":", opts, NULL)) != -1) {
         switch (ch) {
         case 'g': {
             char *end;
@@ -146,15 +148,13 @@ int gf_cmd_plan(int argc, char **argv, gf_cli_ctx *cli)
         case 'e': dir = optarg; break;
         case 'C': config_path = optarg; break;
         case 'h': usage(stdout); return 0;
-        default: usage(stderr); return GF_EXIT_USAGE;
+        default: return gf_cli_opt_error("plan", ch, argc, argv, opts);
         }
     }
-    if (optind < argc || (have_gpu && card_spec)) {
-        fprintf(stderr, "gpuflock plan: %s\n", optind < argc ? "unexpected argument"
-                                                             : "give --gpu or --card, not both");
-        usage(stderr);
-        return GF_EXIT_USAGE;
-    }
+    if (optind < argc)
+        return gf_cli_usage_error("plan", "unexpected argument '%s'", argv[optind]);
+    if (have_gpu && card_spec)
+        return gf_cli_usage_error("plan", "give --gpu or --card, not both");
 
     gf_card_identity card;
     if (card_spec) {
@@ -173,7 +173,7 @@ int gf_cmd_plan(int argc, char **argv, gf_cli_ctx *cli)
     int rc = gf_evidence_load(ev, dir);
     if (rc != 0) {
         for (size_t i = 0; i < gf_evidence_problem_count(ev); i++)
-            fprintf(stderr, "%s\n", gf_evidence_problem(ev, i));
+            fprintf(stderr, "gpuflock plan: %s\n", gf_evidence_problem(ev, i));
         fprintf(stderr, "gpuflock plan: evidence %s rejected: no plan (`gpuflock evidence check "
                 "%s` says the same)\n", dir, dir);
         gf_evidence_destroy(&ev);

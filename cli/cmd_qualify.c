@@ -7,6 +7,7 @@
  * qualify/qualify.c makes the measurements and writes the records, with each
  * network's candidates in qualify/seg.c and qualify/emb.c. */
 #include "cli/cli.h"
+#include "cli/cliopts.h"
 #include "common/card.h"
 #include "common/config.h"
 #include "common/error.h"
@@ -78,11 +79,15 @@ static int parse(int argc, char **argv, opts *o)
     *o = (opts){ .rounds = 10, .math = -1, .batch = 0 };
     o->evidence = gf_evidence_default_dir();
     optind = 1;
+    opterr = 0;
     int c;
-    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
         gf_math m;
         switch (c) {
-        case 'g': o->gpu = atoi(optarg); break;
+        case 'g':
+            if (gf_cli_int("qualify", "--gpu", optarg, 0, &o->gpu) != 0)
+                return GF_EXIT_USAGE;
+            break;
         case 'a': o->area = optarg; break;
         case 'm':
             if (gf_math_parse(optarg, &m) != 0) {
@@ -92,7 +97,8 @@ static int parse(int argc, char **argv, opts *o)
             o->math = (int)m;
             break;
         case 'b':
-            o->batch = atoi(optarg);
+            if (gf_cli_int("qualify", "--batch", optarg, 1, &o->batch) != 0)
+                return GF_EXIT_USAGE;
             if (!gf_batch_is_production(o->batch)) {
                 fprintf(stderr, "gpuflock qualify: --batch: %s is not a production batch "
                         "(1, 8, 32)\n", optarg);
@@ -100,8 +106,9 @@ static int parse(int argc, char **argv, opts *o)
             }
             break;
         case 'r':
-            o->rounds = atoi(optarg);
-            if (o->rounds < 2 || o->rounds > 1000) {
+            if (gf_cli_int("qualify", "--rounds", optarg, 2, &o->rounds) != 0)
+                return GF_EXIT_USAGE;
+            if (o->rounds > 1000) {
                 fprintf(stderr, "gpuflock qualify: --rounds: between 2 and 1000\n");
                 return GF_EXIT_USAGE;
             }
@@ -111,7 +118,7 @@ static int parse(int argc, char **argv, opts *o)
         case 'o': o->binding_out = optarg; break;
         case 'c': o->config = optarg; break;
         case 'h': usage(stdout); return -1;
-        default: usage(stderr); return GF_EXIT_USAGE;
+        default: return gf_cli_opt_error("qualify", c, argc, argv, longopts);
         }
     }
     if (optind != argc) {

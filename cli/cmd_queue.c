@@ -23,10 +23,8 @@ int gf_cmd_queue(int argc, char **argv, gf_cli_ctx *cli)
                            flags, &config);
     if (prc)
         return prc < 0 ? 0 : prc;
-    if (optind != argc) {
-        fprintf(stderr, "gpuflock queue: unexpected argument '%s'\n", argv[optind]);
-        return GF_EXIT_USAGE;
-    }
+    if (optind != argc)
+        return gf_cli_usage_error("queue", "unexpected argument '%s'", argv[optind]);
     gf_msg req, rep;
     memset(&req, 0, sizeof(req));
     req.op = GF_OP_QUEUE;

@@ -7,6 +7,7 @@
 #include <getopt.h>
 #include <json-c/json.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 int gf_cmd_show(int argc, char **argv, gf_cli_ctx *cli);
@@ -22,9 +23,13 @@ int gf_cmd_show(int argc, char **argv, gf_cli_ctx *cli)
         return prc < 0 ? 0 : prc;
     uint64_t *ids;
     size_t n;
-    if (argc - optind != 1 || gf_parse_ids("show", 1, argv + optind, &ids, &n) || n != 1) {
-        fprintf(stderr, "usage: gpuflock show ID [--json] [--config FILE]\n");
+    if (argc - optind != 1)
+        return gf_cli_usage_error("show", "one job id, please (usage: gpuflock show ID [--json])");
+    if (gf_parse_ids("show", 1, argv + optind, &ids, &n))
         return GF_EXIT_USAGE;
+    if (n != 1) {
+        free(ids);
+        return gf_cli_usage_error("show", "one job id, please (usage: gpuflock show ID [--json])");
     }
     gf_msg req, rep;
     memset(&req, 0, sizeof(req));

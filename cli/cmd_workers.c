@@ -25,10 +25,8 @@ int gf_cmd_workers(int argc, char **argv, gf_cli_ctx *cli)
                            flags, &config);
     if (prc)
         return prc < 0 ? 0 : prc;
-    if (optind != argc) {
-        fprintf(stderr, "usage: gpuflock workers [--json] [--config FILE]\n");
-        return GF_EXIT_USAGE;
-    }
+    if (optind != argc)
+        return gf_cli_usage_error("workers", "unexpected argument '%s'", argv[optind]);
     gf_msg req, rep;
     memset(&req, 0, sizeof(req));
     req.op = GF_OP_WORKERS;

@@ -3,8 +3,15 @@
  * One row per configured card (index, kind, name, lock file) with each
  * holder of its lock from /proc/locks (pid, mode, command, gpuflock job or
  * someone else's flock) and each exclusive waiter announced at its fairness
- * gate (common/lock.h), then the bench lock. Reads only: never takes a lock. */
+ * gate (common/lock.h), then the bench lock. Reads only: never takes a lock.
+ *
+ * A broker job's locks are taken by the worker that runs it, so /proc/locks
+ * names the worker. Where a broker answers, its workers (their pids and
+ * jobs) and its queue (each job's cards, user and command) name the job as
+ * well; where none does, the holders are shown as /proc/locks has them,
+ * without a word about the broker. */
 #include "cli/cli.h"
+#include "cli/client.h"
 #include "cli/cliopts.h"
 #include "common/card.h"
 #include "common/config.h"
@@ -31,7 +38,15 @@ typedef struct {
     size_t n_holders;
     gf_lock_holder *waiters;     /* exclusive holders of "<lock>.gate": announced waiters */
     size_t n_waiters;
+    const gf_job **jobs;         /* per holder: the broker job it holds the lock for, or NULL */
+    int *worker_cards;           /* per holder with a job: the card of the worker holding it */
 } lock_row;
+
+/* What the broker says runs where; both replies empty when none answered. */
+typedef struct {
+    gf_msg workers;              /* WORKERS_LIST: each card's worker, its pid and its jobs */
+    gf_msg jobs;                 /* JOBS: the pending and running jobs */
+} broker_view;
 
 static void usage(FILE *out)
 {
@@ -41,7 +56,9 @@ static void usage(FILE *out)
         "For each configured card: index, kind, name, lock file and each holder of the\n"
         "lock (pid, shared or exclusive, command, and whether it is a gpuflock job or\n"
         "someone else's flock), and each exclusive waiter announced at the card's\n"
-        "fairness gate; then the bench lock of --proof jobs.\n"
+        "fairness gate; then the bench lock of --proof jobs. A broker job's lock is\n"
+        "held by its worker: where gpuflockd answers, the job is named (id, user,\n"
+        "command).\n"
         "\n"
         "  --json          one JSON object instead of the table\n"
         "  --config FILE   configuration file\n"
@@ -86,6 +103,93 @@ static int fill_row(lock_row *row, const gf_device_conf *dev, const char *lock)
     return rc;
 }
 
+/* Ask the broker of this configuration, if one answers soon; quietly
+ * nothing otherwise (no broker, one this program cannot reach, no answer). */
+static void ask_broker(const char *config, broker_view *b)
+{
+    memset(b, 0, sizeof *b);
+    gf_log_level lv = gf_log_get_level();
+    gf_log_init(NULL, GF_LOG_OFF);   /* its absence is no error of locks */
+    int status;
+    gf_client *cl = gf_client_open(config, NULL, &status);
+    gf_msg req;
+    memset(&req, 0, sizeof req);
+    req.op = GF_OP_WORKERS;
+    if (cl && gf_client_call(cl, &req, &b->workers, 2000) == 0 &&
+        b->workers.op == GF_OP_WORKERS_LIST) {
+        req.op = GF_OP_QUEUE;
+        if (gf_client_call(cl, &req, &b->jobs, 2000) != 0 || b->jobs.op != GF_OP_JOBS)
+            gf_msg_clear(&b->jobs);
+    }
+    if (b->jobs.op != GF_OP_JOBS) {
+        gf_msg_clear(&b->workers);
+        gf_msg_clear(&b->jobs);
+    }
+    gf_client_destroy(&cl);
+    gf_log_init(NULL, lv);
+}
+
+static const gf_job *find_job(const broker_view *b, uint64_t id)
+{
+    for (size_t i = 0; i < b->jobs.n_jobs; i++)
+        if (b->jobs.jobs[i].id == id)
+            return &b->jobs.jobs[i];
+    return NULL;
+}
+
+/* Does running job j hold the lock of row (its card, or the bench lock)? */
+static bool job_holds(const gf_job *j, const lock_row *row)
+{
+    if (j->state != GF_STATE_RUNNING)
+        return false;
+    if (!row->dev)
+        return j->spec.proof;
+    for (size_t i = 0; i < j->n_cards; i++)
+        if (j->cards[i] == row->dev->index)
+            return true;
+    return false;
+}
+
+/* Name the job behind each holder of row that is a worker of the broker's:
+ * a worker takes one lock per job, so its k-th holder in the row holds for
+ * its k-th job there (two shared locks of one pid are alike). */
+static void name_jobs(lock_row *row, const broker_view *b)
+{
+    row->jobs = gf_calloc(row->n_holders ? row->n_holders : 1, sizeof *row->jobs);
+    row->worker_cards = gf_calloc(row->n_holders ? row->n_holders : 1, sizeof *row->worker_cards);
+    for (size_t i = 0; i < row->n_holders; i++) {
+        const gf_lock_holder *h = &row->holders[i];
+        const gf_worker_info *w = NULL;
+        for (size_t k = 0; h->alive && k < b->workers.n_workers; k++)
+            if (b->workers.workers[k].pid == h->pid)
+                w = &b->workers.workers[k];
+        if (!w)
+            continue;
+        size_t nth = 0;
+        for (size_t k = 0; k < i; k++)
+            nth += row->holders[k].pid == h->pid;
+        for (size_t k = 0; k < w->n_jobs && !row->jobs[i]; k++) {
+            const gf_job *j = find_job(b, w->jobs[k]);
+            if (j && job_holds(j, row) && nth-- == 0) {
+                row->jobs[i] = j;
+                row->worker_cards[i] = w->device;
+            }
+        }
+    }
+}
+
+/* The job's command line, arguments joined by spaces (the caller frees). */
+static char *job_command(const gf_job *j)
+{
+    char *cmd = gf_strdup("");
+    for (size_t i = 0; i < j->spec.argc; i++) {
+        char *next = gf_strfmt("%s%s%s", cmd, i ? " " : "", j->spec.argv[i]);
+        free(cmd);
+        cmd = next;
+    }
+    return cmd;
+}
+
 static const char *kind_name(const gf_device_conf *dev)
 {
     return dev->kind == GF_DEVICE_CUDA ? "cuda" : "cpu";
@@ -97,9 +201,16 @@ static void print_holders(const lock_row *row, int indent)
         printf("free\n");
     for (size_t i = 0; i < row->n_holders; i++) {
         const gf_lock_holder *h = &row->holders[i];
+        const gf_job *j = row->jobs ? row->jobs[i] : NULL;
         if (i)
             printf("%*s", indent, "");
-        if (h->alive)
+        if (j) {
+            char *cmd = job_command(j);
+            printf("pid %d %s gpuflock: job %llu (user %s): %s (held by the worker of card %d)\n",
+                   (int)h->pid, gf_lock_mode_name(h->mode), (unsigned long long)j->id,
+                   j->user ? j->user : "?", cmd, row->worker_cards[i]);
+            free(cmd);
+        } else if (h->alive)
             printf("pid %d %s %s: %s\n", (int)h->pid, gf_lock_mode_name(h->mode),
                    h->gpuflock ? "gpuflock" : "flock", h->command);
         else
@@ -134,7 +245,9 @@ static void print_table(const lock_row *rows, size_t n, const lock_row *bench)
     print_holders(bench, (int)strlen("bench lock : ") + (int)strlen(bench->lock));
 }
 
-static json_object *holders_json(const gf_lock_holder *list, size_t n)
+/* The holders (jobs: the broker job of each, NULL for waiters) as JSON. */
+static json_object *holders_json(const gf_lock_holder *list, size_t n, const gf_job **jobs,
+                                 const int *worker_cards)
 {
     json_object *arr = json_object_new_array();
     for (size_t i = 0; i < n; i++) {
@@ -146,6 +259,18 @@ static json_object *holders_json(const gf_lock_holder *list, size_t n)
         json_object_object_add(o, "holder", json_object_new_string(h->gpuflock ? "gpuflock"
                                                                                 : "flock"));
         json_object_object_add(o, "alive", json_object_new_boolean(h->alive));
+        const gf_job *j = jobs ? jobs[i] : NULL;
+        json_object *jo = NULL;
+        if (j) {
+            char *cmd = job_command(j);
+            jo = json_object_new_object();
+            json_object_object_add(jo, "id", json_object_new_int64((int64_t)j->id));
+            json_object_object_add(jo, "user", json_object_new_string(j->user ? j->user : ""));
+            json_object_object_add(jo, "command", json_object_new_string(cmd));
+            json_object_object_add(jo, "worker_card", json_object_new_int(worker_cards[i]));
+            free(cmd);
+        }
+        json_object_object_add(o, "job", jo);
         json_object_array_add(arr, o);
     }
     return arr;
@@ -162,14 +287,17 @@ static void print_json(const lock_row *rows, size_t n, const lock_row *bench)
         json_object_object_add(o, "name", json_object_new_string(rows[i].name));
         json_object_object_add(o, "uuid", json_object_new_string(rows[i].uuid));
         json_object_object_add(o, "lock", json_object_new_string(rows[i].lock));
-        json_object_object_add(o, "holders", holders_json(rows[i].holders, rows[i].n_holders));
-        json_object_object_add(o, "waiters", holders_json(rows[i].waiters, rows[i].n_waiters));
+        json_object_object_add(o, "holders", holders_json(rows[i].holders, rows[i].n_holders,
+                                                          rows[i].jobs, rows[i].worker_cards));
+        json_object_object_add(o, "waiters", holders_json(rows[i].waiters, rows[i].n_waiters,
+                                                          NULL, NULL));
         json_object_array_add(cards, o);
     }
     json_object_object_add(root, "cards", cards);
     json_object *b = json_object_new_object();
     json_object_object_add(b, "lock", json_object_new_string(bench->lock));
-    json_object_object_add(b, "holders", holders_json(bench->holders, bench->n_holders));
+    json_object_object_add(b, "holders", holders_json(bench->holders, bench->n_holders,
+                                                      bench->jobs, bench->worker_cards));
     json_object_object_add(root, "bench_lock", b);
     printf("%s\n", json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY |
                                                           JSON_C_TO_STRING_NOSLASHESCAPE));
@@ -203,7 +331,7 @@ static int parse_args(int argc, char **argv, bool *json, const char **config)
 
 int gf_cmd_locks(int argc, char **argv, gf_cli_ctx *cli)
 {
-    (void)cli;     /* no broker client here */
+    (void)cli;     /* its configuration has cards, which the broker client's does not */
     bool json = false;
     const char *config = NULL;
     int rc = parse_args(argc, argv, &json, &config);
@@ -219,15 +347,26 @@ int gf_cmd_locks(int argc, char **argv, gf_cli_ctx *cli)
             goto out_free_rows;
     if ((rc = fill_row(&bench, NULL, cfg->bench_lock)) != 0)
         goto out_free_rows;
+    broker_view b;
+    ask_broker(config, &b);
+    for (size_t i = 0; i < cfg->n_devices; i++)
+        name_jobs(&rows[i], &b);
+    name_jobs(&bench, &b);
     if (json)
         print_json(rows, cfg->n_devices, &bench);
     else
         print_table(rows, cfg->n_devices, &bench);
     gf_lock_holders_free(&bench.holders, bench.n_holders);
+    free(bench.jobs);
+    free(bench.worker_cards);
+    gf_msg_clear(&b.workers);
+    gf_msg_clear(&b.jobs);
 out_free_rows:   /* the rows filled (the others are zero) */
     for (size_t i = 0; i < cfg->n_devices; i++) {
         gf_lock_holders_free(&rows[i].holders, rows[i].n_holders);
         gf_lock_holders_free(&rows[i].waiters, rows[i].n_waiters);
+        free(rows[i].jobs);
+        free(rows[i].worker_cards);
     }
     free(rows);
     gf_config_destroy(&cfg);

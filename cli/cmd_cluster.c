@@ -227,25 +227,17 @@ int gf_cmd_cluster(int argc, char **argv, gf_cli_ctx *cli)
         case O_CONFIG: config_path = optarg; break;
         case 'h':
         case O_HELP: usage(stdout); return 0;
-        case ':':
-            fprintf(stderr, "gpuflock cluster: %s needs a value\n", argv[optind - 1]);
-            usage(stderr);
-            return GF_EXIT_USAGE;
         default:
-            fprintf(stderr, "gpuflock cluster: unknown option '%s'\n", argv[optind - 1]);
-            usage(stderr);
-            return GF_EXIT_USAGE;
+            return gf_cli_opt_error("cluster", c, argc, argv, opts);
         }
     }
     if (optind < argc) {
-        fprintf(stderr, "gpuflock cluster: unexpected argument '%s'\n", argv[optind]);
-        usage(stderr);
-        return GF_EXIT_USAGE;
+        return gf_cli_usage_error("cluster", "unexpected argument '%s'", argv[optind]);
     }
     if (!seg_path || !emb_path) {
-        fprintf(stderr, "gpuflock cluster: --segmentations and --embeddings are required\n");
-        usage(stderr);
-        return GF_EXIT_USAGE;
+        return gf_cli_usage_error("cluster", "--segmentations and --embeddings are required "
+                                             "(usage: gpuflock cluster --segmentations SEG.npy "
+                                             "--embeddings EMB.npy [OPTIONS])");
     }
     if (o.num_speakers && (o.min_speakers || o.max_speakers)) {
         fprintf(stderr, "gpuflock cluster: --num-speakers excludes --min-speakers and "

@@ -326,20 +326,13 @@ int gf_cmd_diarize(int argc, char **argv, gf_cli_ctx *cli)
         case O_CONFIG: config_path = optarg; break;
         case 'h':
         case O_HELP: usage(stdout); return 0;
-        case ':':
-            fprintf(stderr, "gpuflock diarize: %s needs a value\n", argv[optind - 1]);
-            usage(stderr);
-            return GF_EXIT_USAGE;
         default:
-            fprintf(stderr, "gpuflock diarize: unknown option '%s'\n", argv[optind - 1]);
-            usage(stderr);
-            return GF_EXIT_USAGE;
+            return gf_cli_opt_error("diarize", c, argc, argv, opts);
         }
     }
     if (optind >= argc && !oo.files_from) {
-        fprintf(stderr, "gpuflock diarize: no FILE or DIR given (nor --files-from)\n");
-        usage(stderr);
-        return GF_EXIT_USAGE;
+        return gf_cli_usage_error("diarize", "no FILE or DIR given, nor --files-from "
+                                             "(usage: gpuflock diarize [OPTIONS] FILE|DIR...)");
     }
     if (gpu >= 0 && any) {
         fprintf(stderr, "gpuflock diarize: --gpu and --any exclude each other\n");

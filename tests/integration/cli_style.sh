@@ -100,12 +100,9 @@ declare -A BAD=(
     [der]="--collar x a.rttm b.rttm" [plan]="--gpu x" [qualify]="--batch 3"
     [evidence]="frobnicate" [cluster]="--threads x" [diarize]="--gpu x a.wav"
 )
-# cluster and diarize follow their line with their usage: their first line is checked
-FULL_USAGE="cluster diarize"
 for sub in $SUBS; do
     [ -n "${BAD[$sub]+set}" ] || fail "no bad value known for '$sub': add one above"
     one=1
-    case " $FULL_USAGE " in *" $sub "*) one=0 ;; esac
     for prog in "$GF" "$CLI"; do
         PROG=$prog ONE_LINE=$one check_err "$sub" 64 "$sub" --no-such-option
         grep -q -- "--no-such-option" "$T/err" || fail "$sub: the option not named: $(cat "$T/err")"

@@ -15,6 +15,7 @@
 #   - a batch re-run with --skip-existing diarizes only what is missing
 #   - --save-intermediates of several recordings: one folder per name
 #   - the JSON names its input: path, size, SHA-256 (sha256sum's)
+#   - a missing recording alone is one line, before anything is loaded
 # Inputs are copies in the test's folder.
 . tests/integration/lib/jobs.bash
 write_config
@@ -105,6 +106,11 @@ grep -q "m.wav: the same file as .*: diarized once" "$T/err" || fail "the same f
 [ "$(grep -c ' -> ' "$T/out")" = 1 ] || fail "the same file twice diarized: $(cat "$T/out")"
 gf diarize --local --files-from "$T/no-such-list" >/dev/null 2>"$T/err"; rc=$?
 [ "$rc" = 66 ] && grep -q "files-from $T/no-such-list: No such file" "$T/err" || fail "missing list: rc $rc"
+
+# a missing recording alone: said once, nothing loaded (no weight-free notice)
+gf diarize --local "$T/no-such.wav" >/dev/null 2>"$T/err"; rc=$?
+[ "$rc" = 66 ] && [ "$(wc -l <"$T/err")" = 1 ] && grep -q "no-such.wav: No such file or directory" "$T/err" \
+    || fail "a missing recording: rc $rc: $(cat "$T/err")"
 
 # ---- a batch re-run picks up where it stopped --------------------------
 mkdir -p "$T/batch"

@@ -9,9 +9,10 @@
 # commands under one heading run in one shell, in order, in a scratch root
 # of their own ($T): the README's /home/ana is $T/home/ana, the working
 # folder, with a private config/cpu2.yaml (and cpu2.yaml) of two CPU cards,
-# a copy of evidence/, ../shared, and the files the examples take from the
-# reader (readme/: train.py, eval.py, step.sh, ref.rttm, hyp.rttm; a.wav
-# and b.wav, copies of sample.wav; bad.wav, not audio); any other /tmp/X is
+# a copy of evidence/, ../shared (folders made, files linked), and the files
+# the examples take from the reader (readme/: train.py, eval.py, step.sh,
+# ref.rttm, hyp.rttm; a.wav and b.wav, copies of sample.wav; bad.wav, not
+# audio); any other /tmp/X is
 # $T/tmp/X; /tmp/gpuflock-demo, cpu2.yaml's folder, is a private folder of
 # the same length (the locks table is padded to it); the source tree is
 # /home/ana/gpuflock, the user ana. A heading whose commands need a broker
@@ -163,7 +164,10 @@ make_root() {   # T
     cp -r "$REPO/evidence" "$home/evidence"
     cp "$HERE"/train.py "$HERE"/eval.py "$HERE"/step.sh "$HERE"/ref.rttm "$HERE"/hyp.rttm "$home/"
     if [ -n "$SHARED" ]; then
-        ln -s "$SHARED" "$T/home/shared"
+        # Its folders made anew, its files links: what an example writes
+        # beside the test data lands here, never in ../shared.
+        cp -rs "$SHARED" "$T/home/shared"
+        find "$T/home/shared" -type d -exec chmod u+w {} +   # its modes came along
         cp "$SHARED/data/audio/sample.wav" "$home/a.wav"
         cp "$SHARED/data/audio/sample.wav" "$home/b.wav"
     fi

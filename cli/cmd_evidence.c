@@ -220,6 +220,7 @@ int gf_cmd_evidence(int argc, char **argv, gf_cli_ctx *cli)
         printf("%s: valid: %zu binding%s, %zu proof%s (%zu measured)\n", o.dir,
                gf_evidence_binding_count(ev), gf_evidence_binding_count(ev) == 1 ? "" : "s",
                proofs, proofs == 1 ? "" : "s", measured);
+        fflush(stdout);   /* the summary before the warnings, on a pipe as on a terminal */
         status = warn_orphans(ev, o.dir, o.verbose);
     }
     gf_evidence_destroy(&ev);

@@ -340,6 +340,7 @@ int gf_diarsubmit_run(const gf_diarsubmit_opts *o)
                    stat_num(j, "diarize.duration_s"), stat_num(j, "diarize.total_s"), it->rttm,
                    o->json ? " (+ .json)" : "", wf ? " (weight-free mode)" : "");
         } else {
+            fflush(stdout);   /* in the order a terminal shows them */
             fprintf(stderr, "gpuflock diarize: %s: %s (job %llu): %s\n", it->input,
                     gf_job_state_name(j->state), (unsigned long long)it->id,
                     j->reason ? j->reason : "no reason given");

@@ -460,16 +460,12 @@ static void restore_batch(const gf_diar_state *rs, size_t w0, int nb, float *seg
 
 /* ---- the run ---------------------------------------------------------- */
 
-int gf_diar_run(gf_diar *d, const char *path, const gf_diar_run_opts *o, gf_devstats *stats,
-                gf_diar_result *res)
+/* One recording's run over its windows `it` (taken: destroyed here), path
+ * naming it (a file, or samples in memory), begun at t_start; res zeroed
+ * but for its mode. */
+static int run_windows(gf_diar *d, gf_audio_windows *it, const char *path, uint64_t t_start,
+                       const gf_diar_run_opts *o, gf_devstats *stats, gf_diar_result *res)
 {
-    memset(res, 0, sizeof *res);
-    res->weight_free = d->weight_free;
-    uint64_t t_start = gf_now_ns();
-    int err = 0;
-    gf_audio_windows *it = gf_audio_windows_new(path, GF_DIAR_WINDOW, GF_DIAR_STEP, &err);
-    if (!it)
-        return err ? err : GF_EIO;
     const gf_audio_info *info = gf_audio_windows_info(it);
     size_t total = gf_audio_windows_count(info->samples, GF_DIAR_WINDOW, GF_DIAR_STEP);
     size_t dim = d->weight_free ? GF_DIAR_WF_DIM : GF_DIAR_EMB_DIM;
@@ -643,4 +639,31 @@ out_free:
     if (rc)
         gf_diar_result_free(res);
     return rc;
+}
+
+int gf_diar_run(gf_diar *d, const char *path, const gf_diar_run_opts *o, gf_devstats *stats,
+                gf_diar_result *res)
+{
+    memset(res, 0, sizeof *res);
+    res->weight_free = d->weight_free;
+    uint64_t t_start = gf_now_ns();
+    int err = 0;
+    gf_audio_windows *it = gf_audio_windows_new(path, GF_DIAR_WINDOW, GF_DIAR_STEP, &err);
+    if (!it)
+        return err ? err : GF_EIO;
+    return run_windows(d, it, path, t_start, o, stats, res);
+}
+
+int gf_diar_run_samples(gf_diar *d, const float *x, size_t n, int rate, const char *name,
+                        const gf_diar_run_opts *o, gf_devstats *stats, gf_diar_result *res)
+{
+    memset(res, 0, sizeof *res);
+    res->weight_free = d->weight_free;
+    uint64_t t_start = gf_now_ns();
+    int err = 0;
+    gf_audio_windows *it = gf_audio_windows_new_samples(x, n, rate, name, GF_DIAR_WINDOW,
+                                                        GF_DIAR_STEP, &err);
+    if (!it)
+        return err ? err : GF_EINVAL;
+    return run_windows(d, it, name, t_start, o, stats, res);
 }

@@ -150,6 +150,15 @@ const char *gf_diar_identity(const gf_diar *self);
 int gf_diar_run(gf_diar *self, const char *path, const gf_diar_run_opts *opts,
                 gf_devstats *stats, gf_diar_result *res);
 
+/* The same for n mono samples in memory at `rate` Hz (GF_AUDIO_MIN_RATE ..
+ * GF_AUDIO_MAX_RATE, diar/io/audio.h; resampled to 16 kHz as a file at that
+ * rate is, so the samples a file decodes to give its result exactly), name
+ * standing for them in messages and the turns' uri (as a file's path
+ * would). Borrowed for the call. GF_EINVAL for no samples, a rate outside
+ * those bounds or a sample that is not finite (logged). */
+int gf_diar_run_samples(gf_diar *self, const float *x, size_t n, int rate, const char *name,
+                        const gf_diar_run_opts *opts, gf_devstats *stats, gf_diar_result *res);
+
 /* A piece, exposed for tests. */
 
 /* Activity of local speaker s over the 589 frames of one window (act

@@ -6,7 +6,9 @@
  * 16 kHz samples as the caller asks for. What the header says of the sample
  * width is read beside libsndfile (audio_width.c), and where it is narrower
  * than its container every sample's padding bits are checked here as the
- * block is decoded. The window iterator on top is audio_windows.c. */
+ * block is decoded. A reader can also stand on samples already in memory
+ * (gf_audio_reader_new_samples): the same blocks, the same resampler, no
+ * decoder. The window iterator on top is audio_windows.c. */
 #include "diar/io/audio.h"
 #include "diar/io/audio_width.h"
 
@@ -16,6 +18,7 @@
 
 #include <assert.h>
 #include <errno.h>
+#include <math.h>
 #include <sndfile.h>
 #include <soxr.h>
 #include <stdbool.h>
@@ -33,7 +36,10 @@
 struct gf_audio_reader {
     char *path;            /* the file, for messages */
     int fd;                /* the file, open once; -1 when not open */
-    SNDFILE *sf;           /* libsndfile handle, on fd (which it does not close) */
+    SNDFILE *sf;           /* libsndfile handle, on fd (which it does not close); NULL
+                              for samples in memory */
+    const float *mem;      /* the samples in memory (borrowed), or NULL for a file */
+    int64_t mem_pos;       /* frames of mem already taken into blocks */
     gf_audio_info info;    /* what the file is */
     soxr_t soxr;           /* resampler; NULL when the file is at 16 kHz */
     float *block;          /* one decoded block, interleaved */
@@ -70,6 +76,33 @@ static bool wav_log_says_truncated(SNDFILE *sf)
 }
 
 static int decode_block(gf_audio_reader *self);
+
+/* What the stream is (info), its resampler when it is not at 16 kHz, and
+ * the block buffers. 0, or GF_EUNSUP (logged) when soxr refuses the rate. */
+static int set_rate(gf_audio_reader *self, int rate, int channels, int64_t frames)
+{
+    self->info.rate = rate;
+    self->info.channels = channels;
+    self->info.frames = frames;
+    self->info.duration = (double)frames / rate;
+    /* soxr delivers round(frames * 16000 / rate) samples once drained. */
+    self->info.samples = (int64_t)(((__int128)frames * 2 * GF_AUDIO_RATE + rate) /
+                                   (2 * (__int128)rate));
+    if (rate != GF_AUDIO_RATE) {
+        soxr_error_t serr = NULL;
+        soxr_io_spec_t io = soxr_io_spec(SOXR_FLOAT32_I, SOXR_FLOAT32_I);
+        soxr_quality_spec_t q = soxr_quality_spec(SOXR_HQ, 0);
+        self->soxr = soxr_create(rate, GF_AUDIO_RATE, 1, &serr, &io, &q, NULL);
+        if (!self->soxr || serr) {
+            GF_ERROR("audio %s %s: cannot resample from %d Hz: %s", self->mem ? "samples" : "file",
+                     self->path, rate, serr ? serr : "soxr_create failed");
+            return GF_EUNSUP;
+        }
+    }
+    self->block = gf_malloc((size_t)BLOCK_FRAMES * (size_t)channels * sizeof(float));
+    self->mono = gf_malloc(BLOCK_FRAMES * sizeof(float));
+    return 0;
+}
 
 static bool frame_count_exact(int format)
 {
@@ -159,29 +192,9 @@ gf_audio_reader *gf_audio_reader_new(const char *path, int *err)
     if (self->pad.mask)
         self->iblock = gf_malloc((size_t)BLOCK_FRAMES * (size_t)si.channels * sizeof(int32_t));
 
-    self->info.rate = si.samplerate;
-    self->info.channels = si.channels;
     self->info.format = si.format;
-    self->info.frames = si.frames;
-    self->info.duration = (double)si.frames / si.samplerate;
-    /* soxr delivers round(frames * 16000 / rate) samples once drained. */
-    self->info.samples = (int64_t)(((__int128)si.frames * 2 * GF_AUDIO_RATE + si.samplerate) /
-                                   (2 * (__int128)si.samplerate));
-
-    if (si.samplerate != GF_AUDIO_RATE) {
-        soxr_error_t serr = NULL;
-        soxr_io_spec_t io = soxr_io_spec(SOXR_FLOAT32_I, SOXR_FLOAT32_I);
-        soxr_quality_spec_t q = soxr_quality_spec(SOXR_HQ, 0);
-        self->soxr = soxr_create(si.samplerate, GF_AUDIO_RATE, 1, &serr, &io, &q, NULL);
-        if (!self->soxr || serr) {
-            rc = GF_EUNSUP;
-            GF_ERROR("audio file %s: cannot resample from %d Hz: %s", path, si.samplerate,
-                     serr ? serr : "soxr_create failed");
-            goto fail;
-        }
-    }
-    self->block = gf_malloc((size_t)BLOCK_FRAMES * (size_t)si.channels * sizeof(float));
-    self->mono = gf_malloc(BLOCK_FRAMES * sizeof(float));
+    if ((rc = set_rate(self, si.samplerate, si.channels, si.frames)) != 0)
+        goto fail;
     /* A file whose padding bits are checked is checked on its first block
      * here, so that a right-justified one is refused when it is opened. */
     if (self->pad.mask && (rc = decode_block(self)) != 0)
@@ -191,6 +204,42 @@ gf_audio_reader *gf_audio_reader_new(const char *path, int *err)
 fail:
     if (fd >= 0)
         close(fd);
+    gf_audio_reader_destroy(&self);
+    if (err)
+        *err = rc;
+    return NULL;
+}
+
+gf_audio_reader *gf_audio_reader_new_samples(const float *x, size_t n, int rate,
+                                             const char *name, int *err)
+{
+    int rc = GF_EINVAL;
+    gf_audio_reader *self = NULL;
+    assert(name && (x || n == 0));
+    if (rate < GF_AUDIO_MIN_RATE || rate > GF_AUDIO_MAX_RATE) {
+        GF_ERROR("audio samples %s: sample rate %d Hz: outside %d..%d Hz", name, rate,
+                 GF_AUDIO_MIN_RATE, GF_AUDIO_MAX_RATE);
+        goto fail;
+    }
+    if (n == 0 || n > (size_t)INT64_MAX) {
+        GF_ERROR("audio samples %s: %s", name, n ? "too many samples" : "empty (no samples)");
+        goto fail;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (!isfinite(x[i])) {
+            GF_ERROR("audio samples %s: sample %zu is not a finite number", name, i);
+            goto fail;
+        }
+    }
+    self = gf_calloc(1, sizeof *self);
+    self->path = gf_strdup(name);
+    self->fd = -1;
+    self->mem = x;
+    if ((rc = set_rate(self, rate, 1, (int64_t)n)) != 0)
+        goto fail;
+    return self;
+
+fail:
     gf_audio_reader_destroy(&self);
     if (err)
         *err = rc;
@@ -263,11 +312,20 @@ static sf_count_t read_checked(gf_audio_reader *self)
 /* Decode the next block into mono; sets eof_in at the end. 0 or GF_E*. */
 static int decode_block(gf_audio_reader *self)
 {
-    sf_count_t got = self->pad.mask ? read_checked(self)
-                                    : sf_readf_float(self->sf, self->block, BLOCK_FRAMES);
+    sf_count_t got;
+    if (self->mem) {   /* the same blocks as a file's */
+        got = self->info.frames - self->mem_pos;
+        if (got > BLOCK_FRAMES)
+            got = BLOCK_FRAMES;
+        memcpy(self->block, self->mem + self->mem_pos, (size_t)got * sizeof(float));
+        self->mem_pos += got;
+    } else {
+        got = self->pad.mask ? read_checked(self)
+                             : sf_readf_float(self->sf, self->block, BLOCK_FRAMES);
+    }
     if (got < 0)
         return (int)got;
-    if (sf_error(self->sf) != SF_ERR_NO_ERROR) {
+    if (self->sf && sf_error(self->sf) != SF_ERR_NO_ERROR) {
         GF_ERROR("audio file %s: decoding failed after %lld frames: %s", self->path,
                  (long long)(self->frames_read + (got > 0 ? got : 0)), sf_strerror(self->sf));
         return GF_EIO;

@@ -23,6 +23,8 @@
 #include <sys/types.h>
 
 #define GF_AUDIO_RATE 16000 /* the pipeline's sample rate */
+#define GF_AUDIO_MIN_RATE 1000   /* samples in memory: the lowest rate taken, Hz */
+#define GF_AUDIO_MAX_RATE 768000 /* and the highest */
 
 typedef struct {
     int rate;            /* the file's sample rate, Hz */
@@ -42,6 +44,16 @@ typedef struct gf_audio_reader gf_audio_reader;
  * (GF_ENOENT missing, GF_EIO unreadable, GF_EINVAL empty, zero-length or
  * malformed, GF_EUNSUP format not recognised or sample width not decodable). */
 gf_audio_reader *gf_audio_reader_new(const char *path, int *err);
+
+/* A reader over n mono samples already in memory at `rate` Hz (borrowed:
+ * they must outlive the reader), resampled to 16 kHz as a file at that
+ * rate is, in the same blocks, so the same samples give the same output;
+ * name stands for them in messages. Returns NULL after logging, with
+ * GF_EINVAL in *err (when err is not NULL) for a rate outside
+ * GF_AUDIO_MIN_RATE..GF_AUDIO_MAX_RATE, no samples or a sample that is not
+ * finite, GF_EUNSUP when the resampler refuses the rate. */
+gf_audio_reader *gf_audio_reader_new_samples(const float *x, size_t n, int rate,
+                                             const char *name, int *err);
 
 /* Close the file and free the reader; accepts NULL, sets *self_p to NULL. */
 void gf_audio_reader_destroy(gf_audio_reader **self_p);

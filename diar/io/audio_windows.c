@@ -1,7 +1,7 @@
 /* audio_windows.c — the pipeline's sliding windows (see audio_windows.h):
- * one window's buffer over a gf_audio_reader, filled from the reader and
- * slid by memmove, so a three-hour file costs the same memory as a
- * ten-second one. */
+ * one window's buffer over a gf_audio_reader (a file, or samples in
+ * memory), filled from the reader and slid by memmove, so a three-hour
+ * file costs the same memory as a ten-second one. */
 #include "diar/io/audio_windows.h"
 
 #include "common/error.h"
@@ -26,10 +26,11 @@ struct gf_audio_windows {
     bool finished;            /* no window left */
 };
 
-gf_audio_windows *gf_audio_windows_new(const char *path, size_t size, size_t step, int *err)
+/* The windows over reader r (taken), or NULL when r is NULL. */
+static gf_audio_windows *windows_on(gf_audio_reader *r, const char *path, size_t size,
+                                    size_t step)
 {
     assert(size > 0 && step > 0 && step <= size);
-    gf_audio_reader *r = gf_audio_reader_new(path, err);
     if (!r)
         return NULL;
     gf_audio_windows *self = gf_calloc(1, sizeof *self);
@@ -39,6 +40,18 @@ gf_audio_windows *gf_audio_windows_new(const char *path, size_t size, size_t ste
     self->step = step;
     self->buf = gf_calloc(size, sizeof(float));
     return self;
+}
+
+gf_audio_windows *gf_audio_windows_new(const char *path, size_t size, size_t step, int *err)
+{
+    return windows_on(gf_audio_reader_new(path, err), path, size, step);
+}
+
+gf_audio_windows *gf_audio_windows_new_samples(const float *x, size_t n, int rate,
+                                               const char *name, size_t size, size_t step,
+                                               int *err)
+{
+    return windows_on(gf_audio_reader_new_samples(x, n, rate, name, err), name, size, step);
 }
 
 void gf_audio_windows_destroy(gf_audio_windows **self_p)

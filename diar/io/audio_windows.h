@@ -20,6 +20,14 @@ typedef struct gf_audio_windows gf_audio_windows;
  * on failure as gf_audio_reader_new, with *err set when err is not NULL. */
 gf_audio_windows *gf_audio_windows_new(const char *path, size_t size, size_t step, int *err);
 
+/* The same windows over n mono samples in memory at `rate` Hz (borrowed:
+ * they must outlive the windows; resampled as gf_audio_reader_new_samples
+ * says), name standing for them in messages. NULL on failure as
+ * gf_audio_reader_new_samples, with *err set when err is not NULL. */
+gf_audio_windows *gf_audio_windows_new_samples(const float *x, size_t n, int rate,
+                                               const char *name, size_t size, size_t step,
+                                               int *err);
+
 /* Close the file and free the windows; accepts NULL, sets *self_p to NULL. */
 void gf_audio_windows_destroy(gf_audio_windows **self_p);
 
@@ -30,7 +38,7 @@ void gf_audio_windows_destroy(gf_audio_windows **self_p);
 int gf_audio_windows_next(gf_audio_windows *self, const float **win, int64_t *start,
                           size_t *valid);
 
-/* The file behind the windows. Borrowed, valid until destroy. */
+/* The file (or samples) behind the windows. Borrowed, valid until destroy. */
 const gf_audio_info *gf_audio_windows_info(const gf_audio_windows *self);
 
 /* Number of windows a file of n 16 kHz samples gives (0 for n = 0). */

@@ -8,6 +8,8 @@
 #   make gpu-check   GPU tests (skip cleanly without a GPU)
 #   make deps        install the Debian packages the project needs (tools/setup-deps)
 #   make demo        diarize a made-up two-voice recording, print turns and DER (tools/demo)
+#   make lib         build/lib/libgpuflock.so.0 and gpuflock.pc, the C API (docs/api.md)
+#   make install-lib install them and api/gpuflock.h under $(DESTDIR)$(PREFIX)
 #
 # Sources are found by wildcard: a new module is a new .c/.h pair in its
 # directory, nothing to register here. Each directory becomes one static
@@ -39,7 +41,7 @@ LDFLAGS  ?=
 # tools/check-layout (run by every build) refuses an include of a room that
 # a folder may not use, so a wrong-way dependency fails the build.
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
-ROOMS := cli broker worker qualify diar diar/score diar/cluster diar/io kernels route gpu net common
+ROOMS := cli api broker worker qualify diar diar/score diar/cluster diar/io kernels route gpu net common
 room_src = $(filter-out $(1)/main.c,$(wildcard $(1)/*.c)) \
            $(if $(filter kernels,$(1)),$(wildcard kernels/*/*.c))
 room_lib = $(BUILD)/lib/libgf$(subst /,,$(subst diar/,,$(1))).a
@@ -65,9 +67,9 @@ TEST_HELPERS := $(wildcard tests/helpers/*.c)
 TEST_HELPER_BINS := $(patsubst tests/helpers/%.c,$(BUILD)/tests/helpers/%,$(TEST_HELPERS))
 
 .SECONDARY:
-.PHONY: all build check unit sanitize fuzz deps clean gpu-check gpu-proof bench demo
+.PHONY: all build check unit sanitize fuzz deps clean gpu-check gpu-proof bench demo lib install-lib FORCE
 all: $(BINS) $(UNIT_BINS) $(TEST_HELPER_BINS) $(GPU_TEST_BINS) $(BENCH_BINS) $(BUILD)/evidence.stamp \
-     $(BUILD)/layout.stamp
+     $(BUILD)/layout.stamp lib
 
 # The floors (tools/check-layout), checked again whenever a source changes.
 LAYOUT_FILES := $(shell find $(ROOMS) -name '*.[ch]' -o -name '*.cu' -o -name '*.cuh' 2>/dev/null)
@@ -191,6 +193,67 @@ $(BUILD)/tests/helpers/%: $(call obj,tests/helpers/%.c) $(ALL_LIBS)
 	@mkdir -p $(dir $@)
 	$(CC) $(SAN) $(LDFLAGS) -o $@ $< $(LINK)
 
+# The shared library (docs/api.md): api/ and the rooms below it compiled
+# again with -fPIC under $(BUILD)/pic, api's objects linked whole and the
+# rest from their archives in floor order (what api needs, no more); the
+# version script exports the API's names alone, so the gf_* names of the
+# archives stay inside. Its soname is libgpuflock.so.0 (GF_DIARIZE_ABI).
+PREFIX     ?= /usr/local
+LIBDIR     ?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
+PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
+SO_NAME    := libgpuflock.so.0
+LIB_ROOMS  := diar diar/score diar/cluster diar/io kernels route gpu common
+LIB_PKGS   := sndfile soxr openblas json-c yaml-0.1 libcrypto zlib
+LIB_LDLIBS := $(shell pkg-config --libs $(LIB_PKGS) 2>/dev/null) -lm -ldl -lpthread
+pic_obj = $(patsubst %.c,$(BUILD)/pic/obj/%.o,$(1))
+pic_lib = $(patsubst $(BUILD)/lib/%,$(BUILD)/pic/lib/%,$(call room_lib,$(1)))
+PIC_LIBS   := $(foreach r,$(LIB_ROOMS),$(call pic_lib,$(r)))
+API_PIC    := $(call pic_obj,$(call room_src,api))
+$(foreach r,$(LIB_ROOMS),$(eval $(call pic_lib,$(r)): $(call pic_obj,$(call room_src,$(r)))))
+$(call pic_lib,gpu): $(BUILD)/pic/obj/gen/ptx_blobs.o
+$(BUILD)/pic/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -fPIC -c $< -o $@
+$(BUILD)/pic/obj/gen/ptx_blobs.o: $(BUILD)/gen/ptx_blobs.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -fPIC -c $< -o $@
+$(BUILD)/pic/lib/%.a:
+	@mkdir -p $(dir $@)
+	@rm -f $@
+	ar rcs $@ $^
+$(BUILD)/lib/$(SO_NAME): $(API_PIC) $(PIC_LIBS) api/libgpuflock.map
+	@mkdir -p $(dir $@)
+	$(CC) $(SAN) $(LDFLAGS) -shared -Wl,-soname,$(SO_NAME) -Wl,--version-script=api/libgpuflock.map \
+	    -Wl,--no-undefined -Wl,--as-needed -o $@ $(API_PIC) $(PIC_LIBS) $(LIB_LDLIBS)
+$(BUILD)/lib/libgpuflock.so: $(BUILD)/lib/$(SO_NAME)
+	ln -sfn $(SO_NAME) $@
+# The pkg-config file for PREFIX (rewritten only when PREFIX or the version
+# changes, so a later `make install-lib PREFIX=...` gets its own). The
+# header includes nothing of the libraries linked in, so they are private.
+under_prefix = $(patsubst $(PREFIX)/%,$${prefix}/%,$(1))
+GF_VERSION_STR := $(shell sed -n 's/^\#define GF_VERSION "\(.*\)"/\1/p' common/version.h)
+$(BUILD)/lib/gpuflock.pc: FORCE
+	@mkdir -p $(dir $@)
+	@printf '%s\n' 'prefix=$(PREFIX)' 'libdir=$(call under_prefix,$(LIBDIR))' \
+	  'includedir=$(call under_prefix,$(INCLUDEDIR))' '' \
+	  'Name: gpuflock' \
+	  'Description: speaker diarization (pyannote community-1 recipe) on the CPU or a CUDA card' \
+	  'Version: $(GF_VERSION_STR)' \
+	  'Libs: -L$${libdir} -lgpuflock' \
+	  'Libs.private: $(LIB_LDLIBS)' \
+	  'Cflags: -I$${includedir}' > $@.tmp
+	@if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv -f $@.tmp $@; echo "wrote $@"; fi
+FORCE:
+lib: $(BUILD)/lib/$(SO_NAME) $(BUILD)/lib/libgpuflock.so $(BUILD)/lib/gpuflock.pc
+# No `make install` yet; this installs the library alone (DESTDIR for staging).
+install-lib: lib
+	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(PKGCONFIGDIR)
+	install -m 755 $(BUILD)/lib/$(SO_NAME) $(DESTDIR)$(LIBDIR)/$(SO_NAME)
+	ln -sfn $(SO_NAME) $(DESTDIR)$(LIBDIR)/libgpuflock.so
+	install -m 644 api/gpuflock.h $(DESTDIR)$(INCLUDEDIR)/gpuflock.h
+	install -m 644 $(BUILD)/lib/gpuflock.pc $(DESTDIR)$(PKGCONFIGDIR)/gpuflock.pc
+
 # CUDA: each kernels/<op>/<area>.cu becomes PTX for the sm75 baseline and sm90, embedded in
 # the worker library through a generated table (gpu/modules.h). Without nvcc
 # the table is empty and the build goes on.
@@ -275,4 +338,4 @@ fuzz:
 clean:
 	rm -rf $(BUILD) build
 
--include $(shell find $(BUILD)/obj $(BUILD)/musl/obj -name '*.d' 2>/dev/null)
+-include $(shell find $(BUILD)/obj $(BUILD)/pic/obj $(BUILD)/musl/obj -name '*.d' 2>/dev/null)

@@ -61,7 +61,7 @@ _Static_assert((int)GF_DIARIZE_LOG_DEBUG == (int)GF_LOG_DEBUG
 
 /* The option structs as ABI 0 defined them: a smaller size is refused. */
 #define OPTS_SIZE_0 (offsetof(gf_diarize_opts, overlap) + sizeof(int))
-#define CALL_SIZE_0 (offsetof(gf_diarize_call, overwrite) + sizeof(int))
+#define CALL_SIZE_0 (offsetof(gf_diarize_call, max_speakers) + sizeof(int))
 
 /* The most windows per network call and threads taken (the configuration's
  * bounds, common/config_read.c). */
@@ -186,6 +186,19 @@ static int plan_card(int ordinal, gf_route_plan **out)
     return *out ? 0 : GF_EDEVICE;
 }
 
+/* Speaker constraints as pyannote takes them. 0 or GF_EINVAL (message in h). */
+static int check_speakers(gf_diarize *h, int num, int min, int max)
+{
+    if (num < 0 || min < 0 || max < 0)
+        return refuse(h, GF_EINVAL, "speaker counts must not be negative (num %d, min %d, "
+                      "max %d)", num, min, max);
+    if (num && (min || max))
+        return refuse(h, GF_EINVAL, "num_speakers excludes min_speakers and max_speakers");
+    if (min && max && min > max)
+        return refuse(h, GF_EINVAL, "min_speakers %d is above max_speakers %d", min, max);
+    return 0;
+}
+
 /* The options taken: what a caller's struct sets, the defaults for the
  * rest. 0 or the code (message in h). */
 static int read_opts(gf_diarize *h, const gf_diarize_opts *given, gf_diarize_opts *o)
@@ -198,14 +211,9 @@ static int read_opts(gf_diarize *h, const gf_diarize_opts *given, gf_diarize_opt
         return rc;
     memcpy(o, given, given->size < sizeof *o ? given->size : sizeof *o);
     o->size = sizeof *o;
-    if (o->num_speakers < 0 || o->min_speakers < 0 || o->max_speakers < 0)
-        return refuse(h, GF_EINVAL, "speaker counts must not be negative (num %d, min %d, "
-                      "max %d)", o->num_speakers, o->min_speakers, o->max_speakers);
-    if (o->num_speakers && (o->min_speakers || o->max_speakers))
-        return refuse(h, GF_EINVAL, "num_speakers excludes min_speakers and max_speakers");
-    if (o->min_speakers && o->max_speakers && o->min_speakers > o->max_speakers)
-        return refuse(h, GF_EINVAL, "min_speakers %d is above max_speakers %d",
-                      o->min_speakers, o->max_speakers);
+    rc = check_speakers(h, o->num_speakers, o->min_speakers, o->max_speakers);
+    if (rc)
+        return rc;
     if (o->batch_size < 0 || o->batch_size > MAX_BATCH)
         return refuse(h, GF_EINVAL, "batch_size %d: outside 0..%d", o->batch_size, MAX_BATCH);
     if (o->threads < 0 || o->threads > MAX_THREADS)
@@ -389,15 +397,23 @@ static int run(gf_diarize *h, bool file, const char *path, const float *x, size_
     gf_diarize_call c;
     gf_diarize_call_init(&c, sizeof c);
     if (given) {
-        int rc = check_size(h, given, given->size, CALL_SIZE_0, sizeof c, "gf_diarize_call");
-        if (rc)
-            return public_code(rc);
+        int src = check_size(h, given, given->size, CALL_SIZE_0, sizeof c, "gf_diarize_call");
+        if (src)
+            return public_code(src);
         memcpy(&c, given, given->size < sizeof c ? given->size : sizeof c);
     }
     if (c.uri && !c.uri[0])
         return refuse(h, GF_EINVAL, "an empty uri");
+    int rc = check_speakers(h, c.num_speakers, c.min_speakers, c.max_speakers);
+    if (rc)
+        return rc;
     gf_diar_run_opts o = gf_diar_run_defaults();
     o.cluster = h->cluster;
+    if (c.num_speakers || c.min_speakers || c.max_speakers) {
+        o.cluster.num_speakers = c.num_speakers;
+        o.cluster.min_speakers = c.min_speakers;
+        o.cluster.max_speakers = c.max_speakers;
+    }
     o.save_dir = c.intermediates;
     o.overwrite = c.overwrite != 0;
     o.progress = c.progress;
@@ -408,8 +424,8 @@ static int run(gf_diarize *h, bool file, const char *path, const float *x, size_
     gf_diarize_result *r = gf_calloc(1, sizeof *r);
     r->stats = gf_devstats_new();
     r->uri = c.uri ? clean_uri(c.uri) : file ? file_uri(path) : gf_strdup(DEFAULT_URI);
-    int rc = file ? gf_diar_run(h->diar, path, &o, r->stats, &r->res)
-                  : gf_diar_run_samples(h->diar, x, n, rate, r->uri, &o, r->stats, &r->res);
+    rc = file ? gf_diar_run(h->diar, path, &o, r->stats, &r->res)
+              : gf_diar_run_samples(h->diar, x, n, rate, r->uri, &o, r->stats, &r->res);
     if (rc) {
         failed(h, rc, NULL);
         gf_diarize_result_destroy(&r);

@@ -154,6 +154,10 @@ typedef struct {
                                          reads); NULL: none */
     int overwrite;                    /* replace intermediate files already there; 0: such a
                                          file fails the call (GF_DIARIZE_EEXIST), kept */
+    int num_speakers;                 /* this call's speaker constraints, as in
+                                         gf_diarize_opts; all three 0: the handle's */
+    int min_speakers;                 /* (set any, and the three replace the handle's) */
+    int max_speakers;
     /* Fields are added here, at the end, with 0 as their default. */
 } gf_diarize_call;
 

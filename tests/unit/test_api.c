@@ -489,6 +489,25 @@ static void test_options(void **state)
     assert_int_equal(gf_diarize_file(h, SAMPLE, NULL, &r), 0);
     assert_int_equal(gf_diarize_result_speakers(r), 3);
     gf_diarize_result_destroy(&r);
+    /* a call's constraints replace the handle's, for that call */
+    gf_diarize_call c;
+    gf_diarize_call_init(&c, sizeof c);
+    c.num_speakers = 2;
+    assert_int_equal(gf_diarize_file(h, SAMPLE, &c, &r), 0);
+    assert_int_equal(gf_diarize_result_speakers(r), 2);
+    gf_diarize_result_destroy(&r);
+    c.num_speakers = 0;
+    c.min_speakers = 3;
+    c.max_speakers = 2;
+    assert_int_equal(gf_diarize_file(h, SAMPLE, &c, &r), GF_DIARIZE_EINVAL);
+    assert_non_null(strstr(gf_diarize_errmsg(h), "min_speakers 3 is above max_speakers 2"));
+    /* a call struct from before any field: refused */
+    c.size = sizeof c.size;
+    assert_int_equal(gf_diarize_file(h, SAMPLE, &c, &r), GF_DIARIZE_EINVAL);
+    assert_non_null(strstr(gf_diarize_errmsg(h), "gf_diarize_call: size "));
+    assert_int_equal(gf_diarize_file(h, SAMPLE, NULL, &r), 0);
+    assert_int_equal(gf_diarize_result_speakers(r), 3);
+    gf_diarize_result_destroy(&r);
     gf_diarize_close(&h);
 }
 

@@ -247,10 +247,10 @@ static int open_card(gf_diarize *h, const gf_diarize_opts *o)
         gf_log_clear_last_error();   /* the CPU it is: no error of this open */
         return 0;
     }
-    char why[256];
-    snprintf(why, sizeof why, "%s", gf_log_last_error()[0] ? gf_log_last_error()
-                                                            : gf_strerror(rc));
-    return refuse(h, GF_EDEVICE, "CUDA card %d cannot be used: %s", card, why);
+    /* why was logged where it was found (the driver, the card, the plan) */
+    const char *why = gf_log_last_error()[0] ? gf_log_last_error() : gf_strerror(rc);
+    snprintf(h->err, sizeof h->err, "CUDA card %d cannot be used: %s", card, why);
+    return GF_EDEVICE;
 }
 
 int gf_diarize_open(const gf_diarize_opts *opts, gf_diarize **out)

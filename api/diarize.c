@@ -60,7 +60,7 @@ _Static_assert((int)GF_DIARIZE_LOG_DEBUG == (int)GF_LOG_DEBUG
                "the public log levels are gpuflock's");
 
 /* The option structs as ABI 0 defined them: a smaller size is refused. */
-#define OPTS_SIZE_0 (offsetof(gf_diarize_opts, overlap) + sizeof(int))
+#define OPTS_SIZE_0 (offsetof(gf_diarize_opts, embedding_include_overlap) + sizeof(int))
 #define CALL_SIZE_0 (offsetof(gf_diarize_call, max_speakers) + sizeof(int))
 
 /* The most windows per network call and threads taken (the configuration's
@@ -77,7 +77,8 @@ struct gf_diarize {
                                 applied it, so it goes after the pipeline */
     int device;              /* the card the networks run on, or GF_DIARIZE_CPU */
     char *models;            /* the models folder as given (NULL: none), for the JSON */
-    gf_cluster_opts cluster; /* speaker constraints, clustering threads */
+    gf_cluster_opts cluster; /* speaker constraints, the recipe's knobs, clustering threads */
+    bool exclude_overlap;    /* embedding_exclude_overlap */
     char err[512];           /* the last failed call's message, "" after a success */
 };
 
@@ -86,6 +87,8 @@ struct gf_diarize_result {
     gf_devstats *stats;      /* device timings of the call */
     gf_diarize_turn *turns;  /* [n_turns] the turns in the public form */
     size_t n_turns;          /* res.rttm->n */
+    gf_diarize_turn *excl;   /* [n_excl] the exclusive turns */
+    size_t n_excl;           /* res.exclusive->n */
     char (*labels)[32];      /* [res.n_speakers] "SPEAKER_NN" */
     char *uri;               /* the recording's name in the RTTM */
     char *input;             /* the file diarized (absolute or as given); NULL: samples */
@@ -161,8 +164,8 @@ void gf_diarize_opts_init(gf_diarize_opts *opts, size_t size)
     opts->size = size;
     if (FITS(size, gf_diarize_opts, device))
         opts->device = GF_DIARIZE_CPU;
-    if (FITS(size, gf_diarize_opts, overlap))
-        opts->overlap = 1;
+    if (FITS(size, gf_diarize_opts, two_streams))
+        opts->two_streams = 1;
 }
 
 void gf_diarize_call_init(gf_diarize_call *call, size_t size)
@@ -223,6 +226,20 @@ static int read_opts(gf_diarize *h, const gf_diarize_opts *given, gf_diarize_opt
                       "GF_DIARIZE_ANY_CARD", o->device);
     if (o->math != GF_DIARIZE_MATH_FP32 && o->math != GF_DIARIZE_MATH_TF32)
         return refuse(h, GF_EINVAL, "math %d: not GF_DIARIZE_MATH_FP32 or _TF32", o->math);
+    /* the bounds `gpuflock diarize` takes them in (cli/diarknobs.c); 0: the recipe's */
+    const struct {
+        const char *name;
+        double v, hi;
+    } knobs[] = {
+        { "clustering_threshold", o->clustering_threshold, 2.0 },
+        { "fa", o->fa, 1e3 },
+        { "fb", o->fb, 1e3 },
+        { "min_duration_off", o->min_duration_off, 3600.0 },
+    };
+    for (size_t i = 0; i < sizeof knobs / sizeof knobs[0]; i++)
+        if (!(knobs[i].v >= 0.0 && knobs[i].v <= knobs[i].hi))
+            return refuse(h, GF_EINVAL, "%s %g: outside 0..%g (0: the recipe's)", knobs[i].name,
+                          knobs[i].v, knobs[i].hi);
     return 0;
 }
 
@@ -236,7 +253,7 @@ static int open_card(gf_diarize *h, const gf_diarize_opts *o)
     rc = rc ? rc : gf_diar_backend_gpu(h->plan, o->models, gf_diar_batch(h->diar),
                                        o->math == GF_DIARIZE_MATH_TF32 ? GF_MATH_TF32
                                                                        : GF_MATH_FP32,
-                                       o->overlap != 0, &be);
+                                       o->two_streams != 0, &be);
     if (rc == 0) {
         gf_diar_set_backend(h->diar, &be);
         h->device = card;
@@ -269,6 +286,14 @@ int gf_diarize_open(const gf_diarize_opts *opts, gf_diarize **out)
     h->cluster.num_speakers = o.num_speakers;
     h->cluster.min_speakers = o.min_speakers;
     h->cluster.max_speakers = o.max_speakers;
+    if (o.clustering_threshold > 0.0)
+        h->cluster.threshold = o.clustering_threshold;
+    if (o.fa > 0.0)
+        h->cluster.vbx.Fa = o.fa;
+    if (o.fb > 0.0)
+        h->cluster.vbx.Fb = o.fb;
+    h->cluster.min_duration_off = o.min_duration_off;
+    h->exclude_overlap = !o.embedding_include_overlap;
     gf_blas_set_threads(o.threads);
     bool weight_free = true;
     if (o.models && o.models[0]) {
@@ -354,29 +379,38 @@ static char *file_uri(const char *path)
     return s;
 }
 
-/* The public form of a pipeline result: turns, labels, and the uri on
- * every turn of the RTTM. */
-static void fill_result(gf_diarize_result *r)
+/* The turns of rt in the public form (a new array of rt->n), each with the
+ * uri on it. */
+static gf_diarize_turn *public_turns(gf_rttm *rt, const char *uri, size_t n_speakers)
 {
-    gf_rttm *rt = r->res.rttm;
-    size_t ns = r->res.n_speakers;
-    r->labels = gf_calloc(ns ? ns : 1, sizeof *r->labels);
-    for (size_t k = 0; k < ns; k++)
-        snprintf(r->labels[k], sizeof r->labels[k], "SPEAKER_%02d", (int)k);
-    r->n_turns = rt->n;
-    r->turns = gf_calloc(rt->n ? rt->n : 1, sizeof *r->turns);
+    gf_diarize_turn *out = gf_calloc(rt->n ? rt->n : 1, sizeof *out);
     for (size_t i = 0; i < rt->n; i++) {
         gf_turn *t = &rt->turns[i];
         int k = -1;
         sscanf(t->speaker, "SPEAKER_%d", &k);
-        assert(k >= 0 && (size_t)k < ns);   /* diar/result.c names them so */
-        r->turns[i] = (gf_diarize_turn){ .start = t->start, .end = t->start + t->duration,
-                                         .speaker = k };
-        if (strcmp(t->uri, r->uri) != 0) {
+        assert(k >= 0 && (size_t)k < n_speakers);   /* diar/result.c names them so */
+        (void)n_speakers;
+        out[i] = (gf_diarize_turn){ .start = t->start, .end = t->start + t->duration,
+                                    .speaker = k };
+        if (strcmp(t->uri, uri) != 0) {
             free(t->uri);
-            t->uri = gf_strdup(r->uri);
+            t->uri = gf_strdup(uri);
         }
     }
+    return out;
+}
+
+/* The public form of a pipeline result: labels, turns, exclusive turns. */
+static void fill_result(gf_diarize_result *r)
+{
+    size_t ns = r->res.n_speakers;
+    r->labels = gf_calloc(ns ? ns : 1, sizeof *r->labels);
+    for (size_t k = 0; k < ns; k++)
+        snprintf(r->labels[k], sizeof r->labels[k], "SPEAKER_%02d", (int)k);
+    r->n_turns = r->res.rttm->n;
+    r->turns = public_turns(r->res.rttm, r->uri, ns);
+    r->n_excl = r->res.exclusive->n;
+    r->excl = public_turns(r->res.exclusive, r->uri, ns);
 }
 
 /* One call: the file at path, or n samples x at rate when file is false. */
@@ -409,6 +443,7 @@ static int run(gf_diarize *h, bool file, const char *path, const float *x, size_
         return rc;
     gf_diar_run_opts o = gf_diar_run_defaults();
     o.cluster = h->cluster;
+    o.exclude_overlap = h->exclude_overlap;
     if (c.num_speakers || c.min_speakers || c.max_speakers) {
         o.cluster.num_speakers = c.num_speakers;
         o.cluster.min_speakers = c.min_speakers;
@@ -459,6 +494,21 @@ size_t gf_diarize_result_turns(const gf_diarize_result *r, const gf_diarize_turn
     return r ? r->n_turns : 0;
 }
 
+size_t gf_diarize_result_exclusive(const gf_diarize_result *r, const gf_diarize_turn **turns)
+{
+    if (turns)
+        *turns = r ? r->excl : NULL;
+    return r ? r->n_excl : 0;
+}
+
+const float *gf_diarize_result_embeddings(const gf_diarize_result *r, size_t *dim)
+{
+    bool any = r && r->res.n_speakers && r->res.dim;
+    if (dim)
+        *dim = any ? r->res.dim : 0;
+    return any ? r->res.centroids : NULL;
+}
+
 size_t gf_diarize_result_speakers(const gf_diarize_result *r)
 {
     return r ? r->res.n_speakers : 0;
@@ -491,22 +541,31 @@ const char *gf_diarize_result_uri(const gf_diarize_result *r)
     return r ? r->uri : NULL;
 }
 
-char *gf_diarize_result_rttm(const gf_diarize_result *r, const char *uri)
+/* rt's RTTM text under uri (NULL: as it is). */
+static char *rttm_text(const gf_rttm *rt, const char *uri)
 {
-    if (!r || (uri && !uri[0]))
-        return NULL;
     if (!uri)
-        return gf_rttm_format(r->res.rttm);
+        return gf_rttm_format(rt);
     char *u = clean_uri(uri);
     gf_rttm *other = gf_rttm_new();
-    for (size_t i = 0; i < r->res.rttm->n; i++) {
-        const gf_turn *t = &r->res.rttm->turns[i];
+    for (size_t i = 0; i < rt->n; i++) {
+        const gf_turn *t = &rt->turns[i];
         gf_rttm_add(other, u, t->channel, t->start, t->duration, t->speaker);
     }
     char *text = gf_rttm_format(other);
     gf_rttm_destroy(&other);
     free(u);
     return text;
+}
+
+char *gf_diarize_result_rttm(const gf_diarize_result *r, const char *uri)
+{
+    return r && (!uri || uri[0]) ? rttm_text(r->res.rttm, uri) : NULL;
+}
+
+char *gf_diarize_result_exclusive_rttm(const gf_diarize_result *r, const char *uri)
+{
+    return r && (!uri || uri[0]) ? rttm_text(r->res.exclusive, uri) : NULL;
 }
 
 char *gf_diarize_result_json(const gf_diarize_result *r)
@@ -538,6 +597,7 @@ void gf_diarize_result_destroy(gf_diarize_result **r_p)
     gf_diar_result_free(&r->res);
     gf_devstats_destroy(&r->stats);
     free(r->turns);
+    free(r->excl);
     free(r->labels);
     free(r->uri);
     free(r->input);

@@ -127,8 +127,19 @@ typedef struct {
                            GF_DIARIZE_EDEVICE when it cannot be used), or
                            GF_DIARIZE_ANY_CARD. Weight-free mode runs on the CPU */
     int math;           /* on a card: GF_DIARIZE_MATH_FP32 or GF_DIARIZE_MATH_TF32 */
-    int overlap;        /* on a card: 1 (default) runs a batch's embedding trunk beside
+    int two_streams;    /* on a card: 1 (default) runs a batch's embedding trunk beside
                            its segmentation on a second stream; 0 one after the other */
+    /* The community-1 recipe's knobs, under pyannote's names; 0: the recipe's value. */
+    double clustering_threshold;    /* the AHC cut, (0, 2]; 0: 0.6 (weight-free mode
+                                       keeps its own) */
+    double fa;                      /* VBx's Fa, (0, 1000]; 0: 0.07 */
+    double fb;                      /* VBx's Fb, (0, 1000]; 0: 0.8 */
+    double min_duration_off;        /* seconds, [0, 3600]: one speaker's turns closer than
+                                       this are merged; 0: none are */
+    int embedding_include_overlap;  /* 1: embeddings pooled over all of a speaker's active
+                                       frames (embedding_exclude_overlap false); 0: over
+                                       those where it speaks alone, when it has some
+                                       (community-1's) */
     /* Fields are added here, at the end, with 0 as their default. */
 } gf_diarize_opts;
 
@@ -242,6 +253,19 @@ int gf_diarize_result_mode(const gf_diarize_result *r);
 /* Wall seconds the call took. */
 double gf_diarize_result_elapsed(const gf_diarize_result *r);
 
+/* The exclusive diarization (pyannote's exclusive_speaker_diarization): at
+ * most one speaker at a time, the most active one, with the same speakers
+ * as the turns (min_duration_off merges a speaker's turns here too, so with
+ * it they may overlap). Returns the number of its turns, *turns (may be
+ * NULL) as gf_diarize_result_turns. */
+size_t gf_diarize_result_exclusive(const gf_diarize_result *r, const gf_diarize_turn **turns);
+
+/* Each speaker's centroid embedding (pyannote's speaker_embeddings): rows
+ * of *dim floats (256; 40 in weight-free mode), speaker 0 first, one per
+ * speaker; zeros for a speaker the forced count named beyond the clusters
+ * found. Borrowed; NULL (and *dim 0) when there is no speaker. */
+const float *gf_diarize_result_embeddings(const gf_diarize_result *r, size_t *dim);
+
 /* The recording's name in the RTTM (gf_diarize_call.uri). Borrowed. */
 const char *gf_diarize_result_uri(const gf_diarize_result *r);
 
@@ -251,7 +275,11 @@ const char *gf_diarize_result_uri(const gf_diarize_result *r);
  * uri. Free with gf_diarize_free. */
 char *gf_diarize_result_rttm(const gf_diarize_result *r, const char *uri);
 
-/* The result as `gpuflock diarize --json` writes it (turns, speakers, mode,
+/* The exclusive diarization's RTTM, as gf_diarize_result_rttm. */
+char *gf_diarize_result_exclusive_rttm(const gf_diarize_result *r, const char *uri);
+
+/* The result as `gpuflock diarize --json` writes it (turns with an overlap
+ * flag, exclusive turns, speakers and their embeddings, parameters, mode,
  * duration, windows, timings per stage, device timings; "input" names a
  * file's path, size, mtime and SHA-256, read now, and is null for samples).
  * One line and a newline. Free with gf_diarize_free. */

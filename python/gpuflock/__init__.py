@@ -76,7 +76,10 @@ class _Opts(ctypes.Structure):
                 ("num_speakers", ctypes.c_int), ("min_speakers", ctypes.c_int),
                 ("max_speakers", ctypes.c_int), ("batch_size", ctypes.c_int),
                 ("threads", ctypes.c_int), ("device", ctypes.c_int), ("math", ctypes.c_int),
-                ("overlap", ctypes.c_int)]
+                ("two_streams", ctypes.c_int), ("clustering_threshold", ctypes.c_double),
+                ("fa", ctypes.c_double), ("fb", ctypes.c_double),
+                ("min_duration_off", ctypes.c_double),
+                ("embedding_include_overlap", ctypes.c_int)]
 
 
 _PROGRESS = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_size_t)
@@ -119,6 +122,9 @@ _file = _sig("gf_diarize_file", ctypes.c_int, _H, ctypes.c_char_p, _P(_Call), _P
 _samples = _sig("gf_diarize_samples", ctypes.c_int, _H, _P(ctypes.c_float), ctypes.c_size_t,
                 ctypes.c_int, _P(_Call), _P(_R))
 _r_turns = _sig("gf_diarize_result_turns", ctypes.c_size_t, _R, _P(_P(_Turn)))
+_r_exclusive = _sig("gf_diarize_result_exclusive", ctypes.c_size_t, _R, _P(_P(_Turn)))
+_r_embeddings = _sig("gf_diarize_result_embeddings", _P(ctypes.c_float), _R,
+                     _P(ctypes.c_size_t))
 _r_speakers = _sig("gf_diarize_result_speakers", ctypes.c_size_t, _R)
 _r_label = _sig("gf_diarize_result_label", ctypes.c_char_p, _R, ctypes.c_size_t)
 _r_duration = _sig("gf_diarize_result_duration", ctypes.c_double, _R)
@@ -127,6 +133,8 @@ _r_elapsed = _sig("gf_diarize_result_elapsed", ctypes.c_double, _R)
 _r_uri = _sig("gf_diarize_result_uri", ctypes.c_char_p, _R)
 # strings the caller frees: kept as pointers, read, then freed
 _r_rttm = _sig("gf_diarize_result_rttm", ctypes.c_void_p, _R, ctypes.c_char_p)
+_r_exclusive_rttm = _sig("gf_diarize_result_exclusive_rttm", ctypes.c_void_p, _R,
+                         ctypes.c_char_p)
 _r_json = _sig("gf_diarize_result_json", ctypes.c_void_p, _R)
 _r_destroy = _sig("gf_diarize_result_destroy", None, _P(_R))
 _free = _sig("gf_diarize_free", None, ctypes.c_void_p)
@@ -189,13 +197,17 @@ class Diarization:
 
     Iterating gives (turn, speaker) pairs, as pyannote 4's
     output.speaker_diarization does; itertracks(yield_label=True) gives
-    pyannote.core's (turn, track, speaker) triples."""
+    pyannote.core's (turn, track, speaker) triples. exclusive_speaker_diarization
+    is the same recording with one speaker at a time, and speaker_embeddings
+    each speaker's centroid, as in pyannote 4's output."""
 
-    def __init__(self, result):
+    def __init__(self, result, _whole=None):
         self._r = result
-        self._done = weakref.finalize(self, _destroy_result, result)
+        self._whole = _whole   # the exclusive view keeps the result alive through it
+        if _whole is None:
+            self._done = weakref.finalize(self, _destroy_result, result)
         p = _P(_Turn)()
-        n = _r_turns(result, ctypes.byref(p))
+        n = (_r_exclusive if _whole else _r_turns)(result, ctypes.byref(p))
         self._labels = [_r_label(result, k).decode() for k in range(_r_speakers(result))]
         self._turns = [(Segment(p[i].start, p[i].end), self._labels[p[i].speaker])
                        for i in range(n)]
@@ -203,11 +215,37 @@ class Diarization:
         self.duration = _r_duration(result)
         self.mode = "weight-free" if _r_mode(result) == _MODE_WEIGHT_FREE else "neural"
         self.elapsed = _r_elapsed(result)
+        self._exclusive = None
 
     @property
     def speaker_diarization(self):
         """This object (pyannote 4's name for the annotation of an output)."""
         return self
+
+    @property
+    def exclusive_speaker_diarization(self):
+        """At most one speaker at a time, the most active one (a Diarization)."""
+        if self._whole is not None:
+            return self
+        if self._exclusive is None:
+            self._exclusive = Diarization(self._r, _whole=self)
+            self._exclusive.uri = self.uri
+        return self._exclusive
+
+    @property
+    def speaker_embeddings(self):
+        """Each speaker's centroid embedding, labels() order: a numpy array
+        (speakers x 256; 40 in weight-free mode) when numpy is there, else a
+        list of lists."""
+        dim = ctypes.c_size_t()
+        p = _r_embeddings(self._r, ctypes.byref(dim))
+        n, d = (len(self._labels), dim.value) if p else (0, 0)
+        rows = [[p[k * d + j] for j in range(d)] for k in range(n)]
+        try:
+            import numpy as np
+        except ImportError:
+            return rows
+        return np.array(rows, dtype=np.float32).reshape(n, d)
 
     def __iter__(self):
         return iter(self._turns)
@@ -227,7 +265,8 @@ class Diarization:
 
     def to_rttm(self):
         """The RTTM text under self.uri: what `gpuflock diarize` writes."""
-        text = _take_string(_r_rttm(self._r, _bytes(self.uri)))
+        fn = _r_exclusive_rttm if self._whole is not None else _r_rttm
+        text = _take_string(fn(self._r, _bytes(self.uri)))
         if text is None:
             raise ValueError(f"gpuflock: uri {self.uri!r}: an RTTM needs a non-empty uri")
         return text
@@ -243,8 +282,9 @@ class Diarization:
                 f.write(text)
 
     def to_json(self):
-        """`gpuflock diarize --json`'s document: turns, speakers, mode,
-        timings, devstats, and the input file (None for a waveform)."""
+        """`gpuflock diarize --json`'s document: turns, exclusive turns,
+        speakers and their embeddings, parameters, mode, timings, devstats,
+        and the input file (None for a waveform)."""
         return _take_string(_r_json(self._r))
 
     def __repr__(self):
@@ -310,14 +350,18 @@ class Pipeline:
     constrain the count (also per call); batch_size windows per network
     call; threads for the CPU (0: one per core); device "cpu", "cuda",
     "cuda:N" or N (that card, or the constructor fails), or "auto" (card 0
-    when it can be used, else the CPU); math "fp32" or "tf32" on a card.
+    when it can be used, else the CPU); math "fp32" or "tf32" and
+    two_streams on a card. clustering_threshold, Fa, Fb, min_duration_off
+    and embedding_exclude_overlap are the recipe's knobs under pyannote's
+    names (None: community-1's 0.6, 0.07, 0.8, 0.0, True).
 
     One Pipeline is used by one thread at a time (calls from several are
     taken in turn); several Pipelines run side by side."""
 
     def __init__(self, models=None, *, num_speakers=None, min_speakers=None,
                  max_speakers=None, batch_size=None, threads=None, device="cpu",
-                 math="fp32", overlap=True):
+                 math="fp32", two_streams=True, clustering_threshold=None, Fa=None, Fb=None,
+                 min_duration_off=None, embedding_exclude_overlap=True):
         o = _Opts()
         _opts_init(ctypes.byref(o), ctypes.sizeof(o))
         self._models = None if models is None else os.fspath(models)
@@ -331,7 +375,12 @@ class Pipeline:
         if math not in _MATH:
             raise ValueError(f"gpuflock: math {math!r}: 'fp32' or 'tf32'")
         o.math = _MATH[math]
-        o.overlap = 1 if overlap else 0
+        o.two_streams = 1 if two_streams else 0
+        o.clustering_threshold = clustering_threshold or 0.0
+        o.fa = Fa or 0.0
+        o.fb = Fb or 0.0
+        o.min_duration_off = min_duration_off or 0.0
+        o.embedding_include_overlap = 0 if embedding_exclude_overlap else 1
         h = _H()
         rc = _open(ctypes.byref(o), ctypes.byref(h))
         if rc != 0:

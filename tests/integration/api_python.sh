@@ -7,9 +7,12 @@
 #     against $BUILD/lib, weight-free mode (an empty models folder): its RTTM
 #     is `gpuflock diarize --local`'s byte for byte, from a path and from a
 #     waveform (a list; a numpy array when numpy is there); iteration, labels,
-#     len; the library found beside the package; errors as Python's;
+#     len; a knob, the exclusive RTTM and the speaker embeddings against
+#     --exclusive and --speaker-embeddings; the library found beside the
+#     package; errors as Python's;
 #  3. the same in neural mode with random-weight models (tests/ref/gpu_models.py,
-#     needs torch) and the community-1 PLDA on a 12 s file, and the card:
+#     needs torch) and the community-1 PLDA on a 12 s file, with and without
+#     the knobs (threshold, Fa, Fb, exclude-overlap), and the card:
 #     device="cuda:0" against `--gpu 0` where there is one, else EDEVICE for
 #     "cuda:0" and the CPU for "auto" (each part says "skip: ..." when it
 #     cannot run);
@@ -143,7 +146,30 @@ out = subprocess.run([sys.executable, "-c", "import gpuflock; print(gpuflock.lib
 assert out == os.path.join(pkg, "libgpuflock.so.0"), out
 print("python: ok")
 EOF
-echo "ok: the Python example's RTTM is the command's (path, waveform list and array); iteration, errors, the library beside the package"
+"$G" diarize --local --models "$T/empty" --out "$T/knobs" --exclusive --speaker-embeddings \
+    --min-duration-off 0.5 "$A/sample.wav" >/dev/null 2>&1 || fail "diarize --exclusive --speaker-embeddings"
+"$PY" - "$A/sample.wav" "$T/empty" "$T/knobs" <<'EOF' || fail "the knobs, exclusive turns and embeddings"
+import sys, warnings
+warnings.simplefilter("ignore", RuntimeWarning)
+from gpuflock import Pipeline
+audio, models, out = sys.argv[1:]
+d = Pipeline(models=models, min_duration_off=0.5)(audio)
+assert d.to_rttm() == open(out + "/sample.rttm").read(), "min_duration_off"
+ex = d.exclusive_speaker_diarization
+assert ex.to_rttm() == open(out + "/sample.exclusive.rttm").read(), "exclusive RTTM"
+assert len(ex) > 0 and ex.labels() == d.labels()
+try:
+    import numpy as np
+except ImportError:
+    print("skip: part 2 (speaker embeddings against NAME.speakers.npy): no numpy")
+else:
+    want = np.load(out + "/sample.speakers.npy")
+    got = d.speaker_embeddings
+    assert got.dtype == np.float32 and got.shape == want.shape == (len(d.labels()), 40), got.shape
+    assert (got == want).all(), "speaker embeddings differ"
+print("knobs: ok")
+EOF
+echo "ok: the Python example's RTTM is the command's (path, waveform list and array; min_duration_off, the exclusive RTTM, the speaker embeddings); iteration, errors, the library beside the package"
 
 # 3. neural mode on random weights, and the card
 why=""
@@ -160,17 +186,28 @@ r = wave.open('$A/sample.wav'); w = wave.open('$T/short.wav', 'w')
 w.setparams(r.getparams()); r.readframes(5 * 16000); w.writeframes(r.readframes(12 * 16000))"
     "$G" diarize --local --models "$T/models" --out "$T/nn" "$T/short.wav" >/dev/null 2>"$T/nn.err" \
         || { cat "$T/nn.err"; fail "neural run"; }
-    "$PY" - "$T/models" "$T/short.wav" "$T/nn/short.rttm" <<'EOF' || fail "neural mode through Python"
+    "$G" diarize --local --models "$T/models" --out "$T/nk" --exclusive --speaker-embeddings \
+        --clustering-threshold 0.5 --Fa 0.1 --Fb 0.9 --no-embedding-exclude-overlap \
+        "$T/short.wav" >/dev/null 2>"$T/nk.err" || { cat "$T/nk.err"; fail "neural run, knobs"; }
+    "$PY" - "$T/models" "$T/short.wav" "$T/nn/short.rttm" "$T/nk" <<'EOF' || fail "neural mode through Python"
 import sys
+import numpy as np
 from gpuflock import Pipeline
-models, audio, want = sys.argv[1:]
+models, audio, want, knobs = sys.argv[1:]
 p = Pipeline(models=models)
 assert p.mode == "neural", p.mode
 d = p(audio)
 assert d.mode == "neural" and d.to_rttm() == open(want).read(), "neural RTTM differs"
+k = Pipeline(models=models, clustering_threshold=0.5, Fa=0.1, Fb=0.9,
+             embedding_exclude_overlap=False)(audio)
+assert k.to_rttm() == open(knobs + "/short.rttm").read(), "neural RTTM with the knobs differs"
+assert (k.exclusive_speaker_diarization.to_rttm()
+        == open(knobs + "/short.exclusive.rttm").read()), "exclusive RTTM differs"
+e, want_e = k.speaker_embeddings, np.load(knobs + "/short.speakers.npy")
+assert e.shape == want_e.shape and e.shape[1] == 256 and (e == want_e).all(), "embeddings differ"
 print("neural: ok")
 EOF
-    echo "ok: neural mode: Python's RTTM is the command's"
+    echo "ok: neural mode: Python's RTTM is the command's (defaults; the knobs, exclusive turns and speaker embeddings)"
     if [ -e /dev/nvidia0 ]; then
         "$G" diarize --local --gpu 0 --models "$T/models" --out "$T/gpu" "$T/short.wav" \
             >/dev/null 2>"$T/gpu.err" || { cat "$T/gpu.err"; fail "--gpu 0"; }

@@ -146,6 +146,31 @@ static void test_file_and_samples(void **state)
     gf_diarize_free(text);
     assert_null(gf_diarize_result_rttm(rs, ""));
 
+    /* the exclusive diarization: one speaker at a time, the same speakers;
+     * a centroid embedding per speaker (40 floats in weight-free mode) */
+    const gf_diarize_turn *e;
+    size_t ne = gf_diarize_result_exclusive(rf, &e);
+    assert_true(ne > 0);
+    for (size_t i = 0; i < ne; i++) {
+        assert_true(e[i].end > e[i].start && e[i].speaker >= 0 && (size_t)e[i].speaker < ns);
+        if (i)
+            assert_true(e[i].start >= e[i - 1].end - 1e-9);
+    }
+    text = gf_diarize_result_exclusive_rttm(rs, "sample");
+    char *text2 = gf_diarize_result_exclusive_rttm(rf, NULL);
+    assert_string_equal(text, text2);
+    gf_diarize_free(text);
+    gf_diarize_free(text2);
+    size_t dim = 0;
+    const float *emb = gf_diarize_result_embeddings(rf, &dim);
+    assert_non_null(emb);
+    assert_int_equal(dim, 40);
+    size_t dim_s = 0;
+    assert_memory_equal(emb, gf_diarize_result_embeddings(rs, &dim_s), ns * dim * sizeof *emb);
+    assert_int_equal(dim_s, dim);
+    for (size_t k = 0; k < ns * dim; k++)
+        assert_true(isfinite(emb[k]));
+
     /* the call's uri names the result */
     gf_diarize_call c;
     gf_diarize_call_init(&c, sizeof c);
@@ -399,6 +424,13 @@ static void test_null_args(void **state)
     assert_int_equal(gf_diarize_result_speakers(NULL), 0);
     assert_null(gf_diarize_result_label(NULL, 0));
     assert_null(gf_diarize_result_rttm(NULL, NULL));
+    assert_null(gf_diarize_result_exclusive_rttm(NULL, NULL));
+    t = (const gf_diarize_turn *)x;
+    assert_int_equal(gf_diarize_result_exclusive(NULL, &t), 0);
+    assert_null(t);
+    size_t dim = 7;
+    assert_null(gf_diarize_result_embeddings(NULL, &dim));
+    assert_int_equal(dim, 0);
     assert_null(gf_diarize_result_json(NULL));
     assert_null(gf_diarize_result_uri(NULL));
     gf_diarize_result_destroy(NULL);
@@ -434,7 +466,9 @@ static void test_options(void **state)
     assert_int_equal(o.size, sizeof o);
     assert_null(o.models);
     assert_int_equal(o.device, GF_DIARIZE_CPU);
-    assert_int_equal(o.overlap, 1);
+    assert_int_equal(o.two_streams, 1);
+    assert_true(o.clustering_threshold == 0.0 && o.fa == 0.0 && o.fb == 0.0);
+    assert_true(o.min_duration_off == 0.0 && o.embedding_include_overlap == 0);
     assert_int_equal(o.math, GF_DIARIZE_MATH_FP32);
 
     gf_diarize_opts bad = o;
@@ -460,6 +494,18 @@ static void test_options(void **state)
     bad = o;
     bad.math = 7;
     assert_open_fails(&bad, GF_DIARIZE_EINVAL, "math 7");
+    bad = o;
+    bad.clustering_threshold = 2.5;
+    assert_open_fails(&bad, GF_DIARIZE_EINVAL, "clustering_threshold 2.5: outside 0..2");
+    bad = o;
+    bad.fa = -0.1;
+    assert_open_fails(&bad, GF_DIARIZE_EINVAL, "fa -0.1");
+    bad = o;
+    bad.fb = NAN;
+    assert_open_fails(&bad, GF_DIARIZE_EINVAL, "fb nan");
+    bad = o;
+    bad.min_duration_off = 3601;
+    assert_open_fails(&bad, GF_DIARIZE_EINVAL, "min_duration_off 3601");
 
     /* a newer header's struct: more bytes, taken while they are zero */
     struct {
@@ -480,6 +526,20 @@ static void test_options(void **state)
     assert_int_equal(gf_diarize_open(&o, &h), 0);
     assert_int_equal(gf_diarize_device(h), GF_DIARIZE_CPU);
     gf_diarize_close(&h);
+
+    /* min_duration_off merges one speaker's turns across shorter gaps */
+    gf_diarize_result *r0 = NULL, *r2 = NULL;
+    gf_diarize_opts_init(&o, sizeof o);
+    assert_int_equal(gf_diarize_open(&o, &h), 0);
+    assert_int_equal(gf_diarize_file(h, SAMPLE, NULL, &r0), 0);
+    gf_diarize_close(&h);
+    o.min_duration_off = 2.0;
+    assert_int_equal(gf_diarize_open(&o, &h), 0);
+    assert_int_equal(gf_diarize_file(h, SAMPLE, NULL, &r2), 0);
+    gf_diarize_close(&h);
+    assert_true(gf_diarize_result_turns(r2, NULL) < gf_diarize_result_turns(r0, NULL));
+    gf_diarize_result_destroy(&r0);
+    gf_diarize_result_destroy(&r2);
 
     /* a forced speaker count */
     gf_diarize_opts_init(&o, sizeof o);

@@ -296,8 +296,8 @@ int gf_diarize_open(const gf_diarize_opts *opts, gf_diarize **out)
     h->exclude_overlap = !o.embedding_include_overlap;
     gf_blas_set_threads(o.threads);
     bool weight_free = true;
+    h->models = o.models ? gf_strdup(o.models) : NULL;
     if (o.models && o.models[0]) {
-        h->models = gf_strdup(o.models);
         h->diar = gf_diar_new(o.models, o.batch_size, o.threads, &weight_free);
         if (!h->diar) {
             rc = failed(h, GF_ECONFIG, "model files unusable");
@@ -503,10 +503,9 @@ size_t gf_diarize_result_exclusive(const gf_diarize_result *r, const gf_diarize_
 
 const float *gf_diarize_result_embeddings(const gf_diarize_result *r, size_t *dim)
 {
-    bool any = r && r->res.n_speakers && r->res.dim;
     if (dim)
-        *dim = any ? r->res.dim : 0;
-    return any ? r->res.centroids : NULL;
+        *dim = r ? r->res.dim : 0;
+    return r && r->res.n_speakers && r->res.dim ? r->res.centroids : NULL;
 }
 
 size_t gf_diarize_result_speakers(const gf_diarize_result *r)

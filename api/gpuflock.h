@@ -263,7 +263,7 @@ size_t gf_diarize_result_exclusive(const gf_diarize_result *r, const gf_diarize_
 /* Each speaker's centroid embedding (pyannote's speaker_embeddings): rows
  * of *dim floats (256; 40 in weight-free mode), speaker 0 first, one per
  * speaker; zeros for a speaker the forced count named beyond the clusters
- * found. Borrowed; NULL (and *dim 0) when there is no speaker. */
+ * found. Borrowed; NULL when there is no speaker (*dim is set still). */
 const float *gf_diarize_result_embeddings(const gf_diarize_result *r, size_t *dim);
 
 /* The recording's name in the RTTM (gf_diarize_call.uri). Borrowed. */

@@ -239,7 +239,7 @@ class Diarization:
         list of lists."""
         dim = ctypes.c_size_t()
         p = _r_embeddings(self._r, ctypes.byref(dim))
-        n, d = (len(self._labels), dim.value) if p else (0, 0)
+        n, d = (len(self._labels) if p else 0), dim.value
         rows = [[p[k * d + j] for j in range(d)] for k in range(n)]
         try:
             import numpy as np

@@ -143,10 +143,12 @@ typedef struct {
     /* Fields are added here, at the end, with 0 as their default. */
 } gf_diarize_opts;
 
-/* Windows done of total (total may grow by one: a header may undercount). */
+/* Windows done of total (total may grow by one: a header may undercount).
+ * Called in the thread that made the call. */
 typedef void (*gf_diarize_progress_fn)(void *user, size_t done, size_t total);
 
-/* Asked before each window is read: non-zero stops the call (GF_DIARIZE_EINTR). */
+/* Asked before each window is read, also from the thread that decodes the
+ * next batch while one runs: non-zero stops the call (GF_DIARIZE_EINTR). */
 typedef int (*gf_diarize_cancel_fn)(void *user);
 
 /* What one call may add (gf_diarize_file, gf_diarize_samples); NULL: nothing. */
@@ -168,7 +170,7 @@ typedef struct {
     int num_speakers;                 /* this call's speaker constraints, as in
                                          gf_diarize_opts; all three 0: the handle's */
     int min_speakers;                 /* (set any, and the three replace the handle's) */
-    int max_speakers;
+    int max_speakers;                 /* (the bounds as in gf_diarize_opts) */
     /* Fields are added here, at the end, with 0 as their default. */
 } gf_diarize_call;
 

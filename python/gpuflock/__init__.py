@@ -322,7 +322,7 @@ def _waveform(w):
     if isinstance(w, (list, tuple, array.array)):
         buf = array.array("f", w)
         n = len(buf)
-        keep = (ctypes.c_float * max(n, 1)).from_buffer(buf) if n else (ctypes.c_float * 1)()
+        keep = (ctypes.c_float * n).from_buffer(buf) if n else (ctypes.c_float * 1)()
         return (buf, keep), ctypes.cast(keep, _P(ctypes.c_float)), n
     try:
         import numpy as np

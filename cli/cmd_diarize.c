@@ -6,27 +6,24 @@
  * By default every recording becomes one diarize job of gpuflockd
  * (cli/diarsubmit.c), run by the workers with their models loaded, in
  * shared lock mode, followed with progress bars until all have ended.
- * --local runs diar/pipeline in this process instead, one file after the
- * other; there --gpu N puts the two networks on CUDA card N
- * (diar/backend_gpu), --any on card 0 when there is one. Either way a file
- * that fails is named with the reason, the others go on, and the exit
- * status says whether any failed. */
+ * --local runs the pipeline in this process instead, through the library's
+ * C API (api/gpuflock.h), one file after the other; there --gpu N puts the
+ * two networks on CUDA card N, --any on card 0 when there is one. Either
+ * way a file that fails is named with the reason, the others go on, and
+ * the exit status says whether any failed. */
 #include "cli/cli.h"
 #include "cli/diarknobs.h"
 #include "cli/diarout.h"
 #include "cli/diarsubmit.h"
 #include "cli/cliopts.h"
-#include "common/card.h"
+#include "api/gpuflock.h"
 #include "common/config.h"
-#include "common/devstats.h"
 #include "common/error.h"
 #include "common/log.h"
 #include "common/util.h"
-#include "kernels/blas.h"
 #include "diar/pipeline.h"
+#include "diar/io/npy.h"
 #include "diar/io/rttm.h"
-#include "diar/backend_gpu.h"
-#include "diar/kernel_plan.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -145,49 +142,59 @@ typedef struct {
     const char *models_dir;  /* for the weight-free notice */
 } run_conf;
 
+/* NAME.speakers.npy: each speaker's centroid, [speakers x dim] float32. */
+static int save_speakers(const gf_diarize_result *res, const char *path, bool replace)
+{
+    size_t dim = 0;
+    const float *emb = gf_diarize_result_embeddings(res, &dim);
+    size_t shape[2] = { emb ? gf_diarize_result_speakers(res) : 0, dim };
+    gf_npy_array *a = gf_npy_new(GF_NPY_F32, 2, shape);
+    if (a->count)
+        memcpy(a->data, emb, a->count * sizeof(float));
+    int rc = gf_npy_save_as(path, a, replace);
+    gf_npy_destroy(&a);
+    return rc;
+}
+
 /* One recording: the pipeline, then its outputs, the JSON first and the
  * RTTM last (an RTTM there marks a finished recording; a JSON is never
  * left without its RTTM). */
-static int diarize_one(gf_diar *d, const gf_diarout *it, const run_conf *rc_conf,
-                       gf_diar_run_opts *o, progress_state *ps)
+static int diarize_one(gf_diarize *h, const gf_diarout *it, const run_conf *rc_conf,
+                       gf_diarize_call *call, progress_state *ps)
 {
     int status = 0;
-    o->save_dir = it->save;
-    o->overwrite = rc_conf->overwrite;
-    gf_diar_result res;
-    gf_devstats *st = gf_devstats_new();
-    gf_log_clear_last_error();
-    int rc = gf_diar_run(d, it->input, o, st, &res);
+    call->intermediates = it->save;
+    call->overwrite = rc_conf->overwrite;
+    gf_diarize_result *res = NULL;
+    int rc = gf_diarize_file(h, it->input, call, &res);
     if (ps->tty)
         fprintf(stderr, "\n");
     if (rc) {
-        fprintf(stderr, "gpuflock diarize: %s: failed: %s\n", it->input,
-                gf_log_last_error()[0] ? gf_log_last_error() : gf_strerror(rc));
-        status = exit_for(rc);
-        goto out_free;
+        fprintf(stderr, "gpuflock diarize: %s: failed: %s\n", it->input, gf_diarize_errmsg(h));
+        return exit_for(rc);
     }
     /* what this call made, to take back if the RTTM cannot follow */
     const char *made[3] = { NULL, NULL, NULL };
     if (it->json) {
-        char *js = gf_diar_result_json(&res, it->input, rc_conf->models_dir, st);
+        char *js = gf_diarize_result_json(res);
         rc = gf_rttm_write_text(it->json, js, rc_conf->overwrite);
-        free(js);
+        gf_diarize_free(js);
         made[0] = rc ? NULL : it->json;
     }
     if (!rc && it->exclusive) {
-        char *text = gf_rttm_format(res.exclusive);
+        char *text = gf_diarize_result_exclusive_rttm(res, NULL);
         rc = gf_rttm_write_text(it->exclusive, text, rc_conf->overwrite);
-        free(text);
+        gf_diarize_free(text);
         made[1] = rc ? NULL : it->exclusive;
     }
     if (!rc && it->speakers) {
-        rc = gf_diar_result_save_speakers(&res, it->speakers, rc_conf->overwrite);
+        rc = save_speakers(res, it->speakers, rc_conf->overwrite);
         made[2] = rc ? NULL : it->speakers;
     }
     if (!rc) {
-        char *text = gf_rttm_format(res.rttm);
+        char *text = gf_diarize_result_rttm(res, NULL);
         rc = gf_rttm_write_text(it->rttm, text, rc_conf->overwrite);
-        free(text);
+        gf_diarize_free(text);
     }
     if (rc)
         for (size_t k = 0; k < 3; k++)
@@ -198,15 +205,15 @@ static int diarize_one(gf_diar *d, const gf_diarout *it, const run_conf *rc_conf
                 gf_log_last_error()[0] ? gf_log_last_error() : gf_strerror(rc));
         status = EXIT_CANTCREAT;
     } else {
-        printf("%s: %zu %s, %zu %s, %.1f s of audio in %.1f s -> %s%s\n", it->input,
-               res.rttm->n, plural(res.rttm->n, "turn", "turns"), res.n_speakers,
-               plural(res.n_speakers, "speaker", "speakers"), res.duration, res.t_total, it->rttm,
-               res.weight_free ? " (weight-free mode)" : "");
+        size_t n = gf_diarize_result_turns(res, NULL), ns = gf_diarize_result_speakers(res);
+        printf("%s: %zu %s, %zu %s, %.1f s of audio in %.1f s -> %s%s\n", it->input, n,
+               plural(n, "turn", "turns"), ns, plural(ns, "speaker", "speakers"),
+               gf_diarize_result_duration(res), gf_diarize_result_elapsed(res), it->rttm,
+               gf_diarize_result_mode(res) == GF_DIARIZE_MODE_WEIGHT_FREE ? " (weight-free mode)"
+                                                                         : "");
     }
     fflush(stdout);
-    gf_diar_result_free(&res);
-out_free:
-    gf_devstats_destroy(&st);
+    gf_diarize_result_destroy(&res);
     return status;
 }
 
@@ -237,20 +244,6 @@ static int via_broker(gf_cli_ctx *cli, const char *config_path, const char *mode
         .exclude_overlap = ro->exclude_overlap,
     };
     return gf_diarsubmit_run(&o);
-}
-
-/* The route plan of CUDA card `ordinal`, its identity read once, made as a
- * worker makes its own (diar/kernel_plan.h). Returns 0 and *out, or the
- * error (logged). */
-static int plan_card(int ordinal, gf_route_plan **out)
-{
-    gf_device_conf conf = { .index = ordinal, .kind = GF_DEVICE_CUDA };
-    gf_card_identity card;
-    int rc = gf_card_identify(&conf, &card);
-    if (rc != 0)
-        return rc;
-    *out = gf_kernel_plan_new(&card);
-    return *out ? 0 : GF_EDEVICE;
 }
 
 int gf_cmd_diarize(int argc, char **argv, gf_cli_ctx *cli)
@@ -367,8 +360,7 @@ int gf_cmd_diarize(int argc, char **argv, gf_cli_ctx *cli)
         return status;
     }
     gf_config *cfg = NULL;
-    gf_diar *d = NULL;
-    gf_route_plan *rplan = NULL;
+    gf_diarize *h = NULL;
     /* the broker path asks the configuration only for the knobs' defaults */
     if ((local ? gf_config_load(config_path, &cfg) : gf_config_load_no_devices(config_path, &cfg))
         != 0) {
@@ -383,54 +375,67 @@ int gf_cmd_diarize(int argc, char **argv, gf_cli_ctx *cli)
     }
     const char *models_dir = models_arg ? models_arg : cfg->models_dir;
     run_conf conf = { .overwrite = overwrite, .models_dir = models_dir };
-    gf_blas_set_threads(cfg->cpu_threads);
-    bool weight_free = false;
-    d = gf_diar_new(models_dir, cfg->batch_size, cfg->cpu_threads, &weight_free);
-    if (!d) {
+    /* the networks on a CUDA card: --gpu N must get card N, --any takes card
+     * 0 when there is one and stays on the CPU otherwise */
+    gf_diarize_opts dopts;
+    gf_diarize_opts_init(&dopts, sizeof dopts);
+    dopts.models = models_dir;
+    dopts.num_speakers = ro.cluster.num_speakers;
+    dopts.min_speakers = ro.cluster.min_speakers;
+    dopts.max_speakers = ro.cluster.max_speakers;
+    dopts.batch_size = cfg->batch_size;
+    dopts.threads = cfg->cpu_threads;
+    dopts.device = gpu >= 0 ? gpu : any ? GF_DIARIZE_ANY_CARD : GF_DIARIZE_CPU;
+    dopts.math = cfg->tf32 ? GF_DIARIZE_MATH_TF32 : GF_DIARIZE_MATH_FP32;
+    dopts.two_streams = cfg->overlap;
+    dopts.clustering_threshold = ro.cluster.threshold;
+    dopts.fa = ro.cluster.vbx.Fa;
+    dopts.fb = ro.cluster.vbx.Fb;
+    dopts.min_duration_off = ro.cluster.min_duration_off;
+    dopts.embedding_include_overlap = !ro.exclude_overlap;
+    int orc = gf_diarize_open(&dopts, &h);
+    if (orc == GF_DIARIZE_EDEVICE) {
+        fprintf(stderr, "gpuflock diarize: --gpu %d: no usable CUDA card %d\n", gpu, gpu);
+        status = GF_EXIT_UNAVAIL;
+        goto out_free;
+    }
+    if (orc == GF_DIARIZE_ECONFIG) {
         fprintf(stderr, "gpuflock diarize: model files in %s unusable\n", models_dir);
         status = GF_EXIT_CONFIG;
         goto out_free;
     }
-    if (weight_free) {
+    if (orc) {
+        fprintf(stderr, "gpuflock diarize: %s\n", gf_diarize_errmsg(h));
+        status = GF_EXIT_CONFIG;
+        goto out_free;
+    }
+    if (gf_diarize_mode(h) == GF_DIARIZE_MODE_WEIGHT_FREE) {
         fprintf(stderr, "gpuflock diarize: weight-free mode: no model files in %s (energy voice "
                         "activity and filterbank statistics; expect a much higher DER)\n",
                 models_dir);
         if (gpu >= 0 || any)
             fprintf(stderr, "gpuflock diarize: note: the weight-free mode runs on the CPU; %s "
                             "ignored\n", any ? "--any" : "--gpu");
-    } else if (gpu >= 0 || any) {
-        /* the networks on a CUDA card: --gpu N must get card N, --any takes
-         * card 0 when there is one and stays on the CPU otherwise */
-        gf_diar_backend be;
-        int brc = plan_card(gpu >= 0 ? gpu : 0, &rplan);
-        brc = brc ? brc : gf_diar_backend_gpu(rplan, models_dir, cfg->batch_size,
-                                              cfg->tf32 ? GF_MATH_TF32 : GF_MATH_FP32,
-                                              cfg->overlap, &be);
-        if (brc == 0) {
-            gf_diar_set_backend(d, &be);
-            fprintf(stderr, "gpuflock diarize: networks on CUDA card %d\n", gpu >= 0 ? gpu : 0);
-        } else if (gpu >= 0) {
-            fprintf(stderr, "gpuflock diarize: --gpu %d: no usable CUDA card %d\n", gpu, gpu);
-            status = GF_EXIT_UNAVAIL;
-            goto out_free;
-        } else {
-            fprintf(stderr, "gpuflock diarize: --any: no usable CUDA card; running on the CPU\n");
-        }
+    } else if (gf_diarize_device(h) != GF_DIARIZE_CPU) {
+        fprintf(stderr, "gpuflock diarize: networks on CUDA card %d\n", gf_diarize_device(h));
+    } else if (any) {
+        fprintf(stderr, "gpuflock diarize: --any: no usable CUDA card; running on the CPU\n");
     }
     progress_state ps = { .tty = isatty(STDERR_FILENO) == 1, .n_files = plan.n };
-    ro.progress = progress;
-    ro.progress_user = &ps;
+    gf_diarize_call call;
+    gf_diarize_call_init(&call, sizeof call);
+    call.progress = progress;
+    call.progress_user = &ps;
     for (size_t i = 0; i < plan.n; i++) {
         ps.name = plan.items[i].input;
         ps.file_index = i;
         ps.last_plain = 0;
-        int st = diarize_one(d, &plan.items[i], &conf, &ro, &ps);
+        int st = diarize_one(h, &plan.items[i], &conf, &call, &ps);
         if (st && !status)
             status = st;
     }
 out_free:
-    gf_diar_destroy(&d);
-    gf_route_plan_destroy(&rplan);   /* after the pipeline, whose backend applied it */
+    gf_diarize_close(&h);
     gf_diarout_free(&plan);
     gf_config_destroy(&cfg);
     return status;

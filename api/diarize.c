@@ -29,7 +29,6 @@
 #include "route/plan.h"
 
 #include <assert.h>
-#include <json-c/json.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -572,20 +571,8 @@ char *gf_diarize_result_json(const gf_diarize_result *r)
     if (!r)
         return NULL;
     const char *models = r->models ? r->models : "(no models folder given)";
-    if (r->input)
-        return gf_diar_result_json(&r->res, r->input, models, r->stats);
-    /* Samples: no file to name. The JSON is made for an empty file that
-     * is always there (so nothing is logged), and its "input" replaced by
-     * null. */
-    char *js = gf_diar_result_json(&r->res, "/dev/null", models, r->stats);
-    json_object *o = json_tokener_parse(js);
-    free(js);
-    if (!o)
-        return NULL;
-    json_object_object_add(o, "input", NULL);
-    char *s = gf_strfmt("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
-    json_object_put(o);
-    return s;
+    /* samples: no file to name ("input": null) */
+    return gf_diar_result_json(&r->res, r->input, models, r->stats);
 }
 
 void gf_diarize_result_destroy(gf_diarize_result **r_p)

@@ -81,7 +81,7 @@ char *gf_diar_result_json(const gf_diar_result *r, const char *audio, const char
     free(turns);
     if (!o)
         o = json_object_new_object();
-    json_object_object_add(o, "input", input_json(audio));
+    json_object_object_add(o, "input", audio ? input_json(audio) : NULL);
     if (r->exclusive) {
         char *ex = gf_rttm_json(r->exclusive);
         json_object *eo = json_tokener_parse(ex), *et = NULL;

@@ -41,7 +41,7 @@ void gf_diar_result_free(gf_diar_result *r);
 
 /* The JSON form of a result (`diarize --json`): the recording that produced
  * it ("input": its absolute path, size in bytes, mtime and SHA-256, read
- * from audio now), turns (each with "overlap": another speaker talks during
+ * from audio now; null when audio is NULL: samples from memory), turns (each with "overlap": another speaker talks during
  * it), speakers, "exclusive_turns", "speaker_embeddings" (one row per
  * speaker), "parameters", "mode" (neural | weight-free, with a notice
  * naming models_dir), duration, windows, per-stage timings and the devstats

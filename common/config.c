@@ -57,6 +57,7 @@ static gf_config *base_defaults(void)
     c->cgroups = true;
     c->checkpoint_s = 30;
     c->yield_after_s = 5;
+    c->metrics_textfile_interval_s = 5;
     c->n_scrub_env = GF_ARRAY_LEN(scrub);
     c->scrub_env = gf_calloc(c->n_scrub_env, sizeof *c->scrub_env);
     for (size_t i = 0; i < c->n_scrub_env; i++)
@@ -292,6 +293,9 @@ void gf_config_destroy(gf_config **self_p)
     free(c->lock_owner);
     free(c->models_dir);
     free(c->log_level);
+    free(c->log_file);
+    free(c->metrics_listen);
+    free(c->metrics_textfile);
     gf_config_free_strings(&c->scrub_env, &c->n_scrub_env);
     gf_config_free_devices(c);
     free(c->client_endpoint);

@@ -43,6 +43,7 @@ typedef struct {
     uid_t lock_owner_uid;       /* lock_owner resolved, GF_CONFIG_NO_OWNER when unset */
     char *models_dir;           /* model files (safetensors) and plda/ */
     char *log_level;            /* debug | info | warn | error */
+    char *log_file;             /* log_file: the daemons append their lines there too; NULL: none */
 
     char **scrub_env;           /* proof.scrub_env: variables removed for --proof */
     size_t n_scrub_env;
@@ -67,6 +68,12 @@ typedef struct {
     char *worker_program;       /* path of gpuflock-worker; NULL: beside gpuflockd */
     bool spawn_workers;         /* the broker starts one worker per device, default true */
     bool sync_acks;             /* fdatasync the job store before acknowledging, default true */
+
+    /* metrics (Prometheus), off by default: */
+    char *metrics_listen;       /* metrics.listen: HOST:PORT of the HTTP endpoint; NULL: none */
+    bool metrics_allow_remote;  /* metrics.allow_remote: a listen address off the loopback is meant */
+    char *metrics_textfile;     /* metrics.textfile: a .prom file for node_exporter; NULL: none */
+    int metrics_textfile_interval_s; /* metrics.textfile_interval_s: seconds between its writes */
 
     /* worker: */
     int batch_size;             /* windows per network batch, default 32 */

@@ -23,6 +23,7 @@ struct parse_ctx {
     gf_config *cfg;       /* being filled */
     size_t *device_line;  /* line of each parsed device, for duplicate messages */
     size_t bench_line;    /* line of bench_lock, 0 when it is the default */
+    size_t listen_line;   /* line of metrics.listen, 0 when it is not set */
 };
 
 /* Log "FILE:LINE: key 'K': problem" (line 0: "FILE: key 'K' (default):

@@ -10,6 +10,7 @@
 #include "common/config_impl.h"
 
 #include "common/error.h"
+#include "common/listenaddr.h"
 #include "common/log.h"
 #include "common/util.h"
 #include "common/ydoc.h"
@@ -585,6 +586,85 @@ static int parse_lock_owner(parse_ctx *ctx, yaml_node_t *node, const char *key)
     return 0;
 }
 
+/* What is wrong with a file path as written (log_file, metrics.textfile),
+ * or NULL: absolute, no empty, "." or ".." component, not ending in /. */
+static const char *file_path_problem(const char *p)
+{
+    if (p[0] != '/')
+        return "is relative: it must be absolute";
+    for (const char *c = p + 1;; ) {
+        const char *slash = strchr(c, '/');
+        size_t n = slash ? (size_t)(slash - c) : strlen(c);
+        if (n == 0)
+            return slash ? "has an empty component (//)" : "ends with /: it names a folder";
+        if ((n == 1 && c[0] == '.') || (n == 2 && c[0] == '.' && c[1] == '.'))
+            return "has a . or .. component";
+        if (!slash)
+            return NULL;
+        c = slash + 1;
+    }
+}
+
+static int parse_log_file(parse_ctx *ctx, yaml_node_t *node, const char *key)
+{
+    int rc = read_string(ctx, node, key, true, &ctx->cfg->log_file);
+    const char *why = rc || !ctx->cfg->log_file ? NULL : file_path_problem(ctx->cfg->log_file);
+    return why ? fail(ctx, node, key, "'%s' %s", ctx->cfg->log_file, why) : rc;
+}
+
+static int parse_listen(parse_ctx *ctx, yaml_node_t *node, const char *key)
+{
+    int rc = read_string(ctx, node, key, true, &ctx->cfg->metrics_listen);
+    if (rc || !ctx->cfg->metrics_listen)
+        return rc;
+    ctx->listen_line = gf_ydoc_line(node);
+    gf_listen_addr a;
+    char why[256];
+    if (gf_listen_addr_parse(ctx->cfg->metrics_listen, &a, why, sizeof why) != 0)
+        return fail(ctx, node, key, "%s", why);
+    return 0;
+}
+
+static int parse_textfile(parse_ctx *ctx, yaml_node_t *node, const char *key)
+{
+    char **dst = &ctx->cfg->metrics_textfile;
+    int rc = read_string(ctx, node, key, true, dst);
+    if (rc || !*dst)
+        return rc;
+    const char *why = file_path_problem(*dst);
+    size_t n = strlen(*dst);
+    if (!why && (n < 6 || strcmp(*dst + n - 5, ".prom") != 0 || (*dst)[n - 6] == '/'))
+        why = "does not end in .prom (node_exporter's textfile collector reads only those)";
+    return why ? fail(ctx, node, key, "'%s' %s", *dst, why) : 0;
+}
+
+static const field metrics_fields[] = {
+    { "listen",       F_SECTION, 0, 0, 0, parse_listen },
+    { "allow_remote", F_BOOL, CFG(metrics_allow_remote), 0, 0, NULL },
+    { "textfile",     F_SECTION, 0, 0, 0, parse_textfile },
+    { "textfile_interval_s", F_INT, CFG(metrics_textfile_interval_s), 1, 3600, NULL },
+    { NULL, 0, 0, 0, 0, NULL },
+};
+
+/* Metrics name no user nor job, but say what runs where and how much: a
+ * listen address off the loopback is refused unless the file says it is
+ * meant (whichever order the two keys come in). */
+static int parse_metrics(parse_ctx *ctx, yaml_node_t *node, const char *key)
+{
+    int rc = read_mapping(ctx, node, key, metrics_fields, ctx->cfg);
+    if (rc || !ctx->cfg->metrics_listen)
+        return rc;
+    gf_listen_addr a;
+    char why[256];
+    if (gf_listen_addr_parse(ctx->cfg->metrics_listen, &a, why, sizeof why) == 0 && !a.loopback &&
+        !ctx->cfg->metrics_allow_remote)
+        return gf_config_fail_at(ctx, ctx->listen_line, "metrics.listen",
+                                 "%s is not a loopback address: anyone who reaches it reads "
+                                 "the box's queue and cards; set metrics.allow_remote: true "
+                                 "to mean it", ctx->cfg->metrics_listen);
+    return 0;
+}
+
 static int parse_broker(parse_ctx *ctx, yaml_node_t *node, const char *key)
 {
     return read_mapping(ctx, node, key, broker_fields, ctx->cfg);
@@ -604,6 +684,8 @@ static const field top_fields[] = {
     { "spool",      F_SECTION, 0, 0, 0, parse_spool },
     { "models_dir", F_OPTSTR,  CFG(models_dir), 0, 0, NULL },
     { "log_level",  F_LEVEL,   CFG(log_level), 0, 0, NULL },
+    { "log_file",   F_SECTION, 0, 0, 0, parse_log_file },
+    { "metrics",    F_SECTION, 0, 0, 0, parse_metrics },
     { "proof",      F_SECTION, 0, 0, 0, parse_proof },
     { "devices",    F_SECTION, 0, 0, 0, parse_devices },
     { "broker",     F_SECTION, 0, 0, 0, parse_broker },

@@ -83,6 +83,11 @@ static void assert_defaults_except_devices(const gf_config *c)
     assert_int_equal(c->lock_owner_uid, GF_CONFIG_NO_OWNER);
     assert_string_equal(c->spool_dir, "/var/lib/gpuflock/spool");
     assert_int_equal(c->spool_max_bytes, 64LL << 20);
+    assert_null(c->log_file);
+    assert_null(c->metrics_listen);
+    assert_false(c->metrics_allow_remote);
+    assert_null(c->metrics_textfile);
+    assert_int_equal(c->metrics_textfile_interval_s, 5);
 }
 
 static void test_defaults(void **state)
@@ -284,6 +289,26 @@ static const bad_case bad_cases[] = {
     { "spool:\n  max_bytes: 9999999999T\n", "t.yaml:2: key 'spool.max_bytes':", "too large" },
     { "a: [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]\n",
       "t.yaml:1: YAML nesting deeper than 64", "" },
+    { "log_file: gpuflockd.log\n", "t.yaml:1: key 'log_file':", "is relative" },
+    { "log_file: /var/log/gpuflock/\n", "t.yaml:1: key 'log_file':", "names a folder" },
+    { "log_file: /var/log/../x.log\n", "t.yaml:1: key 'log_file':", ". or .. component" },
+    { "metrics:\n  listen: 9464\n", "t.yaml:2: key 'metrics.listen':", "HOST:PORT" },
+    { "metrics:\n  listen: gpuhost:9464\n", "t.yaml:2: key 'metrics.listen':",
+      "not an IPv4 address" },
+    { "metrics:\n  listen: 127.0.0.1:70000\n", "t.yaml:2: key 'metrics.listen':",
+      "out of range" },
+    { "metrics:\n  listen: '[::1:9464'\n", "t.yaml:2: key 'metrics.listen':", "brackets" },
+    { "metrics:\n  listen: 0.0.0.0:9464\n", "t.yaml:2: key 'metrics.listen':",
+      "not a loopback address" },
+    { "metrics:\n  listen: '[::]:9464'\n  allow_remote: false\n",
+      "t.yaml:2: key 'metrics.listen':", "set metrics.allow_remote: true" },
+    { "metrics:\n  textfile: /var/lib/node/gpuflock.txt\n", "t.yaml:2: key 'metrics.textfile':",
+      "does not end in .prom" },
+    { "metrics:\n  textfile: /var/lib/node/.prom\n", "t.yaml:2: key 'metrics.textfile':",
+      "does not end in .prom" },
+    { "metrics:\n  textfile_interval_s: 0\n", "t.yaml:2: key 'metrics.textfile_interval_s':",
+      "out of range" },
+    { "metrics:\n  port: 9464\n", "t.yaml:2: key 'metrics.port':", "unknown key" },
     { "run_dir: /a\nstate_dir: /b\nrun_dir: /c\n", "t.yaml:3: key 'run_dir':",
       "duplicate key (first at line 1)" },
     { "broker:\n  max_attempts: 2\n  max_attempts: 3\n", "t.yaml:3: key 'broker.max_attempts':",
@@ -448,6 +473,40 @@ static void test_new_keys(void **state)
     free(logged);
 }
 
+/* log_file and metrics.*: a loopback listen address is taken as written;
+ * one off the loopback only with allow_remote, before or after it. */
+static void test_log_and_metrics_keys(void **state)
+{
+    (void)state;
+    gf_config *c = NULL;
+    char *logged = NULL;
+    assert_int_equal(parse_capture("log_file: /var/log/gpuflock/gpuflockd.log\n"
+                                   "metrics:\n  listen: 127.0.0.1:9464\n"
+                                   "  textfile: /var/lib/prometheus/node-exporter/gpuflock.prom\n"
+                                   "  textfile_interval_s: 15\n", &c, &logged), 0);
+    assert_string_equal(c->log_file, "/var/log/gpuflock/gpuflockd.log");
+    assert_string_equal(c->metrics_listen, "127.0.0.1:9464");
+    assert_false(c->metrics_allow_remote);
+    assert_string_equal(c->metrics_textfile, "/var/lib/prometheus/node-exporter/gpuflock.prom");
+    assert_int_equal(c->metrics_textfile_interval_s, 15);
+    gf_config_destroy(&c);
+    free(logged);
+    static const char *const ok[] = {
+        "metrics: {listen: 'localhost:0'}\n",
+        "metrics: {listen: '[::1]:9464'}\n",
+        "metrics: {listen: '127.3.2.1:1'}\n",
+        "metrics: {allow_remote: true, listen: '0.0.0.0:9464'}\n",
+        "metrics: {listen: '[::]:9464', allow_remote: true}\n",
+        "metrics: {listen: null}\nlog_file: null\n",
+    };
+    for (size_t i = 0; i < GF_ARRAY_LEN(ok); i++) {
+        if (parse_capture(ok[i], &c, &logged) != 0)
+            fail_msg("'%s' refused: %s", ok[i], logged);
+        gf_config_destroy(&c);
+        free(logged);
+    }
+}
+
 static void test_load_search_order(void **state)
 {
     (void)state;
@@ -540,6 +599,7 @@ int main(void)
         cmocka_unit_test(test_lock_paths_on_disk),
         cmocka_unit_test(test_diarize_knobs),
         cmocka_unit_test(test_new_keys),
+        cmocka_unit_test(test_log_and_metrics_keys),
         cmocka_unit_test(test_load_no_devices),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

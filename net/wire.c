@@ -64,6 +64,17 @@ bool gf_wire_peer_cred(const char *pa, gf_peer *peer)
     return true;
 }
 
+/* A frame after the first of a message: it is there already (libzmq
+ * delivers a message whole), so a signal's EINTR is no reason to leave it
+ * behind, where the next read would take it for a message's first frame. */
+static int recv_more(zmq_msg_t *m, void *sock)
+{
+    int n;
+    while ((n = zmq_msg_recv(m, sock, 0)) < 0 && errno == EINTR)
+        ;
+    return n;
+}
+
 /* Throw away the rest of a multipart message. */
 static void drain(void *sock)
 {
@@ -72,7 +83,7 @@ static void drain(void *sock)
     while (zmq_getsockopt(sock, ZMQ_RCVMORE, &more, &sz) == 0 && more) {
         zmq_msg_t m;
         zmq_msg_init(&m);
-        if (zmq_msg_recv(&m, sock, 0) < 0) {
+        if (recv_more(&m, sock) < 0) {
             zmq_msg_close(&m);
             return;
         }
@@ -110,7 +121,7 @@ int gf_wire_recv(void *sock, gf_wire_side side, int flags, gf_peer *peer, gf_msg
             return GF_EPROTO;
         }
         zmq_msg_init(&m);
-        if (zmq_msg_recv(&m, sock, 0) < 0) {
+        if (recv_more(&m, sock) < 0) {
             int rc = zerr();
             zmq_msg_close(&m);
             return rc;
@@ -120,7 +131,7 @@ int gf_wire_recv(void *sock, gf_wire_side side, int flags, gf_peer *peer, gf_msg
         peer->delim = true;
         zmq_msg_close(&m);
         zmq_msg_init(&m);
-        if (zmq_msg_recv(&m, sock, 0) < 0) {
+        if (recv_more(&m, sock) < 0) {
             int rc = zerr();
             zmq_msg_close(&m);
             return rc;
@@ -210,6 +221,28 @@ static void free_buf(void *data, void *hint)
     free(data);
 }
 
+/* One frame, sent again when a signal interrupted it. libzmq looks at its
+ * command mailbox (a poll) before it queues a frame, so EINTR says the
+ * frame was not queued: giving up there would leave the frames before it
+ * (sent with ZMQ_SNDMORE) waiting for a body that never comes, and the
+ * message (a worker's result: a job that never ends) lost. Signals reach
+ * the daemons every time a job or a worker ends, and on SIGHUP. */
+static int send_frame(void *sock, const void *data, size_t len, int flags)
+{
+    int n;
+    while ((n = zmq_send(sock, data, len, flags)) < 0 && errno == EINTR)
+        ;
+    return n;
+}
+
+static int send_msg(zmq_msg_t *msg, void *sock, int flags)
+{
+    int n;
+    while ((n = zmq_msg_send(msg, sock, flags)) < 0 && errno == EINTR)
+        ;
+    return n;
+}
+
 int gf_wire_send(void *sock, const gf_peer *peer, bool delim, const gf_msg *m)
 {
     uint8_t *buf;
@@ -221,19 +254,19 @@ int gf_wire_send(void *sock, const gf_peer *peer, bool delim, const gf_msg *m)
         return rc;
     }
     if (peer) {
-        if (zmq_send(sock, peer->id, peer->id_len, ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0) {
+        if (send_frame(sock, peer->id, peer->id_len, ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0) {
             free(buf);
             return zerr();
         }
         delim = peer->delim;
     }
-    if (delim && zmq_send(sock, "", 0, ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0) {
+    if (delim && send_frame(sock, "", 0, ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0) {
         free(buf);
         return zerr();
     }
     zmq_msg_t body;
     zmq_msg_init_data(&body, buf, len, free_buf, NULL);
-    if (zmq_msg_send(&body, sock, ZMQ_DONTWAIT) < 0) {
+    if (send_msg(&body, sock, ZMQ_DONTWAIT) < 0) {
         rc = zerr();
         zmq_msg_close(&body);
         return rc;

@@ -104,6 +104,7 @@ void gf_jobs_lost(gf_server *self, gf_sched_job *sj, const char *why)
 {
     gf_job *j = &sj->job;
     bool cancel = sj->cancel_asked, timed_out = sj->timed_out;
+    int card = sj->worker_card;
     gf_sched_release(self->sched, j->id, false);
     if (cancel) {
         gf_jobs_set_reason(j, "cancelled (%s)", why);
@@ -124,10 +125,11 @@ void gf_jobs_lost(gf_server *self, gf_sched_job *sj, const char *why)
         gf_sched_unqueue(self->sched, j->id);
         gf_sched_release(self->sched, j->id, true);
         gf_server_persist(self, j);
-        GF_INFO("job %llu requeued: %s", (unsigned long long)j->id, why);
+        GF_INFO("job %llu requeued: %s (card %d)", (unsigned long long)j->id, why, card);
         return;
     }
-    GF_INFO("job %llu %s: %s", (unsigned long long)j->id, gf_job_state_name(j->state), j->reason);
+    GF_INFO("job %llu %s: %s (card %d)", (unsigned long long)j->id, gf_job_state_name(j->state),
+            j->reason, card);
 }
 
 void gf_jobs_kill_mode(gf_server *self, gf_sched_job *sj, gf_kill_mode mode, const char *why)
@@ -177,13 +179,14 @@ void gf_jobs_ask_yield(gf_server *self, gf_sched_job *sj, bool requeue, const ch
     sj->requeue_asked = requeue;
     snprintf(sj->yield_why, sizeof sj->yield_why, "%s", why);
     gf_jobs_kill_mode(self, sj, requeue ? GF_KILL_REQUEUE : GF_KILL_YIELD, why);
-    GF_INFO("job %llu asked to %s: %s", (unsigned long long)sj->job.id,
-            requeue ? "requeue" : "yield", why);
+    GF_INFO("job %llu asked to %s: %s (card %d)", (unsigned long long)sj->job.id,
+            requeue ? "requeue" : "yield", why, sj->worker_card);
 }
 
 void gf_jobs_back_to_queue(gf_server *self, gf_sched_job *sj, const char *why)
 {
     gf_job *j = &sj->job;
+    int card = sj->worker_card;
     j->yields++;
     j->state = GF_STATE_PENDING;
     j->progress_done = j->progress_total = 0;
@@ -191,7 +194,7 @@ void gf_jobs_back_to_queue(gf_server *self, gf_sched_job *sj, const char *why)
     gf_sched_unqueue(self->sched, j->id);
     gf_sched_release(self->sched, j->id, true);
     gf_server_persist(self, j);
-    GF_INFO("job %llu back in the queue: %s", (unsigned long long)j->id, why);
+    GF_INFO("job %llu back in the queue: %s (card %d)", (unsigned long long)j->id, why, card);
 }
 
 /* Returns false when the job failed instead (its environment is gone). */

@@ -22,12 +22,19 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static volatile sig_atomic_t stop_flag;
+static volatile sig_atomic_t stop_flag, hangup_flag;
 
 static void on_stop(int sig)
 {
     (void)sig;
     stop_flag = 1;
+}
+
+/* SIGHUP: the log file is reopened (logrotate's postrotate), in the loop */
+static void on_hangup(int sig)
+{
+    (void)sig;
+    hangup_flag = 1;
 }
 
 static void usage(FILE *out)
@@ -127,6 +134,13 @@ int main(int argc, char **argv)
         return GF_EXIT_USAGE;
     }
     gf_log_init("gpuflockd", level);
+    /* every line from here on reaches the log file too; one that is not
+     * safe to write is refused now (a full disk is not: stderr meanwhile) */
+    int log_rc = gf_log_open_file(cfg->log_file);
+    if (log_rc && log_rc != GF_ENOSPC) {
+        gf_config_destroy(&cfg);
+        return GF_EXIT_SOFTWARE;
+    }
     const char *eps[2] = { cfg->client_endpoint, cfg->worker_endpoint };
     for (int i = 0; i < 2; i++)
         if (strncmp(eps[i], "tcp://", 6) == 0 &&
@@ -169,6 +183,8 @@ int main(int argc, char **argv)
         if (null >= 0) {
             dup2(null, 0);
             dup2(null, 1);
+            if (cfg->log_file)
+                dup2(null, 2);    /* detached with a log file: its lines go there alone */
             close(null);
         }
     }
@@ -178,10 +194,13 @@ int main(int argc, char **argv)
     sigemptyset(&sa.sa_mask);
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);
+    sa.sa_handler = on_hangup;
+    sigaction(SIGHUP, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
-    signal(SIGHUP, SIG_IGN);
 
     gf_server *srv = gf_server_new(cfg);
+    if (srv)
+        gf_server_on_hangup(srv, &hangup_flag);
     int rc = srv ? gf_server_run(srv, &stop_flag) : GF_EIO;
     gf_server_destroy(&srv);
     close(pidfd);

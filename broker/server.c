@@ -426,6 +426,7 @@ static void timers(gf_server *self, uint64_t now)
         self->next_beat = now + (uint64_t)self->cfg->heartbeat_interval_ms;
         sync_store(self);
         gf_workers_beat(self, now);
+        gf_log_check_file();   /* a rotation nobody signalled; a log file a full disk kept off */
     }
     gf_jobs_timers(self, now);
     gf_supervise(self, now);
@@ -663,6 +664,24 @@ void gf_server_destroy(gf_server **self_p)
     *self_p = NULL;
 }
 
+void gf_server_on_hangup(gf_server *self, volatile sig_atomic_t *flag)
+{
+    self->hangup = flag;
+}
+
+/* SIGHUP: the log file reopened here, then in the workers this broker
+ * started (each reopens its own; one started elsewhere notices the rotation
+ * within a heartbeat, gf_log_check_file). Lines written meanwhile went to
+ * the old file: none is lost. */
+static void hangup(gf_server *self)
+{
+    *self->hangup = 0;
+    gf_log_reopen();
+    for (size_t i = 0; i < self->n_wks; i++)
+        if (self->wks[i].child > 0)
+            kill(self->wks[i].child, SIGHUP);
+}
+
 static size_t running_jobs(gf_server *self)
 {
     size_t pos = 0, n = 0;
@@ -686,6 +705,8 @@ int gf_server_run(gf_server *self, volatile sig_atomic_t *stop)
         }
         if (self->stopping && (running_jobs(self) == 0 || gf_now_ms() >= self->stop_deadline))
             break;
+        if (self->hangup && *self->hangup)
+            hangup(self);
         zmq_pollitem_t items[2];
         gf_router_pollitem(self->clients, &items[0]);
         gf_router_pollitem(self->workers, &items[1]);

@@ -32,6 +32,11 @@ gf_server *gf_server_new(const gf_config *cfg);
  * cannot be synced (nothing more is acknowledged then). */
 int gf_server_run(gf_server *self, volatile sig_atomic_t *stop);
 
+/* Where main's SIGHUP handler raises its flag: the loop then reopens the
+ * log file (common/log.h) and passes the signal on to the workers it
+ * started, which reopen theirs. */
+void gf_server_on_hangup(gf_server *self, volatile sig_atomic_t *flag);
+
 void gf_server_destroy(gf_server **self_p);
 
 #endif

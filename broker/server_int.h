@@ -26,6 +26,7 @@
 #include "net/router.h"
 #include "net/wire.h"
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -124,6 +125,7 @@ struct gf_server {
     uid_t euid;
     rlim_t nofile_soft;       /* RLIMIT_NOFILE's soft limit we were started with: the
                                * workers get it back (supervise.c) */
+    volatile sig_atomic_t *hangup; /* main's SIGHUP flag (gf_server_on_hangup), may be NULL */
     bool trace;               /* log_level debug: each acknowledging turn's phases */
     bool traced_sync;         /* this turn's end ran an acknowledging sync */
     uint64_t phase_ns[TURN_PHASES];   /* this turn's phases (trace) */

@@ -210,6 +210,9 @@ static void on_progress(gf_server *self, wk *w, gf_msg *m)
         if (sj->job.spec.time_limit_s > 0)
             sj->deadline_ms = gf_now_ms() + (uint64_t)sj->job.spec.time_limit_s * 1000;
         gf_server_persist(self, &sj->job);
+        GF_INFO("job %llu started on card %d (attempt %d, %zu card%s, pid %d)",
+                (unsigned long long)sj->job.id, w->device, sj->job.attempts, sj->job.n_cards,
+                sj->job.n_cards == 1 ? "" : "s", (int)m->pid);
     } else if (m->message && !sj->started) {
         /* e.g. "waiting for card 0: held outside gpuflock by pid 4242 (flock ...)" */
         gf_jobs_set_reason(&sj->job, "%s", m->message);
@@ -343,7 +346,15 @@ static void on_result(gf_server *self, wk *w, gf_msg *m)
     }
     j->ended_ms = m->ended_ms;
     gf_jobs_finish(self, sj, st);
-    GF_DEBUG("job %llu %s", (unsigned long long)j->id, gf_job_state_name(st));
+    char how[48];
+    if (j->term_signal)
+        snprintf(how, sizeof how, "killed by signal %d", j->term_signal);
+    else
+        snprintf(how, sizeof how, "exit status %d", j->exit_status);
+    GF_INFO("job %llu %s on card %d after %.3f s: %s", (unsigned long long)j->id,
+            gf_job_state_name(st), w->device,
+            j->started_ms && j->ended_ms > j->started_ms ? (j->ended_ms - j->started_ms) / 1e3 : 0.0,
+            j->reason ? j->reason : how);
     gf_jobs_notify_waiters(self);
 }
 

@@ -547,6 +547,8 @@ int gf_agent_run(gf_agent *self)
                     if ((sig[i] == SIGTERM || sig[i] == SIGINT) && !self->stopping) {
                         GF_INFO("stopping: %s", strsignal(sig[i]));
                         begin_stop(self);
+                    } else if (sig[i] == SIGHUP) {
+                        gf_log_reopen();      /* after a rotation (the broker passes it on) */
                     }
             reap(self);
         }
@@ -576,6 +578,7 @@ int gf_agent_run(gf_agent *self)
             memset(&hb, 0, sizeof(hb));
             hb.op = GF_OP_HEARTBEAT;
             tell(self, &hb);
+            gf_log_check_file();      /* a rotation no signal told of */
             if (now - self->last_heard > dead_after)
                 reconnect(self, "silent");
         }

@@ -101,6 +101,8 @@ int main(int argc, char **argv)
     gf_log_level level;
     if (gf_log_level_parse(level_name ? level_name : cfg->log_level, &level) == 0)
         gf_log_init(prog, level);
+    /* the broker's log file too; one it cannot write (logged) leaves stderr */
+    gf_log_open_file(cfg->log_file);
     const gf_device_conf *dev = gf_config_device(cfg, (int)device);
     if (!dev) {
         GF_ERROR("no device %ld in %s", device, cfg->path ? cfg->path : "the built-in defaults");
@@ -119,8 +121,8 @@ int main(int argc, char **argv)
         return GF_EXIT_UNAVAIL;
     }
     signal(SIGPIPE, SIG_IGN);
-    signal(SIGHUP, SIG_IGN);
-    /* SIGCHLD, SIGTERM and SIGINT become bytes on a pipe the agent polls. A
+    /* SIGCHLD, SIGTERM, SIGINT and SIGHUP (reopen the log file) become
+     * bytes on a pipe the agent polls. A
      * handler, not a blocked mask and a signalfd: OpenBLAS starts its
      * threads before main() with nothing blocked, and a process-wide signal
      * delivered to one of them would be lost (SIGCHLD: a job reaped only at
@@ -137,6 +139,7 @@ int main(int argc, char **argv)
     sa.sa_flags = SA_RESTART;
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
     sa.sa_flags = SA_RESTART | SA_NOCLDSTOP;
     sigaction(SIGCHLD, &sa, NULL);
     gf_agent *agent = gf_agent_new(cfg, (int)device, &card, signal_pipe[0]);

@@ -47,7 +47,7 @@ typedef struct {
 /* Start the guard program at path with argv and envp as every guard
  * starts: stdin from /dev/null, descriptor dups[i][0] also as dups[i][1],
  * a new process group, default signal dispositions (the worker ignores
- * SIGPIPE and SIGHUP, which exec would keep ignored) and no blocked
+ * SIGPIPE, which exec would keep ignored) and no blocked
  * signal. Returns 0 with *pid, or posix_spawn's error number. */
 int gf_guard_spawn(const char *path, char *const argv[], char *const envp[],
                    const int (*dups)[2], size_t n_dups, pid_t *pid);

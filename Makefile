@@ -34,6 +34,10 @@ EVIDENCE_DEFINE := -DGF_EVIDENCE_DIR='"$(abspath evidence)"'
 ALL_CFLAGS := -std=c11 $(CFLAGS) $(WARN) -D_GNU_SOURCE -I. $(PKG_CFLAGS) $(SAN) -MMD -MP $(EVIDENCE_DEFINE)
 LDLIBS   := $(PKG_LIBS) -lm -ldl -lpthread
 LDFLAGS  ?=
+# The broker's metrics endpoint (broker/metrics_serve.c): libmicrohttpd,
+# needed only by what links that file (--as-needed).
+ALL_CFLAGS += $(shell pkg-config --cflags libmicrohttpd 2>/dev/null)
+LDLIBS   += -Wl,--as-needed $(shell pkg-config --libs libmicrohttpd 2>/dev/null) -Wl,--no-as-needed
 
 # One static library per folder (docs/architecture.md: the rooms and what each
 # may use); main.c files are programs, not library code. Libraries link in

@@ -125,6 +125,7 @@ void gf_jobs_lost(gf_server *self, gf_sched_job *sj, const char *why)
         gf_sched_unqueue(self->sched, j->id);
         gf_sched_release(self->sched, j->id, true);
         gf_server_persist(self, j);
+        gf_metrics_requeued(self->metrics, card);
         GF_INFO("job %llu requeued: %s (card %d)", (unsigned long long)j->id, why, card);
         return;
     }
@@ -194,6 +195,7 @@ void gf_jobs_back_to_queue(gf_server *self, gf_sched_job *sj, const char *why)
     gf_sched_unqueue(self->sched, j->id);
     gf_sched_release(self->sched, j->id, true);
     gf_server_persist(self, j);
+    gf_metrics_yielded(self->metrics, card);
     GF_INFO("job %llu back in the queue: %s (card %d)", (unsigned long long)j->id, why, card);
 }
 

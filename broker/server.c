@@ -335,8 +335,12 @@ static void flush_outbox(gf_server *self, gf_router *only)
 /* fdatasync the job store's WAL, if anything was committed since the last. */
 static void sync_store(gf_server *self)
 {
-    if (self->unsynced && !self->sync_failed && gf_store_sync(self->store) != 0)
-        self->sync_failed = true;
+    if (self->unsynced && !self->sync_failed) {
+        uint64_t t0 = gf_now_ns();
+        if (gf_store_sync(self->store) != 0)
+            self->sync_failed = true;
+        gf_metrics_sync(self->metrics, gf_now_ns() - t0);
+    }
     self->unsynced = false;
 }
 
@@ -357,7 +361,9 @@ void gf_server_end_turn(gf_server *self)
     bool failed = self->turn_failed, committed = false;
     if (self->in_tx) {
         self->in_tx = false;
+        uint64_t t0 = gf_now_ns();
         int rc = failed ? self->turn_rc : gf_store_commit(self->store);
+        gf_metrics_commit(self->metrics, gf_now_ns() - t0, rc == 0);
         if (rc) {
             gf_store_rollback(self->store);
             gf_server_write_failed(self, rc);
@@ -365,6 +371,11 @@ void gf_server_end_turn(gf_server *self)
         } else {
             committed = true;
             self->unsynced = true;
+            for (size_t i = 0; i < self->n_fresh; i++) {   /* submits now in the store */
+                gf_sched_job *sj = gf_sched_get(self->sched, self->fresh[i]);
+                if (sj)
+                    gf_metrics_submitted(self->metrics, sj->job.spec.kind);
+            }
         }
     }
     if (failed)
@@ -397,8 +408,10 @@ void gf_server_end_turn(gf_server *self)
      * them for show, wait, logs, queue --all and --after. */
     for (size_t i = 0; i < self->n_retire; i++) {
         gf_sched_job *sj = gf_sched_get(self->sched, self->retire[i]);
-        if (sj && gf_jobs_ended(sj->job.state))
+        if (sj && gf_jobs_ended(sj->job.state)) {
+            gf_metrics_ended(self->metrics, &sj->job);   /* its end is in the store */
             gf_sched_retire(self->sched, self->retire[i]);
+        }
     }
     self->n_retire = 0;
 }
@@ -431,6 +444,7 @@ static void timers(gf_server *self, uint64_t now)
     gf_jobs_timers(self, now);
     gf_supervise(self, now);
     gf_jobs_notify_waiters(self);
+    gf_metrics_refresh(self->metrics, self, now);
 }
 
 /* Give an ipc socket file its mode and, for the client socket, the
@@ -537,6 +551,7 @@ gf_server *gf_server_new(const gf_config *cfg)
     self->euid = geteuid();
     self->trace = gf_log_get_level() == GF_LOG_DEBUG;
     self->users = gf_users_new(USERS_TTL_MS);
+    self->metrics = gf_metrics_new(cfg);
     /* 0711: users pass through to their own spool files and to the models
      * by path, and list nothing; the store in it is 0600 (store.c). Before
      * any worker starts, everything must be there and writable: a broker
@@ -615,6 +630,8 @@ gf_server *gf_server_new(const gf_config *cfg)
     self->workers = bind_router(self, cfg->worker_endpoint, false);
     if (!self->workers)
         goto fail;
+    if (gf_metrics_start(self->metrics, self) != 0)   /* metrics.listen, metrics.textfile */
+        goto fail;
     return self;
 fail:
     gf_server_destroy(&self);
@@ -626,6 +643,7 @@ void gf_server_destroy(gf_server **self_p)
     gf_server *self = *self_p;
     if (!self)
         return;
+    gf_metrics_destroy(&self->metrics);
     for (size_t i = 0; i < self->n_out; i++)
         gf_msg_clear(&self->out[i].msg);
     free(self->out);

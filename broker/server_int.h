@@ -17,6 +17,7 @@
 #ifndef GF_SERVER_INT_H
 #define GF_SERVER_INT_H
 
+#include "broker/metrics.h"
 #include "broker/sched.h"
 #include "broker/server.h"
 #include "broker/store.h"
@@ -126,6 +127,7 @@ struct gf_server {
     rlim_t nofile_soft;       /* RLIMIT_NOFILE's soft limit we were started with: the
                                * workers get it back (supervise.c) */
     volatile sig_atomic_t *hangup; /* main's SIGHUP flag (gf_server_on_hangup), may be NULL */
+    gf_metrics *metrics;      /* counters, and what serves them (metrics.listen, textfile) */
     bool trace;               /* log_level debug: each acknowledging turn's phases */
     bool traced_sync;         /* this turn's end ran an acknowledging sync */
     uint64_t phase_ns[TURN_PHASES];   /* this turn's phases (trace) */

@@ -101,6 +101,7 @@ static void spawn_worker(gf_server *self, wk *w)
     }
     w->child = pid;
     w->child_started = gf_now_ms();
+    gf_metrics_worker_started(self->metrics, w->device);
     GF_INFO("started worker for card %d (pid %d)", w->device, (int)pid);
 }
 

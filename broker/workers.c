@@ -216,6 +216,7 @@ static void on_progress(gf_server *self, wk *w, gf_msg *m)
     } else if (m->message && !sj->started) {
         /* e.g. "waiting for card 0: held outside gpuflock by pid 4242 (flock ...)" */
         gf_jobs_set_reason(&sj->job, "%s", m->message);
+        gf_metrics_lock_wait(self->metrics, w->device, m->message);
     }
     /* diarize: windows done of total, kept in memory (the record reaches
      * the store with the job's next change, at the latest when it ends) */
@@ -288,6 +289,7 @@ static void on_result(gf_server *self, wk *w, gf_msg *m)
     bool cancelled = sj->cancel_asked, timed_out = sj->timed_out;
     for (size_t i = 0; i < m->n_stats; i++)   /* the card's sums */
         fold_checkpoint_stat(&w->ckpt, &w->n_ckpt, &m->stats[i]);
+    gf_metrics_result(self->metrics, w->device, m);
     if (m->outcome == GF_OUTCOME_RECALLED && !cancelled) {
         if (sj->recall_to < 0) {      /* asked to yield before it had started */
             gf_jobs_back_to_queue(self, sj,

@@ -13,6 +13,7 @@
 #     commits; a diarize job's untimed launches per stage and route equal
 #     its own statistics (`show`);
 #   - the same numbers through node_exporter's textfile collector;
+#   - every query of deploy/grafana-gpuflock.json is taken by Prometheus;
 #   - no job name in any label (one with quotes and braces is submitted),
 #     fewer than 400 series;
 #   - the endpoint itself: its content type, 404 elsewhere; 40 idle
@@ -189,6 +190,27 @@ if [ -n "$NODE" ]; then
     expect 'node_textfile_scrape_error' == 0
     ls -a "$T/textfile" | grep -q tmp && fail "a temporary file left in the textfile folder"
 fi
+
+# every query of deploy/grafana-gpuflock.json is one Prometheus takes, and
+# finds series for (those over a rate window may still be empty this soon)
+$PY - "$P_PROM" deploy/grafana-gpuflock.json 2>"$T/dash.err" <<'PYEOF' || fail "the dashboard's queries: $(cat "$T/dash.err")"
+import json, sys, urllib.parse, urllib.request
+port, path = sys.argv[1], sys.argv[2]
+bad = []
+for panel in json.load(open(path))["panels"]:
+    for t in panel["targets"]:
+        expr = t["expr"].replace("$instance", ".+")
+        url = "http://127.0.0.1:%s/api/v1/query?%s" % (port, urllib.parse.urlencode({"query": expr}))
+        try:
+            r = json.load(urllib.request.urlopen(url, timeout=5))
+            if r.get("status") != "success":
+                bad.append("%s: %s" % (expr, r))
+        except Exception as e:
+            bad.append("%s: %s" % (expr, e))
+if bad:
+    sys.stderr.write("\n".join(bad) + "\n"); sys.exit(1)
+PYEOF
+expect 'sum(gpuflock_jobs{job="gpuflock",instance=~".+"})' == 0    # the dashboard's selector finds them
 
 # ---- labels: bounded, no job names -------------------------------------
 curl -s "http://127.0.0.1:$P_GF/metrics" >"$T/scrape" || fail "curl the endpoint"

@@ -47,6 +47,7 @@ static atomic_int file_fd = -1;
 static atomic_ulong file_lost;      /* lines the file missed since it last took one */
 static atomic_int file_errno;       /* why the last write failed, 0: it worked */
 static atomic_bool file_torn;       /* a write stopped mid-line: the next starts a line */
+static bool reopen_failing;         /* the last reopen failed (said once; main's thread) */
 
 const char *gf_log_last_error(void)
 {
@@ -446,11 +447,14 @@ int gf_log_reopen(void)
     int rc = open_checked(file_path, &fd, why, sizeof why);
     if (rc) {
         bool open = atomic_load(&file_fd) >= 0;
-        GF_WARN("log file %s: cannot reopen it: %s; %s", file_path, why,
-                open ? "lines go on to the file as it was" : "lines go to stderr only");
+        if (!reopen_failing)   /* tried again each heartbeat: said once */
+            GF_WARN("log file %s: cannot reopen it: %s; %s, trying again", file_path, why,
+                    open ? "lines go on to the file as it was" : "lines go to stderr only");
+        reopen_failing = true;
         return rc;
     }
     install(fd);
+    reopen_failing = false;
     GF_INFO("log file %s reopened", file_path);
     return 0;
 }
@@ -473,6 +477,7 @@ void gf_log_close_file(void)
     if (fd >= 0)
         close(fd);
     file_path[0] = '\0';
+    reopen_failing = false;
     atomic_store(&file_lost, 0);
     atomic_store(&file_errno, 0);
     atomic_store(&file_torn, false);

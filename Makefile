@@ -29,7 +29,8 @@ WARN     := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
             -Wmissing-prototypes -Wformat=2 -Wvla
 CFLAGS   ?= -O2 -g
 # Where a worker finds the evidence tables by default: this tree's evidence/
-# ($GPUFLOCK_EVIDENCE overrides it at run time).
+# ($GPUFLOCK_EVIDENCE overrides it at run time; an installed program takes
+# the evidence installed beside it instead: route/evidence.c, make install).
 EVIDENCE_DEFINE := -DGF_EVIDENCE_DIR='"$(abspath evidence)"'
 ALL_CFLAGS := -std=c11 $(CFLAGS) $(WARN) -D_GNU_SOURCE -I. $(PKG_CFLAGS) $(SAN) -MMD -MP $(EVIDENCE_DEFINE)
 LDLIBS   := $(PKG_LIBS) -lm -ldl -lpthread

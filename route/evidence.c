@@ -19,6 +19,7 @@
 #include <assert.h>
 #include <dirent.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -178,9 +179,31 @@ int gf_evidence_open(const char *dir, gf_evidence **out)
 #define GF_EVIDENCE_DIR "evidence"
 #endif
 
+/* An installed program (make install) has an `evidence` link beside it, to
+ * the evidence folder installed with it (PREFIX/share/gpuflock/evidence); a
+ * program of a build tree has none and takes the tree's (GF_EVIDENCE_DIR).
+ * Found once per process, then never changed. */
+static char *installed_evidence;
+static pthread_once_t installed_evidence_once = PTHREAD_ONCE_INIT;
+
+static void find_installed_evidence(void)
+{
+    char *beside = gf_beside_self("evidence");
+    struct stat st;
+    if (beside && stat(beside, &st) == 0 && S_ISDIR(st.st_mode)) {
+        installed_evidence = realpath(beside, NULL);
+        if (!installed_evidence)
+            installed_evidence = gf_strdup(beside);
+    }
+    free(beside);
+}
+
 const char *gf_evidence_default_dir(void)
 {
     const char *env = getenv("GPUFLOCK_EVIDENCE");
-    return env && env[0] ? env : GF_EVIDENCE_DIR;
+    if (env && env[0])
+        return env;
+    pthread_once(&installed_evidence_once, find_installed_evidence);
+    return installed_evidence ? installed_evidence : GF_EVIDENCE_DIR;
 }
 

@@ -166,8 +166,10 @@ int gf_evidence_orphan_remove(const gf_evidence *self, const gf_orphan *orphan);
 const char *gf_orphan_kind_describe(gf_orphan_kind kind);
 
 /* The evidence folder a worker or command plans from when none is named:
- * $GPUFLOCK_EVIDENCE, else the evidence/ folder of the source tree the
- * binary was built from (GF_EVIDENCE_DIR, set by the Makefile). Borrowed. */
+ * $GPUFLOCK_EVIDENCE, else the evidence folder installed with the program
+ * (an `evidence` link in the program's own folder, made by make install),
+ * else the evidence/ folder of the source tree the binary was built from
+ * (GF_EVIDENCE_DIR, set by the Makefile). Borrowed. */
 const char *gf_evidence_default_dir(void);
 
 #endif

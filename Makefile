@@ -343,4 +343,35 @@ fuzz:
 clean:
 	rm -rf $(BUILD) build
 
+# ---- Man pages ---------------------------------------------------------------
+#
+#   make man          $(BUILD)/man/*: the man pages, from man/*.scd (scdoc);
+#                     part of `make` wherever scdoc is installed
+VERSION := $(shell sed -n 's/^\#define GF_VERSION "\(.*\)"$$/\1/p' common/version.h)
+# The pages' date: the last commit's, so that two builds of one commit give
+# the same bytes.
+DOC_EPOCH ?= $(or $(SOURCE_DATE_EPOCH),$(shell git log -1 --format=%ct 2>/dev/null),0)
+
+SCDOC     ?= $(shell command -v scdoc 2>/dev/null)
+MAN_SRC   := $(wildcard man/*.scd)
+MAN_PAGES := $(patsubst man/%.scd,$(BUILD)/man/%,$(MAN_SRC))
+MAN_GZ    := $(addsuffix .gz,$(MAN_PAGES))
+
+.PHONY: man
+ifneq ($(SCDOC),)
+all: $(MAN_PAGES) $(MAN_GZ)
+endif
+man: $(MAN_PAGES) $(MAN_GZ)
+$(BUILD)/man/%: man/%.scd man/roff.sed common/version.h
+	@test -n "$(SCDOC)" || { echo "make man: scdoc not found (Debian package scdoc; tools/setup-deps installs it)" >&2; exit 1; }
+	@mkdir -p $(dir $@)
+	sed 's/@VERSION@/$(VERSION)/g' $< >$@.scd
+	SOURCE_DATE_EPOCH=$(DOC_EPOCH) $(SCDOC) <$@.scd >$@.roff
+	sed -f man/roff.sed $@.roff >$@.tmp
+	rm -f $@.scd $@.roff
+	mv $@.tmp $@
+$(BUILD)/man/%.gz: $(BUILD)/man/%
+	gzip -9n <$< >$@
+
+
 -include $(shell find $(BUILD)/obj $(BUILD)/pic/obj $(BUILD)/musl/obj -name '*.d' 2>/dev/null)

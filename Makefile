@@ -343,21 +343,53 @@ fuzz:
 clean:
 	rm -rf $(BUILD) build
 
-# ---- Man pages ---------------------------------------------------------------
+# ---- Install: man pages, make install / uninstall, the .deb ----------------
 #
 #   make man          $(BUILD)/man/*: the man pages, from man/*.scd (scdoc);
 #                     part of `make` wherever scdoc is installed
+#   make install      PREFIX (default /usr/local) and DESTDIR: the programs, the
+#                     systemd units and tmpfiles entry, the example configuration,
+#                     the evidence tables, man pages and bash completion
+#   make install-strip  the same with the programs stripped
+#   make uninstall    remove what install put (never /etc/gpuflock/gpuflock.yaml)
+#   make deb          $(DEB_DIR)/gpuflock_VERSION_ARCH.deb from the same staging
+#
+# install builds nothing: it copies the existing build (`make`, as yourself,
+# then `sudo make install`), so it never writes into $(BUILD) as root nor
+# races a test run on the same tree; a missing piece is named and it stops.
+# The six programs live together in $(LIBEXECDIR) (each finds the others in
+# its own folder: gf_beside_self), with links from $(BINDIR) for the three a
+# person runs; the evidence tables are in $(DATADIR)/evidence, with an
+# `evidence` link beside the programs (route/evidence.c). The configuration
+# path /etc/gpuflock/gpuflock.yaml is compiled in (common/config.h), so it
+# does not follow PREFIX.
+PREFIX      ?= /usr/local
+BINDIR      ?= $(PREFIX)/bin
+LIBEXECDIR  ?= $(PREFIX)/lib/gpuflock
+DATADIR     ?= $(PREFIX)/share/gpuflock
+MANDIR      ?= $(PREFIX)/share/man
+DOCDIR      ?= $(PREFIX)/share/doc/gpuflock
+BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
+UNITDIR     ?= $(PREFIX)/lib/systemd/system
+TMPFILESDIR ?= $(PREFIX)/lib/tmpfiles.d
+CONFDIR     := /etc/gpuflock
+INSTALL_STRIP ?=
+D = $(DESTDIR)
+
 VERSION := $(shell sed -n 's/^\#define GF_VERSION "\(.*\)"$$/\1/p' common/version.h)
-# The pages' date: the last commit's, so that two builds of one commit give
-# the same bytes.
+# The pages' date (and the .deb's changelog): the last commit's, so that two
+# builds of one commit give the same bytes.
 DOC_EPOCH ?= $(or $(SOURCE_DATE_EPOCH),$(shell git log -1 --format=%ct 2>/dev/null),0)
 
 SCDOC     ?= $(shell command -v scdoc 2>/dev/null)
 MAN_SRC   := $(wildcard man/*.scd)
 MAN_PAGES := $(patsubst man/%.scd,$(BUILD)/man/%,$(MAN_SRC))
 MAN_GZ    := $(addsuffix .gz,$(MAN_PAGES))
+USER_PROGRAMS := gpuflock gpuflockd gpuflock-worker
+UNITS     := gpuflockd.service gpuflock-worker@.service
+EXAMPLES  := config/gpuflock.example.yaml config/cpu2.yaml
 
-.PHONY: man
+.PHONY: man install install-strip install-check uninstall deb
 ifneq ($(SCDOC),)
 all: $(MAN_PAGES) $(MAN_GZ)
 endif
@@ -373,5 +405,121 @@ $(BUILD)/man/%: man/%.scd man/roff.sed common/version.h
 $(BUILD)/man/%.gz: $(BUILD)/man/%
 	gzip -9n <$< >$@
 
+# >>> install-lib: the library block (libgpuflock, its header, its .pc) joins
+# here once its targets exist: uncomment the two lines below.
+# install: install-lib
+# uninstall: uninstall-lib
+
+install-check:
+	@for f in $(BINS) $(MAN_GZ); do \
+	  test -f $$f || { echo "make install: $$f is missing: run make first (as yourself), then make install$(if $(MAN_SRC), (the man pages need scdoc: tools/setup-deps))" >&2; exit 1; }; \
+	done
+
+install: install-check
+	install -d -m 0755 "$(D)$(BINDIR)" "$(D)$(LIBEXECDIR)" "$(D)$(DATADIR)" "$(D)$(UNITDIR)" \
+	  "$(D)$(TMPFILESDIR)" "$(D)$(BASHCOMPDIR)" "$(D)$(DOCDIR)" "$(D)$(DOCDIR)/examples" "$(D)$(CONFDIR)" \
+	  $(foreach s,$(sort $(subst .,,$(suffix $(basename $(MAN_GZ))))),"$(D)$(MANDIR)/man$(s)")
+	install -m 0755 $(INSTALL_STRIP) $(BINS) "$(D)$(LIBEXECDIR)/"
+	for p in $(USER_PROGRAMS); do \
+	  ln -sfn "$$(realpath -m --relative-to="$(BINDIR)" "$(LIBEXECDIR)")/$$p" "$(D)$(BINDIR)/$$p" || exit 1; \
+	done
+	rm -rf "$(D)$(DATADIR)/evidence"
+	cp -R evidence "$(D)$(DATADIR)/evidence"
+	find "$(D)$(DATADIR)/evidence" -type d -exec chmod 0755 {} + -o -type f -exec chmod 0644 {} +
+	ln -sfn "$$(realpath -m --relative-to="$(LIBEXECDIR)" "$(DATADIR)")/evidence" "$(D)$(LIBEXECDIR)/evidence"
+	for f in $(UNITS); do \
+	  sed -e 's|@BINDIR@|$(BINDIR)|g' -e '/^# Template: /{N;d;}' deploy/$$f.in >"$(D)$(UNITDIR)/$$f" && \
+	  chmod 0644 "$(D)$(UNITDIR)/$$f" || exit 1; \
+	done
+	install -m 0644 deploy/gpuflock.tmpfiles "$(D)$(TMPFILESDIR)/gpuflock.conf"
+	for f in $(MAN_GZ); do \
+	  s=$${f%.gz}; s=$${s##*.}; install -m 0644 $$f "$(D)$(MANDIR)/man$$s/" || exit 1; \
+	done
+	install -m 0644 deploy/bash-completion/gpuflock "$(D)$(BASHCOMPDIR)/gpuflock"
+	ln -sfn gpuflock "$(D)$(BASHCOMPDIR)/gpuflockd"
+	ln -sfn gpuflock "$(D)$(BASHCOMPDIR)/gpuflock-worker"
+	install -m 0644 $(EXAMPLES) "$(D)$(DOCDIR)/examples/"
+	@c="$(D)$(CONFDIR)/gpuflock.yaml"; \
+	if [ -e "$$c" ] || [ -L "$$c" ]; then \
+	  echo "install -m 0644 config/gpuflock.example.yaml $$c.example"; \
+	  install -m 0644 config/gpuflock.example.yaml "$$c.example" && \
+	  echo "make install: $$c exists and is left as it is; the example configuration of this version is $$c.example"; \
+	else \
+	  echo "install -m 0644 config/gpuflock.example.yaml $$c"; \
+	  install -m 0644 config/gpuflock.example.yaml "$$c"; \
+	fi
+	@if [ -z "$(DESTDIR)" ]; then \
+	  echo "make install: done. Then: systemctl daemon-reload; systemd-tmpfiles --create gpuflock.conf;"; \
+	  echo "  systemctl enable --now gpuflockd (docs/operations.md, \"Installing\")"; \
+	fi
+
+install-strip:
+	$(MAKE) --no-print-directory install INSTALL_STRIP=-s
+
+uninstall:
+	rm -f $(foreach p,$(USER_PROGRAMS),"$(D)$(BINDIR)/$(p)") \
+	  $(foreach p,$(notdir $(BINS)) evidence,"$(D)$(LIBEXECDIR)/$(p)") \
+	  $(foreach f,$(UNITS),"$(D)$(UNITDIR)/$(f)") "$(D)$(TMPFILESDIR)/gpuflock.conf" \
+	  $(foreach f,$(notdir $(MAN_GZ)),"$(D)$(MANDIR)/man$(subst .,,$(suffix $(basename $(f))))/$(f)") \
+	  $(foreach c,gpuflock gpuflockd gpuflock-worker,"$(D)$(BASHCOMPDIR)/$(c)") \
+	  $(foreach f,$(notdir $(EXAMPLES)),"$(D)$(DOCDIR)/examples/$(f)") \
+	  "$(D)$(CONFDIR)/gpuflock.yaml.example"
+	rm -rf "$(D)$(DATADIR)/evidence"
+	for d in "$(D)$(LIBEXECDIR)" "$(D)$(DATADIR)" "$(D)$(DOCDIR)/examples" "$(D)$(DOCDIR)" "$(D)$(CONFDIR)"; do \
+	  if [ -d "$$d" ]; then rmdir --ignore-fail-on-non-empty "$$d" || exit 1; fi; \
+	done
+	@if [ -e "$(D)$(CONFDIR)/gpuflock.yaml" ]; then \
+	  echo "make uninstall: $(D)$(CONFDIR)/gpuflock.yaml is your configuration: left as it is"; \
+	fi
+
+# The .deb: `make install-strip` into a staging root with PREFIX=/usr, plus
+# what Debian asks of a package (deploy/debian/: control, copyright, the
+# maintainer scripts, the lintian overrides; a changelog made here). Depends
+# comes from the shared libraries the programs link (dpkg-shlibdeps, from
+# dpkg-dev), else from DEB_DEPENDS_FALLBACK: the libraries of PKGS above, as
+# Debian 12 names them.
+DEB_DIR    ?= $(BUILD)/deb
+DEB_ARCH   ?= $(shell dpkg --print-architecture 2>/dev/null)
+DEB_MAINTAINER ?= $(shell git log -1 --format='%an <%ae>' 2>/dev/null)
+DEB_DEPENDS_FALLBACK := libc6, libjson-c5, libopenblas0, libsndfile1, libsoxr0, libsqlite3-0, \
+                        libssl3, libyaml-0-2, libzmq5, zlib1g
+DEB_FILE   = $(DEB_DIR)/gpuflock_$(VERSION)_$(DEB_ARCH).deb
+DEB_SRC    = $(DEB_DIR)/src
+DEB_ROOT   = $(DEB_SRC)/debian/gpuflock
+deb: install-check
+	@test -n "$(DEB_MAINTAINER)" || { echo "make deb: set DEB_MAINTAINER='Name <address>'" >&2; exit 1; }
+	@test -n "$(DEB_ARCH)" || { echo "make deb: dpkg --print-architecture failed (dpkg-deb is needed)" >&2; exit 1; }
+	rm -rf "$(DEB_SRC)"
+	umask 022 && $(MAKE) --no-print-directory install-strip PREFIX=/usr DESTDIR="$(abspath $(DEB_ROOT))"
+	install -d -m 0755 "$(DEB_ROOT)/DEBIAN" "$(DEB_ROOT)/usr/share/lintian/overrides"
+	sed "s/@YEAR@/$$(date -u -d @$(DOC_EPOCH) +%Y)/" deploy/debian/copyright \
+	  >"$(DEB_ROOT)/usr/share/doc/gpuflock/copyright"
+	chmod 0644 "$(DEB_ROOT)/usr/share/doc/gpuflock/copyright"
+	install -m 0644 deploy/debian/lintian-overrides "$(DEB_ROOT)/usr/share/lintian/overrides/gpuflock"
+	{ printf 'gpuflock (%s) unstable; urgency=medium\n\n' "$(VERSION)"; \
+	  printf '  * Built from the gpuflock tree%s.\n\n' \
+	    "$$(git log -1 --format=' at commit %h' 2>/dev/null)"; \
+	  printf ' -- %s  %s\n' "$(DEB_MAINTAINER)" "$$(LC_ALL=C date -u -R -d @$(DOC_EPOCH))"; } | \
+	  gzip -9n >"$(DEB_ROOT)/usr/share/doc/gpuflock/changelog.gz"
+	chmod 0644 "$(DEB_ROOT)/usr/share/doc/gpuflock/changelog.gz"
+	install -m 0755 deploy/debian/postinst deploy/debian/postrm "$(DEB_ROOT)/DEBIAN/"
+	echo "$(CONFDIR)/gpuflock.yaml" >"$(DEB_ROOT)/DEBIAN/conffiles"
+	printf 'Source: gpuflock\n\nPackage: gpuflock\nArchitecture: any\n' >"$(DEB_SRC)/debian/control"
+	set -e; cd "$(DEB_SRC)"; \
+	if command -v dpkg-shlibdeps >/dev/null; then \
+	  elf=$$(for f in debian/gpuflock/usr/lib/gpuflock/*; do \
+	    [ -L "$$f" ] || ! readelf -d "$$f" 2>/dev/null | grep -q '(NEEDED)' || echo "-e$$f"; done); \
+	  deps=$$(dpkg-shlibdeps -O $$elf 2>/dev/null | sed -n 's/^shlibs:Depends=//p'); \
+	else deps="$(DEB_DEPENDS_FALLBACK)"; fi; \
+	test -n "$$deps"; \
+	size=$$(find debian/gpuflock -path debian/gpuflock/DEBIAN -prune -o -type f -printf '%s\n' -o -printf '1\n' | \
+	  awk '{ k += int(($$1 + 1023) / 1024) } END { print k }'); \
+	sed -e 's|@VERSION@|$(VERSION)|' -e 's|@ARCH@|$(DEB_ARCH)|' -e 's|@MAINTAINER@|$(DEB_MAINTAINER)|' \
+	    -e "s#@DEPENDS@#$$deps#" -e "s|@SIZE@|$$size|" "$(CURDIR)/deploy/debian/control.in" \
+	    >debian/gpuflock/DEBIAN/control
+	cd "$(DEB_ROOT)" && find . -path ./DEBIAN -prune -o -path ./etc -prune -o -type f -printf '%P\0' | \
+	  LC_ALL=C sort -z | xargs -0 md5sum >DEBIAN/md5sums
+	chmod 0644 "$(DEB_ROOT)/DEBIAN/control" "$(DEB_ROOT)/DEBIAN/conffiles" "$(DEB_ROOT)/DEBIAN/md5sums"
+	SOURCE_DATE_EPOCH=$(DOC_EPOCH) dpkg-deb --root-owner-group -Zxz --build "$(DEB_ROOT)" "$(DEB_FILE)"
 
 -include $(shell find $(BUILD)/obj $(BUILD)/pic/obj $(BUILD)/musl/obj -name '*.d' 2>/dev/null)

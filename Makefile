@@ -377,9 +377,10 @@ INSTALL_STRIP ?=
 D = $(DESTDIR)
 
 VERSION := $(shell sed -n 's/^\#define GF_VERSION "\(.*\)"$$/\1/p' common/version.h)
-# The pages' date (and the .deb's changelog): the last commit's, so that two
-# builds of one commit give the same bytes.
-DOC_EPOCH ?= $(or $(SOURCE_DATE_EPOCH),$(shell git log -1 --format=%ct 2>/dev/null),0)
+# The pages' date (and the .deb's changelog and file times): the last
+# commit's, so that two builds of one commit give the same bytes; now, where
+# git cannot tell.
+DOC_EPOCH ?= $(or $(SOURCE_DATE_EPOCH),$(shell git log -1 --format=%ct 2>/dev/null),$(shell date +%s))
 
 SCDOC     ?= $(shell command -v scdoc 2>/dev/null)
 MAN_SRC   := $(wildcard man/*.scd)

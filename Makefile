@@ -72,7 +72,7 @@ TEST_HELPERS := $(wildcard tests/helpers/*.c)
 TEST_HELPER_BINS := $(patsubst tests/helpers/%.c,$(BUILD)/tests/helpers/%,$(TEST_HELPERS))
 
 .SECONDARY:
-.PHONY: all build check unit sanitize fuzz deps clean gpu-check gpu-proof bench demo lib install-lib FORCE
+.PHONY: all build check unit sanitize fuzz deps clean gpu-check gpu-proof bench demo lib install-lib uninstall-lib FORCE
 all: $(BINS) $(UNIT_BINS) $(TEST_HELPER_BINS) $(GPU_TEST_BINS) $(BENCH_BINS) $(BUILD)/evidence.stamp \
      $(BUILD)/layout.stamp lib
 
@@ -238,26 +238,32 @@ $(BUILD)/lib/libgpuflock.so: $(BUILD)/lib/$(SO_NAME)
 # header includes nothing of the libraries linked in, so they are private.
 under_prefix = $(patsubst $(PREFIX)/%,$${prefix}/%,$(1))
 GF_VERSION_STR := $(shell sed -n 's/^\#define GF_VERSION "\(.*\)"/\1/p' common/version.h)
-$(BUILD)/lib/gpuflock.pc: FORCE
-	@mkdir -p $(dir $@)
-	@printf '%s\n' 'prefix=$(PREFIX)' 'libdir=$(call under_prefix,$(LIBDIR))' \
+pc_text = printf '%s\n' 'prefix=$(PREFIX)' 'libdir=$(call under_prefix,$(LIBDIR))' \
 	  'includedir=$(call under_prefix,$(INCLUDEDIR))' '' \
 	  'Name: gpuflock' \
 	  'Description: speaker diarization (pyannote community-1 recipe) on the CPU or a CUDA card' \
 	  'Version: $(GF_VERSION_STR)' \
 	  'Libs: -L$${libdir} -lgpuflock' \
 	  'Libs.private: $(LIB_LDLIBS)' \
-	  'Cflags: -I$${includedir}' > $@.tmp
+	  'Cflags: -I$${includedir}'
+$(BUILD)/lib/gpuflock.pc: FORCE
+	@mkdir -p $(dir $@)
+	@$(pc_text) > $@.tmp
 	@if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv -f $@.tmp $@; echo "wrote $@"; fi
 FORCE:
 lib: $(BUILD)/lib/$(SO_NAME) $(BUILD)/lib/libgpuflock.so $(BUILD)/lib/gpuflock.pc
-# No `make install` yet; this installs the library alone (DESTDIR for staging).
-install-lib: lib
+# The library alone (DESTDIR for staging); `make install` includes it. Like
+# install, it builds nothing: the .pc for PREFIX is written into DESTDIR.
+install-lib:
+	@test -f $(BUILD)/lib/$(SO_NAME) || { echo "make install-lib: $(BUILD)/lib/$(SO_NAME) is missing: run make first" >&2; exit 1; }
 	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(PKGCONFIGDIR)
-	install -m 755 $(BUILD)/lib/$(SO_NAME) $(DESTDIR)$(LIBDIR)/$(SO_NAME)
+	install -m 755 $(INSTALL_STRIP) $(BUILD)/lib/$(SO_NAME) $(DESTDIR)$(LIBDIR)/$(SO_NAME)
 	ln -sfn $(SO_NAME) $(DESTDIR)$(LIBDIR)/libgpuflock.so
 	install -m 644 api/gpuflock.h $(DESTDIR)$(INCLUDEDIR)/gpuflock.h
-	install -m 644 $(BUILD)/lib/gpuflock.pc $(DESTDIR)$(PKGCONFIGDIR)/gpuflock.pc
+	@$(pc_text) > $(DESTDIR)$(PKGCONFIGDIR)/gpuflock.pc && chmod 644 $(DESTDIR)$(PKGCONFIGDIR)/gpuflock.pc
+uninstall-lib:
+	rm -f $(DESTDIR)$(LIBDIR)/$(SO_NAME) $(DESTDIR)$(LIBDIR)/libgpuflock.so \
+	  $(DESTDIR)$(INCLUDEDIR)/gpuflock.h $(DESTDIR)$(PKGCONFIGDIR)/gpuflock.pc
 
 # CUDA: each kernels/<op>/<area>.cu becomes PTX for the sm75 baseline and sm90, embedded in
 # the worker library through a generated table (gpu/modules.h). Without nvcc
@@ -406,10 +412,15 @@ $(BUILD)/man/%: man/%.scd man/roff.sed common/version.h
 $(BUILD)/man/%.gz: $(BUILD)/man/%
 	gzip -9n <$< >$@
 
-# >>> install-lib: the library block (libgpuflock, its header, its .pc) joins
-# here once its targets exist: uncomment the two lines below.
-# install: install-lib
-# uninstall: uninstall-lib
+# The library block (libgpuflock, its header, its .pc: install-lib above)
+# joins install and uninstall, but for the .deb's staging (WITH_LIB=0): a
+# shared library belongs in packages of its own (libgpuflock0 and -dev,
+# with shlibs and an ldconfig trigger), which `make deb` does not make yet.
+WITH_LIB ?= 1
+ifeq ($(WITH_LIB),1)
+install: install-lib
+uninstall: uninstall-lib
+endif
 
 install-check:
 	@for f in $(BINS) $(MAN_GZ); do \
@@ -491,7 +502,8 @@ deb: install-check
 	@test -n "$(DEB_MAINTAINER)" || { echo "make deb: set DEB_MAINTAINER='Name <address>'" >&2; exit 1; }
 	@test -n "$(DEB_ARCH)" || { echo "make deb: dpkg --print-architecture failed (dpkg-deb is needed)" >&2; exit 1; }
 	rm -rf "$(DEB_SRC)"
-	umask 022 && $(MAKE) --no-print-directory install-strip PREFIX=/usr DESTDIR="$(abspath $(DEB_ROOT))"
+	umask 022 && $(MAKE) --no-print-directory install-strip PREFIX=/usr WITH_LIB=0 \
+	  DESTDIR="$(abspath $(DEB_ROOT))"
 	install -d -m 0755 "$(DEB_ROOT)/DEBIAN" "$(DEB_ROOT)/usr/share/lintian/overrides"
 	sed "s/@YEAR@/$$(date -u -d @$(DOC_EPOCH) +%Y)/" deploy/debian/copyright \
 	  >"$(DEB_ROOT)/usr/share/doc/gpuflock/copyright"

@@ -23,6 +23,9 @@
 #include <yaml.h>
 
 #define DEFAULT_SPOOL_MAX_BYTES (64LL << 20)
+/* Ended jobs kept: a month, and at most this many (docs/config.md) */
+#define DEFAULT_KEEP_DAYS 30
+#define DEFAULT_KEEP_JOBS 100000
 
 void gf_config_free_strings(char ***list, size_t *n)
 {
@@ -58,6 +61,8 @@ static gf_config *base_defaults(void)
     c->checkpoint_s = 30;
     c->yield_after_s = 5;
     c->metrics_textfile_interval_s = 5;
+    c->history_keep_days = DEFAULT_KEEP_DAYS;
+    c->history_keep_jobs = DEFAULT_KEEP_JOBS;
     c->n_scrub_env = GF_ARRAY_LEN(scrub);
     c->scrub_env = gf_calloc(c->n_scrub_env, sizeof *c->scrub_env);
     for (size_t i = 0; i < c->n_scrub_env; i++)

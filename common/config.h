@@ -92,6 +92,11 @@ typedef struct {
     /* scheduler: */
     int yield_after_s;          /* sched.yield_after_s: an exclusive job's wait before yieldable
                                  * holders of its card are asked to yield; 0: never */
+
+    /* history: how long the job store keeps ended jobs (docs/operations.md, "History") */
+    int history_keep_days;      /* history.keep_days: ended longer ago are removed; 0: forever */
+    int history_keep_jobs;      /* history.keep_jobs: the most recent this many ended jobs are
+                                 * kept, older ones removed; 0: no such cap */
 } gf_config;
 
 /* Load the configuration. explicit_path: from --config, or NULL to look at

@@ -546,6 +546,17 @@ static int parse_sched(parse_ctx *ctx, yaml_node_t *node, const char *key)
     return read_mapping(ctx, node, key, sched_fields, ctx->cfg);
 }
 
+static const field history_fields[] = {
+    { "keep_days", F_INT, CFG(history_keep_days), 0, 36500, NULL },
+    { "keep_jobs", F_INT, CFG(history_keep_jobs), 0, 100000000, NULL },
+    { NULL, 0, 0, 0, 0, NULL },
+};
+
+static int parse_history(parse_ctx *ctx, yaml_node_t *node, const char *key)
+{
+    return read_mapping(ctx, node, key, history_fields, ctx->cfg);
+}
+
 static const field spool_fields[] = {
     { "max_bytes", F_BYTES, CFG(spool_max_bytes), 0, 0, NULL },
     { NULL, 0, 0, 0, 0, NULL },
@@ -691,6 +702,7 @@ static const field top_fields[] = {
     { "broker",     F_SECTION, 0, 0, 0, parse_broker },
     { "worker",     F_SECTION, 0, 0, 0, parse_worker },
     { "sched",      F_SECTION, 0, 0, 0, parse_sched },
+    { "history",    F_SECTION, 0, 0, 0, parse_history },
     { "diarize",    F_SECTION, 0, 0, 0, parse_diarize },
     { NULL, 0, 0, 0, 0, NULL },
 };

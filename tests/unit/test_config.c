@@ -79,6 +79,8 @@ static void assert_defaults_except_devices(const gf_config *c)
     assert_true(c->cgroups);
     assert_int_equal(c->checkpoint_s, 30);
     assert_int_equal(c->yield_after_s, 5);
+    assert_int_equal(c->history_keep_days, 30);
+    assert_int_equal(c->history_keep_jobs, 100000);
     assert_null(c->lock_owner);
     assert_int_equal(c->lock_owner_uid, GF_CONFIG_NO_OWNER);
     assert_string_equal(c->spool_dir, "/var/lib/gpuflock/spool");
@@ -242,6 +244,9 @@ static const bad_case bad_cases[] = {
     { "worker:\n  batch_size: \"32\"\n", "t.yaml:2: key 'worker.batch_size':",
       "expected an integer" },
     { "worker:\n  batch_size: 0\n", "t.yaml:2: key 'worker.batch_size':", "out of range" },
+    { "history:\n  keep_days: -1\n", "t.yaml:2: key 'history.keep_days':", "out of range" },
+    { "history:\n  keep_jobs: many\n", "t.yaml:2: key 'history.keep_jobs':", "an integer" },
+    { "history:\n  keep: 3\n", "t.yaml:2: key 'history.keep':", "unknown key" },
     { "broker:\n  spawn_workers: maybe\n", "t.yaml:2: key 'broker.spawn_workers':",
       "true or false" },
     { "broker:\n  socket_mode: 0999\n", "t.yaml:2: key 'broker.socket_mode':", "octal" },
@@ -469,6 +474,12 @@ static void test_new_keys(void **state)
     assert_int_equal(c->lock_owner_uid, 4321);
     assert_int_equal(c->spool_max_bytes, 0);
     assert_true(c->cgroups);
+    gf_config_destroy(&c);
+    free(logged);
+    /* history: 0 keeps forever (either cap alone) */
+    assert_int_equal(parse_capture("history:\n  keep_days: 0\n  keep_jobs: 500\n", &c, &logged), 0);
+    assert_int_equal(c->history_keep_days, 0);
+    assert_int_equal(c->history_keep_jobs, 500);
     gf_config_destroy(&c);
     free(logged);
 }

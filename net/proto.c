@@ -88,6 +88,24 @@ static const field spec_fields[] = {
     { .key = "hold", .type = F_BOOL, .off = AT(gf_job_spec, hold), .omit = true },
     { .key = "diar", .type = F_OPTREC, .off = AT(gf_job_spec, diar), .omit = true,
       .elem_size = sizeof(gf_diar_spec), .sub = diar_fields },
+    { .key = "notify", .type = F_STR, .off = AT(gf_job_spec, notify), .omit = true,
+      .limit = GF_PROTO_MAX_PATH },
+    END,
+};
+
+/* A queue's or cancel's selection (added after version 1: every key written
+ * only when set, the record only when there is one). */
+static const field filter_fields[] = {
+    { .key = "users", .type = F_U32V, .off = AT(gf_job_filter, users),
+      .count_off = AT(gf_job_filter, n_users), .limit = GF_PROTO_MAX_IDS, .omit = true },
+    { .key = "states", .type = F_STRV, .off = AT(gf_job_filter, states),
+      .count_off = AT(gf_job_filter, n_states), .limit = 16, .slimit = GF_PROTO_MAX_NAME,
+      .omit = true },
+    { .key = "name", .type = F_STR, .off = AT(gf_job_filter, name), .limit = GF_PROTO_MAX_NAME,
+      .omit = true },
+    { .key = "since", .type = F_I64, .off = AT(gf_job_filter, since_ms), .omit = true },
+    { .key = "cards", .type = F_I32V, .off = AT(gf_job_filter, cards),
+      .count_off = AT(gf_job_filter, n_cards), .limit = GF_PROTO_MAX_CARDS, .omit = true },
     END,
 };
 
@@ -183,6 +201,8 @@ static const field worker_fields[] = {
 #define MF_MESSAGE(req) { .key = "message", .type = F_STR, .required = req, .off = M(message), \
                           .limit = GF_PROTO_MAX_TEXT }
 #define MF_I64(k, m)  { .key = k, .type = F_I64, .off = M(m) }
+#define MF_FILTER     { .key = "filter", .type = F_OPTREC, .off = M(filter), .omit = true, \
+                        .elem_size = sizeof(gf_job_filter), .sub = filter_fields }
 
 static const field submit_fields[] = {
     MF_SPEC(true),
@@ -193,6 +213,7 @@ static const field submit_fields[] = {
 };
 static const field queue_fields[] = {
     { .key = "all", .type = F_BOOL, .off = M(all) },
+    MF_FILTER,
     END,
 };
 static const field show_fields[] = { MF_ID, END };
@@ -204,6 +225,11 @@ static const field wait_fields[] = {
 static const field cancel_fields[] = {
     MF_IDS(true),
     { .key = "checkpoint", .type = F_BOOL, .off = M(checkpoint), .omit = true },
+    MF_FILTER,
+    END,
+};
+static const field purge_fields[] = {
+    MF_I64("before", before_ms),
     END,
 };
 static const field ids_only_fields[] = { MF_IDS(true), END };
@@ -229,6 +255,9 @@ static const field codes_fields[] = {
     { .key = "codes", .type = F_I32V, .required = true, .off = M(codes), .count_off = M(n_codes),
       .limit = GF_PROTO_MAX_IDS },
     MF_MESSAGE(false),
+    /* a cancel by filter: the jobs the codes are for (written only when set) */
+    { .key = "ids", .type = F_U64V, .off = M(ids), .count_off = M(n_ids),
+      .limit = GF_PROTO_MAX_IDS, .omit = true },
     END,
 };
 static const field log_fields[] = {
@@ -326,6 +355,7 @@ const op_desc gf_proto_ops[GF_OP_COUNT_] = {
     [GF_OP_REQUEUE]      = { "requeue", ids_only_fields },
     [GF_OP_DRAIN]        = { "drain", drain_fields },
     [GF_OP_RESUME]       = { "resume", drain_fields },
+    [GF_OP_PURGE]        = { "purge", purge_fields },
     [GF_OP_IDS]          = { "ids", ids_fields },
     [GF_OP_JOBS]         = { "jobs", jobs_fields },
     [GF_OP_CODES]        = { "codes", codes_fields },

@@ -5,7 +5,7 @@
  * set (docs/protocol.md):
  *
  *   client → broker   submit, queue, show, wait, cancel, logs, workers,
- *                     hold, release, requeue, drain, resume
+ *                     hold, release, requeue, drain, resume, purge
  *   broker → client   ids, jobs, codes, log, workers_list, error
  *   worker → broker   ready, heartbeat, progress, result, disconnect
  *   broker → worker   job, kill, heartbeat, disconnect, error
@@ -62,6 +62,7 @@ typedef enum {
     GF_OP_SUBMIT, GF_OP_QUEUE, GF_OP_SHOW, GF_OP_WAIT, GF_OP_CANCEL,
     GF_OP_LOGS, GF_OP_WORKERS,
     GF_OP_HOLD, GF_OP_RELEASE, GF_OP_REQUEUE, GF_OP_DRAIN, GF_OP_RESUME,
+    GF_OP_PURGE,
     /* broker replies to clients */
     GF_OP_IDS, GF_OP_JOBS, GF_OP_CODES, GF_OP_LOG, GF_OP_WORKERS_LIST,
     GF_OP_ERROR,
@@ -155,7 +156,22 @@ typedef struct {
     int32_t yield_grace_s; /* seconds from yield_sig to SIGKILL */
     bool hold;            /* submit: held until released */
     gf_diar_spec *diar;   /* kind diarize: its parameters (owned); NULL otherwise */
+    char *notify;         /* a shell command run as the submitter once the job has ended
+                           * (submit --notify); NULL: none */
 } gf_job_spec;
+
+/* Which jobs a queue or cancel asks about: every condition given must hold;
+ * one left out (empty, NULL, 0) holds for every job. */
+typedef struct {
+    uint32_t *users;      /* the submitter is one of these uids */
+    size_t n_users;
+    char **states;        /* the state is one of these names ("pending", ...) */
+    size_t n_states;
+    char *name;           /* the job's name is exactly this */
+    int64_t since_ms;     /* not ended, or ended at or after this (ms since the epoch) */
+    int32_t *cards;       /* it runs or ran on one of these cards */
+    size_t n_cards;
+} gf_job_filter;
 
 /* A job as the broker knows it (store rows, queue/show replies). */
 typedef struct {
@@ -228,6 +244,8 @@ typedef struct {
     uint64_t *ids;        /* wait, cancel, ids */
     size_t n_ids;
     bool all;             /* queue: ended jobs too */
+    gf_job_filter *filter; /* queue, cancel: only the jobs it selects (owned); NULL: none */
+    int64_t before_ms;    /* purge: ended jobs that ended before this; 0: every ended job */
     bool checkpoint;      /* cancel: a yieldable running job checkpoints and is held instead */
     int64_t timeout_ms;   /* wait: 0 = until they end */
     /* logs */

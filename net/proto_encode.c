@@ -183,7 +183,8 @@ static bool field_present(const field *f, const void *base)
     case F_F64: return *CPTR(base, f->off, double) != 0.0;
     case F_STR: return *CPTR(base, f->off, char *) != NULL;
     case F_ENUM: return *CPTR(base, f->off, int) != 0;
-    case F_STATS: return *CPTR(base, f->count_off, size_t) != 0;
+    case F_STATS: case F_STRV: case F_U64V: case F_I32V: case F_U32V:
+        return *CPTR(base, f->count_off, size_t) != 0;
     default: return true;
     }
 }

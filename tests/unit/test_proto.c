@@ -52,6 +52,25 @@ static void fill_spec(gf_job_spec *s)
     s->yield_sig = 10;
     s->yield_grace_s = 45;
     s->hold = true;
+    s->notify = gf_strdup("mail -s \"job $GPUFLOCK_JOB_ID: $GPUFLOCK_JOB_STATE\" ana </dev/null");
+}
+
+/* A selection with every condition set. */
+static gf_job_filter *make_filter(void)
+{
+    gf_job_filter *f = gf_calloc(1, sizeof(*f));
+    f->users = gf_calloc(2, sizeof(uint32_t));
+    f->users[0] = 0;             /* root: a uid 0 still travels */
+    f->users[1] = 1001;
+    f->n_users = 2;
+    f->states = strv(2, "failed", "cancelled");
+    f->n_states = 2;
+    f->name = gf_strdup("train, \"v2\"");
+    f->since_ms = 1764500000000LL;
+    f->cards = gf_calloc(1, sizeof(int32_t));
+    f->cards[0] = 0;             /* card 0 too */
+    f->n_cards = 1;
+    return f;
 }
 
 /* A diarize job's parameters, every field set. */
@@ -149,6 +168,10 @@ static void fill_msg(gf_msg *m, gf_op op)
         break;
     case GF_OP_QUEUE:
         m->all = true;
+        m->filter = make_filter();
+        break;
+    case GF_OP_PURGE:
+        m->before_ms = 1764500000000LL;
         break;
     case GF_OP_SHOW:
         m->id = 77;
@@ -161,6 +184,10 @@ static void fill_msg(gf_msg *m, gf_op op)
         m->ids[2] = UINT64_MAX;
         m->n_ids = 3;
         m->timeout_ms = op == GF_OP_WAIT ? 2500 : 0;
+        if (op == GF_OP_CANCEL) {
+            m->checkpoint = true;
+            m->filter = make_filter();
+        }
         break;
     case GF_OP_LOGS:
         m->id = 9;
@@ -185,6 +212,10 @@ static void fill_msg(gf_msg *m, gf_op op)
         m->codes[1] = GF_EPERM;
         m->n_codes = 2;
         m->message = gf_strdup("job 8: not yours");
+        m->ids = gf_calloc(2, sizeof(uint64_t));
+        m->ids[0] = 7;
+        m->ids[1] = 8;
+        m->n_ids = 2;
         break;
     case GF_OP_LOG:
         m->data = gf_malloc(5);
@@ -380,6 +411,116 @@ static void test_fields_survive(void **state)
     free(a);
     gf_msg_clear(&m);
     gf_msg_clear(&d);
+}
+
+/* Does the frame hold this key (its msgpack string)? */
+static bool has_key(const uint8_t *a, size_t alen, const char *key)
+{
+    size_t n = strlen(key);
+    for (size_t i = 0; i + n + 1 <= alen; i++)
+        if (a[i] == (uint8_t)(0xa0 | n) && memcmp(a + i + 1, key, n) == 0)
+            return true;
+    return false;
+}
+
+/* The history keys (a selection, a notify command, purge, a codes reply's
+ * ids) come back as sent, and stay out of the frame when unset: a queue,
+ * cancel, spec or codes without them is the version-1 message it was. */
+static void test_history_keys(void **state)
+{
+    (void)state;
+    gf_msg m, d;
+    uint8_t *a;
+    size_t alen;
+    fill_msg(&m, GF_OP_QUEUE);
+    encode_ok(&m, &a, &alen);
+    assert_int_equal(gf_proto_decode(a, alen, &d, NULL, 0), 0);
+    assert_true(d.all);
+    assert_non_null(d.filter);
+    assert_int_equal(d.filter->n_users, 2);
+    assert_int_equal(d.filter->users[0], 0);
+    assert_int_equal(d.filter->users[1], 1001);
+    assert_int_equal(d.filter->n_states, 2);
+    assert_string_equal(d.filter->states[1], "cancelled");
+    assert_string_equal(d.filter->name, "train, \"v2\"");
+    assert_int_equal(d.filter->since_ms, 1764500000000LL);
+    assert_int_equal(d.filter->n_cards, 1);
+    assert_int_equal(d.filter->cards[0], 0);
+    free(a);
+    gf_msg_clear(&d);
+    /* only a name: the other conditions stay out */
+    gf_msg_clear(&m);
+    memset(&m, 0, sizeof(m));
+    m.op = GF_OP_QUEUE;
+    m.filter = gf_calloc(1, sizeof(gf_job_filter));
+    m.filter->name = gf_strdup("eval");
+    encode_ok(&m, &a, &alen);
+    assert_true(has_key(a, alen, "filter") && has_key(a, alen, "name"));
+    assert_false(has_key(a, alen, "users") || has_key(a, alen, "states") ||
+                 has_key(a, alen, "since") || has_key(a, alen, "cards"));
+    assert_int_equal(gf_proto_decode(a, alen, &d, NULL, 0), 0);
+    assert_string_equal(d.filter->name, "eval");
+    assert_int_equal(d.filter->n_users, 0);
+    assert_null(d.filter->users);
+    assert_int_equal(d.filter->since_ms, 0);
+    free(a);
+    gf_msg_clear(&d);
+    gf_msg_clear(&m);
+    /* no filter, no notify, no ids: none of the keys */
+    const gf_op plain[] = { GF_OP_QUEUE, GF_OP_CANCEL, GF_OP_CODES, GF_OP_SUBMIT };
+    for (size_t i = 0; i < sizeof plain / sizeof plain[0]; i++) {
+        fill_msg(&m, plain[i]);
+        free(m.spec.notify);
+        m.spec.notify = NULL;
+        if (plain[i] == GF_OP_CODES) {
+            free(m.ids);
+            m.ids = NULL;
+            m.n_ids = 0;
+        }
+        gf_job_filter *f = m.filter;
+        m.filter = NULL;
+        if (f) {
+            gf_msg tmp;
+            memset(&tmp, 0, sizeof(tmp));
+            tmp.op = GF_OP_QUEUE;
+            tmp.filter = f;
+            gf_msg_clear(&tmp);
+        }
+        encode_ok(&m, &a, &alen);
+        assert_false(has_key(a, alen, "filter") || has_key(a, alen, "notify"));
+        if (plain[i] == GF_OP_CODES)
+            assert_false(has_key(a, alen, "ids"));
+        assert_int_equal(gf_proto_decode(a, alen, &d, NULL, 0), 0);
+        assert_null(d.filter);
+        assert_null(d.spec.notify);
+        free(a);
+        gf_msg_clear(&d);
+        gf_msg_clear(&m);
+    }
+    /* a submit's notify and a purge's date */
+    fill_msg(&m, GF_OP_SUBMIT);
+    encode_ok(&m, &a, &alen);
+    assert_int_equal(gf_proto_decode(a, alen, &d, NULL, 0), 0);
+    assert_string_equal(d.spec.notify, m.spec.notify);
+    free(a);
+    gf_msg_clear(&d);
+    gf_msg_clear(&m);
+    fill_msg(&m, GF_OP_PURGE);
+    encode_ok(&m, &a, &alen);
+    assert_int_equal(gf_proto_decode(a, alen, &d, NULL, 0), 0);
+    assert_int_equal(d.op, GF_OP_PURGE);
+    assert_int_equal(d.before_ms, 1764500000000LL);
+    free(a);
+    gf_msg_clear(&d);
+    gf_msg_clear(&m);
+    /* an unknown key inside the selection is refused, naming its path */
+    static const uint8_t bad[] = { 0x83, 0xa1, 'v', 0x01, 0xa2, 'o', 'p', 0xa5, 'q', 'u', 'e', 'u',
+                                   'e', 0xa6, 'f', 'i', 'l', 't', 'e', 'r', 0x81, 0xa3, 'u', 'i',
+                                   'd', 0x00 };
+    char err[256];
+    assert_int_equal(gf_proto_decode(bad, sizeof bad, &d, err, sizeof err), GF_EPROTO);
+    assert_non_null(strstr(err, "filter"));
+    assert_non_null(strstr(err, "uid"));
 }
 
 /* Optional fields may be absent and get their defaults; nil strings stay NULL. */
@@ -1056,6 +1197,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_round_trip_every_op),
         cmocka_unit_test(test_fields_survive),
+        cmocka_unit_test(test_history_keys),
         cmocka_unit_test(test_defaults),
         cmocka_unit_test(test_malformed_fields),
         cmocka_unit_test(test_diarize_fields),

@@ -46,6 +46,22 @@ static const char *const migrations[GF_STORE_SCHEMA_VERSION] = {
     "CREATE TABLE drains ("
     "  card INTEGER PRIMARY KEY,"
     "  reason TEXT NOT NULL);",
+    /* 4 → 5: the history's queries (docs/operations.md, "History"): a job's
+     * name and cards as columns (",0,1,", '' for none; filled from each
+     * record by fill_columns below), a user's jobs by uid, the ended jobs
+     * by the time they ended (retention, --since), and the jobs of an
+     * environment (an environment no job uses any more goes with the last) */
+    "ALTER TABLE jobs ADD COLUMN name TEXT;"
+    "ALTER TABLE jobs ADD COLUMN cards TEXT NOT NULL DEFAULT '';"
+    "CREATE INDEX jobs_uid ON jobs(uid, id);"
+    "CREATE INDEX jobs_ended ON jobs(ended_ms) WHERE state IN ('done', 'failed', 'cancelled');"
+    "CREATE INDEX jobs_env ON jobs(env_id);",
+};
+
+/* What a migration needs beyond its SQL (the values inside the records),
+ * run in the same transaction: fill[i] after migrations[i]. */
+static int (*const fill[GF_STORE_SCHEMA_VERSION])(gf_store *) = {
+    [4] = gf_store_fill_columns,
 };
 
 /* GF_ENOSPC when SQLite's last failure was a full disk, else GF_EIO. */
@@ -111,10 +127,15 @@ static int migrate(gf_store *self)
     }
     int from = v;
     for (; v < GF_STORE_SCHEMA_VERSION; v++) {
-        char *sql = gf_strfmt("BEGIN IMMEDIATE; %s PRAGMA user_version = %d; COMMIT;",
-                              migrations[v], v + 1);
+        char *sql = gf_strfmt("BEGIN IMMEDIATE; %s", migrations[v]);
+        char *done = gf_strfmt("PRAGMA user_version = %d; COMMIT;", v + 1);
         int rc = exec_sql(self, sql);
+        if (!rc && fill[v])
+            rc = fill[v](self);
+        if (!rc)
+            rc = exec_sql(self, done);
         free(sql);
+        free(done);
         if (rc) {
             exec_sql(self, "ROLLBACK");
             return rc;

@@ -16,6 +16,7 @@
 #ifndef GF_STORE_H
 #define GF_STORE_H
 
+#include "broker/jobfilter.h"
 #include "net/proto.h"
 
 #include <stdbool.h>
@@ -25,7 +26,7 @@
 typedef struct gf_store gf_store;
 
 /* The schema version this code writes (PRAGMA user_version). */
-#define GF_STORE_SCHEMA_VERSION 4
+#define GF_STORE_SCHEMA_VERSION 5
 
 /* Open or create the store at path (its folder must exist), migrating an
  * older schema forward. Its files are made (or tightened to) 0600: they
@@ -89,9 +90,51 @@ int gf_store_get(gf_store *self, uint64_t id, gf_job *out);
  * caller clears each and frees the array. */
 int gf_store_load(gf_store *self, bool only_live, gf_job **jobs, size_t *n);
 
-/* The `limit` most recent ended jobs (done, failed, cancelled), in id order.
- * The caller clears each and frees the array. */
-int gf_store_load_ended(gf_store *self, size_t limit, gf_job **jobs, size_t *n);
+/* The `limit` most recent ended jobs the selection f takes (broker/jobfilter.h),
+ * in id order, without their environments: the selection is the query's
+ * WHERE clause (a user's jobs come from the uid index, --since from the
+ * end times'), each row checked against f again. The caller clears each
+ * and frees the array. */
+int gf_store_find_ended(gf_store *self, const gf_jobfilter *f, size_t limit, gf_job **jobs,
+                        size_t *n);
+
+/* How SQLite answers gf_store_find_ended for f: its EXPLAIN QUERY PLAN
+ * lines joined by "; " (a new string; "" when it cannot say), so that a
+ * test sees which index a selection reads. */
+char *gf_store_explain_find(gf_store *self, const gf_jobfilter *f);
+
+/* How many ended jobs the store holds. 0 or GF_EIO. */
+int gf_store_count_ended(gf_store *self, uint64_t *n);
+
+/* An ended job as the retention sees it: what to remove (docs/operations.md,
+ * "History"). */
+typedef struct {
+    uint64_t id;
+    int64_t ended_ms;
+    char *out_path;           /* its spool files, NULL: none (it never ran, or its record
+                               * does not decode) */
+    char *err_path;
+} gf_store_old;
+
+/* Free what the two below return. */
+void gf_store_old_free(gf_store_old *rows, size_t n);
+
+/* At most `limit` ended jobs with an id above after_id, lowest ids first
+ * (the oldest submitted: what history.keep_jobs removes). */
+int gf_store_oldest_ended(gf_store *self, uint64_t after_id, size_t limit, gf_store_old **rows,
+                          size_t *n);
+
+/* At most `limit` jobs that ended before cut_ms, in the order they ended
+ * (ended_ms, then id), after (after_ms, after_id): what history.keep_days
+ * and a purge remove. */
+int gf_store_ended_before(gf_store *self, int64_t cut_ms, int64_t after_ms, uint64_t after_id,
+                          size_t limit, gf_store_old **rows, size_t *n);
+
+/* Remove these jobs' rows, inside the caller's transaction, and every
+ * environment no job uses any more. A job that is not ended (or not
+ * there) is left alone: a live job is never removed. *removed: the rows
+ * that went. Returns 0, GF_ENOSPC or GF_EIO. */
+int gf_store_remove_ended(gf_store *self, const uint64_t *ids, size_t n, size_t *removed);
 
 /* A card taken out of service (reason: the operator's text, "" for none)
  * or, with reason NULL, put back. Inside a transaction like the writes

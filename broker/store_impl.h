@@ -44,4 +44,9 @@ int gf_store_prepare_rows(gf_store *self);
  * statements were never (or partly) prepared. */
 void gf_store_finish_rows(gf_store *self);
 
+/* Schema 5's name and cards columns, from each row's record (inside the
+ * migration's transaction): 0, or GF_EIO / GF_ENOSPC logged. A record
+ * that does not decode leaves its row's columns empty. */
+int gf_store_fill_columns(gf_store *self);
+
 #endif

@@ -1,7 +1,11 @@
 /* test_store.c — the SQLite job store on real files in a fresh folder:
  * insert/get/update, ids, live listing, durability across a process that
  * dies without closing, forward migration from schema 1, refusal of a newer
- * schema, and a damaged row. */
+ * schema, and a damaged row; the history: selections of ended jobs (user,
+ * state, name, since, cards) answered by the query, the query plans that
+ * keep a user's jobs and the retention off a table scan, the retention's
+ * listings in their orders, and removal (ended rows only, environments no
+ * job uses any more). */
 #include "broker/store.h"
 #include "common/error.h"
 #include "common/log.h"
@@ -312,7 +316,9 @@ static void test_load_ended(void **state)
     assert_int_equal(gf_store_commit(s), 0);
     gf_job *jobs;
     size_t n;
-    assert_int_equal(gf_store_load_ended(s, 3, &jobs, &n), 0);
+    gf_jobfilter every;
+    assert_int_equal(gf_jobfilter_init(&every, NULL, NULL, 0), 0);
+    assert_int_equal(gf_store_find_ended(s, &every, 3, &jobs, &n), 0);
     assert_int_equal(n, 3);   /* ended: 1 2 3 5 6 7; the newest three */
     assert_int_equal(jobs[0].id, 5);
     assert_int_equal(jobs[1].id, 6);
@@ -320,14 +326,275 @@ static void test_load_ended(void **state)
     for (size_t i = 0; i < n; i++)
         gf_job_clear(&jobs[i]);
     free(jobs);
-    assert_int_equal(gf_store_load_ended(s, 100, &jobs, &n), 0);
+    assert_int_equal(gf_store_find_ended(s, &every, 100, &jobs, &n), 0);
     assert_int_equal(n, 6);
     assert_int_equal(jobs[0].id, 1);
     for (size_t i = 0; i < n; i++)
         gf_job_clear(&jobs[i]);
     free(jobs);
-    assert_int_equal(gf_store_load_ended(s, 0, &jobs, &n), 0);
+    assert_int_equal(gf_store_find_ended(s, &every, 0, &jobs, &n), 0);
     assert_int_equal(n, 0);
+    gf_store_destroy(&s);
+}
+
+/* An ended job of user uid named name (NULL: none) on card (-1: none),
+ * ended at ended_ms, inserted. */
+static uint64_t add_ended(gf_store *s, uint32_t uid, const char *name, gf_job_state st,
+                          int64_t ended_ms, int card)
+{
+    gf_job j;
+    make_job(&j, "job", 0);
+    j.uid = uid;
+    if (name)
+        j.spec.name = gf_strdup(name);
+    insert_one(s, &j);
+    j.state = st;
+    j.ended_ms = ended_ms;
+    if (card >= 0) {
+        j.cards = gf_calloc(1, sizeof(int32_t));
+        j.cards[0] = card;
+        j.n_cards = 1;
+        j.out_path = gf_strfmt("/spool/%llu.out", (unsigned long long)j.id);
+        j.err_path = gf_strfmt("/spool/%llu.err", (unsigned long long)j.id);
+    }
+    if (st != GF_STATE_PENDING)
+        update_one(s, &j, false);
+    uint64_t id = j.id;
+    gf_job_clear(&j);
+    return id;
+}
+
+/* The ids find_ended gives for the selection w, as "1,2,3". */
+static char *found(gf_store *s, const gf_job_filter *w, size_t limit)
+{
+    gf_jobfilter f;
+    assert_int_equal(gf_jobfilter_init(&f, w, NULL, 0), 0);
+    gf_job *jobs;
+    size_t n;
+    assert_int_equal(gf_store_find_ended(s, &f, limit, &jobs, &n), 0);
+    char *out = gf_strdup("");
+    for (size_t i = 0; i < n; i++) {
+        assert_int_equal(jobs[i].spec.n_env, 0);     /* never the environments */
+        char *o = gf_strfmt("%s%s%llu", out, i ? "," : "", (unsigned long long)jobs[i].id);
+        free(out);
+        out = o;
+        gf_job_clear(&jobs[i]);
+    }
+    free(jobs);
+    return out;
+}
+
+#define assert_found(s, w, limit, want) do { \
+        char *got_ = found((s), (w), (limit)); \
+        if (strcmp(got_, (want)) != 0) \
+            fail_msg("found '%s', wanted '%s'", got_, (want)); \
+        free(got_); \
+    } while (0)
+
+static void test_find_ended_selections(void **state)
+{
+    fixture *f = *state;
+    gf_store *s = gf_store_open(f->path);
+    assert_non_null(s);
+    add_ended(s, 1001, "train", GF_STATE_DONE, 1000, 0);         /* 1 */
+    add_ended(s, 1002, "train", GF_STATE_FAILED, 2000, 1);       /* 2 */
+    add_ended(s, 1001, "eval, \"x\"", GF_STATE_CANCELLED, 3000, -1); /* 3 */
+    add_ended(s, 0, NULL, GF_STATE_DONE, 4000, 1);               /* 4 */
+    add_ended(s, 1001, "train", GF_STATE_PENDING, 0, -1);        /* 5: live, never listed */
+    add_ended(s, 1001, "train", GF_STATE_FAILED, 5000, 0);       /* 6 */
+    assert_found(s, NULL, 100, "1,2,3,4,6");
+    assert_found(s, NULL, 2, "4,6");                             /* the most recent */
+    uint32_t u1[] = { 1001 }, root[] = { 0 };
+    gf_job_filter w = { .users = u1, .n_users = 1 };
+    assert_found(s, &w, 100, "1,3,6");
+    gf_job_filter r = { .users = root, .n_users = 1 };
+    assert_found(s, &r, 100, "4");
+    char *failed[] = { "failed" }, *live[] = { "pending", "running" };
+    gf_job_filter st = { .states = failed, .n_states = 1 };
+    assert_found(s, &st, 100, "2,6");
+    gf_job_filter lv = { .states = live, .n_states = 2 };
+    assert_found(s, &lv, 100, "");
+    gf_job_filter nm = { .name = "eval, \"x\"" };
+    assert_found(s, &nm, 100, "3");
+    gf_job_filter since = { .since_ms = 3000 };
+    assert_found(s, &since, 100, "3,4,6");
+    int32_t c1[] = { 1 }, c0[] = { 0 };
+    gf_job_filter card = { .cards = c1, .n_cards = 1 };
+    assert_found(s, &card, 100, "2,4");
+    gf_job_filter all = { .users = u1, .n_users = 1, .states = failed, .n_states = 1,
+                          .name = "train", .since_ms = 1, .cards = c0, .n_cards = 1 };
+    assert_found(s, &all, 100, "6");
+    /* card 1 is not card 10 */
+    add_ended(s, 1001, NULL, GF_STATE_DONE, 6000, 10);          /* 7 */
+    assert_found(s, &card, 100, "2,4");
+    uint64_t n;
+    assert_int_equal(gf_store_count_ended(s, &n), 0);
+    assert_int_equal(n, 6);
+    gf_store_destroy(&s);
+}
+
+/* How SQLite plans a query on the store's file ("SCAN jobs", "SEARCH jobs
+ * USING INDEX jobs_uid ..."), the lines joined. */
+static char *plan(const char *path, const char *sql)
+{
+    sqlite3 *db;
+    assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+    char *q = gf_strfmt("EXPLAIN QUERY PLAN %s", sql);
+    sqlite3_stmt *st;
+    assert_int_equal(sqlite3_prepare_v2(db, q, -1, &st, NULL), SQLITE_OK);
+    char *out = gf_strdup("");
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        char *o = gf_strfmt("%s%s; ", out, (const char *)sqlite3_column_text(st, 3));
+        free(out);
+        out = o;
+    }
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    free(q);
+    return out;
+}
+
+/* How gf_store_find_ended answers the selection w. */
+static char *find_plan(gf_store *s, const gf_job_filter *w)
+{
+    gf_jobfilter f;
+    assert_int_equal(gf_jobfilter_init(&f, w, NULL, 0), 0);
+    return gf_store_explain_find(s, &f);
+}
+
+/* The indexes that keep a user's history and the retention from reading
+ * the whole table, or sorting it: the store's own selections, and the
+ * retention's queries as store_rows.c writes them. */
+static void test_history_query_plans(void **state)
+{
+    fixture *f = *state;
+    gf_store *s = gf_store_open(f->path);
+    for (int i = 0; i < 50; i++)
+        add_ended(s, 1000 + (uint32_t)(i % 5), "j", GF_STATE_DONE, 1000 + i, 0);
+    uint32_t u1[] = { 1001 };
+    char *failed[] = { "failed" };
+    const struct { gf_job_filter w; const char *want; bool sorts; } finds[] = {
+        { { .n_users = 0 }, "SCAN jobs", false },                       /* newest first */
+        { { .users = u1, .n_users = 1 }, "SEARCH jobs USING INDEX jobs_uid (uid=?)", false },
+        { { .users = u1, .n_users = 1, .since_ms = 5 }, "jobs_uid", false },
+        { { .states = failed, .n_states = 1 }, "jobs_state (state=?)", false },
+        { { .since_ms = 5 }, "SEARCH jobs USING INDEX jobs_ended (ended_ms>?)", true },
+    };
+    for (size_t i = 0; i < sizeof finds / sizeof finds[0]; i++) {
+        char *p = find_plan(s, &finds[i].w);
+        if (!strstr(p, finds[i].want) || (strstr(p, "TEMP B-TREE") != NULL) != finds[i].sorts)
+            fail_msg("selection %zu: plan '%s', wanted '%s'%s", i, p, finds[i].want,
+                     finds[i].sorts ? " and a sort" : " without a sort");
+        free(p);
+    }
+    gf_store_destroy(&s);
+    /* want: in the plan; no query here sorts its rows (a temp B-tree) */
+    static const struct { const char *sql, *want; } plans[] = {
+        /* the index the store names (INDEXED BY) can serve it, in its order */
+        { "SELECT id FROM jobs INDEXED BY jobs_ended WHERE state IN ('done', 'failed', "
+          "'cancelled') AND ended_ms < ?1 AND (ended_ms, id) > (?2, ?3) ORDER BY ended_ms, id"
+          " LIMIT 10", "SEARCH jobs USING INDEX jobs_ended" },
+        { "SELECT COUNT(*) FROM jobs INDEXED BY jobs_ended WHERE state IN ('done', 'failed', "
+          "'cancelled')", "jobs_ended" },
+        { "SELECT 1 FROM jobs WHERE env_id = 3", "USING COVERING INDEX jobs_env" },
+        { "SELECT id FROM jobs NOT INDEXED WHERE id > ?1 AND state IN ('done', 'failed', "
+          "'cancelled') ORDER BY id LIMIT 10", "USING INTEGER PRIMARY KEY" },
+    };
+    for (size_t i = 0; i < sizeof plans / sizeof plans[0]; i++) {
+        char *p = plan(f->path, plans[i].sql);
+        if (!strstr(p, plans[i].want) || strstr(p, "TEMP B-TREE"))
+            fail_msg("%s: plan '%s' lacks '%s' or sorts", plans[i].sql, p, plans[i].want);
+        free(p);
+    }
+}
+
+static void test_retention_listings_and_removal(void **state)
+{
+    fixture *f = *state;
+    gf_store *s = gf_store_open(f->path);
+    static const char *const env[] = { "A=1", "B=2" };
+    /* 1..4 share one environment; 3 is live; ended out of id order */
+    uint64_t ids[4];
+    const int64_t ended[] = { 3000, 1000, 0, 2000 };
+    for (int i = 0; i < 4; i++) {
+        gf_job j;
+        make_job(&j, "r", 0);
+        set_env(&j, env, 2);
+        insert_one(s, &j);
+        ids[i] = j.id;
+        if (i != 2) {
+            j.state = GF_STATE_DONE;
+            j.ended_ms = ended[i];
+            j.out_path = gf_strfmt("/spool/%llu.out", (unsigned long long)j.id);
+            update_one(s, &j, false);
+        }
+        gf_job_clear(&j);
+    }
+    gf_store_old *rows;
+    size_t n;
+    /* by id, from a cursor */
+    assert_int_equal(gf_store_oldest_ended(s, 0, 2, &rows, &n), 0);
+    assert_int_equal(n, 2);
+    assert_int_equal(rows[0].id, ids[0]);
+    assert_int_equal(rows[1].id, ids[1]);
+    assert_string_equal(rows[0].out_path, "/spool/1.out");
+    assert_null(rows[0].err_path);
+    gf_store_old_free(rows, n);
+    assert_int_equal(gf_store_oldest_ended(s, ids[1], 10, &rows, &n), 0);
+    assert_int_equal(n, 1);                      /* the live job 3 is not listed */
+    assert_int_equal(rows[0].id, ids[3]);
+    gf_store_old_free(rows, n);
+    /* by the time they ended, before a cut, after (ms, id) */
+    assert_int_equal(gf_store_ended_before(s, 2500, 0, 0, 10, &rows, &n), 0);
+    assert_int_equal(n, 2);
+    assert_int_equal(rows[0].id, ids[1]);        /* ended 1000 */
+    assert_int_equal(rows[1].id, ids[3]);        /* ended 2000 */
+    assert_int_equal(rows[1].ended_ms, 2000);
+    gf_store_old_free(rows, n);
+    assert_int_equal(gf_store_ended_before(s, 5000, 1000, ids[1], 10, &rows, &n), 0);
+    assert_int_equal(n, 2);
+    assert_int_equal(rows[0].id, ids[3]);
+    assert_int_equal(rows[1].id, ids[0]);
+    gf_store_old_free(rows, n);
+    /* removal: a live job asked for stays; the environment stays while a job uses it */
+    size_t removed;
+    assert_int_equal(gf_store_begin(s), 0);
+    uint64_t some[] = { ids[0], ids[2], 9999 };
+    assert_int_equal(gf_store_remove_ended(s, some, 3, &removed), 0);
+    assert_int_equal(gf_store_commit(s), 0);
+    assert_int_equal(removed, 1);
+    gf_job got;
+    assert_int_equal(gf_store_get(s, ids[0], &got), GF_ENOENT);
+    gf_job_clear(&got);
+    assert_int_equal(gf_store_get(s, ids[2], &got), 0);
+    assert_env(&got.spec, env, 2);
+    gf_job_clear(&got);
+    assert_int_equal(count_rows(f->path, "envs"), 1);
+    /* the last users of the environment go: it goes with them once the
+     * live job has ended and gone too */
+    got.id = ids[2];
+    assert_int_equal(gf_store_get(s, ids[2], &got), 0);
+    got.state = GF_STATE_CANCELLED;
+    got.ended_ms = 4000;
+    update_one(s, &got, false);
+    gf_job_clear(&got);
+    uint64_t rest[] = { ids[1], ids[2], ids[3] };
+    assert_int_equal(gf_store_begin(s), 0);
+    assert_int_equal(gf_store_remove_ended(s, rest, 3, &removed), 0);
+    assert_int_equal(gf_store_commit(s), 0);
+    assert_int_equal(removed, 3);
+    assert_int_equal(count_rows(f->path, "envs"), 0);
+    assert_int_equal(count_rows(f->path, "jobs"), 0);
+    /* the environment stored last is gone: a new job with it stores it again */
+    gf_job j;
+    make_job(&j, "again", 0);
+    set_env(&j, env, 2);
+    insert_one(s, &j);
+    assert_int_equal(gf_store_get(s, j.id, &got), 0);
+    assert_env(&got.spec, env, 2);
+    gf_job_clear(&got);
+    gf_job_clear(&j);
+    assert_int_equal(count_rows(f->path, "envs"), 1);
     gf_store_destroy(&s);
 }
 
@@ -439,6 +706,7 @@ static void test_migration(void **state)
     make_job(&j, "old", 3);
     set_env(&j, old_env, 2);   /* before schema 3 the environment was in the record */
     j.id = 7;
+    j.spec.name = gf_strdup("old-name");   /* before schema 5 only in the record */
     gf_msg m;
     memset(&m, 0, sizeof(m));
     m.op = GF_OP_JOBS;
@@ -484,6 +752,8 @@ static void test_migration(void **state)
     assert_int_equal(gf_store_get(s, 7, &got), 0);
     assert_env(&got.spec, old_env, 2);
     gf_job_clear(&got);
+    gf_job_filter w = { .name = "old-name" };     /* filled from the record at the migration */
+    assert_found(s, &w, 10, "7");
     gf_store_destroy(&s);
 }
 
@@ -539,6 +809,9 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_insert_get_update, setup, teardown),
         cmocka_unit_test_setup_teardown(test_load_ended, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_find_ended_selections, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_history_query_plans, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_retention_listings_and_removal, setup, teardown),
         cmocka_unit_test_setup_teardown(test_env_shared, setup, teardown),
         cmocka_unit_test_setup_teardown(test_env_kept_in_store, setup, teardown),
         cmocka_unit_test_setup_teardown(test_diarize_record, setup, teardown),

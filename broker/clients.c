@@ -119,6 +119,10 @@ static int check_spec(gf_server *self, const gf_job_spec *sp, char *why, size_t 
                  sp->yield_grace_s);
         return GF_EINVAL;
     }
+    if (sp->notify && !sp->notify[0]) {
+        snprintf(why, len, "--notify: an empty command");
+        return GF_EINVAL;
+    }
     for (size_t i = 0; i < sp->n_after; i++)
         if (!gf_jobs_known(self, sp->after[i])) {
             snprintf(why, len, "--after: no job %llu", (unsigned long long)sp->after[i]);
@@ -653,6 +657,7 @@ void gf_clients_on_message(gf_server *self)
             on_job_verb(self, &peer, &m);
             break;
         case GF_OP_DRAIN: case GF_OP_RESUME: on_card_verb(self, &peer, &m); break;
+        case GF_OP_PURGE: gf_history_on_purge(self, &peer, &m); break;
         default:
             gf_server_post_error(self, self->clients, &peer, GF_EPROTO,
                                  "operation '%s' is not a client request", gf_proto_op_name(m.op));

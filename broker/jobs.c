@@ -90,6 +90,7 @@ void gf_jobs_finish(gf_server *self, gf_sched_job *sj, gf_job_state state)
     if (!sj->job.ended_ms)
         sj->job.ended_ms = gf_wall_ms();
     gf_server_persist(self, &sj->job);
+    gf_history_job_ended(self, &sj->job);   /* counted; its notify command queued */
     /* a worker that ran it to the end removed these; not one that died, nor
      * a job cancelled while it waited with a checkpoint */
     remove_checkpoints(sj->job.out_path);

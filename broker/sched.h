@@ -110,6 +110,9 @@ void gf_sched_forget(gf_sched *self, uint64_t id);
 /* Record the final state of an ended job the table never held (a job of an
  * earlier run, read back from the store for a dependency). */
 void gf_sched_note_final(gf_sched *self, uint64_t id, gf_job_state state);
+/* Forget the final state of a job that no longer exists (its record was
+ * removed from the store, broker/history.c): --after it is refused. */
+void gf_sched_forget_final(gf_sched *self, uint64_t id);
 /* The final state of a retired (or noted) job: true and *state, else false. */
 bool gf_sched_final(const gf_sched *self, uint64_t id, gf_job_state *state);
 

@@ -117,6 +117,12 @@ void gf_sched_note_final(gf_sched *self, uint64_t id, gf_job_state state)
     dependency_moved(self);
 }
 
+void gf_sched_forget_final(gf_sched *self, uint64_t id)
+{
+    if (id < self->cap_id && !gf_sched_get(self, id))
+        self->final[id] = 0;
+}
+
 bool gf_sched_final(const gf_sched *self, uint64_t id, gf_job_state *state)
 {
     if (id >= self->cap_id || !self->final[id])

@@ -443,6 +443,7 @@ static void timers(gf_server *self, uint64_t now)
     }
     gf_jobs_timers(self, now);
     gf_supervise(self, now);
+    gf_history_timers(self, now);
     gf_jobs_notify_waiters(self);
     gf_metrics_refresh(self->metrics, self, now);
 }
@@ -654,6 +655,7 @@ void gf_server_destroy(gf_server **self_p)
     free(self->fresh);
     free(self->behind_why);
     free(self->retire);
+    gf_history_destroy(self);
     while (self->waiters) {
         waiter *w = self->waiters;
         self->waiters = w->next;

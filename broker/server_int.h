@@ -68,6 +68,10 @@ typedef struct waiter {
     struct waiter *next;
 } waiter;
 
+/* What the broker does with ended jobs: retention, purge, notifications
+ * (history.c). */
+typedef struct gf_history gf_history;
+
 /* A turn's phases, timed where the log level is debug (turn_trace). */
 enum { PH_MESSAGES, PH_SCHEDULE, PH_COMMIT, PH_TO_WORKERS, PH_SYNC, PH_TO_CLIENTS, TURN_PHASES };
 
@@ -131,6 +135,7 @@ struct gf_server {
     bool trace;               /* log_level debug: each acknowledging turn's phases */
     bool traced_sync;         /* this turn's end ran an acknowledging sync */
     uint64_t phase_ns[TURN_PHASES];   /* this turn's phases (trace) */
+    gf_history *history;      /* retention, purge, notifications; made at first use */
 };
 
 /* ---- server.c: the turn, its outbox and its transaction */
@@ -285,6 +290,24 @@ void gf_workers_beat(gf_server *self, uint64_t now);
 
 /* Take what waits on the client socket (up to DRAIN_MAX messages). */
 void gf_clients_on_message(gf_server *self);
+
+/* ---- history.c: ended jobs (retention, purge, notifications) */
+
+/* On the turn's timers: a retention pass when one is due (a few rows,
+ * docs/operations.md, "History"), notifications reaped, killed past their
+ * time, started. */
+void gf_history_timers(gf_server *self, uint64_t now);
+
+/* A job ended (gf_jobs_finish): counted; its notify command queued, run
+ * once the end is in the store. */
+void gf_history_job_ended(gf_server *self, const gf_job *j);
+
+/* The client's `purge`: root only; the jobs ended before its date go in
+ * the retention's passes. */
+void gf_history_on_purge(gf_server *self, const gf_peer *peer, gf_msg *req);
+
+/* Stop the sweeper (it finishes its batch) and free; safe when none. */
+void gf_history_destroy(gf_server *self);
 
 /* ---- supervise.c: the local worker processes */
 

@@ -103,8 +103,10 @@ int gf_store_find_ended(gf_store *self, const gf_jobfilter *f, size_t limit, gf_
  * test sees which index a selection reads. */
 char *gf_store_explain_find(gf_store *self, const gf_jobfilter *f);
 
-/* How many ended jobs the store holds. 0 or GF_EIO. */
+/* How many ended jobs the store holds; how many of them ended before
+ * cut_ms. 0 or GF_EIO. */
 int gf_store_count_ended(gf_store *self, uint64_t *n);
+int gf_store_count_ended_before(gf_store *self, int64_t cut_ms, uint64_t *n);
 
 /* An ended job as the retention sees it: what to remove (docs/operations.md,
  * "History"). */

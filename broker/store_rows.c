@@ -649,6 +649,22 @@ int gf_store_count_ended(gf_store *self, uint64_t *n)
     return rc == SQLITE_ROW ? 0 : gf_store_db_fail(self, "counting ended jobs");
 }
 
+int gf_store_count_ended_before(gf_store *self, int64_t cut_ms, uint64_t *n)
+{
+    *n = 0;
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(self->db,
+                           "SELECT COUNT(*) FROM jobs INDEXED BY jobs_ended WHERE " ENDED_SQL
+                           " AND ended_ms < ?1", -1, &st, NULL) != SQLITE_OK)
+        return gf_store_db_fail(self, "counting old jobs");
+    sqlite3_bind_int64(st, 1, cut_ms);
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW)
+        *n = (uint64_t)sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    return rc == SQLITE_ROW ? 0 : gf_store_db_fail(self, "counting old jobs");
+}
+
 void gf_store_old_free(gf_store_old *rows, size_t n)
 {
     for (size_t i = 0; rows && i < n; i++) {

@@ -107,31 +107,31 @@ static void spawn_worker(gf_server *self, wk *w)
 
 void gf_supervise(gf_server *self, uint64_t now)
 {
-    int status;
-    pid_t pid;
-    while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
-        for (size_t i = 0; i < self->n_wks; i++) {
-            wk *w = &self->wks[i];
-            if (w->child != pid)
-                continue;
-            w->child = 0;
-            if (WIFSIGNALED(status))
-                GF_WARN("worker of card %d (pid %d) killed by signal %d", w->device, (int)pid,
-                        WTERMSIG(status));
-            else
-                GF_WARN("worker of card %d (pid %d) exited with status %d", w->device, (int)pid,
-                        WEXITSTATUS(status));
-            if (w->ready)
-                gf_workers_dead(self, w, "exited", false);
-            /* backoff: doubles while workers die young, resets after a
-             * minute of life */
-            bool young = now - w->child_started < 60000;
-            w->backoff_ms = !young ? BACKOFF_MIN_MS
-                            : w->backoff_ms ? (w->backoff_ms * 2 > BACKOFF_MAX_MS
-                                                   ? BACKOFF_MAX_MS : w->backoff_ms * 2)
-                                            : BACKOFF_MIN_MS;
-            w->spawn_at = now + (uint64_t)w->backoff_ms;
-        }
+    /* each worker by its pid: the broker has other children (notify
+     * commands, broker/notify.c), reaped where they are known */
+    for (size_t i = 0; i < self->n_wks; i++) {
+        wk *w = &self->wks[i];
+        int status;
+        pid_t pid = w->child;
+        if (pid <= 0 || waitpid(pid, &status, WNOHANG) != pid)
+            continue;
+        w->child = 0;
+        if (WIFSIGNALED(status))
+            GF_WARN("worker of card %d (pid %d) killed by signal %d", w->device, (int)pid,
+                    WTERMSIG(status));
+        else
+            GF_WARN("worker of card %d (pid %d) exited with status %d", w->device, (int)pid,
+                    WEXITSTATUS(status));
+        if (w->ready)
+            gf_workers_dead(self, w, "exited", false);
+        /* backoff: doubles while workers die young, resets after a
+         * minute of life */
+        bool young = now - w->child_started < 60000;
+        w->backoff_ms = !young ? BACKOFF_MIN_MS
+                        : w->backoff_ms ? (w->backoff_ms * 2 > BACKOFF_MAX_MS
+                                               ? BACKOFF_MAX_MS : w->backoff_ms * 2)
+                                        : BACKOFF_MIN_MS;
+        w->spawn_at = now + (uint64_t)w->backoff_ms;
     }
     if (!self->cfg->spawn_workers || self->stopping)
         return;

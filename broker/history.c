@@ -48,6 +48,8 @@ struct gf_history {
     int64_t purge_before;     /* a purge under way: jobs ended before this go; 0: none */
     uint64_t purged;          /* ... and how many it removed so far */
     uint64_t removed;         /* rows removed since the last line logged about it */
+    gf_retain_how walk_done;  /* the listing the batch came from was walked to its end: said
+                               * once the batch's rows are gone; NOTHING: not */
 };
 
 static gf_history *history(gf_server *self)
@@ -175,6 +177,9 @@ static void retention_pass(gf_server *self, gf_history *h, uint64_t now)
         if (!gf_sweeper_busy(h->sweeper)) {
             remove_rows(self, h);
             h->next_pass = now + PASS_MS;
+            if (h->walk_done != GF_RETAIN_NOTHING)
+                walked(self, h, h->walk_done);
+            h->walk_done = GF_RETAIN_NOTHING;
         }
         return;
     }
@@ -232,7 +237,9 @@ static void retention_pass(gf_server *self, gf_history *h, uint64_t now)
     } else {
         gf_store_old_free(rows, 0);
     }
-    if (short_list)
+    if (short_list && h->n_batch)
+        h->walk_done = step.how;        /* said once these are gone */
+    else if (short_list)
         walked(self, h, step.how);
 }
 

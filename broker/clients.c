@@ -349,54 +349,121 @@ static gf_sched_job *owned_job(gf_server *self, const gf_peer *peer, uint64_t id
     return sj;
 }
 
+static bool refused(gf_server *self, const gf_peer *peer, const char *op);
+
+/* Cancel one live job the peer may act on (who: their name): 0, or
+ * GF_ESTATE when it is not pending or running. */
+static int32_t cancel_one(gf_server *self, const gf_peer *peer, gf_sched_job *sj, bool checkpoint,
+                          const char *who)
+{
+    gf_job *j = &sj->job;
+    if (j->state == GF_STATE_PENDING) {
+        gf_sched_unqueue(self->sched, j->id);
+        gf_jobs_set_reason(j, "cancelled by %s", who);
+        gf_jobs_finish(self, sj, GF_STATE_CANCELLED);
+    } else if (j->state == GF_STATE_RUNNING && checkpoint && gf_sched_yieldable(sj) &&
+               sj->started && !sj->cancel_asked) {
+        /* stop now, keep the progress: it checkpoints and waits, held */
+        char why[96];
+        snprintf(why, sizeof why, "held by %s (cancel --checkpoint)", who);
+        sj->hold_after = true;
+        sj->hold_by = peer->uid;
+        gf_jobs_ask_yield(self, sj, false, why);
+    } else if (j->state == GF_STATE_RUNNING) {
+        if (!sj->cancel_asked) {
+            sj->cancel_asked = true;
+            gf_jobs_set_reason(j, "cancelled by %s", who);
+            gf_jobs_kill(self, sj, "cancelled");
+            if (sj->worker_card < 0 || !gf_workers_by_device(self, sj->worker_card)->ready)
+                gf_jobs_lost(self, sj, "cancelled while its worker was away");
+        }
+    } else {
+        return GF_ESTATE;
+    }
+    return 0;
+}
+
+static int by_id_value(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* cancel by a selection (scancel's --user, --name, --state): the live jobs
+ * it takes that are the peer's (root: anyone's). The reply names them
+ * (ids) beside their codes. Only root may name other users. */
+static void cancel_selected(gf_server *self, const gf_peer *peer, gf_msg *req)
+{
+    gf_jobfilter f;
+    char why[256];
+    if (req->n_ids) {
+        gf_server_post_error(self, self->clients, peer, GF_EINVAL,
+                             "cancel: job ids or a selection, not both");
+        return;
+    }
+    if (gf_jobfilter_init(&f, req->filter, why, sizeof why) != 0) {
+        gf_server_post_error(self, self->clients, peer, GF_EINVAL, "cancel: %s", why);
+        return;
+    }
+    bool root = peer->has_cred && peer->uid == 0;
+    for (size_t i = 0; i < req->filter->n_users && !root; i++)
+        if (!peer->has_cred || req->filter->users[i] != peer->uid) {
+            gf_server_post_error(self, self->clients, peer, GF_EPERM,
+                                 "cancel: only root may cancel another user's jobs");
+            return;
+        }
+    if (!peer->has_cred) {
+        gf_server_post_error(self, self->clients, peer, GF_EPERM,
+                             "cancel needs a local ipc:// connection (the user is learnt from it)");
+        return;
+    }
+    if (refused(self, peer, "cancel"))
+        return;
+    gf_msg m;
+    memset(&m, 0, sizeof(m));
+    m.op = GF_OP_CODES;
+    size_t pos = 0, cap = 0;
+    gf_sched_job *sj;
+    while ((sj = gf_sched_iter(self->sched, &pos)))
+        if (!gf_jobs_ended(sj->job.state) && (root || sj->job.uid == peer->uid) &&
+            gf_jobfilter_match(&f, &sj->job))
+            gf_server_push_id(&m.ids, &m.n_ids, &cap, sj->job.id);
+    if (m.n_ids)
+        qsort(m.ids, m.n_ids, sizeof(uint64_t), by_id_value);
+    m.codes = gf_calloc(m.n_ids ? m.n_ids : 1, sizeof(int32_t));
+    m.n_codes = m.n_ids;
+    self->need_sync = true;
+    char *who = gf_users_name(self->users, peer->uid, peer->gid);
+    for (size_t i = 0; i < m.n_ids; i++)
+        m.codes[i] = cancel_one(self, peer, gf_sched_get(self->sched, m.ids[i]), req->checkpoint,
+                                who);
+    free(who);
+    gf_server_post(self, self->clients, peer, &m);
+    gf_jobs_notify_waiters(self);
+}
+
 static void on_cancel(gf_server *self, const gf_peer *peer, gf_msg *req)
 {
+    if (req->filter) {
+        cancel_selected(self, peer, req);
+        return;
+    }
+    if (refused(self, peer, "cancel"))
+        return;   /* a cancel is acknowledged once recorded, and cannot be now; the
+                   * job's owner can still signal its processes */
     gf_msg m;
     memset(&m, 0, sizeof(m));
     m.op = GF_OP_CODES;
     m.codes = gf_calloc(req->n_ids ? req->n_ids : 1, sizeof(int32_t));
     m.n_codes = req->n_ids;
-    if (self->behind || self->turn_failed) {
-        /* a cancel is acknowledged once recorded, and cannot be now; the
-         * job's owner can still signal its processes */
-        gf_msg_clear(&m);
-        char text[768];
-        int rc = gf_server_refusal(self, "cancel", text, sizeof(text));
-        gf_server_post_error(self, self->clients, peer, rc, "%s", text);
-        return;
-    }
     self->need_sync = true;
+    char *who = peer->has_cred ? gf_users_name(self->users, peer->uid, peer->gid) : NULL;
     for (size_t i = 0; i < req->n_ids; i++) {
         gf_sched_job *sj = owned_job(self, peer, req->ids[i], &m.codes[i]);
-        if (!sj)
-            continue;
-        gf_job *j = &sj->job;
-        char *who = gf_users_name(self->users, peer->uid, peer->gid);
-        if (j->state == GF_STATE_PENDING) {
-            gf_sched_unqueue(self->sched, j->id);
-            gf_jobs_set_reason(j, "cancelled by %s", who);
-            gf_jobs_finish(self, sj, GF_STATE_CANCELLED);
-        } else if (j->state == GF_STATE_RUNNING && req->checkpoint && gf_sched_yieldable(sj) &&
-                   sj->started && !sj->cancel_asked) {
-            /* stop now, keep the progress: it checkpoints and waits, held */
-            char why[96];
-            snprintf(why, sizeof why, "held by %s (cancel --checkpoint)", who);
-            sj->hold_after = true;
-            sj->hold_by = peer->uid;
-            gf_jobs_ask_yield(self, sj, false, why);
-        } else if (j->state == GF_STATE_RUNNING) {
-            if (!sj->cancel_asked) {
-                sj->cancel_asked = true;
-                gf_jobs_set_reason(j, "cancelled by %s", who);
-                gf_jobs_kill(self, sj, "cancelled");
-                if (sj->worker_card < 0 || !gf_workers_by_device(self, sj->worker_card)->ready)
-                    gf_jobs_lost(self, sj, "cancelled while its worker was away");
-            }
-        } else {
-            m.codes[i] = GF_ESTATE;
-        }
-        free(who);
+        if (sj)
+            m.codes[i] = cancel_one(self, peer, sj, req->checkpoint, who);
     }
+    free(who);
     gf_server_post(self, self->clients, peer, &m);
     gf_jobs_notify_waiters(self);
 }

@@ -258,6 +258,8 @@ void gf_jobopts_usage(FILE *out, const char *cmd)
             "                   saves its state in $GPUFLOCK_CHECKPOINT_DIR and exits 85 within\n"
             "                   GRACE seconds (default 30), then runs again\n"
             "  --hold           stay pending until `gpuflock release`\n"
+            "  --notify CMD     run CMD (sh -c, as you) when the job has ended; it gets\n"
+            "                   $GPUFLOCK_JOB_ID, $GPUFLOCK_JOB_STATE, $GPUFLOCK_JOB_EXIT\n"
             "%s"
             "  --config FILE    configuration file\n",
             cmd,
@@ -357,7 +359,7 @@ int gf_jobopts_parse(int argc, char **argv, gf_jobopts *o, bool allow_batch)
     gf_job_spec_init(&o->spec);
     const char *cmd = argv[0];
     enum { O_GPU = 256, O_ANY, O_GPUS, O_PROOF, O_PRIO, O_TIME, O_AFTER, O_NAME, O_NOREQ,
-           O_ARRAY, O_FILE, O_CONFIG, O_YIELD, O_HOLD };
+           O_ARRAY, O_FILE, O_CONFIG, O_YIELD, O_HOLD, O_NOTIFY };
     static const struct option opts[] = {
         { "gpu", required_argument, NULL, O_GPU },
         { "any", no_argument, NULL, O_ANY },
@@ -372,6 +374,7 @@ int gf_jobopts_parse(int argc, char **argv, gf_jobopts *o, bool allow_batch)
         { "no-requeue", no_argument, NULL, O_NOREQ },
         { "yieldable", optional_argument, NULL, O_YIELD },
         { "hold", no_argument, NULL, O_HOLD },
+        { "notify", required_argument, NULL, O_NOTIFY },
         { "array", required_argument, NULL, O_ARRAY },
         { "file", required_argument, NULL, O_FILE },
         { "config", required_argument, NULL, O_CONFIG },
@@ -443,6 +446,13 @@ int gf_jobopts_parse(int argc, char **argv, gf_jobopts *o, bool allow_batch)
                 return GF_EXIT_USAGE;
             break;
         case O_HOLD: o->spec.hold = true; break;
+        case O_NOTIFY:
+            if (!*optarg || strlen(optarg) > GF_PROTO_MAX_PATH)
+                return gf_cli_usage_error(cmd, "--notify: a command of 1 to %u bytes",
+                                          GF_PROTO_MAX_PATH);
+            free(o->spec.notify);
+            o->spec.notify = gf_strdup(optarg);
+            break;
         case O_ARRAY:
             if (!allow_batch)
                 return gf_cli_usage_error(cmd, "--array is submit's: %s runs one command", cmd);

@@ -11,6 +11,8 @@ int gf_cmd_version(int argc, char **argv, gf_cli_ctx *cli);
 int gf_cmd_submit(int argc, char **argv, gf_cli_ctx *cli);
 int gf_cmd_run(int argc, char **argv, gf_cli_ctx *cli);
 int gf_cmd_queue(int argc, char **argv, gf_cli_ctx *cli);
+int gf_cmd_history(int argc, char **argv, gf_cli_ctx *cli);
+int gf_cmd_purge(int argc, char **argv, gf_cli_ctx *cli);
 int gf_cmd_show(int argc, char **argv, gf_cli_ctx *cli);
 int gf_cmd_wait(int argc, char **argv, gf_cli_ctx *cli);
 int gf_cmd_cancel(int argc, char **argv, gf_cli_ctx *cli);
@@ -38,6 +40,7 @@ const gf_cli_command gf_cli_commands[] = {
     { "submit", gf_cmd_submit, "queue a job (or --array N, --file LIST); print its id", false },
     { "run", gf_cmd_run, "run a job through the queue, streaming its output", false },
     { "queue", gf_cmd_queue, "list pending and running jobs (--all: ended too)", false },
+    { "history", gf_cmd_history, "ended jobs' accounting, like sacct (--csv); --user, --state, --since", false },
     { "show", gf_cmd_show, "everything about one job", false },
     { "wait", gf_cmd_wait, "wait for jobs to end; exit status of the first failure", false },
     { "cancel", gf_cmd_cancel, "cancel jobs (a running job's process group is killed)", false },
@@ -46,6 +49,7 @@ const gf_cli_command gf_cli_commands[] = {
     { "requeue", gf_cmd_requeue, "send running jobs back to the queue (checkpointed where they can)", false },
     { "drain", gf_cmd_drain, "take a card out of service: no new jobs, yieldable jobs yield (root)", false },
     { "resume", gf_cmd_resume, "put a drained card back in service (root)", false },
+    { "purge", gf_cmd_purge, "remove ended jobs and their spool files from the job store (root)", false },
     { "logs", gf_cmd_logs, "a job's captured output (-f: follow)", false },
     { "workers", gf_cmd_workers, "the cards, their workers and jobs", false },
     { "der", gf_cmd_der, "diarization error rate of a hypothesis RTTM against a reference", true },

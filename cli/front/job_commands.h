@@ -8,9 +8,11 @@
     X(submit)              \
     X(run)                 \
     X(queue)               \
+    X(history)             \
     X(show)                \
     X(wait)                \
     X(cancel)              \
+    X(purge)               \
     X(logs)                \
     X(workers)
 

@@ -20,7 +20,7 @@ chmod 755 "$T/bin" "$T/bin/gpuflock"
 LONE="$T/bin/gpuflock"
 LOGLINE='^[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3} '
 # the broker's requests, which its messages may start with
-REQUESTS='submit|queue|show|wait|cancel|logs|workers|hold|release|requeue|drain|resume|diarize'
+REQUESTS='submit|queue|show|wait|cancel|logs|workers|hold|release|requeue|drain|resume|purge|diarize'
 
 # check_err SUB STATUS ARGS...: run PROG (default $GF) with ARGS; it must exit
 # STATUS with every line of stderr in the user's form for SUB, none a log
@@ -95,6 +95,7 @@ done
 declare -A BAD=(
     [exec]="--gpu x -- true" [locks]="extra" [models]="frobnicate" [version]="extra"
     [submit]="--gpu x -- true" [run]="--time 0 -- true" [queue]="extra" [show]="abc"
+    [history]="--since soon" [purge]="--before tomorrow"
     [wait]="--timeout x 1" [cancel]="x" [hold]="x" [release]="1,x" [requeue]="0"
     [drain]="x" [resume]="1 2" [logs]="1 2" [workers]="extra"
     [der]="--collar x a.rttm b.rttm" [plan]="--gpu x" [qualify]="--batch 3"

@@ -83,6 +83,24 @@ void gf_history_job_ended(gf_server *self, const gf_job *j)
     gf_history *h = history(self);
     if (h->counted)
         h->n_ended++;
+    /* over history.keep_jobs now: the next pass need not wait out an idle
+     * minute, and the oldest are looked at again (this end may have freed a
+     * dependency); a working retention keeps its own pace */
+    int keep = self->cfg->history_keep_jobs;
+    if (j->spec.n_after) {
+        /* the jobs it waited for may go now: the listings start over from
+         * their oldest, where those are */
+        h->cur_id = 0;
+        h->cur_ms = 0;
+        h->cur_ms_id = 0;
+        h->resting = 0;
+    }
+    if (h->counted && keep > 0 && h->n_ended > (uint64_t)keep) {
+        h->resting &= ~(unsigned)GF_RETAIN_REST_OLDEST;
+        uint64_t soon = gf_now_ms() + PASS_MS;
+        if (h->next_pass > soon)
+            h->next_pass = soon;
+    }
     if (j->spec.notify)
         gf_notify_queue(h->notify, j->id, j->uid);
 }
@@ -189,6 +207,12 @@ static void retention_pass(gf_server *self, gf_history *h, uint64_t now)
                               .keep_jobs = self->cfg->history_keep_jobs };
     gf_retention_step step = gf_retention_next(&p, gf_wall_ms(), h->n_ended, h->purge_before,
                                                BATCH, h->resting);
+    /* a listing not asked for this pass has finished its round: the next
+     * starts from its oldest again (what was waited for may be free now) */
+    if (step.how != GF_RETAIN_OLDEST)
+        h->cur_id = 0;
+    if (step.how != GF_RETAIN_BEFORE)
+        h->cur_ms = 0, h->cur_ms_id = 0;
     if (step.how == GF_RETAIN_NOTHING) {
         h->resting = 0;
         h->next_pass = now + IDLE_MS;

@@ -55,7 +55,11 @@ static const char *const migrations[GF_STORE_SCHEMA_VERSION] = {
     "ALTER TABLE jobs ADD COLUMN cards TEXT NOT NULL DEFAULT '';"
     "CREATE INDEX jobs_uid ON jobs(uid, id);"
     "CREATE INDEX jobs_ended ON jobs(ended_ms) WHERE state IN ('done', 'failed', 'cancelled');"
-    "CREATE INDEX jobs_env ON jobs(env_id);",
+    "CREATE INDEX jobs_env ON jobs(env_id);"
+    /* an ended job without an end time (stored before schema 2) is as old
+     * as its submission, for history.keep_days */
+    "UPDATE jobs SET ended_ms = submitted_ms"
+    "  WHERE state IN ('done', 'failed', 'cancelled') AND ended_ms = 0;",
 };
 
 /* What a migration needs beyond its SQL (the values inside the records),

@@ -77,6 +77,8 @@ static int old_store(const char *dir)
         j.uid = getuid();
         j.gid = getgid();
         j.submitted_ms = gf_wall_ms();
+        if (i == 0)
+            j.ended_ms = j.submitted_ms;   /* recent: history.keep_days keeps it */
         rc = gf_store_begin(st) || gf_store_insert(st, &j) || gf_store_commit(st);
         gf_job_clear(&j);
     }

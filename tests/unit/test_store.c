@@ -733,6 +733,14 @@ static void test_migration(void **state)
     sqlite3_bind_blob(st, 1, buf, (int)len, SQLITE_TRANSIENT);
     assert_int_equal(sqlite3_step(st), SQLITE_DONE);
     sqlite3_finalize(st);
+    /* an ended job of schema 1: no end time column yet */
+    assert_int_equal(sqlite3_prepare_v2(db,
+                                        "INSERT INTO jobs VALUES (8, 'done', 1000, 3, 5555, ?1)",
+                                        -1, &st, NULL),
+                     SQLITE_OK);
+    sqlite3_bind_blob(st, 1, buf, (int)len, SQLITE_TRANSIENT);
+    assert_int_equal(sqlite3_step(st), SQLITE_DONE);
+    sqlite3_finalize(st);
     sqlite3_close(db);
     free(buf);
     gf_job_clear(&j);
@@ -753,7 +761,16 @@ static void test_migration(void **state)
     assert_env(&got.spec, old_env, 2);
     gf_job_clear(&got);
     gf_job_filter w = { .name = "old-name" };     /* filled from the record at the migration */
-    assert_found(s, &w, 10, "7");
+    assert_found(s, &w, 10, "7,8");
+    /* the ended one is as old as its submission */
+    gf_store_old *rows;
+    size_t n;
+    assert_int_equal(gf_store_ended_before(s, 6000, 0, 0, 10, &rows, &n), 0);
+    assert_int_equal(n, 2);
+    assert_int_equal(rows[0].id, 7);            /* ended at 99 (above) */
+    assert_int_equal(rows[1].id, 8);
+    assert_int_equal(rows[1].ended_ms, 5555);
+    gf_store_old_free(rows, n);
     gf_store_destroy(&s);
 }
 

@@ -4,7 +4,7 @@
 # alone into a folder without gpuflock-cli, so a command it handed over
 # instead of running itself would fail: every job command here runs in the
 # front. Shown: each job command (submit, run, queue, show, wait, logs,
-# cancel, workers) works; the broker names the front's user from the socket
+# cancel, workers, history, purge) works; the broker names the front's user from the socket
 # (another user's job, where the test runs as root with useradd); a command
 # the front cannot serve (a tcp:// broker) is handed to gpuflock-cli and
 # fails plainly without it.
@@ -33,6 +33,11 @@ s=$(lone submit -- sleep 30) || fail "submit sleep"
 lone cancel "$s" || fail "cancel"
 lone wait "$s" 2>/dev/null
 [ "$(job_field "$s" state)" = cancelled ] || fail "cancelled job is $(job_field "$s" state)"
+lone queue --all --state cancelled | grep -q "^ *$s " || fail "queue --state: $(lone queue --all --state cancelled)"
+lone history --csv | grep -q "^$j,,$(id -un),$(id -u),done," || fail "history --csv: $(lone history --csv)"
+c=$(lone submit --hold --name front-sel -- true) || fail "submit held"
+[ "$(lone cancel --name front-sel)" = "cancelled 1 job" ] || fail "cancel --name"
+lone purge --before now-1d | grep -q "ended jobs to remove" || fail "purge: $(lone purge --before now-1d 2>&1)"
 
 # the broker's ROUTER names the front's user from the socket
 if make_users gfjobuser1; then

@@ -39,9 +39,10 @@ REPLY_KEYS = {
     "workers_list": {"workers"},
     "error": {"code", "message"},
 }
+REPLY_OPTIONAL = {"codes": {"ids"}}   # a cancel by filter names its jobs
 SPEC_KEYS = {"kind", "argv", "cwd", "env", "req", "gpu", "gpus", "mode", "proof", "priority",
              "time", "after", "name", "no_requeue", "array_index"}
-SPEC_OPTIONAL = {"yield_sig", "yield_grace_s", "hold", "diar"}
+SPEC_OPTIONAL = {"yield_sig", "yield_grace_s", "hold", "diar", "notify"}
 JOB_KEYS = {"id", "spec", "state", "uid", "gid", "user", "attempts", "submitted", "started",
             "ended", "cards", "exit", "signal", "cpu_user_ms", "cpu_sys_ms", "maxrss_kb",
             "reason", "out", "err", "stats"}
@@ -84,7 +85,7 @@ def decode(frame, what):
     op = m["op"]
     assert op in REPLY_KEYS, f"{what}: reply op {op!r} is not a client reply"
     has_keys(f"{what}: reply '{op}'", {k: v for k, v in m.items() if k not in ("v", "op")},
-             REPLY_KEYS[op])
+             REPLY_KEYS[op], REPLY_OPTIONAL.get(op, set()))
     if op == "error":
         assert isinstance(m["code"], int) and m["code"] < 0, f"{what}: code {m['code']!r}"
         assert isinstance(m["message"], str) and m["message"], f"{what}: no message"
@@ -308,6 +309,39 @@ def main():
     assert ids == sorted(ids) and {one, bare, lost, big, slow, *arr, *cmds} <= set(ids), ids
     assert all(j["spec"]["env"] == [] for j in q), "queue carried an environment"
 
+    # queue's filter: every condition must hold; an unknown state is refused
+    mine = os.getuid()
+    q = expect("queue", "jobs", "queue filter", all=True,
+               filter={"users": [mine], "states": ["failed"]})["jobs"]
+    assert {j["id"] for j in q} == {lost, cmds[1]}, [(j["id"], j["state"]) for j in q]
+    q = expect("queue", "jobs", "queue filter since", all=True,
+               filter={"since": int(time.time() * 1000) + 3600000})["jobs"]
+    assert [j["id"] for j in q] == [slow], q   # live jobs only: none ended in an hour's time
+    q = expect("queue", "jobs", "queue filter cards", all=True, filter={"cards": [0, 1]},)["jobs"]
+    assert slow in {j["id"] for j in q} and bare in {j["id"] for j in q}, q
+    expect_error("queue", EINVAL, "unknown state 'finished'", "queue filter unknown state",
+                 filter={"states": ["finished"]})
+    expect_error("queue", EPROTO, "unknown key 'uid'", "queue filter unknown key",
+                 filter={"uid": 0})
+
+    # cancel by filter: the jobs it took in ids, a code each; ids and a filter not both
+    [held] = submit("submit held", spec(["true"], hold=True, name="conformance-held"))
+    m = expect("cancel", "codes", "cancel by filter", ids=[],
+               filter={"name": "conformance-held"})
+    assert m["ids"] == [held] and m["codes"] == [0], m
+    m = expect("cancel", "codes", "cancel by filter, nothing", ids=[],
+               filter={"name": "conformance-held"})
+    assert m["codes"] == [] and "ids" not in m, m
+    expect_error("cancel", EINVAL, "not both", "cancel by ids and filter", ids=[slow],
+                 filter={"name": "x"})
+
+    # purge: root only; the count in the message
+    if mine == 0:
+        m = expect("purge", "codes", "purge", before=1000)
+        assert m["codes"] == [0] and m["message"].startswith("0 ended jobs"), m
+    else:
+        expect_error("purge", EPERM, "only root", "purge as a user", before=1000)
+
     # cancel: one code per id, in order
     m = expect("cancel", "codes", "cancel", ids=[slow, 999999, one])
     assert m["codes"] == [0, ENOENT, ESTATE], m
@@ -380,7 +414,7 @@ def main():
 
     # the broker still serves, and nothing came of the refused submits
     q = expect("queue", "jobs", "queue at the end", all=True)["jobs"]
-    assert {j["id"] for j in q} == set(ids), "a refused submit made a job"
+    assert {j["id"] for j in q} == set(ids) | {held}, "a refused submit made a job"
     print(f"ok: protocol conformance: {len(ids)} jobs through python3-zmq "
           f"{zmq.__version__} (libzmq {zmq.zmq_version()}) and msgpack "
           f"{'.'.join(map(str, msgpack.version))}")

@@ -21,7 +21,8 @@ static const char usage[] =
     "                      [--since DATE] [--card N[,N]] [--config FILE]\n"
     "  pending and running jobs (--all: the 10,000 most recent ended ones too)\n"
     "  --user      submitted by these users (names or uids)\n"
-    "  --state     in these states: pending, running, done, failed, cancelled\n"
+    "  --state     in these states: pending, running, done, failed, cancelled (an ended\n"
+    "              state implies --all)\n"
     "  --name      with exactly this name\n"
     "  --since     not ended, or ended at or after DATE (2026-11-30, 2026-11-30T08:15,\n"
     "              @SECONDS, now-3d, now-12h)\n"
@@ -111,6 +112,10 @@ int gf_cmd_queue(int argc, char **argv, gf_cli_ctx *cli)
     req.op = GF_OP_QUEUE;
     req.all = all;
     req.filter = gf_jobsel_take(&sel);
+    /* --state done (failed, cancelled) asks for ended jobs: --all goes without saying */
+    for (size_t i = 0; req.filter && i < req.filter->n_states; i++)
+        req.all |= strcmp(req.filter->states[i], "pending") != 0 &&
+                   strcmp(req.filter->states[i], "running") != 0;
     rc = gf_client_once(config, cli, &req, &rep, 30000);
     gf_msg_clear(&req);
     if (rc)

@@ -56,6 +56,7 @@ fi
 [ "$(q --state failed)" = "$t2" ] || fail "--state failed: $(q --state failed)"
 [ "$(q --state pending,done)" = "$t1 $h1 $p1" ] || fail "--state pending,done: $(q --state pending,done)"
 [ "$(gf queue --state running | ids)" = "$r1" ] || fail "queue --state running: $(gf queue --state running)"
+[ "$(gf queue --state failed | ids)" = "$t2" ] || fail "queue --state failed (no --all): $(gf queue --state failed)"
 [ "$(q --name train)" = "$t1 $t2" ] || fail "--name train: $(q --name train)"
 [ "$(q --name tra)" = "" ] || fail "--name is exact: $(q --name tra)"
 [ "$(q --name "$HOSTILE")" = "$h1" ] || fail "--name with a hostile name: $(q --name "$HOSTILE")"

@@ -7,8 +7,8 @@
  * timers (docs/operations.md, "History"): a pass lists one batch of
  * candidates (broker/retention.h decides which listing), leaves out the
  * jobs a live job waits for (--after: its dependencies keep their records
- * until it has been decided, so that a restarted broker can still judge
- * them), and hands their spool files to the sweeper's thread
+ * until it has ended, so that a restarted broker can still judge them),
+ * and hands their spool files to the sweeper's thread
  * (broker/sweeper.h); once that is done, a later pass removes their rows in
  * the turn's transaction. One transaction never removes more than a batch:
  * the WAL stays small, the commit short, and the turn never waits on a long
@@ -26,8 +26,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 
 #define BATCH 64             /* jobs a pass removes at most */
 #define PASS_MS 200          /* between passes while there is work */
@@ -160,10 +158,12 @@ static void remove_rows(gf_server *self, gf_history *h)
 static void walked(gf_server *self, gf_history *h, gf_retain_how how)
 {
     h->resting |= how == GF_RETAIN_OLDEST ? GF_RETAIN_REST_OLDEST : GF_RETAIN_REST_BEFORE;
-    if (how == GF_RETAIN_OLDEST)
+    if (how == GF_RETAIN_OLDEST) {
         h->cur_id = 0;
-    else
-        h->cur_ms = 0, h->cur_ms_id = 0;
+    } else {
+        h->cur_ms = 0;
+        h->cur_ms_id = 0;
+    }
     if (how == GF_RETAIN_BEFORE && h->purge_before) {
         GF_INFO("purge: done, %llu ended jobs removed with their spool files",
                 (unsigned long long)h->purged);
@@ -211,8 +211,10 @@ static void retention_pass(gf_server *self, gf_history *h, uint64_t now)
      * starts from its oldest again (what was waited for may be free now) */
     if (step.how != GF_RETAIN_OLDEST)
         h->cur_id = 0;
-    if (step.how != GF_RETAIN_BEFORE)
-        h->cur_ms = 0, h->cur_ms_id = 0;
+    if (step.how != GF_RETAIN_BEFORE) {
+        h->cur_ms = 0;
+        h->cur_ms_id = 0;
+    }
     if (step.how == GF_RETAIN_NOTHING) {
         h->resting = 0;
         h->next_pass = now + IDLE_MS;

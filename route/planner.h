@@ -54,12 +54,13 @@ typedef struct gf_module_provider {
                     gf_module_id *out);
     /* The kernel's own planning of one tuple on 'card', for the module of
      * req->area. Returns 0 (it can run it); GF_EUNSUP when it refuses
-     * (device unsupported, valid but unimplemented geometry, a boundary this
-     * area's kernels do not run here), with the reason in why. It sees the
-     * tuple, not the weights: no hook refuses weights out of a kernel's
-     * contract (none of today's kernels has one); GF_EINVAL for invalid geometry; GF_EDEVICE for a driver
-     * error. NULL: accepts every tuple (tests; production plugs in
-     * diar/kernel_plan.h). */
+     * (a device it does not support, a valid geometry outside those its
+     * kernels run, a boundary this area's kernels do not run here: the
+     * library route takes those), with the reason in why. It sees the tuple,
+     * not the weights: no hook refuses weights out of a kernel's contract
+     * (none of today's kernels has one); GF_EINVAL for invalid geometry;
+     * GF_EDEVICE for a driver error. NULL: accepts every tuple (tests;
+     * production plugs in diar/kernel_plan.h). */
     int (*plan)(void *ctx, const gf_route_request *req, const gf_card_identity *card,
                 char *why, size_t why_len);
     void *ctx;                 /* passed to both */

@@ -22,8 +22,9 @@ unset GF_BROKER_SECRET
 as() { local u=$1; shift; (cd "$DIR1" && JOB_SECRET=job-s3cret runuser -u "$u" -- "$GF" "$1" --config "$CFG" "${@:2}"); }
 DIR1=$T/u1 DIR2=$T/u2
 mkdir -p "$DIR1" "$DIR2" && chown gfnotu1 "$DIR1" && chown gfnotu2 "$DIR2" && chmod 700 "$DIR1" "$DIR2"
-# CMD: what it saw, into a file of the submitter's; its own stdout too
-SEEN='{ echo "id=$1 state=$2 exit=[$3]"; echo "env_id=$GPUFLOCK_JOB_ID $GPUFLOCK_JOB_STATE [$GPUFLOCK_JOB_EXIT] sig=$GPUFLOCK_JOB_SIGNAL"; echo "uid=$(id -u) gid=$(id -g) groups=$(id -G)"; echo "pwd=$PWD"; echo "name=$GPUFLOCK_JOB_NAME"; env | cut -d= -f1 | sort | tr "\n" " "; echo; } > seen.$GPUFLOCK_JOB_ID; echo to-stdout; echo to-stderr >&2'
+# CMD: what it saw, into a file of the submitter's (written whole, then renamed,
+# so a reader never sees half of it); its own stdout too
+SEEN='{ echo "id=$1 state=$2 exit=[$3]"; echo "env_id=$GPUFLOCK_JOB_ID $GPUFLOCK_JOB_STATE [$GPUFLOCK_JOB_EXIT] sig=$GPUFLOCK_JOB_SIGNAL"; echo "uid=$(id -u) gid=$(id -g) groups=$(id -G)"; echo "pwd=$PWD"; echo "name=$GPUFLOCK_JOB_NAME"; env | cut -d= -f1 | sort | tr "\n" " "; echo; } > .seen.$GPUFLOCK_JOB_ID && mv .seen.$GPUFLOCK_JOB_ID seen.$GPUFLOCK_JOB_ID; echo to-stdout; echo to-stderr >&2'
 # until FILE exists (10 s at most)
 wait_file() { for _ in $(seq 200); do [ -s "$1" ] && return 0; sleep 0.05; done; return 1; }
 

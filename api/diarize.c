@@ -517,6 +517,11 @@ const char *gf_diarize_result_label(const gf_diarize_result *r, size_t k)
     return r && k < r->res.n_speakers ? r->labels[k] : NULL;
 }
 
+const char *gf_diarize_vad(const gf_diarize *h)
+{
+    return !h || h->status ? "" : gf_diar_vad(h->diar);
+}
+
 double gf_diarize_result_duration(const gf_diarize_result *r)
 {
     return r ? r->res.duration : 0.0;
@@ -527,6 +532,11 @@ int gf_diarize_result_mode(const gf_diarize_result *r)
     if (!r)
         return GF_EINVAL;
     return r->res.weight_free ? GF_DIARIZE_MODE_WEIGHT_FREE : GF_DIARIZE_MODE_NEURAL;
+}
+
+const char *gf_diarize_result_vad(const gf_diarize_result *r)
+{
+    return r && r->res.vad ? r->res.vad : r ? "-" : "";
 }
 
 double gf_diarize_result_elapsed(const gf_diarize_result *r)

@@ -212,6 +212,12 @@ int gf_diarize_mode(const gf_diarize *h);
 /* The CUDA card the networks run on, or GF_DIARIZE_CPU. */
 int gf_diarize_device(const gf_diarize *h);
 
+/* The weight-free mode's voice activity detector: "silero-vad-v4" (the
+ * trained one, fetched at set-up), "energy" (no such file: the energy
+ * detector), or "-" with the networks; "" for a handle that did not open.
+ * Static. */
+const char *gf_diarize_vad(const gf_diarize *h);
+
 /* Fill *call (size bytes: pass sizeof *call) with the defaults (all
  * unset) and set call->size. */
 void gf_diarize_call_init(gf_diarize_call *call, size_t size);
@@ -251,6 +257,9 @@ double gf_diarize_result_duration(const gf_diarize_result *r);
 
 /* The mode that made the result (GF_DIARIZE_MODE_*). */
 int gf_diarize_result_mode(const gf_diarize_result *r);
+
+/* The voice activity detector that made it, as gf_diarize_vad says. */
+const char *gf_diarize_result_vad(const gf_diarize_result *r);
 
 /* Wall seconds the call took. */
 double gf_diarize_result_elapsed(const gf_diarize_result *r);

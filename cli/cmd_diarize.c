@@ -410,9 +410,9 @@ int gf_cmd_diarize(int argc, char **argv, gf_cli_ctx *cli)
         goto out_free;
     }
     if (gf_diarize_mode(h) == GF_DIARIZE_MODE_WEIGHT_FREE) {
-        fprintf(stderr, "gpuflock diarize: weight-free mode: no model files in %s (energy voice "
+        fprintf(stderr, "gpuflock diarize: weight-free mode: no model files in %s (%s voice "
                         "activity and filterbank statistics; expect a much higher DER)\n",
-                models_dir);
+                models_dir, strcmp(gf_diarize_vad(h), "energy") ? "trained" : "energy");
         if (gpu >= 0 || any)
             fprintf(stderr, "gpuflock diarize: note: the weight-free mode runs on the CPU; %s "
                             "ignored\n", any ? "--any" : "--gpu");

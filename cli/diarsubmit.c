@@ -325,7 +325,7 @@ int gf_diarsubmit_run(const gf_diarsubmit_opts *o)
             break;
     }
 
-    bool weight_free = false;
+    bool weight_free = false, energy = false;
     for (size_t i = 0; i < n; i++) {
         item *it = &items[i];
         if (!it->id)
@@ -334,6 +334,7 @@ int gf_diarsubmit_run(const gf_diarsubmit_opts *o)
         if (j->state == GF_STATE_DONE) {
             bool wf = stat_num(j, "diarize.weight_free") != 0;
             weight_free |= wf;
+            energy |= wf && stat_num(j, "diarize.trained_vad") == 0;
             double turns = stat_num(j, "diarize.turns"), spk = stat_num(j, "diarize.speakers");
             printf("%s: %.0f turn%s, %.0f speaker%s, %.1f s of audio in %.1f s -> %s%s%s\n",
                    it->input, turns, turns == 1 ? "" : "s", spk, spk == 1 ? "" : "s",
@@ -351,8 +352,8 @@ int gf_diarsubmit_run(const gf_diarsubmit_opts *o)
     fflush(stdout);
     if (weight_free)
         fprintf(stderr, "gpuflock diarize: weight-free mode: the worker found no model files "
-                        "(energy voice activity and filterbank statistics; expect a much "
-                        "higher DER)\n");
+                        "(%s voice activity and filterbank statistics; expect a much "
+                        "higher DER)\n", energy ? "energy" : "trained");
 out_free:
     for (size_t i = 0; i < o->n_items; i++) {
         free(items[i].audio);

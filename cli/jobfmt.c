@@ -235,11 +235,16 @@ void gf_job_print(FILE *out, const gf_job *j)
                     (long long)j->progress_done, (long long)j->progress_total);
         else
             fprintf(out, "%-12s -\n", "progress:");
+        bool trained = false;
+        for (size_t i = 0; i < j->n_stats; i++)
+            trained |= strcmp(j->stats[i].key, "diarize.trained_vad") == 0 && j->stats[i].i;
         for (size_t i = 0; i < j->n_stats; i++)
             if (strcmp(j->stats[i].key, "diarize.weight_free") == 0)
-                fprintf(out, "%-12s %s\n", "mode:", j->stats[i].i
-                        ? "weight-free (no model files: energy voice activity, fbank statistics)"
-                        : "neural");
+                fprintf(out, "%-12s %s\n", "mode:", !j->stats[i].i ? "neural"
+                        : trained ? "weight-free (no model files: trained voice activity, fbank "
+                                    "statistics)"
+                                  : "weight-free (no model files: energy voice activity, fbank "
+                                    "statistics)");
     }
     gf_fmt_request(sp, buf, sizeof(buf));
     fprintf(out, "%-12s %s%s\n", "request:", buf, sp->proof ? ", proof" : "");

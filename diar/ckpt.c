@@ -26,11 +26,12 @@
 
 #define MAGIC "GFCKPT\r\n"           /* \r\n: a text-mode copy shows at once */
 #define BYTE_ORDER_MARK 0x01020304u
-#define MAX_ID_BYTES 8192u           /* identity text: 18 fields of < 160 bytes fit */
+#define MAX_ID_BYTES 8192u           /* identity text: 22 fields of < 160 bytes fit */
 #define FLAG_EMB 1u                  /* embeddings present (neural mode) */
 #define FLAG_LOGITS 2u               /* logits present */
 #define FLAG_WF 4u                   /* weight-free mode: blocks, no embeddings */
-#define FLAGS_KNOWN (FLAG_EMB | FLAG_LOGITS | FLAG_WF)
+#define FLAG_VAD 8u                  /* weight-free with the trained VAD: its state, flags */
+#define FLAGS_KNOWN (FLAG_EMB | FLAG_LOGITS | FLAG_WF | FLAG_VAD)
 
 struct gf_ckpt {
     unsigned char *buf;   /* the file image (a capture's; NULL once decoded) */
@@ -42,7 +43,7 @@ struct gf_ckpt {
     size_t id_bytes;      /* a capture: its identity text's bytes */
     gf_ckpt_id id;        /* the identity (decoded, or as captured) */
     gf_diar_state st;     /* the state: a decoded one's arrays below, a capture's counts */
-    float *seg, *emb, *logits, *blocks;   /* a decoded one's arrays (owned) */
+    float *seg, *emb, *logits, *blocks, *vad_flags;   /* a decoded one's arrays (owned) */
 };
 
 /* ---- layout ----------------------------------------------------------- */
@@ -58,6 +59,7 @@ typedef struct {
     size_t rec;           /* a window's record */
     size_t off_win;       /* offset of window 0's record */
     size_t off_blocks;    /* of the statistics blocks */
+    size_t off_vad;       /* of the trained VAD's state, then its chunks' flags */
     size_t off_digest;
     size_t total;         /* file bytes */
 } layout;
@@ -68,10 +70,10 @@ static bool add_to(size_t *acc, size_t a, size_t b)   /* *acc += a * b, false on
     return !__builtin_mul_overflow(a, b, &p) && !__builtin_add_overflow(*acc, p, acc);
 }
 
-/* Offsets for k windows of dim, n_blocks blocks and id_bytes of identity;
- * false when the sizes overflow. */
+/* Offsets for k windows of dim, n_blocks blocks, n_vad VAD chunks and
+ * id_bytes of identity; false when the sizes overflow. */
 static bool lay_out(layout *l, size_t id_bytes, uint32_t flags, size_t k, size_t dim,
-                    size_t n_blocks)
+                    size_t n_blocks, size_t n_vad)
 {
     l->id_bytes = id_bytes;
     l->rec_seg = (size_t)GF_DIAR_FRAMES * GF_DIAR_SPEAKERS * sizeof(float);
@@ -84,6 +86,9 @@ static bool lay_out(layout *l, size_t id_bytes, uint32_t flags, size_t k, size_t
     bool ok = add_to(&at, k, l->rec);
     l->off_blocks = at;
     ok = ok && add_to(&at, n_blocks, GF_DIAR_WF_DIM * sizeof(float));
+    l->off_vad = at;
+    if (flags & FLAG_VAD)
+        ok = ok && add_to(&at, 1, sizeof(gf_vad_state)) && add_to(&at, n_vad, sizeof(float));
     l->off_digest = at;
     ok = ok && add_to(&at, 1, GF_CKPT_DIGEST_BYTES);
     l->total = at;
@@ -112,10 +117,13 @@ gf_ckpt *gf_ckpt_capture(const gf_ckpt_id *id, const gf_diar_state *st, gf_ckpt 
 {
     size_t tlen = 0;
     char *text = identity_text(id, &tlen);
-    uint32_t flags = (st->weight_free ? FLAG_WF : FLAG_EMB) | (st->logits ? FLAG_LOGITS : 0);
+    bool vad = st->weight_free && st->trained_vad;
+    uint32_t flags = (st->weight_free ? FLAG_WF : FLAG_EMB) | (st->logits ? FLAG_LOGITS : 0)
+                     | (vad ? FLAG_VAD : 0);
     size_t k = st->n_windows, nbl = st->weight_free ? st->n_blocks : 0;
+    size_t nvad = vad ? st->vad_chunks : 0;
     layout l;
-    if (!lay_out(&l, tlen, flags, k, st->dim, nbl))
+    if (!lay_out(&l, tlen, flags, k, st->dim, nbl, nvad))
         abort();   /* a state in memory always fits size_t */
     /* The windows an earlier capture of the same run put in this image are
      * still right (a window's results never change once it is done): only
@@ -147,6 +155,7 @@ gf_ckpt *gf_ckpt_capture(const gf_ckpt_id *id, const gf_diar_state *st, gf_ckpt 
     put64(h + 24, k);
     put64(h + 40, nbl);
     memcpy(h + 48, &st->noise_db, 8);   /* bits, NaN included */
+    put64(h + 56, nvad);
     for (size_t w = from; w < k; w++) {
         unsigned char *r = h + l.off_win + w * l.rec;
         memcpy(r, st->seg + w * GF_DIAR_FRAMES * GF_DIAR_SPEAKERS, l.rec_seg);
@@ -157,7 +166,12 @@ gf_ckpt *gf_ckpt_capture(const gf_ckpt_id *id, const gf_diar_state *st, gf_ckpt 
                    l.rec_logits);
     }
     if (nbl)   /* the blocks follow the windows, so they move: all of them */
-        memcpy(h + l.off_blocks, st->blocks, l.off_digest - l.off_blocks);
+        memcpy(h + l.off_blocks, st->blocks, l.off_vad - l.off_blocks);
+    if (vad) {   /* and so does the VAD's part after them */
+        memcpy(h + l.off_vad, &st->vad_state, sizeof st->vad_state);
+        if (nvad)
+            memcpy(h + l.off_vad + sizeof st->vad_state, st->vad_flags, nvad * sizeof(float));
+    }
     c->len = l.total;
     c->sealed = false;
     c->k_valid = k;
@@ -165,10 +179,13 @@ gf_ckpt *gf_ckpt_capture(const gf_ckpt_id *id, const gf_diar_state *st, gf_ckpt 
     c->id_bytes = tlen;
     c->id = *id;
     c->st = (gf_diar_state){ .n_windows = k, .dim = st->dim, .weight_free = st->weight_free,
-                             .noise_db = st->noise_db, .n_blocks = nbl };
+                             .noise_db = st->noise_db, .n_blocks = nbl,
+                             .trained_vad = vad, .vad_state = st->vad_state,
+                             .vad_chunks = nvad };
     if (copied)
         *copied = (gf_ckpt_copied){
-            .copies = (from < k ? 1 + (l.rec_emb > 0) + (l.rec_logits > 0) : 0) + (nbl > 0),
+            .copies = (from < k ? 1 + (l.rec_emb > 0) + (l.rec_logits > 0) : 0) + (nbl > 0)
+                      + vad,
             .bytes = (k - from) * l.rec + (l.off_digest - l.off_blocks),
             .windows = k - from,
         };
@@ -213,6 +230,7 @@ void gf_ckpt_destroy(gf_ckpt **self_p)
     free(c->emb);
     free(c->logits);
     free(c->blocks);
+    free(c->vad_flags);
     free(c);
     *self_p = NULL;
 }
@@ -224,7 +242,7 @@ static size_t max_file_bytes(size_t max_windows)
 {
     layout l;
     if (!lay_out(&l, MAX_ID_BYTES, FLAGS_KNOWN, max_windows, GF_DIAR_EMB_DIM,
-                 gf_diar_max_blocks(max_windows)))
+                 gf_diar_max_blocks(max_windows), gf_diar_max_vad_chunks(max_windows)))
         return SIZE_MAX;
     return l.total;
 }
@@ -280,7 +298,7 @@ static int decode(gf_ckpt *c, size_t max_windows, char *why, size_t wlen)
     }
     uint32_t format = get32(h + 8), bom = get32(h + 12), id_bytes = get32(h + 16),
              flags = get32(h + 20);
-    uint64_t k = get64(h + 24), dim = get64(h + 32), nbl = get64(h + 40);
+    uint64_t k = get64(h + 24), dim = get64(h + 32), nbl = get64(h + 40), nvad = get64(h + 56);
     double noise_db;
     memcpy(&noise_db, h + 48, 8);
     if (format != GF_CKPT_FORMAT) {
@@ -298,8 +316,9 @@ static int decode(gf_ckpt *c, size_t max_windows, char *why, size_t wlen)
         return GF_EINVAL;
     }
     bool wf = flags & FLAG_WF;
+    bool vad = flags & FLAG_VAD;
     if (wf ? (dim != GF_DIAR_WF_DIM || (flags & (FLAG_EMB | FLAG_LOGITS)))
-           : (dim != GF_DIAR_EMB_DIM || !(flags & FLAG_EMB) || nbl != 0)) {
+           : (dim != GF_DIAR_EMB_DIM || !(flags & FLAG_EMB) || nbl != 0 || vad)) {
         snprintf(why, wlen, "absurd contents (%s mode, embedding size %llu, flags 0x%x, %llu "
                  "blocks)", wf ? "weight-free" : "neural", (unsigned long long)dim,
                  (unsigned)flags, (unsigned long long)nbl);
@@ -316,8 +335,14 @@ static int decode(gf_ckpt *c, size_t max_windows, char *why, size_t wlen)
                  gf_diar_max_blocks((size_t)k));
         return GF_EINVAL;
     }
+    if (vad ? nvad > gf_diar_max_vad_chunks((size_t)k) : nvad != 0) {
+        snprintf(why, wlen, "absurd counts (%llu VAD chunks for %llu windows, at most %zu)",
+                 (unsigned long long)nvad, (unsigned long long)k,
+                 vad ? gf_diar_max_vad_chunks((size_t)k) : 0);
+        return GF_EINVAL;
+    }
     layout l;
-    if (!lay_out(&l, id_bytes, flags, (size_t)k, (size_t)dim, (size_t)nbl)) {
+    if (!lay_out(&l, id_bytes, flags, (size_t)k, (size_t)dim, (size_t)nbl, (size_t)nvad)) {
         snprintf(why, wlen, "absurd counts (sizes overflow)");
         return GF_EINVAL;
     }
@@ -359,12 +384,23 @@ static int decode(gf_ckpt *c, size_t max_windows, char *why, size_t wlen)
                    l.rec_logits);
     }
     if (nbl) {
-        c->blocks = gf_malloc(l.off_digest - l.off_blocks);
-        memcpy(c->blocks, h + l.off_blocks, l.off_digest - l.off_blocks);
+        c->blocks = gf_malloc(l.off_vad - l.off_blocks);
+        memcpy(c->blocks, h + l.off_blocks, l.off_vad - l.off_blocks);
+    }
+    gf_vad_state vst;
+    memset(&vst, 0, sizeof vst);
+    if (vad) {
+        memcpy(&vst, h + l.off_vad, sizeof vst);
+        if (nvad) {
+            c->vad_flags = gf_malloc((size_t)nvad * sizeof(float));
+            memcpy(c->vad_flags, h + l.off_vad + sizeof vst, (size_t)nvad * sizeof(float));
+        }
     }
     c->st = (gf_diar_state){ .n_windows = n, .dim = (size_t)dim, .weight_free = wf,
                              .seg = c->seg, .emb = c->emb, .logits = c->logits,
-                             .noise_db = noise_db, .n_blocks = (size_t)nbl, .blocks = c->blocks };
+                             .noise_db = noise_db, .n_blocks = (size_t)nbl, .blocks = c->blocks,
+                             .trained_vad = vad, .vad_state = vst, .vad_chunks = (size_t)nvad,
+                             .vad_flags = c->vad_flags };
     free(c->buf);
     c->buf = NULL;
     c->cap = 0;

@@ -5,11 +5,13 @@
  * The file, in the byte order of the machine that wrote it (which it names):
  *   "GFCKPT\r\n"  u32 format (GF_CKPT_FORMAT)  u32 0x01020304  u32 identity
  *   bytes  u32 flags (embeddings, logits, weight-free)  u64 windows
- *   u64 embedding size  u64 statistics blocks  f64 the VAD's noise floor;
+ *   u64 embedding size  u64 statistics blocks  f64 the energy VAD's noise
+ *   floor  u64 the trained VAD's chunks (flag: trained VAD);
  *   the identity as "key=value\n" lines in gf_ckpt_field order, NUL-padded
  *   to 8 bytes; one record per window (its activity, then its embeddings
  *   and logits when the flags say so), so that the image of K windows
- *   begins as that of fewer did; the statistics blocks; then the SHA-256
+ *   begins as that of fewer did; the statistics blocks; with the trained
+ *   VAD, its gf_vad_state and each chunk's speech flag; then the SHA-256
  *   of every byte before it as 64 hex digits. Floats are stored as bits
  *   (float32), so NaN stays NaN and a resumed run sees exactly what the
  *   interrupted one computed.
@@ -31,8 +33,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#define GF_CKPT_FORMAT 1            /* bumped on any change of the layout above */
-#define GF_CKPT_HEADER_BYTES 56     /* fixed part before the identity */
+#define GF_CKPT_FORMAT 2            /* bumped on any change of the layout above */
+#define GF_CKPT_HEADER_BYTES 64     /* fixed part before the identity */
 #define GF_CKPT_DIGEST_BYTES 64     /* the trailing SHA-256, hex */
 
 typedef struct gf_ckpt gf_ckpt;
@@ -44,7 +46,8 @@ typedef struct gf_ckpt gf_ckpt;
  * once done. *copied (may be NULL) says what that took. The caller
  * destroys the result; its gf_ckpt_state has the counts only. */
 typedef struct {
-    uint64_t copies;    /* arrays copied into: activity, embeddings, logits, blocks */
+    uint64_t copies;    /* arrays copied into: activity, embeddings, logits, blocks, the
+                           trained VAD's state and flags (one) */
     uint64_t bytes;     /* bytes copied */
     size_t windows;     /* windows copied: those after the reused image's */
 } gf_ckpt_copied;

@@ -36,6 +36,8 @@ static const struct {
                             "segmentation.safetensors", "" },
     [GF_CKPT_EMB_MODEL] = { "models.embedding", "model file changed",
                             "embedding.safetensors", "" },
+    [GF_CKPT_VAD_MODEL] = { "models.vad", "model file changed", "silero_vad.safetensors",
+                            "" },
     [GF_CKPT_AUDIO_SIZE] = { "audio.size", "audio file changed", "size", " bytes" },
     [GF_CKPT_AUDIO_MTIME] = { "audio.mtime_ns", "audio file changed", "mtime", " ns" },
     [GF_CKPT_AUDIO_SHA256] = { "audio.sha256", "audio file changed", "SHA-256", "" },

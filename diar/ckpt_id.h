@@ -31,6 +31,8 @@ typedef enum {
     GF_CKPT_MAX_SPEAKERS,
     GF_CKPT_SEG_MODEL,       /* SHA-256 of segmentation.safetensors, "-" weight-free */
     GF_CKPT_EMB_MODEL,       /* SHA-256 of embedding.safetensors, "-" weight-free */
+    GF_CKPT_VAD_MODEL,       /* weight-free: SHA-256 of the trained VAD's file, or "energy";
+                                "-" with the networks */
     GF_CKPT_AUDIO_SIZE,      /* bytes of the audio file */
     GF_CKPT_AUDIO_MTIME,     /* its modification time, ns since the epoch */
     GF_CKPT_AUDIO_SHA256,    /* SHA-256 of the whole audio file */

@@ -70,6 +70,7 @@ struct gf_diar {
     size_t *valid_ahead;       /* [batch] its windows' audio samples */
     gf_plda *plda;             /* NULL in weight-free mode */
     gf_fbank *fbank;           /* plain (not mean-normalised) fbank, weight-free mode */
+    gf_vad *vad;               /* weight-free mode's trained VAD; NULL: the energy VAD */
     float *wave;               /* [batch x 160000] */
     size_t *valid;             /* [batch] audio samples of each window */
     float *logp;               /* [batch x 589 x 7] */
@@ -158,11 +159,39 @@ static void batch_buffer(gf_diar *d)
         d->pinned_ahead = d->ahead;
 }
 
+/* The weight-free mode's VAD (pipeline.h, gf_diar_new_weight_free): 0 and
+ * *out (NULL: the energy detector, said in the log), or GF_EINVAL. */
+static int load_vad(gf_vad **out)
+{
+    *out = NULL;
+    const char *env = getenv("GPUFLOCK_VAD");
+    if (env && strcmp(env, "energy") == 0) {
+        GF_INFO("diarize: weight-free mode: the energy voice activity detector, as "
+                "GPUFLOCK_VAD=energy asks");
+        return 0;
+    }
+    const char *path = env && env[0] ? env : gf_vad_default_path();
+    int rc = gf_vad_load(path, out);
+    if (rc == GF_ENOENT && !(env && env[0])) {
+        GF_WARN("diarize: weight-free mode: no trained voice activity detector at %s "
+                "(tools/setup-deps fetches it): the energy detector instead", path);
+        return 0;
+    }
+    if (rc == GF_ENOENT)
+        GF_ERROR("GPUFLOCK_VAD=%s: no such file", path);
+    return rc ? GF_EINVAL : 0;
+}
+
 gf_diar *gf_diar_new_weight_free(int batch_size)
 {
-    GF_INFO("diarize: weight-free mode (energy voice activity, fbank-statistics embeddings, "
-            "cosine AHC; no PLDA/VBx)");
-    return diar_alloc(batch_size, true);
+    gf_vad *vad = NULL;
+    if (load_vad(&vad))
+        return NULL;
+    GF_INFO("diarize: weight-free mode (%s voice activity, fbank-statistics embeddings, "
+            "clustering of their blocks; no PLDA/VBx)", vad ? "Silero VAD v4" : "energy");
+    gf_diar *d = diar_alloc(batch_size, true);
+    d->vad = vad;
+    return d;
 }
 
 gf_diar *gf_diar_new(const char *models_dir, int batch_size, int threads, bool *weight_free)
@@ -225,6 +254,7 @@ void gf_diar_destroy(gf_diar **self_p)
     gf_par_destroy(&d->cluster_par);
     gf_plda_destroy(&d->plda);
     gf_fbank_destroy(&d->fbank);
+    gf_vad_destroy(&d->vad);
     free(d->wave);
     free(d->span);
     free(d->ahead);
@@ -248,6 +278,16 @@ bool gf_diar_weight_free(const gf_diar *self)
 int gf_diar_batch(const gf_diar *self)
 {
     return self->batch;
+}
+
+const char *gf_diar_vad(const gf_diar *self)
+{
+    return !self->weight_free ? "-" : self->vad ? GF_DIAR_VAD_SILERO : GF_DIAR_VAD_ENERGY;
+}
+
+const char *gf_diar_vad_sha256(const gf_diar *self)
+{
+    return self->vad ? gf_vad_sha256(self->vad) : gf_diar_vad(self);
 }
 
 const char *gf_diar_identity(const gf_diar *self)
@@ -436,6 +476,11 @@ static bool resume_fits(const gf_diar *d, const gf_diar_state *rs, size_t dim, b
         why = "no logits, and they are to be saved";
     else if (rs->n_blocks > gf_diar_max_blocks(rs->n_windows) || (rs->n_blocks && !rs->blocks))
         why = "more statistics blocks than its windows hold";
+    else if (d->weight_free && rs->trained_vad != (d->vad != NULL))
+        why = rs->trained_vad ? "made with the trained VAD" : "made with the energy VAD";
+    else if (rs->vad_chunks > gf_diar_max_vad_chunks(rs->n_windows)
+             || (rs->vad_chunks && !rs->vad_flags))
+        why = "more VAD chunks than its windows hold";
     if (!why)
         return true;
     GF_WARN("%s: the state to resume from is not used (%s): starting at the first window", path,
@@ -489,7 +534,12 @@ static int run_windows(gf_diar *d, gf_audio_windows *it, const char *path, uint6
             wb.vec = gf_malloc(wb.n * GF_DIAR_WF_DIM * sizeof *wb.vec);
             memcpy(wb.vec, rs->blocks, wb.n * GF_DIAR_WF_DIM * sizeof *wb.vec);
         }
+        if (rs->trained_vad)
+            gf_diar_vad_restore(&wb.vad, &rs->vad_state, rs->vad_chunks, rs->vad_flags);
     }
+    wb.vad.vad = d->weight_free ? d->vad : NULL;
+    if (wb.vad.vad && !(rs && rs->trained_vad))
+        gf_vad_reset(&wb.vad.st);
     res->n_resumed = skip;
     int64_t last_sample = 0;
     int rc = 0;
@@ -555,6 +605,8 @@ static int run_windows(gf_diar *d, gf_audio_windows *it, const char *path, uint6
                 .n_windows = n, .dim = dim, .weight_free = d->weight_free, .seg = seg,
                 .emb = d->weight_free ? NULL : emb, .logits = logits, .noise_db = wb.noise_db,
                 .n_blocks = wb.n, .blocks = wb.n ? wb.vec : NULL,
+                .trained_vad = wb.vad.vad != NULL, .vad_state = wb.vad.st,
+                .vad_chunks = wb.vad.n, .vad_flags = wb.vad.n ? wb.vad.flag : NULL,
                 .last = nxt.nb == 0 && nxt.rc == 0,
             };
             if (o->boundary(o->boundary_user, &st)) {
@@ -623,6 +675,7 @@ static int run_windows(gf_diar *d, gf_audio_windows *it, const char *path, uint6
     res->used.ahc_ctx = NULL;
     res->used.stats = NULL;
     res->exclude_overlap = o->exclude_overlap;
+    res->vad = gf_diar_vad(d);
     res->t_clustering = secs(t0);
     if (stats)
         gf_devstats_unavailable(stats, "clustering", "cpu",
@@ -636,6 +689,7 @@ out_free:
     free(emb);
     free(logits);
     free(wb.vec);
+    gf_diar_vad_stream_free(&wb.vad);
     if (rc)
         gf_diar_result_free(res);
     return rc;

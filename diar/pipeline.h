@@ -34,6 +34,7 @@
 #include "diar/cluster/cluster.h"
 #include "diar/io/rttm.h"
 #include "diar/result.h"
+#include "diar/vad.h"
 
 #define GF_DIAR_WINDOW 160000     /* samples per window (10 s at 16 kHz) */
 #define GF_DIAR_STEP 16000        /* samples between windows (1 s) */
@@ -41,6 +42,8 @@
 #define GF_DIAR_SPEAKERS 3        /* local speakers per window */
 #define GF_DIAR_CLASSES 7         /* powerset classes */
 #define GF_DIAR_FBANK_FRAMES 998  /* fbank frames per window */
+#define GF_DIAR_FRAME_STEP 270    /* samples between segmentation frames */
+#define GF_DIAR_FRAME_LEN 991     /* samples a segmentation frame spans */
 #define GF_DIAR_EMB_DIM 256       /* neural embedding size */
 #define GF_DIAR_WF_CEPS 20        /* weight-free: cepstra per fbank frame */
 #define GF_DIAR_WF_DIM (2 * GF_DIAR_WF_CEPS) /* weight-free embedding: means + stds */
@@ -72,6 +75,12 @@ typedef struct {
                                gf_diar_max_blocks(n_windows), diar/weightfree.h) */
     const float *blocks;    /* [n_blocks x GF_DIAR_WF_DIM] their vectors (NaN rows: too
                                little speech); NULL when n_blocks is 0 */
+    bool trained_vad;       /* weight-free: the trained VAD (diar/wf_vad.h) made the
+                               activity, not the energy detector */
+    gf_vad_state vad_state; /* trained_vad: its LSTM state after vad_chunks chunks */
+    size_t vad_chunks;      /* trained_vad: chunks run so far (at most
+                               gf_diar_max_vad_chunks(n_windows)) */
+    const float *vad_flags; /* [vad_chunks] their speech flags (0/1); NULL when 0 */
     bool last;              /* (boundary hook) the audio has no more windows */
 } gf_diar_state;
 
@@ -124,7 +133,11 @@ typedef struct gf_diar gf_diar;
  * Returns NULL after logging when a model file or the PLDA is unusable. */
 gf_diar *gf_diar_new(const char *models_dir, int batch_size, int threads, bool *weight_free);
 
-/* Weight-free pipeline regardless of the models directory. */
+/* Weight-free pipeline regardless of the models directory. Its voice
+ * activity: the trained VAD (diar/vad.h) from $GPUFLOCK_VAD when set (a
+ * file that must be there; "energy": the energy detector), else from
+ * gf_vad_default_path(), and the energy detector, with a warning, when no
+ * file is there. NULL after logging when the file named is unusable. */
 gf_diar *gf_diar_new_weight_free(int batch_size);
 
 /* Take over a backend (e.g. a GPU one); the pipeline destroys it. Not in
@@ -142,6 +155,15 @@ int gf_diar_batch(const gf_diar *self);
  * (CPU networks, or weight-free mode), or the backend's identity (on a
  * card, its route plan's digest). Borrowed. */
 const char *gf_diar_identity(const gf_diar *self);
+
+/* Which voice activity detector the weight-free mode runs: GF_DIAR_VAD_SILERO
+ * (the trained one, diar/vad.h), GF_DIAR_VAD_ENERGY, or "-" with the
+ * networks; and, for a checkpoint's identity, the trained one's file digest
+ * (else the same name). Static or borrowed strings. */
+#define GF_DIAR_VAD_SILERO "silero-vad-v4"
+#define GF_DIAR_VAD_ENERGY "energy"
+const char *gf_diar_vad(const gf_diar *self);
+const char *gf_diar_vad_sha256(const gf_diar *self);
 
 /* Diarize one recording. Returns 0 and fills *res (free with
  * gf_diar_result_free), or a negative GF_E* after logging a message naming

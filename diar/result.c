@@ -104,6 +104,7 @@ char *gf_diar_result_json(const gf_diar_result *r, const char *audio, const char
         char *msg = gf_strfmt("weight-free mode: no model files in %s", models_dir);
         json_object_object_add(o, "notice", json_object_new_string(msg));
         free(msg);
+        json_object_object_add(o, "vad", json_object_new_string(r->vad ? r->vad : "energy"));
     }
     json_object_object_add(o, "parameters", params_json(r));
     json_object_object_add(o, "duration", json_object_new_double(r->duration));

@@ -34,6 +34,8 @@ typedef struct {
     /* the recipe's values this run used (`--json`'s "parameters") */
     gf_cluster_opts used;    /* threshold, vbx.Fa / Fb, min_duration_off, speaker counts */
     bool exclude_overlap;    /* embedding_exclude_overlap */
+    const char *vad;         /* weight-free: the voice activity detector that ran
+                              * (GF_DIAR_VAD_SILERO or _ENERGY, static); NULL or "-" */
 } gf_diar_result;
 
 /* Free the turns and zero *r (safe twice). */

@@ -224,7 +224,10 @@ int gf_diar_wf_batch(const gf_fbank *fbank, float *feats, const float *wave, con
         float *act = seg + (size_t)b * GF_DIAR_FRAMES * GF_DIAR_SPEAKERS;
         float vad[GF_DIAR_FRAMES];
         uint64_t t0 = gf_now_ns();
-        gf_diar_energy_vad(w, valid[b], &wb->noise_db, vad);
+        if (wb->vad.vad)
+            gf_diar_vad_window(&wb->vad, w, valid[b], w0 + (size_t)b, vad);
+        else
+            gf_diar_energy_vad(w, valid[b], &wb->noise_db, vad);
         for (int f = 0; f < GF_DIAR_FRAMES; f++) {
             act[f * GF_DIAR_SPEAKERS] = vad[f];
             act[f * GF_DIAR_SPEAKERS + 1] = 0.0f;
@@ -232,7 +235,8 @@ int gf_diar_wf_batch(const gf_fbank *fbank, float *feats, const float *wave, con
         }
         res->t_segmentation += secs(t0);
         if (stats)
-            gf_devstats_unavailable(stats, "vad.energy", "cpu", "cpu card");
+            gf_devstats_unavailable(stats, wb->vad.vad ? "vad.silero" : "vad.energy", "cpu",
+                                    "cpu card");
 
         t0 = gf_now_ns();
         size_t nf = 0;

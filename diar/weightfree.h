@@ -22,6 +22,7 @@
 
 #include "common/devstats.h"
 #include "diar/pipeline.h"
+#include "diar/wf_vad.h"
 #include "kernels/fbank/fbank_cpu.h"
 
 /* The block statistics of one run, gathered while the windows stream.
@@ -32,6 +33,7 @@ typedef struct {
     float *vec;        /* [n x GF_DIAR_WF_DIM] block statistics (NaN: too little speech) */
     size_t n;          /* blocks filled */
     size_t cap;        /* allocated */
+    gf_diar_vad_stream vad;   /* the trained VAD's stream (vad.vad NULL: the energy VAD) */
 } gf_diar_wf_blocks;
 
 /* Weight-free blocks filled after n windows, at most (a bound for readers

@@ -219,6 +219,7 @@ static void job_identity(const gf_djob *self, const gf_diar_pipe *e, const gf_di
     gf_ckpt_id_set(id, GF_CKPT_MAX_SPEAKERS, "%d", o->cluster.max_speakers);
     gf_ckpt_id_set(id, GF_CKPT_SEG_MODEL, "%s", e->seg_sha);
     gf_ckpt_id_set(id, GF_CKPT_EMB_MODEL, "%s", e->emb_sha);
+    gf_ckpt_id_set(id, GF_CKPT_VAD_MODEL, "%s", gf_diar_vad_sha256(e->diar));
 }
 
 /* The checkpoint counters as statistics (docs/diarization.md, Checkpoints). */
@@ -352,9 +353,9 @@ static void *job_main(void *arg)
     gf_diar *d = e->diar;
     bool wf = gf_diar_weight_free(d);
     if (wf) {
-        dprintf(self->err_fd, "gpuflock: weight-free mode: no model files in %s (energy voice "
+        dprintf(self->err_fd, "gpuflock: weight-free mode: no model files in %s (%s voice "
                               "activity and filterbank statistics; expect a much higher DER)\n",
-                models);
+                models, strcmp(gf_diar_vad(d), GF_DIAR_VAD_ENERGY) ? "trained" : "energy");
         GF_INFO("job %llu: weight-free mode (no model files in %s)",
                 (unsigned long long)self->job.id, models);
     }
@@ -499,6 +500,9 @@ out_result:
     add_int(r, "wall_ms", r->ended_ms - r->started_ms);
     if (e) {
         add_int(r, "diarize.weight_free", gf_diar_weight_free(e->diar));
+        if (gf_diar_weight_free(e->diar))
+            add_int(r, "diarize.trained_vad",
+                    strcmp(gf_diar_vad(e->diar), GF_DIAR_VAD_SILERO) == 0);
         add_int(r, "diarize.pipeline_reused", cached);
     }
     if (yielded)

@@ -117,6 +117,7 @@ _close = _sig("gf_diarize_close", None, _P(_H))
 _errmsg = _sig("gf_diarize_errmsg", ctypes.c_char_p, _H)
 _mode = _sig("gf_diarize_mode", ctypes.c_int, _H)
 _device = _sig("gf_diarize_device", ctypes.c_int, _H)
+_vad = _sig("gf_diarize_vad", ctypes.c_char_p, _H)
 _call_init = _sig("gf_diarize_call_init", None, _P(_Call), ctypes.c_size_t)
 _file = _sig("gf_diarize_file", ctypes.c_int, _H, ctypes.c_char_p, _P(_Call), _P(_R))
 _samples = _sig("gf_diarize_samples", ctypes.c_int, _H, _P(ctypes.c_float), ctypes.c_size_t,
@@ -129,6 +130,7 @@ _r_speakers = _sig("gf_diarize_result_speakers", ctypes.c_size_t, _R)
 _r_label = _sig("gf_diarize_result_label", ctypes.c_char_p, _R, ctypes.c_size_t)
 _r_duration = _sig("gf_diarize_result_duration", ctypes.c_double, _R)
 _r_mode = _sig("gf_diarize_result_mode", ctypes.c_int, _R)
+_r_vad = _sig("gf_diarize_result_vad", ctypes.c_char_p, _R)
 _r_elapsed = _sig("gf_diarize_result_elapsed", ctypes.c_double, _R)
 _r_uri = _sig("gf_diarize_result_uri", ctypes.c_char_p, _R)
 # strings the caller frees: kept as pointers, read, then freed
@@ -214,6 +216,7 @@ class Diarization:
         self.uri = _r_uri(result).decode()
         self.duration = _r_duration(result)
         self.mode = "weight-free" if _r_mode(result) == _MODE_WEIGHT_FREE else "neural"
+        self.vad = _r_vad(result).decode()
         self.elapsed = _r_elapsed(result)
         self._exclusive = None
 
@@ -391,11 +394,13 @@ class Pipeline:
         self._done = weakref.finalize(self, _close_handle, h)
         self._lock = threading.Lock()
         self.mode = "weight-free" if _mode(h) == _MODE_WEIGHT_FREE else "neural"
+        self.vad = _vad(h).decode()
         card = _device(h)
         self.device = "cpu" if card < 0 else f"cuda:{card}"
         if self.mode == "weight-free" and self._models is not None:
+            what = "trained" if self.vad != "energy" else "energy"
             warnings.warn(f"gpuflock: weight-free mode: no network files in {self._models} "
-                          "(energy voice activity and filterbank statistics; expect a much "
+                          f"({what} voice activity and filterbank statistics; expect a much "
                           "higher DER)", RuntimeWarning, stacklevel=2)
 
     def __call__(self, file, *, num_speakers=None, min_speakers=None, max_speakers=None,

@@ -54,8 +54,10 @@ static char *in_dir(const char *name)
 /* Arrays of a state that owns them. */
 typedef struct {
     gf_diar_state st;
-    float *seg, *emb, *logits, *blocks;
+    float *seg, *emb, *logits, *blocks, *vad_flags;
 } owned;
+
+#define NO_VAD ((size_t)-1)   /* make_state_vad: the energy VAD's state only */
 
 static float *random_floats(size_t n, uint64_t *seed)
 {
@@ -66,8 +68,10 @@ static float *random_floats(size_t n, uint64_t *seed)
 }
 
 /* k windows of a neural run (with logits when asked), or of a weight-free
- * one with n_blocks blocks; some NaN where a run puts them. */
-static owned make_state(size_t k, bool weight_free, bool logits, size_t n_blocks)
+ * one with n_blocks blocks and, unless vad_chunks is NO_VAD, the trained
+ * VAD's state after vad_chunks chunks; some NaN where a run puts them. */
+static owned make_state_vad(size_t k, bool weight_free, bool logits, size_t n_blocks,
+                            size_t vad_chunks)
 {
     uint64_t seed = 42 + k;
     owned o;
@@ -89,7 +93,25 @@ static owned make_state(size_t k, bool weight_free, bool logits, size_t n_blocks
                             .seg = o.seg, .emb = o.emb, .logits = o.logits,
                             .noise_db = weight_free ? -47.25 : NAN, .n_blocks = n_blocks,
                             .blocks = o.blocks };
+    if (weight_free && vad_chunks != NO_VAD) {
+        o.st.trained_vad = true;
+        for (int l = 0; l < GF_VAD_LAYERS; l++)
+            for (int i = 0; i < GF_VAD_HIDDEN; i++) {
+                o.st.vad_state.h[l][i] = gf_rand_sym(&seed, 1.0f);
+                o.st.vad_state.c[l][i] = gf_rand_sym(&seed, 3.0f);
+            }
+        o.vad_flags = gf_malloc((vad_chunks ? vad_chunks : 1) * sizeof *o.vad_flags);
+        for (size_t j = 0; j < vad_chunks; j++)
+            o.vad_flags[j] = (float)((j / 7) % 2);
+        o.st.vad_chunks = vad_chunks;
+        o.st.vad_flags = vad_chunks ? o.vad_flags : NULL;
+    }
     return o;
+}
+
+static owned make_state(size_t k, bool weight_free, bool logits, size_t n_blocks)
+{
+    return make_state_vad(k, weight_free, logits, n_blocks, NO_VAD);
 }
 
 static void free_state(owned *o)
@@ -98,6 +120,7 @@ static void free_state(owned *o)
     free(o->emb);
     free(o->logits);
     free(o->blocks);
+    free(o->vad_flags);
 }
 
 static gf_ckpt_id make_id(void)
@@ -131,6 +154,11 @@ static void same_state(const gf_diar_state *a, const gf_diar_state *b)
     same_floats(a->emb, b->emb, k * GF_DIAR_SPEAKERS * a->dim);
     same_floats(a->logits, b->logits, k * GF_DIAR_FRAMES * GF_DIAR_CLASSES);
     same_floats(a->blocks, b->blocks, a->n_blocks * GF_DIAR_WF_DIM);
+    assert_int_equal(a->trained_vad, b->trained_vad);
+    assert_int_equal(a->vad_chunks, b->vad_chunks);
+    if (a->trained_vad)
+        assert_memory_equal(&a->vad_state, &b->vad_state, sizeof a->vad_state);
+    same_floats(a->vad_flags, b->vad_flags, a->vad_chunks);
 }
 
 /* Write st under id to name; its image in *img (the caller frees). */
@@ -155,9 +183,9 @@ static char *write_ckpt(const char *name, const gf_ckpt_id *id, const gf_diar_st
     return path;
 }
 
-static void round_trip(bool weight_free, bool logits, size_t k, size_t n_blocks)
+static void round_trip(bool weight_free, bool logits, size_t k, size_t n_blocks, size_t vad)
 {
-    owned o = make_state(k, weight_free, logits, n_blocks);
+    owned o = make_state_vad(k, weight_free, logits, n_blocks, vad);
     gf_ckpt_id id = make_id();
     char *path = write_ckpt(weight_free ? "wf.ckpt" : "nn.ckpt", &id, &o.st, NULL, NULL);
     struct stat sb;
@@ -183,10 +211,12 @@ static void round_trip(bool weight_free, bool logits, size_t k, size_t n_blocks)
 static void test_round_trip(void **state)
 {
     (void)state;
-    round_trip(false, true, 8, 0);
-    round_trip(false, false, 32, 0);
-    round_trip(true, false, 5, gf_diar_max_blocks(5));
-    round_trip(true, false, 1, 3);
+    round_trip(false, true, 8, 0, NO_VAD);
+    round_trip(false, false, 32, 0, NO_VAD);
+    round_trip(true, false, 5, gf_diar_max_blocks(5), NO_VAD);
+    round_trip(true, false, 1, 3, NO_VAD);
+    round_trip(true, false, 5, gf_diar_max_blocks(5), gf_diar_max_vad_chunks(5));
+    round_trip(true, false, 3, 2, 0);   /* the trained VAD before its first chunk */
 }
 
 /* The capture of a run that goes on, into the image of its last capture:
@@ -197,7 +227,8 @@ static void test_incremental(void **state)
 {
     (void)state;
     gf_ckpt_id id = make_id();
-    owned full = make_state(12, true, false, gf_diar_max_blocks(12));
+    owned full = make_state_vad(12, true, false, gf_diar_max_blocks(12),
+                                gf_diar_max_vad_chunks(12));
     gf_ckpt *img = NULL;
     const size_t ks[] = { 4, 9, 9, 12 };
     size_t before = 0;
@@ -205,6 +236,8 @@ static void test_incremental(void **state)
         gf_diar_state st = full.st;
         st.n_windows = ks[i];
         st.n_blocks = gf_diar_max_blocks(ks[i]);
+        st.vad_chunks = gf_diar_max_vad_chunks(ks[i]) - i;
+        st.vad_state.h[1][5] = (float)i;
         st.noise_db = -60.0 + (double)i;
         gf_ckpt_copied cp;
         img = gf_ckpt_capture(&id, &st, img, &cp);
@@ -308,8 +341,8 @@ static void test_damage_refused(void **state)
     b[0] = 'X';
     refused(b, len, 4, "bad magic");
     memcpy(b, img, len);
-    b[8] = 2;                                  /* format 2 */
-    refused(b, len, 4, "format 2; this program reads format 1");
+    b[8] = 1;                                  /* the format before the trained VAD */
+    refused(b, len, 4, "format 1; this program reads format 2");
     memcpy(b, img, len);
     uint32_t swapped = 0x04030201u;
     memcpy(b + 12, &swapped, 4);
@@ -376,6 +409,27 @@ static void test_damage_refused(void **state)
     memcpy(wb + 40, &nbl, 8);
     reseal(wb, wlen);
     refused(wb, wlen, 2, "statistics blocks");
+    /* a VAD chunk count without the trained VAD's flag */
+    memcpy(wb, wimg, wlen);
+    uint64_t one = 1;
+    memcpy(wb + 56, &one, 8);
+    reseal(wb, wlen);
+    refused(wb, wlen, 2, "VAD chunks");
+    free(wb);
+    free(wimg);
+    free(wpath);
+    free_state(&w);
+
+    /* with the trained VAD: more chunks than its windows can hold */
+    w = make_state_vad(2, true, false, 3, gf_diar_max_vad_chunks(2));
+    wpath = write_ckpt("wf-vad-damage.ckpt", &id, &w.st, &wimg, &wlen);
+    wb = gf_malloc(wlen);
+    memcpy(wb, wimg, wlen);
+    uint64_t nv = gf_diar_max_vad_chunks(2) + 1;
+    memcpy(wb + 56, &nv, 8);
+    reseal(wb, wlen);
+    refused(wb, wlen, 2, "absurd counts (");
+    refused(wimg, wlen - 4, 2, "truncated");
 
     free(wb);
     free(wimg);
@@ -484,6 +538,7 @@ static void test_identity_changes(void **state)
         { GF_CKPT_MAX_SPEAKERS, "configuration changed (max_speakers " },
         { GF_CKPT_SEG_MODEL, "model file changed (segmentation.safetensors " },
         { GF_CKPT_EMB_MODEL, "model file changed (embedding.safetensors " },
+        { GF_CKPT_VAD_MODEL, "model file changed (silero_vad.safetensors " },
         { GF_CKPT_AUDIO_SIZE, "audio file changed (size " },
         { GF_CKPT_AUDIO_MTIME, "audio file changed (mtime " },
     };

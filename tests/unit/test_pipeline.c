@@ -94,6 +94,9 @@ static int setup(void **state)
     (void)state;
     assert_int_equal(gf_test_mkdtemp(tmpdir, sizeof tmpdir, "gf_pipeline_test"), 0);
     gf_log_init("test_pipeline", GF_LOG_ERROR);
+    /* the energy VAD's figures, whatever set-up fetched (the trained VAD's
+     * own cases unset it) */
+    setenv("GPUFLOCK_VAD", "energy", 1);
     return 0;
 }
 
@@ -417,6 +420,7 @@ static int keep_and_stop(void *user, const gf_diar_state *st)
     k->st.emb = copy_floats(st->emb, n * GF_DIAR_SPEAKERS * st->dim);
     k->st.logits = copy_floats(st->logits, n * GF_DIAR_FRAMES * GF_DIAR_CLASSES);
     k->st.blocks = copy_floats(st->blocks, st->n_blocks * GF_DIAR_WF_DIM);
+    k->st.vad_flags = copy_floats(st->vad_flags, st->vad_chunks);
     return 1;
 }
 
@@ -426,6 +430,7 @@ static void free_kept(kept *k)
     free((float *)k->st.emb);
     free((float *)k->st.logits);
     free((float *)k->st.blocks);
+    free((float *)k->st.vad_flags);
 }
 
 static const gf_diar_state *resume_from(void *user, size_t total)
@@ -488,10 +493,16 @@ static char *run_to(gf_diar *d, const char *path, const char *save, gf_diar_run_
  * all 13 windows, then resumed from the state each stop left: the same
  * RTTM and intermediates as the run that was never stopped, and the
  * resumed run's VAD runs only on the windows after the state. A state that
- * does not end at a batch boundary is not used. */
-static void test_resume_weight_free(void **state)
+ * does not end at a batch boundary is not used. With the energy VAD (vad
+ * "energy") or the trained one (NULL: its default file). */
+static void resume_weight_free(const char *vad)
 {
-    (void)state;
+    const char *stage = vad ? "vad.energy" : "vad.silero";
+    const char *tag = vad ? "energy" : "trained";   /* the save folders' prefix */
+    if (vad)
+        setenv("GPUFLOCK_VAD", vad, 1);
+    else
+        unsetenv("GPUFLOCK_VAD");
     const turn turns[] = { { 0.5, 4.5, 0 }, { 5.0, 9.0, 1 }, { 9.5, 13.0, 0 },
                            { 13.5, 17.0, 1 }, { 17.5, 21.0, 0 } };
     size_t n = 340800;  /* 21.3 s: 13 windows, the last one padded */
@@ -499,12 +510,15 @@ static void test_resume_weight_free(void **state)
     char *path = write_wav("resume.wav", x, n);
     free(x);
     gf_diar *d = gf_diar_new_weight_free(2);
+    assert_non_null(d);
+    assert_string_equal(gf_diar_vad(d), vad ? GF_DIAR_VAD_ENERGY : GF_DIAR_VAD_SILERO);
     gf_diar_run_opts o = gf_diar_run_defaults();
     gf_devstats *st = gf_devstats_new();
     size_t resumed;
-    char *want = run_to(d, path, "whole", &o, st, &resumed);
+    char *whole = gf_strfmt("%s-whole", tag);
+    char *want = run_to(d, path, whole, &o, st, &resumed);
     assert_int_equal(resumed, 0);
-    assert_int_equal(unavailable(st, "vad.energy"), 13);
+    assert_int_equal(unavailable(st, stage), 13);
     gf_devstats_destroy(&st);
 
     const size_t stops[] = { 2, 6, 12, 13 };
@@ -517,21 +531,27 @@ static void test_resume_weight_free(void **state)
         assert_int_equal(gf_diar_run(d, path, &so, NULL, &res), GF_EINTR);
         assert_null(res.rttm);
         assert_int_equal(k.st.n_windows, stops[i]);
-        assert_true(k.st.weight_free && k.st.emb == NULL && k.st.n_blocks > 0);
+        assert_true(k.st.weight_free && k.st.emb == NULL && (!vad || k.st.n_blocks > 0));
+        assert_int_equal(k.st.trained_vad, !vad);
+        if (!vad)   /* every chunk the windows so far completed, once */
+            assert_int_equal(k.st.vad_chunks,
+                             stops[i] == 13 ? (n + GF_VAD_CHUNK - 1) / GF_VAD_CHUNK
+                                            : ((stops[i] - 1) * GF_DIAR_STEP + GF_DIAR_WINDOW)
+                                                  / GF_VAD_CHUNK);
         assert_int_equal(k.seen_last, stops[i] == 13);
 
         gf_diar_run_opts ro = gf_diar_run_defaults();
         ro.resume = resume_from;
         ro.resume_user = &k;
         st = gf_devstats_new();
-        char *save = gf_strfmt("resumed%zu", stops[i]);
+        char *save = gf_strfmt("%s-resumed%zu", tag, stops[i]);
         char *got = run_to(d, path, save, &ro, st, &resumed);
         assert_string_equal(got, want);
         assert_int_equal(resumed, stops[i]);
-        assert_int_equal(unavailable(st, "vad.energy"), 13 - stops[i]);
+        assert_int_equal(unavailable(st, stage), 13 - stops[i]);
         const char *arrays[] = { "segmentations.npy", "embeddings.npy" };
         for (size_t a = 0; a < 2; a++) {
-            char *pa = gf_strfmt("%s/whole/%s", tmpdir, arrays[a]);
+            char *pa = gf_strfmt("%s/%s/%s", tmpdir, whole, arrays[a]);
             char *pb = gf_strfmt("%s/%s/%s", tmpdir, save, arrays[a]);
             same_file(pa, pb);
             free(pa);
@@ -554,14 +574,54 @@ static void test_resume_weight_free(void **state)
     gf_diar_run_opts ro = gf_diar_run_defaults();
     ro.resume = resume_from;
     ro.resume_user = &k;
-    char *got = run_to(d, path, "odd", &ro, NULL, &resumed);
+    char *got = run_to(d, path, vad ? "energy-odd" : "trained-odd", &ro, NULL, &resumed);
     assert_int_equal(resumed, 0);
     assert_string_equal(got, want);
     free(got);
     free_kept(&k);
     free(want);
+    free(whole);
     free(path);
     gf_diar_destroy(&d);
+    setenv("GPUFLOCK_VAD", "energy", 1);
+}
+
+static void test_resume_weight_free(void **state)
+{
+    (void)state;
+    resume_weight_free("energy");
+}
+
+/* the same with the trained VAD, where set-up fetched it */
+static void test_resume_trained_vad(void **state)
+{
+    (void)state;
+    if (access(gf_vad_default_path(), R_OK) != 0) {
+        fprintf(stderr, "skip: no trained VAD at %s (tools/fetch-vad)\n", gf_vad_default_path());
+        skip();
+    }
+    resume_weight_free(NULL);
+}
+
+/* a trained VAD that is named and not there, or not the file: no pipeline */
+static void test_vad_named_and_unusable(void **state)
+{
+    (void)state;
+    char *missing = gf_strfmt("%s/no-such-vad.safetensors", tmpdir);
+    setenv("GPUFLOCK_VAD", missing, 1);
+    gf_diar *d = gf_diar_new_weight_free(2);
+    assert_null(d);
+    char *junk = write_wav("junk.safetensors", (float[]){ 0.0f, 1.0f }, 2);
+    setenv("GPUFLOCK_VAD", junk, 1);
+    d = gf_diar_new_weight_free(2);
+    assert_null(d);
+    setenv("GPUFLOCK_VAD", "energy", 1);
+    d = gf_diar_new_weight_free(2);
+    assert_non_null(d);
+    assert_string_equal(gf_diar_vad(d), GF_DIAR_VAD_ENERGY);
+    gf_diar_destroy(&d);
+    free(junk);
+    free(missing);
 }
 
 /* bad files: an error naming the problem, nothing else */
@@ -598,6 +658,8 @@ int main(void)
         cmocka_unit_test(test_fbank_stats),
         cmocka_unit_test(test_weight_free_run),
         cmocka_unit_test(test_resume_weight_free),
+        cmocka_unit_test(test_resume_trained_vad),
+        cmocka_unit_test(test_vad_named_and_unusable),
         cmocka_unit_test(test_bad_inputs),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -4,7 +4,12 @@
  * Every check goes through the code the worker loads models with: the
  * networks' constructors (every expected tensor, its shape, finiteness,
  * nothing unexpected, the file's digest against the manifest), the manifest
- * reader, and a look at the PLDA files (present, zip archives, digests). */
+ * reader, and a look at the PLDA files (present, zip archives, digests).
+ * Then the voice activity detector's file (diar/vad.h): DIR's own
+ * silero_vad.safetensors when it has one, else the one the pipeline finds by
+ * default, loaded through gf_vad_load (its digest against the pinned
+ * GF_VAD_SHA256); its absence is said, not an error (the weight-free mode
+ * then uses the energy detector). */
 #include "cli/cli.h"
 #include "cli/cliopts.h"
 #include "common/config.h"
@@ -16,6 +21,7 @@
 #include "diar/models.h"
 #include "diar/io/safetensors.h"
 #include "diar/segmentation.h"
+#include "diar/vad.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,7 +35,10 @@ static void usage(FILE *f)
     fprintf(f, "usage: gpuflock models check [--config FILE] [DIR]\n"
                "  Verify a models directory (segmentation.safetensors, embedding.safetensors,\n"
                "  plda/xvec_transform.npz, plda/plda.npz, MANIFEST.sha256) and print what it\n"
-               "  holds. DIR defaults to the configuration's models_dir.\n"
+               "  holds. DIR defaults to the configuration's models_dir. Then the voice activity\n"
+               "  detector's file: DIR/silero_vad.safetensors if there is one, else the default\n"
+               "  (tools/fetch-vad), its SHA-256 checked against the pinned one; without it\n"
+               "  the weight-free mode uses the energy detector (not an error).\n"
                "  Exit 0: all good; 65: a file is missing or wrong; 66: no such directory;\n"
                "  78: configuration error.\n");
 }
@@ -147,6 +156,39 @@ out_report:
     return ok;
 }
 
+/* The VAD's file: DIR's, else the default. 1 when good or absent. */
+static int check_vad(const char *dir)
+{
+    char *in_dir = gf_strfmt("%s/%s", dir, GF_VAD_FILE_NAME);
+    struct stat sb;
+    const char *path = stat(in_dir, &sb) == 0 ? in_dir : gf_vad_default_path();
+    gf_vad *vad = NULL;
+    int rc = gf_vad_load(path, &vad), ok = 1;
+    if (rc == GF_ENOENT) {
+        printf("%-26s %-13s not found at %s (tools/fetch-vad): the weight-free mode uses the "
+               "energy detector\n", GF_VAD_FILE_NAME, "vad", path);
+        goto out;
+    }
+    gf_safetensors *st = rc == 0 ? gf_safetensors_open(path, NULL) : NULL;
+    if (!st) {
+        printf("%-26s FAILED: %s (see the messages above)\n", GF_VAD_FILE_NAME, path);
+        ok = 0;
+        goto out;
+    }
+    long long params = 0;
+    for (size_t i = 0; i < gf_safetensors_count(st); i++)
+        params += gf_safetensors_at(st, i)->numel;
+    char pc[32];
+    with_commas(params, pc, sizeof pc);
+    printf("%-26s %-13s %4zu tensors  %9s parameters  sha256 %s  ok (%s)\n", GF_VAD_FILE_NAME,
+           "vad", gf_safetensors_count(st), pc, gf_vad_sha256(vad), path);
+    gf_safetensors_destroy(&st);
+out:
+    gf_vad_destroy(&vad);
+    free(in_dir);
+    return ok;
+}
+
 static int models_check(const char *dir)
 {
     struct stat st;
@@ -175,6 +217,7 @@ static int models_check(const char *dir)
             ok = check_file(dir, rel, man, 0) && ok;
     }
     gf_manifest_destroy(&man);
+    ok = check_vad(dir) && ok;
     printf("%s\n", ok ? "all good" : "models directory has problems");
     return ok ? 0 : GF_EXIT_DATAERR;
 }

@@ -1,7 +1,8 @@
 #!/bin/bash
 # convert_checkpoints — tools/convert-checkpoints on fake checkpoints shaped
 # like the published ones (random weights, torch.save), then `gpuflock models
-# check` on the result, then on damaged copies. Skips (77) without torch.
+# check` on the result, then on damaged copies (the voice activity detector's
+# file among them, where this tree has it). Skips (77) without torch.
 set -u
 BUILD=${BUILD:-build}
 PY=/usr/bin/python3
@@ -82,6 +83,23 @@ truncate -s -100 "$work/d4/segmentation.safetensors"
 "$GF" models check "$work/d4" >"$work/out" 2>&1; rc=$?
 [ $rc -eq 65 ] && grep -q 'segmentation.safetensors: tensor .*truncated' "$work/out" \
     || { cat "$work/out"; fail "truncated file: exit $rc"; }
+# the voice activity detector's file: the default one (found or said to be
+# absent), a good copy in DIR (when this tree has one), a damaged one in DIR
+grep -qE '^silero_vad.safetensors +vad +(40 tensors .* ok|not found at .*energy detector)' "$work/out" \
+    || fail "no line for the VAD's file"
+if [ -f .cache/vad/silero_vad.safetensors ]; then
+    cp -r "$work/m" "$work/d5"
+    cp .cache/vad/silero_vad.safetensors "$work/d5/"
+    "$GF" models check "$work/d5" >"$work/out" 2>&1 || { cat "$work/out"; fail "VAD file in DIR"; }
+    grep -q "^silero_vad.safetensors .*40 tensors .*155,908 parameters.*ok ($work/d5/silero_vad.safetensors)" \
+        "$work/out" || { cat "$work/out"; fail "VAD line"; }
+    printf '\x01' | dd of="$work/d5/silero_vad.safetensors" bs=1 seek=9000 conv=notrunc 2>/dev/null
+    "$GF" models check "$work/d5" >"$work/out" 2>&1; rc=$?
+    [ $rc -eq 65 ] && grep -q "$work/d5/silero_vad.safetensors: SHA-256 .* is not the voice activity detector's pinned" \
+        "$work/out" || { cat "$work/out"; fail "damaged VAD file: exit $rc"; }
+else
+    echo "skip: the VAD file in DIR: .cache/vad/silero_vad.safetensors is absent (tools/fetch-vad)"
+fi
 "$GF" models check "$work/nonexistent" >/dev/null 2>&1; rc=$?
 [ $rc -eq 66 ] || fail "no directory: exit $rc"
 # the directory from the configuration's models_dir

@@ -371,7 +371,10 @@ clean:
 # The six programs live together in $(LIBEXECDIR) (each finds the others in
 # its own folder: gf_beside_self), with links from $(BINDIR) for the three a
 # person runs; the evidence tables are in $(DATADIR)/evidence, with an
-# `evidence` link beside the programs (route/evidence.c). The configuration
+# `evidence` link beside the programs (route/evidence.c); the voice activity
+# detector's weights, when tools/fetch-vad has written them, are
+# $(DATADIR)/silero_vad.safetensors (and its .LICENSE), with a link of that
+# name beside the programs (diar/vad.c, gf_vad_default_path). The configuration
 # path /etc/gpuflock/gpuflock.yaml is compiled in (common/config.h), so it
 # does not follow PREFIX.
 PREFIX      ?= /usr/local
@@ -400,6 +403,9 @@ MAN_GZ    := $(addsuffix .gz,$(MAN_PAGES))
 USER_PROGRAMS := gpuflock gpuflockd gpuflock-worker
 UNITS     := gpuflockd.service gpuflock-worker@.service
 EXAMPLES  := config/gpuflock.example.yaml config/cpu2.yaml
+
+VAD_FILE    := .cache/vad/silero_vad.safetensors
+VAD_LICENSE := .cache/vad/silero_vad.LICENSE
 
 .PHONY: man install install-strip install-check uninstall deb
 ifneq ($(SCDOC),)
@@ -444,6 +450,17 @@ install: install-check
 	cp -R evidence "$(D)$(DATADIR)/evidence"
 	find "$(D)$(DATADIR)/evidence" -type d -exec chmod 0755 {} + -o -type f -exec chmod 0644 {} +
 	ln -sfn "$$(realpath -m --relative-to="$(LIBEXECDIR)" "$(DATADIR)")/evidence" "$(D)$(LIBEXECDIR)/evidence"
+	@if [ -f $(VAD_FILE) ]; then \
+	  want=$$(sed -n 's/^const char GF_VAD_SHA256\[65\] = "\([0-9a-f]*\)";$$/\1/p' diar/vad.c); \
+	  got=$$(sha256sum $(VAD_FILE) | cut -d' ' -f1); \
+	  [ "$$got" = "$$want" ] || { echo "make install: $(VAD_FILE): SHA-256 $$got, not diar/vad.c's $$want (run tools/fetch-vad again)" >&2; exit 1; }; \
+	  echo "install -m 0644 $(VAD_FILE) $(VAD_LICENSE) $(D)$(DATADIR)/"; \
+	  install -m 0644 $(VAD_FILE) $(VAD_LICENSE) "$(D)$(DATADIR)/" && \
+	  ln -sfn "$$(realpath -m --relative-to="$(LIBEXECDIR)" "$(DATADIR)")/silero_vad.safetensors" \
+	    "$(D)$(LIBEXECDIR)/silero_vad.safetensors"; \
+	else \
+	  echo "make install: no $(VAD_FILE) (tools/fetch-vad writes it): installed without the voice activity detector; the weight-free mode uses the energy detector"; \
+	fi
 	for f in $(UNITS); do \
 	  sed -e 's|@BINDIR@|$(BINDIR)|g' -e '/^# Template: /{N;d;}' deploy/$$f.in >"$(D)$(UNITDIR)/$$f" && \
 	  chmod 0644 "$(D)$(UNITDIR)/$$f" || exit 1; \
@@ -475,7 +492,8 @@ install-strip:
 
 uninstall:
 	rm -f $(foreach p,$(USER_PROGRAMS),"$(D)$(BINDIR)/$(p)") \
-	  $(foreach p,$(notdir $(BINS)) evidence,"$(D)$(LIBEXECDIR)/$(p)") \
+	  $(foreach p,$(notdir $(BINS)) evidence silero_vad.safetensors,"$(D)$(LIBEXECDIR)/$(p)") \
+	  "$(D)$(DATADIR)/silero_vad.safetensors" "$(D)$(DATADIR)/silero_vad.LICENSE" \
 	  $(foreach f,$(UNITS),"$(D)$(UNITDIR)/$(f)") "$(D)$(TMPFILESDIR)/gpuflock.conf" \
 	  $(foreach f,$(notdir $(MAN_GZ)),"$(D)$(MANDIR)/man$(subst .,,$(suffix $(basename $(f))))/$(f)") \
 	  $(foreach c,gpuflock gpuflockd gpuflock-worker,"$(D)$(BASHCOMPDIR)/$(c)") \

@@ -5,7 +5,8 @@
 #    files below, with these modes and links; the evidence is the tree's;
 #    the units name $PREFIX/bin (and PREFIX=/usr/local gives /usr/local/bin);
 # 2. the installed programs run from DESTDIR: --version, evidence check and
-#    plan find the installed evidence, exec on a declared CPU card with a
+#    plan find the installed evidence, models check the installed voice
+#    activity detector (where .cache/vad has it), exec on a declared CPU card with a
 #    private config, gpuflockd starting the installed worker and guard for a
 #    job; the installed man pages render; the installed completion loads
 #    through bash-completion's loader (gpuflockd's link too);
@@ -111,6 +112,19 @@ dir usr/share/gpuflock/evidence/records 755
 records: $records
 EOF
 )
+# The voice activity detector's weights, where tools/fetch-vad wrote them.
+VAD=.cache/vad/silero_vad.safetensors
+if [ -f "$VAD" ]; then
+    expected=$(LC_ALL=C sort <<EOF
+$expected
+644 usr/share/gpuflock/silero_vad.LICENSE
+644 usr/share/gpuflock/silero_vad.safetensors
+link usr/lib/gpuflock/silero_vad.safetensors -> ../../share/gpuflock/silero_vad.safetensors
+EOF
+)
+else
+    echo "skip: the VAD's installed file: $VAD is absent (tools/fetch-vad)"
+fi
 
 # --- 1. make install, from the build as it stands.
 touch "$T/stamp"
@@ -125,6 +139,9 @@ if [ "$got" != "$expected" ]; then
     diff <(echo "$expected") <(echo "$got") | grep '^[<>]'
 fi
 diff -r evidence "$D/usr/share/gpuflock/evidence" >/dev/null || fail "the installed evidence is not the tree's"
+if [ -f "$VAD" ]; then
+    cmp -s "$VAD" "$D/usr/share/gpuflock/silero_vad.safetensors" || fail "the installed VAD file is not the tree's"
+fi
 for b in gpuflock gpuflock-exec gpuflock-cli gpuflockd gpuflock-worker gpuflock-guard; do
     cmp -s "$BUILD/bin/$b" "$D/usr/lib/gpuflock/$b" || fail "usr/lib/gpuflock/$b is not $BUILD/bin/$b"
 done
@@ -153,6 +170,13 @@ out=$(env -u GPUFLOCK_EVIDENCE "$GF" plan --card "NVIDIA H200:9.0:132" 2>&1 | gr
 [[ $out == "evidence:  $EV ("* ]] || fail "the installed plan reads other evidence: $out"
 out=$(GPUFLOCK_EVIDENCE=$REPO/evidence "$GF" evidence check 2>&1)
 [[ $out == "$REPO/evidence: valid: "* ]] || fail "GPUFLOCK_EVIDENCE does not come first: $out"
+if [ -f "$VAD" ]; then
+    # models check names the VAD file the installed program finds: the installed one
+    mkdir -p "$T/nomodels" && : >"$T/nomodels/MANIFEST.sha256"
+    out=$("$GF" models check "$T/nomodels" 2>&1 | grep '^silero_vad.safetensors')
+    [[ $out == *" ok ($(realpath "$D")/usr/share/gpuflock/silero_vad.safetensors)" ]] ||
+        fail "the installed gpuflock finds another VAD file: $out"
+fi
 
 CFG=$T/cfg.yaml
 mkdir -p "$T/lock"

@@ -40,7 +40,7 @@
  * transposed at load so that every inner loop runs over output channels: the
  * compiler vectorises them while each output's sum keeps the order of the
  * graph's reduction index, so the results do not depend on the vector width.
- * gf_vad_run allocates nothing: its scratch (about 20 KB) is on the stack,
+ * gf_vad_run allocates nothing: its scratch (about 37 KB) is on the stack,
  * and self is only read. Checked against tests/ref/silero_vad_ref.py
  * (tests/integration/vad_parity.sh). */
 #include "diar/vad.h"

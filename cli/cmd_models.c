@@ -22,6 +22,7 @@
 #include "diar/io/safetensors.h"
 #include "diar/segmentation.h"
 #include "diar/vad.h"
+#include "diar/wf_vad.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -156,14 +157,25 @@ out_report:
     return ok;
 }
 
-/* The VAD's file: DIR's, else the default. 1 when good or absent. */
+/* The VAD's file, the one the pipeline takes for DIR (gf_diar_vad_file). 1
+ * when good or absent (unless $GPUFLOCK_VAD named it). */
 static int check_vad(const char *dir)
 {
-    char *in_dir = gf_strfmt("%s/%s", dir, GF_VAD_FILE_NAME);
-    struct stat sb;
-    const char *path = stat(in_dir, &sb) == 0 ? in_dir : gf_vad_default_path();
+    bool named;
+    char *in_dir = gf_diar_vad_file(dir, &named);
+    if (!in_dir) {
+        printf("%-26s %-13s GPUFLOCK_VAD=energy: the weight-free mode uses the energy detector\n",
+               GF_VAD_FILE_NAME, "vad");
+        return 1;
+    }
+    const char *path = in_dir;
     gf_vad *vad = NULL;
     int rc = gf_vad_load(path, &vad), ok = 1;
+    if (rc == GF_ENOENT && named) {
+        printf("%-26s FAILED: GPUFLOCK_VAD=%s: no such file\n", GF_VAD_FILE_NAME, path);
+        ok = 0;
+        goto out;
+    }
     if (rc == GF_ENOENT) {
         printf("%-26s %-13s not found at %s (tools/fetch-vad): the weight-free mode uses the "
                "energy detector\n", GF_VAD_FILE_NAME, "vad", path);

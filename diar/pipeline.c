@@ -161,37 +161,41 @@ static void batch_buffer(gf_diar *d)
 
 /* The weight-free mode's VAD (pipeline.h, gf_diar_new_weight_free): 0 and
  * *out (NULL: the energy detector, said in the log), or GF_EINVAL. */
-static int load_vad(gf_vad **out)
+static int load_vad(const char *models_dir, gf_vad **out)
 {
     *out = NULL;
-    const char *env = getenv("GPUFLOCK_VAD");
-    if (env && strcmp(env, "energy") == 0) {
+    bool named;
+    char *path = gf_diar_vad_file(models_dir, &named);
+    if (!path) {
         GF_INFO("diarize: weight-free mode: the energy voice activity detector, as "
                 "GPUFLOCK_VAD=energy asks");
         return 0;
     }
-    const char *path = env && env[0] ? env : gf_vad_default_path();
     int rc = gf_vad_load(path, out);
-    if (rc == GF_ENOENT && !(env && env[0])) {
+    if (rc == GF_ENOENT && !named)
         GF_WARN("diarize: weight-free mode: no trained voice activity detector at %s "
                 "(tools/setup-deps fetches it): the energy detector instead", path);
-        return 0;
-    }
-    if (rc == GF_ENOENT)
+    else if (rc == GF_ENOENT)
         GF_ERROR("GPUFLOCK_VAD=%s: no such file", path);
-    return rc ? GF_EINVAL : 0;
+    free(path);
+    return rc == GF_ENOENT && !named ? 0 : rc ? GF_EINVAL : 0;
 }
 
-gf_diar *gf_diar_new_weight_free(int batch_size)
+static gf_diar *weight_free_in(const char *models_dir, int batch_size)
 {
     gf_vad *vad = NULL;
-    if (load_vad(&vad))
+    if (load_vad(models_dir, &vad))
         return NULL;
     GF_INFO("diarize: weight-free mode (%s voice activity, fbank-statistics embeddings, "
             "clustering of their blocks; no PLDA/VBx)", vad ? "Silero VAD v4" : "energy");
     gf_diar *d = diar_alloc(batch_size, true);
     d->vad = vad;
     return d;
+}
+
+gf_diar *gf_diar_new_weight_free(int batch_size)
+{
+    return weight_free_in(NULL, batch_size);
 }
 
 gf_diar *gf_diar_new(const char *models_dir, int batch_size, int threads, bool *weight_free)
@@ -207,7 +211,7 @@ gf_diar *gf_diar_new(const char *models_dir, int batch_size, int threads, bool *
         else
             GF_WARN("weight-free mode: no model files in %s (%s, %s)", models_dir,
                     GF_MODELS_SEGMENTATION, GF_MODELS_EMBEDDING);
-        gf_diar *wf = gf_diar_new_weight_free(bs);
+        gf_diar *wf = weight_free_in(models_dir, bs);
         if (wf)
             wf->threads = threads;
         return wf;

@@ -134,10 +134,11 @@ typedef struct gf_diar gf_diar;
 gf_diar *gf_diar_new(const char *models_dir, int batch_size, int threads, bool *weight_free);
 
 /* Weight-free pipeline regardless of the models directory. Its voice
- * activity: the trained VAD (diar/vad.h) from $GPUFLOCK_VAD when set (a
- * file that must be there; "energy": the energy detector), else from
- * gf_vad_default_path(), and the energy detector, with a warning, when no
- * file is there. NULL after logging when the file named is unusable. */
+ * activity: the trained VAD (diar/vad.h) from the file gf_diar_vad_file
+ * names ($GPUFLOCK_VAD, the models directory's own for gf_diar_new, else
+ * gf_vad_default_path()), and the energy detector, with a warning, when no
+ * file is there that the user did not name. NULL after logging when the
+ * file is unusable. */
 gf_diar *gf_diar_new_weight_free(int batch_size);
 
 /* Take over a backend (e.g. a GPU one); the pipeline destroys it. Not in

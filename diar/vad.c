@@ -268,6 +268,13 @@ int gf_vad_load(const char *path, gf_vad **out)
     struct stat sb;
     if (stat(path, &sb) != 0 && errno == ENOENT)
         return GF_ENOENT;
+    /* a FIFO would hang the digest, a device or a huge file take it long:
+     * the file is a few hundred KB */
+    if (stat(path, &sb) == 0 && (!S_ISREG(sb.st_mode) || sb.st_size > (16 << 20))) {
+        GF_ERROR("%s: %s, not the voice activity detector's weights", path,
+                 S_ISREG(sb.st_mode) ? "over 16 MB" : "not a regular file");
+        return GF_EINVAL;
+    }
     /* The digest first, for a message that says which digest it must have;
      * the loader checks it again on the bytes it maps (627 KB: ~2 ms). */
     char got[GF_SHA256_HEX_LEN];

@@ -5,7 +5,24 @@
 #include "common/util.h"
 
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <string.h>
+
+char *gf_diar_vad_file(const char *models_dir, bool *named)
+{
+    const char *env = getenv("GPUFLOCK_VAD");
+    *named = env && env[0];
+    if (*named)
+        return strcmp(env, GF_DIAR_VAD_ENERGY) == 0 ? NULL : gf_strdup(env);
+    if (models_dir && models_dir[0]) {
+        char *in_dir = gf_strfmt("%s/%s", models_dir, GF_VAD_FILE_NAME);
+        struct stat sb;
+        if (stat(in_dir, &sb) == 0)
+            return in_dir;
+        free(in_dir);
+    }
+    return gf_strdup(gf_vad_default_path());
+}
 
 /* Chunks that hold samples [0, end): the last one may be partial. */
 static size_t chunks_for(size_t end)

@@ -18,6 +18,7 @@
 #ifndef GF_DIAR_WF_VAD_H
 #define GF_DIAR_WF_VAD_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "diar/vad.h"
@@ -33,6 +34,14 @@ typedef struct {
     float *flag;          /* [n] each chunk's speech flag, 0 or 1 (owned) */
     size_t cap;           /* allocated */
 } gf_diar_vad_stream;
+
+/* The trained VAD's file the weight-free mode takes: $GPUFLOCK_VAD when it
+ * is set ("energy": none, NULL returned), else models_dir's
+ * GF_VAD_FILE_NAME when it has one (models_dir may be NULL), else
+ * gf_vad_default_path(). *named: whether the user named it ($GPUFLOCK_VAD),
+ * so that a file missing there is an error, not a fallback. The caller
+ * frees. */
+char *gf_diar_vad_file(const char *models_dir, bool *named);
 
 /* Chunks a recording of n_windows windows can have (a bound for readers of
  * saved states). */

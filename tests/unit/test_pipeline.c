@@ -29,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static char tmpdir[64];
@@ -615,6 +616,30 @@ static void test_vad_named_and_unusable(void **state)
     setenv("GPUFLOCK_VAD", junk, 1);
     d = gf_diar_new_weight_free(2);
     assert_null(d);
+    /* a models folder's own file is the one taken (here a damaged one) */
+    unsetenv("GPUFLOCK_VAD");
+    char *mdir = gf_strfmt("%s/models-vad", tmpdir);
+    assert_int_equal(mkdir(mdir, 0700), 0);
+    char *mfile = gf_strfmt("%s/%s", mdir, GF_VAD_FILE_NAME);
+    FILE *mf = fopen(mfile, "w");
+    fputs("not weights\n", mf);
+    fclose(mf);
+    bool wf = false;
+    assert_null(gf_diar_new(mdir, 2, 1, &wf));
+    unlink(mfile);
+    d = gf_diar_new(mdir, 2, 1, &wf);   /* gone: the default file, or the energy VAD */
+    assert_non_null(d);
+    assert_true(wf);
+    gf_diar_destroy(&d);
+    rmdir(mdir);
+    free(mfile);
+    free(mdir);
+    char *fifo = gf_strfmt("%s/vad.fifo", tmpdir);
+    assert_int_equal(mkfifo(fifo, 0600), 0);   /* refused, not waited on */
+    setenv("GPUFLOCK_VAD", fifo, 1);
+    assert_null(gf_diar_new_weight_free(2));
+    unlink(fifo);
+    free(fifo);
     setenv("GPUFLOCK_VAD", "energy", 1);
     d = gf_diar_new_weight_free(2);
     assert_non_null(d);

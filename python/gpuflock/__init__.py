@@ -347,8 +347,9 @@ class Pipeline:
 
     models: the models folder (segmentation.safetensors,
     embedding.safetensors, plda/); None, or a folder without the two
-    network files, runs weight-free mode (energy voice activity, filterbank
-    statistics: a much higher DER), which self.mode says and, when a folder
+    network files, runs weight-free mode (the trained voice activity
+    detector set-up fetched, else energy voice activity; filterbank
+    statistics: a much higher DER), which self.mode and self.vad say and, when a folder
     was given, a warning too. num_speakers / min_speakers / max_speakers
     constrain the count (also per call); batch_size windows per network
     call; threads for the CPU (0: one per core); device "cpu", "cuda",

@@ -652,8 +652,18 @@ static int run_windows(gf_diar *d, gf_audio_windows *it, const char *path, uint6
         copts.stats = stats;
     }
     if (d->weight_free) {
-        copts.threshold = GF_DIAR_WF_THRESHOLD;
-        rc = gf_diar_wf_local_speakers(&wb, seg, emb, n, copts.threshold);
+        /* the speaker constraints bound the block clustering's estimate;
+         * gf_cluster_run then only joins the local speakers of one block
+         * cluster (their embeddings are its centroid) */
+        gf_spectral_opts so = gf_spectral_defaults();
+        so.num_speakers = copts.num_speakers;
+        so.min_speakers = copts.min_speakers;
+        if (copts.max_speakers > 0)
+            so.max_speakers = copts.max_speakers;
+        else if (copts.min_speakers > so.max_speakers)
+            so.max_speakers = copts.min_speakers;
+        copts.threshold = GF_DIAR_WF_SAME;
+        rc = gf_diar_wf_local_speakers(&wb, seg, emb, n, &so);
         if (rc) {
             GF_ERROR("%s: weight-free block clustering failed (%s)", path, gf_strerror(rc));
             goto out_free;

@@ -48,9 +48,17 @@
 #define GF_DIAR_WF_CEPS 20        /* weight-free: cepstra per fbank frame */
 #define GF_DIAR_WF_DIM (2 * GF_DIAR_WF_CEPS) /* weight-free embedding: means + stds */
 #define GF_DIAR_MIN_CLEAN 2       /* overlap-excluded mask used when it keeps more frames */
-#define GF_DIAR_WF_THRESHOLD 1.0  /* weight-free AHC cut (Euclidean on unit vectors: cos 0.5) */
+#define GF_DIAR_WF_THRESHOLD 1.0  /* weight-free: the former block AHC cut; cuts nothing now
+                                     (the blocks are clustered spectrally), kept for the
+                                     checkpoint identity (worker/diarjob.c) */
+#define GF_DIAR_WF_SAME 1e-4      /* weight-free: gf_cluster_run's AHC cut on the local
+                                     speakers' embeddings, which are the block clusters'
+                                     unit centroids: only equal ones merge */
 #define GF_DIAR_WF_BLOCK 0.5      /* weight-free: seconds per statistics block */
 #define GF_DIAR_WF_MIN_FRAMES 10  /* weight-free: speech fbank frames for a block vector */
+#define GF_DIAR_WF_SEG_BLOCKS 2   /* weight-free: blocks per clustered segment (1 s; 0.5 s
+                                     and 1.5 s lost on ami-debug, docs/diarization.md) */
+#define GF_DIAR_WF_SPEAKER_SEGS 8 /* weight-free: segments of speech a speaker counted needs */
 
 /* Windows done / total of a recording (total may grow by one if the
  * header undercounts). */

@@ -7,7 +7,6 @@
 
 #include "common/error.h"
 #include "common/util.h"
-#include "diar/cluster/ahc.h"
 #include "diar/io/audio.h"
 
 #include <math.h>
@@ -215,6 +214,30 @@ out_free:
 
 /* ---- the stream and the blocks' clustering ---------------------------- */
 
+void gf_diar_wf_add_blocks(const float *feats, size_t nf, const float *act, size_t w,
+                           size_t valid, gf_diar_wf_blocks *wb)
+{
+    size_t first = w * WF_BLOCKS_PER_STEP;
+    for (size_t j = 0; j < WF_BLOCKS_PER_WINDOW; j++) {
+        size_t g = first + j;
+        size_t start = j * (size_t)WF_BLOCK_FBANK * GF_FBANK_SHIFT;
+        if (g < wb->n || start >= valid)
+            continue;
+        if (g >= wb->cap) {
+            wb->cap = 2 * (g + 1);
+            wb->vec = gf_realloc(wb->vec, wb->cap * GF_DIAR_WF_DIM * sizeof *wb->vec);
+        }
+        size_t k0 = j * (size_t)WF_BLOCK_FBANK, k1 = k0 + (size_t)WF_BLOCK_FBANK;
+        if (k1 > nf)
+            k1 = nf;
+        float *v = wb->vec + g * GF_DIAR_WF_DIM;
+        if (k0 >= k1 || range_stats(feats, k0, k1, act, v) < GF_DIAR_WF_MIN_FRAMES)
+            for (int k = 0; k < GF_DIAR_WF_DIM; k++)
+                v[k] = NAN;
+        wb->n = g + 1;
+    }
+}
+
 int gf_diar_wf_batch(const gf_fbank *fbank, float *feats, const float *wave, const size_t *valid,
                      int nb, size_t w0, float *seg, gf_diar_wf_blocks *wb, gf_devstats *stats,
                      gf_diar_result *res)
@@ -249,25 +272,7 @@ int gf_diar_wf_batch(const gf_fbank *fbank, float *feats, const float *wave, con
 
         /* the blocks of this window no earlier window held */
         t0 = gf_now_ns();
-        size_t first = (w0 + (size_t)b) * WF_BLOCKS_PER_STEP;
-        for (size_t j = 0; j < WF_BLOCKS_PER_WINDOW; j++) {
-            size_t g = first + j;
-            size_t start = j * (size_t)WF_BLOCK_FBANK * GF_FBANK_SHIFT;
-            if (g < wb->n || start >= valid[b])
-                continue;
-            if (g >= wb->cap) {
-                wb->cap = 2 * (g + 1);
-                wb->vec = gf_realloc(wb->vec, wb->cap * GF_DIAR_WF_DIM * sizeof *wb->vec);
-            }
-            size_t k0 = j * (size_t)WF_BLOCK_FBANK, k1 = k0 + (size_t)WF_BLOCK_FBANK;
-            if (k1 > nf)
-                k1 = nf;
-            float *v = wb->vec + g * GF_DIAR_WF_DIM;
-            if (k0 >= k1 || range_stats(feats, k0, k1, vad, v) < GF_DIAR_WF_MIN_FRAMES)
-                for (int k = 0; k < GF_DIAR_WF_DIM; k++)
-                    v[k] = NAN;
-            wb->n = g + 1;
-        }
+        gf_diar_wf_add_blocks(feats, nf, vad, w0 + (size_t)b, valid[b], wb);
         res->t_embedding += secs(t0);
         if (stats)
             gf_devstats_unavailable(stats, "embedding.fbank_stats", "cpu", "cpu card");
@@ -275,46 +280,67 @@ int gf_diar_wf_batch(const gf_fbank *fbank, float *feats, const float *wave, con
     return 0;
 }
 
-/* The blocks' clusters by cosine AHC; those with too little speech take the
- * nearest labelled block's; each cluster's unit centroid becomes the
+/* Unit mean of the unit vectors among rows lo..hi-1 of vec that have one
+ * (NaN rows skipped); out NaN when none has. */
+static void mean_direction(const float *vec, size_t lo, size_t hi, float *out)
+{
+    double sum[GF_DIAR_WF_DIM] = { 0 }, norm = 0.0;
+    size_t used = 0;
+    for (size_t j = lo; j < hi; j++) {
+        const float *v = vec + j * GF_DIAR_WF_DIM;
+        if (isnan(v[0]))
+            continue;
+        for (int k = 0; k < GF_DIAR_WF_DIM; k++)
+            sum[k] += v[k];
+        used++;
+    }
+    for (int k = 0; k < GF_DIAR_WF_DIM; k++)
+        norm += sum[k] * sum[k];
+    norm = sqrt(norm);
+    for (int k = 0; k < GF_DIAR_WF_DIM; k++)
+        out[k] = used && norm > 1e-12 ? (float)(sum[k] / norm) : NAN;
+}
+
+/* The blocks' clusters: segments of GF_DIAR_WF_SEG_BLOCKS blocks on the
+ * block grid, each the mean direction of its blocks' vectors, clustered
+ * spectrally (spectral.h; a speaker counted needs GF_DIAR_WF_SPEAKER_SEGS
+ * segments); a block with a vector takes its segment's cluster, one without
+ * -1. Returns the cluster count or a GF_E*. */
+static int cluster_blocks(const float *vec, size_t nb, const gf_spectral_opts *so, int *label)
+{
+    enum { S = GF_DIAR_WF_SEG_BLOCKS };
+    size_t ns = (nb + S - 1) / S;
+    float *sv = gf_malloc((ns ? ns : 1) * GF_DIAR_WF_DIM * sizeof *sv);
+    int *sl = gf_malloc((ns ? ns : 1) * sizeof *sl);
+    for (size_t j = 0; j < ns; j++)
+        mean_direction(vec, j * S, (j + 1) * S < nb ? (j + 1) * S : nb, sv + j * GF_DIAR_WF_DIM);
+    gf_spectral_opts o = *so;
+    o.min_rows = GF_DIAR_WF_SPEAKER_SEGS;
+    int K = gf_spectral_cluster(sv, ns, GF_DIAR_WF_DIM, &o, sl);
+    for (size_t j = 0; j < nb; j++)
+        label[j] = K > 0 && !isnan(vec[j * GF_DIAR_WF_DIM]) ? sl[j / S] : -1;
+    free(sv);
+    free(sl);
+    return K;
+}
+
+/* The blocks' clusters (cluster_blocks); those with too little speech take
+ * the nearest labelled block's; each cluster's unit centroid becomes the
  * embedding of every local speaker it gives, so that the clustering proper
  * finds the same clusters. */
 int gf_diar_wf_local_speakers(gf_diar_wf_blocks *wb, float *seg, float *emb, size_t n_windows,
-                              double threshold)
+                              const gf_spectral_opts *so)
 {
-    size_t nb = wb->n, m = 0;
+    size_t nb = wb->n;
     gf_diar_wf_normalise(wb->vec, nb, GF_DIAR_WF_DIM);
     int *label = gf_malloc((nb ? nb : 1) * sizeof *label);
-    size_t *rows = gf_malloc((nb ? nb : 1) * sizeof *rows);
-    for (size_t j = 0; j < nb; j++) {
-        label[j] = -1;
-        if (!isnan(wb->vec[j * GF_DIAR_WF_DIM]))
-            rows[m++] = j;
-    }
-    int rc = 0, K = 0;
-    if (m == 1) {
-        label[rows[0]] = 0;
-        K = 1;
-    } else if (m > 1) {
-        float *x = gf_malloc(m * GF_DIAR_WF_DIM * sizeof *x);
-        int *lab = gf_malloc(m * sizeof *lab);
-        for (size_t i = 0; i < m; i++)
-            memcpy(x + i * GF_DIAR_WF_DIM, wb->vec + rows[i] * GF_DIAR_WF_DIM,
-                   GF_DIAR_WF_DIM * sizeof *x);
-        rc = gf_ahc_cluster(x, m, GF_DIAR_WF_DIM, threshold, lab);
-        if (rc >= 0) {
-            K = rc;
-            rc = 0;
-            for (size_t i = 0; i < m; i++)
-                label[rows[i]] = lab[i];
-        }
-        free(x);
-        free(lab);
-    }
-    if (rc)
+    int rc = cluster_blocks(wb->vec, nb, so, label), K = 0;
+    if (rc < 0)
         goto out_free;
+    K = rc;
+    rc = 0;
     /* blocks with too little speech take the label of the nearest labelled block */
-    if (m > 0) {
+    if (K > 0) {
         int *filled = gf_malloc(nb * sizeof *filled);
         for (size_t j = 0; j < nb; j++) {
             filled[j] = label[j];
@@ -333,10 +359,11 @@ int gf_diar_wf_local_speakers(gf_diar_wf_blocks *wb, float *seg, float *emb, siz
      * same clusters */
     size_t Kz = (size_t)(K ? K : 1);
     double *cent = gf_calloc(Kz * GF_DIAR_WF_DIM, sizeof *cent);
-    for (size_t i = 0; i < m; i++)
-        for (int k = 0; k < GF_DIAR_WF_DIM; k++)
-            cent[(size_t)label[rows[i]] * GF_DIAR_WF_DIM + (size_t)k] +=
-                wb->vec[rows[i] * GF_DIAR_WF_DIM + (size_t)k];
+    for (size_t j = 0; j < nb; j++)
+        if (label[j] >= 0 && !isnan(wb->vec[j * GF_DIAR_WF_DIM]))
+            for (int k = 0; k < GF_DIAR_WF_DIM; k++)
+                cent[(size_t)label[j] * GF_DIAR_WF_DIM + (size_t)k] +=
+                    wb->vec[j * GF_DIAR_WF_DIM + (size_t)k];
     for (int c = 0; c < K; c++) {
         double *v = cent + (size_t)c * GF_DIAR_WF_DIM, norm = 0.0;
         for (int k = 0; k < GF_DIAR_WF_DIM; k++)
@@ -403,7 +430,6 @@ int gf_diar_wf_local_speakers(gf_diar_wf_blocks *wb, float *seg, float *emb, siz
     free(cent);
     free(count);
 out_free:
-    free(rows);
     free(label);
     return rc;
 }

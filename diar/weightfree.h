@@ -21,6 +21,7 @@
 #include <stddef.h>
 
 #include "common/devstats.h"
+#include "diar/cluster/spectral.h"
 #include "diar/pipeline.h"
 #include "diar/wf_vad.h"
 #include "kernels/fbank/fbank_cpu.h"
@@ -58,9 +59,16 @@ int gf_diar_wf_batch(const gf_fbank *fbank, float *feats, const float *wave, con
  * its cluster's unit centroid; NaN for absent speakers). Normalises wb's
  * vectors in place. Returns 0 or a GF_E*. */
 int gf_diar_wf_local_speakers(gf_diar_wf_blocks *wb, float *seg, float *emb, size_t n_windows,
-                              double threshold);
+                              const gf_spectral_opts *so);
 
-/* Pieces, exposed for tests. */
+/* Pieces, exposed for tests and benchmarks. */
+
+/* The block statistics of window w (feats: its fbank, nf frames; act: its
+ * 589-frame activity; valid: its samples of audio) for the blocks no earlier
+ * window held, appended to wb (what gf_diar_wf_batch does after the VAD;
+ * bench/diarize/oracle_speech.c feeds it the reference's speech instead). */
+void gf_diar_wf_add_blocks(const float *feats, size_t nf, const float *act, size_t w,
+                           size_t valid, gf_diar_wf_blocks *wb);
 
 /* Energy voice activity on one window (GF_DIAR_WINDOW samples of which the
  * first `valid` are audio): act [589] 0/1. *noise_db is a running noise

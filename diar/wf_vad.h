@@ -25,7 +25,7 @@
 
 #define GF_DIAR_VAD_ON 0.5f    /* a chunk at or above this probability is speech ... */
 #define GF_DIAR_VAD_OFF 0.35f  /* ... below this, silence; between, as the chunk before */
-#define GF_DIAR_VAD_PAD 6      /* chunks of padding on each side of speech (0.19 s) */
+#define GF_DIAR_VAD_PAD 3      /* chunks of padding on each side of speech (0.096 s) */
 
 typedef struct {
     const gf_vad *vad;    /* the network (borrowed); NULL: the energy detector runs */

@@ -78,6 +78,7 @@ struct gf_diarize {
     char *models;            /* the models folder as given (NULL: none), for the JSON */
     gf_cluster_opts cluster; /* speaker constraints, the recipe's knobs, clustering threads */
     bool exclude_overlap;    /* embedding_exclude_overlap */
+    double step;             /* segmentation_step (0: the recipe's) */
     char err[512];           /* the last failed call's message, "" after a success */
 };
 
@@ -234,11 +235,16 @@ static int read_opts(gf_diarize *h, const gf_diarize_opts *given, gf_diarize_opt
         { "fa", o->fa, 1e3 },
         { "fb", o->fb, 1e3 },
         { "min_duration_off", o->min_duration_off, 3600.0 },
+        { "segmentation_step", o->segmentation_step, 1.0 },
     };
     for (size_t i = 0; i < sizeof knobs / sizeof knobs[0]; i++)
         if (!(knobs[i].v >= 0.0 && knobs[i].v <= knobs[i].hi))
             return refuse(h, GF_EINVAL, "%s %g: outside 0..%g (0: the recipe's)", knobs[i].name,
                           knobs[i].v, knobs[i].hi);
+    size_t step;
+    if (gf_diar_step_samples(o->segmentation_step, &step))
+        return refuse(h, GF_EINVAL, "segmentation_step %g: not a whole number of 10 ms of the "
+                      "10 s window (0.001 of it)", o->segmentation_step);
     return 0;
 }
 
@@ -293,6 +299,7 @@ int gf_diarize_open(const gf_diarize_opts *opts, gf_diarize **out)
         h->cluster.vbx.Fb = o.fb;
     h->cluster.min_duration_off = o.min_duration_off;
     h->exclude_overlap = !o.embedding_include_overlap;
+    h->step = o.segmentation_step;
     gf_blas_set_threads(o.threads);
     bool weight_free = true;
     h->models = o.models ? gf_strdup(o.models) : NULL;
@@ -443,6 +450,7 @@ static int run(gf_diarize *h, bool file, const char *path, const float *x, size_
     gf_diar_run_opts o = gf_diar_run_defaults();
     o.cluster = h->cluster;
     o.exclude_overlap = h->exclude_overlap;
+    o.segmentation_step = h->step;
     if (c.num_speakers || c.min_speakers || c.max_speakers) {
         o.cluster.num_speakers = c.num_speakers;
         o.cluster.min_speakers = c.min_speakers;

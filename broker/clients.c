@@ -54,6 +54,7 @@ static int check_diar(const gf_job_spec *sp, char *why, size_t len)
     const struct { const char *name; double v, hi; } knobs[] = {
         { "threshold", d->threshold, 2.0 }, { "fa", d->fa, 1e3 }, { "fb", d->fb, 1e3 },
         { "min_duration_off", d->min_duration_off, 3600.0 },
+        { "segmentation_step", d->segmentation_step, 1.0 },
     };
     for (size_t i = 0; i < sizeof(knobs) / sizeof(knobs[0]); i++)
         if (knobs[i].v < 0 || knobs[i].v > knobs[i].hi) {

@@ -39,9 +39,10 @@ static void usage(FILE *out)
 {
     fprintf(out,
             "usage: gpuflock cluster --segmentations SEG.npy --embeddings EMB.npy [--plda DIR]\n"
-            "                        [--step SEC] [--num-speakers N | --min-speakers A\n"
-            "                        --max-speakers B] [--clustering-threshold X] [--Fa X]\n"
-            "                        [--Fb X] [--min-duration-off SEC] [-o OUT] [--uri NAME]\n"
+            "                        [--segmentation-step F | --step SEC]\n"
+            "                        [--num-speakers N | --min-speakers A --max-speakers B]\n"
+            "                        [--clustering-threshold X] [--Fa X] [--Fb X]\n"
+            "                        [--min-duration-off SEC] [-o OUT] [--uri NAME]\n"
             "                        [--json] [--timings] [--gpu N] [--threads N]\n"
             "                        [--config FILE]\n"
             "\n"
@@ -51,7 +52,10 @@ static void usage(FILE *out)
             "  --embeddings     windows x speakers x 256 embeddings (NaN: inactive speaker)\n"
             "  --plda DIR       xvec_transform.npz and plda.npz (default: models_dir/plda\n"
             "                   of the configuration)\n"
-            "  --step SEC       window step in seconds (default 1.0; windows are 10 s)\n"
+            "  --segmentation-step F: the windows' step as a fraction of their 10 s\n"
+            "                   (pyannote's segmentation_step; default: the configuration's\n"
+            "                   diarize.segmentation_step, else 0.1), as diarize made them\n"
+            "  --step SEC       the same in seconds (default 1.0)\n"
             "  --num-speakers N, --min-speakers A, --max-speakers B: as pyannote's\n"
             "  --clustering-threshold X, --Fa X, --Fb X, --min-duration-off SEC: the recipe's\n"
             "                   clustering.threshold (0.6), clustering.Fa (0.07), .Fb (0.8),\n"
@@ -179,6 +183,7 @@ int gf_cmd_cluster(int argc, char **argv, gf_cli_ctx *cli)
     int gpu_index = -1;
     gf_cluster_opts o = gf_cluster_defaults();
     gf_knobs knobs = gf_knobs_none();
+    double step_s = 0.0;   /* --step SEC (0: not given) */
     optind = 1;
     opterr = 0;
     int c;
@@ -193,7 +198,7 @@ int gf_cmd_cluster(int argc, char **argv, gf_cli_ctx *cli)
         case O_EMB: emb_path = optarg; break;
         case O_PLDA: plda_arg = optarg; break;
         case O_STEP:
-            if (parse_sec("--step", optarg, 1e-9, &o.chunks.step))
+            if (parse_sec("--step", optarg, 1e-9, &step_s))
                 return GF_EXIT_USAGE;
             break;
         case O_NUM:
@@ -262,8 +267,14 @@ int gf_cmd_cluster(int argc, char **argv, gf_cli_ctx *cli)
             return GF_EXIT_CONFIG;
         kcfg = NULL;
     }
+    if (step_s > 0.0 && !isnan(knobs.step)) {
+        gf_config_destroy(&kcfg);
+        return gf_cli_usage_error("cluster", "--step and --segmentation-step: one or the other");
+    }
     gf_knobs_apply(&knobs, kcfg, &o, NULL);
     gf_config_destroy(&kcfg);
+    if (step_s > 0.0)   /* --step SEC, in place of --segmentation-step's fraction */
+        o.chunks.step = step_s;
 
     int status = 0;
     gf_lock *card_lock = NULL;

@@ -242,6 +242,7 @@ static int via_broker(gf_cli_ctx *cli, const char *config_path, const char *mode
         .fa = ro->cluster.vbx.Fa,
         .fb = ro->cluster.vbx.Fb,
         .min_duration_off = ro->cluster.min_duration_off,
+        .segmentation_step = gf_knobs_step_fraction(&ro->cluster),
         .exclude_overlap = ro->exclude_overlap,
     };
     return gf_diarsubmit_run(&o);
@@ -393,6 +394,7 @@ int gf_cmd_diarize(int argc, char **argv, gf_cli_ctx *cli)
     dopts.fa = ro.cluster.vbx.Fa;
     dopts.fb = ro.cluster.vbx.Fb;
     dopts.min_duration_off = ro.cluster.min_duration_off;
+    dopts.segmentation_step = gf_knobs_step_fraction(&ro.cluster);
     dopts.embedding_include_overlap = !ro.exclude_overlap;
     int orc = gf_diarize_open(&dopts, &h);
     if (orc == GF_DIARIZE_EDEVICE) {

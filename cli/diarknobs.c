@@ -1,5 +1,6 @@
 /* diarknobs.c — the recipe's knobs on the command line (see diarknobs.h). */
 #include "cli/diarknobs.h"
+#include "diar/pipeline.h"
 
 #include <errno.h>
 #include <math.h>
@@ -9,7 +10,7 @@
 gf_knobs gf_knobs_none(void)
 {
     return (gf_knobs){ .threshold = NAN, .fa = NAN, .fb = NAN, .min_duration_off = NAN,
-                       .exclude_overlap = -1 };
+                       .step = NAN, .exclude_overlap = -1 };
 }
 
 /* A finite number within (lo, hi] (lo itself with lo_in), into *out. */
@@ -51,12 +52,12 @@ int gf_knobs_take(gf_knobs *k, const char *cmd, int c, const char *arg)
         k->exclude_overlap = 0;
         return 1;
     case GF_KNOB_STEP: {
-        double step;
-        if (number(cmd, "--segmentation-step", arg, 0.0, false, 1.0, &step))
+        size_t samples;
+        if (number(cmd, "--segmentation-step", arg, 0.0, false, 1.0, &k->step))
             return -1;
-        if (step != 0.1) {
-            fprintf(stderr, "gpuflock %s: --segmentation-step %s: the pipeline runs a step of "
-                            "0.1 of its 10 s window (1 s) only\n", cmd, arg);
+        if (gf_diar_step_samples(k->step, &samples)) {
+            fprintf(stderr, "gpuflock %s: --segmentation-step %s: must be a whole number of "
+                            "10 ms of the 10 s window (0.001 of it)\n", cmd, arg);
             return -1;
         }
         return 1;
@@ -76,8 +77,16 @@ void gf_knobs_apply(const gf_knobs *k, const gf_config *cfg, gf_cluster_opts *co
     co->min_duration_off = !isnan(k->min_duration_off) ? k->min_duration_off
                            : cfg                       ? cfg->diar_min_duration_off
                                                        : def.min_duration_off;
+    double step = !isnan(k->step) ? k->step : cfg ? cfg->diar_segmentation_step
+                                                  : GF_DIAR_STEP_DEFAULT;
+    co->chunks.step = step * co->chunks.duration;
     if (exclude_overlap)
         *exclude_overlap = k->exclude_overlap >= 0 ? k->exclude_overlap == 1
                            : cfg                   ? cfg->diar_exclude_overlap
                                                    : true;
+}
+
+double gf_knobs_step_fraction(const gf_cluster_opts *co)
+{
+    return co->chunks.step / co->chunks.duration;
 }

@@ -213,6 +213,7 @@ static int submit_one(gf_client *cl, const gf_diarsubmit_opts *o, item *it, cons
     sp->diar->fa = o->fa;
     sp->diar->fb = o->fb;
     sp->diar->min_duration_off = o->min_duration_off;
+    sp->diar->segmentation_step = o->segmentation_step;
     sp->diar->keep_overlap = !o->exclude_overlap;
     int rc = 0;
     if (gf_client_call(cl, &req, &rep, 60000) != 0) {

@@ -31,6 +31,7 @@ typedef struct {
     int gpu;                /* --gpu N, -1: any card */
     int num_speakers, min_speakers, max_speakers;  /* 0: free */
     double threshold, fa, fb, min_duration_off;    /* the recipe's knobs (cli/diarknobs.h) */
+    double segmentation_step;                      /* ... its fraction of the window */
     bool exclude_overlap;
 } gf_diarsubmit_opts;
 

@@ -227,8 +227,9 @@ void gf_job_print(FILE *out, const gf_job *j)
         if (d->fb > 0)
             snprintf(fb, sizeof fb, "%g", d->fb);
         fprintf(out, "%-12s clustering.threshold %s, Fa %s, Fb %s, min_duration_off %g s, "
-                     "embedding_exclude_overlap %s\n", "recipe:", th, fa, fb,
-                d->min_duration_off, d->keep_overlap ? "off" : "on");
+                     "embedding_exclude_overlap %s, segmentation_step %g\n", "recipe:", th, fa,
+                fb, d->min_duration_off, d->keep_overlap ? "off" : "on",
+                d->segmentation_step > 0 ? d->segmentation_step : 0.1);
         int pct = gf_job_progress_percent(j);
         if (pct >= 0)
             fprintf(out, "%-12s %d%% (%lld/%lld windows)\n", "progress:", pct,

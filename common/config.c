@@ -82,6 +82,7 @@ static gf_config *base_defaults(void)
     c->diar_fa = 0.07;
     c->diar_fb = 0.8;
     c->diar_min_duration_off = 0.0;
+    c->diar_segmentation_step = 0.1;
     c->diar_exclude_overlap = true;
     return c;
 }

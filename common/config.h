@@ -87,6 +87,7 @@ typedef struct {
     double diar_threshold;      /* diarize.clustering.threshold: AHC cut, default 0.6 */
     double diar_fa, diar_fb;    /* diarize.clustering.Fa, Fb: VBx, default 0.07, 0.8 */
     double diar_min_duration_off; /* diarize.segmentation.min_duration_off, s, default 0 */
+    double diar_segmentation_step; /* diarize.segmentation_step, of the window, default 0.1 */
     bool diar_exclude_overlap;  /* diarize.embedding_exclude_overlap, default true */
 
     /* scheduler: */

@@ -29,6 +29,7 @@ static const struct {
     [GF_CKPT_THRESHOLD] = { "threshold", CONFIG, "clustering threshold", "" },
     [GF_CKPT_EXCLUDE_OVERLAP] = { "embedding_exclude_overlap", CONFIG,
                                   "embedding_exclude_overlap", "" },
+    [GF_CKPT_STEP] = { "segmentation_step", CONFIG, "segmentation_step", " s" },
     [GF_CKPT_NUM_SPEAKERS] = { "num_speakers", CONFIG, "num_speakers", "" },
     [GF_CKPT_MIN_SPEAKERS] = { "min_speakers", CONFIG, "min_speakers", "" },
     [GF_CKPT_MAX_SPEAKERS] = { "max_speakers", CONFIG, "max_speakers", "" },

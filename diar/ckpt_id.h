@@ -25,7 +25,8 @@ typedef enum {
     GF_CKPT_BATCH,           /* windows per network call */
     GF_CKPT_LOGITS,          /* kept | not kept (--save-intermediates) */
     GF_CKPT_THRESHOLD,       /* the clustering's AHC cut */
-    GF_CKPT_EXCLUDE_OVERLAP, /* embedding_exclude_overlap: on | off (the embeddings change) */
+    GF_CKPT_EXCLUDE_OVERLAP,
+    GF_CKPT_STEP,            /* segmentation_step: seconds between windows */ /* embedding_exclude_overlap: on | off (the embeddings change) */
     GF_CKPT_NUM_SPEAKERS,    /* speaker constraints */
     GF_CKPT_MIN_SPEAKERS,
     GF_CKPT_MAX_SPEAKERS,

@@ -316,11 +316,11 @@ static double secs(uint64_t t0)
 
 /* Segmentation, fbank and embeddings of nb windows in d->wave into the
  * per-window arrays at window offset w0. */
-static int run_batch_neural(gf_diar *d, int nb, float *seg, float *emb, float *logits,
-                            bool exclude_overlap, gf_devstats *stats, gf_diar_result *res)
+static int run_batch_neural(gf_diar *d, bool span, int nb, float *seg, float *emb,
+                            float *logits, bool exclude_overlap, gf_devstats *stats,
+                            gf_diar_result *res)
 {
     uint64_t t0 = gf_now_ns();
-    bool span = span_mode(d);
     int rc = span ? d->backend.segment_span(d->backend.ctx, d->span, nb, d->logp, stats)
                   : d->backend.segment(d->backend.ctx, d->wave, nb, d->logp, stats);
     if (rc) {
@@ -398,6 +398,7 @@ typedef struct {
     const char *path;
     float *buf;
     size_t *valid;
+    bool span;              /* buf is a span (span mode at the default step) */
     size_t before;          /* windows read in the batches before this one */
     int nb;
     int64_t last_sample;
@@ -408,7 +409,7 @@ typedef struct {
 static void read_batch(batch_read *r)
 {
     gf_diar *d = r->d;
-    bool span = span_mode(d);
+    bool span = r->span;
     int64_t span_start = 0;
     r->nb = 0;
     r->rc = 0;
@@ -509,14 +510,45 @@ static void restore_batch(const gf_diar_state *rs, size_t w0, int nb, float *seg
 
 /* ---- the run ---------------------------------------------------------- */
 
+int gf_diar_step_samples(double fraction, size_t *samples)
+{
+    if (fraction == 0.0)
+        fraction = GF_DIAR_STEP_DEFAULT;
+    if (!(fraction > 0.0 && fraction <= 1.0))
+        return GF_EINVAL;
+    double x = fraction * GF_DIAR_WINDOW / GF_DIAR_STEP_QUANTUM;
+    double r = floor(x + 0.5);
+    if (r < 1.0 || fabs(x - r) > 1e-6)
+        return GF_EINVAL;
+    *samples = (size_t)r * GF_DIAR_STEP_QUANTUM;
+    return 0;
+}
+
 /* One recording's run over its windows `it` (taken: destroyed here), path
  * naming it (a file, or samples in memory), begun at t_start; res zeroed
  * but for its mode. */
-static int run_windows(gf_diar *d, gf_audio_windows *it, const char *path, uint64_t t_start,
-                       const gf_diar_run_opts *o, gf_devstats *stats, gf_diar_result *res)
+static int run_windows(gf_diar *d, gf_audio_windows *it, size_t step, const char *path,
+                       uint64_t t_start, const gf_diar_run_opts *o, gf_devstats *stats,
+                       gf_diar_result *res)
 {
     const gf_audio_info *info = gf_audio_windows_info(it);
-    size_t total = gf_audio_windows_count(info->samples, GF_DIAR_WINDOW, GF_DIAR_STEP);
+    size_t total = gf_audio_windows_count(info->samples, GF_DIAR_WINDOW, step);
+    /* Span mode (the backend's own span buffers) at the default step; at
+     * another, whole windows, in buffers of this run's own (the backend's
+     * span buffers stay as they are, put back at the end). */
+    if (d->weight_free && step != GF_DIAR_STEP) {
+        GF_ERROR("%s: the weight-free mode runs segmentation_step %g only", path,
+                 GF_DIAR_STEP_DEFAULT);
+        gf_audio_windows_destroy(&it);
+        return GF_EINVAL;
+    }
+    bool span = span_mode(d) && step == GF_DIAR_STEP;
+    bool own_wave = span_mode(d) && !span;
+    float *kept_wave = d->wave, *kept_ahead = d->ahead;
+    if (own_wave) {
+        d->wave = gf_malloc((size_t)d->batch * GF_DIAR_WINDOW * sizeof *d->wave);
+        d->ahead = gf_malloc((size_t)d->batch * GF_DIAR_WINDOW * sizeof *d->ahead);
+    }
     size_t dim = d->weight_free ? GF_DIAR_WF_DIM : GF_DIAR_EMB_DIM;
     bool keep_logits = o->save_dir && !d->weight_free;
     const gf_diar_state *rs = o->resume ? o->resume(o->resume_user, total) : NULL;
@@ -549,8 +581,9 @@ static int run_windows(gf_diar *d, gf_audio_windows *it, const char *path, uint6
     int rc = 0;
     /* This batch runs while a thread decodes the next into the other
      * buffer (read_ahead); each buffer's role swaps after every batch. */
-    float **buf = span_mode(d) ? &d->span : &d->wave;
-    batch_read cur = { .d = d, .it = it, .o = o, .path = path, .buf = *buf, .valid = d->valid };
+    float **buf = span ? &d->span : &d->wave;
+    batch_read cur = { .d = d, .it = it, .o = o, .path = path, .buf = *buf, .valid = d->valid,
+                       .span = span };
     batch_read nxt = cur;
     nxt.buf = d->ahead;
     nxt.valid = d->valid_ahead;
@@ -587,7 +620,7 @@ static int run_windows(gf_diar *d, gf_audio_windows *it, const char *path, uint6
             rc = gf_diar_wf_batch(d->fbank, d->feats, d->wave, d->valid, nb, n, sb, &wb, stats,
                                   res);
         } else {
-            rc = run_batch_neural(d, nb, sb, eb, lb, o->exclude_overlap, stats, res);
+            rc = run_batch_neural(d, span, nb, sb, eb, lb, o->exclude_overlap, stats, res);
         }
         t0 = gf_now_ns();   /* decoding the next batch: only the wait for it counts */
         if (ahead)
@@ -641,6 +674,7 @@ static int run_windows(gf_diar *d, gf_audio_windows *it, const char *path, uint6
 
     t0 = gf_now_ns();
     gf_cluster_opts copts = o->cluster;
+    copts.chunks.step = (double)step / GF_AUDIO_RATE;
     if (!copts.par && copts.threads <= 0) {
         if (!d->cluster_par)
             d->cluster_par = gf_par_new(d->threads > 0 ? d->threads : gf_par_cores(16));
@@ -704,6 +738,12 @@ out_free:
     free(logits);
     free(wb.vec);
     gf_diar_vad_stream_free(&wb.vad);
+    if (own_wave) {   /* both buffers of this run's, whichever role each ended in */
+        free(d->wave);
+        free(d->ahead);
+        d->wave = kept_wave;
+        d->ahead = kept_ahead;
+    }
     if (rc)
         gf_diar_result_free(res);
     return rc;
@@ -715,11 +755,17 @@ int gf_diar_run(gf_diar *d, const char *path, const gf_diar_run_opts *o, gf_devs
     memset(res, 0, sizeof *res);
     res->weight_free = d->weight_free;
     uint64_t t_start = gf_now_ns();
+    size_t step;
+    if (gf_diar_step_samples(o->segmentation_step, &step)) {
+        GF_ERROR("%s: segmentation_step %g: not a fraction of the 10 s window in (0, 1] that is "
+                 "a whole number of 10 ms", path, o->segmentation_step);
+        return GF_EINVAL;
+    }
     int err = 0;
-    gf_audio_windows *it = gf_audio_windows_new(path, GF_DIAR_WINDOW, GF_DIAR_STEP, &err);
+    gf_audio_windows *it = gf_audio_windows_new(path, GF_DIAR_WINDOW, step, &err);
     if (!it)
         return err ? err : GF_EIO;
-    return run_windows(d, it, path, t_start, o, stats, res);
+    return run_windows(d, it, step, path, t_start, o, stats, res);
 }
 
 int gf_diar_run_samples(gf_diar *d, const float *x, size_t n, int rate, const char *name,
@@ -728,10 +774,16 @@ int gf_diar_run_samples(gf_diar *d, const float *x, size_t n, int rate, const ch
     memset(res, 0, sizeof *res);
     res->weight_free = d->weight_free;
     uint64_t t_start = gf_now_ns();
+    size_t step;
+    if (gf_diar_step_samples(o->segmentation_step, &step)) {
+        GF_ERROR("%s: segmentation_step %g: not a fraction of the 10 s window in (0, 1] that is "
+                 "a whole number of 10 ms", name, o->segmentation_step);
+        return GF_EINVAL;
+    }
     int err = 0;
-    gf_audio_windows *it = gf_audio_windows_new_samples(x, n, rate, name, GF_DIAR_WINDOW,
-                                                        GF_DIAR_STEP, &err);
+    gf_audio_windows *it = gf_audio_windows_new_samples(x, n, rate, name, GF_DIAR_WINDOW, step,
+                                                        &err);
     if (!it)
         return err ? err : GF_EINVAL;
-    return run_windows(d, it, name, t_start, o, stats, res);
+    return run_windows(d, it, step, name, t_start, o, stats, res);
 }

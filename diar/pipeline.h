@@ -37,7 +37,9 @@
 #include "diar/vad.h"
 
 #define GF_DIAR_WINDOW 160000     /* samples per window (10 s at 16 kHz) */
-#define GF_DIAR_STEP 16000        /* samples between windows (1 s) */
+#define GF_DIAR_STEP 16000        /* samples between windows by default (1 s) */
+#define GF_DIAR_STEP_DEFAULT 0.1  /* ... as a fraction of the window (segmentation_step) */
+#define GF_DIAR_STEP_QUANTUM 160  /* a step is a whole number of 10 ms */
 #define GF_DIAR_FRAMES 589        /* segmentation frames per window */
 #define GF_DIAR_SPEAKERS 3        /* local speakers per window */
 #define GF_DIAR_CLASSES 7         /* powerset classes */
@@ -95,6 +97,9 @@ typedef struct {
 typedef struct {
     gf_cluster_opts cluster;       /* constraints and recipe parameters */
     const char *save_dir;          /* write the intermediates here, or NULL */
+    double segmentation_step;      /* windows this fraction of the window apart (pyannote's
+                                    * segmentation_step, (0, 1], a whole number of 10 ms;
+                                    * 0: GF_DIAR_STEP_DEFAULT, 1 s) */
     bool exclude_overlap;          /* embeddings from the frames where a speaker alone is
                                     * active (pyannote's embedding_exclude_overlap; true
                                     * in gf_diar_run_defaults, community-1's) */
@@ -125,6 +130,11 @@ typedef struct {
     int (*boundary)(void *user, const gf_diar_state *st);
     void *boundary_user;           /* passed to boundary */
 } gf_diar_run_opts;
+
+/* segmentation_step fraction (0: the default) as samples between windows:
+ * 0 and *samples, or GF_EINVAL when it is not in (0, 1] or not a whole
+ * number of GF_DIAR_STEP_QUANTUM samples. */
+int gf_diar_step_samples(double fraction, size_t *samples);
 
 /* Defaults: gf_cluster_defaults(), nothing saved, no progress. */
 gf_diar_run_opts gf_diar_run_defaults(void);

@@ -60,7 +60,7 @@ static json_object *params_json(const gf_diar_result *r)
     json_object_object_add(cl, "Fb", r->weight_free ? NULL : json_object_new_double(c->vbx.Fb));
     json_object_object_add(p, "clustering", cl);
     json_object_object_add(sg, "min_duration_off", json_object_new_double(c->min_duration_off));
-    json_object_object_add(sg, "step", json_object_new_double(0.1));
+    json_object_object_add(sg, "step", json_object_new_double(c->chunks.step / c->chunks.duration));
     json_object_object_add(p, "segmentation", sg);
     json_object_object_add(p, "embedding_exclude_overlap",
                            r->weight_free ? NULL : json_object_new_boolean(r->exclude_overlap));

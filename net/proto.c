@@ -59,6 +59,8 @@ static const field diar_fields[] = {
     { .key = "min_duration_off", .type = F_F64, .off = AT(gf_diar_spec, min_duration_off),
       .omit = true },
     { .key = "keep_overlap", .type = F_BOOL, .off = AT(gf_diar_spec, keep_overlap), .omit = true },
+    { .key = "segmentation_step", .type = F_F64, .off = AT(gf_diar_spec, segmentation_step),
+      .omit = true },
     { .key = "exclusive", .type = F_BOOL, .off = AT(gf_diar_spec, exclusive), .omit = true },
     { .key = "speakers", .type = F_BOOL, .off = AT(gf_diar_spec, speakers), .omit = true },
     END,

@@ -126,6 +126,7 @@ typedef struct {
     double threshold;     /* clustering.threshold, the AHC cut (0.6) */
     double fa, fb;        /* clustering.Fa, clustering.Fb: VBx (0.07, 0.8) */
     double min_duration_off; /* segmentation.min_duration_off, seconds (0) */
+    double segmentation_step; /* segmentation_step, of the 10 s window (0: 0.1) */
     bool keep_overlap;    /* embedding_exclude_overlap false: embeddings from every active
                            * frame, overlapped ones too */
     bool exclusive;       /* also NAME.exclusive.rttm beside the RTTM */

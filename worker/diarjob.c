@@ -15,6 +15,7 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "route/boundary.h"
+#include "diar/io/audio.h"
 #include "diar/pipeline.h"
 #include "diar/io/rttm.h"
 #include "worker/jobckpt.h"
@@ -214,6 +215,9 @@ static void job_identity(const gf_djob *self, const gf_diar_pipe *e, const gf_di
     gf_ckpt_id_set(id, GF_CKPT_LOGITS, "%s", ds->intermediates && !wf ? "kept" : "not kept");
     gf_ckpt_id_set(id, GF_CKPT_THRESHOLD, "%.17g", wf ? GF_DIAR_WF_THRESHOLD : o->cluster.threshold);
     gf_ckpt_id_set(id, GF_CKPT_EXCLUDE_OVERLAP, "%s", wf || o->exclude_overlap ? "on" : "off");
+    size_t step = 0;
+    gf_diar_step_samples(o->segmentation_step, &step);   /* the run refuses a bad one */
+    gf_ckpt_id_set(id, GF_CKPT_STEP, "%.17g", (double)step / GF_AUDIO_RATE);
     gf_ckpt_id_set(id, GF_CKPT_NUM_SPEAKERS, "%d", o->cluster.num_speakers);
     gf_ckpt_id_set(id, GF_CKPT_MIN_SPEAKERS, "%d", o->cluster.min_speakers);
     gf_ckpt_id_set(id, GF_CKPT_MAX_SPEAKERS, "%d", o->cluster.max_speakers);
@@ -371,6 +375,7 @@ static void *job_main(void *arg)
     if (ds->fb > 0)
         o.cluster.vbx.Fb = ds->fb;
     o.cluster.min_duration_off = ds->min_duration_off;
+    o.segmentation_step = ds->segmentation_step;
     o.exclude_overlap = !ds->keep_overlap;
     o.save_dir = ds->intermediates;
     o.overwrite = ds->intermediates && inter_replace(self, ds->intermediates);
@@ -526,6 +531,7 @@ out_result:
             add_int(r, "diarize.embedding_exclude_overlap", res.exclude_overlap);
         }
         add_float(r, "diarize.segmentation.min_duration_off", res.used.min_duration_off);
+        add_float(r, "diarize.segmentation_step", res.used.chunks.step / res.used.chunks.duration);
     }
     if (self->ck) {
         gf_jobckpt_stats n;

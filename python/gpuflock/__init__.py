@@ -79,7 +79,8 @@ class _Opts(ctypes.Structure):
                 ("two_streams", ctypes.c_int), ("clustering_threshold", ctypes.c_double),
                 ("fa", ctypes.c_double), ("fb", ctypes.c_double),
                 ("min_duration_off", ctypes.c_double),
-                ("embedding_include_overlap", ctypes.c_int)]
+                ("embedding_include_overlap", ctypes.c_int),
+                ("segmentation_step", ctypes.c_double)]
 
 
 _PROGRESS = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_size_t)
@@ -365,7 +366,8 @@ class Pipeline:
     def __init__(self, models=None, *, num_speakers=None, min_speakers=None,
                  max_speakers=None, batch_size=None, threads=None, device="cpu",
                  math="fp32", two_streams=True, clustering_threshold=None, Fa=None, Fb=None,
-                 min_duration_off=None, embedding_exclude_overlap=True):
+                 min_duration_off=None, embedding_exclude_overlap=True,
+                 segmentation_step=None):
         o = _Opts()
         _opts_init(ctypes.byref(o), ctypes.sizeof(o))
         self._models = None if models is None else os.fspath(models)
@@ -385,6 +387,7 @@ class Pipeline:
         o.fb = Fb or 0.0
         o.min_duration_off = min_duration_off or 0.0
         o.embedding_include_overlap = 0 if embedding_exclude_overlap else 1
+        o.segmentation_step = segmentation_step or 0.0
         h = _H()
         rc = _open(ctypes.byref(o), ctypes.byref(h))
         if rc != 0:

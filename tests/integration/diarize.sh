@@ -181,13 +181,14 @@ echo "ok: neural pipeline on random weights; gpuflock cluster reproduces its RTT
 # the community-1 knobs: recorded in the JSON; the same knobs on `cluster`
 # over the saved intermediates give the same turns; the configuration's
 # diarize: section is the same as the options
-params_are() {   # JSON THRESHOLD FA FB MIN_OFF EXCLUDE
+params_are() {   # JSON THRESHOLD FA FB MIN_OFF EXCLUDE [STEP]
     "$PY" - "$@" <<'EOF'
 import json, sys
 p = json.load(open(sys.argv[1]))["parameters"]
 c, s = p["clustering"], p["segmentation"]
 assert (c["threshold"], c["Fa"], c["Fb"]) == tuple(float(x) for x in sys.argv[2:5]), p
-assert s["min_duration_off"] == float(sys.argv[5]) and s["step"] == 0.1, p
+step = float(sys.argv[7]) if len(sys.argv) > 7 else 0.1
+assert s["min_duration_off"] == float(sys.argv[5]) and s["step"] == step, p
 assert p["embedding_exclude_overlap"] == (sys.argv[6] == "true"), p
 EOF
 }
@@ -207,11 +208,28 @@ cmp "$T/nc/short.rttm" "$T/nk/short.rttm" || fail "the configuration's knobs dif
     --embeddings "$T/ik/embeddings.npy" --plda "$T/models/plda" --uri short -o "$T/cc.rttm" \
     || fail "cluster with the configuration's knobs"
 cmp "$T/cc.rttm" "$T/nk/short.rttm" || fail "cluster: the configuration's knobs differ"
-for bad in "--clustering-threshold 0" "--Fa -1" "--Fb x" "--min-duration-off -2" "--segmentation-step 0.2"; do
+for bad in "--clustering-threshold 0" "--Fa -1" "--Fb x" "--min-duration-off -2" \
+           "--segmentation-step 0.0005" "--segmentation-step 1.5" "--segmentation-step 0.1234"; do
     "$G" diarize --local --models "$T/models" --out "$T/nb" $bad "$T/short.wav" >/dev/null 2>"$T/bad.err"
     rc=$?; [ "$rc" = 64 ] && grep -q "^gpuflock diarize: --" "$T/bad.err" || fail "$bad: rc $rc $(cat "$T/bad.err")"
 done
-echo "ok: the community-1 knobs, in the JSON, on cluster, from the configuration"
+# segmentation_step: windows 0.5 s apart (12 s: 5 windows, not 3); `cluster`
+# with the same step reproduces the turns from the intermediates; the
+# configuration's key is the option's
+"$G" diarize --local --models "$T/models" --out "$T/ns" --json --save-intermediates "$T/is" \
+    --segmentation-step 0.05 "$T/short.wav" >/dev/null 2>"$T/ns.err" || fail "step: $(cat "$T/ns.err")"
+params_are "$T/ns/short.json" 0.6 0.07 0.8 0 true 0.05 || fail "JSON parameters (step 0.05)"
+grep -q '"windows":5,' "$T/ns/short.json" || fail "step 0.05: not 5 windows: $(grep -o '"windows":[0-9]*' "$T/ns/short.json")"
+"$PY" -c "import numpy as np, sys; s = np.load(sys.argv[1]); assert s.shape == (5, 589, 3), s.shape" \
+    "$T/is/segmentations.npy" || fail "step 0.05: intermediates"
+"$G" cluster --segmentations "$T/is/segmentations.npy" --embeddings "$T/is/embeddings.npy" \
+    --plda "$T/models/plda" --uri short --segmentation-step 0.05 -o "$T/cs.rttm" || fail "cluster --segmentation-step"
+cmp "$T/cs.rttm" "$T/ns/short.rttm" || fail "cluster with the same step differs from diarize's"
+printf 'diarize:\n  segmentation_step: 0.05\n' >"$T/step.yaml"
+"$G" diarize --local --config "$T/step.yaml" --models "$T/models" --out "$T/nsc" "$T/short.wav" \
+    >/dev/null 2>&1 || fail "segmentation_step from the configuration"
+cmp "$T/nsc/short.rttm" "$T/ns/short.rttm" || fail "the configuration's segmentation_step differs"
+echo "ok: the community-1 knobs, in the JSON, on cluster, from the configuration; segmentation_step"
 # the community-1 outputs: the exclusive diarization, the speakers'
 # centroids, an overlap flag per turn; the same through `cluster`'s turns
 "$G" diarize --local --models "$T/models" --out "$T/nx" --json --exclusive --speaker-embeddings \

@@ -533,6 +533,7 @@ static void test_identity_changes(void **state)
         { GF_CKPT_LOGITS, "configuration changed (logits " },
         { GF_CKPT_THRESHOLD, "configuration changed (clustering threshold " },
         { GF_CKPT_EXCLUDE_OVERLAP, "configuration changed (embedding_exclude_overlap " },
+        { GF_CKPT_STEP, "configuration changed (segmentation_step " },
         { GF_CKPT_NUM_SPEAKERS, "configuration changed (num_speakers " },
         { GF_CKPT_MIN_SPEAKERS, "configuration changed (min_speakers " },
         { GF_CKPT_MAX_SPEAKERS, "configuration changed (max_speakers " },

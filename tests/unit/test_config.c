@@ -427,14 +427,16 @@ static void test_diarize_knobs(void **state)
     assert_int_equal(parse_capture("state_dir: /s\n", &c, &logged), 0);
     assert_true(c->diar_threshold == 0.6 && c->diar_fa == 0.07 && c->diar_fb == 0.8);
     assert_true(c->diar_min_duration_off == 0.0 && c->diar_exclude_overlap);
+    assert_true(c->diar_segmentation_step == 0.1);
     gf_config_destroy(&c);
     free(logged);
     assert_int_equal(parse_capture("diarize:\n  clustering: {threshold: 0.7, Fa: 0.1, Fb: 0.5}\n"
                                    "  segmentation: {min_duration_off: 0.25}\n"
                                    "  embedding_exclude_overlap: false\n"
-                                   "  segmentation_step: 0.1\n", &c, &logged), 0);
+                                   "  segmentation_step: 0.05\n", &c, &logged), 0);
     assert_true(c->diar_threshold == 0.7 && c->diar_fa == 0.1 && c->diar_fb == 0.5);
     assert_true(c->diar_min_duration_off == 0.25 && !c->diar_exclude_overlap);
+    assert_true(c->diar_segmentation_step == 0.05);
     gf_config_destroy(&c);
     free(logged);
     static const struct { const char *yaml, *words; } bad[] = {
@@ -442,7 +444,10 @@ static void test_diarize_knobs(void **state)
         { "diarize:\n  clustering: {Fa: -1}\n", "out of range" },
         { "diarize:\n  clustering: {Fb: x}\n", "expected a number, found 'x'" },
         { "diarize:\n  segmentation: {min_duration_off: -0.5}\n", "out of range [0, 3600]" },
-        { "diarize:\n  segmentation_step: 0.2\n", "runs a step of 0.1" },
+        { "diarize:\n  segmentation_step: 1.5\n", "1.5 is out of range (0, 1]" },
+        { "diarize:\n  segmentation_step: 0.0005\n", "whole number of 10 ms" },
+        { "diarize:\n  segmentation_step: 0.1234\n", "whole number of 10 ms" },
+        { "diarize:\n  segmentation_step: 0\n", "segmentation_step" },
         { "diarize:\n  clustering: {Fc: 1}\n", "unknown key" },
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {

@@ -99,7 +99,8 @@ static void laplacian(const int *ord, size_t n, size_t q, size_t p, double *L)
     }
 }
 
-/* Eigenvalues (ascending) of the symmetric L (n x n, destroyed): all of them
+/* Eigenvalues (ascending) of the symmetric L (n x n, destroyed; w has n
+ * entries, which LAPACK needs whatever it is asked for): all of them
  * into w when z is NULL, else the iu smallest into w and their vectors into
  * z (column-major n x iu: vector t at z + t * n). Returns 0 or GF_EIO. */
 static int eig(double *L, size_t n, int iu, double *w, double *z)
@@ -242,7 +243,8 @@ static int cluster_rows(const double *u, size_t m, size_t dim, const gf_spectral
     laplacian(ord, m, p, p, L);
     free(ord);
     size_t iu = kmax + 1 < m ? kmax + 1 : m;
-    double *w = gf_malloc(iu * sizeof *w), *z = gf_malloc(m * iu * sizeof *z);
+    /* dsyevr uses all n entries of w, whatever the eigenvalues asked for */
+    double *w = gf_malloc(m * sizeof *w), *z = gf_malloc(m * iu * sizeof *z);
     rc = eig(L, m, (int)iu, w, z);
     free(L);
     if (rc == 0) {

@@ -2,7 +2,8 @@
  * window count and zero padding of the last window, the overlap-excluded
  * pooling mask, the energy voice activity, the fbank-statistics embeddings,
  * and the weight-free pipeline end to end on a synthetic recording (two
- * harmonic "voices" in turns over low noise), written as a real WAV file;
+ * harmonic "voices" in turns over low noise), written as a real WAV file,
+ * and with speaker constraints (they reach its block clustering);
  * a run stopped at a batch boundary and resumed from the state it stopped
  * in gives the same turns and intermediates, byte for byte, without
  * running the windows before it again. */
@@ -490,6 +491,36 @@ static char *run_to(gf_diar *d, const char *path, const char *save, gf_diar_run_
     return text;
 }
 
+/* the speaker constraints reach the weight-free block clustering: a forced
+ * count and a lower bound give that many speakers, contradictory bounds
+ * fail the run */
+static void test_weight_free_constraints(void **state)
+{
+    (void)state;
+    const turn turns[] = { { 0.5, 4.5, 0 }, { 5.0, 9.0, 1 }, { 9.5, 13.0, 0 },
+                           { 13.5, 17.0, 1 }, { 17.5, 21.0, 0 } };
+    size_t n = 340800;
+    float *x = make_turns(turns, 5, n);
+    char *path = write_wav("constraints.wav", x, n);
+    free(x);
+    gf_diar *d = gf_diar_new_weight_free(4);
+    gf_diar_run_opts o = gf_diar_run_defaults();
+    gf_diar_result res;
+    o.cluster.num_speakers = 1;
+    assert_int_equal(gf_diar_run(d, path, &o, NULL, &res), 0);
+    assert_int_equal(res.n_speakers, 1);
+    gf_diar_result_free(&res);
+    o.cluster.num_speakers = 0;
+    o.cluster.min_speakers = 3;
+    assert_int_equal(gf_diar_run(d, path, &o, NULL, &res), 0);
+    assert_int_equal(res.n_speakers, 3);
+    gf_diar_result_free(&res);
+    o.cluster.max_speakers = 2;
+    assert_int_equal(gf_diar_run(d, path, &o, NULL, &res), GF_EINVAL);
+    gf_diar_destroy(&d);
+    free(path);
+}
+
 /* Weight-free, batches of 2 over 13 windows: stopped after 2, 6, 12 and
  * all 13 windows, then resumed from the state each stop left: the same
  * RTTM and intermediates as the run that was never stopped, and the
@@ -682,6 +713,7 @@ int main(void)
         cmocka_unit_test(test_energy_vad),
         cmocka_unit_test(test_fbank_stats),
         cmocka_unit_test(test_weight_free_run),
+        cmocka_unit_test(test_weight_free_constraints),
         cmocka_unit_test(test_resume_weight_free),
         cmocka_unit_test(test_resume_trained_vad),
         cmocka_unit_test(test_vad_named_and_unusable),

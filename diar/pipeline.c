@@ -187,7 +187,8 @@ static gf_diar *weight_free_in(const char *models_dir, int batch_size)
     if (load_vad(models_dir, &vad))
         return NULL;
     GF_INFO("diarize: weight-free mode (%s voice activity, fbank-statistics embeddings, "
-            "clustering of their blocks; no PLDA/VBx)", vad ? "Silero VAD v4" : "energy");
+            "spectral clustering of their segments; no PLDA/VBx)",
+            vad ? "Silero VAD v4" : "energy");
     gf_diar *d = diar_alloc(batch_size, true);
     d->vad = vad;
     return d;

@@ -19,8 +19,9 @@
  * (diar/weightfree.h): energy-based voice activity (one local speaker per
  * window, active where there is speech), filterbank-statistics embeddings
  * (mean and standard deviation of cepstra of the log-mel fbank over the
- * active frames), cosine AHC with its own threshold (PLDA and VBx are
- * trained for the neural embeddings and do not apply). The result
+ * active frames), spectral clustering of 1 s segments that estimates the
+ * speaker count (PLDA and VBx are trained for the neural embeddings and do
+ * not apply). The result
  * (diar/result.h) says so. */
 #ifndef GF_DIAR_PIPELINE_H
 #define GF_DIAR_PIPELINE_H

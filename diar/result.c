@@ -54,7 +54,7 @@ static json_object *params_json(const gf_diar_result *r)
     json_object *p = json_object_new_object(), *cl = json_object_new_object(),
                 *sg = json_object_new_object();
     json_object_object_add(cl, "method", json_object_new_string(
-                               r->weight_free ? "cosine AHC (weight-free)" : "AHC + PLDA + VBx"));
+                               r->weight_free ? "spectral (weight-free)" : "AHC + PLDA + VBx"));
     json_object_object_add(cl, "threshold", json_object_new_double(c->threshold));
     json_object_object_add(cl, "Fa", r->weight_free ? NULL : json_object_new_double(c->vbx.Fa));
     json_object_object_add(cl, "Fb", r->weight_free ? NULL : json_object_new_double(c->vbx.Fb));

@@ -7,8 +7,9 @@
  * of the fbank: the mean and standard deviation of cepstra of the log-mel
  * frames under speech, gathered per block of GF_DIAR_WF_BLOCK seconds on a
  * global grid while the windows stream. After the stream the blocks are
- * clustered (cosine AHC with its own threshold, GF_DIAR_WF_THRESHOLD: PLDA
- * and VBx are trained for the neural embeddings and do not apply), and each
+ * clustered, in segments of GF_DIAR_WF_SEG_BLOCKS, by spectral clustering
+ * that estimates the speaker count (diar/cluster/spectral.h; PLDA and VBx
+ * are trained for the neural embeddings and do not apply), and each
  * window gets up to three local speakers from the block clusters in it, so
  * that gf_cluster_run then runs as it does on the networks' results.
  *
@@ -52,12 +53,15 @@ int gf_diar_wf_batch(const gf_fbank *fbank, float *feats, const float *wave, con
                      int nb, size_t w0, float *seg, gf_diar_wf_blocks *wb, gf_devstats *stats,
                      gf_diar_result *res);
 
-/* After the stream: cluster the blocks (cosine AHC cut at threshold), give
+/* After the stream: cluster the blocks (segments of GF_DIAR_WF_SEG_BLOCKS,
+ * spectrally, within so's speaker bounds; a speaker counted needs
+ * GF_DIAR_WF_SPEAKER_SEGS segments, whatever so->min_rows says), give
  * each of the n_windows windows up to three local speakers (the block
  * clusters present in it, most active first), activity from the VAD in
  * column 0 of seg, and an embedding each into emb ([n x 3 x GF_DIAR_WF_DIM]:
  * its cluster's unit centroid; NaN for absent speakers). Normalises wb's
- * vectors in place. Returns 0 or a GF_E*. */
+ * vectors in place. Returns 0 or a GF_E* (GF_EINVAL: contradictory bounds,
+ * logged). */
 int gf_diar_wf_local_speakers(gf_diar_wf_blocks *wb, float *seg, float *emb, size_t n_windows,
                               const gf_spectral_opts *so);
 

@@ -17,7 +17,6 @@
 #include "diar/cluster/assign.h"
 
 #include <cblas.h>
-#include <limits.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -44,12 +43,10 @@ gf_spectral_opts gf_spectral_defaults(void)
                                .max_rows = MAX_ROWS };
 }
 
-/* ord (n x q): for each row the q other rows of largest similarity in S
- * (n x n, row stride ld, rows picked by idx or all when idx is NULL), ties
- * to the lower index, so that the order does not depend on qsort. */
+/* a row's neighbour while its neighbours are sorted */
 typedef struct {
-    const double *s;
-    int i;
+    const double *s;   /* the row's similarities */
+    int i;             /* this neighbour's index in them */
 } cand;
 
 static int cmp_cand(const void *a, const void *b)
@@ -60,6 +57,10 @@ static int cmp_cand(const void *a, const void *b)
     return (x->i > y->i) - (x->i < y->i);
 }
 
+/* ord (n x q): for each row the q other rows of largest similarity in S
+ * (row stride ld; the n rows picked by idx, or the first n when idx is
+ * NULL), ties to the lower index: a total order, so that the neighbours do
+ * not depend on how qsort breaks ties. */
 static void nearest(const double *S, size_t ld, const size_t *idx, size_t n, size_t q, int *ord)
 {
     double *row = gf_malloc(n * sizeof *row);

@@ -77,12 +77,12 @@ TEST_HELPERS := $(wildcard tests/helpers/*.c)
 TEST_HELPER_BINS := $(patsubst tests/helpers/%.c,$(BUILD)/tests/helpers/%,$(TEST_HELPERS))
 
 .SECONDARY:
-.PHONY: all build check unit sanitize fuzz deps clean gpu-check gpu-proof bench demo lib install-lib uninstall-lib FORCE
+.PHONY: all build check unit sanitize fuzz deps clean gpu-check gpu-proof bench demo lib install-lib uninstall-lib spank FORCE
 all: $(BINS) $(UNIT_BINS) $(TEST_HELPER_BINS) $(GPU_TEST_BINS) $(BENCH_BINS) $(BUILD)/evidence.stamp \
      $(BUILD)/layout.stamp lib
 
 # The floors (tools/check-layout), checked again whenever a source changes.
-LAYOUT_FILES := $(shell find $(ROOMS) -name '*.[ch]' -o -name '*.cu' -o -name '*.cuh' 2>/dev/null)
+LAYOUT_FILES := $(shell find $(ROOMS) slurm -name '*.[ch]' -o -name '*.cu' -o -name '*.cuh' 2>/dev/null)
 $(BUILD)/layout.stamp: tools/check-layout $(LAYOUT_FILES)
 	tools/check-layout
 	@mkdir -p $(dir $@) && touch $@
@@ -270,6 +270,24 @@ uninstall-lib:
 	rm -f $(DESTDIR)$(LIBDIR)/$(SO_NAME) $(DESTDIR)$(LIBDIR)/libgpuflock.so \
 	  $(DESTDIR)$(INCLUDEDIR)/gpuflock.h $(DESTDIR)$(PKGCONFIGDIR)/gpuflock.pc
 
+# The Slurm SPANK plugin (slurm/gpuflock_spank.c, docs/slurm.md): built
+# where Slurm's spank.h is installed (Debian: libslurm-dev), skipped cleanly
+# where it is not. It links the -fPIC build of common/ (the lock, the
+# configuration, the card identities); its version script exports what
+# slurmstepd looks up alone, so none of our gf_* names meets Slurm's. The
+# spank_* calls are slurmstepd's, resolved when it loads the plugin.
+SPANK_H    := $(shell printf '\#include <slurm/spank.h>\n' | $(CC) -E -x c - >/dev/null 2>&1 && echo yes)
+SPANK_SO   := $(BUILD)/lib/slurm/gpuflock_spank.so
+SPANK_LDLIBS := $(shell pkg-config --libs yaml-0.1 json-c 2>/dev/null) -lm -ldl -lpthread
+ifeq ($(SPANK_H),yes)
+all: $(SPANK_SO)
+endif
+spank: $(SPANK_SO)
+$(SPANK_SO): $(call pic_obj,slurm/gpuflock_spank.c) $(call pic_lib,common) slurm/gpuflock_spank.map
+	@mkdir -p $(dir $@)
+	$(CC) $(SAN) $(LDFLAGS) -shared -Wl,--version-script=slurm/gpuflock_spank.map -Wl,--as-needed \
+	    -o $@ $< $(call pic_lib,common) $(SPANK_LDLIBS)
+
 # CUDA: each kernels/<op>/<area>.cu becomes PTX for the sm75 baseline and sm90, embedded in
 # the worker library through a generated table (gpu/modules.h). Without nvcc
 # the table is empty and the build goes on.
@@ -433,6 +451,26 @@ install: install-lib
 uninstall: uninstall-lib
 endif
 
+# The SPANK plugin (when built: where spank.h is) goes to $(SPANKDIR), the
+# path plugstack.conf names (docs/slurm.md). Not in the .deb (WITH_SPANK=0
+# there): slurmstepd loads a plugin only of its own exact version
+# (plugin_version is SLURM_VERSION_NUMBER), so it belongs in a package that
+# depends on that one slurm-wlm.
+SPANKDIR   ?= $(LIBDIR)/slurm
+WITH_SPANK ?= 1
+ifeq ($(WITH_SPANK)$(SPANK_H),1yes)
+install: install-spank
+uninstall: uninstall-spank
+endif
+.PHONY: install-spank uninstall-spank
+install-spank:
+	@test -f $(SPANK_SO) || { echo "make install: $(SPANK_SO) is missing: run make first" >&2; exit 1; }
+	install -d -m 0755 "$(D)$(SPANKDIR)"
+	install -m 0755 $(INSTALL_STRIP) $(SPANK_SO) "$(D)$(SPANKDIR)/gpuflock_spank.so"
+uninstall-spank:
+	rm -f "$(D)$(SPANKDIR)/gpuflock_spank.so"
+	if [ -d "$(D)$(SPANKDIR)" ]; then rmdir --ignore-fail-on-non-empty "$(D)$(SPANKDIR)"; fi
+
 install-check:
 	@for f in $(BINS) $(MAN_GZ); do \
 	  test -f $$f || { echo "make install: $$f is missing: run make first (as yourself), then make install$(if $(MAN_SRC), (the man pages need scdoc: tools/setup-deps))" >&2; exit 1; }; \
@@ -525,7 +563,7 @@ deb: install-check
 	@test -n "$(DEB_MAINTAINER)" || { echo "make deb: set DEB_MAINTAINER='Name <address>'" >&2; exit 1; }
 	@test -n "$(DEB_ARCH)" || { echo "make deb: dpkg --print-architecture failed (dpkg-deb is needed)" >&2; exit 1; }
 	rm -rf "$(DEB_SRC)"
-	umask 022 && $(MAKE) --no-print-directory install-strip PREFIX=/usr WITH_LIB=0 \
+	umask 022 && $(MAKE) --no-print-directory install-strip PREFIX=/usr WITH_LIB=0 WITH_SPANK=0 \
 	  DESTDIR="$(abspath $(DEB_ROOT))"
 	install -d -m 0755 "$(DEB_ROOT)/DEBIAN" "$(DEB_ROOT)/usr/share/lintian/overrides"
 	sed "s/@YEAR@/$$(date -u -d @$(DOC_EPOCH) +%Y)/" deploy/debian/copyright \

@@ -210,7 +210,10 @@ static void print_holders(const lock_row *row, int indent)
                    (int)h->pid, gf_lock_mode_name(h->mode), (unsigned long long)j->id,
                    j->user ? j->user : "?", cmd, row->worker_cards[i]);
             free(cmd);
-        } else if (h->alive)
+        } else if (h->alive && h->slurm_job)
+            printf("pid %d %s slurm: job %u step %s (%s)\n", (int)h->pid,
+                   gf_lock_mode_name(h->mode), (unsigned)h->slurm_job, h->slurm_step, h->command);
+        else if (h->alive)
             printf("pid %d %s %s: %s\n", (int)h->pid, gf_lock_mode_name(h->mode),
                    h->gpuflock ? "gpuflock" : "flock", h->command);
         else
@@ -256,8 +259,15 @@ static json_object *holders_json(const gf_lock_holder *list, size_t n, const gf_
         json_object_object_add(o, "pid", json_object_new_int(h->pid));
         json_object_object_add(o, "mode", json_object_new_string(gf_lock_mode_name(h->mode)));
         json_object_object_add(o, "command", json_object_new_string(h->command));
-        json_object_object_add(o, "holder", json_object_new_string(h->gpuflock ? "gpuflock"
-                                                                                : "flock"));
+        json_object_object_add(o, "holder", json_object_new_string(
+                                      h->slurm_job ? "slurm" : h->gpuflock ? "gpuflock" : "flock"));
+        json_object *so = NULL;
+        if (h->slurm_job) {
+            so = json_object_new_object();
+            json_object_object_add(so, "job", json_object_new_int64(h->slurm_job));
+            json_object_object_add(so, "step", json_object_new_string(h->slurm_step));
+        }
+        json_object_object_add(o, "slurm", so);
         json_object_object_add(o, "alive", json_object_new_boolean(h->alive));
         const gf_job *j = jobs ? jobs[i] : NULL;
         json_object *jo = NULL;

@@ -103,6 +103,26 @@ static bool environ_names_lock(pid_t pid, const char *lock_path)
     return found;
 }
 
+/* A slurmstepd's title "slurmstepd: [JOB.STEP]" into h (the gpuflock SPANK
+ * plugin holds a step's cards in it). */
+static void parse_slurm_step(gf_lock_holder *h)
+{
+    char path[64], comm[32];
+    snprintf(path, sizeof path, "/proc/%d/comm", (int)h->pid);
+    ssize_t n = read_proc(path, comm, sizeof comm - 1);
+    if (n < 10 || strncmp(comm, "slurmstepd", 10) != 0)
+        return;
+    unsigned long job = 0;
+    char step[sizeof h->slurm_step];
+    int used = 0;
+    if (sscanf(h->command, "slurmstepd: [%lu.%15[0-9a-z]]%n", &job, step, &used) == 2 && used > 0 &&
+        job > 0 && job <= UINT32_MAX) {
+        h->slurm_job = (uint32_t)job;
+        snprintf(h->slurm_step, sizeof h->slurm_step, "%s", step);
+        h->gpuflock = true;
+    }
+}
+
 static void describe_pid(gf_lock_holder *h, const char *lock_path)
 {
     char dir[64];
@@ -110,6 +130,8 @@ static void describe_pid(gf_lock_holder *h, const char *lock_path)
     h->alive = h->pid > 0 && access(dir, F_OK) == 0;
     h->command = h->alive ? read_cmdline(h->pid) : gf_strdup("");
     h->gpuflock = h->alive && (comm_is_gpuflock(h->pid) || environ_names_lock(h->pid, lock_path));
+    if (h->alive)
+        parse_slurm_step(h);
 }
 
 /* Parse one line of /proc/locks: 1 and the holder when it is a flock(2)
@@ -184,6 +206,9 @@ void gf_lock_holder_describe(const gf_lock_holder *h, char *buf, size_t len)
     if (!h->alive)
         snprintf(buf, len, "pid %d (%s, exited; a process that inherited its descriptor "
                  "holds the lock)", (int)h->pid, gf_lock_mode_name(h->mode));
+    else if (h->slurm_job)
+        snprintf(buf, len, "pid %d (%s, Slurm job %u step %s: %s)", (int)h->pid,
+                 gf_lock_mode_name(h->mode), (unsigned)h->slurm_job, h->slurm_step, h->command);
     else
         snprintf(buf, len, "pid %d (%s, %s: %s)", (int)h->pid, gf_lock_mode_name(h->mode),
                  h->gpuflock ? "gpuflock" : "flock", *h->command ? h->command : "?");

@@ -7,7 +7,10 @@
  * was killed while its command runs on): such a holder is reported with
  * alive = false. Waiters blocked in flock(2) are not holders and are not
  * listed. A gpuflock holder is told from someone else's flock by its command
- * name (gpuflock*) or, where its environment is readable, GPUFLOCK_LOCK_FILE. */
+ * name (gpuflock*) or, where its environment is readable, GPUFLOCK_LOCK_FILE.
+ * A Slurm job step that holds a card through the gpuflock SPANK plugin
+ * (slurm/gpuflock_spank.c) is its slurmstepd, whose process title names the
+ * job and step ("slurmstepd: [12.0]"): such a holder carries them. */
 #ifndef GF_LOCKINFO_H
 #define GF_LOCKINFO_H
 
@@ -15,6 +18,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 typedef struct {
@@ -24,6 +28,8 @@ typedef struct {
                            process that inherited its descriptor holds on) */
     bool gpuflock;      /* a gpuflock process or job, not someone else's flock */
     char *command;      /* its command line, arguments joined by spaces; "" if unreadable */
+    uint32_t slurm_job; /* a slurmstepd's Slurm job id; 0 for any other holder */
+    char slurm_step[16];/* its step: "0", "batch"...; "" for any other holder */
 } gf_lock_holder;
 
 /* The flock(2) holders of the file at 'path', matched by device and inode.
@@ -32,7 +38,8 @@ typedef struct {
 int gf_lock_holders(const char *path, gf_lock_holder **out, size_t *n);
 void gf_lock_holders_free(gf_lock_holder **holders_p, size_t n);
 
-/* "pid 1234 (exclusive, flock /run/lock/gpu0.lock sleep 60)" into buf. */
+/* "pid 1234 (exclusive, flock /run/lock/gpu0.lock sleep 60)" into buf;
+ * "pid 99 (exclusive, Slurm job 12 step 0: slurmstepd: [12.0])" for a step. */
 void gf_lock_holder_describe(const gf_lock_holder *h, char *buf, size_t len);
 
 #endif

@@ -18,6 +18,8 @@
 #    scripts (nothing started); lintian finds no error; dpkg --root installs
 #    it into a scratch root (the postinst makes the lock files there) and
 #    removes it again, purge last;
+#    (the Slurm plugin, installed to usr/lib/slurm where it was built, is
+#    not in the package: see the Makefile's install-spank);
 # 5. a second install keeps an edited /etc/gpuflock/gpuflock.yaml (and says
 #    so, putting gpuflock.yaml.example beside it) and leaves no stale
 #    evidence; make uninstall leaves the configuration only.
@@ -73,7 +75,7 @@ tree_of() {
 }
 
 records=$(find evidence/records -type f | wc -l)
-expected=$(LC_ALL=C sort <<EOF
+expected=$(LC_ALL=C sort <<EOF | sed "/^$/d"
 644 etc/gpuflock/gpuflock.yaml
 644 usr/lib/systemd/system/gpuflock-worker@.service
 644 usr/lib/systemd/system/gpuflockd.service
@@ -89,6 +91,7 @@ expected=$(LC_ALL=C sort <<EOF
 644 usr/lib/pkgconfig/gpuflock.pc
 755 usr/lib/libgpuflock.so.0
 link usr/lib/libgpuflock.so -> libgpuflock.so.0
+$([ -f "$BUILD/lib/slurm/gpuflock_spank.so" ] && echo "755 usr/lib/slurm/gpuflock_spank.so")
 $(cd evidence && find . -path ./records -prune -o -type f -printf '644 usr/share/gpuflock/evidence/%P\n')
 755 usr/lib/gpuflock/gpuflock
 755 usr/lib/gpuflock/gpuflock-cli
@@ -145,6 +148,9 @@ fi
 for b in gpuflock gpuflock-exec gpuflock-cli gpuflockd gpuflock-worker gpuflock-guard; do
     cmp -s "$BUILD/bin/$b" "$D/usr/lib/gpuflock/$b" || fail "usr/lib/gpuflock/$b is not $BUILD/bin/$b"
 done
+[ ! -f "$BUILD/lib/slurm/gpuflock_spank.so" ] ||
+    cmp -s "$BUILD/lib/slurm/gpuflock_spank.so" "$D/usr/lib/slurm/gpuflock_spank.so" ||
+    fail "usr/lib/slurm/gpuflock_spank.so is not $BUILD/lib/slurm/gpuflock_spank.so"
 cmp -s config/gpuflock.example.yaml "$D/etc/gpuflock/gpuflock.yaml" || fail "etc/gpuflock/gpuflock.yaml is not the example"
 grep -qx 'ExecStart=/usr/bin/gpuflockd --foreground --config /etc/gpuflock/gpuflock.yaml' \
     "$D/usr/lib/systemd/system/gpuflockd.service" || fail "gpuflockd.service does not start /usr/bin/gpuflockd"
@@ -277,7 +283,7 @@ if [ -n "${deb:-}" ] && [ -f "$deb" ]; then
 EOF
 )
     # the library is make install's alone (its packages of their own are not made yet)
-    want=$(printf '%s\n%s\n' "$(echo "$expected" | grep -v 'gpuflock\.h\|gpuflock\.pc\|libgpuflock')" "$extra" \
+    want=$(printf '%s\n%s\n' "$(echo "$expected" | grep -v 'gpuflock\.h\|gpuflock\.pc\|libgpuflock\|gpuflock_spank')" "$extra" \
         | LC_ALL=C sort)
     got=$(tree_of "$T/x")
     if [ "$got" != "$want" ]; then
@@ -290,7 +296,7 @@ EOF
                 fail "$path in the .deb is not the installed program stripped" ;;
         *) cmp -s "$D/$path" "$T/x/$path" || fail "$path differs between make install and the .deb" ;;
         esac
-    done < <(echo "$expected" | grep -E '^[0-9]+ ' | grep -v 'gpuflock\.h\|gpuflock\.pc\|libgpuflock')
+    done < <(echo "$expected" | grep -E '^[0-9]+ ' | grep -v 'gpuflock\.h\|gpuflock\.pc\|libgpuflock\|gpuflock_spank')
     ctl=$T/x/DEBIAN/control
     grep -qx 'Package: gpuflock' "$ctl" && grep -qx "Version: $version" "$ctl" &&
         grep -qx "Architecture: $(dpkg --print-architecture)" "$ctl" || fail "control: $(cat "$ctl")"

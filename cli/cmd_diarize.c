@@ -12,6 +12,7 @@
  * way a file that fails is named with the reason, the others go on, and
  * the exit status says whether any failed. */
 #include "cli/cli.h"
+#include "cli/diarize_slurm.h"
 #include "cli/diarknobs.h"
 #include "cli/diarout.h"
 #include "cli/diarsubmit.h"
@@ -48,12 +49,22 @@ static void usage(FILE *out)
             "                        [--overwrite | --skip-existing] [--exclusive]\n"
             "                        [--speaker-embeddings] [--local] [--config FILE]\n"
             "                        FILE|DIR...\n"
+            "       gpuflock diarize --slurm [--partition P] [--tasks N] [--gpus-per-task G]\n"
+            "                        [--time T] [--no-wait] --out DIR [OPTIONS] FILE|DIR...\n"
             "\n"
             "Who spoke when: an RTTM of speaker turns per recording (pyannote community-1\n"
             "recipe). A DIR stands for the audio files in it.\n"
             "Without --local, one job per recording goes to gpuflockd (shared lock mode) and\n"
             "the command follows them with a progress bar per file and for all.\n"
             "  --local          run the pipeline in this process (no broker)\n"
+            "  --slurm          one Slurm job array (sbatch) whose tasks each run --local over\n"
+            "                   their share of the files on the card Slurm gave them; prints\n"
+            "                   the job id, then follows it (docs/slurm.md)\n"
+            "  --partition P    --slurm: the partition (default: Slurm's)\n"
+            "  --tasks N        --slurm: array tasks (default: one per file, at most 8)\n"
+            "  --gpus-per-task G  --slurm: gpu gres per task (default 1; 0: none)\n"
+            "  --time T         --slurm: each task's time limit, as sbatch --time takes it\n"
+            "  --no-wait        --slurm: return once submitted\n"
             "  --gpu N, --any   the card: through the broker, its worker runs the job (--any,\n"
             "                   the default: any card); with --local, the CUDA card for the\n"
             "                   networks (--any falls back to the CPU when there is no card)\n"
@@ -91,7 +102,8 @@ static void usage(FILE *out)
             "(bad audio, failed stage), 66 an input missing, 69 no broker running (use\n"
             "--local or start gpuflockd) or --gpu card unusable, 73 an output already there\n"
             "or not writable, 78 configuration or model files unusable; through the broker\n"
-            "also 1 when a job was cancelled.\n");
+            "also 1 when a job was cancelled; with --slurm 65 also when a task ended without\n"
+            "a file's RTTM, 69 sbatch missing or refusing.\n");
 }
 
 static const char *plural(size_t n, const char *one, const char *many)
@@ -248,10 +260,18 @@ static int via_broker(gf_cli_ctx *cli, const char *config_path, const char *mode
     return gf_diarsubmit_run(&o);
 }
 
+static void free_args(char **args, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(args[i]);
+    free(args);
+}
+
 int gf_cmd_diarize(int argc, char **argv, gf_cli_ctx *cli)
 {
     enum { O_GPU = 1000, O_ANY, O_MODELS, O_NUM, O_MIN, O_MAX, O_OUT, O_JSON, O_SAVE, O_LOCAL,
-           O_CONFIG, O_HELP, O_FROM, O_OVERWRITE, O_SKIP, O_EXCL, O_SPK };
+           O_CONFIG, O_HELP, O_FROM, O_OVERWRITE, O_SKIP, O_EXCL, O_SPK, O_SLURM, O_PART,
+           O_TASKS, O_GPT, O_TIME, O_NOWAIT, O_STASK };
     static const struct option opts[] = {
         { "gpu", required_argument, NULL, O_GPU },
         { "any", no_argument, NULL, O_ANY },
@@ -270,6 +290,13 @@ int gf_cmd_diarize(int argc, char **argv, gf_cli_ctx *cli)
         { "speaker-embeddings", no_argument, NULL, O_SPK },
         GF_KNOB_DIARIZE_OPTIONS,
         { "local", no_argument, NULL, O_LOCAL },
+        { "slurm", no_argument, NULL, O_SLURM },
+        { "partition", required_argument, NULL, O_PART },
+        { "tasks", required_argument, NULL, O_TASKS },
+        { "gpus-per-task", required_argument, NULL, O_GPT },
+        { "time", required_argument, NULL, O_TIME },
+        { "no-wait", no_argument, NULL, O_NOWAIT },
+        { "slurm-task", required_argument, NULL, O_STASK },   /* the array's own: not in --help */
         { "config", required_argument, NULL, O_CONFIG },
         { "help", no_argument, NULL, O_HELP },
         { NULL, 0, NULL, 0 },
@@ -280,33 +307,46 @@ int gf_cmd_diarize(int argc, char **argv, gf_cli_ctx *cli)
     int gpu = -1;
     gf_diar_run_opts ro = gf_diar_run_defaults();
     gf_knobs knobs = gf_knobs_none();
+    /* --slurm: the options each task's --local run is given again */
+    bool slurm = false;
+    const char *slurm_task = NULL;
+    gf_diarize_slurm_opts so = { .gpus_per_task = 1 };
+    char **pass = gf_calloc((size_t)argc * 2 + 1, sizeof *pass);
+    size_t n_pass = 0;
     optind = 1;
     opterr = 0;
-    int c;
-    while ((c = getopt_long(argc, argv, ":hr", opts, NULL)) != -1) {
+    int c, li = -1;
+    while ((c = getopt_long(argc, argv, ":hr", opts, &li)) != -1) {
+        if (li >= 0 && c != O_OUT && c != O_FROM && c != O_OVERWRITE && c != O_SKIP && c != O_GPU &&
+            c != O_ANY && c != O_LOCAL && c != 'r' && c < O_SLURM) {
+            pass[n_pass++] = gf_strfmt("--%s", opts[li].name);
+            if (opts[li].has_arg == required_argument)
+                pass[n_pass++] = gf_strdup(optarg);
+        }
+        li = -1;
         int taken = gf_knobs_take(&knobs, "diarize", c, optarg);
         if (taken < 0)
-            return GF_EXIT_USAGE;
+            goto out_usage;
         if (taken)
             continue;
         switch (c) {
         case O_GPU:
             if (gf_cli_int("diarize", "--gpu", optarg, 0, &gpu))
-                return GF_EXIT_USAGE;
+                goto out_usage;
             break;
         case O_ANY: any = true; break;
         case O_MODELS: models_arg = optarg; break;
         case O_NUM:
             if (gf_cli_int("diarize", "--num-speakers", optarg, 1, &ro.cluster.num_speakers))
-                return GF_EXIT_USAGE;
+                goto out_usage;
             break;
         case O_MIN:
             if (gf_cli_int("diarize", "--min-speakers", optarg, 1, &ro.cluster.min_speakers))
-                return GF_EXIT_USAGE;
+                goto out_usage;
             break;
         case O_MAX:
             if (gf_cli_int("diarize", "--max-speakers", optarg, 1, &ro.cluster.max_speakers))
-                return GF_EXIT_USAGE;
+                goto out_usage;
             break;
         case O_OUT: oo.out_dir = optarg; break;
         case O_JSON: oo.json = true; break;
@@ -318,47 +358,95 @@ int gf_cmd_diarize(int argc, char **argv, gf_cli_ctx *cli)
         case O_EXCL: oo.exclusive = true; break;
         case O_SPK: oo.speakers = true; break;
         case O_LOCAL: local = true; break;
+        case O_SLURM: slurm = true; break;
+        case O_PART: so.partition = optarg; break;
+        case O_TASKS:
+            if (gf_cli_int("diarize", "--tasks", optarg, 1, &so.tasks))
+                goto out_usage;
+            break;
+        case O_GPT:
+            if (gf_cli_int("diarize", "--gpus-per-task", optarg, 0, &so.gpus_per_task))
+                goto out_usage;
+            break;
+        case O_TIME: so.time = optarg; break;
+        case O_NOWAIT: so.no_wait = true; break;
+        case O_STASK: slurm_task = optarg; break;
         case O_CONFIG: config_path = optarg; break;
         case 'h':
-        case O_HELP: usage(stdout); return 0;
+        case O_HELP: usage(stdout); free_args(pass, n_pass); return 0;
         default:
+            free_args(pass, n_pass);
             return gf_cli_opt_error("diarize", c, argc, argv, opts);
         }
     }
+    if (slurm_task) {   /* one task of a --slurm array: RUN K */
+        free_args(pass, n_pass);
+        if (optind + 1 != argc)
+            return gf_cli_usage_error("diarize", "--slurm-task RUN TASK");
+        return gf_diarize_slurm_task(slurm_task, argv[optind]);
+    }
+    so.out_dir = oo.out_dir;
+    so.overwrite = overwrite;
+    so.local_args = pass;
+    so.n_local_args = n_pass;
+    if (slurm && local) {
+        fprintf(stderr, "gpuflock diarize: --slurm and --local exclude each other\n");
+        goto out_usage;
+    }
+    if (!slurm && (so.partition || so.tasks || so.gpus_per_task != 1 || so.time || so.no_wait)) {
+        fprintf(stderr, "gpuflock diarize: --partition, --tasks, --gpus-per-task, --time and "
+                        "--no-wait go with --slurm\n");
+        goto out_usage;
+    }
+    if (slurm && (gpu >= 0 || any)) {
+        fprintf(stderr, "gpuflock diarize: --slurm: Slurm picks the cards (--gpus-per-task), "
+                        "not --gpu or --any\n");
+        goto out_usage;
+    }
+    if (slurm && oo.save_dir) {
+        fprintf(stderr, "gpuflock diarize: --slurm does not take --save-intermediates\n");
+        goto out_usage;
+    }
+    if (slurm && gf_diarize_slurm_check(&so) != 0)
+        goto out_usage;
     if (optind >= argc && !oo.files_from) {
+        free_args(pass, n_pass);
         return gf_cli_usage_error("diarize", "no FILE or DIR given, nor --files-from "
                                              "(usage: gpuflock diarize [OPTIONS] FILE|DIR...)");
     }
     if (gpu >= 0 && any) {
         fprintf(stderr, "gpuflock diarize: --gpu and --any exclude each other\n");
-        return GF_EXIT_USAGE;
+        goto out_usage;
     }
     if (overwrite && skip) {
         fprintf(stderr, "gpuflock diarize: --overwrite and --skip-existing exclude each other\n");
-        return GF_EXIT_USAGE;
+        goto out_usage;
     }
     if (ro.cluster.num_speakers && (ro.cluster.min_speakers || ro.cluster.max_speakers)) {
         fprintf(stderr, "gpuflock diarize: --num-speakers excludes --min-speakers and "
                         "--max-speakers\n");
-        return GF_EXIT_USAGE;
+        goto out_usage;
     }
     if (ro.cluster.min_speakers && ro.cluster.max_speakers
         && ro.cluster.min_speakers > ro.cluster.max_speakers) {
         fprintf(stderr, "gpuflock diarize: --min-speakers %d is above --max-speakers %d\n",
                 ro.cluster.min_speakers, ro.cluster.max_speakers);
-        return GF_EXIT_USAGE;
+        goto out_usage;
     }
     oo.existing = overwrite ? GF_DIAROUT_OVERWRITE : skip ? GF_DIAROUT_SKIP : GF_DIAROUT_REFUSE;
 
     /* the recordings and their outputs, settled before any work */
     gf_diarout_plan plan;
     int status = gf_diarout_make(&oo, argv + optind, (size_t)(argc - optind), &plan);
-    if (status)
+    if (status) {
+        free_args(pass, n_pass);
         return status;
+    }
     if (plan.n_missing)
         status = GF_EXIT_NOINPUT;
     if (plan.n == 0) {
         gf_diarout_free(&plan);
+        free_args(pass, n_pass);
         return status;
     }
     gf_config *cfg = NULL;
@@ -370,6 +458,11 @@ int gf_cmd_diarize(int argc, char **argv, gf_cli_ctx *cli)
         goto out_free;
     }
     gf_knobs_apply(&knobs, cfg, &ro.cluster, &ro.exclude_overlap);
+    if (slurm) {
+        int st = gf_diarize_slurm_run(&so, &plan);
+        status = st ? st : status;
+        goto out_free;
+    }
     if (!local) {
         int st = via_broker(cli, config_path, models_arg, &plan, &oo, overwrite, gpu, &ro);
         status = st && (!status || st == GF_EXIT_UNAVAIL) ? st : status;
@@ -441,5 +534,9 @@ out_free:
     gf_diarize_close(&h);
     gf_diarout_free(&plan);
     gf_config_destroy(&cfg);
+    free_args(pass, n_pass);
     return status;
+out_usage:
+    free_args(pass, n_pass);
+    return GF_EXIT_USAGE;
 }

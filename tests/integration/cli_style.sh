@@ -112,6 +112,15 @@ for sub in $SUBS; do
         PROG=$prog ONE_LINE=$one check_err "$sub" 64 "$sub" --config
     done
 done
+# diarize --slurm's options: a bad value of each, refused before Slurm is asked
+for bad in "--tasks 0" "--tasks x" "--gpus-per-task -1" "--partition a;b" "--time soon"; do
+    # shellcheck disable=SC2086
+    check_err diarize 64 diarize --slurm $bad --out "$T/slurm-out" a.wav
+done
+check_err diarize 64 diarize --no-wait --out "$T/slurm-out" a.wav
+check_err diarize 64 diarize --slurm a.wav
+check_err diarize 64 diarize --slurm --local --out "$T/slurm-out" a.wav
+[ ! -e "$T/slurm-out" ] || fail "a refused diarize --slurm made its --out"
 # the forms getopt would word by itself
 check_err queue 64 queue -q
 grep -q "unknown option '-q'" "$T/err" || fail "short option: $(cat "$T/err")"

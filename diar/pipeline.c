@@ -537,12 +537,6 @@ static int run_windows(gf_diar *d, gf_audio_windows *it, size_t step, const char
     /* Span mode (the backend's own span buffers) at the default step; at
      * another, whole windows, in buffers of this run's own (the backend's
      * span buffers stay as they are, put back at the end). */
-    if (d->weight_free && step != GF_DIAR_STEP) {
-        GF_ERROR("%s: the weight-free mode runs segmentation_step %g only", path,
-                 GF_DIAR_STEP_DEFAULT);
-        gf_audio_windows_destroy(&it);
-        return GF_EINVAL;
-    }
     bool span = span_mode(d) && step == GF_DIAR_STEP;
     bool own_wave = span_mode(d) && !span;
     float *kept_wave = d->wave, *kept_ahead = d->ahead;
@@ -575,6 +569,7 @@ static int run_windows(gf_diar *d, gf_audio_windows *it, size_t step, const char
             gf_diar_vad_restore(&wb.vad, &rs->vad_state, rs->vad_chunks, rs->vad_flags);
     }
     wb.vad.vad = d->weight_free ? d->vad : NULL;
+    wb.step = step;
     if (wb.vad.vad && !(rs && rs->trained_vad))
         gf_vad_reset(&wb.vad.st);
     res->n_resumed = skip;

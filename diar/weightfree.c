@@ -103,10 +103,16 @@ void gf_diar_energy_vad(const float *win, size_t valid, double *noise_db, float 
 
 /* ---- fbank statistics ------------------------------------------------- */
 
-/* window c holds blocks c * per_step .. c * per_step + per_window - 1 */
+/* a window holds WF_BLOCKS_PER_WINDOW blocks; n windows at most n times as
+ * many (at the default step, (n - 1) * WF_BLOCKS_PER_STEP + WF_BLOCKS_PER_WINDOW) */
 size_t gf_diar_max_blocks(size_t n_windows)
 {
-    return n_windows ? (n_windows - 1) * WF_BLOCKS_PER_STEP + WF_BLOCKS_PER_WINDOW : 0;
+    return n_windows * WF_BLOCKS_PER_WINDOW;
+}
+
+static size_t step_of(const gf_diar_wf_blocks *wb)
+{
+    return wb->step ? wb->step : GF_DIAR_STEP;
 }
 
 /* segmentation frame (of the 589) nearest to fbank frame k, by centres */
@@ -217,17 +223,30 @@ out_free:
 void gf_diar_wf_add_blocks(const float *feats, size_t nf, const float *act, size_t w,
                            size_t valid, gf_diar_wf_blocks *wb)
 {
-    size_t first = w * WF_BLOCKS_PER_STEP;
+    /* the global grid's blocks from the first that starts in this window;
+     * those that start before it and were not held whole by an earlier
+     * window (only with steps near the window's length) stay NaN */
+    const size_t blk = (size_t)WF_BLOCK_FBANK * GF_FBANK_SHIFT, w_start = w * step_of(wb);
+    size_t first = (w_start + blk - 1) / blk;
+    for (size_t g = wb->n; g < first; g++) {
+        if (g >= wb->cap) {
+            wb->cap = 2 * (g + 1);
+            wb->vec = gf_realloc(wb->vec, wb->cap * GF_DIAR_WF_DIM * sizeof *wb->vec);
+        }
+        for (int k = 0; k < GF_DIAR_WF_DIM; k++)
+            wb->vec[g * GF_DIAR_WF_DIM + (size_t)k] = NAN;
+        wb->n = g + 1;
+    }
     for (size_t j = 0; j < WF_BLOCKS_PER_WINDOW; j++) {
         size_t g = first + j;
-        size_t start = j * (size_t)WF_BLOCK_FBANK * GF_FBANK_SHIFT;
-        if (g < wb->n || start >= valid)
+        size_t start = g * blk - w_start;   /* in the window; a multiple of 10 ms */
+        if (g < wb->n || start >= valid || start + blk > GF_DIAR_WINDOW)
             continue;
         if (g >= wb->cap) {
             wb->cap = 2 * (g + 1);
             wb->vec = gf_realloc(wb->vec, wb->cap * GF_DIAR_WF_DIM * sizeof *wb->vec);
         }
-        size_t k0 = j * (size_t)WF_BLOCK_FBANK, k1 = k0 + (size_t)WF_BLOCK_FBANK;
+        size_t k0 = start / GF_FBANK_SHIFT, k1 = k0 + (size_t)WF_BLOCK_FBANK;
         if (k1 > nf)
             k1 = nf;
         float *v = wb->vec + g * GF_DIAR_WF_DIM;
@@ -248,7 +267,7 @@ int gf_diar_wf_batch(const gf_fbank *fbank, float *feats, const float *wave, con
         float vad[GF_DIAR_FRAMES];
         uint64_t t0 = gf_now_ns();
         if (wb->vad.vad)
-            gf_diar_vad_window(&wb->vad, w, valid[b], w0 + (size_t)b, vad);
+            gf_diar_vad_window(&wb->vad, w, valid[b], (w0 + (size_t)b) * step_of(wb), vad);
         else
             gf_diar_energy_vad(w, valid[b], &wb->noise_db, vad);
         for (int f = 0; f < GF_DIAR_FRAMES; f++) {
@@ -381,7 +400,8 @@ int gf_diar_wf_local_speakers(gf_diar_wf_blocks *wb, float *seg, float *emb, siz
             fl[f] = -1;
             if (act[f * GF_DIAR_SPEAKERS] == 0.0f)
                 continue;
-            double t = (double)c + (f * VAD_FRAME_STEP + VAD_FRAME_LEN / 2) / (double)GF_AUDIO_RATE;
+            double t = ((double)c * (double)step_of(wb) + f * VAD_FRAME_STEP + VAD_FRAME_LEN / 2)
+                       / (double)GF_AUDIO_RATE;
             size_t j = (size_t)(t / GF_DIAR_WF_BLOCK);
             if (j >= nb)
                 j = nb - 1;

@@ -36,10 +36,11 @@ typedef struct {
     size_t n;          /* blocks filled */
     size_t cap;        /* allocated */
     gf_diar_vad_stream vad;   /* the trained VAD's stream (vad.vad NULL: the energy VAD) */
+    size_t step;       /* samples between windows (segmentation_step; 0: GF_DIAR_STEP) */
 } gf_diar_wf_blocks;
 
-/* Weight-free blocks filled after n windows, at most (a bound for readers
- * of saved states). */
+/* Weight-free blocks filled after n windows, at most, whatever their step
+ * (a bound for readers of saved states). */
 size_t gf_diar_max_blocks(size_t n_windows);
 
 /* Energy VAD, fbank and block statistics of the nb windows in wave

@@ -34,7 +34,7 @@ size_t gf_diar_max_vad_chunks(size_t n_windows)
 {
     if (n_windows == 0)
         return 0;
-    return chunks_for((n_windows - 1) * (size_t)GF_DIAR_STEP + GF_DIAR_WINDOW);
+    return chunks_for(n_windows * (size_t)GF_DIAR_WINDOW);
 }
 
 static void grow(gf_diar_vad_stream *s, size_t want)
@@ -52,10 +52,10 @@ static void set_flag(gf_diar_vad_stream *s, float p)
     s->flag[s->n++] = p >= GF_DIAR_VAD_ON ? 1.0f : p < GF_DIAR_VAD_OFF ? 0.0f : prev;
 }
 
-void gf_diar_vad_window(gf_diar_vad_stream *s, const float *win, size_t valid, size_t w,
+void gf_diar_vad_window(gf_diar_vad_stream *s, const float *win, size_t valid, size_t start,
                         float *act)
 {
-    size_t start = w * (size_t)GF_DIAR_STEP, end = start + valid;
+    size_t end = start + valid;
     /* whole chunks inside the audio so far; where the audio ends in this
      * window, the partial last one too */
     size_t upto = valid < GF_DIAR_WINDOW ? chunks_for(end) : end / GF_VAD_CHUNK;

@@ -43,14 +43,15 @@ typedef struct {
  * frees. */
 char *gf_diar_vad_file(const char *models_dir, bool *named);
 
-/* Chunks a recording of n_windows windows can have (a bound for readers of
- * saved states). */
+/* Chunks a recording of n_windows windows can have, whatever their step (a
+ * bound for readers of saved states). */
 size_t gf_diar_max_vad_chunks(size_t n_windows);
 
-/* Window w of the recording (GF_DIAR_WINDOW samples at win, of which the
- * first `valid` are audio; fewer than a window: the audio ends in it): run
- * the chunks it completes, then its activity into act [589] (0 or 1). */
-void gf_diar_vad_window(gf_diar_vad_stream *s, const float *win, size_t valid, size_t w,
+/* The window that starts at sample `start` of the recording (GF_DIAR_WINDOW
+ * samples at win, of which the first `valid` are audio; fewer than a
+ * window: the audio ends in it): run the chunks it completes, then its
+ * activity into act [589] (0 or 1). */
+void gf_diar_vad_window(gf_diar_vad_stream *s, const float *win, size_t valid, size_t start,
                         float *act);
 
 /* Take over a saved stream: st, n chunks and their flags (copied). */

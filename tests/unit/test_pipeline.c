@@ -635,6 +635,73 @@ static void test_resume_trained_vad(void **state)
     resume_weight_free(NULL);
 }
 
+static const gf_diar_state *resume_any(void *user, size_t total)
+{
+    (void)total;
+    kept *k = user;
+    return &k->st;
+}
+
+/* segmentation_step 0.05 (windows 0.5 s apart): 24 windows for 21.3 s, the
+ * energy VAD and the trained one (where set-up fetched it) each stopped
+ * after 10 and resumed: the uninterrupted run's turns and activity */
+static void test_weight_free_step(void **state)
+{
+    (void)state;
+    const turn turns[] = { { 0.5, 4.5, 0 }, { 5.0, 9.0, 1 }, { 9.5, 13.0, 0 },
+                           { 13.5, 17.0, 1 }, { 17.5, 21.0, 0 } };
+    size_t n = 340800;
+    float *x = make_turns(turns, 5, n);
+    char *path = write_wav("step.wav", x, n);
+    free(x);
+    const char *vads[] = { "energy", NULL };
+    for (int v = 0; v < 2; v++) {
+        if (!vads[v] && access(gf_vad_default_path(), R_OK) != 0)
+            continue;
+        if (vads[v])
+            setenv("GPUFLOCK_VAD", vads[v], 1);
+        else
+            unsetenv("GPUFLOCK_VAD");
+        gf_diar *d = gf_diar_new_weight_free(2);
+        assert_non_null(d);
+        gf_diar_run_opts o = gf_diar_run_defaults();
+        o.segmentation_step = 0.05;
+        gf_diar_result res;
+        assert_int_equal(gf_diar_run(d, path, &o, NULL, &res), 0);
+        assert_int_equal(res.n_windows, 24);
+        assert_true(res.used.chunks.step == 0.5);
+        assert_true(res.n_speakers >= 1);
+        char *want = gf_rttm_format(res.rttm);
+        gf_diar_result_free(&res);
+
+        kept k = { .stop_at = 10 };
+        gf_diar_run_opts so = o;
+        so.boundary = keep_and_stop;
+        so.boundary_user = &k;
+        assert_int_equal(gf_diar_run(d, path, &so, NULL, &res), GF_EINTR);
+        assert_int_equal(k.st.n_windows, 10);
+        gf_diar_run_opts ro = o;
+        ro.resume = resume_any;
+        ro.resume_user = &k;
+        assert_int_equal(gf_diar_run(d, path, &ro, NULL, &res), 0);
+        assert_int_equal(res.n_resumed, 10);
+        char *got = gf_rttm_format(res.rttm);
+        assert_string_equal(got, want);
+        gf_diar_result_free(&res);
+        free(got);
+        free(want);
+        free_kept(&k);
+        /* a step that is not a whole number of 10 ms: refused, named */
+        o.segmentation_step = 0.1234;
+        gf_log_clear_last_error();
+        assert_int_equal(gf_diar_run(d, path, &o, NULL, &res), GF_EINVAL);
+        assert_non_null(strstr(gf_log_last_error(), "segmentation_step"));
+        gf_diar_destroy(&d);
+    }
+    setenv("GPUFLOCK_VAD", "energy", 1);
+    free(path);
+}
+
 /* a trained VAD that is named and not there, or not the file: no pipeline */
 static void test_vad_named_and_unusable(void **state)
 {
@@ -717,6 +784,7 @@ int main(void)
         cmocka_unit_test(test_resume_weight_free),
         cmocka_unit_test(test_resume_trained_vad),
         cmocka_unit_test(test_vad_named_and_unusable),
+        cmocka_unit_test(test_weight_free_step),
         cmocka_unit_test(test_bad_inputs),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

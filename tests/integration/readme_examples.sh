@@ -29,7 +29,8 @@
 # Skipped by rule, each with a "skip: " line (tests/run-tests counts them):
 # an example that needs a CUDA card, the model files (gated downloads), the
 # network, root and other real users, or what this machine lacks (../shared,
-# python3, flock).
+# python3, flock, the trained VAD that tools/fetch-vad writes: the weight-free
+# examples show its turns).
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 REPO=$(pwd -P)
@@ -119,6 +120,9 @@ map_output() {   # T DEMO < output
     sed "${args[@]}"
 }
 normalise() { sed -E -f "$HERE/normalise.sed"; }
+# The trained VAD of this tree (diar/vad.h: the build's default file).
+VAD_OK=""
+[ -r "$REPO/.cache/vad/silero_vad.safetensors" ] && VAD_OK=1
 
 # --- The rules that leave an example out: a reason, or nothing.
 skip_reason() {   # the block's commands on stdin
@@ -137,6 +141,8 @@ skip_reason() {   # the block's commands on stdin
         echo "builds and runs the project's targets (make)"
     elif grep -qE '\.\./shared|\.wav\>' <<<"$text" && [ -z "$SHARED" ]; then
         echo "needs ../shared/data (the test data), not here"
+    elif grep -qE 'gpuflock (diarize|show)\>' <<<"$text" && [ -z "$VAD_OK" ]; then
+        echo "needs the trained VAD (tools/fetch-vad: no network at set-up)"
     elif grep -qE '\<python3\>' <<<"$text" && ! command -v python3 >/dev/null; then
         echo "needs python3, not here"
     elif grep -qE '(^|[;&|( ])flock\>' <<<"$text" && ! command -v flock >/dev/null; then

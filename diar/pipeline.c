@@ -167,13 +167,13 @@ static int load_vad(const char *models_dir, gf_vad **out)
     bool named;
     char *path = gf_diar_vad_file(models_dir, &named);
     if (!path) {
-        GF_INFO("diarize: weight-free mode: the energy voice activity detector, as "
+        GF_INFO("weight-free mode: the energy voice activity detector, as "
                 "GPUFLOCK_VAD=energy asks");
         return 0;
     }
     int rc = gf_vad_load(path, out);
     if (rc == GF_ENOENT && !named)
-        GF_WARN("diarize: weight-free mode: no trained voice activity detector at %s "
+        GF_WARN("weight-free mode: no trained voice activity detector at %s "
                 "(tools/setup-deps fetches it): the energy detector instead", path);
     else if (rc == GF_ENOENT)
         GF_ERROR("GPUFLOCK_VAD=%s: no such file", path);

@@ -122,3 +122,18 @@ const char *gf_manifest_path_at(const gf_manifest *self, size_t i)
     return i < self->n ? self->e[i].path : NULL;
 }
 
+
+void gf_models_digest(const char *dir, const gf_manifest *man, const char *name, char *out,
+                      size_t len)
+{
+    const char *listed = man ? gf_manifest_sha256(man, name) : NULL;
+    char hex[GF_SHA256_HEX_LEN];
+    char *path = gf_strfmt("%s/%s", dir, name);
+    if (listed)
+        snprintf(out, len, "%s", listed);
+    else if (gf_sha256_file_hex(path, hex) == 0)
+        snprintf(out, len, "%s", hex);
+    else
+        snprintf(out, len, "unreadable at %lld", (long long)gf_wall_ms());
+    free(path);
+}

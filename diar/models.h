@@ -29,6 +29,13 @@ void gf_manifest_destroy(gf_manifest **self_p);
 /* The digest listed for `relpath` (borrowed), or NULL if it is not listed. */
 const char *gf_manifest_sha256(const gf_manifest *self, const char *relpath);
 
+/* The digest of DIR/name for a checkpoint's identity: man's entry (the
+ * loader checked the file against it), else the file's own SHA-256; one
+ * that cannot be had is made unique ("unreadable at <ms>"), so that no
+ * checkpoint ever matches it. man may be NULL. */
+void gf_models_digest(const char *dir, const gf_manifest *man, const char *name, char *out,
+                      size_t len);
+
 /* Number of entries, and the path of the i-th (borrowed). */
 size_t gf_manifest_count(const gf_manifest *self);
 const char *gf_manifest_path_at(const gf_manifest *self, size_t i);

@@ -18,7 +18,7 @@
 #include "diar/io/audio.h"
 #include "diar/pipeline.h"
 #include "diar/io/rttm.h"
-#include "worker/jobckpt.h"
+#include "diar/jobckpt.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -202,28 +202,11 @@ static void job_identity(const gf_djob *self, const gf_diar_pipe *e, const gf_di
                          gf_ckpt_id *id)
 {
     const gf_diar_pool_conf *pool = gf_diar_pool_settings(self->pool);
-    const gf_diar_spec *ds = self->job.spec.diar;
-    bool wf = gf_diar_weight_free(e->diar);
-    memset(id, 0, sizeof *id);
-    gf_ckpt_id_set(id, GF_CKPT_JOB, "%llu", (unsigned long long)self->job.id);
-    gf_jobckpt_program(id);
-    gf_ckpt_id_set(id, GF_CKPT_ROUTE, "%s", gf_diar_identity(e->diar));
-    gf_ckpt_id_set(id, GF_CKPT_MODE, "%s", wf ? "weight-free" : "neural");
-    gf_ckpt_id_set(id, GF_CKPT_MATH, "%s", e->on_card ? gf_math_name(pool->math) : "fp32");
-    gf_ckpt_id_set(id, GF_CKPT_OVERLAP, "%s", e->on_card ? (pool->overlap ? "on" : "off") : "-");
-    gf_ckpt_id_set(id, GF_CKPT_BATCH, "%d", gf_diar_batch(e->diar));
-    gf_ckpt_id_set(id, GF_CKPT_LOGITS, "%s", ds->intermediates && !wf ? "kept" : "not kept");
-    gf_ckpt_id_set(id, GF_CKPT_THRESHOLD, "%.17g", wf ? GF_DIAR_WF_THRESHOLD : o->cluster.threshold);
-    gf_ckpt_id_set(id, GF_CKPT_EXCLUDE_OVERLAP, "%s", wf || o->exclude_overlap ? "on" : "off");
-    size_t step = 0;
-    gf_diar_step_samples(o->segmentation_step, &step);   /* the run refuses a bad one */
-    gf_ckpt_id_set(id, GF_CKPT_STEP, "%.17g", (double)step / GF_AUDIO_RATE);
-    gf_ckpt_id_set(id, GF_CKPT_NUM_SPEAKERS, "%d", o->cluster.num_speakers);
-    gf_ckpt_id_set(id, GF_CKPT_MIN_SPEAKERS, "%d", o->cluster.min_speakers);
-    gf_ckpt_id_set(id, GF_CKPT_MAX_SPEAKERS, "%d", o->cluster.max_speakers);
-    gf_ckpt_id_set(id, GF_CKPT_SEG_MODEL, "%s", e->seg_sha);
-    gf_ckpt_id_set(id, GF_CKPT_EMB_MODEL, "%s", e->emb_sha);
-    gf_ckpt_id_set(id, GF_CKPT_VAD_MODEL, "%s", gf_diar_vad_sha256(e->diar));
+    char job[32];
+    snprintf(job, sizeof job, "%llu", (unsigned long long)self->job.id);
+    gf_jobckpt_identity(id, e->diar, o, job, e->on_card ? gf_math_name(pool->math) : "fp32",
+                        e->on_card ? (pool->overlap ? "on" : "off") : "-", e->seg_sha,
+                        e->emb_sha);
 }
 
 /* The checkpoint counters as statistics (docs/diarization.md, Checkpoints). */

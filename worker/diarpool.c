@@ -70,23 +70,6 @@ const gf_diar_pool_conf *gf_diar_pool_settings(const gf_diar_pool *self)
 }
 
 
-/* The digest of a network file as loaded: the manifest's (the loader
- * checked the file against it), else the file's own. One that cannot be
- * had is made unique, so that no checkpoint ever matches it. */
-static void model_digest(const char *models, const gf_manifest *man, const char *name, char *out,
-                         size_t len)
-{
-    const char *listed = man ? gf_manifest_sha256(man, name) : NULL;
-    char hex[GF_SHA256_HEX_LEN];
-    char *path = gf_strfmt("%s/%s", models, name);
-    if (listed)
-        snprintf(out, len, "%s", listed);
-    else if (gf_sha256_file_hex(path, hex) == 0)
-        snprintf(out, len, "%s", hex);
-    else
-        snprintf(out, len, "unreadable at %lld", (long long)gf_wall_ms());
-    free(path);
-}
 
 gf_diar_pipe *gf_diar_pool_take(gf_diar_pool *self, const char *models, bool *cached)
 {
@@ -127,8 +110,8 @@ gf_diar_pipe *gf_diar_pool_take(gf_diar_pool *self, const char *models, bool *ca
     } else {
         gf_manifest *man = NULL;
         gf_manifest_load(models, &man);   /* loaded already: a bad one failed the load */
-        model_digest(models, man, GF_MODELS_SEGMENTATION, p->seg_sha, sizeof p->seg_sha);
-        model_digest(models, man, GF_MODELS_EMBEDDING, p->emb_sha, sizeof p->emb_sha);
+        gf_models_digest(models, man, GF_MODELS_SEGMENTATION, p->seg_sha, sizeof p->seg_sha);
+        gf_models_digest(models, man, GF_MODELS_EMBEDDING, p->emb_sha, sizeof p->emb_sha);
         gf_manifest_destroy(&man);
     }
     e->models = gf_strdup(models);

@@ -5,7 +5,9 @@
  * with the worker's file identity) and the audio's hasher. They share the
  * image handed over, the writer's counters and the hasher's result, under
  * one mutex; the devstats table is written on the job's thread only. */
-#include "worker/jobckpt.h"
+#include "diar/jobckpt.h"
+#include "diar/io/audio.h"
+#include "diar/weightfree.h"
 
 #include "common/error.h"
 #include "common/log.h"
@@ -40,6 +42,7 @@
 struct gf_jobckpt {
     char *path;                 /* the checkpoint file */
     uint64_t job;               /* job id */
+    char who[256];              /* how the log names it: "job 12", or conf->who */
     uid_t uid;                  /* the file's owner */
     gid_t gid;
     int every_s;                /* seconds between periodic checkpoints, 0: none */
@@ -109,11 +112,11 @@ static void *writer_main(void *arg)
                                    sizeof why);
             size_t bytes = gf_ckpt_bytes(c);
             if (rc)
-                GF_WARN("job %llu: checkpoint not written (%s); the previous one, if any, "
-                        "stays", (unsigned long long)self->job, why);
+                GF_WARN("%s: checkpoint not written (%s); the previous one, if any, "
+                        "stays", self->who, why);
             else
-                GF_DEBUG("job %llu: checkpoint written (%zu bytes)",
-                         (unsigned long long)self->job, bytes);
+                GF_DEBUG("%s: checkpoint written (%zu bytes)",
+                         self->who, bytes);
             pthread_mutex_lock(&self->mu);
             self->writing = false;
             self->last_rc = rc;
@@ -147,7 +150,7 @@ static void *writer_main(void *arg)
     if (remove) {
         char why[512];
         if (gf_ckpt_remove(self->path, why, sizeof why) != 0)
-            GF_WARN("job %llu: checkpoint not removed: %s", (unsigned long long)self->job, why);
+            GF_WARN("%s: checkpoint not removed: %s", self->who, why);
     }
     return NULL;
 }
@@ -157,6 +160,10 @@ gf_jobckpt *gf_jobckpt_new(const gf_jobckpt_conf *conf)
     gf_jobckpt *self = gf_calloc(1, sizeof *self);
     self->path = gf_strdup(conf->path);
     self->job = conf->job;
+    if (conf->who)
+        snprintf(self->who, sizeof self->who, "%s", conf->who);
+    else
+        snprintf(self->who, sizeof self->who, "job %llu", (unsigned long long)conf->job);
     self->uid = conf->uid;
     self->gid = conf->gid;
     self->every_s = conf->every_s;
@@ -173,8 +180,8 @@ gf_jobckpt *gf_jobckpt_new(const gf_jobckpt_conf *conf)
     if (rc == 0)
         self->writer_running = true;
     else   /* then the job runs without checkpoints */
-        GF_WARN("job %llu: no checkpoints: cannot start the writer thread: %s",
-                (unsigned long long)self->job, strerror(rc));
+        GF_WARN("%s: no checkpoints: cannot start the writer thread: %s",
+                self->who, strerror(rc));
     return self;
 }
 
@@ -274,8 +281,8 @@ static void start_hasher(gf_jobckpt *self)
         self->hasher_joined = false;
     } else {
         self->audio_failed = true;
-        GF_WARN("job %llu: no checkpoints: cannot start the hash thread: %s",
-                (unsigned long long)self->job, strerror(rc));
+        GF_WARN("%s: no checkpoints: cannot start the hash thread: %s",
+                self->who, strerror(rc));
     }
 }
 
@@ -298,7 +305,7 @@ static bool audio_identity(gf_jobckpt *self, bool wait)
     self->hasher_joined = true;
     if (self->hash_rc) {
         self->audio_failed = true;
-        GF_WARN("job %llu: no checkpoints: %s", (unsigned long long)self->job, self->hash_why);
+        GF_WARN("%s: no checkpoints: %s", self->who, self->hash_why);
         if (self->err_fd >= 0)
             dprintf(self->err_fd, "gpuflock: no checkpoints: %s\n", self->hash_why);
         return false;
@@ -330,8 +337,8 @@ void gf_jobckpt_begin(gf_jobckpt *self, const gf_ckpt_id *id, const char *audio,
 static void refuse(gf_jobckpt *self, const char *why)
 {
     self->n.refused = true;
-    GF_WARN("job %llu: checkpoint not reused: %s; starting at the first window",
-            (unsigned long long)self->job, why);
+    GF_WARN("%s: checkpoint not reused: %s; starting at the first window",
+            self->who, why);
     if (self->err_fd >= 0)
         dprintf(self->err_fd, "gpuflock: checkpoint not reused: %s; starting at the first "
                               "window\n", why);
@@ -387,8 +394,8 @@ const gf_diar_state *gf_jobckpt_resume(gf_jobckpt *self, size_t total_windows)
             gf_devstats_transfer(self->stats, "checkpoint.restore", self->route,
                                  gf_ckpt_bytes(self->restored), copies);
         }
-        GF_INFO("job %llu: resumed from its checkpoint at window %zu of %zu",
-                (unsigned long long)self->job, st->n_windows, total_windows);
+        GF_INFO("%s: resumed from its checkpoint at window %zu of %zu",
+                self->who, st->n_windows, total_windows);
         if (self->err_fd >= 0)
             dprintf(self->err_fd, "gpuflock: resumed from the checkpoint of an earlier attempt "
                                   "at window %zu of %zu\n", st->n_windows, total_windows);
@@ -497,7 +504,7 @@ void gf_jobckpt_end(gf_jobckpt *self, bool keep)
     }
     char why[512];   /* no writer: from here, as far as this thread may */
     if (!keep && gf_ckpt_remove(self->path, why, sizeof why) != 0)
-        GF_WARN("job %llu: checkpoint not removed: %s", (unsigned long long)self->job, why);
+        GF_WARN("%s: checkpoint not removed: %s", self->who, why);
 }
 
 void gf_jobckpt_counts(gf_jobckpt *self, gf_jobckpt_stats *out)
@@ -570,4 +577,31 @@ void gf_jobckpt_program(gf_ckpt_id *id)
                    build[0] ? build : "unknown");
     gf_ckpt_id_set(id, GF_CKPT_LIBRARIES, "%s, %s, %s", sf_version_string(), soxr_version(),
                    openblas_get_config());
+}
+
+void gf_jobckpt_identity(gf_ckpt_id *id, const gf_diar *d, const gf_diar_run_opts *o,
+                         const char *job, const char *math, const char *overlap,
+                         const char *seg_sha, const char *emb_sha)
+{
+    bool wf = gf_diar_weight_free(d);
+    memset(id, 0, sizeof *id);
+    gf_ckpt_id_set(id, GF_CKPT_JOB, "%s", job);
+    gf_jobckpt_program(id);
+    gf_ckpt_id_set(id, GF_CKPT_ROUTE, "%s", gf_diar_identity(d));
+    gf_ckpt_id_set(id, GF_CKPT_MODE, "%s", wf ? "weight-free" : "neural");
+    gf_ckpt_id_set(id, GF_CKPT_MATH, "%s", math);
+    gf_ckpt_id_set(id, GF_CKPT_OVERLAP, "%s", overlap);
+    gf_ckpt_id_set(id, GF_CKPT_BATCH, "%d", gf_diar_batch(d));
+    gf_ckpt_id_set(id, GF_CKPT_LOGITS, "%s", o->save_dir && !wf ? "kept" : "not kept");
+    gf_ckpt_id_set(id, GF_CKPT_THRESHOLD, "%.17g", wf ? GF_DIAR_WF_THRESHOLD : o->cluster.threshold);
+    gf_ckpt_id_set(id, GF_CKPT_EXCLUDE_OVERLAP, "%s", wf || o->exclude_overlap ? "on" : "off");
+    size_t step = 0;
+    gf_diar_step_samples(o->segmentation_step, &step);   /* the run refuses a bad one */
+    gf_ckpt_id_set(id, GF_CKPT_STEP, "%.17g", (double)step / GF_AUDIO_RATE);
+    gf_ckpt_id_set(id, GF_CKPT_NUM_SPEAKERS, "%d", o->cluster.num_speakers);
+    gf_ckpt_id_set(id, GF_CKPT_MIN_SPEAKERS, "%d", o->cluster.min_speakers);
+    gf_ckpt_id_set(id, GF_CKPT_MAX_SPEAKERS, "%d", o->cluster.max_speakers);
+    gf_ckpt_id_set(id, GF_CKPT_SEG_MODEL, "%s", seg_sha);
+    gf_ckpt_id_set(id, GF_CKPT_EMB_MODEL, "%s", emb_sha);
+    gf_ckpt_id_set(id, GF_CKPT_VAD_MODEL, "%s", gf_diar_vad_sha256(d));
 }

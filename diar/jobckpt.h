@@ -1,6 +1,9 @@
-/* jobckpt.h — a diarize job's checkpoints, as its worker takes them.
+/* jobckpt.h — a diarize run's checkpoints: a worker's diarize job
+ * (worker/diarjob.c), or a call of the library with a checkpoint file
+ * (api/diarize.c: `gpuflock diarize --local --checkpoint-dir`, a Slurm
+ * task of `diarize --slurm`).
  *
- * worker/diarjob.c makes one per job and puts it behind the pipeline's two
+ * The caller makes one per run and puts it behind the pipeline's two
  * hooks (gf_diar_run_opts.resume and .boundary, pipeline.h):
  *   - resume: the checkpoint an earlier attempt of the job left in the spool
  *     (<spool_dir>/<id>.ckpt, diar/ckpt.h) is read, checked and its
@@ -48,6 +51,7 @@
 typedef struct {
     const char *path;      /* the checkpoint file, <spool_dir>/<id>.ckpt (copied) */
     uint64_t job;          /* job id, for the log */
+    const char *who;       /* how the log names it (copied); NULL: "job <job>" */
     uid_t uid;             /* owner of the file: the job's user */
     gid_t gid;
     int every_s;           /* worker.checkpoint_s: seconds between checkpoints; 0: only
@@ -108,6 +112,18 @@ void gf_jobckpt_counts(gf_jobckpt *self, gf_jobckpt_stats *out);
 /* Stops the threads (keeping the file when gf_jobckpt_end was not called),
  * frees. Safe with NULL and twice. */
 void gf_jobckpt_destroy(gf_jobckpt **self_p);
+
+/* The identity of a run of pipeline d with o (ckpt.h's fields but the
+ * audio's, which gf_jobckpt_begin's hash thread fills in): job names the run
+ * (a job id; a local run's output file), math and overlap as the card runs
+ * them ("fp32" or "tf32"; "on", "off", or "-" off a card), the two network
+ * files' digests ("-" weight-free). The logits are kept when o->save_dir is
+ * set in neural mode. The CPU networks' results do not depend on the thread
+ * count (tests/unit/test_segmentation.c), and the PLDA only enters the
+ * clustering, which a resumed run does again: neither is in it. */
+void gf_jobckpt_identity(gf_ckpt_id *id, const gf_diar *d, const gf_diar_run_opts *o,
+                         const char *job, const char *math, const char *overlap,
+                         const char *seg_sha, const char *emb_sha);
 
 /* The program and libraries fields of an identity for this process:
  * "gpuflock 0.1.0 build <GNU build id>" and the decoder's, resampler's and

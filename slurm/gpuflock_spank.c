@@ -55,6 +55,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 SPANK_PLUGIN(gpuflock, 1);
@@ -234,6 +235,16 @@ static void on_busy(const gf_lock *lock, void *arg)
         plug.wait_ms / 1000.0);
 }
 
+/* A process of root's: slurmstepd runs as root, and anyone may name a
+ * process of theirs "slurmstepd: [12.0]". */
+static bool run_by_root(pid_t pid)
+{
+    char dir[64];
+    struct stat st;
+    snprintf(dir, sizeof dir, "/proc/%d", (int)pid);
+    return stat(dir, &st) == 0 && st.st_uid == 0;
+}
+
 /* Is every holder of 'path' a slurmstepd of this job (the card is ours)? */
 static bool held_by_this_job(const char *path)
 {
@@ -241,7 +252,7 @@ static bool held_by_this_job(const char *path)
     size_t n = 0;
     bool ours = gf_lock_holders(path, &h, &n) == 0 && n > 0;
     for (size_t i = 0; ours && i < n; i++)
-        ours = h[i].slurm_job == plug.job_id && h[i].slurm_job != 0;
+        ours = h[i].slurm_job == plug.job_id && h[i].slurm_job != 0 && run_by_root(h[i].pid);
     gf_lock_holders_free(&h, n);
     return ours;
 }

@@ -1,6 +1,7 @@
 #!/bin/bash
 # gpuflock locks: one row per card; a flock(1) holder shown with its pid as
-# someone else's flock, a gpuflock exec holder as gpuflock; --json too.
+# someone else's flock, a gpuflock exec holder as gpuflock, a Slurm step's
+# slurmstepd by its job and step; --json too.
 . tests/integration/lib/locktest.sh
 
 out=$("$GF" locks --config "$CFG") || fail "locks failed"
@@ -50,6 +51,25 @@ w = c[0]["waiters"]
 assert [(x["pid"], x["mode"]) for x in w] == [('"$w"', "exclusive")], w
 assert c[1]["waiters"] == []' || fail "JSON waiters wrong"
 kill_tree "$w"
+
+# A Slurm step's slurmstepd (the SPANK plugin holds its cards there) is named
+# by the job and step of its title: here a copy of flock(1) under that name
+# and title stands for one (tests/integration/slurm_spank.sh has the real one).
+kill_tree "$f"   # card 1 free again
+cp "$(command -v flock)" "$T/slurmstepd"
+bg bash -c 'exec -a "slurmstepd: [4242.7]" "$0" "$1" sleep 600' "$T/slurmstepd" "$L1"
+s=$BGPID
+wait_holder "$L1" "$s"
+"$GF" locks --config "$CFG" | grep -q "pid $s exclusive slurm: job 4242 step 7 (slurmstepd: \[4242.7\]" ||
+    fail "the Slurm step is not named: $("$GF" locks --config "$CFG")"
+"$GF" locks --json --config "$CFG" | /usr/bin/python3 -c '
+import json, sys
+h = {c["index"]: c for c in json.load(sys.stdin)["cards"]}[1]["holders"][0]
+assert h["holder"] == "slurm" and h["slurm"] == {"job": 4242, "step": "7"}, h' || fail "JSON slurm holder wrong"
+expect_status 75 "$GF" exec --config "$CFG" --gpu 1 --timeout 0.2 -- true 2>"$T/err"
+grep -q "held by pid $s (exclusive, Slurm job 4242 step 7: slurmstepd: \[4242.7\]" "$T/err" ||
+    fail "exec does not name the Slurm step: $(cat "$T/err")"
+kill_tree "$s"
 
 expect_status 64 "$GF" locks --config "$CFG" extra 2>/dev/null
 expect_status 78 "$GF" locks --config "$T/missing.yaml" 2>/dev/null

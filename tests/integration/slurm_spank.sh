@@ -7,7 +7,8 @@
 # wait= and then fail with 75; `gpuflock locks` names the Slurm job;
 # --gpuflock=shared, --gpuflock-proof, a bad option value, a card Slurm
 # hands out that the configuration lacks, a lock file that is a symlink, a
-# step cancelled while it waits, bad plugin arguments. First, without the
+# step cancelled while it waits, a batch job's inner step on its card, bad
+# plugin arguments. First, without the
 # plugin, a step ignores a flock(1) holder (what the plugin is for).
 # Skipped (77) where Slurm is not installed or the plugin was not built.
 . tests/integration/lib/locktest.sh
@@ -157,6 +158,14 @@ wait "$srun_pid" 2>/dev/null && fail "a cancelled step exited 0"
 kill_tree "$flock_pid"
 for _ in $(seq 100); do [ -z "$(squeue -h)" ] && break; sleep 0.1; done
 expect_status 0 flock -n "$L0" true
+
+# A batch job holds its card in its batch step; an srun step inside it asking
+# for the same card does not wait for its own job.
+timeout 60 sbatch -W --gres=gpu:1 -o "$T/batch.out" \
+    --wrap 'srun --gres=gpu:1 sh -c "echo inner \$GPUFLOCK_DEVICE"' >/dev/null ||
+    fail "a batch job with an inner step failed: $(cat "$T/batch.out")"
+grep -qx "inner 0" "$T/batch.out" || fail "the inner step did not run: $(cat "$T/batch.out")"
+grep -q "waiting" "$T/batch.out" && fail "the inner step waited for its own job: $(cat "$T/batch.out")"
 
 # Bad plugin arguments (plugstack.conf is read again by each srun and step):
 # srun refuses to run anything.

@@ -318,7 +318,7 @@ int gf_cmd_diarize(int argc, char **argv, gf_cli_ctx *cli)
     int c, li = -1;
     while ((c = getopt_long(argc, argv, ":hr", opts, &li)) != -1) {
         if (li >= 0 && c != O_OUT && c != O_FROM && c != O_OVERWRITE && c != O_SKIP && c != O_GPU &&
-            c != O_ANY && c != O_LOCAL && c != 'r' && c < O_SLURM) {
+            c != O_ANY && c != O_LOCAL && c != 'r' && !(c >= O_SLURM && c <= O_STASK)) {
             pass[n_pass++] = gf_strfmt("--%s", opts[li].name);
             if (opts[li].has_arg == required_argument)
                 pass[n_pass++] = gf_strdup(optarg);

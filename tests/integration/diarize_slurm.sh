@@ -41,7 +41,7 @@ devices:
   - {index: 2, kind: cpu, lock: $T/locks/gpu2.lock}
 YAML
 touch "$T/locks/gpu0.lock" "$T/locks/gpu1.lock" "$T/locks/gpu2.lock"
-OPTS=(--config "$T/gf.yaml" --models "$T/no-models" -r)
+OPTS=(--config "$T/gf.yaml" --models "$T/no-models" -r --max-speakers 4 --clustering-threshold 0.55)
 
 # The reference: --local.
 "$G" diarize --local "${OPTS[@]}" --out "$T/ref" "$T/in" >/dev/null 2>"$T/ref.err" ||
@@ -84,6 +84,11 @@ grep -q "$T/in/sub/e.wav -> $T/sl/sub/e.rttm" "$T/sl.out" || fail "no per-file l
 for f in a b c d sub/e; do
     cmp -s "$T/ref/$f.rttm" "$T/sl/$f.rttm" || fail "$f.rttm differs from --local's"
 done
+args=$(cat "$T"/sl/.gpuflock-slurm/run-*/args)
+for o in --config --models --max-speakers --clustering-threshold --skip-existing; do
+    grep -qx -- "$o" <<<"$args" || fail "the tasks were not given $o: $args"
+done
+grep -qx -- "-r\|--recursive\|--out\|--slurm\|--tasks" <<<"$args" && fail "the tasks were given the call's own options: $args"
 
 # Outputs there: refused as everywhere else (73), before submitting.
 "$G" diarize --slurm "${OPTS[@]}" --out "$T/sl" "$T/in" >/dev/null 2>"$T/again.err"

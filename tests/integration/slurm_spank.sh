@@ -159,6 +159,27 @@ kill_tree "$flock_pid"
 for _ in $(seq 100); do [ -z "$(squeue -h)" ] && break; sleep 0.1; done
 expect_status 0 flock -n "$L0" true
 
+# A step of another user (slurmstepd waits as the job's user): it holds its
+# card as well, and waits for a flock(1) holder the same way.
+if getent passwd nobody >/dev/null; then
+    (cd / && timeout 60 srun --uid=nobody --gres=gpu:1 sleep 600) 2>/dev/null &
+    srun_pid=$!
+    BG_PIDS+=("$srun_pid")
+    wait_step_holds "$L0"
+    expect_status 1 flock -w 0.3 "$L0" true
+    scancel -u nobody
+    wait "$srun_pid" 2>/dev/null
+    for _ in $(seq 100); do flock -n "$L0" true && break; sleep 0.1; done
+    bg flock "$L0" sleep 600
+    flock_pid=$BGPID
+    wait_holder "$L0" "$flock_pid"
+    (cd / && expect_status 75 timeout 30 srun --uid=nobody --gres=gpu:1 true 2>"$T/err")
+    grep -q "is held by pid $flock_pid" "$T/err" || fail "nobody's step: $(cat "$T/err")"
+    kill_tree "$flock_pid"
+else
+    echo "skip: slurm_spank: another user's step: no user nobody"
+fi
+
 # A batch job holds its card in its batch step; an srun step inside it asking
 # for the same card does not wait for its own job.
 timeout 60 sbatch -W --gres=gpu:1 -o "$T/batch.out" \

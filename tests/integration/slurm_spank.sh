@@ -7,8 +7,8 @@
 # wait= and then fail with 75; `gpuflock locks` names the Slurm job;
 # --gpuflock=shared, --gpuflock-proof, a bad option value, a card Slurm
 # hands out that the configuration lacks, a lock file that is a symlink, a
-# step cancelled while it waits, a batch job's inner step on its card, bad
-# plugin arguments. First, without the
+# step cancelled while it waits, a batch job's inner step on its card, a
+# step of another user (nobody), bad plugin arguments. First, without the
 # plugin, a step ignores a flock(1) holder (what the plugin is for).
 # Skipped (77) where Slurm is not installed or the plugin was not built.
 . tests/integration/lib/locktest.sh

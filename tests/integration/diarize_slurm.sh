@@ -72,8 +72,12 @@ else
     : >"$S/plugstack.conf"
     echo "skip: diarize_slurm: the tasks' card locks: $SO was not built"
 fi
-SLURM_EXTRA="PlugStackConfig=$S/plugstack.conf" slurm_start "$S" 3 ||
-    fail "the private Slurm did not start: $(tail -5 "$S"/*.log 2>/dev/null)"
+SLURM_EXTRA="PlugStackConfig=$S/plugstack.conf" slurm_start "$S" 3
+case $? in
+0) ;;
+77) echo "skip: diarize_slurm: no fake gpu devices can be made here (mknod)"; exit 77 ;;
+*) fail "the private Slurm did not start: $(tail -5 "$S"/*.log 2>/dev/null)" ;;
+esac
 
 # One array, two tasks: the same RTTMs as --local.
 timeout 300 "$G" diarize --slurm --tasks 2 "${OPTS[@]}" --out "$T/sl" "$T/in" >"$T/sl.out" 2>"$T/sl.err" ||

@@ -36,8 +36,12 @@ start_with() {
     else
         : >"$S/plugstack.conf"
     fi
-    SLURM_EXTRA="PlugStackConfig=$S/plugstack.conf" slurm_start "$S" 3 ||
-        fail "the private Slurm did not start: $(tail -5 "$S"/*.log 2>/dev/null)"
+    SLURM_EXTRA="PlugStackConfig=$S/plugstack.conf" slurm_start "$S" 3
+    case $? in
+    0) ;;
+    77) echo "skip: slurm_spank: no fake gpu devices can be made here (mknod)"; exit 77 ;;
+    *) fail "the private Slurm did not start: $(tail -5 "$S"/*.log 2>/dev/null)" ;;
+    esac
 }
 
 # wait_step_holds FILE: until a slurmstepd holds FILE (per /proc/locks).

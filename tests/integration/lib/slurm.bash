@@ -12,7 +12,9 @@
 #                              Extra slurm.conf lines may be put in
 #                              SLURM_EXTRA (e.g. PlugStackConfig=...).
 #                              Exports SLURM_CONF; returns non-zero with the
-#                              reason on stderr when the node does not come up.
+#                              reason on stderr when the node does not come up
+#                              (77: no device nodes can be made here, a
+#                              container without CAP_MKNOD: skip).
 #   slurm_stop DIR             stop the two daemons of DIR (munged stays)
 #
 # Scheduling is eager (no batch delay) so the benchmarks see Slurm at its
@@ -55,7 +57,9 @@ slurm_start() {
         : >"$dir/gres.conf"
         for ((i = 0; i < gpus; i++)); do
             rm -f "$dir/dev/gpu$i"
-            mknod "$dir/dev/gpu$i" c 1 3 || return 1   # a /dev/null: Slurm wants a device
+            # a /dev/null: Slurm wants a device node behind each File=
+            mknod "$dir/dev/gpu$i" c 1 3 2>/dev/null ||
+                { echo "slurm_start: cannot make fake gpu device nodes here (mknod)" >&2; return 77; }
             echo "NodeName=$host Name=gpu File=$dir/dev/gpu$i" >>"$dir/gres.conf"
         done
     fi

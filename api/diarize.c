@@ -23,7 +23,9 @@
 #include "diar/backend_gpu.h"
 #include "diar/io/audio.h"
 #include "diar/io/rttm.h"
+#include "diar/jobckpt.h"
 #include "diar/kernel_plan.h"
+#include "diar/models.h"
 #include "diar/pipeline.h"
 #include "kernels/blas.h"
 #include "route/plan.h"
@@ -34,6 +36,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* The public numbers are the project's own: a code passes through as it is. */
 _Static_assert((int)GF_DIARIZE_EINVAL == (int)GF_EINVAL
@@ -79,6 +82,8 @@ struct gf_diarize {
     gf_cluster_opts cluster; /* speaker constraints, the recipe's knobs, clustering threads */
     bool exclude_overlap;    /* embedding_exclude_overlap */
     double step;             /* segmentation_step (0: the recipe's) */
+    char math[8], overlap[8];   /* as a checkpoint's identity says them (diar/jobckpt.h) */
+    char seg_sha[96], emb_sha[96];   /* the network files' digests, "-": weight-free */
     char err[512];           /* the last failed call's message, "" after a success */
 };
 
@@ -93,6 +98,7 @@ struct gf_diarize_result {
     char *uri;               /* the recording's name in the RTTM */
     char *input;             /* the file diarized (absolute or as given); NULL: samples */
     char *models;            /* the handle's models folder, for the JSON's notice */
+    size_t resumed;          /* windows taken from the call's checkpoint */
 };
 
 /* ---- messages ------------------------------------------------------------ */
@@ -311,11 +317,29 @@ int gf_diarize_open(const gf_diarize_opts *opts, gf_diarize **out)
         }
     } else {
         h->diar = gf_diar_new_weight_free(o.batch_size);
+        if (!h->diar) {
+            rc = failed(h, GF_ECONFIG, "the voice activity detector's file unusable");
+            goto fail;
+        }
         /* its clustering pool takes its size from the run (pipeline.c) */
         h->cluster.threads = o.threads;
     }
     if (!weight_free && o.device != GF_DIARIZE_CPU && (rc = open_card(h, &o)) != 0)
         goto fail;
+    bool on_card = h->device != GF_DIARIZE_CPU;
+    snprintf(h->math, sizeof h->math, "%s",
+             on_card && o.math == GF_DIARIZE_MATH_TF32 ? "tf32" : "fp32");
+    snprintf(h->overlap, sizeof h->overlap, "%s",
+             !on_card ? "-" : o.two_streams ? "on" : "off");
+    snprintf(h->seg_sha, sizeof h->seg_sha, "-");
+    snprintf(h->emb_sha, sizeof h->emb_sha, "-");
+    if (!weight_free) {
+        gf_manifest *man = NULL;
+        gf_manifest_load(o.models, &man);   /* loaded already: a bad one failed the open */
+        gf_models_digest(o.models, man, GF_MODELS_SEGMENTATION, h->seg_sha, sizeof h->seg_sha);
+        gf_models_digest(o.models, man, GF_MODELS_EMBEDDING, h->emb_sha, sizeof h->emb_sha);
+        gf_manifest_destroy(&man);
+    }
     h->err[0] = '\0';
     return 0;
 
@@ -419,6 +443,38 @@ static void fill_result(gf_diarize_result *r)
     r->excl = public_turns(r->res.exclusive, r->uri, ns);
 }
 
+/* The pipeline's hooks on a run's checkpoints (diar/jobckpt.h). */
+static const gf_diar_state *ck_resume(void *user, size_t total)
+{
+    return gf_jobckpt_resume(user, total);
+}
+
+static int ck_boundary(void *user, const gf_diar_state *st)
+{
+    gf_jobckpt_boundary(user, st, false);
+    return 0;
+}
+
+/* A call's checkpoints at c->checkpoint, put behind o's hooks. */
+static gf_jobckpt *checkpoints(gf_diarize *h, const gf_diarize_call *c, const char *path,
+                               gf_diar_run_opts *o, gf_devstats *stats)
+{
+    gf_jobckpt_conf cc = { .path = c->checkpoint, .who = path, .uid = getuid(),
+                           .gid = getgid(), .every_s = c->checkpoint_s ? c->checkpoint_s : 30,
+                           .err_fd = -1, .stats = stats };
+    gf_jobckpt *ck = gf_jobckpt_new(&cc);
+    gf_ckpt_id id;
+    gf_jobckpt_identity(&id, h->diar, o, "local", h->math, h->overlap, h->seg_sha, h->emb_sha);
+    bool card = h->device != GF_DIARIZE_CPU;
+    gf_jobckpt_begin(ck, &id, path, gf_diar_batch(h->diar), card ? "host" : "cpu",
+                     card ? "results on the host: no card copy" : "cpu card");
+    o->resume = ck_resume;
+    o->resume_user = ck;
+    o->boundary = ck_boundary;
+    o->boundary_user = ck;
+    return ck;
+}
+
 /* One call: the file at path, or n samples x at rate when file is false. */
 static int run(gf_diarize *h, bool file, const char *path, const float *x, size_t n, int rate,
                const gf_diarize_call *given, gf_diarize_result **out)
@@ -463,11 +519,26 @@ static int run(gf_diarize *h, bool file, const char *path, const float *x, size_
     o.cancel = c.cancel;
     o.cancel_user = c.cancel_user;
 
+    if (c.checkpoint && (!file || !c.checkpoint[0]))
+        return refuse(h, GF_EINVAL, "a checkpoint %s", file ? "file named \"\"" :
+                      "of samples in memory (a file has the identity one needs)");
+    if (c.checkpoint_s < 0 || c.checkpoint_s > 86400)
+        return refuse(h, GF_EINVAL, "checkpoint_s %d: outside 0..86400", c.checkpoint_s);
+
     gf_diarize_result *r = gf_calloc(1, sizeof *r);
     r->stats = gf_devstats_new();
     r->uri = c.uri ? clean_uri(c.uri) : file ? file_uri(path) : gf_strdup(DEFAULT_URI);
+    gf_jobckpt *ck = c.checkpoint ? checkpoints(h, &c, path, &o, r->stats) : NULL;
     rc = file ? gf_diar_run(h->diar, path, &o, r->stats, &r->res)
               : gf_diar_run_samples(h->diar, x, n, rate, r->uri, &o, r->stats, &r->res);
+    if (ck) {   /* kept for the next call when this one did not get through */
+        gf_jobckpt_settle(ck);
+        gf_jobckpt_end(ck, rc != 0);
+        gf_jobckpt_stats cs;
+        gf_jobckpt_counts(ck, &cs);
+        r->resumed = cs.resumed_at;
+        gf_jobckpt_destroy(&ck);
+    }
     if (rc) {
         failed(h, rc, NULL);
         gf_diarize_result_destroy(&r);
@@ -540,6 +611,11 @@ int gf_diarize_result_mode(const gf_diarize_result *r)
     if (!r)
         return GF_EINVAL;
     return r->res.weight_free ? GF_DIARIZE_MODE_WEIGHT_FREE : GF_DIARIZE_MODE_NEURAL;
+}
+
+size_t gf_diarize_result_resumed(const gf_diarize_result *r)
+{
+    return r ? r->resumed : 0;
 }
 
 const char *gf_diarize_result_vad(const gf_diarize_result *r)

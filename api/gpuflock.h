@@ -173,6 +173,14 @@ typedef struct {
                                          gf_diarize_opts; all three 0: the handle's */
     int min_speakers;                 /* (set any, and the three replace the handle's) */
     int max_speakers;                 /* (the bounds as in gf_diarize_opts) */
+    const char *checkpoint;           /* a file (files only, not samples): every
+                                         checkpoint_s seconds the call's progress is saved
+                                         there (written whole: a temporary file, fsync,
+                                         rename), and a call that finds one made by the same
+                                         program, pipeline, settings and audio goes on from
+                                         it; removed when the call succeeds, kept when it
+                                         fails or is cancelled; NULL: none */
+    int checkpoint_s;                 /* seconds between checkpoints, 1..86400; 0: 30 */
     /* Fields are added here, at the end, with 0 as their default. */
 } gf_diarize_call;
 
@@ -262,6 +270,10 @@ int gf_diarize_result_mode(const gf_diarize_result *r);
 
 /* The voice activity detector that made it, as gf_diarize_vad says. */
 const char *gf_diarize_result_vad(const gf_diarize_result *r);
+
+/* Windows taken from the call's checkpoint (gf_diarize_call.checkpoint)
+ * instead of computed; 0: it started at the first. */
+size_t gf_diarize_result_resumed(const gf_diarize_result *r);
 
 /* Wall seconds the call took. */
 double gf_diarize_result_elapsed(const gf_diarize_result *r);

@@ -21,6 +21,7 @@
 #include "common/config.h"
 #include "common/error.h"
 #include "common/log.h"
+#include "common/sha256.h"
 #include "common/util.h"
 #include "diar/pipeline.h"
 #include "diar/io/npy.h"
@@ -33,6 +34,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 int gf_cmd_diarize(int argc, char **argv, gf_cli_ctx *cli);
@@ -47,7 +49,8 @@ static void usage(FILE *out)
             "                        --min-speakers A --max-speakers B] [--out DIR] [--json]\n"
             "                        [--save-intermediates DIR] [-r] [--files-from LIST]\n"
             "                        [--overwrite | --skip-existing] [--exclusive]\n"
-            "                        [--speaker-embeddings] [--local] [--config FILE]\n"
+            "                        [--speaker-embeddings] [--local [--checkpoint-dir DIR]\n"
+            "                        [--checkpoint-s N]] [--config FILE]\n"
             "                        FILE|DIR...\n"
             "       gpuflock diarize --slurm [--partition P] [--tasks N] [--gpus-per-task G]\n"
             "                        [--time T] [--no-wait] --out DIR [OPTIONS] FILE|DIR...\n"
@@ -75,7 +78,7 @@ static void usage(FILE *out)
             "                   and says so\n"
             "  --num-speakers N, --min-speakers A, --max-speakers B: speaker count constraints\n"
             "  --clustering-threshold X, --Fa X, --Fb X, --min-duration-off SEC,\n"
-            "  --[no-]embedding-exclude-overlap, --segmentation-step 0.1: the community-1\n"
+            "  --[no-]embedding-exclude-overlap, --segmentation-step F: the community-1\n"
             "                   knobs under pyannote's names (defaults: the configuration's\n"
             "                   diarize: section, else 0.6, 0.07, 0.8, 0 s, on, 0.1)\n"
             "  --out DIR        where outputs go (default: beside each input); a recording\n"
@@ -97,6 +100,10 @@ static void usage(FILE *out)
             "                   before any work, naming them)\n"
             "  --skip-existing  leave out the recordings whose RTTM is there (a re-run picks\n"
             "                   up where the last one stopped)\n"
+            "  --checkpoint-dir DIR  --local: save each recording's progress in DIR every\n"
+            "                   --checkpoint-s seconds (default 30); the same command run\n"
+            "                   again goes on from where an interrupted one was; removed as\n"
+            "                   each recording is done (the broker's jobs checkpoint anyway)\n"
             "Two recordings whose outputs would be one file are refused before any work.\n"
             "Exit status: 0 ok, 64 usage or an output name shared, 65 a recording failed\n"
             "(bad audio, failed stage), 66 an input missing, 69 no broker running (use\n"
@@ -169,6 +176,37 @@ static int save_speakers(const gf_diarize_result *res, const char *path, bool re
     return rc;
 }
 
+/* --checkpoint-dir: made (0700) when missing; a folder there is taken as it
+ * is (the checkpoints in it are the user's own files, written through a
+ * temporary file that never follows a link). 0, or -1 after saying why. */
+static int make_ckdir(const char *dir)
+{
+    struct stat st;
+    if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
+        fprintf(stderr, "gpuflock diarize: --checkpoint-dir %s: %s\n", dir, strerror(errno));
+        return -1;
+    }
+    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+        fprintf(stderr, "gpuflock diarize: --checkpoint-dir %s: not a folder\n", dir);
+        return -1;
+    }
+    return 0;
+}
+
+/* A recording's checkpoint in dir: named by the SHA-256 of its RTTM's path
+ * made absolute (from the working folder), so that two outputs never share
+ * one and the same command finds it again. */
+static char *ckpt_path(const char *dir, const char *rttm)
+{
+    char cwd[4096] = "";
+    char *abs = rttm[0] == '/' ? gf_strdup(rttm)
+                               : gf_strfmt("%s/%s", getcwd(cwd, sizeof cwd) ? cwd : ".", rttm);
+    char hex[GF_SHA256_HEX_LEN];
+    gf_sha256_hex(abs, strlen(abs), hex);
+    free(abs);
+    return gf_strfmt("%s/%.32s.ckpt", dir, hex);
+}
+
 /* One recording: the pipeline, then its outputs, the JSON first and the
  * RTTM last (an RTTM there marks a finished recording; a JSON is never
  * left without its RTTM). */
@@ -183,9 +221,15 @@ static int diarize_one(gf_diarize *h, const gf_diarout *it, const run_conf *rc_c
     if (ps->tty)
         fprintf(stderr, "\n");
     if (rc) {
-        fprintf(stderr, "gpuflock diarize: %s: failed: %s\n", it->input, gf_diarize_errmsg(h));
+        fprintf(stderr, "gpuflock diarize: %s: failed: %s%s\n", it->input, gf_diarize_errmsg(h),
+                call->checkpoint ? " (a checkpoint written is kept: the same command goes on "
+                                   "from it)"
+                                 : "");
         return exit_for(rc);
     }
+    if (gf_diarize_result_resumed(res))
+        fprintf(stderr, "gpuflock diarize: %s: went on from its checkpoint at window %zu\n",
+                it->input, gf_diarize_result_resumed(res));
     /* what this call made, to take back if the RTTM cannot follow */
     const char *made[3] = { NULL, NULL, NULL };
     if (it->json) {
@@ -270,8 +314,8 @@ static void free_args(char **args, size_t n)
 int gf_cmd_diarize(int argc, char **argv, gf_cli_ctx *cli)
 {
     enum { O_GPU = 1000, O_ANY, O_MODELS, O_NUM, O_MIN, O_MAX, O_OUT, O_JSON, O_SAVE, O_LOCAL,
-           O_CONFIG, O_HELP, O_FROM, O_OVERWRITE, O_SKIP, O_EXCL, O_SPK, O_SLURM, O_PART,
-           O_TASKS, O_GPT, O_TIME, O_NOWAIT, O_STASK };
+           O_CONFIG, O_HELP, O_FROM, O_OVERWRITE, O_SKIP, O_EXCL, O_SPK, O_CKDIR, O_CKS,
+           O_SLURM, O_PART, O_TASKS, O_GPT, O_TIME, O_NOWAIT, O_STASK };
     static const struct option opts[] = {
         { "gpu", required_argument, NULL, O_GPU },
         { "any", no_argument, NULL, O_ANY },
@@ -288,6 +332,8 @@ int gf_cmd_diarize(int argc, char **argv, gf_cli_ctx *cli)
         { "skip-existing", no_argument, NULL, O_SKIP },
         { "exclusive", no_argument, NULL, O_EXCL },
         { "speaker-embeddings", no_argument, NULL, O_SPK },
+        { "checkpoint-dir", required_argument, NULL, O_CKDIR },
+        { "checkpoint-s", required_argument, NULL, O_CKS },
         GF_KNOB_DIARIZE_OPTIONS,
         { "local", no_argument, NULL, O_LOCAL },
         { "slurm", no_argument, NULL, O_SLURM },
@@ -304,6 +350,8 @@ int gf_cmd_diarize(int argc, char **argv, gf_cli_ctx *cli)
     const char *models_arg = NULL, *config_path = NULL;
     gf_diarout_opts oo = { 0 };
     bool local = false, any = false, overwrite = false, skip = false;
+    const char *ckdir = NULL;   /* --checkpoint-dir */
+    int ck_s = 0;               /* --checkpoint-s (0: the library's 30) */
     int gpu = -1;
     gf_diar_run_opts ro = gf_diar_run_defaults();
     gf_knobs knobs = gf_knobs_none();
@@ -318,7 +366,8 @@ int gf_cmd_diarize(int argc, char **argv, gf_cli_ctx *cli)
     int c, li = -1;
     while ((c = getopt_long(argc, argv, ":hr", opts, &li)) != -1) {
         if (li >= 0 && c != O_OUT && c != O_FROM && c != O_OVERWRITE && c != O_SKIP && c != O_GPU &&
-            c != O_ANY && c != O_LOCAL && c != 'r' && !(c >= O_SLURM && c <= O_STASK)) {
+            c != O_ANY && c != O_LOCAL && c != 'r' && c != O_CKDIR &&
+            !(c >= O_SLURM && c <= O_STASK)) {
             pass[n_pass++] = gf_strfmt("--%s", opts[li].name);
             if (opts[li].has_arg == required_argument)
                 pass[n_pass++] = gf_strdup(optarg);
@@ -357,6 +406,15 @@ int gf_cmd_diarize(int argc, char **argv, gf_cli_ctx *cli)
         case O_SKIP: skip = true; break;
         case O_EXCL: oo.exclusive = true; break;
         case O_SPK: oo.speakers = true; break;
+        case O_CKDIR: ckdir = optarg; break;
+        case O_CKS:
+            if (gf_cli_int("diarize", "--checkpoint-s", optarg, 1, &ck_s) || ck_s > 86400) {
+                if (ck_s > 86400)
+                    fprintf(stderr, "gpuflock diarize: --checkpoint-s %s: at most 86400\n",
+                            optarg);
+                goto out_usage;
+            }
+            break;
         case O_LOCAL: local = true; break;
         case O_SLURM: slurm = true; break;
         case O_PART: so.partition = optarg; break;
@@ -401,6 +459,16 @@ int gf_cmd_diarize(int argc, char **argv, gf_cli_ctx *cli)
     if (slurm && (gpu >= 0 || any)) {
         fprintf(stderr, "gpuflock diarize: --slurm: Slurm picks the cards (--gpus-per-task), "
                         "not --gpu or --any\n");
+        goto out_usage;
+    }
+    if ((ckdir || ck_s) && !local && !slurm) {
+        fprintf(stderr, "gpuflock diarize: --checkpoint-dir and --checkpoint-s go with --local "
+                        "(through the broker, its workers checkpoint: worker.checkpoint_s)\n");
+        goto out_usage;
+    }
+    if (ckdir && slurm) {
+        fprintf(stderr, "gpuflock diarize: --slurm: the tasks checkpoint in the run's folder, "
+                        "not --checkpoint-dir\n");
         goto out_usage;
     }
     if (slurm && oo.save_dir) {
@@ -517,16 +585,24 @@ int gf_cmd_diarize(int argc, char **argv, gf_cli_ctx *cli)
     } else if (any) {
         fprintf(stderr, "gpuflock diarize: --any: no usable CUDA card; running on the CPU\n");
     }
+    if (ckdir && make_ckdir(ckdir) != 0) {
+        status = EXIT_CANTCREAT;
+        goto out_free;
+    }
     progress_state ps = { .tty = isatty(STDERR_FILENO) == 1, .n_files = plan.n };
     gf_diarize_call call;
     gf_diarize_call_init(&call, sizeof call);
     call.progress = progress;
     call.progress_user = &ps;
+    call.checkpoint_s = ck_s;
     for (size_t i = 0; i < plan.n; i++) {
         ps.name = plan.items[i].input;
         ps.file_index = i;
         ps.last_plain = 0;
+        char *ck = ckdir ? ckpt_path(ckdir, plan.items[i].rttm) : NULL;
+        call.checkpoint = ck;
         int st = diarize_one(h, &plan.items[i], &conf, &call, &ps);
+        free(ck);
         if (st && !status)
             status = st;
     }

@@ -499,6 +499,7 @@ int gf_diarize_slurm_task(const char *run, const char *task)
         return GF_EXIT_NOINPUT;
     }
     char *prog = gf_beside_self("gpuflock-cli");
+    char *ckdir = gf_strfmt("%s/ckpt", run);
     size_t n_args = 0;
     for (char *p = args; *p; p++)
         n_args += *p == '\n';
@@ -513,7 +514,7 @@ int gf_diarize_slurm_task(const char *run, const char *task)
             break;
         }
         out[strcspn(out, "\n")] = '\0';
-        char **argv = gf_calloc(n_args + 10, sizeof *argv);
+        char **argv = gf_calloc(n_args + 12, sizeof *argv);
         size_t a = 0;
         argv[a++] = prog ? prog : "gpuflock-cli";
         argv[a++] = "diarize";
@@ -526,6 +527,8 @@ int gf_diarize_slurm_task(const char *run, const char *task)
         argv[a++] = out;
         argv[a++] = "--files-from";
         argv[a++] = lp;
+        argv[a++] = "--checkpoint-dir";   /* a requeued task goes on from its recordings' */
+        argv[a++] = ckdir;
         argv[a] = NULL;
         int st = 0;
         if (gf_spawn_run(argv, NULL, &st) != 0)
@@ -546,6 +549,7 @@ int gf_diarize_slurm_task(const char *run, const char *task)
     write_text(sp, text);
     free(sp);
     free(prog);
+    free(ckdir);
     free(args);
     return status;
 }

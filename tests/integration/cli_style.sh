@@ -120,6 +120,13 @@ done
 check_err diarize 64 diarize --no-wait --out "$T/slurm-out" a.wav
 check_err diarize 64 diarize --slurm a.wav
 check_err diarize 64 diarize --slurm --local --out "$T/slurm-out" a.wav
+# the checkpoint options: --local's, a bad number
+for bad in "--local --checkpoint-s 0" "--local --checkpoint-s x" "--local --checkpoint-s 90000" \
+           "--checkpoint-dir $T/ck" "--slurm --checkpoint-dir $T/ck --out $T/slurm-out"; do
+    # shellcheck disable=SC2086
+    check_err diarize 64 diarize $bad a.wav
+done
+[ ! -e "$T/ck" ] || fail "a refused diarize made its --checkpoint-dir"
 [ ! -e "$T/slurm-out" ] || fail "a refused diarize --slurm made its --out"
 # the forms getopt would word by itself
 check_err queue 64 queue -q

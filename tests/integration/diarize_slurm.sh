@@ -6,7 +6,8 @@
 # and each file's completion followed. With the gpuflock SPANK plugin
 # loaded, the tasks wait for their cards, held here by flock(1); one task
 # cancelled by scancel meanwhile leaves its files, which the command names
-# (exit 65); a re-run with --skip-existing completes the set. Bad values of
+# (exit 65); a re-run with --skip-existing completes the set; a task
+# requeued (scontrol requeue) goes on from its checkpoint. Bad values of
 # the Slurm options are refused before anything is submitted.
 # Skipped (77) where Slurm is not installed, or not as root.
 set -uo pipefail
@@ -141,4 +142,32 @@ timeout 60 "$G" diarize --slurm --no-wait --gpus-per-task 0 "${OPTS[@]}" --out "
 [ "$(wc -l <"$T/nw.out")" -eq 1 ] && grep -q '^Slurm job [0-9]*: 5 files in 5 tasks' "$T/nw.out" ||
     fail "--no-wait printed: $(cat "$T/nw.out")"
 for _ in $(seq 300); do [ -z "$(squeue -h)" ] && break; sleep 0.2; done
-echo "diarize --slurm: RTTMs as --local's, a cancelled task named and picked up by --skip-existing"
+
+# A requeued task (scontrol requeue, as after a node failure) goes on from
+# its recording's checkpoint: ten minutes of audio, a checkpoint every
+# second, requeued once the first is on disk; the RTTM is --local's.
+mkdir -p "$T/long"
+sox $(for _ in $(seq 20); do echo "$A/sample.wav"; done) "$T/long/ten.wav" || fail "sox: the long recording"
+"$G" diarize --local "${OPTS[@]}" --out "$T/ref-long" "$T/long" >/dev/null 2>&1 || fail "--local, the long recording"
+timeout 300 "$G" diarize --slurm --tasks 1 --checkpoint-s 1 "${OPTS[@]}" --out "$T/rq" "$T/long" \
+    >"$T/rq.out" 2>"$T/rq.err" &
+rq=$!
+job=""
+for _ in $(seq 200); do
+    job=$(sed -n 's/^Slurm job \([0-9]*\): .*/\1/p' "$T/rq.out" | head -1)
+    [ -n "$job" ] && break
+    sleep 0.1
+done
+[ -n "$job" ] || fail "requeue: no job id printed: $(cat "$T/rq.out" "$T/rq.err")"
+for _ in $(seq 600); do
+    ls "$T"/rq/.gpuflock-slurm/run-*/ckpt/*.ckpt >/dev/null 2>&1 && break
+    sleep 0.05
+done
+ls "$T"/rq/.gpuflock-slurm/run-*/ckpt/*.ckpt >/dev/null 2>&1 || fail "requeue: no checkpoint was written"
+scontrol requeue "${job}_0" || fail "scontrol requeue ${job}_0"
+wait "$rq" || fail "requeue: the command failed ($?): $(cat "$T/rq.out" "$T/rq.err")"
+cmp -s "$T/ref-long/ten.rttm" "$T/rq/ten.rttm" || fail "requeue: ten.rttm differs from --local's"
+grep -q "went on from its checkpoint at window" "$T"/rq/.gpuflock-slurm/run-*/task-0.log ||
+    fail "requeue: the task did not go on from its checkpoint: $(cat "$T"/rq/.gpuflock-slurm/run-*/task-0.log)"
+ls "$T"/rq/.gpuflock-slurm/run-*/ckpt/*.ckpt >/dev/null 2>&1 && fail "requeue: the checkpoint outlived its recording"
+echo "diarize --slurm: RTTMs as --local's, a cancelled task named and picked up by --skip-existing, a requeued task going on from its checkpoint"

@@ -1,21 +1,20 @@
-/* pipeline.c — the diarization pipeline's run loop (pipeline.h): windows
+/* pipeline.c — the diarization pipeline's run loop (pipeline.h; the object
+ * is built by diar/pipeline_new.c, diar/pipeline_impl.h): windows
  * streamed from diar/io/audio in batches, each batch decoded on a second
  * thread while the one before it runs through the two networks of the
  * backend table (diar/backend_cpu by default) or the weight-free mode's
  * stages (diar/weightfree), the per-window results kept and offered at each
  * batch boundary (checkpoints, resume), then diar/cluster/cluster and the
  * result (diar/result). */
-#include "diar/pipeline.h"
+#include "diar/pipeline_impl.h"
 
 #include "common/error.h"
 #include "common/log.h"
 #include "common/par.h"
 #include "common/util.h"
-#include "diar/backend_cpu.h"
 #include "diar/cluster/plda.h"
 #include "diar/io/audio.h"
 #include "diar/io/audio_windows.h"
-#include "diar/models.h"
 #include "diar/powerset.h"
 #include "diar/weightfree.h"
 #include "kernels/fbank/fbank_cpu.h"
@@ -49,263 +48,6 @@ size_t gf_diar_pool_mask(const float *act, int s, bool exclude_overlap, float *m
         full += mask[f] > 0.0f;
     }
     return full;
-}
-
-/* ---- the pipeline ----------------------------------------------------- */
-
-struct gf_diar {
-    bool weight_free;          /* energy VAD + fbank statistics */
-    int batch;                 /* windows per network call */
-    int threads;               /* worker.cpu_threads, for the clustering's host stages
-                                  (<= 0: gf_cluster_run's default) */
-    gf_par *cluster_par;       /* their pool, made at the first clustering and kept */
-    gf_diar_backend backend;   /* the networks (unused in weight-free mode) */
-    bool has_backend;          /* backend holds something to destroy */
-    float *span;               /* span mode (backend.segment_span): the batch as one
-                                  stretch of audio, window b at b * GF_DIAR_STEP */
-    float *pinned;             /* the buffer backend.pin took, or NULL */
-    float *ahead;              /* a second batch buffer of the same kind (span or wave):
-                                  the next batch is decoded into it while this one runs */
-    float *pinned_ahead;       /* it, when backend.pin took it too */
-    size_t *valid_ahead;       /* [batch] its windows' audio samples */
-    gf_plda *plda;             /* NULL in weight-free mode */
-    gf_fbank *fbank;           /* plain (not mean-normalised) fbank, weight-free mode */
-    gf_vad *vad;               /* weight-free mode's trained VAD; NULL: the energy VAD */
-    float *wave;               /* [batch x 160000] */
-    size_t *valid;             /* [batch] audio samples of each window */
-    float *logp;               /* [batch x 589 x 7] */
-    float *feats;              /* [batch x 998 x 80]; one window in weight-free mode */
-    float *masks;              /* [batch x 3 x 589] pooling masks */
-    int *job_window;           /* [batch x 3] window of each pooling job */
-    int *job_slot;             /* [batch x 3] (window, speaker) cell of each job */
-    float *embout;             /* [batch x 3 x 256] pooled embeddings */
-};
-
-static gf_diar *diar_alloc(int batch, bool weight_free)
-{
-    gf_diar *d = gf_calloc(1, sizeof *d);
-    d->batch = batch > 0 ? batch : 32;
-    d->weight_free = weight_free;
-    size_t B = (size_t)d->batch;
-    if (weight_free)   /* with networks, the backend decides (batch_buffer) */
-        d->wave = gf_malloc(B * GF_DIAR_WINDOW * sizeof *d->wave);
-    d->valid = gf_malloc(B * sizeof *d->valid);
-    d->valid_ahead = gf_malloc(B * sizeof *d->valid_ahead);
-    if (weight_free)
-        d->ahead = gf_malloc(B * GF_DIAR_WINDOW * sizeof *d->ahead);
-    /* weight-free mode takes the fbank one window at a time */
-    d->feats = gf_malloc((weight_free ? 1 : B) * GF_DIAR_FBANK_FRAMES * GF_FBANK_BINS
-                         * sizeof *d->feats);
-    if (weight_free) {
-        d->fbank = gf_fbank_new();
-    } else {
-        d->logp = gf_malloc(B * GF_DIAR_FRAMES * GF_DIAR_CLASSES * sizeof *d->logp);
-        d->masks = gf_malloc(B * GF_DIAR_SPEAKERS * GF_DIAR_FRAMES * sizeof *d->masks);
-        d->job_window = gf_malloc(B * GF_DIAR_SPEAKERS * sizeof *d->job_window);
-        d->job_slot = gf_malloc(B * GF_DIAR_SPEAKERS * sizeof *d->job_slot);
-        d->embout = gf_malloc(B * GF_DIAR_SPEAKERS * GF_DIAR_EMB_DIM * sizeof *d->embout);
-    }
-    return d;
-}
-
-/* The backend lets go of the batch buffer, then is destroyed. */
-static void drop_backend(gf_diar *d)
-{
-    if (!d->has_backend)
-        return;
-    if (d->pinned && d->backend.unpin)
-        d->backend.unpin(d->backend.ctx, d->pinned);
-    if (d->pinned_ahead && d->backend.unpin)
-        d->backend.unpin(d->backend.ctx, d->pinned_ahead);
-    d->pinned = d->pinned_ahead = NULL;
-    if (d->backend.destroy)
-        d->backend.destroy(d->backend.ctx);
-    d->has_backend = false;
-}
-
-/* Samples of a span of n windows. */
-static size_t span_samples(int n)
-{
-    return (size_t)(n - 1) * GF_DIAR_STEP + GF_DIAR_WINDOW;
-}
-
-/* Span mode: the backend segments from one span and keeps the windows for
- * its fbank (pipeline.h). */
-static bool span_mode(const gf_diar *d)
-{
-    return d->has_backend && d->backend.segment_span && d->backend.fbank;
-}
-
-/* The batch buffers the backend takes, the one in use and the one ahead:
- * spans in span mode, else B whole windows (the other kind is not kept);
- * page-locked where the backend can. */
-static void batch_buffer(gf_diar *d)
-{
-    assert(!d->pinned && !d->pinned_ahead);   /* the last backend let go (drop_backend) */
-    bool span = span_mode(d);
-    float **keep = span ? &d->span : &d->wave, **drop = span ? &d->wave : &d->span;
-    size_t bytes = span ? span_samples(d->batch) * sizeof(float)
-                        : (size_t)d->batch * GF_DIAR_WINDOW * sizeof(float);
-    free(*drop);
-    *drop = NULL;
-    free(d->ahead);
-    if (!*keep)
-        *keep = gf_malloc(bytes);
-    d->ahead = gf_malloc(bytes);
-    /* Not pinned is only slower: the copies stage through pageable memory. */
-    if (d->backend.pin && d->backend.pin(d->backend.ctx, *keep, bytes) == 0)
-        d->pinned = *keep;
-    if (d->backend.pin && d->backend.pin(d->backend.ctx, d->ahead, bytes) == 0)
-        d->pinned_ahead = d->ahead;
-}
-
-/* The weight-free mode's VAD (pipeline.h, gf_diar_new_weight_free): 0 and
- * *out (NULL: the energy detector, said in the log), or GF_EINVAL. */
-static int load_vad(const char *models_dir, gf_vad **out)
-{
-    *out = NULL;
-    bool named;
-    char *path = gf_diar_vad_file(models_dir, &named);
-    if (!path) {
-        GF_INFO("weight-free mode: the energy voice activity detector, as "
-                "GPUFLOCK_VAD=energy asks");
-        return 0;
-    }
-    int rc = gf_vad_load(path, out);
-    if (rc == GF_ENOENT && !named)
-        GF_WARN("weight-free mode: no trained voice activity detector at %s "
-                "(tools/setup-deps fetches it): the energy detector instead", path);
-    else if (rc == GF_ENOENT)
-        GF_ERROR("GPUFLOCK_VAD=%s: no such file", path);
-    free(path);
-    return rc == GF_ENOENT && !named ? 0 : rc ? GF_EINVAL : 0;
-}
-
-static gf_diar *weight_free_in(const char *models_dir, int batch_size)
-{
-    gf_vad *vad = NULL;
-    if (load_vad(models_dir, &vad))
-        return NULL;
-    GF_INFO("diarize: weight-free mode (%s voice activity, fbank-statistics embeddings, "
-            "spectral clustering of their segments; no PLDA/VBx)",
-            vad ? "Silero VAD v4" : "energy");
-    gf_diar *d = diar_alloc(batch_size, true);
-    d->vad = vad;
-    return d;
-}
-
-gf_diar *gf_diar_new_weight_free(int batch_size)
-{
-    return weight_free_in(NULL, batch_size);
-}
-
-gf_diar *gf_diar_new(const char *models_dir, int batch_size, int threads, bool *weight_free)
-{
-    gf_diar_backend be;
-    int bs = batch_size > 0 ? batch_size : 32;
-    int rc = gf_diar_backend_cpu(models_dir, bs, threads, &be);
-    if (rc == GF_ENOENT) {
-        /* a caller that asks is told and says it in its own voice (once);
-         * one that does not gets the warning here */
-        if (weight_free)
-            *weight_free = true;
-        else
-            GF_WARN("weight-free mode: no model files in %s (%s, %s)", models_dir,
-                    GF_MODELS_SEGMENTATION, GF_MODELS_EMBEDDING);
-        gf_diar *wf = weight_free_in(models_dir, bs);
-        if (wf)
-            wf->threads = threads;
-        return wf;
-    }
-    if (rc != 0)
-        return NULL;
-    char *plda_dir = gf_strfmt("%s/plda", models_dir);
-    gf_plda *plda = NULL;
-    rc = gf_plda_load(plda_dir, &plda);
-    free(plda_dir);
-    if (rc != 0) {
-        GF_ERROR("%s: the network files are there but the PLDA (plda/) is unusable",
-                 models_dir);
-        be.destroy(be.ctx);
-        return NULL;
-    }
-    gf_diar *d = diar_alloc(bs, false);
-    d->threads = threads;
-    d->backend = be;
-    d->has_backend = true;
-    batch_buffer(d);
-    d->plda = plda;
-    if (weight_free)
-        *weight_free = false;
-    return d;
-}
-
-void gf_diar_set_backend(gf_diar *self, gf_diar_backend *backend)
-{
-    assert(!self->weight_free);
-    drop_backend(self);
-    self->backend = *backend;
-    self->has_backend = true;
-    memset(backend, 0, sizeof *backend);
-    batch_buffer(self);
-}
-
-void gf_diar_destroy(gf_diar **self_p)
-{
-    gf_diar *d = self_p ? *self_p : NULL;
-    if (!d)
-        return;
-    drop_backend(d);
-    gf_par_destroy(&d->cluster_par);
-    gf_plda_destroy(&d->plda);
-    gf_fbank_destroy(&d->fbank);
-    gf_vad_destroy(&d->vad);
-    free(d->wave);
-    free(d->span);
-    free(d->ahead);
-    free(d->valid);
-    free(d->valid_ahead);
-    free(d->logp);
-    free(d->feats);
-    free(d->masks);
-    free(d->job_window);
-    free(d->job_slot);
-    free(d->embout);
-    free(d);
-    *self_p = NULL;
-}
-
-bool gf_diar_weight_free(const gf_diar *self)
-{
-    return self->weight_free;
-}
-
-int gf_diar_batch(const gf_diar *self)
-{
-    return self->batch;
-}
-
-const char *gf_diar_vad(const gf_diar *self)
-{
-    return !self->weight_free ? "-" : self->vad ? GF_DIAR_VAD_SILERO : GF_DIAR_VAD_ENERGY;
-}
-
-const char *gf_diar_vad_sha256(const gf_diar *self)
-{
-    return self->vad ? gf_vad_sha256(self->vad) : gf_diar_vad(self);
-}
-
-const char *gf_diar_identity(const gf_diar *self)
-{
-    if (self->weight_free || !self->has_backend || !self->backend.identity)
-        return "cpu";
-    return self->backend.identity;
-}
-
-gf_diar_run_opts gf_diar_run_defaults(void)
-{
-    gf_diar_run_opts o = { .cluster = gf_cluster_defaults(), .exclude_overlap = true };
-    return o;
 }
 
 /* ---- one batch -------------------------------------------------------- */
@@ -440,7 +182,7 @@ static void read_batch(batch_read *r)
             span_start = start;
         } else if (start == span_start + (int64_t)nb * GF_DIAR_STEP) {
             /* the window's last second is new; the rest is its neighbours' */
-            memcpy(r->buf + span_samples(nb + 1) - GF_DIAR_STEP,
+            memcpy(r->buf + gf_diar_span_samples(nb + 1) - GF_DIAR_STEP,
                    win + GF_DIAR_WINDOW - GF_DIAR_STEP, GF_DIAR_STEP * sizeof *win);
         } else {
             GF_ERROR("%s: window at sample %lld is not one step after the previous one",
@@ -537,8 +279,8 @@ static int run_windows(gf_diar *d, gf_audio_windows *it, size_t step, const char
     /* Span mode (the backend's own span buffers) at the default step; at
      * another, whole windows, in buffers of this run's own (the backend's
      * span buffers stay as they are, put back at the end). */
-    bool span = span_mode(d) && step == GF_DIAR_STEP;
-    bool own_wave = span_mode(d) && !span;
+    bool span = gf_diar_span_mode(d) && step == GF_DIAR_STEP;
+    bool own_wave = gf_diar_span_mode(d) && !span;
     float *kept_wave = d->wave, *kept_ahead = d->ahead;
     if (own_wave) {
         d->wave = gf_malloc((size_t)d->batch * GF_DIAR_WINDOW * sizeof *d->wave);

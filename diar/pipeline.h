@@ -16,7 +16,8 @@
  * GPU backend (diar/backend_gpu.h) plugs in the same way.
  *
  * Without model files the pipeline runs in weight-free mode
- * (diar/weightfree.h): energy-based voice activity (one local speaker per
+ * (diar/weightfree.h): voice activity from the trained VAD (diar/wf_vad.h)
+ * or, without its file, from the frame energy (one local speaker per
  * window, active where there is speech), filterbank-statistics embeddings
  * (mean and standard deviation of cepstra of the log-mel fbank over the
  * active frames), spectral clustering of 1 s segments that estimates the

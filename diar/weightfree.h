@@ -1,9 +1,11 @@
 /* weightfree.h — the pipeline's weight-free mode: diarization without model
  * files, for a machine that has none.
  *
- * In place of the segmentation network, energy-based voice activity: one
- * local speaker per window, active where the frame energy stands far enough
- * above a running noise floor. In place of the embedding network, statistics
+ * In place of the segmentation network, voice activity: one local speaker
+ * per window, active where the trained VAD (diar/wf_vad.h: Silero VAD v4,
+ * run once over the recording) says speech, or, without its file, where the
+ * frame energy stands far enough above a running noise floor (the energy
+ * detector, gf_diar_energy_vad). In place of the embedding network, statistics
  * of the fbank: the mean and standard deviation of cepstra of the log-mel
  * frames under speech, gathered per block of GF_DIAR_WF_BLOCK seconds on a
  * global grid while the windows stream. After the stream the blocks are

@@ -53,7 +53,7 @@ static void *remove_checkpoints_thread(void *arg)
 }
 
 /* What a job's runs kept for the next one, removed once it has ended for
- * good: a diarize job's record of its outputs (worker/djouts.h) at once,
+ * good: a diarize job's record of its outputs (common/djouts.h) at once,
  * and its checkpoints. Usually no checkpoint is there (its worker removed
  * them): a look costs two lstat calls. The folder is the job's user's and may hold as many files as
  * the user put there, so it goes on a thread of its own, never on the

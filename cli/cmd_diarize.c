@@ -20,8 +20,8 @@
 #include "api/gpuflock.h"
 #include "common/config.h"
 #include "common/error.h"
+#include "common/djouts.h"
 #include "common/log.h"
-#include "common/sha256.h"
 #include "common/util.h"
 #include "diar/pipeline.h"
 #include "diar/io/npy.h"
@@ -160,7 +160,27 @@ static int exit_for(int rc)
 typedef struct {
     bool overwrite;          /* --overwrite */
     const char *models_dir;  /* for the weight-free notice */
+    const char *ckpt_dir;    /* --checkpoint-dir, or NULL */
 } run_conf;
+
+/* The outputs' writer: one may replace a file only with --overwrite, or
+ * when it is one this recording's earlier, interrupted run wrote (its
+ * record in --checkpoint-dir, common/djouts.h: say a kill came between the
+ * JSON and the RTTM); what it writes is recorded there in turn. */
+typedef struct {
+    bool overwrite;
+    gf_djouts *rec;          /* NULL: no --checkpoint-dir */
+} out_writer;
+
+static bool may_replace(const out_writer *w, const char *path)
+{
+    return w->overwrite || gf_djouts_ours(w->rec, path);
+}
+
+static void wrote(out_writer *w, const char *path)
+{
+    gf_djouts_add(w->rec, path);
+}
 
 /* NAME.speakers.npy: each speaker's centroid, [speakers x dim] float32. */
 static int save_speakers(const gf_diarize_result *res, const char *path, bool replace)
@@ -193,20 +213,6 @@ static int make_ckdir(const char *dir)
     return 0;
 }
 
-/* A recording's checkpoint in dir: named by the SHA-256 of its RTTM's path
- * made absolute (from the working folder), so that two outputs never share
- * one and the same command finds it again. */
-static char *ckpt_path(const char *dir, const char *rttm)
-{
-    char cwd[4096] = "";
-    char *abs = rttm[0] == '/' ? gf_strdup(rttm)
-                               : gf_strfmt("%s/%s", getcwd(cwd, sizeof cwd) ? cwd : ".", rttm);
-    char hex[GF_SHA256_HEX_LEN];
-    gf_sha256_hex(abs, strlen(abs), hex);
-    free(abs);
-    return gf_strfmt("%s/%.32s.ckpt", dir, hex);
-}
-
 /* One recording: the pipeline, then its outputs, the JSON first and the
  * RTTM last (an RTTM there marks a finished recording; a JSON is never
  * left without its RTTM). */
@@ -232,27 +238,41 @@ static int diarize_one(gf_diarize *h, const gf_diarout *it, const run_conf *rc_c
                 it->input, gf_diarize_result_resumed(res));
     /* what this call made, to take back if the RTTM cannot follow */
     const char *made[3] = { NULL, NULL, NULL };
+    out_writer w = { .overwrite = rc_conf->overwrite };
+    char *rec_base = rc_conf->ckpt_dir ? gf_diarout_ckpt_file(rc_conf->ckpt_dir, it->rttm, ".out")
+                                       : NULL;
+    if (rec_base)
+        w.rec = gf_djouts_open(rec_base);
     if (it->json) {
         char *js = gf_diarize_result_json(res);
-        rc = gf_rttm_write_text(it->json, js, rc_conf->overwrite);
+        rc = gf_rttm_write_text(it->json, js, may_replace(&w, it->json));
         gf_diarize_free(js);
         made[0] = rc ? NULL : it->json;
+        if (!rc)
+            wrote(&w, it->json);
     }
     if (!rc && it->exclusive) {
         char *text = gf_diarize_result_exclusive_rttm(res, NULL);
-        rc = gf_rttm_write_text(it->exclusive, text, rc_conf->overwrite);
+        rc = gf_rttm_write_text(it->exclusive, text, may_replace(&w, it->exclusive));
         gf_diarize_free(text);
         made[1] = rc ? NULL : it->exclusive;
+        if (!rc)
+            wrote(&w, it->exclusive);
     }
     if (!rc && it->speakers) {
-        rc = save_speakers(res, it->speakers, rc_conf->overwrite);
+        rc = save_speakers(res, it->speakers, may_replace(&w, it->speakers));
         made[2] = rc ? NULL : it->speakers;
+        if (!rc)
+            wrote(&w, it->speakers);
     }
     if (!rc) {
         char *text = gf_diarize_result_rttm(res, NULL);
-        rc = gf_rttm_write_text(it->rttm, text, rc_conf->overwrite);
+        rc = gf_rttm_write_text(it->rttm, text, may_replace(&w, it->rttm));
         gf_diarize_free(text);
     }
+    /* the recording is done (its RTTM there): the record goes with it */
+    gf_djouts_close(&w.rec, rc == 0);
+    free(rec_base);
     if (rc)
         for (size_t k = 0; k < 3; k++)
             if (made[k])
@@ -502,6 +522,7 @@ int gf_cmd_diarize(int argc, char **argv, gf_cli_ctx *cli)
         goto out_usage;
     }
     oo.existing = overwrite ? GF_DIAROUT_OVERWRITE : skip ? GF_DIAROUT_SKIP : GF_DIAROUT_REFUSE;
+    oo.ckpt_dir = local ? ckdir : NULL;
 
     /* the recordings and their outputs, settled before any work */
     gf_diarout_plan plan;
@@ -537,7 +558,7 @@ int gf_cmd_diarize(int argc, char **argv, gf_cli_ctx *cli)
         goto out_free;
     }
     const char *models_dir = models_arg ? models_arg : cfg->models_dir;
-    run_conf conf = { .overwrite = overwrite, .models_dir = models_dir };
+    run_conf conf = { .overwrite = overwrite, .models_dir = models_dir, .ckpt_dir = ckdir };
     /* the networks on a CUDA card: --gpu N must get card N, --any takes card
      * 0 when there is one and stays on the CPU otherwise */
     gf_diarize_opts dopts;
@@ -599,7 +620,7 @@ int gf_cmd_diarize(int argc, char **argv, gf_cli_ctx *cli)
         ps.name = plan.items[i].input;
         ps.file_index = i;
         ps.last_plain = 0;
-        char *ck = ckdir ? ckpt_path(ckdir, plan.items[i].rttm) : NULL;
+        char *ck = ckdir ? gf_diarout_ckpt_file(ckdir, plan.items[i].rttm, ".ckpt") : NULL;
         call.checkpoint = ck;
         int st = diarize_one(h, &plan.items[i], &conf, &call, &ps);
         free(ck);

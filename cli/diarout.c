@@ -1,7 +1,9 @@
 /* diarout.c — `gpuflock diarize`'s inputs and outputs (see diarout.h). */
 #include "cli/diarout.h"
 
+#include "common/djouts.h"
 #include "common/error.h"
+#include "common/sha256.h"
 #include "common/util.h"
 
 #include <dirent.h>
@@ -482,21 +484,33 @@ int gf_diarout_make(const gf_diarout_opts *o, char *const *args, size_t n_args,
         goto out_free;
     }
 
-    /* outputs already there */
+    /* outputs already there (but those an interrupted run of the same command
+     * wrote and recorded: its own) */
     size_t n_there = 0, kept = 0;
     for (size_t i = 0; i < plan->n; i++) {
         gf_diarout *it = &plan->items[i];
         char *outs[MAX_OUTS];
         size_t n = outputs_of(it, outs);
         bool skip = o->existing == GF_DIAROUT_SKIP && present(it->rttm);
+        gf_djouts *rec = NULL;
+        if (o->ckpt_dir && !skip && o->existing != GF_DIAROUT_OVERWRITE) {
+            char *base = gf_diarout_ckpt_file(o->ckpt_dir, it->rttm, ".out");
+            char *rp = gf_strfmt("%ss", base);
+            if (access(rp, F_OK) == 0)   /* read only where one is: none is made here */
+                rec = gf_djouts_open(base);
+            free(rp);
+            free(base);
+        }
         for (size_t k = 0; k < n; k++) {
-            if (!skip && o->existing != GF_DIAROUT_OVERWRITE && present(outs[k])) {
+            if (!skip && o->existing != GF_DIAROUT_OVERWRITE && present(outs[k])
+                && !gf_djouts_ours(rec, outs[k])) {
                 if (n_there < MAX_NAMED)
                     SAY("%s exists (an output of %s)\n", outs[k], it->input);
                 n_there++;
             }
             free(outs[k]);
         }
+        gf_djouts_close(&rec, false);
         if (skip) {
             plan->n_skipped++;
             free(it->input);
@@ -544,4 +558,15 @@ out_free:
     if (status)
         gf_diarout_free(plan);
     return status;
+}
+
+char *gf_diarout_ckpt_file(const char *dir, const char *rttm, const char *ext)
+{
+    char cwd[4096] = "";
+    char *abs = rttm[0] == '/' ? gf_strdup(rttm)
+                               : gf_strfmt("%s/%s", getcwd(cwd, sizeof cwd) ? cwd : ".", rttm);
+    char hex[GF_SHA256_HEX_LEN];
+    gf_sha256_hex(abs, strlen(abs), hex);
+    free(abs);
+    return gf_strfmt("%s/%.32s%s", dir, hex, ext);
 }

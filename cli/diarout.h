@@ -47,6 +47,9 @@ typedef struct {
     bool recursive;               /* -r: a DIR's subfolders too */
     const char *files_from;       /* --files-from LIST ("-": stdin), or NULL */
     gf_diarout_existing existing; /* see above */
+    const char *ckpt_dir;         /* --checkpoint-dir, or NULL: an output there that the
+                                   * record of an interrupted run of the same command wrote
+                                   * (gf_diarout_record) is its own, not in the way */
 } gf_diarout_opts;
 
 /* One recording to diarize and its outputs (paths as the user gave them,
@@ -78,5 +81,11 @@ int gf_diarout_make(const gf_diarout_opts *o, char *const *args, size_t n_args,
                     gf_diarout_plan *plan);
 
 void gf_diarout_free(gf_diarout_plan *plan);
+
+/* Where --checkpoint-dir keeps a recording's files: dir/<32 hex of the
+ * SHA-256 of its RTTM's path made absolute (from the working folder)> + ext
+ * (".ckpt": its checkpoint; ".out", whose ".outs" is the record of the
+ * outputs a run of it wrote, common/djouts.h). The caller frees. */
+char *gf_diarout_ckpt_file(const char *dir, const char *rttm, const char *ext);
 
 #endif

@@ -32,7 +32,7 @@ int gf_ckdir_remove(const char *path);
 char *gf_ckpt_path(const char *out_path);
 
 /* "<spool>/<id>.outs", the outputs a diarize job has written
- * (worker/djouts.h), beside out_path; NULL without one. The caller frees. */
+ * (common/djouts.h), beside out_path; NULL without one. The caller frees. */
 char *gf_outs_path(const char *out_path);
 
 /* A job that has ended for good: remove what its runs kept for the next

@@ -7,7 +7,7 @@
  * their identity is (which pipeline, models, configuration, route plan and
  * program made the results) and when the file goes. */
 #include "worker/diarjob.h"
-#include "worker/djouts.h"
+#include "common/djouts.h"
 
 #include "common/devstats.h"
 #include "common/ckdir.h"

@@ -4,7 +4,9 @@
 # goes on from its last checkpoint and gives the RTTM (and JSON turns) of a
 # run that was never stopped; the checkpoint goes with the recording done.
 # A checkpoint of other audio, or a damaged one, is not reused (said) and
-# the run starts at the first window; nothing crashes. Weight-free mode (no
+# the run starts at the first window; nothing crashes. An output a run
+# interrupted after it was written is the same command's to replace (its
+# record in DIR); any other file there is still refused. Weight-free mode (no
 # model files): the trained VAD where set-up fetched it.
 set -uo pipefail
 BUILD=${BUILD:-build}
@@ -68,4 +70,24 @@ printf 'XXXX' | dd of="$f" bs=1 seek=2000 conv=notrunc 2>/dev/null
 (run --out "$T/o3" "$T/ten.wav") >"$T/d.log" 2>&1 || fail "after damage: $(cat "$T/d.log")"
 grep -q "checkpoint not reused" "$T/d.log" || fail "the damage not said: $(cat "$T/d.log")"
 cmp -s "$T/ref2/ten.rttm" "$T/o3/ten.rttm" || fail "after damage: RTTM differs"
-echo "ok: --local --checkpoint-dir: killed runs go on from their checkpoints, the same RTTM; other audio and a damaged checkpoint are not reused"
+# killed between its JSON and its RTTM (made here: the JSON there, recorded
+# as this recording's own, no RTTM): the same command replaces its own JSON;
+# a JSON not in the record is still refused (73)
+mkdir -p "$T/o4"
+sox "$A/sample.wav" "$T/s.wav" 2>/dev/null || cp "$A/sample.wav" "$T/s.wav"
+(cd "$T" && "$G" diarize --local --models none --json --out o4 s.wav >/dev/null 2>&1) || fail "o4"
+rm "$T/o4/s.rttm"
+h=$(printf '%s' "$T/o4/s.rttm" | sha256sum | cut -c1-32)
+mkdir -p "$T/ck4"
+echo "$(stat -c '%d %i %s' "$T/o4/s.json") $(stat -c '%.9Y' "$T/o4/s.json" | tr -d .) o4/s.json" \
+    >"$T/ck4/$h.outs"
+(cd "$T" && "$G" diarize --local --models none --json --checkpoint-dir ck4 --out o4 s.wav) \
+    >"$T/e.log" 2>&1 || fail "its own JSON was not replaced: $(cat "$T/e.log")"
+[ -s "$T/o4/s.rttm" ] || fail "no RTTM after replacing its own JSON"
+[ ! -e "$T/ck4/$h.outs" ] || fail "the record outlived its recording"
+rm "$T/o4/s.rttm"
+(cd "$T" && "$G" diarize --local --models none --json --checkpoint-dir ck4 --out o4 s.wav) \
+    >"$T/f.log" 2>&1
+[ $? -eq 73 ] && grep -q "s.json exists" "$T/f.log" || fail "a JSON not recorded was not refused: $(cat "$T/f.log")"
+
+echo "ok: --local --checkpoint-dir: killed runs go on from their checkpoints, the same RTTM; other audio and a damaged checkpoint are not reused; its own outputs of an interrupted run replaced, no other file"

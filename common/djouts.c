@@ -1,5 +1,5 @@
 /* djouts.c — a diarize job's written outputs (see djouts.h). */
-#include "worker/djouts.h"
+#include "common/djouts.h"
 
 #include "common/ckdir.h"
 #include "common/error.h"

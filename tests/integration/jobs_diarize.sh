@@ -54,6 +54,18 @@ grep -q "^stat devstats.fbank.cpu.unavailable: [1-9]" "$T/show" || fail "show: d
 job_field "$jbad" reason | grep -q "bad.wav: unsupported or unrecognised format" || fail "bad file reason: $(job_field "$jbad" reason)"
 gf logs "$ja" | grep -q "a.wav: .* turns" || fail "job stdout: $(gf logs "$ja")"
 
+# segmentation_step through the broker: the worker's windows 0.5 s apart, its
+# turns those of --local at the same step, show's recipe line says it
+gf diarize --out "$T/step" --json --segmentation-step 0.05 "$T/rec/a.wav" >/dev/null 2>"$T/err-step" ||
+    fail "--segmentation-step through the broker: $(cat "$T/err-step")"
+gf diarize --local --out "$T/step-local" --segmentation-step 0.05 "$T/rec/a.wav" >/dev/null 2>&1 ||
+    fail "--segmentation-step --local"
+cmp -s "$T/step/a.rttm" "$T/step-local/a.rttm" || fail "step 0.05: broker and --local RTTMs differ"
+/usr/bin/python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["parameters"]["segmentation"]["step"] == 0.05 and d["windows"] == 41, (d["parameters"], d["windows"])' \
+    "$T/step/a.json" || fail "step 0.05: JSON $(head -c 400 "$T/step/a.json")"
+js=$(sed -n 's|^.*/a.wav: job \([0-9]*\)$|\1|p' "$T/err-step")
+gf show "$js" | grep -q "^recipe: .*segmentation_step 0.05" || fail "show: step: $(gf show "$js")"
+
 # --out, --json, a speaker constraint, intermediates, on card 0 twice: the second job finds the pipeline loaded
 gf diarize --gpu 0 --out "$T/out" --json --num-speakers 2 --min-duration-off 0.25 --save-intermediates "$T/inter" "$T/rec/a.wav" >/dev/null 2>"$T/err2" || fail "--out --json: $(cat "$T/err2")"
 /usr/bin/python3 -c 'import json,sys; p=json.load(open(sys.argv[1]))["parameters"]; assert p["segmentation"]["min_duration_off"] == 0.25 and p["num_speakers"] == 2, p' \

@@ -10,7 +10,15 @@ embeddings (NaN for a silent speaker) as .npy, for `gpuflock cluster`, which
 the caller times: the recipe's clustering is numpy/scipy in pyannote, not
 PyTorch. Prints one JSON line of per-stage wall seconds (the card
 synchronised at each stage's end).
-Usage: torch_pipeline.py MODELS_DIR AUDIO OUT_DIR [BATCH] [fp32|tf32]"""
+
+Written as a careful PyTorch user would: cudnn.benchmark on, the Kaldi
+fbank of a whole batch of windows at once on the card (batched_fbank: the
+same frames, window, pre-emphasis, FFT and mel banks as
+torchaudio.compliance.kaldi.fbank, which takes one waveform at a time;
+--check compares the two), a warm-up batch untimed, and the math mode a
+row of the comparison: fp32, tf32, or bf16 (autocast over the networks).
+Usage: torch_pipeline.py MODELS_DIR AUDIO OUT_DIR [BATCH] [fp32|tf32|bf16] [--check]"""
+import contextlib
 import json
 import os
 import sys
@@ -46,12 +54,57 @@ def load(path):
     return torchaudio.load(path)
 
 
+FRAME, SHIFT, NFFT = 400, 160, 512   # 25 ms, 10 ms, the next power of two
+
+
+def batched_fbank(windows, mel):
+    """The 80-bin Kaldi fbank (no dither, hamming window, pre-emphasis 0.97,
+    DC offset removed, power spectrum, log with float epsilon, snip_edges)
+    of every window of [b, samples] at once, scaled to 16-bit PCM as
+    kaldi.fbank is given it: [b, frames, 80]."""
+    x = windows * 32768.0
+    frames = x.unfold(1, FRAME, SHIFT)                         # [b, T, 400]
+    frames = frames - frames.mean(dim=-1, keepdim=True)
+    prev = torch.cat([frames[..., :1], frames[..., :-1]], dim=-1)
+    frames = frames - 0.97 * prev
+    win = torch.hamming_window(FRAME, periodic=False, alpha=0.54, beta=0.46,
+                               device=x.device, dtype=x.dtype)
+    frames = frames * win
+    spec = torch.fft.rfft(frames, n=NFFT).abs().pow(2.0)       # [b, T, 257]
+    spec = torch.matmul(spec, mel.t())                        # [b, T, 80]
+    return torch.clamp(spec, min=torch.finfo(spec.dtype).eps).log()
+
+
+def mel_banks(dev):
+    m, _ = kaldi.get_mel_banks(80, NFFT, 16000.0, 20.0, 0.0, 100.0, -500.0, 1.0)
+    return torch.nn.functional.pad(m, (0, 1), value=0.0).to(dev)   # [80, 257]
+
+
+def check_fbank(windows, mel):
+    """batched_fbank against kaldi.fbank, window by window: the largest
+    absolute difference of the log-mel values."""
+    got = batched_fbank(windows, mel)
+    worst = 0.0
+    for i in range(windows.shape[0]):
+        ref = kaldi.fbank(windows[i:i + 1] * 32768.0, num_mel_bins=80, frame_length=25,
+                          frame_shift=10, dither=0.0, window_type="hamming",
+                          use_energy=False, sample_frequency=16000)
+        worst = max(worst, (got[i] - ref).abs().max().item())
+    return worst
+
+
 def main(argv):
+    check = "--check" in argv
+    argv = [a for a in argv if a != "--check"]
     models, audio, out = argv[1], argv[2], argv[3]
     B = int(argv[4]) if len(argv) > 4 else 32
-    tf32 = len(argv) > 5 and argv[5] == "tf32"
+    math = argv[5] if len(argv) > 5 else "fp32"
+    if math not in ("fp32", "tf32", "bf16"):
+        raise SystemExit(f"torch_pipeline: math {math!r}: fp32, tf32 or bf16")
+    tf32 = math == "tf32"
     torch.backends.cuda.matmul.allow_tf32 = tf32
     torch.backends.cudnn.allow_tf32 = tf32
+    torch.backends.cudnn.benchmark = True
     os.makedirs(out, exist_ok=True)
     dev = torch.device(os.environ.get("GF_TORCH_DEVICE", "cuda"))   # cpu: a dry run
     seg = gfnets.Segmentation(gfnets.read_safetensors(os.path.join(models, "segmentation.safetensors")))
@@ -60,7 +113,11 @@ def main(argv):
     emb = gfnets.Embedding(gfnets.read_safetensors(os.path.join(models, "embedding.safetensors"))).to(dev)
     R = emb.resnet
     powerset = torch.tensor(POWERSET, dtype=torch.float32, device=dev)
+    mel = mel_banks(dev)
     sec = {}
+    # bf16: the networks under autocast (the fbank and the pooling stay float32)
+    amp = (torch.autocast(device_type=dev.type, dtype=torch.bfloat16) if math == "bf16"
+           else contextlib.nullcontext())
 
     def sync():
         if dev.type == "cuda":
@@ -73,8 +130,9 @@ def main(argv):
     with torch.no_grad():
         # warm-up: one batch through everything, not timed
         w0 = 0.05 * torch.randn(B, WIN, device=dev)
-        seg(w0)
-        R.trunk(torch.randn(B, 998, 80, device=dev))
+        with amp:
+            seg(w0)
+            R.trunk(batched_fbank(w0, mel))
         sync()
 
         t0 = time.perf_counter()
@@ -92,25 +150,26 @@ def main(argv):
         t0 = time.perf_counter()
         act = torch.empty(n, FRAMES, 3, device=dev)
         for i in range(0, n, B):
-            logp = seg(windows[i:i + B])                       # [b, 589, 7]
-            act[i:i + B] = powerset[logp.argmax(-1)]
+            with amp:
+                logp = seg(windows[i:i + B])                   # [b, 589, 7]
+            act[i:i + B] = powerset[logp.float().argmax(-1)]
         stage("segmentation", t0)
 
         t0 = time.perf_counter()
         feats = torch.empty(n, 998, 80, device=dev)
-        for i in range(n):
-            f = kaldi.fbank(windows[i:i + 1] * 32768.0, num_mel_bins=80, frame_length=25,
-                            frame_shift=10, dither=0.0, window_type="hamming",
-                            use_energy=False, sample_frequency=16000)
-            feats[i] = f - f.mean(dim=0, keepdim=True)
+        for i in range(0, n, B):
+            f = batched_fbank(windows[i:i + B], mel)
+            feats[i:i + B] = f - f.mean(dim=1, keepdim=True)
         stage("fbank", t0)
+        fbank_diff = check_fbank(windows[:min(n, 8)], mel) if check else None
 
         t0 = time.perf_counter()
         embs = torch.empty(n, 3, 256, device=dev)
         T = 125
         idx = torch.tensor([(j * FRAMES) // T for j in range(T)], device=dev)
         for i in range(0, n, B):
-            feat = R.trunk(feats[i:i + B])                     # [b, 2560, 125]
+            with amp:
+                feat = R.trunk(feats[i:i + B]).float()         # [b, 2560, 125]
             w = act[i:i + B].transpose(1, 2)[:, :, idx]        # [b, 3, 125]
             e = R.pool_batched(feat, w)
             e[act[i:i + B].sum(1) == 0] = float("nan")    # silent in the whole window
@@ -121,9 +180,12 @@ def main(argv):
     np.save(os.path.join(out, "embeddings.npy"), embs.cpu().numpy().astype(np.float32))
     sec = {k: round(v, 3) for k, v in sec.items()}
     sec["total"] = round(sum(sec.values()), 3)
-    print(json.dumps({"pytorch": torch.__version__, "math": "tf32" if tf32 else "fp32",
-                      "batch": B, "windows": n, "audio_s": round(audio_s, 1),
-                      "seconds": sec}))
+    row = {"pytorch": torch.__version__, "math": math, "batch": B, "windows": n,
+           "audio_s": round(audio_s, 1), "cudnn_benchmark": True, "fbank": "batched",
+           "seconds": sec}
+    if fbank_diff is not None:
+        row["fbank_max_abs_diff_vs_kaldi"] = fbank_diff
+    print(json.dumps(row))
     return 0
 
 

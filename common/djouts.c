@@ -69,11 +69,20 @@ gf_djouts *gf_djouts_open(const char *out_path)
         free(path);
         return NULL;
     }
+    /* only a record of our own says what is ours: in a folder others may
+     * write (a --checkpoint-dir in /tmp), one they made first is not */
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid()) {
+        GF_WARN("%s: not a file of this user's: not read, not written (nothing there counts as "
+                "this run's own output)", path);
+        close(fd);
+        free(path);
+        return NULL;
+    }
     gf_djouts *self = gf_calloc(1, sizeof *self);
     self->path = path;
     self->fd = fd;
-    struct stat st;
-    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 && st.st_size < MAX_RECORD) {
+    if (st.st_size > 0 && st.st_size < MAX_RECORD) {
         char *text = gf_malloc((size_t)st.st_size + 1);
         ssize_t got = pread(fd, text, (size_t)st.st_size, 0);
         text[got > 0 ? got : 0] = '\0';

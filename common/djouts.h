@@ -20,7 +20,10 @@ typedef struct gf_djouts gf_djouts;
 
 /* Open (or make, mode 0600) the record beside the job's spool file
  * out_path and read what earlier attempts wrote. NULL when there is no
- * spool (then nothing is recorded and nothing counts as the job's own). */
+ * spool, or when the record there is not a regular file of this process's
+ * user (a link is not followed; one another user made in a folder they may
+ * write is not trusted): then nothing is recorded and nothing counts as the
+ * job's own. */
 gf_djouts *gf_djouts_open(const char *out_path);
 
 /* Whether path is a file this job wrote (an earlier attempt, or this one),

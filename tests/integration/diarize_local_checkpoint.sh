@@ -66,9 +66,14 @@ for _ in $(seq 400); do ls "$T"/ck/*.ckpt >/dev/null 2>&1 && break; sleep 0.01; 
 kill -KILL "$pid"; wait "$pid" 2>/dev/null
 f=$(ls "$T"/ck/*.ckpt | head -1)
 [ -n "$f" ] || fail "no checkpoint to damage"
-printf 'XXXX' | dd of="$f" bs=1 seek=2000 conv=notrunc 2>/dev/null
+size=$(stat -c %s "$f")
+[ "$size" -gt 4096 ] || fail "a checkpoint of $size bytes: too small to damage inside"
+# four bytes overwritten in the middle of its windows' records, the size kept
+printf 'XXXX' | dd of="$f" bs=1 seek=$((size / 2)) conv=notrunc 2>/dev/null
+[ "$(stat -c %s "$f")" = "$size" ] || fail "the damage changed the size"
 (run --out "$T/o3" "$T/ten.wav") >"$T/d.log" 2>&1 || fail "after damage: $(cat "$T/d.log")"
-grep -q "checkpoint not reused" "$T/d.log" || fail "the damage not said: $(cat "$T/d.log")"
+grep -q "checkpoint not reused: .*damaged" "$T/d.log" || fail "the damage not said: $(cat "$T/d.log")"
+grep -q "went on from" "$T/d.log" && fail "a damaged checkpoint was used"
 cmp -s "$T/ref2/ten.rttm" "$T/o3/ten.rttm" || fail "after damage: RTTM differs"
 # killed between its JSON and its RTTM (made here: the JSON there, recorded
 # as this recording's own, no RTTM): the same command replaces its own JSON;
@@ -89,5 +94,22 @@ rm "$T/o4/s.rttm"
 (cd "$T" && "$G" diarize --local --models none --json --checkpoint-dir ck4 --out o4 s.wav) \
     >"$T/f.log" 2>&1
 [ $? -eq 73 ] && grep -q "s.json exists" "$T/f.log" || fail "a JSON not recorded was not refused: $(cat "$T/f.log")"
+
+# the same record made by another user (a --checkpoint-dir others may write):
+# not trusted, the JSON refused
+if [ "$(id -u)" = 0 ] && command -v useradd >/dev/null; then
+    . tests/integration/lib/users.sh
+    if make_users gfckother; then
+        rm -f "$T/o4/s.rttm"
+        echo "$(stat -c '%d %i %s' "$T/o4/s.json") $(stat -c '%.9Y' "$T/o4/s.json" | tr -d .) o4/s.json" \
+            >"$T/ck4/$h.outs"
+        chown gfckother "$T/ck4/$h.outs"
+        (cd "$T" && "$G" diarize --local --models none --json --checkpoint-dir ck4 --out o4 s.wav) \
+            >"$T/g.log" 2>&1
+        [ $? -eq 73 ] || fail "another user's record was trusted: $(cat "$T/g.log")"
+    else
+        echo "skip: part (another user's record): no useradd here"
+    fi
+fi
 
 echo "ok: --local --checkpoint-dir: killed runs go on from their checkpoints, the same RTTM; other audio and a damaged checkpoint are not reused; its own outputs of an interrupted run replaced, no other file"

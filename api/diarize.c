@@ -249,8 +249,9 @@ static int read_opts(gf_diarize *h, const gf_diarize_opts *given, gf_diarize_opt
                           knobs[i].v, knobs[i].hi);
     size_t step;
     if (gf_diar_step_samples(o->segmentation_step, &step))
-        return refuse(h, GF_EINVAL, "segmentation_step %g: not a whole number of 10 ms of the "
-                      "10 s window (0.001 of it)", o->segmentation_step);
+        return refuse(h, GF_EINVAL, "segmentation_step %g: not in [%g, 1] or not a whole number "
+                      "of 10 ms of the 10 s window (0.001 of it)", o->segmentation_step,
+                      GF_DIAR_STEP_MIN);
     return 0;
 }
 

@@ -140,7 +140,7 @@ typedef struct {
                                        frames (embedding_exclude_overlap false); 0: over
                                        those where it speaks alone, when it has some
                                        (community-1's) */
-    double segmentation_step;       /* windows this fraction of their 10 s apart, (0, 1] in
+    double segmentation_step;       /* windows this fraction of their 10 s apart, [0.01, 1] in
                                        whole 10 ms (0.001); 0: 0.1 (1 s) */
     /* Fields are added here, at the end, with 0 as their default. */
 } gf_diarize_opts;

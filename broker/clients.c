@@ -56,6 +56,11 @@ static int check_diar(const gf_job_spec *sp, char *why, size_t len)
         { "min_duration_off", d->min_duration_off, 3600.0 },
         { "segmentation_step", d->segmentation_step, 1.0 },
     };
+    if (d->segmentation_step > 0 && d->segmentation_step < 0.01) {   /* diar/pipeline.h */
+        snprintf(why, len, "diarize: segmentation_step %g is below 0.01 (0.1 s between windows)",
+                 d->segmentation_step);
+        return GF_EINVAL;
+    }
     for (size_t i = 0; i < sizeof(knobs) / sizeof(knobs[0]); i++)
         if (knobs[i].v < 0 || knobs[i].v > knobs[i].hi) {
             snprintf(why, len, "diarize: %s %g is out of range [0, %g]", knobs[i].name, knobs[i].v,

@@ -53,7 +53,7 @@ int gf_knobs_take(gf_knobs *k, const char *cmd, int c, const char *arg)
         return 1;
     case GF_KNOB_STEP: {
         size_t samples;
-        if (number(cmd, "--segmentation-step", arg, 0.0, false, 1.0, &k->step))
+        if (number(cmd, "--segmentation-step", arg, GF_DIAR_STEP_MIN, true, 1.0, &k->step))
             return -1;
         if (gf_diar_step_samples(k->step, &samples)) {
             fprintf(stderr, "gpuflock %s: --segmentation-step %s: must be a whole number of "

@@ -8,7 +8,7 @@
  *   --embedding-exclude-overlap, --no-embedding-exclude-overlap
  *                              embedding_exclude_overlap (true; diarize only)
  *   --segmentation-step F      segmentation_step (windows F of the 10 s window
- *                              apart, (0, 1] in whole 10 ms: 0.1, 1 s)
+ *                              apart, [0.01, 1] in whole 10 ms: 0.1, 1 s)
  */
 #ifndef GF_DIARKNOBS_H
 #define GF_DIARKNOBS_H

@@ -510,16 +510,16 @@ static int parse_segmentation(parse_ctx *ctx, yaml_node_t *node, const char *key
     return read_mapping(ctx, node, key, segmentation_fields, ctx->cfg);
 }
 
-/* segmentation_step: windows this fraction of their 10 s apart, (0, 1] in
+/* segmentation_step: windows this fraction of their 10 s apart, [0.01, 1] in
  * whole 10 ms (0.001 of the window; diar/pipeline.h, gf_diar_step_samples) */
 static int parse_seg_step(parse_ctx *ctx, yaml_node_t *node, const char *key)
 {
     static const field f = { "segmentation_step", F_POSREAL, 0, 0, 1000000, NULL };
     double v = 0.0;
     int rc = read_real(ctx, node, key, &f, &v);
-    if (rc == 0 && (v > 1.0 || fabs(v * 1000.0 - floor(v * 1000.0 + 0.5)) > 1e-6 || v < 0.001))
-        return fail(ctx, node, key, "%g: a fraction of the 10 s window in (0, 1] that is a whole "
-                    "number of 10 ms (0.001 of it)", v);
+    if (rc == 0 && (v > 1.0 || fabs(v * 1000.0 - floor(v * 1000.0 + 0.5)) > 1e-6 || v < 0.01))
+        return fail(ctx, node, key, "%g: a fraction of the 10 s window in [0.01, 1] that is a "
+                    "whole number of 10 ms (0.001 of it)", v);
     if (rc == 0)
         ctx->cfg->diar_segmentation_step = v;
     return rc;

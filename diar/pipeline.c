@@ -257,7 +257,7 @@ int gf_diar_step_samples(double fraction, size_t *samples)
 {
     if (fraction == 0.0)
         fraction = GF_DIAR_STEP_DEFAULT;
-    if (!(fraction > 0.0 && fraction <= 1.0))
+    if (!(fraction >= GF_DIAR_STEP_MIN - 1e-12 && fraction <= 1.0))
         return GF_EINVAL;
     double x = fraction * GF_DIAR_WINDOW / GF_DIAR_STEP_QUANTUM;
     double r = floor(x + 0.5);
@@ -487,6 +487,16 @@ out_free:
     return rc;
 }
 
+/* The run's step in samples, or -1 after saying why o's is refused. */
+static int run_step(const gf_diar_run_opts *o, const char *name, size_t *step)
+{
+    if (gf_diar_step_samples(o->segmentation_step, step) == 0)
+        return 0;
+    GF_ERROR("%s: segmentation_step %g: not a fraction of the 10 s window in [%g, 1] that is a "
+             "whole number of 10 ms", name, o->segmentation_step, GF_DIAR_STEP_MIN);
+    return -1;
+}
+
 int gf_diar_run(gf_diar *d, const char *path, const gf_diar_run_opts *o, gf_devstats *stats,
                 gf_diar_result *res)
 {
@@ -494,11 +504,8 @@ int gf_diar_run(gf_diar *d, const char *path, const gf_diar_run_opts *o, gf_devs
     res->weight_free = d->weight_free;
     uint64_t t_start = gf_now_ns();
     size_t step;
-    if (gf_diar_step_samples(o->segmentation_step, &step)) {
-        GF_ERROR("%s: segmentation_step %g: not a fraction of the 10 s window in (0, 1] that is "
-                 "a whole number of 10 ms", path, o->segmentation_step);
+    if (run_step(o, path, &step))
         return GF_EINVAL;
-    }
     int err = 0;
     gf_audio_windows *it = gf_audio_windows_new(path, GF_DIAR_WINDOW, step, &err);
     if (!it)
@@ -513,11 +520,8 @@ int gf_diar_run_samples(gf_diar *d, const float *x, size_t n, int rate, const ch
     res->weight_free = d->weight_free;
     uint64_t t_start = gf_now_ns();
     size_t step;
-    if (gf_diar_step_samples(o->segmentation_step, &step)) {
-        GF_ERROR("%s: segmentation_step %g: not a fraction of the 10 s window in (0, 1] that is "
-                 "a whole number of 10 ms", name, o->segmentation_step);
+    if (run_step(o, name, &step))
         return GF_EINVAL;
-    }
     int err = 0;
     gf_audio_windows *it = gf_audio_windows_new_samples(x, n, rate, name, GF_DIAR_WINDOW, step,
                                                         &err);

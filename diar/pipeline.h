@@ -42,6 +42,9 @@
 #define GF_DIAR_STEP 16000        /* samples between windows by default (1 s) */
 #define GF_DIAR_STEP_DEFAULT 0.1  /* ... as a fraction of the window (segmentation_step) */
 #define GF_DIAR_STEP_QUANTUM 160  /* a step is a whole number of 10 ms */
+#define GF_DIAR_STEP_MIN 0.01     /* the smallest step (0.1 s): ten times the default's
+                                     windows, results and work; below it one recording
+                                     would cost up to a hundred times that */
 #define GF_DIAR_FRAMES 589        /* segmentation frames per window */
 #define GF_DIAR_SPEAKERS 3        /* local speakers per window */
 #define GF_DIAR_CLASSES 7         /* powerset classes */
@@ -100,7 +103,7 @@ typedef struct {
     gf_cluster_opts cluster;       /* constraints and recipe parameters */
     const char *save_dir;          /* write the intermediates here, or NULL */
     double segmentation_step;      /* windows this fraction of the window apart (pyannote's
-                                    * segmentation_step, (0, 1], a whole number of 10 ms;
+                                    * segmentation_step, [0.01, 1], a whole number of 10 ms;
                                     * 0: GF_DIAR_STEP_DEFAULT, 1 s) */
     bool exclude_overlap;          /* embeddings from the frames where a speaker alone is
                                     * active (pyannote's embedding_exclude_overlap; true
@@ -134,8 +137,8 @@ typedef struct {
 } gf_diar_run_opts;
 
 /* segmentation_step fraction (0: the default) as samples between windows:
- * 0 and *samples, or GF_EINVAL when it is not in (0, 1] or not a whole
- * number of GF_DIAR_STEP_QUANTUM samples. */
+ * 0 and *samples, or GF_EINVAL when it is not in [GF_DIAR_STEP_MIN, 1] or
+ * not a whole number of GF_DIAR_STEP_QUANTUM samples. */
 int gf_diar_step_samples(double fraction, size_t *samples);
 
 /* Defaults: gf_cluster_defaults(), nothing saved, no progress. */

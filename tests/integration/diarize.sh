@@ -209,7 +209,8 @@ cmp "$T/nc/short.rttm" "$T/nk/short.rttm" || fail "the configuration's knobs dif
     || fail "cluster with the configuration's knobs"
 cmp "$T/cc.rttm" "$T/nk/short.rttm" || fail "cluster: the configuration's knobs differ"
 for bad in "--clustering-threshold 0" "--Fa -1" "--Fb x" "--min-duration-off -2" \
-           "--segmentation-step 0.0005" "--segmentation-step 1.5" "--segmentation-step 0.1234"; do
+           "--segmentation-step 0.0005" "--segmentation-step 0.005" "--segmentation-step 1.5" \
+           "--segmentation-step 0.1234"; do
     "$G" diarize --local --models "$T/models" --out "$T/nb" $bad "$T/short.wav" >/dev/null 2>"$T/bad.err"
     rc=$?; [ "$rc" = 64 ] && grep -q "^gpuflock diarize: --" "$T/bad.err" || fail "$bad: rc $rc $(cat "$T/bad.err")"
 done

@@ -446,6 +446,7 @@ static void test_diarize_knobs(void **state)
         { "diarize:\n  segmentation: {min_duration_off: -0.5}\n", "out of range [0, 3600]" },
         { "diarize:\n  segmentation_step: 1.5\n", "1.5 is out of range (0, 1]" },
         { "diarize:\n  segmentation_step: 0.0005\n", "whole number of 10 ms" },
+        { "diarize:\n  segmentation_step: 0.005\n", "in [0.01, 1]" },
         { "diarize:\n  segmentation_step: 0.1234\n", "whole number of 10 ms" },
         { "diarize:\n  segmentation_step: 0\n", "segmentation_step" },
         { "diarize:\n  clustering: {Fc: 1}\n", "unknown key" },

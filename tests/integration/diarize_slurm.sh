@@ -30,6 +30,17 @@ cleanup() {
 }
 trap cleanup EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
+# the Slurm job id a --slurm run in the background prints into $T/NAME.out
+# (20 s at most)
+job_id_in() {
+    local id
+    for _ in $(seq 200); do
+        id=$(sed -n 's/^Slurm job \([0-9]*\): .*/\1/p' "$T/$1.out" | head -1)
+        [ -n "$id" ] && { echo "$id"; return 0; }
+        sleep 0.1
+    done
+    return 1
+}
 
 mkdir -p "$T/in/sub" "$T/no-models" "$T/locks"
 for n in a b c d; do cp "$A/sample.wav" "$T/in/$n.wav"; done
@@ -108,13 +119,7 @@ done
 for _ in $(seq 100); do [ "$(grep -c FLOCK /proc/locks)" -ge 3 ] && break; sleep 0.05; done
 timeout 300 "$G" diarize --slurm --tasks 3 "${OPTS[@]}" --out "$T/cx" "$T/in" >"$T/cx.out" 2>"$T/cx.err" &
 cx=$!
-job=""
-for _ in $(seq 200); do
-    job=$(sed -n 's/^Slurm job \([0-9]*\): .*/\1/p' "$T/cx.out" | head -1)
-    [ -n "$job" ] && break
-    sleep 0.1
-done
-[ -n "$job" ] || fail "no job id printed: $(cat "$T/cx.out" "$T/cx.err")"
+job=$(job_id_in cx) || fail "no job id printed: $(cat "$T/cx.out" "$T/cx.err")"
 sleep 1
 scancel "${job}_1"
 sleep 1
@@ -152,13 +157,7 @@ sox $(for _ in $(seq 20); do echo "$A/sample.wav"; done) "$T/long/ten.wav" || fa
 timeout 300 "$G" diarize --slurm --tasks 1 --checkpoint-s 1 "${OPTS[@]}" --out "$T/rq" "$T/long" \
     >"$T/rq.out" 2>"$T/rq.err" &
 rq=$!
-job=""
-for _ in $(seq 200); do
-    job=$(sed -n 's/^Slurm job \([0-9]*\): .*/\1/p' "$T/rq.out" | head -1)
-    [ -n "$job" ] && break
-    sleep 0.1
-done
-[ -n "$job" ] || fail "requeue: no job id printed: $(cat "$T/rq.out" "$T/rq.err")"
+job=$(job_id_in rq) || fail "requeue: no job id printed: $(cat "$T/rq.out" "$T/rq.err")"
 for _ in $(seq 600); do
     ls "$T"/rq/.gpuflock-slurm/run-*/ckpt/*.ckpt >/dev/null 2>&1 && break
     sleep 0.05

@@ -593,7 +593,7 @@ void gf_jobckpt_identity(gf_ckpt_id *id, const gf_diar *d, const gf_diar_run_opt
     gf_ckpt_id_set(id, GF_CKPT_OVERLAP, "%s", overlap);
     gf_ckpt_id_set(id, GF_CKPT_BATCH, "%d", gf_diar_batch(d));
     gf_ckpt_id_set(id, GF_CKPT_LOGITS, "%s", o->save_dir && !wf ? "kept" : "not kept");
-    gf_ckpt_id_set(id, GF_CKPT_THRESHOLD, "%.17g", wf ? GF_DIAR_WF_THRESHOLD : o->cluster.threshold);
+    gf_ckpt_id_set(id, GF_CKPT_THRESHOLD, "%.17g", wf ? GF_DIAR_WF_SAME : o->cluster.threshold);
     gf_ckpt_id_set(id, GF_CKPT_EXCLUDE_OVERLAP, "%s", wf || o->exclude_overlap ? "on" : "off");
     size_t step = 0;
     gf_diar_step_samples(o->segmentation_step, &step);   /* the run refuses a bad one */

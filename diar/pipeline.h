@@ -55,9 +55,6 @@
 #define GF_DIAR_WF_CEPS 20        /* weight-free: cepstra per fbank frame */
 #define GF_DIAR_WF_DIM (2 * GF_DIAR_WF_CEPS) /* weight-free embedding: means + stds */
 #define GF_DIAR_MIN_CLEAN 2       /* overlap-excluded mask used when it keeps more frames */
-#define GF_DIAR_WF_THRESHOLD 1.0  /* weight-free: the former block AHC cut; cuts nothing now
-                                     (the blocks are clustered spectrally), kept for the
-                                     checkpoint identity (worker/diarjob.c) */
 #define GF_DIAR_WF_SAME 1e-4      /* weight-free: gf_cluster_run's AHC cut on the local
                                      speakers' embeddings, which are the block clusters'
                                      unit centroids: only equal ones merge */

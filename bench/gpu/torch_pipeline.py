@@ -17,7 +17,13 @@ same frames, window, pre-emphasis, FFT and mel banks as
 torchaudio.compliance.kaldi.fbank, which takes one waveform at a time;
 --check compares the two), a warm-up batch untimed, and the math mode a
 row of the comparison: fp32, tf32, or bf16 (autocast over the networks).
-Usage: torch_pipeline.py MODELS_DIR AUDIO OUT_DIR [BATCH] [fp32|tf32|bf16] [--check]"""
+--graphs captures the segmentation and the trunk of a full batch as CUDA
+graphs (a shorter batch padded to it). --loop LIST runs every file LIST
+names one after another, as a pyannote user's loop would (AUDIO is then
+ignored, nothing is written; for bench/diarize/batch) and prints the
+aggregate, with per-file p50 and p99 seconds.
+Usage: torch_pipeline.py MODELS_DIR AUDIO OUT_DIR [BATCH] [fp32|tf32|bf16] [--check]
+       [--graphs] [--loop LIST]"""
 import contextlib
 import json
 import os
@@ -93,47 +99,88 @@ def check_fbank(windows, mel):
     return worst
 
 
-def main(argv):
-    check = "--check" in argv
-    argv = [a for a in argv if a != "--check"]
-    models, audio, out = argv[1], argv[2], argv[3]
-    B = int(argv[4]) if len(argv) > 4 else 32
-    math = argv[5] if len(argv) > 5 else "fp32"
-    if math not in ("fp32", "tf32", "bf16"):
-        raise SystemExit(f"torch_pipeline: math {math!r}: fp32, tf32 or bf16")
-    tf32 = math == "tf32"
-    torch.backends.cuda.matmul.allow_tf32 = tf32
-    torch.backends.cudnn.allow_tf32 = tf32
-    torch.backends.cudnn.benchmark = True
-    os.makedirs(out, exist_ok=True)
-    dev = torch.device(os.environ.get("GF_TORCH_DEVICE", "cuda"))   # cpu: a dry run
-    seg = gfnets.Segmentation(gfnets.read_safetensors(os.path.join(models, "segmentation.safetensors")))
-    seg.t = {k: v.to(dev) for k, v in seg.t.items()}
-    seg.lstm.to(dev)
-    emb = gfnets.Embedding(gfnets.read_safetensors(os.path.join(models, "embedding.safetensors"))).to(dev)
-    R = emb.resnet
-    powerset = torch.tensor(POWERSET, dtype=torch.float32, device=dev)
-    mel = mel_banks(dev)
-    sec = {}
-    # bf16: the networks under autocast (the fbank and the pooling stay float32)
-    amp = (torch.autocast(device_type=dev.type, dtype=torch.bfloat16) if math == "bf16"
-           else contextlib.nullcontext())
+class Nets:
+    """The two networks on the card, at batch B, in one math mode; with
+    graphs, the segmentation and the ResNet trunk of a full batch captured
+    once as CUDA graphs and replayed (a shorter batch is padded to B)."""
 
-    def sync():
-        if dev.type == "cuda":
+    def __init__(self, models, dev, B, math, graphs):
+        self.dev, self.B, self.math = dev, B, math
+        self.seg = gfnets.Segmentation(gfnets.read_safetensors(os.path.join(models, "segmentation.safetensors")))
+        self.seg.t = {k: v.to(dev) for k, v in self.seg.t.items()}
+        self.seg.lstm.to(dev)
+        emb = gfnets.Embedding(gfnets.read_safetensors(os.path.join(models, "embedding.safetensors"))).to(dev)
+        self.R = emb.resnet
+        self.powerset = torch.tensor(POWERSET, dtype=torch.float32, device=dev)
+        self.mel = mel_banks(dev)
+        self.graphs = None
+        with torch.no_grad():
+            w0 = 0.05 * torch.randn(B, WIN, device=dev)   # warm-up, untimed
+            with self.amp():
+                self.seg(w0)
+                self.R.trunk(self.feats(w0))
+            self.sync()
+            if graphs:
+                self.graphs = self.capture(w0)
+
+    def amp(self):
+        # bf16: the networks under autocast (the fbank and the pooling stay float32)
+        return (torch.autocast(device_type=self.dev.type, dtype=torch.bfloat16)
+                if self.math == "bf16" else contextlib.nullcontext())
+
+    def sync(self):
+        if self.dev.type == "cuda":
             torch.cuda.synchronize()
 
-    def stage(name, t0):
-        sync()
-        sec[name] = sec.get(name, 0.0) + time.perf_counter() - t0
+    def feats(self, windows):
+        f = batched_fbank(windows, self.mel)
+        return f - f.mean(dim=1, keepdim=True)
 
-    with torch.no_grad():
-        # warm-up: one batch through everything, not timed
-        w0 = 0.05 * torch.randn(B, WIN, device=dev)
-        with amp:
-            seg(w0)
-            R.trunk(batched_fbank(w0, mel))
-        sync()
+    def capture(self, w0):
+        """Static input buffers and the two captured graphs."""
+        g = {"wave": w0.clone(), "feats": self.feats(w0).clone()}
+        s = torch.cuda.Stream()
+        s.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(s), self.amp():   # warm-up on a side stream, as capture asks
+            for _ in range(2):
+                self.seg(g["wave"])
+                self.R.trunk(g["feats"])
+        torch.cuda.current_stream().wait_stream(s)
+        g["seg_graph"], g["trunk_graph"] = torch.cuda.CUDAGraph(), torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g["seg_graph"]), self.amp():
+            g["logp"] = self.seg(g["wave"])
+        with torch.cuda.graph(g["trunk_graph"]), self.amp():
+            g["trunk"] = self.R.trunk(g["feats"])
+        return g
+
+    def segment(self, windows):
+        b = windows.shape[0]
+        if self.graphs is None:
+            with self.amp():
+                return self.seg(windows)
+        self.graphs["wave"][:b].copy_(windows)
+        self.graphs["wave"][b:].zero_()
+        self.graphs["seg_graph"].replay()
+        return self.graphs["logp"][:b]
+
+    def trunk(self, feats):
+        b = feats.shape[0]
+        if self.graphs is None:
+            with self.amp():
+                return self.R.trunk(feats)
+        self.graphs["feats"][:b].copy_(feats)
+        self.graphs["feats"][b:].zero_()
+        self.graphs["trunk_graph"].replay()
+        return self.graphs["trunk"][:b]
+
+    def run(self, audio, sec, check=False):
+        """One recording: its activity [n, 589, 3], embeddings [n, 3, 256],
+        seconds, and the fbank check when asked; stage seconds added to sec."""
+        B, dev = self.B, self.dev
+
+        def stage(name, t0):
+            self.sync()
+            sec[name] = sec.get(name, 0.0) + time.perf_counter() - t0
 
         t0 = time.perf_counter()
         wave, sr = load(audio)
@@ -150,41 +197,85 @@ def main(argv):
         t0 = time.perf_counter()
         act = torch.empty(n, FRAMES, 3, device=dev)
         for i in range(0, n, B):
-            with amp:
-                logp = seg(windows[i:i + B])                   # [b, 589, 7]
-            act[i:i + B] = powerset[logp.float().argmax(-1)]
+            logp = self.segment(windows[i:i + B])              # [b, 589, 7]
+            act[i:i + B] = self.powerset[logp.float().argmax(-1)]
         stage("segmentation", t0)
 
         t0 = time.perf_counter()
         feats = torch.empty(n, 998, 80, device=dev)
         for i in range(0, n, B):
-            f = batched_fbank(windows[i:i + B], mel)
-            feats[i:i + B] = f - f.mean(dim=1, keepdim=True)
+            feats[i:i + B] = self.feats(windows[i:i + B])
         stage("fbank", t0)
-        fbank_diff = check_fbank(windows[:min(n, 8)], mel) if check else None
+        fbank_diff = check_fbank(windows[:min(n, 8)], self.mel) if check else None
 
         t0 = time.perf_counter()
         embs = torch.empty(n, 3, 256, device=dev)
         T = 125
         idx = torch.tensor([(j * FRAMES) // T for j in range(T)], device=dev)
         for i in range(0, n, B):
-            with amp:
-                feat = R.trunk(feats[i:i + B]).float()         # [b, 2560, 125]
+            feat = self.trunk(feats[i:i + B]).float()          # [b, 2560, 125]
             w = act[i:i + B].transpose(1, 2)[:, :, idx]        # [b, 3, 125]
-            e = R.pool_batched(feat, w)
+            e = self.R.pool_batched(feat, w)
             e[act[i:i + B].sum(1) == 0] = float("nan")    # silent in the whole window
             embs[i:i + B] = e
         stage("embedding", t0)
+        return act, embs, n, audio_s, fbank_diff
 
-    np.save(os.path.join(out, "segmentations.npy"), act.cpu().numpy().astype(np.float32))
-    np.save(os.path.join(out, "embeddings.npy"), embs.cpu().numpy().astype(np.float32))
+
+def main(argv):
+    check = "--check" in argv
+    graphs = "--graphs" in argv
+    loop = None
+    if "--loop" in argv:   # a pyannote user's loop: every file of a list, one after another
+        k = argv.index("--loop")
+        loop = [l.strip() for l in open(argv[k + 1]) if l.strip()]
+        argv = argv[:k] + argv[k + 2:]
+    argv = [a for a in argv if a not in ("--check", "--graphs")]
+    models, audio, out = argv[1], argv[2], argv[3]
+    B = int(argv[4]) if len(argv) > 4 else 32
+    math = argv[5] if len(argv) > 5 else "fp32"
+    if math not in ("fp32", "tf32", "bf16"):
+        raise SystemExit(f"torch_pipeline: math {math!r}: fp32, tf32 or bf16")
+    tf32 = math == "tf32"
+    torch.backends.cuda.matmul.allow_tf32 = tf32
+    torch.backends.cudnn.allow_tf32 = tf32
+    torch.backends.cudnn.benchmark = True
+    os.makedirs(out, exist_ok=True)
+    dev = torch.device(os.environ.get("GF_TORCH_DEVICE", "cuda"))   # cpu: a dry run
+    if graphs and dev.type != "cuda":
+        raise SystemExit("torch_pipeline: --graphs needs a CUDA device")
+    nets = Nets(models, dev, B, math, graphs)
+    row = {"pytorch": torch.__version__, "math": math, "batch": B, "cudnn_benchmark": True,
+           "fbank": "batched", "cuda_graphs": graphs}
+    sec = {}
+    with torch.no_grad():
+        if loop is None:
+            act, embs, n, audio_s, fbank_diff = nets.run(audio, sec, check)
+            np.save(os.path.join(out, "segmentations.npy"), act.cpu().numpy().astype(np.float32))
+            np.save(os.path.join(out, "embeddings.npy"), embs.cpu().numpy().astype(np.float32))
+            row.update({"windows": n, "audio_s": round(audio_s, 1)})
+            if fbank_diff is not None:
+                row["fbank_max_abs_diff_vs_kaldi"] = fbank_diff
+        else:
+            per, audio_s, windows = [], 0.0, 0
+            t_all = time.perf_counter()
+            for path in loop:
+                t0 = time.perf_counter()
+                act, embs, n, a_s, _ = nets.run(path, sec)
+                # what the user's loop hands its clustering: host arrays
+                a, e = act.cpu().numpy(), embs.cpu().numpy()
+                per.append(time.perf_counter() - t0)
+                audio_s, windows = audio_s + a_s, windows + n
+                del a, e
+            wall = time.perf_counter() - t_all
+            per.sort()
+            row.update({"files": len(loop), "windows": windows, "audio_s": round(audio_s, 1),
+                        "wall_s": round(wall, 3), "x_real_time": round(audio_s / wall, 1),
+                        "file_p50_s": round(per[len(per) // 2], 4),
+                        "file_p99_s": round(per[min(len(per) - 1, int(len(per) * 0.99))], 4)})
     sec = {k: round(v, 3) for k, v in sec.items()}
     sec["total"] = round(sum(sec.values()), 3)
-    row = {"pytorch": torch.__version__, "math": math, "batch": B, "windows": n,
-           "audio_s": round(audio_s, 1), "cudnn_benchmark": True, "fbank": "batched",
-           "seconds": sec}
-    if fbank_diff is not None:
-        row["fbank_max_abs_diff_vs_kaldi"] = fbank_diff
+    row["seconds"] = sec
     print(json.dumps(row))
     return 0
 

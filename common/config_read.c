@@ -482,6 +482,7 @@ static const field worker_fields[] = {
     { "cpu_threads", F_INT, CFG(cpu_threads), 0, 4096, NULL },
     { "math",        F_MATH, CFG(tf32), 0, 0, NULL },
     { "overlap",     F_BOOL, CFG(overlap), 0, 0, NULL },
+    { "batch_jobs",  F_BOOL, CFG(batch_jobs), 0, 0, NULL },
     { "cgroups",     F_BOOL, CFG(cgroups), 0, 0, NULL },
     { "checkpoint_s", F_INT, CFG(checkpoint_s), 0, 86400, NULL },
     { NULL, 0, 0, 0, 0, NULL },

@@ -31,6 +31,7 @@
 #include "gpu/device.h"
 #include "route/planner.h"
 
+#include <assert.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,13 +49,13 @@ typedef struct {
     bool seg_span;                /* the last segment call came from a span: its windows are
                                      at gf_segmentation_gpu_input */
     int seg_batch;                /* their number */
-    gf_cu_ptr span;               /* device copy of a span ((max_batch - 1) s + 10 s) */
+    gf_cu_ptr span;               /* device copy of a batch's spans (max_batch windows' bytes) */
     gf_cu_function expand;        /* glue gf_windows_expand: span → windows */
     int max_batch;                /* windows per batch at most */
     bool feats_kept;              /* the last fbank left its features on the card */
     int feats_batch;              /* their windows */
     bool overlap;                 /* start them ahead (worker.overlap) */
-    bool trunk_ahead;             /* segment_span started the fbank and trunk of its windows */
+    bool trunk_ahead;             /* segment_spans started the fbank and trunk of its windows */
     char identity[80];            /* "cuda " and the digest of the routes applied (plan_identity):
                                      gf_diar_backend.identity, for checkpoints */
     int row_batch[GF_DIAR_GPU_ROWS];   /* each row's call size: 0 (any that is no production
@@ -63,6 +64,7 @@ typedef struct {
     size_t n_bounds;              /* boundaries a row holds: the registry's, in its order */
     gf_route *routes;             /* [n_rows][n_bounds]: the routes applied, row by row */
     int active;                   /* the row the networks are on; -1: not known (a failed switch) */
+    bool one_row;                 /* every call runs the capacity's row (gf_diar_backend_gpu_one_row) */
 } gpu_ctx;
 
 /* Any boundary of the three networks, by name (a gf_route_setter). */
@@ -80,7 +82,7 @@ static int set_route(void *ctx, const char *boundary, gf_route_kind kind, const 
 /* The row of a call of B windows; -1 for a size above the capacity. */
 static int row_of(const gpu_ctx *c, int B)
 {
-    int want = gf_route_plan_row(B);
+    int want = gf_route_plan_row(c->one_row && B >= 1 && B <= c->max_batch ? c->max_batch : B);
     for (size_t r = 0; B >= 1 && B <= c->max_batch && r < c->n_rows; r++)
         if (c->row_batch[r] == want)
             return (int)r;
@@ -135,33 +137,51 @@ static int finish_ahead(gpu_ctx *c, gf_devstats *stats)
     return gf_embedding_gpu_pool(c->emb, c->feats_batch, NULL, NULL, 0, NULL, stats);
 }
 
-/* The span goes to the card (a tenth of the windows' bytes) and is expanded
- * there into the segmentation's input, which the fbank then reads too
- * (gpu_fbank with wave NULL); its features stay on the card for embed when
- * feats is NULL. */
-static int gpu_segment_span(void *ctx, const float *span, int B, float *logp,
-                            gf_devstats *stats)
+/* The spans go to the card (a span of consecutive windows is a tenth of
+ * their bytes) and are expanded there, one after the other, into the
+ * segmentation's input, which the fbank then reads too (gpu_fbank with wave
+ * NULL); its features stay on the card for embed when feats is NULL. */
+static int gpu_segment_spans(void *ctx, const gf_diar_span *spans, int n_spans, float *logp,
+                             gf_devstats *stats)
 {
     gpu_ctx *c = ctx;
     c->seg_span = false;
     c->feats_kept = false;
+    int B = 0;
+    size_t samples = 0;
+    for (int i = 0; i < n_spans; i++) {
+        if (spans[i].windows < 1 || spans[i].step < 1 || spans[i].step > GF_DIAR_WINDOW) {
+            GF_ERROR("segmentation (gpu): span %d of %d windows, step %d", i, spans[i].windows,
+                     spans[i].step);
+            return GF_EINVAL;
+        }
+        B += spans[i].windows;
+        samples += (size_t)(spans[i].windows - 1) * (size_t)spans[i].step + GF_DIAR_WINDOW;
+    }
     if (B < 1 || B > c->max_batch) {
         GF_ERROR("segmentation (gpu): batch of %d windows, capacity %d", B, c->max_batch);
         return GF_EINVAL;
     }
+    assert(samples <= (size_t)c->max_batch * GF_DIAR_WINDOW);   /* step <= window */
     GF_TRY(finish_ahead(c, stats));
     GF_TRY(use_row(c, B));
-    size_t samples = (size_t)(B - 1) * GF_DIAR_STEP + GF_DIAR_WINDOW;
-    int step = GF_DIAR_STEP, window = GF_DIAR_WINDOW;
-    gf_cu_ptr out = gf_segmentation_gpu_input(c->seg);
-    void *p[] = { &c->span, &step, &window, &B, &out };
     /* The windows are rewritten only once the other stream is done reading. */
     GF_TRY(gf_gpu_wait_for(c->gpu, c->gpu_e));
-    GF_TRY(gf_gpu_upload(c->gpu, c->span, span, samples * sizeof(float)));
-    GF_TRY(gf_gpu_launch1d(c->gpu, c->expand, (long)B * GF_DIAR_WINDOW, p));
+    gf_cu_ptr input = gf_segmentation_gpu_input(c->seg), at = c->span;
+    int window = GF_DIAR_WINDOW;
+    for (int i = 0, w0 = 0; i < n_spans; i++) {
+        size_t n = (size_t)(spans[i].windows - 1) * (size_t)spans[i].step + GF_DIAR_WINDOW;
+        gf_cu_ptr out = input + (gf_cu_ptr)w0 * GF_DIAR_WINDOW * sizeof(float);
+        int step = spans[i].step, nw = spans[i].windows;
+        void *p[] = { &at, &step, &window, &nw, &out };
+        GF_TRY(gf_gpu_upload(c->gpu, at, spans[i].samples, n * sizeof(float)));
+        GF_TRY(gf_gpu_launch1d(c->gpu, c->expand, (long)nw * GF_DIAR_WINDOW, p));
+        at += (gf_cu_ptr)(n * sizeof(float));
+        w0 += nw;
+    }
     if (c->overlap) {   /* else the fbank and the trunk follow, from gpu_fbank and gpu_embed */
         GF_TRY(gf_gpu_wait_for(c->gpu_e, c->gpu));
-        GF_TRY(gf_fbank_gpu_run_dev(c->fbank, out, B, NULL, stats));
+        GF_TRY(gf_fbank_gpu_run_dev(c->fbank, input, B, NULL, stats));
         GF_TRY(gf_embedding_gpu_trunk(c->emb, gf_fbank_gpu_features(c->fbank), B, stats));
         c->feats_kept = true;
         c->feats_batch = B;
@@ -177,7 +197,7 @@ static int gpu_fbank(void *ctx, const float *wave, int B, float *feats, gf_devst
 {
     gpu_ctx *c = ctx;
     if (!wave && !feats && c->trunk_ahead && B == c->feats_batch)
-        return 0;   /* segment_span started them: features and trunk are on the card */
+        return 0;   /* segment_spans started them: features and trunk are on the card */
     GF_TRY(finish_ahead(c, stats));
     c->feats_kept = false;
     GF_TRY(use_row(c, B));
@@ -266,7 +286,8 @@ static int warm_batch(gpu_ctx *c, int B)
         job_window[j] = j / GF_DIAR_SPEAKERS;
     for (size_t i = 0; i < (size_t)jobs * GF_DIAR_FRAMES; i++)
         masks[i] = 1.0f;
-    int rc = gpu_segment_span(c, span, B, logp, NULL);
+    gf_diar_span one = { .samples = span, .windows = B, .step = GF_DIAR_STEP };
+    int rc = gpu_segment_spans(c, &one, 1, logp, NULL);
     if (rc)
         goto out_free;
     rc = gpu_fbank(c, NULL, B, NULL, NULL);
@@ -449,8 +470,8 @@ int gf_diar_backend_gpu(gf_route_plan *plan, const char *models_dir, int max_bat
         goto fail;
     plan_identity(c, card);
     gf_segmentation_gpu_share_card(c->seg, overlap);   /* the trunk runs beside it */
-    rc = gf_gpu_alloc(c->gpu, ((size_t)(max_batch - 1) * GF_DIAR_STEP + GF_DIAR_WINDOW)
-                                  * sizeof(float), &c->span);
+    /* spans of any step up to whole windows: at most max_batch windows' bytes */
+    rc = gf_gpu_alloc(c->gpu, (size_t)max_batch * GF_DIAR_WINDOW * sizeof(float), &c->span);
     if (rc != 0)
         goto fail;
     rc = gf_gpu_function(c->gpu, "glue", "gf_windows_expand", &c->expand, NULL, NULL);
@@ -460,7 +481,7 @@ int gf_diar_backend_gpu(gf_route_plan *plan, const char *models_dir, int max_bat
     if (rc != 0)
         goto fail;
     *out = (gf_diar_backend){ .name = "cuda", .route = "library", .segment = gpu_segment,
-                              .segment_span = gpu_segment_span,
+                              .segment_spans = gpu_segment_spans,
                               .embed = gpu_embed, .fbank = gpu_fbank, .destroy = gpu_destroy,
                               .pin = gpu_pin, .unpin = gpu_unpin, .ctx = c,
                               .ahc_link = gf_ahc_link_gpu, .ahc_ctx = c->gpu,
@@ -475,4 +496,18 @@ fail:
     free(seg_path);
     free(emb_path);
     return rc;
+}
+
+int gf_diar_backend_gpu_one_row(gf_diar_backend *be)
+{
+    if (!be->name || strcmp(be->name, "cuda") != 0 || !be->ctx)
+        return GF_EINVAL;
+    gpu_ctx *c = be->ctx;
+    c->one_row = true;
+    c->active = -1;   /* the next call switches to it */
+    /* the identity names the rule: another row set gives other numbers */
+    size_t len = strlen(c->identity);
+    if (len + 9 < sizeof c->identity)
+        memcpy(c->identity + len, " one-row", 9);
+    return 0;
 }

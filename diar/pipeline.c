@@ -15,6 +15,7 @@
 #include "diar/cluster/plda.h"
 #include "diar/io/audio.h"
 #include "diar/io/audio_windows.h"
+#include "diar/netbatch.h"
 #include "diar/powerset.h"
 #include "diar/weightfree.h"
 #include "kernels/fbank/fbank_cpu.h"
@@ -57,76 +58,26 @@ static double secs(uint64_t t0)
     return (double)(gf_now_ns() - t0) * 1e-9;
 }
 
-/* Segmentation, fbank and embeddings of nb windows in d->wave into the
- * per-window arrays at window offset w0. */
-static int run_batch_neural(gf_diar *d, bool span, int nb, float *seg, float *emb,
+/* Segmentation, fbank and embeddings of nb windows in d->span (span mode)
+ * or d->wave into the per-window arrays (diar/netbatch.h), or through the
+ * backend's run_batch when it shares its device among pipelines. */
+static int run_batch_neural(gf_diar *d, bool span, int nb, size_t step, float *seg, float *emb,
                             float *logits, bool exclude_overlap, gf_devstats *stats,
                             gf_diar_result *res)
 {
-    uint64_t t0 = gf_now_ns();
-    int rc = span ? d->backend.segment_span(d->backend.ctx, d->span, nb, d->logp, stats)
-                  : d->backend.segment(d->backend.ctx, d->wave, nb, d->logp, stats);
-    if (rc) {
-        GF_ERROR("segmentation (%s) failed on a batch of %d windows", d->backend.name, nb);
-        return rc;
-    }
-    for (int b = 0; b < nb; b++) {
-        const float *lp = d->logp + (size_t)b * GF_DIAR_FRAMES * GF_DIAR_CLASSES;
-        gf_powerset_decode(lp, GF_DIAR_FRAMES, seg + (size_t)b * GF_DIAR_FRAMES * GF_DIAR_SPEAKERS);
-        if (logits)
-            memcpy(logits + (size_t)b * GF_DIAR_FRAMES * GF_DIAR_CLASSES, lp,
-                   GF_DIAR_FRAMES * GF_DIAR_CLASSES * sizeof *lp);
-    }
-    res->t_segmentation += secs(t0);
-
-    t0 = gf_now_ns();
-    if (d->backend.fbank) {   /* on the backend's device, where the features stay */
-        rc = d->backend.fbank(d->backend.ctx, span ? NULL : d->wave, nb, NULL, stats);
-        if (rc) {
-            GF_ERROR("fbank (%s) failed on a batch of %d windows", d->backend.name, nb);
-            return rc;
-        }
-    }
-    for (int b = 0; b < nb && !d->backend.fbank; b++) {
-        size_t nf = 0;
-        rc = gf_fbank_compute(d->wave + (size_t)b * GF_DIAR_WINDOW, GF_DIAR_WINDOW,
-                              d->feats + (size_t)b * GF_DIAR_FBANK_FRAMES * GF_FBANK_BINS, &nf);
-        if (rc)
-            return rc;
-        if (stats)
-            gf_devstats_unavailable(stats, "fbank", "cpu", "cpu card");
-    }
-    res->t_fbank += secs(t0);
-
-    t0 = gf_now_ns();
-    int n_jobs = 0;
-    for (int b = 0; b < nb; b++) {
-        const float *act = seg + (size_t)b * GF_DIAR_FRAMES * GF_DIAR_SPEAKERS;
-        for (int s = 0; s < GF_DIAR_SPEAKERS; s++) {
-            float *e = emb + ((size_t)b * GF_DIAR_SPEAKERS + (size_t)s) * GF_DIAR_EMB_DIM;
-            for (int k = 0; k < GF_DIAR_EMB_DIM; k++)
-                e[k] = NAN;
-            if (gf_diar_pool_mask(act, s, exclude_overlap, d->masks + (size_t)n_jobs * GF_DIAR_FRAMES)
-                == 0)
-                continue;
-            d->job_window[n_jobs] = b;
-            d->job_slot[n_jobs] = b * GF_DIAR_SPEAKERS + s;
-            n_jobs++;
-        }
-    }
-    if (n_jobs > 0 || d->backend.fbank) {   /* a device backend may finish work begun ahead */
-        rc = d->backend.embed(d->backend.ctx, d->backend.fbank ? NULL : d->feats, nb,
-                              d->job_window, d->masks, n_jobs, d->embout, stats);
-        if (rc) {
-            GF_ERROR("embedding (%s) failed on a batch of %d windows", d->backend.name, nb);
-            return rc;
-        }
-        for (int j = 0; j < n_jobs; j++)
-            memcpy(emb + (size_t)d->job_slot[j] * GF_DIAR_EMB_DIM,
-                   d->embout + (size_t)j * GF_DIAR_EMB_DIM, GF_DIAR_EMB_DIM * sizeof(float));
-    }
-    res->t_embedding += secs(t0);
-    return 0;
+    gf_diar_piece p = {
+        .in = { .samples = span ? d->span : d->wave, .windows = nb,
+                .step = span ? (int)step : GF_DIAR_WINDOW },
+        .seg = seg, .emb = emb, .logits = logits, .exclude_overlap = exclude_overlap,
+    };
+    gf_diar_times t = { 0 };
+    int rc = d->backend.run_batch
+                 ? d->backend.run_batch(d->backend.ctx, &p, 1, stats, &t)
+                 : gf_diar_netbatch_run(d->net, &d->backend, &p, 1, stats, &t);
+    res->t_segmentation += t.segmentation;
+    res->t_fbank += t.fbank;
+    res->t_embedding += t.embedding;
+    return rc;
 }
 
 /* ---- decoding ahead --------------------------------------------------- */
@@ -358,7 +309,7 @@ static int run_windows(gf_diar *d, gf_audio_windows *it, size_t step, const char
             rc = gf_diar_wf_batch(d->fbank, d->feats, d->wave, d->valid, nb, n, sb, &wb, stats,
                                   res);
         } else {
-            rc = run_batch_neural(d, span, nb, sb, eb, lb, o->exclude_overlap, stats, res);
+            rc = run_batch_neural(d, span, nb, step, sb, eb, lb, o->exclude_overlap, stats, res);
         }
         t0 = gf_now_ns();   /* decoding the next batch: only the wait for it counts */
         if (ahead)

@@ -7,6 +7,7 @@
 
 #include "common/par.h"
 #include "diar/cluster/plda.h"
+#include "diar/netbatch.h"
 #include "diar/pipeline.h"
 #include "diar/vad.h"
 #include "kernels/fbank/fbank_cpu.h"
@@ -22,7 +23,7 @@ struct gf_diar {
     gf_par *cluster_par;       /* their pool, made at the first clustering and kept */
     gf_diar_backend backend;   /* the networks (unused in weight-free mode) */
     bool has_backend;          /* backend holds something to destroy */
-    float *span;               /* span mode (backend.segment_span): the batch as one
+    float *span;               /* span mode (backend.segment_spans): the batch as one
                                   stretch of audio, window b at b * GF_DIAR_STEP */
     float *pinned;             /* the buffer backend.pin took, or NULL */
     float *ahead;              /* a second batch buffer of the same kind (span or wave):
@@ -34,12 +35,8 @@ struct gf_diar {
     gf_vad *vad;               /* weight-free mode's trained VAD; NULL: the energy VAD */
     float *wave;               /* [batch x 160000] */
     size_t *valid;             /* [batch] audio samples of each window */
-    float *logp;               /* [batch x 589 x 7] */
-    float *feats;              /* [batch x 998 x 80]; one window in weight-free mode */
-    float *masks;              /* [batch x 3 x 589] pooling masks */
-    int *job_window;           /* [batch x 3] window of each pooling job */
-    int *job_slot;             /* [batch x 3] (window, speaker) cell of each job */
-    float *embout;             /* [batch x 3 x 256] pooled embeddings */
+    float *feats;              /* weight-free mode: one window's fbank [998 x 80] */
+    gf_diar_netbatch *net;     /* with networks: the batch's host buffers (diar/netbatch.h) */
 };
 
 /* Samples of a span of n windows. */
@@ -52,7 +49,8 @@ static inline size_t gf_diar_span_samples(int n)
  * its fbank (pipeline.h). */
 static inline bool gf_diar_span_mode(const gf_diar *d)
 {
-    return d->has_backend && d->backend.segment_span && d->backend.fbank;
+    return d->has_backend
+           && (d->backend.run_batch || (d->backend.segment_spans && d->backend.fbank));
 }
 
 #endif

@@ -29,17 +29,11 @@ static gf_diar *diar_alloc(int batch, bool weight_free)
     d->valid_ahead = gf_malloc(B * sizeof *d->valid_ahead);
     if (weight_free)
         d->ahead = gf_malloc(B * GF_DIAR_WINDOW * sizeof *d->ahead);
-    /* weight-free mode takes the fbank one window at a time */
-    d->feats = gf_malloc((weight_free ? 1 : B) * GF_DIAR_FBANK_FRAMES * GF_FBANK_BINS
-                         * sizeof *d->feats);
-    if (weight_free) {
+    if (weight_free) {   /* the fbank one window at a time */
+        d->feats = gf_malloc(GF_DIAR_FBANK_FRAMES * GF_FBANK_BINS * sizeof *d->feats);
         d->fbank = gf_fbank_new();
     } else {
-        d->logp = gf_malloc(B * GF_DIAR_FRAMES * GF_DIAR_CLASSES * sizeof *d->logp);
-        d->masks = gf_malloc(B * GF_DIAR_SPEAKERS * GF_DIAR_FRAMES * sizeof *d->masks);
-        d->job_window = gf_malloc(B * GF_DIAR_SPEAKERS * sizeof *d->job_window);
-        d->job_slot = gf_malloc(B * GF_DIAR_SPEAKERS * sizeof *d->job_slot);
-        d->embout = gf_malloc(B * GF_DIAR_SPEAKERS * GF_DIAR_EMB_DIM * sizeof *d->embout);
+        d->net = gf_diar_netbatch_new(d->batch);
     }
     return d;
 }
@@ -188,12 +182,8 @@ void gf_diar_destroy(gf_diar **self_p)
     free(d->ahead);
     free(d->valid);
     free(d->valid_ahead);
-    free(d->logp);
     free(d->feats);
-    free(d->masks);
-    free(d->job_window);
-    free(d->job_slot);
-    free(d->embout);
+    gf_diar_netbatch_destroy(&d->net);
     free(d);
     *self_p = NULL;
 }

@@ -9,13 +9,24 @@
 #include "common/log.h"
 #include "common/sha256.h"
 #include "common/util.h"
+#include "diar/backend_cpu.h"
 #include "diar/backend_gpu.h"
+#include "diar/batcher.h"
 #include "diar/models.h"
 
+#include <assert.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* A card's shared networks for one models directory (worker.batch_jobs). */
+typedef struct shared {
+    char *models;           /* key: models directory */
+    gf_diar_batcher *batcher;
+    bool on_card;           /* its networks run on the CUDA card */
+    struct shared *next;
+} shared;
 
 typedef struct entry {
     gf_diar_pipe pipe;     /* what a job borrows; first, so a pipe is its entry */
@@ -29,18 +40,23 @@ struct gf_diar_pool {
     pthread_mutex_t mu;    /* guards list */
     entry *list;
     gf_diar_pool_conf conf; /* the settings every pipeline is loaded with */
+    pthread_mutex_t smu;    /* guards shared, held while one is made (seconds: the
+                               jobs that would use it wait for it) */
+    shared *shared;         /* batch_jobs: one batcher per models directory */
 };
 
 gf_diar_pool *gf_diar_pool_new(const gf_config *cfg, gf_route_plan *plan)
 {
     gf_diar_pool *self = gf_calloc(1, sizeof(*self));
     pthread_mutex_init(&self->mu, NULL);
+    pthread_mutex_init(&self->smu, NULL);
     self->conf.models_dir = gf_strdup(cfg->models_dir);
     self->conf.batch = cfg->batch_size > 0 ? cfg->batch_size : 32;
     self->conf.threads = cfg->cpu_threads;
     self->conf.math = cfg->tf32 ? GF_MATH_TF32 : GF_MATH_FP32;
     self->conf.overlap = cfg->overlap;
     self->conf.checkpoint_s = cfg->checkpoint_s;
+    self->conf.batch_jobs = cfg->batch_jobs;
     self->conf.card = *gf_route_plan_card(plan);
     self->conf.plan = plan;
     return self;
@@ -58,7 +74,15 @@ void gf_diar_pool_destroy(gf_diar_pool **self_p)
         free(e->models);
         free(e);
     }
+    while (self->shared) {   /* after the pipelines, their clients */
+        shared *s = self->shared;
+        self->shared = s->next;
+        gf_diar_batcher_destroy(&s->batcher);
+        free(s->models);
+        free(s);
+    }
     pthread_mutex_destroy(&self->mu);
+    pthread_mutex_destroy(&self->smu);
     free(self->conf.models_dir);
     free(self);
     *self_p = NULL;
@@ -70,6 +94,55 @@ const gf_diar_pool_conf *gf_diar_pool_settings(const gf_diar_pool *self)
 }
 
 
+
+/* The card's networks of models loaded for the pool's pipelines: a CUDA
+ * backend (on one row of routes, so that a window's numbers never depend on
+ * its batch) on a CUDA card, else the CPU networks. 0, or a GF_E* after
+ * logging. */
+static int card_backend(gf_diar_pool *self, const char *models, gf_diar_backend *be,
+                        bool *on_card)
+{
+    *on_card = false;
+    if (self->conf.card.kind == GF_DEVICE_CUDA) {
+        if (gf_diar_backend_gpu(self->conf.plan, models, self->conf.batch, self->conf.math,
+                                self->conf.overlap, be) == 0) {
+            int rc = gf_diar_backend_gpu_one_row(be);
+            assert(rc == 0);
+            (void)rc;
+            *on_card = true;
+            return 0;
+        }
+        GF_WARN("card %d: networks stay on the CPU (the CUDA backend could not start)",
+                self->conf.card.index);
+    }
+    return gf_diar_backend_cpu(models, self->conf.batch, self->conf.threads, be);
+}
+
+/* The shared networks for models, made now when there are none yet. */
+static shared *shared_for(gf_diar_pool *self, const char *models)
+{
+    pthread_mutex_lock(&self->smu);
+    shared *s = self->shared;
+    while (s && strcmp(s->models, models) != 0)
+        s = s->next;
+    if (!s) {
+        gf_diar_backend be;
+        bool on_card;
+        if (card_backend(self, models, &be, &on_card) == 0) {
+            s = gf_calloc(1, sizeof *s);
+            s->models = gf_strdup(models);
+            s->batcher = gf_diar_batcher_new(&be, self->conf.batch);
+            s->on_card = on_card;
+            s->next = self->shared;
+            self->shared = s;
+            GF_INFO("card %d: diarize jobs share one copy of the networks of %s (%s), "
+                    "batches of up to %d windows", self->conf.card.index, models,
+                    on_card ? "on the card" : "on the CPU", self->conf.batch);
+        }
+    }
+    pthread_mutex_unlock(&self->smu);
+    return s;
+}
 
 gf_diar_pipe *gf_diar_pool_take(gf_diar_pool *self, const char *models, bool *cached)
 {
@@ -91,7 +164,12 @@ gf_diar_pipe *gf_diar_pool_take(gf_diar_pool *self, const char *models, bool *ca
         return NULL;
     entry *e = gf_calloc(1, sizeof(*e));
     gf_diar_pipe *p = &e->pipe;
-    if (!weight_free && self->conf.card.kind == GF_DEVICE_CUDA) {
+    shared *sh = !weight_free && self->conf.batch_jobs ? shared_for(self, models) : NULL;
+    if (sh) {   /* the job's batches go through the card's batcher */
+        gf_diar_backend client = gf_diar_batcher_client(sh->batcher);
+        gf_diar_set_backend(d, &client);
+        p->on_card = sh->on_card;
+    } else if (!weight_free && self->conf.card.kind == GF_DEVICE_CUDA) {
         gf_diar_backend be;
         if (gf_diar_backend_gpu(self->conf.plan, models, self->conf.batch, self->conf.math,
                                 self->conf.overlap, &be) == 0) {

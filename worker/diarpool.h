@@ -4,6 +4,9 @@
  * takes seconds, so a worker keeps the ones it loaded, keyed by models
  * directory and batch size. One pipeline serves one job at a time; shared
  * jobs running side by side on one card get one each, kept for later.
+ * With worker.batch_jobs (the default) the networks are loaded once per
+ * models directory, behind a batcher (diar/batcher.h) that fills each
+ * network batch from every job's pipeline.
  * Each records the digests of the network files it loaded, which enter
  * the checkpoints' identity (worker/diarjob.c). Thread-safe. */
 #ifndef GF_DIARPOOL_H
@@ -26,6 +29,8 @@ typedef struct {
     gf_math math;          /* worker.math: fp32 or tf32 on a CUDA card */
     bool overlap;          /* worker.overlap */
     int checkpoint_s;      /* worker.checkpoint_s */
+    bool batch_jobs;       /* worker.batch_jobs: the jobs' batches through one batcher per
+                              models directory (diar/batcher.h) */
     gf_card_identity card; /* the worker's card (the plan's): CUDA networks when it is one */
     gf_route_plan *plan;   /* the worker's route plan (borrowed), applied to every GPU backend */
 } gf_diar_pool_conf;

@@ -302,7 +302,8 @@ static void test_each_call_runs_its_row(void **state)
     for (int k = 0; k < 4; k++) {
         logp[k] = malloc((size_t)sizes[k] * per * sizeof(float));
         gf_devstats *st = gf_devstats_new();
-        assert_int_equal(be.segment_span(be.ctx, span, sizes[k], logp[k], st), 0);
+        gf_diar_span one = { .samples = span, .windows = sizes[k], .step = GF_DIAR_STEP };
+        assert_int_equal(be.segment_spans(be.ctx, &one, 1, logp[k], st), 0);
         int row_batch = gf_route_plan_row(sizes[k]);
         size_t r = 0;
         while (r < rows && batches[r] != row_batch)

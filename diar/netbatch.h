@@ -1,0 +1,29 @@
+/* netbatch.h — one batch of windows through the networks: segmentation,
+ * powerset decoding, the fbank and the embeddings, each window's results
+ * written where its piece (gf_diar_piece, diar/backend.h) says. A batch may
+ * hold the windows of several recordings: the pipeline runs its own batches
+ * through it (one piece), the batcher (diar/batcher.h) the pieces of several
+ * jobs. What a window gets depends only on the window and the backend's
+ * routes, never on which other windows share its batch (the kernels compute
+ * each window alone; on a card the batcher holds the routes of one row,
+ * diar/backend_gpu.h). */
+#ifndef GF_DIAR_NETBATCH_H
+#define GF_DIAR_NETBATCH_H
+
+#include "common/devstats.h"
+#include "diar/backend.h"
+
+typedef struct gf_diar_netbatch gf_diar_netbatch;
+
+/* Host buffers for batches of up to cap windows. */
+gf_diar_netbatch *gf_diar_netbatch_new(int cap);
+void gf_diar_netbatch_destroy(gf_diar_netbatch **self_p);
+
+/* The windows of n pieces (at most cap in all) through be's networks.
+ * Returns 0 or a negative GF_E* after logging which stage failed; stage
+ * seconds are added to times (may be NULL), device timings to stats (may
+ * be NULL). */
+int gf_diar_netbatch_run(gf_diar_netbatch *self, gf_diar_backend *be, const gf_diar_piece *p,
+                         int n, gf_devstats *stats, gf_diar_times *times);
+
+#endif

@@ -1,0 +1,227 @@
+/* test_gpu_batcher.c — windows of several recordings in one network batch
+ * on card 0 (diar/batcher.h, diar/netbatch.h), in fp32 and tf32:
+ *   - on one row of routes (gf_diar_backend_gpu_one_row, as the worker's
+ *     batcher runs), every window's activity, log-probabilities and
+ *     embeddings are bit for bit those of the recording's windows run on
+ *     their own, whether the batch mixes them with other recordings' (cut
+ *     at other places, at other positions) or not, and through the batcher's
+ *     thread with three clients at once;
+ *   - without it, a short batch runs its own row (diar/backend_gpu.h): the
+ *     test prints how many values of 3 windows differ between a batch of 3
+ *     and the same windows in a batch of 32 (the reason for the one row).
+ * Model files: GF_TEST_MODELS (random weights do: tools/gpu-session writes
+ * them); skips without a CUDA device or without GF_TEST_MODELS. */
+#include "common/card.h"
+#include "common/devstats.h"
+#include "common/error.h"
+#include "common/util.h"
+#include "diar/backend_gpu.h"
+#include "diar/batcher.h"
+#include "diar/kernel_plan.h"
+#include "diar/netbatch.h"
+#include "diar/pipeline.h"
+#include "route/plan.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static gf_card_identity card;
+static gf_route_plan *plan;
+static const char *models;
+
+#define CAP 32
+#define NREC 3
+static const int sizes[NREC] = { 5, 37, 3 };
+
+typedef struct {
+    int nwin;
+    float *span;
+    float *out[3];   /* seg, emb, logits */
+    float *ref[3];
+    gf_diar_backend client;
+    int rc;
+} rec;
+
+static const size_t per[3] = { GF_DIAR_FRAMES * GF_DIAR_SPEAKERS,
+                               GF_DIAR_SPEAKERS * GF_DIAR_EMB_DIM,
+                               GF_DIAR_FRAMES * GF_DIAR_CLASSES };
+
+static uint64_t seed = 0xba7c4;
+
+static void rec_make(rec *r, int nwin)
+{
+    r->nwin = nwin;
+    size_t samples = (size_t)(nwin - 1) * GF_DIAR_STEP + GF_DIAR_WINDOW;
+    r->span = gf_malloc(samples * sizeof(float));
+    for (size_t i = 0; i < samples; i++)   /* tones and noise in bursts, speech-like enough */
+        r->span[i] = gf_rand_sym(&seed, 0.01f)
+                     + (float)((i / 8000) % 3) * 0.05f * sinf((float)i * (0.02f + 0.01f * (float)(i / 40000 % 4)));
+    for (int k = 0; k < 3; k++) {
+        r->out[k] = gf_calloc((size_t)nwin * per[k], sizeof(float));
+        r->ref[k] = gf_calloc((size_t)nwin * per[k], sizeof(float));
+    }
+}
+
+static void rec_free(rec *r)
+{
+    free(r->span);
+    for (int k = 0; k < 3; k++) {
+        free(r->out[k]);
+        free(r->ref[k]);
+    }
+}
+
+/* Windows [w0, w0 + n) of r, into its outputs or its reference. */
+static gf_diar_piece piece(rec *r, int w0, int n, bool ref)
+{
+    float **o = ref ? r->ref : r->out;
+    return (gf_diar_piece){
+        .in = { .samples = r->span + (size_t)w0 * GF_DIAR_STEP, .windows = n,
+                .step = GF_DIAR_STEP },
+        .seg = o[0] + (size_t)w0 * per[0], .emb = o[1] + (size_t)w0 * per[1],
+        .logits = o[2] + (size_t)w0 * per[2], .exclude_overlap = true,
+    };
+}
+
+static size_t differing(const rec *r)
+{
+    size_t d = 0;
+    for (int k = 0; k < 3; k++)
+        for (size_t i = 0; i < (size_t)r->nwin * per[k]; i++)
+            d += memcmp(&r->out[k][i], &r->ref[k][i], sizeof(float)) != 0;
+    return d;
+}
+
+static void *client_main(void *arg)
+{
+    rec *r = arg;
+    for (int w0 = 0; w0 < r->nwin && !r->rc; w0 += CAP) {   /* a pipeline's batches */
+        gf_diar_piece p = piece(r, w0, r->nwin - w0 < CAP ? r->nwin - w0 : CAP, false);
+        r->rc = r->client.run_batch(r->client.ctx, &p, 1, NULL, NULL);
+    }
+    return NULL;
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    gf_device_conf conf = { .index = 0, .kind = GF_DEVICE_CUDA };
+    int count = 0;
+    models = getenv("GF_TEST_MODELS");
+    if (!models || gf_card_cuda_count(&count) != 0 || count == 0 ||
+        gf_card_identify(&conf, &card) != 0)
+        return 0;   /* every case skips */
+    plan = gf_kernel_plan_new(&card);
+    return plan ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    gf_route_plan_destroy(&plan);
+    return 0;
+}
+
+static void mixed_batches(gf_math math)
+{
+    if (!plan) {
+        printf("no CUDA device or no GF_TEST_MODELS: skipping\n");
+        skip();
+    }
+    gf_diar_backend be;
+    assert_int_equal(gf_diar_backend_gpu(plan, models, CAP, math, true, &be), 0);
+    gf_diar_netbatch *nb = gf_diar_netbatch_new(CAP);
+    rec r[NREC];
+    for (int i = 0; i < NREC; i++)
+        rec_make(&r[i], sizes[i]);
+
+    /* without one row: 3 windows alone (row 8) against the same in a batch of 32 */
+    gf_diar_piece alone = piece(&r[1], 0, 3, true), full = piece(&r[1], 0, CAP, false);
+    assert_int_equal(gf_diar_netbatch_run(nb, &be, &alone, 1, NULL, NULL), 0);
+    assert_int_equal(gf_diar_netbatch_run(nb, &be, &full, 1, NULL, NULL), 0);
+    size_t diff = 0;
+    for (int k = 0; k < 3; k++)
+        for (size_t i = 0; i < 3 * per[k]; i++)
+            diff += memcmp(&r[1].out[k][i], &r[1].ref[k][i], sizeof(float)) != 0;
+    printf("%s, each size on its own row: %zu of %zu values of 3 windows differ between a batch "
+           "of 3 and a batch of %d\n", gf_math_name(math), diff, 3 * (per[0] + per[1] + per[2]),
+           CAP);
+
+    assert_int_equal(gf_diar_backend_gpu_one_row(&be), 0);
+    assert_non_null(strstr(be.identity, "one-row"));
+    /* the references: each recording alone, in its own batches */
+    for (int i = 0; i < NREC; i++)
+        for (int w0 = 0; w0 < r[i].nwin; w0 += CAP) {
+            gf_diar_piece p = piece(&r[i], w0, r[i].nwin - w0 < CAP ? r[i].nwin - w0 : CAP, true);
+            assert_int_equal(gf_diar_netbatch_run(nb, &be, &p, 1, NULL, NULL), 0);
+        }
+    /* mixed: [r2's 3 | r0's 5 | r1's first 24], then r1's last 13: cut elsewhere
+     * and at other positions than in the references */
+    gf_diar_piece b1[3] = { piece(&r[2], 0, 3, false), piece(&r[0], 0, 5, false),
+                            piece(&r[1], 0, 24, false) };
+    gf_diar_piece b2[1] = { piece(&r[1], 24, 13, false) };
+    assert_int_equal(gf_diar_netbatch_run(nb, &be, b1, 3, NULL, NULL), 0);
+    assert_int_equal(gf_diar_netbatch_run(nb, &be, b2, 1, NULL, NULL), 0);
+    for (int i = 0; i < NREC; i++) {
+        size_t d = differing(&r[i]);
+        if (d)
+            fail_msg("%s: recording %d (%d windows) mixed with the others: %zu values differ "
+                     "from its windows run alone", gf_math_name(math), i, r[i].nwin, d);
+        for (int k = 0; k < 3; k++)
+            memset(r[i].out[k], 0, (size_t)r[i].nwin * per[k] * sizeof(float));
+    }
+    gf_diar_netbatch_destroy(&nb);
+
+    /* through the batcher's thread, three clients at once */
+    gf_diar_batcher *b = gf_diar_batcher_new(&be, CAP);
+    pthread_t th[NREC];
+    for (int i = 0; i < NREC; i++) {
+        r[i].client = gf_diar_batcher_client(b);
+        assert_int_equal(pthread_create(&th[i], NULL, client_main, &r[i]), 0);
+    }
+    for (int i = 0; i < NREC; i++) {
+        pthread_join(th[i], NULL);
+        assert_int_equal(r[i].rc, 0);
+        size_t d = differing(&r[i]);
+        if (d)
+            fail_msg("%s: recording %d through the batcher: %zu values differ", gf_math_name(math),
+                     i, d);
+    }
+    gf_diar_batcher_counts c;
+    gf_diar_batcher_counts_get(b, &c);
+    printf("%s, one row: mixed batches identical to each recording alone; the batcher ran %llu "
+           "batches of %llu windows, up to %d recordings in one\n", gf_math_name(math),
+           (unsigned long long)c.batches, (unsigned long long)c.windows, c.most_jobs);
+    gf_diar_batcher_destroy(&b);
+    for (int i = 0; i < NREC; i++)
+        rec_free(&r[i]);
+}
+
+static void test_mixed_batches_fp32(void **state)
+{
+    (void)state;
+    mixed_batches(GF_MATH_FP32);
+}
+
+static void test_mixed_batches_tf32(void **state)
+{
+    (void)state;
+    mixed_batches(GF_MATH_TF32);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_mixed_batches_fp32),
+        cmocka_unit_test(test_mixed_batches_tf32),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}

@@ -122,6 +122,7 @@ static int use_row(gpu_ctx *c, int B)
 static int gpu_segment(void *ctx, const float *wave, int B, float *logp, gf_devstats *stats)
 {
     gpu_ctx *c = ctx;
+    GF_TRY(gf_gpu_bind(c->gpu));   /* the calling thread may not be the one that opened it */
     c->seg_span = false;
     GF_TRY(use_row(c, B));
     return gf_segmentation_gpu_run(c->seg, wave, B, logp, stats);
@@ -145,6 +146,7 @@ static int gpu_segment_spans(void *ctx, const gf_diar_span *spans, int n_spans, 
                              gf_devstats *stats)
 {
     gpu_ctx *c = ctx;
+    GF_TRY(gf_gpu_bind(c->gpu));   /* the calling thread may not be the one that opened it */
     c->seg_span = false;
     c->feats_kept = false;
     int B = 0;
@@ -196,6 +198,7 @@ static int gpu_segment_spans(void *ctx, const gf_diar_span *spans, int n_spans, 
 static int gpu_fbank(void *ctx, const float *wave, int B, float *feats, gf_devstats *stats)
 {
     gpu_ctx *c = ctx;
+    GF_TRY(gf_gpu_bind(c->gpu));   /* the calling thread may not be the one that opened it */
     if (!wave && !feats && c->trunk_ahead && B == c->feats_batch)
         return 0;   /* segment_spans started them: features and trunk are on the card */
     GF_TRY(finish_ahead(c, stats));
@@ -222,6 +225,7 @@ static int gpu_embed(void *ctx, const float *fbank, int B, const int *job_window
                      const float *masks, int n_jobs, float *emb, gf_devstats *stats)
 {
     gpu_ctx *c = ctx;
+    GF_TRY(gf_gpu_bind(c->gpu));   /* the calling thread may not be the one that opened it */
     if (!fbank && c->trunk_ahead && B == c->feats_batch) {
         c->trunk_ahead = false;
         return gf_embedding_gpu_pool(c->emb, B, job_window, masks, n_jobs, emb, stats);

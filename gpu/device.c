@@ -228,6 +228,17 @@ int gf_gpu_upload(gf_gpu *self, gf_cu_ptr dst, const void *src, size_t bytes)
     return 0;
 }
 
+int gf_gpu_bind(gf_gpu *self)
+{
+    gf_cu_result r = self->cu->ctx_set_current(self->ctx);
+    if (r != 0) {
+        GF_ERROR("cuda device %d: cannot make its context current (%s)", self->ordinal,
+                 gf_cudrv_errstr(r));
+        return GF_EDEVICE;
+    }
+    return 0;
+}
+
 int gf_gpu_pin(gf_gpu *self, void *host, size_t bytes)
 {
     gf_cu_result r = self->cu->mem_host_register(host, bytes, 0);

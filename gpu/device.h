@@ -54,6 +54,12 @@ int gf_gpu_fill32(gf_gpu *self, gf_cu_ptr dst, unsigned pattern, size_t words);
  * speed, without a staging copy); unpin before freeing it. A refusal (e.g.
  * the locked-memory limit) is warned about and returned: not fatal. */
 int gf_gpu_pin(gf_gpu *self, void *host, size_t bytes);
+
+/* Make the card's context current in the calling thread (a context is
+ * current per thread: the thread that opened the card has it, another
+ * thread calling in, e.g. a batcher's, diar/batcher.h, needs this first).
+ * 0, or GF_EDEVICE after logging. */
+int gf_gpu_bind(gf_gpu *self);
 void gf_gpu_unpin(gf_gpu *self, void *host);
 int gf_gpu_sync(gf_gpu *self);
 

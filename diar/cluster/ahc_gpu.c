@@ -116,6 +116,7 @@ int gf_ahc_link_gpu(void *ctx, gf_devstats *stats, const double *x, size_t n, si
                     double *Z)
 {
     gf_gpu *gpu = ctx;
+    GF_TRY(gf_gpu_bind(gpu));   /* a job's thread, not the one that opened the card */
     if (stats)
         GF_TRY(gf_gpu_timing_begin(gpu, "clustering.ahc", "own"));
     int rc = gf_ahc_linkage_centroid_gpu(gpu, x, n, dim, Z);

@@ -37,6 +37,8 @@ typedef struct request {
 struct gf_diar_batcher {
     gf_diar_backend be;      /* the one backend (owned) */
     gf_diar_netbatch *net;   /* the batch's host buffers (the thread's) */
+    float *pad_in;           /* zeros: the windows that fill a batch up to cap (step 1) */
+    float *pad_out[3];       /* their discarded activity, embeddings, log-probabilities */
     int cap;                 /* windows per batch at most */
     pthread_t thread;
     pthread_mutex_t mu;      /* guards everything below */
@@ -45,7 +47,6 @@ struct gf_diar_batcher {
     request *head, *tail;    /* requests with windows not yet taken */
     bool stop;
     gf_diar_batcher_counts counts;
-    pthread_mutex_t ahc_mu;  /* one AHC linkage on the backend's device at a time */
 };
 
 /* Windows [from, from + n) of piece p, with their outputs. */
@@ -64,7 +65,7 @@ static gf_diar_piece sub_piece(const gf_diar_piece *p, int from, int n)
 static void *batcher_main(void *arg)
 {
     gf_diar_batcher *self = arg;
-    gf_diar_piece *pieces = gf_malloc((size_t)self->cap * sizeof *pieces);
+    gf_diar_piece *pieces = gf_malloc(((size_t)self->cap + 1) * sizeof *pieces);
     request **owner = gf_malloc((size_t)self->cap * sizeof *owner);
     pthread_mutex_lock(&self->mu);
     for (;;) {
@@ -89,9 +90,18 @@ static void *batcher_main(void *arg)
             }
         }
         pthread_mutex_unlock(&self->mu);
+        /* Every batch has cap windows: a library route's kernels (cuBLAS) may
+         * choose by the batch's size, and the card showed other bits for the
+         * same window in batches of other sizes (tests/gpu/test_gpu_batcher.c) */
+        if (filled < self->cap)
+            pieces[n] = (gf_diar_piece){
+                .in = { .samples = self->pad_in, .windows = self->cap - filled, .step = 1 },
+                .seg = self->pad_out[0], .emb = self->pad_out[1], .logits = self->pad_out[2],
+            };
+        int run_n = n + (filled < self->cap);
         gf_devstats *st = gf_devstats_new();
         gf_diar_times t = { 0 };
-        int rc = gf_diar_netbatch_run(self->net, &self->be, pieces, n, st, &t);
+        int rc = gf_diar_netbatch_run(self->net, &self->be, pieces, run_n, st, &t);
         pthread_mutex_lock(&self->mu);
         self->counts.batches++;
         self->counts.windows += (uint64_t)filled;
@@ -130,8 +140,12 @@ gf_diar_batcher *gf_diar_batcher_new(gf_diar_backend *backend, int cap)
     memset(backend, 0, sizeof *backend);
     self->cap = cap;
     self->net = gf_diar_netbatch_new(cap);
+    size_t W = (size_t)cap;
+    self->pad_in = gf_calloc(W + GF_DIAR_WINDOW, sizeof(float));
+    self->pad_out[0] = gf_malloc(W * GF_DIAR_FRAMES * GF_DIAR_SPEAKERS * sizeof(float));
+    self->pad_out[1] = gf_malloc(W * GF_DIAR_SPEAKERS * GF_DIAR_EMB_DIM * sizeof(float));
+    self->pad_out[2] = gf_malloc(W * GF_DIAR_FRAMES * GF_DIAR_CLASSES * sizeof(float));
     pthread_mutex_init(&self->mu, NULL);
-    pthread_mutex_init(&self->ahc_mu, NULL);
     pthread_cond_init(&self->work, NULL);
     pthread_cond_init(&self->done, NULL);
     if (pthread_create(&self->thread, NULL, batcher_main, self) != 0) {
@@ -155,8 +169,10 @@ void gf_diar_batcher_destroy(gf_diar_batcher **self_p)
     if (self->be.destroy)
         self->be.destroy(self->be.ctx);
     gf_diar_netbatch_destroy(&self->net);
+    free(self->pad_in);
+    for (int k = 0; k < 3; k++)
+        free(self->pad_out[k]);
     pthread_mutex_destroy(&self->mu);
-    pthread_mutex_destroy(&self->ahc_mu);
     pthread_cond_destroy(&self->work);
     pthread_cond_destroy(&self->done);
     free(self);
@@ -215,16 +231,6 @@ static int client_run_batch(void *ctx, const gf_diar_piece *pieces, int n_pieces
     return rc;
 }
 
-static int client_ahc(void *ctx, gf_devstats *stats, const double *x, size_t n, size_t dim,
-                      double *Z)
-{
-    gf_diar_batcher *self = ctx;
-    pthread_mutex_lock(&self->ahc_mu);
-    int rc = self->be.ahc_link(self->be.ahc_ctx, stats, x, n, dim, Z);
-    pthread_mutex_unlock(&self->ahc_mu);
-    return rc;
-}
-
 gf_diar_backend gf_diar_batcher_client(gf_diar_batcher *self)
 {
     return (gf_diar_backend){
@@ -233,8 +239,9 @@ gf_diar_backend gf_diar_batcher_client(gf_diar_batcher *self)
         .run_batch = client_run_batch,
         .ctx = self,
         .identity = self->be.identity,
-        .ahc_link = self->be.ahc_link ? client_ahc : NULL,
-        .ahc_ctx = self->be.ahc_link ? self : NULL,
+        /* no AHC linkage on the card: it would share the card's stream and
+         * timers with the batcher's thread (the card failed so); the
+         * clustering links on the CPU */
     };
 }
 

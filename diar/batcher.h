@@ -8,12 +8,13 @@
  * of the batcher (gf_diar_batcher_client), whose run_batch hands the
  * batch's windows to the batcher's thread and waits. That thread fills
  * each network batch, up to its capacity, from every job waiting, in the
- * order their windows came (a job's batch may be split over two), runs it
- * through the one backend the batcher owns (diar/netbatch.h), and hands
- * each window's results back to its job. A window's results never depend
- * on the other windows of its batch: on a card the backend holds one row
- * of routes for every size (gf_diar_backend_gpu_one_row), so a job's turns
- * are those of the same job run alone. Thread-safe. */
+ * order their windows came (a job's batch may be split over two), pads it
+ * with silent windows to the full capacity, runs it through the one backend
+ * the batcher owns (diar/netbatch.h), and hands each window's results back
+ * to its job. Every batch has the same size and, on a card, the routes of
+ * one row (gf_diar_backend_gpu_one_row), so that a window's results do not
+ * depend on the other windows of its batch: a job's turns are those of the
+ * same job run alone through the batcher. Thread-safe. */
 #ifndef GF_DIAR_BATCHER_H
 #define GF_DIAR_BATCHER_H
 
@@ -32,9 +33,9 @@ gf_diar_batcher *gf_diar_batcher_new(gf_diar_backend *backend, int cap);
 void gf_diar_batcher_destroy(gf_diar_batcher **self_p);
 
 /* A backend table for one pipeline (gf_diar_set_backend) whose batches go
- * through the batcher: run_batch, the backend's identity and name, and its
- * AHC linkage taken one caller at a time. The table owns nothing (its
- * destroy is NULL); the batcher must outlive the pipeline. */
+ * through the batcher: run_batch, the backend's identity and name; no AHC
+ * linkage on the device (the clustering links on the CPU). The table owns
+ * nothing (its destroy is NULL); the batcher must outlive the pipeline. */
 gf_diar_backend gf_diar_batcher_client(gf_diar_batcher *self);
 
 /* What the batcher has run: batches, windows in them, the largest number

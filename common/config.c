@@ -76,7 +76,7 @@ static gf_config *base_defaults(void)
     c->spawn_workers = true;
     c->sync_acks = true;
     c->overlap = true;
-    c->batch_jobs = false;
+    c->batch_jobs = true;
     c->batch_size = 32;
     c->cpu_threads = 0;
     c->diar_threshold = 0.6;

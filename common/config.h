@@ -81,7 +81,7 @@ typedef struct {
     bool tf32;                  /* worker.math: tf32 (true) or fp32 (false, default) on CUDA cards */
     bool overlap;               /* worker.overlap: embedding trunk beside the segmentation, default true */
     bool batch_jobs;            /* worker.batch_jobs: shared diarize jobs on a card share its
-                                   network batches (diar/batcher.h), default false */
+                                   network batches (diar/batcher.h), default true */
     bool cgroups;               /* worker.cgroups: a cgroup v2 per job where writable, default true */
     int checkpoint_s;           /* worker.checkpoint_s: diarize progress saved this often, 0 never */
 

@@ -161,6 +161,13 @@ gf_diar *gf_diar_new(const char *models_dir, int batch_size, int threads, bool *
  * file is unusable. */
 gf_diar *gf_diar_new_weight_free(int batch_size);
 
+/* A pipeline whose networks are *backend (taken; *backend is zeroed), e.g.
+ * a batcher's client (diar/batcher.h), with the PLDA of models_dir: the
+ * network files are not loaded here. NULL after logging when the PLDA is
+ * unusable (then *backend is still the caller's). */
+gf_diar *gf_diar_new_with(const char *models_dir, int batch_size, int threads,
+                          gf_diar_backend *backend);
+
 /* Take over a backend (e.g. a GPU one); the pipeline destroys it. Not in
  * weight-free mode. */
 void gf_diar_set_backend(gf_diar *self, gf_diar_backend *backend);

@@ -136,24 +136,35 @@ gf_diar *gf_diar_new(const char *models_dir, int batch_size, int threads, bool *
     }
     if (rc != 0)
         return NULL;
+    gf_diar *d = gf_diar_new_with(models_dir, bs, threads, &be);
+    if (!d) {
+        be.destroy(be.ctx);
+        return NULL;
+    }
+    if (weight_free)
+        *weight_free = false;
+    return d;
+}
+
+gf_diar *gf_diar_new_with(const char *models_dir, int batch_size, int threads,
+                          gf_diar_backend *backend)
+{
     char *plda_dir = gf_strfmt("%s/plda", models_dir);
     gf_plda *plda = NULL;
-    rc = gf_plda_load(plda_dir, &plda);
+    int rc = gf_plda_load(plda_dir, &plda);
     free(plda_dir);
     if (rc != 0) {
         GF_ERROR("%s: the network files are there but the PLDA (plda/) is unusable",
                  models_dir);
-        be.destroy(be.ctx);
         return NULL;
     }
-    gf_diar *d = diar_alloc(bs, false);
+    gf_diar *d = diar_alloc(batch_size, false);
     d->threads = threads;
-    d->backend = be;
+    d->backend = *backend;
     d->has_backend = true;
+    memset(backend, 0, sizeof *backend);
     batch_buffer(d);
     d->plda = plda;
-    if (weight_free)
-        *weight_free = false;
     return d;
 }
 

@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 /* A card's shared networks for one models directory (worker.batch_jobs). */
 typedef struct shared {
@@ -118,6 +119,19 @@ static int card_backend(gf_diar_pool *self, const char *models, gf_diar_backend 
     return gf_diar_backend_cpu(models, self->conf.batch, self->conf.threads, be);
 }
 
+/* Both network files are in models (else the weight-free mode, or an error
+ * gf_diar_new reports). */
+static bool has_networks(const char *models)
+{
+    struct stat st;
+    char *seg = gf_strfmt("%s/%s", models, GF_MODELS_SEGMENTATION);
+    char *emb = gf_strfmt("%s/%s", models, GF_MODELS_EMBEDDING);
+    bool both = stat(seg, &st) == 0 && stat(emb, &st) == 0;
+    free(seg);
+    free(emb);
+    return both;
+}
+
 /* The shared networks for models, made now when there are none yet. */
 static shared *shared_for(gf_diar_pool *self, const char *models)
 {
@@ -159,15 +173,20 @@ gf_diar_pipe *gf_diar_pool_take(gf_diar_pool *self, const char *models, bool *ca
     pthread_mutex_unlock(&self->mu);
     *cached = false;
     bool weight_free = false;
-    gf_diar *d = gf_diar_new(models, self->conf.batch, self->conf.threads, &weight_free);
+    gf_diar *d = NULL;
+    /* batch_jobs: the card's shared networks, and a pipeline that loads none of its own */
+    shared *sh = self->conf.batch_jobs && has_networks(models) ? shared_for(self, models) : NULL;
+    if (sh) {
+        gf_diar_backend client = gf_diar_batcher_client(sh->batcher);
+        d = gf_diar_new_with(models, self->conf.batch, self->conf.threads, &client);
+    } else {
+        d = gf_diar_new(models, self->conf.batch, self->conf.threads, &weight_free);
+    }
     if (!d)
         return NULL;
     entry *e = gf_calloc(1, sizeof(*e));
     gf_diar_pipe *p = &e->pipe;
-    shared *sh = !weight_free && self->conf.batch_jobs ? shared_for(self, models) : NULL;
     if (sh) {   /* the job's batches go through the card's batcher */
-        gf_diar_backend client = gf_diar_batcher_client(sh->batcher);
-        gf_diar_set_backend(d, &client);
         p->on_card = sh->on_card;
     } else if (!weight_free && self->conf.card.kind == GF_DEVICE_CUDA) {
         gf_diar_backend be;

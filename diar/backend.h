@@ -45,7 +45,8 @@ typedef struct {
 typedef struct {
     const char *name;   /* "cpu", "cuda" */
     const char *route;  /* devstats route name of its launches */
-    /* wave [B, 160000] → logp [B, 589, 7]. Returns 0 or a negative GF_E*. */
+    /* wave [B, 160000] → logp [B, 589, 7]. Returns 0 or a negative GF_E*. NULL
+     * in a backend with segment_spans (diar/netbatch.c calls one of the two). */
     int (*segment)(void *ctx, const float *wave, int B, float *logp, gf_devstats *stats);
     /* fbank [B, 998, 80]; job j pools window job_window[j] with
      * masks[j * 589 ..] into emb[j * 256 ..]. fbank NULL: the features

@@ -119,15 +119,6 @@ static int use_row(gpu_ctx *c, int B)
     return 0;
 }
 
-static int gpu_segment(void *ctx, const float *wave, int B, float *logp, gf_devstats *stats)
-{
-    gpu_ctx *c = ctx;
-    GF_TRY(gf_gpu_bind(c->gpu));   /* the calling thread may not be the one that opened it */
-    c->seg_span = false;
-    GF_TRY(use_row(c, B));
-    return gf_segmentation_gpu_run(c->seg, wave, B, logp, stats);
-}
-
 /* A trunk started ahead whose pooling did not come (a batch without speech,
  * or another call in between): wait for it and count its device time. */
 static int finish_ahead(gpu_ctx *c, gf_devstats *stats)
@@ -484,7 +475,7 @@ int gf_diar_backend_gpu(gf_route_plan *plan, const char *models_dir, int max_bat
     rc = warm_up(c);
     if (rc != 0)
         goto fail;
-    *out = (gf_diar_backend){ .name = "cuda", .route = "library", .segment = gpu_segment,
+    *out = (gf_diar_backend){ .name = "cuda", .route = "library",
                               .segment_spans = gpu_segment_spans,
                               .embed = gpu_embed, .fbank = gpu_fbank, .destroy = gpu_destroy,
                               .pin = gpu_pin, .unpin = gpu_unpin, .ctx = c,

@@ -40,9 +40,10 @@ size_t gf_diar_backend_gpu_routes(const gf_diar_backend *be, const gf_route **ro
 /* From now on every call of be (a GPU backend as gf_diar_backend_gpu
  * filled it), whatever its size, runs the routes of its capacity's row, so
  * that a window's numbers do not depend on the size of the batch that
- * carries it (a batch of several jobs' windows, diar/batcher.h; the own
- * kernels compute each window alone, tests/gpu/test_gpu_batcher.c). Its
- * identity says so. GF_EINVAL for a backend that is not this one. */
+ * carries it (a batch of several jobs' windows, diar/batcher.h, which also
+ * pads every batch to the capacity: a library route may choose its
+ * algorithm by the batch size, tests/gpu/test_gpu_batcher.c). Its identity
+ * says so. GF_EINVAL for a backend that is not this one. */
 int gf_diar_backend_gpu_one_row(gf_diar_backend *be);
 
 #endif

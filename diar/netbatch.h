@@ -3,10 +3,10 @@
  * written where its piece (gf_diar_piece, diar/backend.h) says. A batch may
  * hold the windows of several recordings: the pipeline runs its own batches
  * through it (one piece), the batcher (diar/batcher.h) the pieces of several
- * jobs. What a window gets depends only on the window and the backend's
- * routes, never on which other windows share its batch (the kernels compute
- * each window alone; on a card the batcher holds the routes of one row,
- * diar/backend_gpu.h). */
+ * jobs. At one batch size and one row of routes a window's results do not
+ * depend on which other windows share its batch; the batcher fixes both
+ * (padding, gf_diar_backend_gpu_one_row): at another size a library route
+ * may choose another algorithm (tests/gpu/test_gpu_batcher.c). */
 #ifndef GF_DIAR_NETBATCH_H
 #define GF_DIAR_NETBATCH_H
 

@@ -6,7 +6,7 @@
  *
  * The networks are a small backend of the test's own behind the same table
  * (the trained ones need model files a unit test does not have; the
- * integration tests run the real ones, tests/integration/diarize_batch.sh):
+ * integration tests run the real ones, tests/integration/jobs_diarize_batch.sh):
  * its segmentation scores each frame from the frame's own samples, and its
  * embedding pools the real CPU fbank of the window (netbatch computes it)
  * under the real pooling masks, so every output depends on its own window

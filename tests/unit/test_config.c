@@ -76,6 +76,7 @@ static void assert_defaults_except_devices(const gf_config *c)
     assert_int_equal(c->cpu_threads, 0);
     assert_false(c->tf32);
     assert_true(c->overlap);
+    assert_true(c->batch_jobs);
     assert_true(c->cgroups);
     assert_int_equal(c->checkpoint_s, 30);
     assert_int_equal(c->yield_after_s, 5);
@@ -164,7 +165,7 @@ static void test_values_and_derived(void **state)
         "  heartbeat_interval_ms: 250\n"
         "  spawn_workers: false\n"
         "  worker_program: /opt/gf/worker\n"
-        "worker: {batch_size: 8, cpu_threads: 2, math: tf32, overlap: false}\n";
+        "worker: {batch_size: 8, cpu_threads: 2, math: tf32, overlap: false, batch_jobs: false}\n";
     gf_config *c = NULL;
     char *logged = NULL;
     assert_int_equal(parse_capture(text, &c, &logged), 0);
@@ -192,6 +193,7 @@ static void test_values_and_derived(void **state)
     assert_int_equal(c->cpu_threads, 2);
     assert_true(c->tf32);
     assert_false(c->overlap);
+    assert_false(c->batch_jobs);
     gf_config_destroy(&c);
 }
 
@@ -253,6 +255,8 @@ static const bad_case bad_cases[] = {
     { "broker:\n  socket_mode: 017777\n", "t.yaml:2: key 'broker.socket_mode':", "07777" },
     { "log_level: loud\n", "t.yaml:1: key 'log_level':", "expected debug" },
     { "worker:\n  math: tf16\n", "t.yaml:2: key 'worker.math':", "expected fp32 or tf32" },
+    { "worker:\n  batch_jobs: maybe\n", "t.yaml:2: key 'worker.batch_jobs':",
+      "expected true or false" },
     { "proof:\n  scrub_env: CUDA_LAUNCH_BLOCKING\n", "t.yaml:2: key 'proof.scrub_env':",
       "expected a list" },
     { "proof:\n  scrub_env:\n    - OK\n    - 'NOT-OK'\n", "t.yaml:4: key 'proof.scrub_env[1]':",

@@ -96,25 +96,30 @@ const gf_diar_pool_conf *gf_diar_pool_settings(const gf_diar_pool *self)
 
 
 
-/* The card's networks of models loaded for the pool's pipelines: a CUDA
- * backend (on one row of routes, so that a window's numbers never depend on
- * its batch) on a CUDA card, else the CPU networks. 0, or a GF_E* after
+/* The networks of models on the pool's CUDA card: 0 and *be, or non-zero
+ * after warning that they stay on the CPU. */
+static int gpu_backend(gf_diar_pool *self, const char *models, gf_diar_backend *be)
+{
+    int rc = gf_diar_backend_gpu(self->conf.plan, models, self->conf.batch, self->conf.math,
+                                 self->conf.overlap, be);
+    if (rc != 0)
+        GF_WARN("card %d: networks stay on the CPU (the CUDA backend could not start)",
+                self->conf.card.index);
+    return rc;
+}
+
+/* The card's networks of models for the batcher: a CUDA backend on one row
+ * of routes on a CUDA card, else the CPU networks. 0, or a GF_E* after
  * logging. */
 static int card_backend(gf_diar_pool *self, const char *models, gf_diar_backend *be,
                         bool *on_card)
 {
-    *on_card = false;
-    if (self->conf.card.kind == GF_DEVICE_CUDA) {
-        if (gf_diar_backend_gpu(self->conf.plan, models, self->conf.batch, self->conf.math,
-                                self->conf.overlap, be) == 0) {
-            int rc = gf_diar_backend_gpu_one_row(be);
-            assert(rc == 0);
-            (void)rc;
-            *on_card = true;
-            return 0;
-        }
-        GF_WARN("card %d: networks stay on the CPU (the CUDA backend could not start)",
-                self->conf.card.index);
+    *on_card = self->conf.card.kind == GF_DEVICE_CUDA && gpu_backend(self, models, be) == 0;
+    if (*on_card) {
+        int rc = gf_diar_backend_gpu_one_row(be);
+        assert(rc == 0);
+        (void)rc;
+        return 0;
     }
     return gf_diar_backend_cpu(models, self->conf.batch, self->conf.threads, be);
 }
@@ -190,13 +195,9 @@ gf_diar_pipe *gf_diar_pool_take(gf_diar_pool *self, const char *models, bool *ca
         p->on_card = sh->on_card;
     } else if (!weight_free && self->conf.card.kind == GF_DEVICE_CUDA) {
         gf_diar_backend be;
-        if (gf_diar_backend_gpu(self->conf.plan, models, self->conf.batch, self->conf.math,
-                                self->conf.overlap, &be) == 0) {
+        if (gpu_backend(self, models, &be) == 0) {
             gf_diar_set_backend(d, &be);
             p->on_card = true;
-        } else {
-            GF_WARN("card %d: networks stay on the CPU (the CUDA backend could not start)",
-                    self->conf.card.index);
         }
     }
     if (weight_free) {

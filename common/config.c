@@ -77,6 +77,7 @@ static gf_config *base_defaults(void)
     c->sync_acks = true;
     c->overlap = true;
     c->batch_jobs = true;
+    c->model_sets = 2;
     c->batch_size = 32;
     c->cpu_threads = 0;
     c->diar_threshold = 0.6;

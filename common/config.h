@@ -82,6 +82,8 @@ typedef struct {
     bool overlap;               /* worker.overlap: embedding trunk beside the segmentation, default true */
     bool batch_jobs;            /* worker.batch_jobs: shared diarize jobs on a card share its
                                    network batches (diar/batcher.h), default true */
+    int model_sets;             /* worker.model_sets: models directories whose pipelines a
+                                   worker keeps loaded while idle, default 2 */
     bool cgroups;               /* worker.cgroups: a cgroup v2 per job where writable, default true */
     int checkpoint_s;           /* worker.checkpoint_s: diarize progress saved this often, 0 never */
 

@@ -483,6 +483,7 @@ static const field worker_fields[] = {
     { "math",        F_MATH, CFG(tf32), 0, 0, NULL },
     { "overlap",     F_BOOL, CFG(overlap), 0, 0, NULL },
     { "batch_jobs",  F_BOOL, CFG(batch_jobs), 0, 0, NULL },
+    { "model_sets",  F_INT, CFG(model_sets), 1, 64, NULL },
     { "cgroups",     F_BOOL, CFG(cgroups), 0, 0, NULL },
     { "checkpoint_s", F_INT, CFG(checkpoint_s), 0, 86400, NULL },
     { NULL, 0, 0, 0, 0, NULL },

@@ -252,6 +252,8 @@ static void gpu_destroy(void *ctx)
     gpu_ctx *c = ctx;
     if (!c)
         return;
+    if (c->gpu)   /* a worker may drop the networks from any thread (worker/diarpool.c) */
+        (void)gf_gpu_bind(c->gpu);
     gf_segmentation_gpu_destroy(&c->seg);
     gf_embedding_gpu_destroy(&c->emb);
     gf_fbank_gpu_destroy(&c->fbank);

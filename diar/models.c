@@ -9,12 +9,16 @@
 #include "common/log.h"
 #include "common/sha256.h"
 #include "common/util.h"
+#include "diar/vad.h"
 
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 typedef struct {
     char *path;                     /* relative to the directory */
@@ -136,4 +140,52 @@ void gf_models_digest(const char *dir, const gf_manifest *man, const char *name,
     else
         snprintf(out, len, "unreadable at %lld", (long long)gf_wall_ms());
     free(path);
+}
+
+int gf_models_id_take(const char *dir, gf_models_id *out)
+{
+    static const char *const names[GF_MODELS_ID_FILES] = {
+        GF_MODELS_SEGMENTATION, GF_MODELS_EMBEDDING, GF_MODELS_XVEC,
+        GF_MODELS_PLDA,         GF_MODELS_MANIFEST,  GF_VAD_FILE_NAME,
+    };
+    memset(out, 0, sizeof *out);
+    for (int i = 0; i < GF_MODELS_ID_FILES; i++) {
+        char *path = gf_strfmt("%s/%s", dir, names[i]);
+        int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0 && (errno == ENOENT || errno == ENOTDIR)) {
+            free(path);
+            continue;
+        }
+        struct stat st;
+        if (fd < 0 || fstat(fd, &st) != 0) {
+            int e = errno;
+            GF_ERROR("%s: cannot read: %s", path, strerror(e));
+            if (fd >= 0)
+                close(fd);
+            free(path);
+            return e == EACCES || e == EPERM ? GF_EPERM : GF_EIO;
+        }
+        close(fd);
+        free(path);
+        out->f[i].present = true;
+        out->f[i].dev = (unsigned long long)st.st_dev;
+        out->f[i].ino = (unsigned long long)st.st_ino;
+        out->f[i].size = (long long)st.st_size;
+        out->f[i].mtime_ns = (long long)st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec;
+        out->f[i].ctime_ns = (long long)st.st_ctim.tv_sec * 1000000000LL + st.st_ctim.tv_nsec;
+    }
+    return 0;
+}
+
+bool gf_models_id_equal(const gf_models_id *a, const gf_models_id *b)
+{
+    for (int i = 0; i < GF_MODELS_ID_FILES; i++) {
+        const gf_models_file *x = &a->f[i], *y = &b->f[i];
+        if (x->present != y->present || (x->present && (x->dev != y->dev || x->ino != y->ino ||
+                                                        x->size != y->size ||
+                                                        x->mtime_ns != y->mtime_ns ||
+                                                        x->ctime_ns != y->ctime_ns)))
+            return false;
+    }
+    return true;
 }

@@ -8,6 +8,7 @@
 #ifndef GF_MODELS_H
 #define GF_MODELS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #define GF_MODELS_SEGMENTATION "segmentation.safetensors"
@@ -35,6 +36,34 @@ const char *gf_manifest_sha256(const gf_manifest *self, const char *relpath);
  * checkpoint ever matches it. man may be NULL. */
 void gf_models_digest(const char *dir, const gf_manifest *man, const char *name, char *out,
                       size_t len);
+
+/* The files of a models directory as they are now: for each file a
+ * pipeline may read from it (the two networks, the PLDA pair, the manifest
+ * and the folder's own voice activity network, diar/vad.h), whether it is
+ * there and its device, inode, size, modification and change times. Two
+ * identities are equal when the same files are there, unchanged: a file
+ * written, replaced, renamed over or touched changes its change time. What
+ * a worker keeps loaded is keyed by it (worker/diarpool.h). */
+#define GF_MODELS_ID_FILES 6
+typedef struct {
+    bool present;
+    unsigned long long dev, ino;
+    long long size, mtime_ns, ctime_ns;
+} gf_models_file;
+
+typedef struct {
+    gf_models_file f[GF_MODELS_ID_FILES];
+} gf_models_id;
+
+/* Open each file of dir for reading with the calling thread's file-system
+ * identity (so the check is the caller's permission, now) and record it
+ * in *out. A file that is not there is recorded absent. 0, or GF_EPERM /
+ * GF_EIO after logging "FILE: cannot read: reason" for one that is there
+ * and that the caller may not read or that cannot be opened. Does not
+ * block on a FIFO. */
+int gf_models_id_take(const char *dir, gf_models_id *out);
+
+bool gf_models_id_equal(const gf_models_id *a, const gf_models_id *b);
 
 /* Number of entries, and the path of the i-th (borrowed). */
 size_t gf_manifest_count(const gf_manifest *self);

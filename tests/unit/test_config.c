@@ -77,6 +77,7 @@ static void assert_defaults_except_devices(const gf_config *c)
     assert_false(c->tf32);
     assert_true(c->overlap);
     assert_true(c->batch_jobs);
+    assert_int_equal(c->model_sets, 2);
     assert_true(c->cgroups);
     assert_int_equal(c->checkpoint_s, 30);
     assert_int_equal(c->yield_after_s, 5);
@@ -165,7 +166,8 @@ static void test_values_and_derived(void **state)
         "  heartbeat_interval_ms: 250\n"
         "  spawn_workers: false\n"
         "  worker_program: /opt/gf/worker\n"
-        "worker: {batch_size: 8, cpu_threads: 2, math: tf32, overlap: false, batch_jobs: false}\n";
+        "worker: {batch_size: 8, cpu_threads: 2, math: tf32, overlap: false, batch_jobs: false,\n"
+        "         model_sets: 5}\n";
     gf_config *c = NULL;
     char *logged = NULL;
     assert_int_equal(parse_capture(text, &c, &logged), 0);
@@ -194,6 +196,7 @@ static void test_values_and_derived(void **state)
     assert_true(c->tf32);
     assert_false(c->overlap);
     assert_false(c->batch_jobs);
+    assert_int_equal(c->model_sets, 5);
     gf_config_destroy(&c);
 }
 
@@ -246,6 +249,7 @@ static const bad_case bad_cases[] = {
     { "worker:\n  batch_size: \"32\"\n", "t.yaml:2: key 'worker.batch_size':",
       "expected an integer" },
     { "worker:\n  batch_size: 0\n", "t.yaml:2: key 'worker.batch_size':", "out of range" },
+    { "worker:\n  model_sets: 0\n", "t.yaml:2: key 'worker.model_sets':", "out of range" },
     { "history:\n  keep_days: -1\n", "t.yaml:2: key 'history.keep_days':", "out of range" },
     { "history:\n  keep_jobs: many\n", "t.yaml:2: key 'history.keep_jobs':", "an integer" },
     { "history:\n  keep: 3\n", "t.yaml:2: key 'history.keep':", "unknown key" },

@@ -83,6 +83,12 @@ typedef struct {
      * batch, for a checkpoint's identity: "cpu", or on a card its route
      * plan's digest (diar/backend_gpu.c). Borrowed from ctx; NULL: "cpu". */
     const char *identity;
+    /* Its numbers for a window depend on the size of the batch that carries
+     * it (a library route may choose its algorithm by it, as cuBLAS does):
+     * diar/netbatch.c then pads every batch to its capacity with silent
+     * windows, so that a window's results are the same whatever batch it is
+     * in, alone or beside other jobs' (diar/batcher.h). */
+    bool fixed_batch;
     /* The clustering's AHC linkage on the backend's device, with ahc_ctx;
      * NULL: on the CPU (diar/cluster/ahc.c). */
     gf_ahc_link_fn ahc_link;

@@ -64,7 +64,6 @@ typedef struct {
     size_t n_bounds;              /* boundaries a row holds: the registry's, in its order */
     gf_route *routes;             /* [n_rows][n_bounds]: the routes applied, row by row */
     int active;                   /* the row the networks are on; -1: not known (a failed switch) */
-    bool one_row;                 /* every call runs the capacity's row (gf_diar_backend_gpu_one_row) */
 } gpu_ctx;
 
 /* Any boundary of the three networks, by name (a gf_route_setter). */
@@ -82,7 +81,7 @@ static int set_route(void *ctx, const char *boundary, gf_route_kind kind, const 
 /* The row of a call of B windows; -1 for a size above the capacity. */
 static int row_of(const gpu_ctx *c, int B)
 {
-    int want = gf_route_plan_row(c->one_row && B >= 1 && B <= c->max_batch ? c->max_batch : B);
+    int want = gf_route_plan_row(B);
     for (size_t r = 0; B >= 1 && B <= c->max_batch && r < c->n_rows; r++)
         if (c->row_batch[r] == want)
             return (int)r;
@@ -482,7 +481,7 @@ int gf_diar_backend_gpu(gf_route_plan *plan, const char *models_dir, int max_bat
                               .embed = gpu_embed, .fbank = gpu_fbank, .destroy = gpu_destroy,
                               .pin = gpu_pin, .unpin = gpu_unpin, .ctx = c,
                               .ahc_link = gf_ahc_link_gpu, .ahc_ctx = c->gpu,
-                              .identity = c->identity };
+                              .identity = c->identity, .fixed_batch = true };
     gf_manifest_destroy(&man);
     free(seg_path);
     free(emb_path);
@@ -493,18 +492,4 @@ fail:
     free(seg_path);
     free(emb_path);
     return rc;
-}
-
-int gf_diar_backend_gpu_one_row(gf_diar_backend *be)
-{
-    if (!be->name || strcmp(be->name, "cuda") != 0 || !be->ctx)
-        return GF_EINVAL;
-    gpu_ctx *c = be->ctx;
-    c->one_row = true;
-    c->active = -1;   /* the next call switches to it */
-    /* the identity names the rule: another row set gives other numbers */
-    size_t len = strlen(c->identity);
-    if (len + 9 < sizeof c->identity)
-        memcpy(c->identity + len, " one-row", 9);
-    return 0;
 }

@@ -22,7 +22,11 @@
  * and apply `plan` (borrowed: the worker's, made once; route/plan.h) for
  * every call size up to max_batch: a call of B windows runs the plan's row
  * of batch B when B is a production batch, the library route otherwise.
- * overlap: in span mode, start each batch's fbank and ResNet trunk on a
+ * The table is fixed_batch (diar/backend.h): the batches of the pipeline
+ * and of the batcher are all padded to max_batch (diar/netbatch.c), so a
+ * window's numbers are those of one size and one row, whoever runs it and
+ * whatever shares its batch; on the H200 a library route gave other bits
+ * at other sizes (tests/gpu/test_gpu_batcher.c). overlap: in span mode, start each batch's fbank and ResNet trunk on a
  * second stream before its segmentation (worker.overlap). Returns 0 and
  * fills *out; GF_ENOENT (no such card or no model files) or GF_EDEVICE /
  * GF_EINVAL (not a CUDA card) after logging why. */
@@ -36,14 +40,5 @@ int gf_diar_backend_gpu(gf_route_plan *plan, const char *models_dir, int max_bat
  * Returns the number of rows; 0 for a backend that is not this one. */
 size_t gf_diar_backend_gpu_routes(const gf_diar_backend *be, const gf_route **routes,
                                   const int **batches);
-
-/* From now on every call of be (a GPU backend as gf_diar_backend_gpu
- * filled it), whatever its size, runs the routes of its capacity's row, so
- * that a window's numbers do not depend on the size of the batch that
- * carries it (a batch of several jobs' windows, diar/batcher.h, which also
- * pads every batch to the capacity: a library route may choose its
- * algorithm by the batch size, tests/gpu/test_gpu_batcher.c). Its identity
- * says so. GF_EINVAL for a backend that is not this one. */
-int gf_diar_backend_gpu_one_row(gf_diar_backend *be);
 
 #endif

@@ -37,8 +37,6 @@ typedef struct request {
 struct gf_diar_batcher {
     gf_diar_backend be;      /* the one backend (owned) */
     gf_diar_netbatch *net;   /* the batch's host buffers (the thread's) */
-    float *pad_in;           /* zeros: the windows that fill a batch up to cap (step 1) */
-    float *pad_out[3];       /* their discarded activity, embeddings, log-probabilities */
     int cap;                 /* windows per batch at most */
     pthread_t thread;
     pthread_mutex_t mu;      /* guards everything below */
@@ -65,7 +63,7 @@ static gf_diar_piece sub_piece(const gf_diar_piece *p, int from, int n)
 static void *batcher_main(void *arg)
 {
     gf_diar_batcher *self = arg;
-    gf_diar_piece *pieces = gf_malloc(((size_t)self->cap + 1) * sizeof *pieces);
+    gf_diar_piece *pieces = gf_malloc((size_t)self->cap * sizeof *pieces);
     request **owner = gf_malloc((size_t)self->cap * sizeof *owner);
     pthread_mutex_lock(&self->mu);
     for (;;) {
@@ -90,18 +88,10 @@ static void *batcher_main(void *arg)
             }
         }
         pthread_mutex_unlock(&self->mu);
-        /* Every batch has cap windows: a library route's kernels (cuBLAS) may
-         * choose by the batch's size, and the card showed other bits for the
-         * same window in batches of other sizes (tests/gpu/test_gpu_batcher.c) */
-        if (filled < self->cap)
-            pieces[n] = (gf_diar_piece){
-                .in = { .samples = self->pad_in, .windows = self->cap - filled, .step = 1 },
-                .seg = self->pad_out[0], .emb = self->pad_out[1], .logits = self->pad_out[2],
-            };
-        int run_n = n + (filled < self->cap);
+        /* a fixed_batch backend's batches are padded to cap by netbatch */
         gf_devstats *st = gf_devstats_new();
         gf_diar_times t = { 0 };
-        int rc = gf_diar_netbatch_run(self->net, &self->be, pieces, run_n, st, &t);
+        int rc = gf_diar_netbatch_run(self->net, &self->be, pieces, n, st, &t);
         pthread_mutex_lock(&self->mu);
         self->counts.batches++;
         self->counts.windows += (uint64_t)filled;
@@ -140,11 +130,6 @@ gf_diar_batcher *gf_diar_batcher_new(gf_diar_backend *backend, int cap)
     memset(backend, 0, sizeof *backend);
     self->cap = cap;
     self->net = gf_diar_netbatch_new(cap);
-    size_t W = (size_t)cap;
-    self->pad_in = gf_calloc(W + GF_DIAR_WINDOW, sizeof(float));
-    self->pad_out[0] = gf_malloc(W * GF_DIAR_FRAMES * GF_DIAR_SPEAKERS * sizeof(float));
-    self->pad_out[1] = gf_malloc(W * GF_DIAR_SPEAKERS * GF_DIAR_EMB_DIM * sizeof(float));
-    self->pad_out[2] = gf_malloc(W * GF_DIAR_FRAMES * GF_DIAR_CLASSES * sizeof(float));
     pthread_mutex_init(&self->mu, NULL);
     pthread_cond_init(&self->work, NULL);
     pthread_cond_init(&self->done, NULL);
@@ -169,9 +154,6 @@ void gf_diar_batcher_destroy(gf_diar_batcher **self_p)
     if (self->be.destroy)
         self->be.destroy(self->be.ctx);
     gf_diar_netbatch_destroy(&self->net);
-    free(self->pad_in);
-    for (int k = 0; k < 3; k++)
-        free(self->pad_out[k]);
     pthread_mutex_destroy(&self->mu);
     pthread_cond_destroy(&self->work);
     pthread_cond_destroy(&self->done);

@@ -8,13 +8,13 @@
  * of the batcher (gf_diar_batcher_client), whose run_batch hands the
  * batch's windows to the batcher's thread and waits. That thread fills
  * each network batch, up to its capacity, from every job waiting, in the
- * order their windows came (a job's batch may be split over two), pads it
- * with silent windows to the full capacity, runs it through the one backend
- * the batcher owns (diar/netbatch.h), and hands each window's results back
- * to its job. Every batch has the same size and, on a card, the routes of
- * one row (gf_diar_backend_gpu_one_row), so that a window's results do not
- * depend on the other windows of its batch: a job's turns are those of the
- * same job run alone through the batcher. Thread-safe. */
+ * order their windows came (a job's batch may be split over two), runs it
+ * through the one backend the batcher owns (diar/netbatch.h), and hands
+ * each window's results back to its job. A window's results do not depend
+ * on the other windows of its batch (a backend whose numbers depend on the
+ * batch's size has every batch padded to the capacity, fixed_batch in
+ * diar/backend.h): a job's turns are those of the same job run alone,
+ * through the batcher or through its own pipeline. Thread-safe. */
 #ifndef GF_DIAR_BATCHER_H
 #define GF_DIAR_BATCHER_H
 

@@ -30,6 +30,9 @@ struct gf_diar_netbatch {
     float **job_out;    /* [cap x 3] where each job's embedding goes */
     float *embout;      /* [cap x 3 x 256] pooled embeddings */
     gf_diar_span *spans; /* [cap] the pieces' inputs */
+    gf_diar_piece *padded; /* [cap + 1] the pieces and the padding (fixed_batch) */
+    float *pad_in;       /* zeros: the windows that fill a batch up to cap (step 1) */
+    float *pad_out[3];   /* their discarded activity, embeddings, log-probabilities */
 };
 
 gf_diar_netbatch *gf_diar_netbatch_new(int cap)
@@ -60,6 +63,10 @@ void gf_diar_netbatch_destroy(gf_diar_netbatch **self_p)
     free(self->job_out);
     free(self->embout);
     free(self->spans);
+    free(self->padded);
+    free(self->pad_in);
+    for (int k = 0; k < 3; k++)
+        free(self->pad_out[k]);
     free(self);
     *self_p = NULL;
 }
@@ -73,6 +80,26 @@ static double secs(uint64_t t0)
 static const float *window_of(const gf_diar_piece *p, int w)
 {
     return p->in.samples + (size_t)w * (size_t)p->in.step;
+}
+
+/* The pieces followed by silent windows up to the capacity (a piece of
+ * zeros at step 1, its results discarded): *n grows by one. */
+static const gf_diar_piece *pad(gf_diar_netbatch *self, const gf_diar_piece *p, int *n, int B)
+{
+    size_t W = (size_t)self->cap;
+    if (!self->padded) {
+        self->padded = gf_malloc((W + 1) * sizeof *self->padded);
+        self->pad_in = gf_calloc(W + GF_DIAR_WINDOW, sizeof(float));
+        self->pad_out[0] = gf_malloc(W * GF_DIAR_FRAMES * GF_DIAR_SPEAKERS * sizeof(float));
+        self->pad_out[1] = gf_malloc(W * GF_DIAR_SPEAKERS * GF_DIAR_EMB_DIM * sizeof(float));
+        self->pad_out[2] = gf_malloc(W * GF_DIAR_FRAMES * GF_DIAR_CLASSES * sizeof(float));
+    }
+    memcpy(self->padded, p, (size_t)*n * sizeof *p);
+    self->padded[(*n)++] = (gf_diar_piece){
+        .in = { .samples = self->pad_in, .windows = self->cap - B, .step = 1 },
+        .seg = self->pad_out[0], .emb = self->pad_out[1], .logits = self->pad_out[2],
+    };
+    return self->padded;
 }
 
 /* The batch as whole windows end to end, for a backend that takes no
@@ -101,6 +128,10 @@ int gf_diar_netbatch_run(gf_diar_netbatch *self, gf_diar_backend *be, const gf_d
         B += p[i].in.windows;
     }
     assert(n >= 1 && B <= self->cap);
+    if (be->fixed_batch && B < self->cap) {
+        p = pad(self, p, &n, B);
+        B = self->cap;
+    }
     bool spans = be->segment_spans && be->fbank;
     const float *wave = spans ? NULL : whole_windows(self, p, n);
 

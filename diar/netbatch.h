@@ -4,9 +4,11 @@
  * hold the windows of several recordings: the pipeline runs its own batches
  * through it (one piece), the batcher (diar/batcher.h) the pieces of several
  * jobs. At one batch size and one row of routes a window's results do not
- * depend on which other windows share its batch; the batcher fixes both
- * (padding, gf_diar_backend_gpu_one_row): at another size a library route
- * may choose another algorithm (tests/gpu/test_gpu_batcher.c). */
+ * depend on which other windows share its batch; for a backend whose
+ * numbers depend on the size (fixed_batch, diar/backend.h: on a card a
+ * library route may choose another algorithm at another size, and each
+ * size has its own row of routes) every batch is padded here to the
+ * capacity with silent windows, whoever runs it (tests/gpu/test_gpu_batcher.c). */
 #ifndef GF_DIAR_NETBATCH_H
 #define GF_DIAR_NETBATCH_H
 

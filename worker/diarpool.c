@@ -175,19 +175,14 @@ static int gpu_backend(gf_diar_pool *self, const char *models, gf_diar_backend *
     return rc;
 }
 
-/* The card's networks of models for the batcher: a CUDA backend on one row
- * of routes on a CUDA card, else the CPU networks. 0, or a GF_E* after
- * logging. */
+/* The card's networks of models for the batcher: a CUDA backend on a CUDA
+ * card, else the CPU networks. 0, or a GF_E* after logging. */
 static int card_backend(gf_diar_pool *self, const char *models, gf_diar_backend *be,
                         bool *on_card)
 {
     *on_card = self->conf.card.kind == GF_DEVICE_CUDA && gpu_backend(self, models, be) == 0;
-    if (*on_card) {
-        int rc = gf_diar_backend_gpu_one_row(be);
-        assert(rc == 0);
-        (void)rc;
+    if (*on_card)
         return 0;
-    }
     return gf_diar_backend_cpu(models, self->conf.batch, self->conf.threads, be);
 }
 

@@ -1,15 +1,15 @@
 /* test_gpu_batcher.c — windows of several recordings in one network batch
- * on card 0 (diar/batcher.h, diar/netbatch.h), in fp32 and tf32:
- *   - through the batcher (batches padded to the capacity, one row of
- *     routes: gf_diar_backend_gpu_one_row), every window's activity,
- *     log-probabilities and embeddings are bit for bit the same whether the
- *     recording runs alone or beside two others whose windows share its
- *     batches;
- *   - without it, a short batch runs its own row (diar/backend_gpu.h): the
- *     test prints how many values of 3 windows differ between a batch of 3
- *     and the same windows in a batch of 32 (the reason for the one row).
- * Model files: GF_TEST_MODELS (random weights do: tools/gpu-session writes
- * them); skips without a CUDA device or without GF_TEST_MODELS. */
+ * on card 0 (diar/batcher.h, diar/netbatch.h), in fp32 and tf32: every
+ * window's activity, log-probabilities and embeddings are bit for bit the
+ * same whether the recording runs through its own pipeline's batches (as
+ * `diarize --local` and a worker without batch_jobs run it), alone through
+ * the batcher, or beside two others whose windows share its batches. The
+ * GPU backend is fixed_batch, so netbatch pads every batch to the capacity;
+ * the test also prints how many values of 3 windows differ without the
+ * padding, a batch of 3 on its own row against the same windows in a padded
+ * batch (the reason for it). Model files: GF_TEST_MODELS (random weights do:
+ * tools/gpu-session writes them); skips without a CUDA device or without
+ * GF_TEST_MODELS. */
 #include "common/card.h"
 #include "common/devstats.h"
 #include "common/error.h"
@@ -47,7 +47,6 @@ typedef struct {
     float *ref[3];
     gf_diar_backend client;
     int rc;
-    bool into_ref;   /* client_main writes the reference */
 } rec;
 
 static const size_t per[3] = { GF_DIAR_FRAMES * GF_DIAR_SPEAKERS,
@@ -105,7 +104,7 @@ static void *client_main(void *arg)
 {
     rec *r = arg;
     for (int w0 = 0; w0 < r->nwin && !r->rc; w0 += CAP) {   /* a pipeline's batches */
-        gf_diar_piece p = piece(r, w0, r->nwin - w0 < CAP ? r->nwin - w0 : CAP, r->into_ref);
+        gf_diar_piece p = piece(r, w0, r->nwin - w0 < CAP ? r->nwin - w0 : CAP, false);
         r->rc = r->client.run_batch(r->client.ctx, &p, 1, NULL, NULL);
     }
     return NULL;
@@ -144,30 +143,39 @@ static void mixed_batches(gf_math math)
     for (int i = 0; i < NREC; i++)
         rec_make(&r[i], sizes[i]);
 
-    /* without one row: 3 windows alone (row 8) against the same in a batch of 32 */
-    gf_diar_piece alone = piece(&r[1], 0, 3, true), full = piece(&r[1], 0, CAP, false);
+    /* the references: each recording through its own pipeline's batches */
+    assert_true(be.fixed_batch);
+    for (int i = 0; i < NREC; i++)
+        for (int w0 = 0; w0 < r[i].nwin; w0 += CAP) {
+            gf_diar_piece p = piece(&r[i], w0, r[i].nwin - w0 < CAP ? r[i].nwin - w0 : CAP, true);
+            assert_int_equal(gf_diar_netbatch_run(nb, &be, &p, 1, NULL, NULL), 0);
+        }
+    /* without the padding: 3 windows alone, on their own row */
+    be.fixed_batch = false;
+    gf_diar_piece alone = piece(&r[1], 0, 3, false);
     assert_int_equal(gf_diar_netbatch_run(nb, &be, &alone, 1, NULL, NULL), 0);
-    assert_int_equal(gf_diar_netbatch_run(nb, &be, &full, 1, NULL, NULL), 0);
+    be.fixed_batch = true;
     size_t diff = 0;
     for (int k = 0; k < 3; k++)
         for (size_t i = 0; i < 3 * per[k]; i++)
             diff += memcmp(&r[1].out[k][i], &r[1].ref[k][i], sizeof(float)) != 0;
-    printf("%s, each size on its own row: %zu of %zu values of 3 windows differ between a batch "
-           "of 3 and a batch of %d\n", gf_math_name(math), diff, 3 * (per[0] + per[1] + per[2]),
-           CAP);
-
-    assert_int_equal(gf_diar_backend_gpu_one_row(&be), 0);
-    assert_non_null(strstr(be.identity, "one-row"));
+    printf("%s, unpadded: %zu of %zu values of 3 windows differ between a batch of 3 and the "
+           "same windows in a batch padded to %d\n", gf_math_name(math), diff,
+           3 * (per[0] + per[1] + per[2]), CAP);
     gf_diar_netbatch_destroy(&nb);
     gf_diar_batcher *b = gf_diar_batcher_new(&be, CAP);
-    /* the references: each recording alone through the batcher */
+    /* each recording alone through the batcher */
     for (int i = 0; i < NREC; i++) {
         r[i].client = gf_diar_batcher_client(b);
         r[i].rc = 0;
-        r[i].into_ref = true;
         client_main(&r[i]);
         assert_int_equal(r[i].rc, 0);
-        r[i].into_ref = false;
+        size_t d = differing(&r[i]);
+        if (d)
+            fail_msg("%s: recording %d (%d windows) alone through the batcher: %zu values "
+                     "differ from its own pipeline's batches", gf_math_name(math), i, r[i].nwin, d);
+        for (int k = 0; k < 3; k++)   /* the run beside the others writes them again */
+            memset(r[i].out[k], 0, (size_t)r[i].nwin * per[k] * sizeof(float));
     }
     /* three clients at once: their windows share batches, cut where they fall */
     pthread_t th[NREC];
@@ -179,11 +187,12 @@ static void mixed_batches(gf_math math)
         size_t d = differing(&r[i]);
         if (d)
             fail_msg("%s: recording %d (%d windows) through the batcher beside the others: %zu "
-                     "values differ from it alone", gf_math_name(math), i, r[i].nwin, d);
+                     "values differ from its own pipeline's batches", gf_math_name(math), i,
+                     r[i].nwin, d);
     }
     gf_diar_batcher_counts c;
     gf_diar_batcher_counts_get(b, &c);
-    printf("%s, one row: mixed batches identical to each recording alone; the batcher ran %llu "
+    printf("%s, padded: its own batches, alone and beside others identical; the batcher ran %llu "
            "batches of %llu windows, up to %d recordings in one\n", gf_math_name(math),
            (unsigned long long)c.batches, (unsigned long long)c.windows, c.most_jobs);
     gf_diar_batcher_destroy(&b);

@@ -2,7 +2,10 @@
  * (diar/batcher.h): each client gets, byte for byte, what its windows get
  * through the networks on their own (diar/netbatch.h), however the batcher
  * cut and mixed them; a batch carries the windows of several clients; a
- * failed batch fails its clients and the batcher goes on.
+ * failed batch fails its clients and the batcher goes on; a backend whose
+ * numbers depend on the batch's size (fixed_batch) sees every batch padded
+ * to the capacity, by its own pipeline's netbatch and through the batcher,
+ * and its windows' results stay those of the unpadded run.
  *
  * The networks are a small backend of the test's own behind the same table
  * (the trained ones need model files a unit test does not have; the
@@ -40,6 +43,7 @@ typedef struct {
     bool in_gate;       /* a call is waiting at it */
     int fail_at;        /* the call number (1-based) that fails; 0: none */
     int calls;
+    int min_B, max_B;   /* the sizes the segmentation was called with */
 } test_net;
 
 static void sleep_ms(int ms)
@@ -54,6 +58,10 @@ static int t_segment(void *ctx, const float *wave, int B, float *logp, gf_devsta
     test_net *t = ctx;
     pthread_mutex_lock(&t->mu);
     int call = ++t->calls;
+    if (!t->min_B || B < t->min_B)
+        t->min_B = B;
+    if (B > t->max_B)
+        t->max_B = B;
     while (t->gate_closed) {
         t->in_gate = true;
         pthread_cond_wait(&t->cv, &t->mu);
@@ -343,6 +351,58 @@ static void test_a_large_request_is_split(void **state)
     rec_free(&r);
 }
 
+/* fixed_batch: a recording of 11 windows (batches of 8 and 3) through its
+ * own netbatch and through the batcher; the backend is only ever called with
+ * 8 windows, and the results are those of the unpadded reference. */
+static void test_fixed_batch_pads_to_the_capacity(void **state)
+{
+    (void)state;
+    rec r;
+    rec_make(&r, 11);
+    reference(&r);   /* unpadded: batches of 8 and 3 */
+    gf_diar_backend be = test_backend();
+    be.fixed_batch = true;
+    gf_diar_netbatch *nb = gf_diar_netbatch_new(CAP);
+    net.min_B = net.max_B = 0;
+    for (int w0 = 0; w0 < r.nwin; w0 += CAP) {
+        gf_diar_piece p = piece_of(&r, false);
+        int n = r.nwin - w0 < CAP ? r.nwin - w0 : CAP;
+        p.in.samples += (size_t)w0 * GF_DIAR_STEP;
+        p.in.windows = n;
+        p.seg += (size_t)w0 * GF_DIAR_FRAMES * GF_DIAR_SPEAKERS;
+        p.emb += (size_t)w0 * GF_DIAR_SPEAKERS * GF_DIAR_EMB_DIM;
+        p.logits += (size_t)w0 * GF_DIAR_FRAMES * GF_DIAR_CLASSES;
+        assert_int_equal(gf_diar_netbatch_run(nb, &be, &p, 1, NULL, NULL), 0);
+    }
+    gf_diar_netbatch_destroy(&nb);
+    assert_int_equal(net.min_B, CAP);
+    assert_int_equal(net.max_B, CAP);
+    same_bytes(&r);
+
+    memset(r.seg, 0, (size_t)r.nwin * GF_DIAR_FRAMES * GF_DIAR_SPEAKERS * sizeof(float));
+    net.min_B = net.max_B = 0;
+    gf_diar_batcher *b = gf_diar_batcher_new(&be, CAP);
+    r.client = gf_diar_batcher_client(b);
+    client_main(&r);
+    assert_int_equal(r.rc, 0);
+    same_bytes(&r);
+    assert_int_equal(net.min_B, CAP);
+    gf_diar_batcher_counts c;
+    gf_diar_batcher_counts_get(b, &c);
+    assert_int_equal(c.windows, 11);   /* the padding is not counted */
+    gf_diar_batcher_destroy(&b);
+
+    /* not fixed_batch: the last batch runs at its own size */
+    be = test_backend();
+    net.min_B = net.max_B = 0;
+    b = gf_diar_batcher_new(&be, CAP);
+    r.client = gf_diar_batcher_client(b);
+    client_main(&r);
+    assert_int_equal(net.min_B, 3);
+    gf_diar_batcher_destroy(&b);
+    rec_free(&r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -351,6 +411,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_a_failed_batch_fails_its_clients_only, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_a_large_request_is_split, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_fixed_batch_pads_to_the_capacity, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -31,6 +31,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static gf_card_identity card;
 static gf_route_plan *plan;
@@ -110,6 +111,71 @@ static void *client_main(void *arg)
     return NULL;
 }
 
+/* The GPU backend behind a gate: the batcher's first segmentation call
+ * waits until the gate opens, so that the test can have every client
+ * queued behind it and the batches that follow mix their windows. */
+typedef struct {
+    gf_diar_backend in;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool closed;
+} gated;
+
+static int g_segment_spans(void *ctx, const gf_diar_span *spans, int n, float *logp,
+                           gf_devstats *stats)
+{
+    gated *g = ctx;
+    pthread_mutex_lock(&g->mu);
+    while (g->closed)
+        pthread_cond_wait(&g->cv, &g->mu);
+    pthread_mutex_unlock(&g->mu);
+    return g->in.segment_spans(g->in.ctx, spans, n, logp, stats);
+}
+
+static int g_fbank(void *ctx, const float *wave, int B, float *feats, gf_devstats *stats)
+{
+    gated *g = ctx;
+    return g->in.fbank(g->in.ctx, wave, B, feats, stats);
+}
+
+static int g_embed(void *ctx, const float *fbank, int B, const int *job_window,
+                   const float *masks, int n_jobs, float *emb, gf_devstats *stats)
+{
+    gated *g = ctx;
+    return g->in.embed(g->in.ctx, fbank, B, job_window, masks, n_jobs, emb, stats);
+}
+
+static void g_destroy(void *ctx)
+{
+    gated *g = ctx;
+    g->in.destroy(g->in.ctx);
+}
+
+static gf_diar_backend gate(gated *g, gf_diar_backend *in)
+{
+    g->in = *in;
+    pthread_mutex_init(&g->mu, NULL);
+    pthread_cond_init(&g->cv, NULL);
+    g->closed = false;
+    gf_diar_backend out = *in;
+    out.segment_spans = g_segment_spans;
+    out.fbank = g_fbank;
+    out.embed = g_embed;
+    out.destroy = g_destroy;
+    out.pin = NULL;
+    out.unpin = NULL;
+    out.ctx = g;
+    return out;
+}
+
+static void gate_set(gated *g, bool closed)
+{
+    pthread_mutex_lock(&g->mu);
+    g->closed = closed;
+    pthread_cond_broadcast(&g->cv);
+    pthread_mutex_unlock(&g->mu);
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -163,7 +229,9 @@ static void mixed_batches(gf_math math)
            "same windows in a batch padded to %d\n", gf_math_name(math), diff,
            3 * (per[0] + per[1] + per[2]), CAP);
     gf_diar_netbatch_destroy(&nb);
-    gf_diar_batcher *b = gf_diar_batcher_new(&be, CAP);
+    gated g;
+    gf_diar_backend gb = gate(&g, &be);
+    gf_diar_batcher *b = gf_diar_batcher_new(&gb, CAP);
     /* each recording alone through the batcher */
     for (int i = 0; i < NREC; i++) {
         r[i].client = gf_diar_batcher_client(b);
@@ -177,10 +245,21 @@ static void mixed_batches(gf_math math)
         for (int k = 0; k < 3; k++)   /* the run beside the others writes them again */
             memset(r[i].out[k], 0, (size_t)r[i].nwin * per[k] * sizeof(float));
     }
-    /* three clients at once: their windows share batches, cut where they fall */
+    /* three clients at once: their windows share batches, cut where they
+     * fall (the first batch held until all three are queued) */
+    gate_set(&g, true);
     pthread_t th[NREC];
     for (int i = 0; i < NREC; i++)
         assert_int_equal(pthread_create(&th[i], NULL, client_main, &r[i]), 0);
+    gf_diar_batcher_counts c;
+    for (int k = 0; k < 20000; k++) {   /* 20 s at most */
+        gf_diar_batcher_counts_get(b, &c);
+        if (c.waiting >= NREC - 1)
+            break;
+        struct timespec ms = { 0, 1000 * 1000 };
+        nanosleep(&ms, NULL);
+    }
+    gate_set(&g, false);
     for (int i = 0; i < NREC; i++) {
         pthread_join(th[i], NULL);
         assert_int_equal(r[i].rc, 0);
@@ -190,12 +269,14 @@ static void mixed_batches(gf_math math)
                      "values differ from its own pipeline's batches", gf_math_name(math), i,
                      r[i].nwin, d);
     }
-    gf_diar_batcher_counts c;
     gf_diar_batcher_counts_get(b, &c);
+    assert_true(c.most_jobs >= 2);
     printf("%s, padded: its own batches, alone and beside others identical; the batcher ran %llu "
            "batches of %llu windows, up to %d recordings in one\n", gf_math_name(math),
            (unsigned long long)c.batches, (unsigned long long)c.windows, c.most_jobs);
     gf_diar_batcher_destroy(&b);
+    pthread_mutex_destroy(&g.mu);
+    pthread_cond_destroy(&g.cv);
     for (int i = 0; i < NREC; i++)
         rec_free(&r[i]);
 }

@@ -2,6 +2,7 @@
 #include "common/sha256.h"
 #include "common/error.h"
 #include "common/log.h"
+#include "common/util.h"
 
 #include <errno.h>
 #include <openssl/evp.h>
@@ -33,11 +34,16 @@ void gf_sha256_hex(const void *data, size_t len, char out[GF_SHA256_HEX_LEN])
 
 int gf_sha256_file_hex(const char *path, char out[GF_SHA256_HEX_LEN])
 {
-    FILE *f = fopen(path, "rb");
+    int fd = gf_open_regular(path, 0, NULL);
+    if (fd == GF_ENOENT)
+        GF_ERROR("%s: cannot open: %s", path, strerror(ENOENT));
+    if (fd < 0)
+        return fd == GF_ENOENT ? GF_ENOENT : GF_EIO;
+    FILE *f = fdopen(fd, "rb");
     if (!f) {
-        int e = errno;
-        GF_ERROR("%s: cannot open: %s", path, strerror(e));
-        return e == ENOENT ? GF_ENOENT : GF_EIO;
+        GF_ERROR("%s: cannot open: %s", path, strerror(errno));
+        close(fd);
+        return GF_EIO;
     }
     EVP_MD_CTX *ctx = EVP_MD_CTX_new();
     if (!ctx || !EVP_DigestInit_ex(ctx, EVP_sha256(), NULL)) {

@@ -14,6 +14,40 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+int gf_open_regular(const char *path, long long max, struct stat *st)
+{
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0) {
+        int e = errno;
+        if (e == ENOENT)
+            return GF_ENOENT;
+        GF_ERROR("%s: cannot open: %s", path, strerror(e));
+        return e == EACCES || e == EPERM ? GF_EPERM : GF_EIO;
+    }
+    struct stat sb;
+    if (fstat(fd, &sb) != 0) {
+        GF_ERROR("%s: cannot open: %s", path, strerror(errno));
+        close(fd);
+        return GF_EIO;
+    }
+    if (!S_ISREG(sb.st_mode)) {
+        GF_ERROR("%s: not a regular file (a FIFO, a device, a socket or a folder)", path);
+        close(fd);
+        return GF_EUNSUP;
+    }
+    if (max > 0 && (long long)sb.st_size > max) {
+        GF_ERROR("%s: %lld bytes, over the limit of %lld", path, (long long)sb.st_size, max);
+        close(fd);
+        return GF_ETOOBIG;
+    }
+    int fl = fcntl(fd, F_GETFL);
+    if (fl >= 0)
+        (void)fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+    if (st)
+        *st = sb;
+    return fd;
+}
+
 static void oom(size_t size)
 {
     fprintf(stderr, "gpuflock: out of memory (asked for %zu bytes)\n", size);

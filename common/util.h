@@ -7,6 +7,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <stdint.h>
 
@@ -30,6 +31,17 @@ int gf_write_file_atomic(const char *path, const void *buf, size_t len);
  * writer racing for the same name), and GF_EEXIST is returned after
  * logging "PATH exists: not replaced". */
 int gf_write_file(const char *path, const void *buf, size_t len, bool replace);
+
+/* Open path for reading as a regular file of at most max bytes (0: any
+ * size), so that what a user names as an input cannot hang the reader (a
+ * FIFO with no writer: the open does not block, O_NONBLOCK) nor feed it
+ * forever (/dev/zero) nor make it read a sparse file of terabytes. Returns
+ * the descriptor (close-on-exec, blocking reads; *st filled when st is not
+ * NULL), or GF_ENOENT without logging when nothing is there, GF_EPERM /
+ * GF_EIO after logging "PATH: cannot open: reason", GF_EUNSUP after "PATH:
+ * not a regular file (a FIFO, a device, a socket or a folder)", GF_ETOOBIG
+ * after "PATH: N bytes, over the limit of M". */
+int gf_open_regular(const char *path, long long max, struct stat *st);
 
 /* The path of program `name` in the folder of the running executable
  * (/proc/self/exe), or NULL when that cannot be read; the caller frees. */

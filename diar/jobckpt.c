@@ -232,7 +232,8 @@ static void *hasher_main(void *arg)
     char why[256] = "";
     struct stat a, b;
     int rc = 0;
-    int fd = open(self->audio, O_RDONLY | O_CLOEXEC);
+    /* O_NONBLOCK: a FIFO is refused below, not waited on */
+    int fd = open(self->audio, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
     if (fd < 0) {
         snprintf(why, sizeof why, "cannot open the audio: %s", strerror(errno));
         rc = GF_EIO;

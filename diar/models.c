@@ -20,6 +20,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#define GF_MANIFEST_MAX (1 << 20)   /* a manifest of a few lines: more is not one */
+
 typedef struct {
     char *path;                     /* relative to the directory */
     char sha[GF_SHA256_HEX_LEN];    /* lower-case hex */
@@ -46,11 +48,14 @@ int gf_manifest_load(const char *dir, gf_manifest **out)
 {
     *out = NULL;
     char *file = gf_strfmt("%s/%s", dir, GF_MODELS_MANIFEST);
-    FILE *f = fopen(file, "r");
+    int fd = gf_open_regular(file, GF_MANIFEST_MAX, NULL);   /* logged but for ENOENT */
+    FILE *f = fd >= 0 ? fdopen(fd, "r") : NULL;
     if (!f) {
-        int rc = errno == ENOENT ? GF_ENOENT : GF_EIO;
-        if (rc == GF_EIO)
+        int rc = fd == GF_ENOENT ? GF_ENOENT : GF_EIO;
+        if (fd >= 0) {
             GF_ERROR("%s: cannot open: %s", file, strerror(errno));
+            close(fd);
+        }
         free(file);
         return rc;
     }
@@ -151,13 +156,16 @@ int gf_models_id_take(const char *dir, gf_models_id *out)
     memset(out, 0, sizeof *out);
     for (int i = 0; i < GF_MODELS_ID_FILES; i++) {
         char *path = gf_strfmt("%s/%s", dir, names[i]);
-        int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
-        if (fd < 0 && (errno == ENOENT || errno == ENOTDIR)) {
+        struct stat st;
+        int fd = -1;
+        if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+            /* a FIFO, a device, a folder: recorded, never opened (the loader
+             * refuses it by name) */
+        } else if ((fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY)) < 0 &&
+                   (errno == ENOENT || errno == ENOTDIR)) {
             free(path);
             continue;
-        }
-        struct stat st;
-        if (fd < 0 || fstat(fd, &st) != 0) {
+        } else if (fd < 0 || fstat(fd, &st) != 0) {
             int e = errno;
             GF_ERROR("%s: cannot read: %s", path, strerror(e));
             if (fd >= 0)
@@ -165,7 +173,8 @@ int gf_models_id_take(const char *dir, gf_models_id *out)
             free(path);
             return e == EACCES || e == EPERM ? GF_EPERM : GF_EIO;
         }
-        close(fd);
+        if (fd >= 0)
+            close(fd);
         free(path);
         out->f[i].present = true;
         out->f[i].dev = (unsigned long long)st.st_dev;

@@ -118,19 +118,16 @@ gf_audio_reader *gf_audio_reader_new(const char *path, int *err)
 
     /* One open for our look at the header, libsndfile's decoding and the
      * checks on its size, so that all three see the same file. */
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0 || fstat(fd, &st) != 0) {
-        int e = errno;
-        rc = e == ENOENT ? GF_ENOENT : GF_EIO;
-        GF_ERROR("audio file %s: %s", path, strerror(e));
+    /* A regular file only: a FIFO is refused, not waited on (a job blocked
+     * in open could not be cancelled), and a device is not read forever. */
+    int fd = gf_open_regular(path, 0, &st);
+    if (fd < 0) {
+        rc = fd == GF_EUNSUP || fd == GF_EPERM ? GF_EIO : fd;
+        if (fd == GF_ENOENT)
+            GF_ERROR("audio file %s: %s", path, strerror(ENOENT));
         goto fail;
     }
-    if (S_ISDIR(st.st_mode)) {
-        rc = GF_EIO;
-        GF_ERROR("audio file %s: is a directory", path);
-        goto fail;
-    }
-    if (S_ISREG(st.st_mode) && st.st_size == 0) {
+    if (st.st_size == 0) {
         rc = GF_EINVAL;
         GF_ERROR("audio file %s: zero-length file (0 bytes)", path);
         goto fail;

@@ -274,13 +274,18 @@ int gf_npy_parse(const char *name, const void *buf, size_t len, gf_npy_array **o
     return 0;
 }
 
-int gf_npy_read_file(const char *path, unsigned char **buf, size_t *len)
+int gf_npy_read_file(const char *path, long long max, unsigned char **buf, size_t *len)
 {
-    FILE *f = fopen(path, "rb");
+    int fd = gf_open_regular(path, max, NULL);
+    if (fd == GF_ENOENT)
+        GF_ERROR("%s: cannot open: %s", path, strerror(ENOENT));
+    if (fd < 0)
+        return fd;
+    FILE *f = fdopen(fd, "rb");
     if (!f) {
-        int e = errno;
-        GF_ERROR("%s: cannot open: %s", path, strerror(e));
-        return e == ENOENT ? GF_ENOENT : GF_EIO;
+        GF_ERROR("%s: cannot open: %s", path, strerror(errno));
+        close(fd);
+        return GF_EIO;
     }
     size_t cap = 1 << 16, n = 0;
     unsigned char *b = gf_malloc(cap);
@@ -311,7 +316,7 @@ int gf_npy_load(const char *path, gf_npy_array **out)
     unsigned char *buf;
     size_t len;
     *out = NULL;
-    int rc = gf_npy_read_file(path, &buf, &len);
+    int rc = gf_npy_read_file(path, GF_NPY_FILE_MAX, &buf, &len);
     if (rc)
         return rc;
     rc = gf_npy_parse(path, buf, len, out);

@@ -48,10 +48,18 @@ const char *gf_npy_dtype_name(gf_npy_dtype dtype);
 gf_npy_array *gf_npy_new(gf_npy_dtype dtype, int ndim, const size_t *shape);
 void gf_npy_destroy(gf_npy_array **self_p);
 
-/* The whole of the file at path in a new buffer (*buf, the caller frees) of
- * *len bytes. Returns 0, or GF_ENOENT (missing) or GF_EIO after logging
- * "PATH: cannot open: reason" or "PATH: read error". */
-int gf_npy_read_file(const char *path, unsigned char **buf, size_t *len);
+/* The largest .npy file gf_npy_load reads (intermediates of about six days
+ * of audio), and the largest .npz gf_npz_load reads (a PLDA's are 134 kB):
+ * a sparse file of terabytes is refused before its bytes are read. */
+#define GF_NPY_FILE_MAX (4LL << 30)
+#define GF_NPZ_FILE_MAX (64LL << 20)
+
+/* The whole of the regular file at path, of at most max bytes, in a new
+ * buffer (*buf, the caller frees) of *len bytes. Returns 0, or GF_ENOENT
+ * (missing), GF_EIO, GF_EPERM, GF_EUNSUP (not a regular file: a FIFO is
+ * refused, not waited on) or GF_ETOOBIG after logging "PATH: problem"
+ * (gf_open_regular, common/util.h). */
+int gf_npy_read_file(const char *path, long long max, unsigned char **buf, size_t *len);
 
 /* Read a .npy file. Returns 0 and a new array in *out, or GF_ENOENT (missing),
  * GF_EIO (unreadable), GF_EINVAL (malformed, truncated), GF_EUNSUP (big-endian,

@@ -79,7 +79,7 @@ int gf_npz_load(const char *path, gf_npz **out)
     unsigned char *buf;
     size_t len;
     *out = NULL;
-    int rc = gf_npy_read_file(path, &buf, &len);
+    int rc = gf_npy_read_file(path, GF_NPZ_FILE_MAX, &buf, &len);
     if (rc)
         return rc;
     gf_npz *z = gf_calloc(1, sizeof *z);

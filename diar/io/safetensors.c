@@ -161,17 +161,12 @@ gf_safetensors *gf_safetensors_open(const char *path, const char *sha256_hex)
     json_object *root = NULL;
     self->path = gf_strdup(path);
 
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        GF_ERROR("%s: cannot open: %s", path, strerror(errno));
-        goto fail;
-    }
     struct stat st;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        GF_ERROR("%s: not a regular file", path);
-        close(fd);
+    int fd = gf_open_regular(path, 0, &st);
+    if (fd == GF_ENOENT)
+        GF_ERROR("%s: cannot open: %s", path, strerror(ENOENT));
+    if (fd < 0)
         goto fail;
-    }
     if (st.st_size < 8) {
         GF_ERROR("%s: %lld bytes: too short for a safetensors file (truncated?)", path,
                  (long long)st.st_size);

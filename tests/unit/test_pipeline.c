@@ -15,6 +15,7 @@
 #include "diar/io/audio_windows.h"
 #include "kernels/fbank/fbank_cpu.h"
 #include "diar/io/npy.h"
+#include "diar/models.h"
 #include "diar/pipeline.h"
 #include "diar/weightfree.h"
 #include "diar/io/rttm.h"
@@ -766,6 +767,34 @@ static void test_bad_inputs(void **state)
     /* the message a worker puts in the job's result names the file */
     assert_non_null(strstr(gf_log_last_error(), "notes.wav"));
     assert_null(res.rttm);
+    /* a FIFO with no writer, and a device: refused at once, not waited on
+     * nor read forever (a worker's job thread blocked in open could not be
+     * cancelled) */
+    char *fifo = gf_strfmt("%s/live.wav", tmpdir);
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    gf_log_clear_last_error();
+    assert_int_equal(gf_diar_run(d, fifo, &o, NULL, &res), GF_EIO);
+    assert_non_null(strstr(gf_log_last_error(), "not a regular file"));
+    assert_int_equal(gf_diar_run(d, "/dev/zero", &o, NULL, &res), GF_EIO);
+    /* the same for the model files of a folder */
+    char *mdir = gf_strfmt("%s/fifo-models", tmpdir);
+    assert_int_equal(mkdir(mdir, 0700), 0);
+    char *seg = gf_strfmt("%s/%s", mdir, GF_MODELS_SEGMENTATION);
+    char *emb = gf_strfmt("%s/%s", mdir, GF_MODELS_EMBEDDING);
+    assert_int_equal(mkfifo(seg, 0600), 0);
+    assert_int_equal(symlink("/dev/zero", emb), 0);
+    bool wf = true;
+    gf_log_clear_last_error();
+    assert_null(gf_diar_new(mdir, 2, 1, &wf));
+    assert_non_null(strstr(gf_log_last_error(), "not a regular file"));
+    unlink(seg);
+    unlink(emb);
+    rmdir(mdir);
+    unlink(fifo);
+    free(seg);
+    free(emb);
+    free(mdir);
+    free(fifo);
     free(missing);
     free(text);
     gf_diar_destroy(&d);

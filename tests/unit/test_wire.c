@@ -174,8 +174,10 @@ static void test_credentials_per_connection(void **state)
         if (getuid() == 0 && (setgroups(0, NULL) != 0 || setgid(gid) != 0 || setuid(uid) != 0))
             _exit(2);
         void *ctx = zmq_ctx_new(), *d = zmq_socket(ctx, ZMQ_DEALER);
-        int zero = 0;
+        int zero = 0, limit_ms = 60000;
         zmq_setsockopt(d, ZMQ_LINGER, &zero, sizeof(zero));
+        /* a parent that failed never tells: the child does not wait for ever */
+        zmq_setsockopt(d, ZMQ_RCVTIMEO, &limit_ms, sizeof(limit_ms));
         gf_msg q;
         memset(&q, 0, sizeof(q));
         q.op = GF_OP_QUEUE;

@@ -121,8 +121,10 @@ size_t gf_diar_pool_sets(gf_diar_pool *self)
 }
 
 /* Under mu: unlink the sets to drop onto *out: the idle ones whose files
- * changed, then, least recently used first, idle ones while more than
- * worker.model_sets are loaded. A set in use stays. */
+ * changed or that hold no pipeline (their load failed), then, least
+ * recently used first, idle ones while more than worker.model_sets are
+ * loaded, never the configured models directory's (jobs naming other
+ * folders cannot push it out). A set in use stays. */
 static void trim_locked(gf_diar_pool *self, mset **out)
 {
     for (;;) {
@@ -131,11 +133,12 @@ static void trim_locked(gf_diar_pool *self, mset **out)
             mset *s = *pp;
             if (s->busy)
                 continue;
-            if (s->stale) {
+            if (s->stale || !s->entries) {
                 victim = pp;
                 break;
             }
-            if (self->n_sets > (size_t)self->conf.model_sets &&
+            bool configured = strcmp(s->models, self->conf.models_dir) == 0;
+            if (self->n_sets > (size_t)self->conf.model_sets && !configured &&
                 (!victim || s->used < (*victim)->used))
                 victim = pp;
         }
@@ -157,8 +160,9 @@ static void drop_sets(gf_diar_pool *self, mset *list)
         mset *s = list;
         list = s->next;
         GF_INFO("card %d: dropped the pipelines of %s (%s)", self->conf.card.index, s->models,
-                s->stale ? "its files changed since they were loaded"
-                         : "more models directories loaded than worker.model_sets");
+                s->stale      ? "its files changed since they were loaded"
+                : !s->entries ? "its pipeline could not be loaded"
+                              : "more models directories loaded than worker.model_sets");
         set_free(s);
     }
 }

@@ -10,9 +10,10 @@
  * later. With worker.batch_jobs (the default) the networks are loaded once
  * per models directory, behind a batcher (diar/batcher.h) that fills each
  * network batch from every job's pipeline. Idle directories beyond
- * worker.model_sets are dropped, least recently used first (and those whose
- * files changed at once), so that users naming many folders cannot make a
- * worker hold the networks of each.
+ * worker.model_sets are dropped, least recently used first but never the
+ * configured one (and those whose files changed, or that failed to load,
+ * at once), so that users naming many folders cannot make a worker hold the
+ * networks of each, nor push out the configured ones.
  * Each records the digests of the network files it loaded, which enter
  * the checkpoints' identity (worker/diarjob.c). Thread-safe. */
 #ifndef GF_DIARPOOL_H

@@ -1,10 +1,11 @@
 /* test_diarpool.c — the worker's pool of loaded pipelines (worker/diarpool.h),
  * on a CPU card with weight-free models directories: a directory given back
  * is taken again loaded; beyond worker.model_sets the least recently used
- * idle directory is dropped, one in use never is; a directory whose files
- * changed since they were loaded is loaded again and the old pipelines
- * dropped; and, as root, a caller whose file-system identity may not read
- * the directory is refused although its pipeline is loaded. */
+ * idle directory is dropped, one in use never is, the configured one never
+ * is; one whose load failed is not kept; a directory whose files changed
+ * since they were loaded is loaded again and the old pipelines dropped;
+ * and, as root, a caller whose file-system identity may not read the
+ * directory is refused although its pipeline is loaded. */
 #include "common/config.h"
 #include "common/error.h"
 #include "common/log.h"
@@ -37,7 +38,7 @@ static int setup(void **state)
     if (!mkdtemp(tmpdir) || gf_config_load(NULL, &cfg) != 0)
         return -1;
     free(cfg->models_dir);
-    cfg->models_dir = gf_strfmt("%s/a", tmpdir);
+    cfg->models_dir = gf_strfmt("%s/z", tmpdir);   /* the configured one */
     cfg->batch_size = 4;
     cfg->cpu_threads = 1;
     gf_card_identity card;
@@ -46,7 +47,7 @@ static int setup(void **state)
     plan = gf_route_plan_new(&card, gf_evidence_default_dir(), &gf_module_provider_none, false);
     if (!plan)
         return -1;
-    for (const char *d = "abc"; *d; d++) {
+    for (const char *d = "abcz"; *d; d++) {
         char *p = gf_strfmt("%s/%c", tmpdir, *d);
         if (mkdir(p, 0755) != 0)
             return -1;
@@ -134,6 +135,44 @@ static void reused_and_capped(void **state)
     gf_diar_pool_give(pool, &p);
     p = take(pool, 'b', false);
     gf_diar_pool_give(pool, &p);
+    gf_diar_pool_destroy(&pool);
+    cfg->model_sets = 2;
+}
+
+static void write_file(const char *path, const char *text);
+
+static void configured_kept_failed_dropped(void **state)
+{
+    (void)state;
+    cfg->model_sets = 1;
+    gf_diar_pool *pool = gf_diar_pool_new(cfg, plan);
+    bool cached = true;
+    gf_diar_pipe *p = gf_diar_pool_take(pool, NULL, &cached);   /* the configured folder */
+    assert_non_null(p);
+    assert_false(cached);
+    gf_diar_pool_give(pool, &p);
+    p = take(pool, 'a', false);
+    gf_diar_pool_give(pool, &p);
+    p = take(pool, 'b', false);   /* a goes, the configured one stays */
+    gf_diar_pool_give(pool, &p);
+    assert_int_equal(gf_diar_pool_sets(pool), 1);
+    p = gf_diar_pool_take(pool, NULL, &cached);
+    assert_true(cached);
+    gf_diar_pool_give(pool, &p);
+
+    /* network files that are not networks: the load fails, nothing is kept */
+    char *d = dir('c');
+    char *seg = gf_strfmt("%s/%s", d, GF_MODELS_SEGMENTATION);
+    char *emb = gf_strfmt("%s/%s", d, GF_MODELS_EMBEDDING);
+    write_file(seg, "not a network\n");
+    write_file(emb, "not a network\n");
+    assert_null(gf_diar_pool_take(pool, d, &cached));
+    assert_int_equal(gf_diar_pool_sets(pool), 1);
+    assert_int_equal(unlink(seg), 0);
+    assert_int_equal(unlink(emb), 0);
+    free(seg);
+    free(emb);
+    free(d);
     gf_diar_pool_destroy(&pool);
     cfg->model_sets = 2;
 }
@@ -234,6 +273,7 @@ int main(void)
     gf_log_init("test_diarpool", GF_LOG_OFF);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(reused_and_capped),
+        cmocka_unit_test(configured_kept_failed_dropped),
         cmocka_unit_test(changed_files_loaded_again),
         cmocka_unit_test(unreadable_refused_though_loaded),
     };

@@ -45,6 +45,8 @@ void gf_models_digest(const char *dir, const gf_manifest *man, const char *name,
  * written, replaced, renamed over or touched changes its change time. What
  * a worker keeps loaded is keyed by it (worker/diarpool.h). */
 #define GF_MODELS_ID_FILES 6
+#define GF_MODELS_ID_SEG 0   /* f[] of the segmentation network, */
+#define GF_MODELS_ID_EMB 1   /* of the embedding network (then the PLDA pair, manifest, VAD) */
 typedef struct {
     bool present;
     unsigned long long dev, ino;

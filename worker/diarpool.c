@@ -243,7 +243,7 @@ static mset *set_for_locked(gf_diar_pool *self, const char *models, const gf_mod
  * gf_diar_new reports). */
 static bool has_networks(const gf_models_id *id)
 {
-    return id->f[0].present && id->f[1].present;   /* gf_models_id_take's order */
+    return id->f[GF_MODELS_ID_SEG].present && id->f[GF_MODELS_ID_EMB].present;
 }
 
 /* A new pipeline of set s, for the job about to run on it (busy). */

@@ -9,12 +9,7 @@
 # once for all of them, and the same holds with worker.batch_jobs false
 # (each job its own pipeline). Skips (77) without torch or the PLDA.
 . tests/integration/lib/jobs.bash
-PY=/usr/bin/python3
-A=../shared/data/audio
-P=../shared/data/community-1/plda
-[ -f "$A/sample.wav" ] || { echo "skip: no $A/sample.wav"; exit 77; }
-"$PY" -c 'import torch, numpy' 2>/dev/null || { echo "skip: $PY cannot import torch and numpy (tests/ref/gpu_models.py writes the models)"; exit 77; }
-[ -d "$P" ] || { echo "skip: no PLDA at $P"; exit 77; }
+need_random_models
 "$PY" tests/ref/gpu_models.py "$T/models" 3 >/dev/null || fail "gpu_models.py"
 cp -r "$P" "$T/models/plda"
 mkdir -p "$T/rec"

@@ -8,12 +8,7 @@
 # the idle one each time, saying so. CPU networks with random weights (skips,
 # 77, without torch or the PLDA); the user part skips without root.
 . tests/integration/lib/jobs.bash
-PY=/usr/bin/python3
-A=../shared/data/audio
-P=../shared/data/community-1/plda
-[ -f "$A/sample.wav" ] || { echo "skip: no $A/sample.wav"; exit 77; }
-"$PY" -c 'import torch, numpy' 2>/dev/null || { echo "skip: $PY cannot import torch and numpy (tests/ref/gpu_models.py writes the models)"; exit 77; }
-[ -d "$P" ] || { echo "skip: no PLDA at $P"; exit 77; }
+need_random_models
 for s in 3 5; do
     "$PY" tests/ref/gpu_models.py "$T/m$s" "$s" >/dev/null || fail "gpu_models.py $s"
 done

@@ -164,22 +164,29 @@ static gf_diar_piece piece_of(rec *r, bool ref)
     };
 }
 
-/* The reference: the recording's windows alone, one netbatch of its own. */
-static void reference(rec *r)
+/* The recording's windows through a netbatch of its own, a pipeline's
+ * batches of CAP, into its reference outputs or its outputs. */
+static void own_batches(rec *r, gf_diar_backend *be, bool ref)
 {
     gf_diar_netbatch *nb = gf_diar_netbatch_new(CAP);
-    gf_diar_backend be = test_backend();
     for (int w0 = 0; w0 < r->nwin; w0 += CAP) {
-        gf_diar_piece p = piece_of(r, true);
+        gf_diar_piece p = piece_of(r, ref);
         int n = r->nwin - w0 < CAP ? r->nwin - w0 : CAP;
         p.in.samples += (size_t)w0 * GF_DIAR_STEP;
         p.in.windows = n;
         p.seg += (size_t)w0 * GF_DIAR_FRAMES * GF_DIAR_SPEAKERS;
         p.emb += (size_t)w0 * GF_DIAR_SPEAKERS * GF_DIAR_EMB_DIM;
         p.logits += (size_t)w0 * GF_DIAR_FRAMES * GF_DIAR_CLASSES;
-        assert_int_equal(gf_diar_netbatch_run(nb, &be, &p, 1, NULL, NULL), 0);
+        assert_int_equal(gf_diar_netbatch_run(nb, be, &p, 1, NULL, NULL), 0);
     }
     gf_diar_netbatch_destroy(&nb);
+}
+
+/* The reference: the recording's windows alone, one netbatch of its own. */
+static void reference(rec *r)
+{
+    gf_diar_backend be = test_backend();
+    own_batches(r, &be, true);
 }
 
 static void *client_main(void *arg)
@@ -362,19 +369,8 @@ static void test_fixed_batch_pads_to_the_capacity(void **state)
     reference(&r);   /* unpadded: batches of 8 and 3 */
     gf_diar_backend be = test_backend();
     be.fixed_batch = true;
-    gf_diar_netbatch *nb = gf_diar_netbatch_new(CAP);
     net.min_B = net.max_B = 0;
-    for (int w0 = 0; w0 < r.nwin; w0 += CAP) {
-        gf_diar_piece p = piece_of(&r, false);
-        int n = r.nwin - w0 < CAP ? r.nwin - w0 : CAP;
-        p.in.samples += (size_t)w0 * GF_DIAR_STEP;
-        p.in.windows = n;
-        p.seg += (size_t)w0 * GF_DIAR_FRAMES * GF_DIAR_SPEAKERS;
-        p.emb += (size_t)w0 * GF_DIAR_SPEAKERS * GF_DIAR_EMB_DIM;
-        p.logits += (size_t)w0 * GF_DIAR_FRAMES * GF_DIAR_CLASSES;
-        assert_int_equal(gf_diar_netbatch_run(nb, &be, &p, 1, NULL, NULL), 0);
-    }
-    gf_diar_netbatch_destroy(&nb);
+    own_batches(&r, &be, false);
     assert_int_equal(net.min_B, CAP);
     assert_int_equal(net.max_B, CAP);
     same_bytes(&r);

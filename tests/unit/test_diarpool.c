@@ -13,6 +13,7 @@
 #include "diar/models.h"
 #include "route/plan.h"
 #include "worker/diarpool.h"
+#include "tests/unit/tmpdir.h"
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -28,14 +29,15 @@
 #include <time.h>
 #include <unistd.h>
 
-static char tmpdir[] = "/tmp/gf_diarpool_test.XXXXXX";
+static char tmpdir[4096];   /* a fresh 0700 folder of mkdtemp's, removed at the end */
 static gf_config *cfg;
 static gf_route_plan *plan;   /* the CPU card's */
 
 static int setup(void **state)
 {
     (void)state;
-    if (!mkdtemp(tmpdir) || gf_config_load(NULL, &cfg) != 0)
+    if (gf_test_mkdtemp(tmpdir, sizeof tmpdir, "gf-diarpool") != 0 ||
+        gf_config_load(NULL, &cfg) != 0)
         return -1;
     free(cfg->models_dir);
     cfg->models_dir = gf_strfmt("%s/z", tmpdir);   /* the configured one */
@@ -61,10 +63,7 @@ static int teardown(void **state)
     (void)state;
     gf_route_plan_destroy(&plan);
     gf_config_destroy(&cfg);
-    char *cmd = gf_strfmt("rm -rf %s", tmpdir);
-    int rc = system(cmd);
-    free(cmd);
-    return rc;
+    return gf_test_rmtree(tmpdir);
 }
 
 static char *dir(char name)

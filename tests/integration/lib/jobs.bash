@@ -89,3 +89,15 @@ fail() {
 job_field() {  # ID FIELD
     gf show "$1" --json | /usr/bin/python3 -c "import json,sys; v=json.load(sys.stdin)['$2']; print('' if v is None else v)"
 }
+
+# need_random_models: the shared sample, the community-1 PLDA and a python
+# that runs tests/ref/gpu_models.py (random-weight networks), or skip (77)
+# saying which is missing. Sets PY, A (the audio folder) and P (the PLDA).
+need_random_models() {
+    PY=/usr/bin/python3
+    A=../shared/data/audio
+    P=../shared/data/community-1/plda
+    [ -f "$A/sample.wav" ] || { echo "skip: no $A/sample.wav"; exit 77; }
+    "$PY" -c 'import torch, numpy' 2>/dev/null || { echo "skip: $PY cannot import torch and numpy (tests/ref/gpu_models.py writes the models)"; exit 77; }
+    [ -d "$P" ] || { echo "skip: no PLDA at $P"; exit 77; }
+}
